@@ -1,0 +1,111 @@
+"""CPU preprocessing: letterbox resize, colour order, scaling, HWC->CHW into a reused tensor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from framelens.core.modelspec import ModelSpec
+from framelens.core.types import Image
+
+
+@dataclass(frozen=True, slots=True)
+class Letterbox:
+    """Geometry of one letterbox: source pixels -> network pixels is x * ratio + pad."""
+
+    ratio: float
+    pad_x: float
+    pad_y: float
+    src_width: int
+    src_height: int
+
+    def boxes_to_source(self, boxes: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Map (N, 4) xyxy boxes from network input pixels to source pixels, clipped."""
+        out = boxes.astype(np.float32, copy=True)
+        out[:, [0, 2]] = (out[:, [0, 2]] - self.pad_x) / self.ratio
+        out[:, [1, 3]] = (out[:, [1, 3]] - self.pad_y) / self.ratio
+        np.clip(out[:, [0, 2]], 0, self.src_width, out=out[:, [0, 2]])
+        np.clip(out[:, [1, 3]], 0, self.src_height, out=out[:, [1, 3]])
+        return out
+
+    def points_to_source(self, points: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Map (..., 2) points from network input pixels to source pixels (not clipped)."""
+        out = points.astype(np.float32, copy=True)
+        out[..., 0] = (out[..., 0] - self.pad_x) / self.ratio
+        out[..., 1] = (out[..., 1] - self.pad_y) / self.ratio
+        return out
+
+
+def letterbox_geometry(
+    src_w: int, src_h: int, dst_w: int, dst_h: int, align: str
+) -> tuple[float, int, int, int, int]:
+    """Scale and placement of a source image inside the network input.
+
+    Returns (ratio, new_w, new_h, pad_x, pad_y). The GPU kernels use the same rule.
+    """
+    ratio = min(dst_w / src_w, dst_h / src_h)
+    new_w = max(1, round(src_w * ratio))
+    new_h = max(1, round(src_h * ratio))
+    if align == "center":
+        pad_x, pad_y = (dst_w - new_w) // 2, (dst_h - new_h) // 2
+    else:
+        pad_x, pad_y = 0, 0
+    return ratio, new_w, new_h, pad_x, pad_y
+
+
+def input_size_for(spec: ModelSpec, src_w: int, src_h: int) -> tuple[int, int]:
+    """Network (height, width) for a source: fixed, or the source padded up for dynamic models."""
+    if not spec.dynamic_input:
+        return spec.input_size
+    m = spec.stride_multiple
+    h, w = spec.input_size
+    # Dynamic models (YuNet) keep the source aspect, bounded by input_size's longer side.
+    scale = min(1.0, max(h, w) / max(src_w, src_h))
+    tw, th = round(src_w * scale), round(src_h * scale)
+    return (-(-th // m) * m, -(-tw // m) * m)
+
+
+class Preprocessor:
+    """Turns a BGR frame into the model's input tensor. The tensor is allocated once.
+
+    The returned tensor is reused on the next call: consume it before calling again.
+    """
+
+    def __init__(self, spec: ModelSpec, src_w: int, src_h: int) -> None:
+        self.spec = spec
+        self.src_w, self.src_h = src_w, src_h
+        h, w = input_size_for(spec, src_w, src_h)
+        self.input_h, self.input_w = h, w
+        ratio, nw, nh, px, py = letterbox_geometry(src_w, src_h, w, h, spec.letterbox)
+        self.geometry = Letterbox(ratio, float(px), float(py), src_w, src_h)
+        self._new_size = (nw, nh)
+        self._canvas = np.full((h, w, 3), spec.pad_value, dtype=np.uint8)
+        self._resized = np.empty((nh, nw, 3), dtype=np.uint8)
+        self._tensor = np.empty((1, 3, h, w), dtype=np.float32)
+
+    def __call__(self, image: Image) -> npt.NDArray[np.float32]:
+        if image.shape[1] != self.src_w or image.shape[0] != self.src_h:
+            raise ValueError(
+                f"frame is {image.shape[1]}x{image.shape[0]}, preprocessor built for "
+                f"{self.src_w}x{self.src_h}"
+            )
+        nw, nh = self._new_size
+        px, py = int(self.geometry.pad_x), int(self.geometry.pad_y)
+        region = self._canvas[py : py + nh, px : px + nw]
+        if (nw, nh) == (self.src_w, self.src_h):
+            region[...] = image
+        else:
+            # cv2 writes only into contiguous dst arrays, so resize into a reused one.
+            cv2.resize(image, (nw, nh), dst=self._resized, interpolation=cv2.INTER_LINEAR)
+            region[...] = self._resized
+        src = self._canvas
+        if self.spec.color_order == "rgb":
+            src = src[..., ::-1]
+        # HWC uint8 -> CHW float32 in the reused tensor, scaled in place.
+        np.copyto(self._tensor[0], src.transpose(2, 0, 1), casting="unsafe")
+        if self.spec.input_scale != 1.0:
+            self._tensor *= np.float32(self.spec.input_scale)
+        return self._tensor

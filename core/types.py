@@ -1,0 +1,118 @@
+"""The data that flows through the pipeline: frames, detections, stage times, results."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import numpy.typing as npt
+
+Image = npt.NDArray[np.uint8]
+"""An HxWx3 uint8 image in BGR order (OpenCV's convention)."""
+
+
+@dataclass(slots=True)
+class Frame:
+    """One decoded frame. ``index`` is the source frame index, ``pts`` seconds."""
+
+    image: Image
+    index: int
+    pts: float
+
+    @property
+    def width(self) -> int:
+        return int(self.image.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.image.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """What is known about a source once it is open."""
+
+    uri: str
+    kind: str  # "file" | "camera" | "stream" | "folder"
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None  # None when unknown (camera, live stream)
+    codec: str = ""
+    seekable: bool = False
+    has_audio: bool = False
+
+
+def _empty_f32(*shape: int) -> npt.NDArray[np.float32]:
+    return np.zeros(shape, dtype=np.float32)
+
+
+@dataclass(slots=True)
+class Detections:
+    """Boxes of one frame as parallel arrays (supervision's pattern).
+
+    boxes: (N, 4) float32 x1, y1, x2, y2 in source pixels.
+    scores: (N,) float32. class_ids: (N,) int32.
+    landmarks: (N, 5, 2) float32 for face models, else None.
+    """
+
+    boxes: npt.NDArray[np.float32] = field(default_factory=lambda: _empty_f32(0, 4))
+    scores: npt.NDArray[np.float32] = field(default_factory=lambda: _empty_f32(0))
+    class_ids: npt.NDArray[np.int32] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int32)
+    )
+    landmarks: npt.NDArray[np.float32] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.boxes)
+        if self.boxes.shape != (n, 4) or len(self.scores) != n or len(self.class_ids) != n:
+            raise ValueError("Detections arrays must have equal length N and boxes (N, 4)")
+        if self.landmarks is not None and self.landmarks.shape != (n, 5, 2):
+            raise ValueError("landmarks must be (N, 5, 2)")
+
+    def __len__(self) -> int:
+        return len(self.boxes)
+
+    def select(self, mask: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> Detections:
+        """A subset by boolean mask or index array."""
+        return Detections(
+            self.boxes[mask],
+            self.scores[mask],
+            self.class_ids[mask],
+            None if self.landmarks is None else self.landmarks[mask],
+        )
+
+    @staticmethod
+    def empty(with_landmarks: bool = False) -> Detections:
+        return Detections(landmarks=_empty_f32(0, 5, 2) if with_landmarks else None)
+
+
+STAGES = ("decode", "preprocess", "inference", "postprocess", "draw", "encode", "e2e")
+"""Stage names in pipeline order; ``e2e`` is decode start to result ready."""
+
+
+@dataclass(slots=True)
+class StageTimes:
+    """Milliseconds spent in each stage for one frame. NaN = stage did not run."""
+
+    decode: float = math.nan
+    preprocess: float = math.nan
+    inference: float = math.nan
+    postprocess: float = math.nan
+    draw: float = math.nan
+    encode: float = math.nan
+    e2e: float = math.nan
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(slots=True)
+class FrameResult:
+    """Everything the sinks (canvas, plots, exporter, JSON writer) receive for a frame."""
+
+    frame: Frame
+    detections: Detections
+    times: StageTimes
+    annotated: Image | None = None  # the frame with overlays, when drawing ran
