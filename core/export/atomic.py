@@ -1,0 +1,113 @@
+"""Write-then-rename, so an export is either complete on disk or absent.
+
+The temporary file lives in the target's directory (os.replace is only atomic
+within one file system) under a hidden name that keeps the extension, because
+muxers choose the container from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+from framelens.core.errors import ExportError
+
+StrPath = str | os.PathLike[str]
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror.lower() if exc.strerror else str(exc)
+
+
+def check_target(path: StrPath) -> Path:
+    """Fail early, as one line, when ``path`` cannot be written. Returns it absolute."""
+    target = Path(path).expanduser().absolute()
+    parent = target.parent
+    if not parent.exists():
+        raise ExportError(f"cannot write {target}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise ExportError(f"cannot write {target}: {parent} is not a directory")
+    if target.is_dir():
+        raise ExportError(f"cannot write {target}: it is a directory")
+    return target
+
+
+class AtomicFile:
+    """A temporary sibling of ``path`` that becomes ``path`` on commit().
+
+    Creating it proves the directory is writable (os.access lies for root and
+    for some network file systems, so the real check is to create the file).
+    """
+
+    def __init__(self, path: StrPath) -> None:
+        self.target = check_target(path)
+        stem, suffix = self.target.stem, self.target.suffix
+        for _ in range(16):
+            tmp = self.target.with_name(f".{stem}.partial-{secrets.token_hex(4)}{suffix}")
+            try:
+                # O_EXCL: never clobber anything; mode 0o666 lets the umask decide,
+                # as for any ordinarily created file (mkstemp would force 0o600).
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise ExportError(f"cannot write {self.target}: {_reason(exc)}") from None
+            os.close(fd)
+            self.tmp = tmp
+            break
+        else:  # pragma: no cover - 16 collisions of 32 random bits
+            raise ExportError(f"cannot write {self.target}: no free temporary name")
+        self.done = False
+
+    def commit(self) -> Path:
+        """Move the finished temporary file onto the target."""
+        if self.done:
+            raise ExportError(f"cannot write {self.target}: already finished")
+        try:
+            os.replace(self.tmp, self.target)
+        except OSError as exc:
+            self.discard()
+            raise ExportError(f"cannot write {self.target}: {_reason(exc)}") from None
+        self.done = True
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the temporary file; safe to call more than once."""
+        self.done = True
+        with contextlib.suppress(FileNotFoundError):
+            self.tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_output(path: StrPath) -> Iterator[Path]:
+    """Yield a temporary path to write; on success it replaces ``path``.
+
+    On any exception the temporary file is removed and the exception propagates.
+    """
+    f = AtomicFile(path)
+    try:
+        yield f.tmp
+    except BaseException:
+        f.discard()
+        raise
+    f.commit()
+
+
+def write_bytes_atomic(path: StrPath, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; ExportError on failure."""
+    f = AtomicFile(path)
+    try:
+        with open(f.tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())  # the rename must not become visible before the data
+    except OSError as exc:
+        f.discard()
+        raise ExportError(f"cannot write {f.target}: {_reason(exc)}") from None
+    except BaseException:
+        f.discard()
+        raise
+    return f.commit()

@@ -1,0 +1,103 @@
+"""Preprocess -> engine -> postprocess -> draw for one frame at a time.
+
+A FramePipeline is owned by one thread. Threads that overlap decoding, inference
+and encoding live in runner.py; the GUI's player drives a FramePipeline too.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field, replace
+
+from framelens.core.drawing import OverlayStyle, annotate
+from framelens.core.engines import create_engine
+from framelens.core.engines.base import Engine
+from framelens.core.modelspec import ModelSpec
+from framelens.core.postprocess import make_decoder
+from framelens.core.preprocess import Preprocessor
+from framelens.core.timing import stage
+from framelens.core.types import Frame, FrameResult, StageTimes
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Everything that decides what a run computes. Thresholds may change mid-run."""
+
+    model: ModelSpec
+    conf: float = 0.25
+    iou: float = 0.45
+    classes: frozenset[int] | None = None
+    backend: str = "onnxruntime"
+    device: str = "cpu"
+    precision: str = "fp32"
+    threads: int | None = None
+    overlay: OverlayStyle = field(default_factory=OverlayStyle)
+
+
+class FramePipeline:
+    """One frame in, one FrameResult out. Buffers are allocated per source size, once."""
+
+    def __init__(self, settings: PipelineSettings, *, spinning: bool = True) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self.engine: Engine = create_engine(
+            settings.model.path,
+            backend=settings.backend,
+            device=settings.device,
+            threads=settings.threads,
+            spinning=spinning,
+        )
+        self._decode = make_decoder(settings.model)
+        self._pre: Preprocessor | None = None
+
+    @property
+    def settings(self) -> PipelineSettings:
+        return self._settings
+
+    def update(self, **changes: object) -> None:
+        """Change thresholds, class filter or overlay style; applies from the next frame.
+
+        The model, backend, device and precision need a new FramePipeline.
+        """
+        fixed = {"model", "backend", "device", "precision", "threads"}
+        if fixed & changes.keys():
+            raise ValueError(f"{sorted(fixed & changes.keys())} need a new pipeline")
+        with self._lock:
+            self._settings = replace(self._settings, **changes)  # type: ignore[arg-type]
+
+    def _preprocessor(self, frame: Frame) -> Preprocessor:
+        pre = self._pre
+        if pre is None or (pre.src_w, pre.src_h) != (frame.width, frame.height):
+            pre = self._pre = Preprocessor(self._settings.model, frame.width, frame.height)
+        return pre
+
+    def infer(self, frame: Frame, times: StageTimes) -> FrameResult:
+        """Preprocess, run the engine and decode; no drawing."""
+        s = self._settings
+        pre = self._preprocessor(frame)
+        with stage(times, "preprocess"):
+            tensor = pre(frame.image)
+        with stage(times, "inference"):
+            outputs = self.engine.infer(tensor)
+        with stage(times, "postprocess"):
+            dets = self._decode(outputs, pre.geometry, s.conf, s.iou, s.classes)
+        return FrameResult(frame, dets, times)
+
+    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
+        s = self._settings
+        with stage(result.times, "draw"):
+            result.annotated = annotate(
+                result.frame.image, result.detections, s.model.labels, s.overlay, copy=copy
+            )
+        return result
+
+    def process(self, frame: Frame, decode_ms: float = math.nan, *, draw: bool = True) -> FrameResult:
+        times = StageTimes(decode=decode_ms)
+        result = self.infer(frame, times)
+        if draw:
+            self.draw(result)
+        return result
+
+    def close(self) -> None:
+        self.engine.close()

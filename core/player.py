@@ -1,0 +1,560 @@
+"""Interactive playback: a Qt-free worker that the GUI's controller drives.
+
+A Player owns two threads. The decode-ahead thread reads frames into a small
+bounded queue, so decoding overlaps inference; the worker thread takes commands
+(open, play, seek, update, ...) from a queue, processes frames through a
+FramePipeline and hands every FrameResult to ``on_result``. All public methods
+only enqueue a command, so they are safe to call from any thread and never block
+on decoding or inference.
+
+Callbacks run on the worker (or model-loading) thread; a GUI must marshal them
+onto its own thread (the Qt controller does so with queued signals).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, cast
+
+from framelens.core.errors import FrameLensError, SourceError
+from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.sources import Source, open_source
+from framelens.core.timing import now_ms
+from framelens.core.types import Detections, Frame, FrameResult, SourceInfo, StageTimes
+
+log = logging.getLogger(__name__)
+
+ResultCallback = Callable[[FrameResult], None]
+StateCallback = Callable[["PlayerState"], None]
+ErrorCallback = Callable[[str], None]
+
+_LATE_RESYNC_S = 0.25  # further behind the clock than this, re-anchor instead of rushing
+_STATE_EVERY_S = 0.5  # while playing, state (with the measured fps) at most this often
+
+
+@dataclass(frozen=True)
+class PlayerState:
+    """A snapshot of the player, sent on every change and periodically while playing."""
+
+    status: str = "empty"  # "empty" | "paused" | "playing" | "ended"
+    index: int = -1  # source index of the frame last shown, -1 before the first
+    frame_count: int | None = None
+    fps: float = 0.0  # measured rate of results while playing
+    source: SourceInfo | None = None
+    model: str = ""
+    backend: str = ""
+    device: str = ""
+    precision: str = ""
+    speed: float = 1.0
+    realtime: bool = True
+    loading_model: bool = False
+
+    @property
+    def playing(self) -> bool:
+        return self.status == "playing"
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for the user: FrameLensError text as is, anything else named."""
+    if isinstance(exc, FrameLensError):
+        text = str(exc)
+    else:
+        text = f"unexpected error: {type(exc).__name__}: {exc}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+class _End:
+    """End of the source, as an item of the decode queue."""
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_Item = tuple[Frame, float, float] | _End | _Failed  # (frame, decode ms, decode start ms)
+
+
+class DecodeAhead:
+    """Reads a Source on its own thread into a bounded queue.
+
+    seek() bumps a generation number; queued frames of an older generation are
+    discarded by get(), so nothing decoded before a seek is ever shown after it.
+    """
+
+    def __init__(self, source: Source, depth: int = 4) -> None:
+        self.source = source
+        self._queue: queue.Queue[tuple[int, _Item]] = queue.Queue(depth)
+        self._lock = threading.Lock()  # guards the source and the generation
+        self._wake = threading.Condition(self._lock)
+        self._generation = 0
+        self._at_end = False
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="fl-decode-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while self._at_end and not self._stop:
+                    self._wake.wait()
+                if self._stop:
+                    return
+                gen = self._generation
+                item = self._read()
+            self._put(gen, item)
+
+    def _read(self) -> _Item:
+        t0 = now_ms()
+        try:
+            frame = self.source.read()
+        except BaseException as exc:  # handed to the consumer, reported there
+            self._at_end = True
+            return _Failed(exc)
+        if frame is None:
+            self._at_end = True
+            return _End()
+        return (frame, now_ms() - t0, t0)
+
+    def _put(self, gen: int, item: _Item) -> None:
+        while not self._stop and gen == self._generation:
+            try:
+                self._queue.put((gen, item), timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def get(self, timeout: float) -> _Item | None:
+        """The next item of the current generation, or None after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                gen, item = self._queue.get(timeout=max(0.0, remaining))
+            except queue.Empty:
+                return None
+            if gen == self._generation:
+                return item
+
+    def seek(self, index: int) -> None:
+        """Reposition the source; frames already queued are invalidated."""
+        with self._lock:
+            self._generation += 1
+            self._drain()
+            try:
+                self.source.seek(index)
+            finally:
+                self._at_end = False
+                self._wake.notify_all()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop = True
+            self._wake.notify_all()
+        self._drain()
+        self._thread.join(timeout=5)
+        self.source.close()
+
+
+class _RateMeter:
+    """Results per second over the last few seconds."""
+
+    def __init__(self, window: int = 60) -> None:
+        self._stamps: deque[float] = deque(maxlen=window)
+
+    def tick(self) -> None:
+        self._stamps.append(time.perf_counter())
+
+    def reset(self) -> None:
+        self._stamps.clear()
+
+    @property
+    def fps(self) -> float:
+        if len(self._stamps) < 2:
+            return 0.0
+        span = self._stamps[-1] - self._stamps[0]
+        return (len(self._stamps) - 1) / span if span > 0 else 0.0
+
+
+def _same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:
+    keys = ("model", "backend", "device", "precision", "threads")
+    return all(getattr(a, k) == getattr(b, k) for k in keys)
+
+
+Command = Callable[[], None]
+
+
+class Player:
+    """Plays a source through a FramePipeline on a worker thread.
+
+    Commands are queued and executed in order by the worker. The current frame
+    is kept, so seeking and changing thresholds show their effect even while
+    paused.
+    """
+
+    def __init__(
+        self,
+        on_result: ResultCallback,
+        on_state: StateCallback,
+        on_error: ErrorCallback,
+        *,
+        decode_ahead: int = 2,
+        spinning: bool = False,
+    ) -> None:
+        self._on_result = on_result
+        self._on_state = on_state
+        self._on_error = on_error
+        self._depth = decode_ahead
+        self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
+        self._commands: queue.Queue[Command | None] = queue.Queue()
+        self._decoder: DecodeAhead | None = None
+        self._pipeline: FramePipeline | None = None
+        self._settings: PipelineSettings | None = None
+        self._state = PlayerState()
+        self._current: Frame | None = None
+        self._ready: FrameResult | None = None  # processed, waiting for its time
+        self._anchor: tuple[float, float] | None = None  # (wall s, pts s) of the clock
+        self._rate = _RateMeter()
+        self._last_state_s = 0.0
+        self._model_token = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="fl-player", daemon=True)
+        self._thread.start()
+
+    # ---- commands (any thread) -------------------------------------------------
+
+    @property
+    def state(self) -> PlayerState:
+        return self._state
+
+    def open(self, spec: str, settings: PipelineSettings | None = None) -> None:
+        """Open a source (path, URL or camera spec); shows its first frame, paused."""
+        self._send(lambda: self._do_open(spec, settings))
+
+    def play(self) -> None:
+        self._send(self._do_play)
+
+    def pause(self) -> None:
+        self._send(self._do_pause)
+
+    def toggle(self) -> None:
+        self._send(lambda: self._do_pause() if self._state.playing else self._do_play())
+
+    def step(self, delta: int = 1) -> None:
+        """Show the next (+1) or previous (-1) frame and pause."""
+        self._send(lambda: self._do_step(delta))
+
+    def seek(self, index: int) -> None:
+        """Show frame ``index`` processed; keeps playing if it was playing."""
+        self._send(lambda: self._do_seek(index))
+
+    def set_speed(self, speed: float) -> None:
+        self._send(lambda: self._do_speed(speed))
+
+    def set_realtime(self, realtime: bool) -> None:
+        self._send(lambda: self._do_realtime(realtime))
+
+    def update(self, **changes: object) -> None:
+        """Change conf, iou, classes or overlay; the current frame is re-processed."""
+        self._send(lambda: self._do_update(changes))
+
+    def set_model(self, settings: PipelineSettings) -> None:
+        """Build a pipeline for new settings in the background; swap it in when ready."""
+        self._model_token += 1
+        token = self._model_token
+        self._send(lambda: self._publish(loading_model=True))
+        threading.Thread(
+            target=self._build_model, args=(settings, token), name="fl-model", daemon=True
+        ).start()
+
+    def close(self) -> None:
+        """Stop the threads and release the source and the engine."""
+        if self._closed:
+            return
+        self._closed = True
+        self._commands.put(None)
+        self._thread.join(timeout=10)
+
+    def _send(self, command: Command) -> None:
+        if not self._closed:
+            self._commands.put(command)
+
+    # ---- worker thread ---------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            command = self._next_command()
+            if command is None and self._closed:
+                break
+            try:
+                if command is not None:
+                    command()
+                elif self._state.playing:
+                    self._advance()
+            except BaseException as exc:
+                self._fail(exc)
+        self._shutdown()
+
+    def _next_command(self) -> Command | None:
+        """A command, waiting only as long as playback allows (None: nothing came)."""
+        timeout: float | None = None
+        if self._state.playing:
+            timeout = 0.0 if self._ready is None else max(0.0, self._due(self._ready) - now())
+        try:
+            if timeout is None:
+                return self._commands.get()
+            if timeout <= 0:
+                return self._commands.get_nowait()
+            return self._commands.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _advance(self) -> None:
+        """One step of playback: fetch and process a frame, or show the ready one."""
+        if self._ready is None:
+            result = self._fetch_processed(timeout=0.05)
+            if result is None:
+                return
+            self._ready = result
+            if self._due(result) > now():
+                return  # the loop waits on the command queue until it is due
+        result, self._ready = self._ready, None
+        self._show(result)
+
+    def _due(self, result: FrameResult) -> float:
+        """Wall time at which ``result`` should be shown; 0 when not paced."""
+        if not self._state.realtime:
+            return 0.0
+        pts = float(result.frame.pts)
+        wall = now()
+        if self._anchor is None:
+            self._anchor = (wall, pts)
+        due = self._anchor[0] + (pts - self._anchor[1]) / self._state.speed
+        if wall - due > _LATE_RESYNC_S or due - wall > 2.0:
+            self._anchor = (wall, pts)  # fell behind (slow model) or jumped: restart the clock
+            due = wall
+        return due
+
+    def _fetch_processed(self, timeout: float) -> FrameResult | None:
+        if self._decoder is None:
+            return None
+        item = self._decoder.get(timeout)
+        if item is None:
+            return None
+        if isinstance(item, _End):
+            self._publish(status="ended")
+            return None
+        if isinstance(item, _Failed):
+            raise item.error
+        frame, decode_ms, t0 = item
+        return self._process(frame, decode_ms, t0)
+
+    def _process(
+        self, frame: Frame, decode_ms: float = math.nan, t0: float | None = None
+    ) -> FrameResult:
+        start = now_ms() if t0 is None else t0
+        if self._pipeline is None:  # no model (yet): show the plain frame
+            result = FrameResult(frame, Detections.empty(), StageTimes(decode=decode_ms))
+            result.annotated = frame.image
+        else:
+            result = self._pipeline.process(frame, decode_ms)
+        result.times.e2e = now_ms() - start
+        return result
+
+    def _show(self, result: FrameResult) -> None:
+        self._current = result.frame
+        self._rate.tick()
+        self._on_result(result)
+        changes: dict[str, object] = {"index": result.frame.index}
+        if self._state.playing:
+            changes["fps"] = self._rate.fps
+        wall = now()
+        if not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
+            self._publish(**changes)
+        else:
+            self._state = replace(self._state, **cast(dict[str, Any], changes))
+
+    def _show_next(self, timeout: float = 5.0) -> bool:
+        """Decode, process and show the next frame synchronously; False at the end."""
+        deadline = now() + timeout
+        while now() < deadline:
+            result = self._fetch_processed(timeout=0.1)
+            if result is not None:
+                self._show(result)
+                return True
+            if self._state.status == "ended":
+                return False
+        raise SourceError("timed out waiting for a frame from the source")
+
+    def _publish(self, **changes: object) -> None:
+        self._state = replace(self._state, **cast(dict[str, Any], changes))
+        self._last_state_s = now()
+        self._on_state(self._state)
+
+    def _fail(self, exc: BaseException) -> None:
+        if not isinstance(exc, FrameLensError):
+            log.exception("player command failed")
+        if self._state.playing:
+            self._publish(status="paused")
+        self._on_error(error_message(exc))
+
+    # ---- command bodies (worker thread) -----------------------------------------
+
+    def _do_open(self, spec: str, settings: PipelineSettings | None) -> None:
+        self._close_source()
+        self._publish(status="empty", index=-1, frame_count=None, source=None, fps=0.0)
+        source = open_source(spec)
+        self._decoder = DecodeAhead(source, self._depth)
+        info = source.info
+        self._publish(source=info, frame_count=info.frame_count, status="paused")
+        if settings is not None:
+            try:
+                self._use_settings(settings)
+            except Exception as exc:  # the video still plays, without a model
+                self._fail(exc)
+        self._show_next()
+
+    def _use_settings(self, settings: PipelineSettings) -> None:
+        old = self._pipeline
+        if old is not None and self._settings and _same_engine(old.settings, settings):
+            old.update(
+                conf=settings.conf,
+                iou=settings.iou,
+                classes=settings.classes,
+                overlay=settings.overlay,
+            )
+        else:
+            self._publish(loading_model=True)
+            try:
+                self._install(FramePipeline(settings, spinning=self._spinning))
+            finally:
+                self._publish(loading_model=False)
+        self._settings = settings
+
+    def _install(self, pipeline: FramePipeline) -> None:
+        old, self._pipeline = self._pipeline, pipeline
+        if old is not None:
+            old.close()
+        s = pipeline.settings
+        self._settings = s
+        self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
+
+    def _do_play(self) -> None:
+        if self._decoder is None:
+            return
+        if self._state.status == "ended":
+            self._decoder.seek(0)
+            self._ready = None
+        self._anchor = None
+        self._rate.reset()
+        self._publish(status="playing")
+
+    def _do_pause(self) -> None:
+        if self._state.playing:
+            self._publish(status="paused", fps=0.0)
+
+    def _do_step(self, delta: int) -> None:
+        if self._decoder is None:
+            return
+        self._do_pause()
+        if delta < 0 or delta > 1:
+            self._do_seek(max(0, self._state.index + delta))
+        elif self._ready is not None:
+            result, self._ready = self._ready, None
+            self._show(result)
+        elif self._state.status != "ended":
+            self._show_next()
+
+    def _do_seek(self, index: int) -> None:
+        if self._decoder is None:
+            return
+        count = self._state.frame_count
+        if count:
+            index = min(index, count - 1)
+        index = max(0, index)
+        self._ready = None
+        self._anchor = None
+        self._decoder.seek(index)
+        if self._state.status == "ended":
+            self._publish(status="paused")
+        self._show_next()
+
+    def _do_speed(self, speed: float) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self._anchor = None
+        self._publish(speed=float(speed))
+
+    def _do_realtime(self, realtime: bool) -> None:
+        self._anchor = None
+        self._rate.reset()
+        self._publish(realtime=bool(realtime))
+
+    def _do_update(self, changes: dict[str, object]) -> None:
+        if self._settings is not None:
+            self._settings = replace(self._settings, **cast(dict[str, Any], changes))
+        if self._pipeline is not None:
+            self._pipeline.update(**changes)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-process the frame on screen so a paused view reflects a change."""
+        if self._current is None or self._state.playing:
+            return
+        self._ready = None
+        self._show(self._process(self._current))
+
+    def _build_model(self, settings: PipelineSettings, token: int) -> None:
+        try:
+            pipeline = FramePipeline(settings, spinning=self._spinning)
+        except BaseException as exc:
+            self._send(partial(self._model_failed, exc, token))
+            return
+        self._send(partial(self._swap, pipeline, token))
+
+    def _swap(self, pipeline: FramePipeline, token: int) -> None:
+        if token != self._model_token:  # a newer request superseded this one
+            pipeline.close()
+            return
+        self._install(pipeline)
+        self._publish(loading_model=False)
+        self._refresh()
+
+    def _model_failed(self, exc: BaseException, token: int) -> None:
+        if token == self._model_token:
+            self._publish(loading_model=False)
+        self._fail(exc)
+
+    def _close_source(self) -> None:
+        self._ready = None
+        self._current = None
+        if self._decoder is not None:
+            decoder, self._decoder = self._decoder, None
+            decoder.close()
+
+    def _shutdown(self) -> None:
+        try:
+            self._close_source()
+        finally:
+            if self._pipeline is not None:
+                self._pipeline.close()
+                self._pipeline = None
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,167 @@
+"""Run a pipeline over a source with decoding, inference and output on separate threads.
+
+Three stages overlap: a decode thread reads frames ahead, an inference thread runs
+preprocess/engine/postprocess (ONNX Runtime releases the GIL), and the calling
+thread draws and hands results to the sinks (exporter, detections writer,
+progress). Bounded queues keep memory flat and give back-pressure.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from framelens.core.errors import FrameLensError, SourceError
+from framelens.core.pipeline import FramePipeline
+from framelens.core.sources import Source
+from framelens.core.timing import now_ms
+from framelens.core.types import Frame, FrameResult, StageTimes
+
+ResultSink = Callable[[FrameResult], None]
+_END = object()
+
+
+@dataclass(frozen=True)
+class RunRange:
+    start: int = 0
+    count: int | None = None  # None = to the end of the source
+
+
+class _Failure:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Cancelled(FrameLensError):
+    """The run was cancelled by the user; partial outputs were discarded."""
+
+
+def _put(q: queue.Queue[object], item: object, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _get(q: queue.Queue[object], stop: threading.Event) -> object:
+    while True:
+        try:
+            return q.get(timeout=0.1)
+        except queue.Empty:
+            if stop.is_set():
+                return _END
+
+
+def iter_range(source: Source, rng: RunRange) -> Iterable[tuple[Frame, float, float]]:
+    """Frames of the range with their decode time (ms) and decode start (ms clock)."""
+    if rng.start:
+        if not source.info.seekable:
+            raise SourceError(f"{source.info.uri} cannot seek; --start needs a file")
+        source.seek(rng.start)
+    produced = 0
+    while rng.count is None or produced < rng.count:
+        t0 = now_ms()
+        frame = source.read()
+        if frame is None:
+            return
+        yield frame, now_ms() - t0, t0
+        produced += 1
+
+
+class PipelineRunner:
+    """Decode thread -> inference thread -> sinks on the caller's thread."""
+
+    def __init__(
+        self,
+        source: Source,
+        pipeline: FramePipeline,
+        sinks: Iterable[ResultSink] = (),
+        *,
+        observers: Iterable[ResultSink] = (),
+        draw: bool = True,
+        queue_size: int = 4,
+    ) -> None:
+        self.source = source
+        self.pipeline = pipeline
+        self.sinks = list(sinks)  # output work (export, detections), timed in e2e
+        self.observers = list(observers)  # see the finished result (stats, progress)
+        self.draw = draw
+        self._frames: queue.Queue[object] = queue.Queue(queue_size)
+        self._results: queue.Queue[object] = queue.Queue(queue_size)
+        self._stop = threading.Event()
+        self._cancel_requested = False
+        self.frames_done = 0
+        self.wall_s = 0.0
+
+    def cancel(self) -> None:
+        """Stop the run from any thread (Ctrl+C, GUI); run() then raises Cancelled."""
+        self._cancel_requested = True
+        self._stop.set()
+
+    def _decode_loop(self, rng: RunRange) -> None:
+        try:
+            for frame, decode_ms, t0 in iter_range(self.source, rng):
+                if not _put(self._frames, (frame, decode_ms, t0), self._stop):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            _put(self._frames, _Failure(exc), self._stop)
+            return
+        _put(self._frames, _END, self._stop)
+
+    def _infer_loop(self) -> None:
+        while True:
+            item = _get(self._frames, self._stop)
+            if item is _END or isinstance(item, _Failure):
+                _put(self._results, item, self._stop)
+                return
+            frame, decode_ms, t0 = item  # type: ignore[misc]
+            try:
+                result = self.pipeline.infer(frame, StageTimes(decode=decode_ms))
+            except BaseException as exc:
+                _put(self._results, _Failure(exc), self._stop)
+                return
+            if not _put(self._results, (result, t0), self._stop):
+                return
+
+    def run(self, rng: RunRange = RunRange()) -> int:
+        """Process the range; returns the number of frames handed to the sinks.
+
+        Raises the first error of any stage, or Cancelled after cancel().
+        """
+        threads = [
+            threading.Thread(target=self._decode_loop, args=(rng,), name="fl-decode", daemon=True),
+            threading.Thread(target=self._infer_loop, name="fl-infer", daemon=True),
+        ]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        try:
+            while True:
+                item = _get(self._results, self._stop)
+                if item is _END:
+                    break
+                if isinstance(item, _Failure):
+                    raise item.error
+                result, t0 = item  # type: ignore[misc]
+                if self.draw:
+                    self.pipeline.draw(result, copy=False)
+                for sink in self.sinks:
+                    sink(result)
+                result.times.e2e = now_ms() - t0
+                self.frames_done += 1
+                for observer in self.observers:
+                    observer(result)
+        finally:
+            self._stop.set()
+            for t in threads:
+                t.join(timeout=5)
+            self.wall_s = time.perf_counter() - start
+        if self._cancel_requested:
+            raise Cancelled("cancelled")
+        return self.frames_done

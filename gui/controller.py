@@ -1,0 +1,367 @@
+"""The one object between the widgets and core: intents in, results out, as Qt signals.
+
+The Player calls back on its worker threads; emitting a signal from there queues
+it to the GUI thread, so every slot connected to this controller runs on the GUI
+thread. A small semaphore applies back-pressure: the worker waits (briefly) when
+the GUI has not yet taken the last few results, so memory stays flat and the
+plots see every frame.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from framelens.core import __version__
+from framelens.core.catalog import DEFAULT_MODEL, load_catalog, resolve_model
+from framelens.core.drawing import OverlayStyle
+from framelens.core.errors import ExportError, FrameLensError
+from framelens.core.export import DetectionsWriter, VideoExporter, save_snapshot
+from framelens.core.export.video import provenance_metadata
+from framelens.core.modelspec import ModelSpec
+from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.player import Player, PlayerState, error_message
+from framelens.core.runner import Cancelled, PipelineRunner, RunRange
+from framelens.core.sources import open_source
+from framelens.core.types import FrameResult, SourceInfo
+from PySide6.QtCore import QObject, Signal, Slot
+
+_IN_FLIGHT = 3  # results emitted but not yet taken by the GUI thread
+_PROGRESS_EVERY_S = 0.1
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What File > Export asks for. ``count`` None = to the end of the source."""
+
+    source: str
+    video_path: str | None
+    detections_path: str | None = None
+    start: int = 0
+    count: int | None = None
+
+
+class ExportJob:
+    """Runs a source range through its own pipeline into the exporters, on a thread.
+
+    Independent of the player (its own source, engine and outputs), so export
+    and playback do not disturb each other. A cancelled or failed job leaves no file.
+    """
+
+    def __init__(self, request: ExportRequest, settings: PipelineSettings) -> None:
+        self.request = request
+        self.settings = settings
+        self._runner: PipelineRunner | None = None
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        if self._runner is not None:
+            self._runner.cancel()
+
+    def meta(self, info: SourceInfo) -> dict[str, object]:
+        s = self.settings
+        return {
+            "app_version": __version__,
+            "source": self.request.source,
+            "model": s.model.name,
+            "backend": s.backend,
+            "device": s.device,
+            "precision": s.precision,
+            "conf": s.conf,
+            "iou": s.iou,
+            "source_fps": info.fps,
+            "width": info.width,
+            "height": info.height,
+            "start": self.request.start,
+        }
+
+    def run(self, progress: ProgressFn) -> str:
+        """Export; returns the path written (the video, else the detections file)."""
+        req = self.request
+        if not req.video_path and not req.detections_path:
+            raise ExportError("choose a video file or a detections file to export")
+        source = open_source(req.source)
+        video: VideoExporter | None = None
+        dets: DetectionsWriter | None = None
+        pipeline: FramePipeline | None = None
+        try:
+            info = source.info
+            total = _range_length(req, info.frame_count)
+            fps = info.fps if info.fps > 0 else 30.0
+            meta = self.meta(info)
+            start_s = req.start / fps
+            if req.video_path:
+                video = VideoExporter(
+                    req.video_path,
+                    width=info.width,
+                    height=info.height,
+                    fps=fps,
+                    metadata=provenance_metadata(meta),
+                    audio_source=req.source if info.has_audio else None,
+                    audio_start_s=start_s,
+                    audio_end_s=None if req.count is None else start_s + req.count / fps,
+                )
+            if req.detections_path:
+                dets = DetectionsWriter(req.detections_path, meta, self.settings.model.labels)
+            pipeline = FramePipeline(self.settings)
+            runner = self._runner = PipelineRunner(source, pipeline, draw=video is not None)
+            if self._cancelled.is_set():
+                raise Cancelled("cancelled")
+            done, last = 0, 0.0
+
+            def sink(result: FrameResult) -> None:
+                nonlocal done, last
+                if video is not None and result.annotated is not None:
+                    video.write(result.annotated, result.frame.pts)
+                if dets is not None:
+                    dets.add(result.frame.index, result.frame.pts, result.detections)
+                done += 1
+                if done == total or time.monotonic() - last >= _PROGRESS_EVERY_S:
+                    last = time.monotonic()
+                    progress(done, total)
+
+            runner.sinks.append(sink)
+            runner.run(RunRange(req.start, req.count))
+            progress(done, max(done, total))
+            written = [w.close() for w in (dets, video) if w is not None]
+            return str(written[-1])
+        except BaseException:
+            for w in (video, dets):
+                if w is not None:
+                    w.abort()
+            raise
+        finally:
+            if pipeline is not None:
+                pipeline.close()
+            source.close()
+
+
+def _range_length(req: ExportRequest, frame_count: int | None) -> int:
+    if req.count is not None:
+        return req.count
+    return max(0, (frame_count or 0) - req.start)
+
+
+class Controller(QObject):
+    """Owns the Player and the export job; the only path from widgets to core."""
+
+    resultReady = Signal(object)  # FrameResult
+    stateChanged = Signal(object)  # PlayerState
+    errorOccurred = Signal(str)  # one line
+    modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter)
+    exportProgress = Signal(int, int)  # done, total (total 0 when unknown)
+    exportFinished = Signal(str)  # path written
+    exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
+    snapshotSaved = Signal(str)
+
+    _deliver = Signal(object)
+
+    def __init__(
+        self, parent: QObject | None = None, *, backend: str = "onnxruntime", device: str = "cpu"
+    ) -> None:
+        super().__init__(parent)
+        self._slots = threading.Semaphore(_IN_FLIGHT)
+        self._deliver.connect(self._on_deliver)
+        self.player = Player(self._from_worker, self.stateChanged.emit, self.errorOccurred.emit)
+        self.settings: PipelineSettings | None = None
+        self._backend, self._device = backend, device
+        self.source: str | None = None
+        self.state = PlayerState()
+        self.last_result: FrameResult | None = None
+        self._export: ExportJob | None = None
+        self.stateChanged.connect(self._remember_state)
+
+    # ---- results from the worker ------------------------------------------------
+
+    def _from_worker(self, result: FrameResult) -> None:
+        # Wait a little for the GUI; on timeout (GUI blocked) the result is dropped.
+        if self._slots.acquire(timeout=0.5):
+            self._deliver.emit(result)
+
+    @Slot(object)
+    def _on_deliver(self, result: FrameResult) -> None:
+        self._slots.release()
+        self.last_result = result
+        self.resultReady.emit(result)
+
+    @Slot(object)
+    def _remember_state(self, state: PlayerState) -> None:
+        self.state = state
+
+    # ---- models -----------------------------------------------------------------
+
+    @staticmethod
+    def catalog() -> dict[str, ModelSpec]:
+        return load_catalog()
+
+    @staticmethod
+    def default_model() -> str:
+        return str(DEFAULT_MODEL)
+
+    @staticmethod
+    def resolve(
+        name_or_path: str,
+        layout: str | None = None,
+        labels_file: str | None = None,
+        task: str | None = None,
+    ) -> ModelSpec:
+        """The ModelSpec for a catalogue name or an ONNX path; raises FrameLensError."""
+        return resolve_model(name_or_path, layout=layout, labels_file=labels_file, task=task)
+
+    def set_model(
+        self,
+        name_or_path: str,
+        layout: str | None = None,
+        labels_file: str | None = None,
+        task: str | None = None,
+    ) -> bool:
+        """Resolve and switch model; False (and errorOccurred) when it cannot be used."""
+        try:
+            spec = self.resolve(name_or_path, layout, labels_file, task)
+        except FrameLensError as exc:
+            self.errorOccurred.emit(error_message(exc))
+            return False
+        self.use_model(spec)
+        return True
+
+    def use_model(self, spec: ModelSpec) -> None:
+        """Switch model; while a source is open the new engine is built in the background."""
+        if self.settings is None:
+            self.settings = PipelineSettings(spec, backend=self._backend, device=self._device)
+        else:
+            self.settings = replace(self.settings, model=spec, classes=None)
+        self.modelChanged.emit(spec)
+        if self.source is not None:
+            self.player.set_model(self.settings)
+
+    # ---- thresholds and overlay ---------------------------------------------------
+
+    def _update(self, **changes: object) -> None:
+        if self.settings is not None:
+            self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
+        self.player.update(**changes)
+
+    @Slot(float)
+    def set_conf(self, conf: float) -> None:
+        self._update(conf=float(conf))
+
+    @Slot(float)
+    def set_iou(self, iou: float) -> None:
+        self._update(iou=float(iou))
+
+    def set_classes(self, classes: frozenset[int] | None) -> None:
+        """None shows every class; an empty set shows none."""
+        self._update(classes=classes)
+
+    def set_overlay(self, overlay: OverlayStyle) -> None:
+        self._update(overlay=overlay)
+
+    def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
+        """Initial thresholds (from saved settings) before anything is open."""
+        if self.settings is not None:
+            self.settings = replace(self.settings, conf=conf, iou=iou, overlay=overlay)
+
+    # ---- playback -------------------------------------------------------------------
+
+    @Slot(str)
+    def open_source(self, spec: str) -> None:
+        self.source = spec
+        self.last_result = None
+        self.player.open(spec, self.settings)
+
+    @Slot()
+    def play(self) -> None:
+        self.player.play()
+
+    @Slot()
+    def pause(self) -> None:
+        self.player.pause()
+
+    @Slot()
+    def toggle_play(self) -> None:
+        self.player.toggle()
+
+    @Slot(int)
+    def step(self, delta: int) -> None:
+        self.player.step(delta)
+
+    @Slot(int)
+    def seek(self, index: int) -> None:
+        self.player.seek(index)
+
+    @Slot(float)
+    def set_speed(self, speed: float) -> None:
+        self.player.set_speed(speed)
+
+    @Slot(bool)
+    def set_realtime(self, realtime: bool) -> None:
+        self.player.set_realtime(realtime)
+
+    # ---- snapshot and export -----------------------------------------------------
+
+    @Slot(str)
+    def save_snapshot(self, path: str) -> None:
+        result = self.last_result
+        if result is None:
+            self.errorOccurred.emit("nothing to save: open a video first")
+            return
+        image = result.annotated if result.annotated is not None else result.frame.image
+        try:
+            written = save_snapshot(image, path)
+        except FrameLensError as exc:
+            self.errorOccurred.emit(error_message(exc))
+            return
+        self.snapshotSaved.emit(str(written or path))
+
+    @property
+    def exporting(self) -> bool:
+        return self._export is not None
+
+    def start_export(self, request: ExportRequest) -> None:
+        if self._export is not None:
+            self.exportFailed.emit("an export is already running")
+            return
+        if self.settings is None:
+            self.exportFailed.emit("choose a model before exporting")
+            return
+        job = self._export = ExportJob(request, self.settings)
+        threading.Thread(
+            target=self._run_export, args=(job,), name="fl-export", daemon=True
+        ).start()
+
+    def _run_export(self, job: ExportJob) -> None:
+        try:
+            path = job.run(self.exportProgress.emit)
+        except Cancelled:
+            self._export = None
+            self.exportFailed.emit("cancelled")
+        except BaseException as exc:
+            self._export = None
+            self.exportFailed.emit(error_message(exc))
+        else:
+            self._export = None
+            self.exportFinished.emit(path)
+
+    @Slot()
+    def cancel_export(self) -> None:
+        if self._export is not None:
+            self._export.cancel()
+
+    # ---- lifetime -----------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        self.cancel_export()
+        self.player.close()
+
+
+def default_output(source: str, suffix: str) -> str:
+    """``clip.mp4`` -> ``clip_annotated.mp4`` next to it (or in the home folder)."""
+    p = Path(source)
+    folder = p.parent if p.parent.is_dir() else Path.home()
+    return str(folder / f"{p.stem or 'capture'}_annotated{suffix}")

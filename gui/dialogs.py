@@ -1,0 +1,346 @@
+"""Dialogs: export, open URL, open camera, import an ONNX model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from framelens.core.modelspec import LAYOUTS, TASK_OF_LAYOUT
+from framelens.gui.controller import Controller, ExportRequest, default_output
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+VIDEO_FILTER = (
+    "Videos (*.mp4 *.mkv *.mov *.avi *.m4v *.webm *.ts *.mpg *.mpeg *.wmv);;All files (*)"
+)
+EXPORT_VIDEO_FILTER = "MP4 video (*.mp4);;Matroska (*.mkv);;QuickTime (*.mov);;AVI (*.avi)"
+DETECTIONS_FILTER = "JSON (*.json);;CSV (*.csv)"
+ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
+LABELS_FILTER = "Label lists (*.txt *.names *.yaml *.yml *.json);;All files (*)"
+
+
+def _path_row(edit: QLineEdit, browse: QPushButton) -> QWidget:
+    row = QWidget()
+    lay = QHBoxLayout(row)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.addWidget(edit, 1)
+    lay.addWidget(browse)
+    return row
+
+
+class ExportDialog(QDialog):
+    """Output paths and frame range; runs the export with progress and cancel.
+
+    The export itself runs in the controller's background job, so the window
+    stays responsive; closing the dialog while it runs cancels it.
+    """
+
+    def __init__(
+        self,
+        controller: Controller,
+        source: str,
+        frame_count: int | None,
+        current: int = 0,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Export annotated video")
+        self.setMinimumWidth(560)
+        self.controller = controller
+        self.source = source
+        self.result_path: str | None = None
+        last = max(0, (frame_count or 1) - 1)
+
+        self.video_check = QCheckBox("Annotated video")
+        self.video_check.setChecked(True)
+        self.video_edit = QLineEdit(default_output(source, ".mp4"))
+        video_browse = QPushButton("Browse…")
+        video_browse.clicked.connect(self._browse_video)
+        self.dets_check = QCheckBox("Detections")
+        self.dets_edit = QLineEdit(
+            default_output(source, ".json").replace("_annotated", "_detections")
+        )
+        self.dets_edit.setEnabled(False)
+        dets_browse = QPushButton("Browse…")
+        dets_browse.clicked.connect(self._browse_dets)
+        self.dets_check.toggled.connect(self.dets_edit.setEnabled)
+        self.video_check.toggled.connect(self.video_edit.setEnabled)
+
+        outputs = QGroupBox("Outputs")
+        grid = QGridLayout(outputs)
+        grid.addWidget(self.video_check, 0, 0)
+        grid.addWidget(_path_row(self.video_edit, video_browse), 0, 1)
+        grid.addWidget(self.dets_check, 1, 0)
+        grid.addWidget(_path_row(self.dets_edit, dets_browse), 1, 1)
+
+        self.start_spin = QSpinBox()
+        self.end_spin = QSpinBox()
+        for spin in (self.start_spin, self.end_spin):
+            spin.setRange(0, last if frame_count else 10_000_000)
+            spin.setAccelerated(True)
+        self.end_spin.setValue(last)
+        from_current = QPushButton("From current frame")
+        from_current.clicked.connect(lambda: self.start_spin.setValue(current))
+        whole = QPushButton("Whole video")
+        whole.clicked.connect(lambda: self._set_range(0, last))
+        rng = QGroupBox("Frame range (inclusive)")
+        rl = QHBoxLayout(rng)
+        rl.addWidget(QLabel("From"))
+        rl.addWidget(self.start_spin)
+        rl.addWidget(QLabel("to"))
+        rl.addWidget(self.end_spin)
+        rl.addStretch(1)
+        rl.addWidget(from_current)
+        rl.addWidget(whole)
+
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.status = QLabel("Ready.")
+        self.status.setObjectName("dialogStatus")
+
+        self.buttons = QDialogButtonBox()
+        self.export_button = self.buttons.addButton(
+            "Export", QDialogButtonBox.ButtonRole.AcceptRole
+        )
+        self.cancel_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.export_button.clicked.connect(self.start)
+        self.cancel_button.clicked.connect(self._cancel_or_close)
+        self.export_button.setDefault(True)
+
+        lay = QVBoxLayout(self)
+        lay.addWidget(outputs)
+        lay.addWidget(rng)
+        lay.addWidget(self.progress)
+        lay.addWidget(self.status)
+        lay.addWidget(self.buttons)
+
+        controller.exportProgress.connect(self._on_progress)
+        controller.exportFinished.connect(self._on_finished)
+        controller.exportFailed.connect(self._on_failed)
+        self._running = False
+
+    def _set_range(self, start: int, end: int) -> None:
+        self.start_spin.setValue(start)
+        self.end_spin.setValue(end)
+
+    def request(self) -> ExportRequest:
+        start, end = self.start_spin.value(), self.end_spin.value()
+        return ExportRequest(
+            source=self.source,
+            video_path=self.video_edit.text().strip() if self.video_check.isChecked() else None,
+            detections_path=self.dets_edit.text().strip() if self.dets_check.isChecked() else None,
+            start=start,
+            count=max(1, end - start + 1),
+        )
+
+    @Slot()
+    def start(self) -> None:
+        req = self.request()
+        if not req.video_path and not req.detections_path:
+            self.status.setText("Choose at least one output.")
+            return
+        if self.end_spin.value() < self.start_spin.value():
+            self.status.setText("The range ends before it starts.")
+            return
+        self._set_running(True)
+        self.progress.setRange(0, req.count or 0)
+        self.progress.setValue(0)
+        self.status.setText("Exporting…")
+        self.controller.start_export(req)
+
+    def _set_running(self, running: bool) -> None:
+        self._running = running
+        self.export_button.setEnabled(not running)
+        self.cancel_button.setText("Cancel" if running else "Close")
+
+    @Slot()
+    def _cancel_or_close(self) -> None:
+        if self._running:
+            self.status.setText("Cancelling…")
+            self.controller.cancel_export()
+        else:
+            self.reject()
+
+    def reject(self) -> None:
+        if self._running:  # Esc or the close button while exporting: cancel first
+            self.controller.cancel_export()
+        super().reject()
+
+    @Slot(int, int)
+    def _on_progress(self, done: int, total: int) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        self.status.setText(f"Exporting… frame {done} of {total}" if total else f"{done} frames")
+
+    @Slot(str)
+    def _on_finished(self, path: str) -> None:
+        self._set_running(False)
+        self.result_path = path
+        self.progress.setValue(self.progress.maximum())
+        self.status.setText(f"Saved {path}")
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        self._set_running(False)
+        self.progress.setValue(0)
+        self.status.setText(
+            "Cancelled; nothing was written."
+            if message == "cancelled"
+            else f"Export failed: {message}"
+        )
+
+    def _browse_video(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export video", self.video_edit.text(), EXPORT_VIDEO_FILTER
+        )
+        if path:
+            self.video_edit.setText(path)
+
+    def _browse_dets(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export detections", self.dets_edit.text(), DETECTIONS_FILTER
+        )
+        if path:
+            self.dets_edit.setText(path)
+            self.dets_check.setChecked(True)
+
+
+class OpenUrlDialog(QDialog):
+    """Asks for an RTSP/HTTP(S) stream or a file URL, offering recent ones."""
+
+    def __init__(self, recent: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Open stream")
+        self.setMinimumWidth(520)
+        self.combo = QComboBox()
+        self.combo.setEditable(True)
+        self.combo.addItems([r for r in recent if "://" in r])
+        self.combo.setCurrentText("")
+        edit = self.combo.lineEdit()
+        if edit is not None:
+            edit.setPlaceholderText("rtsp://camera.local/stream  or  https://…/video.mp4")
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("URL", self.combo)
+        form.addRow(buttons)
+
+    @property
+    def url(self) -> str:
+        return self.combo.currentText().strip()
+
+
+class OpenCameraDialog(QDialog):
+    """Asks for a camera index (/dev/videoN on Linux)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Open camera")
+        self.spin = QSpinBox()
+        self.spin.setRange(0, 63)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("Camera index", self.spin)
+        form.addRow(buttons)
+
+    @property
+    def index(self) -> int:
+        return int(self.spin.value())
+
+
+class ImportModelDialog(QDialog):
+    """Layout, task and labels for an ONNX model FrameLens could not recognise alone."""
+
+    AUTO = "auto-detect"
+
+    def __init__(self, path: str = "", message: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Import ONNX model")
+        self.setMinimumWidth(560)
+        self.path_edit = QLineEdit(path)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_model)
+        self.layout_combo = QComboBox()
+        self.layout_combo.addItems([self.AUTO, *LAYOUTS])
+        self.task_combo = QComboBox()
+        self.task_combo.addItems([self.AUTO, *sorted(set(TASK_OF_LAYOUT.values()))])
+        self.labels_edit = QLineEdit()
+        self.labels_edit.setPlaceholderText("optional: one class name per line (default: COCO)")
+        labels_browse = QPushButton("Browse…")
+        labels_browse.clicked.connect(self._browse_labels)
+        self.message = QLabel(message)
+        self.message.setObjectName("dialogError")
+        self.message.setWordWrap(True)
+        self.message.setVisible(bool(message))
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow(self.message)
+        form.addRow("Model file", _path_row(self.path_edit, browse))
+        form.addRow("Output layout", self.layout_combo)
+        form.addRow("Task", self.task_combo)
+        form.addRow("Labels file", _path_row(self.labels_edit, labels_browse))
+        form.addRow(buttons)
+
+    def show_message(self, message: str) -> None:
+        self.message.setText(message)
+        self.message.setVisible(bool(message))
+
+    @property
+    def model_path(self) -> str:
+        return self.path_edit.text().strip()
+
+    @property
+    def layout_name(self) -> str | None:
+        text = self.layout_combo.currentText()
+        return None if text == self.AUTO else text
+
+    @property
+    def task(self) -> str | None:
+        text = self.task_combo.currentText()
+        return None if text == self.AUTO else text
+
+    @property
+    def labels_file(self) -> str | None:
+        return self.labels_edit.text().strip() or None
+
+    def _browse_model(self) -> None:
+        start = str(Path(self.model_path).parent) if self.model_path else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Import ONNX model", start, ONNX_FILTER)
+        if path:
+            self.path_edit.setText(path)
+
+    def _browse_labels(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Labels file", "", LABELS_FILTER)
+        if path:
+            self.labels_edit.setText(path)

@@ -1,0 +1,983 @@
+"""The main window: canvas, transport bar, model panel, plots, menus and status bar.
+
+Widgets only send intents to the Controller and draw what its signals bring.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from framelens.core import __version__
+from framelens.core.drawing import OverlayStyle
+from framelens.core.errors import FrameLensError
+from framelens.core.modelspec import ModelSpec
+from framelens.core.player import PlayerState, error_message
+from framelens.core.types import FrameResult
+from framelens.gui.canvas import VideoCanvas
+from framelens.gui.controller import Controller
+from framelens.gui.dialogs import (
+    VIDEO_FILTER,
+    ExportDialog,
+    ImportModelDialog,
+    OpenCameraDialog,
+    OpenUrlDialog,
+)
+from framelens.gui.plots import StagePlots
+from framelens.gui.settings import Settings
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal, Slot
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QIcon,
+    QKeySequence,
+)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
+SPEEDS = (0.25, 0.5, 1.0, 1.5, 2.0, 4.0)
+OVERLAYS = ("boxes", "labels", "scores", "landmarks")
+IMPORT_ITEM = "Import ONNX…"
+
+# Repaint rates while playing: (video Hz, plots Hz). A window holding a GL widget is
+# composited as a whole on each repaint: ~1 ms on a GPU, but ~25 ms of CPU for a
+# 1360x860 window on Mesa's llvmpipe, CPU the pipeline needs. Real-time playback shows
+# every frame up to 30 Hz; "max speed" is a throughput mode and previews more sparsely,
+# the more so with software OpenGL.
+REFRESH_RATES = {
+    # (realtime, software GL)
+    (True, False): (30.0, 10.0),
+    (True, True): (30.0, 4.0),
+    (False, False): (30.0, 10.0),
+    (False, True): (10.0, 1.0),
+}
+
+
+def icon(name: str) -> QIcon:
+    return QIcon(str(ICONS / f"{name}.svg"))
+
+
+def format_time(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    m, s = divmod(seconds, 60.0)
+    h, m = divmod(int(m), 60)
+    return f"{h}:{m:02d}:{s:04.1f}" if h else f"{m:02d}:{s:04.1f}"
+
+
+def set_text(label: QLabel, text: str) -> None:
+    """Change a label only when its text changes: every repaint recomposites the window."""
+    if label.text() != text:
+        label.setText(text)
+
+
+def camera_spec(index: int) -> str:
+    """What open_source() reads as a camera: its index."""
+    return str(index)
+
+
+def display_name(spec: str) -> str:
+    """What a source is called in the title and the recent menu."""
+    if spec.isdigit():
+        return f"Camera {spec}"
+    if spec.startswith("/dev/video"):
+        return f"Camera {spec.removeprefix('/dev/video')}"
+    if "://" in spec:
+        return QUrl(spec).fileName() or spec
+    return Path(spec).name
+
+
+class TransportBar(QWidget):
+    """Play/pause, steps, seek slider with frame and time, speed and pacing."""
+
+    seekRequested = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("transportBar")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.play_button = self._button("play", "Play / pause (Space)", "playButton")
+        self.back_button = self._button("step-back", "Previous frame (Left)")
+        self.forward_button = self._button("step-forward", "Next frame (Right)")
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setObjectName("seekSlider")
+        self.slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.slider.setRange(0, 0)
+        self.slider.setToolTip("Seek (frame accurate)")
+        self.time_label = QLabel("—")
+        self.time_label.setObjectName("timeLabel")
+        self.speed_combo = QComboBox()
+        self.speed_combo.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        for speed in SPEEDS:
+            self.speed_combo.addItem(f"{speed:g}×", speed)
+        self.speed_combo.setToolTip("Playback speed (real-time mode)")
+        self.realtime_button = QToolButton()
+        self.realtime_button.setCheckable(True)
+        self.realtime_button.setChecked(True)
+        self.realtime_button.setIcon(icon("realtime"))
+        self.realtime_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.realtime_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.realtime_button.toggled.connect(self._label_realtime)
+        self._label_realtime(True)
+
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(10, 6, 10, 6)
+        lay.setSpacing(8)
+        lay.addWidget(self.back_button)
+        lay.addWidget(self.play_button)
+        lay.addWidget(self.forward_button)
+        lay.addWidget(self.slider, 1)
+        lay.addWidget(self.time_label)
+        lay.addWidget(self.speed_combo)
+        lay.addWidget(self.realtime_button)
+
+        self._frame_count: int | None = None
+        self._fps = 0.0
+        # While dragging, seek at most every 40 ms to the latest position.
+        self._drag_timer = QTimer(self)
+        self._drag_timer.setSingleShot(True)
+        self._drag_timer.setInterval(40)
+        self._drag_timer.timeout.connect(lambda: self.seekRequested.emit(self.slider.value()))
+        self.slider.valueChanged.connect(self._on_slider)
+        self.slider.sliderReleased.connect(lambda: self.seekRequested.emit(self.slider.value()))
+
+    def _button(self, name: str, tip: str, object_name: str = "transportButton") -> QToolButton:
+        b = QToolButton()
+        b.setObjectName(object_name)
+        b.setIcon(icon(name))
+        b.setToolTip(tip)
+        b.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # keys belong to the window's shortcuts
+        b.setAutoRaise(False)
+        return b
+
+    def _label_realtime(self, on: bool) -> None:
+        self.realtime_button.setText("Real-time" if on else "Max speed")
+        self.realtime_button.setToolTip(
+            "Paced by the video's timestamps and the speed (click for as fast as possible)"
+            if on
+            else "As fast as possible: every frame, no waiting (click for real-time)"
+        )
+
+    def _on_slider(self, value: int) -> None:
+        if self.slider.isSliderDown():
+            if not self._drag_timer.isActive():
+                self._drag_timer.start()
+        else:
+            self.seekRequested.emit(value)
+
+    def set_source(self, frame_count: int | None, fps: float) -> None:
+        self._frame_count, self._fps = frame_count, fps
+        # A fixed width: a label that changes size re-lays out (and repaints) the window.
+        widest = f"{frame_count or 999999}/{frame_count or 999999}  0:00:00.0 / 0:00:00.0"
+        metrics = self.time_label.fontMetrics()
+        self.time_label.setFixedSize(metrics.horizontalAdvance(widest) + 16, metrics.height() + 8)
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, max(0, (frame_count or 1) - 1))
+        self.slider.setEnabled(bool(frame_count))
+        self.slider.setPageStep(max(1, round(fps * 5)) if fps > 0 else 50)
+        self.slider.blockSignals(False)
+
+    def show_position(self, index: int, pts: float) -> None:
+        if not self.slider.isSliderDown():
+            self.slider.blockSignals(True)
+            self.slider.setValue(index)
+            self.slider.blockSignals(False)
+        count = self._frame_count
+        frame = f"{index}/{count - 1}" if count else f"{index}"
+        total = f" / {format_time((count - 1) / self._fps)}" if count and self._fps > 0 else ""
+        self.time_label.setText(f"{frame}  {format_time(pts)}{total}")
+
+    def show_playing(self, playing: bool) -> None:
+        self.play_button.setIcon(icon("pause" if playing else "play"))
+
+
+class ModelPanel(QWidget):
+    """Model choice, thresholds, class filter and overlay toggles."""
+
+    modelChosen = Signal(str)  # catalogue name or path
+    importRequested = Signal()
+    confChanged = Signal(float)
+    iouChanged = Signal(float)
+    classesChanged = Signal(object)  # frozenset[int] | None
+    overlayChanged = Signal(object)  # OverlayStyle
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model_combo = QComboBox()
+        self.model_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_combo.activated.connect(self._on_model_activated)
+        self.model_info = QLabel("")
+        self.model_info.setWordWrap(True)
+        self.model_info.setObjectName("plotSummary")
+        self.conf_slider, self.conf_label = self._threshold("Minimum score to keep a box")
+        self.iou_slider, self.iou_label = self._threshold("Overlap above which NMS merges boxes")
+        self.conf_slider.valueChanged.connect(lambda v: self._on_threshold(v, "conf"))
+        self.iou_slider.valueChanged.connect(lambda v: self._on_threshold(v, "iou"))
+
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search classes…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._filter_list)
+        self.class_list = QListWidget()
+        self.class_list.setMinimumHeight(120)
+        self.class_list.itemChanged.connect(lambda _item: self._emit_classes())
+        all_button, none_button = QPushButton("All"), QPushButton("None")
+        all_button.clicked.connect(lambda: self._check_all(True))
+        none_button.clicked.connect(lambda: self._check_all(False))
+        self.class_count = QLabel("")
+        self.class_count.setObjectName("plotSummary")
+
+        self.overlay_checks = {name: QCheckBox(name.capitalize()) for name in OVERLAYS}
+        for check in self.overlay_checks.values():
+            check.setChecked(True)
+            check.toggled.connect(lambda _on: self.overlayChanged.emit(self.overlay()))
+
+        model_box = QGroupBox("Model")
+        ml = QVBoxLayout(model_box)
+        ml.addWidget(self.model_combo)
+        ml.addWidget(self.model_info)
+        thr_box = QGroupBox("Thresholds")
+        tl = QGridLayout(thr_box)
+        for row, (name, slider, label) in enumerate(
+            (
+                ("Confidence", self.conf_slider, self.conf_label),
+                ("IoU (NMS)", self.iou_slider, self.iou_label),
+            )
+        ):
+            tl.addWidget(QLabel(name), row, 0)
+            tl.addWidget(slider, row, 1)
+            tl.addWidget(label, row, 2)
+        cls_box = QGroupBox("Classes")
+        cl = QVBoxLayout(cls_box)
+        cl.addWidget(self.search)
+        cl.addWidget(self.class_list, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(all_button)
+        buttons.addWidget(none_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.class_count)
+        cl.addLayout(buttons)
+        ov_box = QGroupBox("Overlay")
+        ol = QGridLayout(ov_box)
+        for i, check in enumerate(self.overlay_checks.values()):
+            ol.addWidget(check, i // 2, i % 2)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.addWidget(model_box)
+        lay.addWidget(thr_box)
+        lay.addWidget(cls_box, 1)
+        lay.addWidget(ov_box)
+
+    @staticmethod
+    def _threshold(tip: str) -> tuple[QSlider, QLabel]:
+        slider = QSlider(Qt.Orientation.Horizontal)
+        slider.setRange(1, 99)
+        slider.setToolTip(tip)
+        label = QLabel("")
+        label.setObjectName("valueLabel")
+        return slider, label
+
+    # ---- model ---------------------------------------------------------------
+
+    def set_models(self, catalog: dict[str, ModelSpec]) -> None:
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        for name, spec in catalog.items():
+            self.model_combo.addItem(name, name)
+            self.model_combo.setItemData(
+                self.model_combo.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
+            )
+        self.model_combo.insertSeparator(self.model_combo.count())
+        self.model_combo.addItem(IMPORT_ITEM, None)
+        self.model_combo.blockSignals(False)
+
+    def show_model(self, key: str, spec: ModelSpec) -> None:
+        """Select ``key`` (adding it for an imported file) and show its labels."""
+        i = self.model_combo.findData(key)
+        if i < 0:
+            i = self.model_combo.count() - 2  # before the separator
+            self.model_combo.insertItem(i, spec.name, key)
+            self.model_combo.setItemData(i, key, Qt.ItemDataRole.ToolTipRole)
+        self.model_combo.setCurrentIndex(i)
+        h, w = spec.input_size
+        self.model_info.setText(
+            f"{spec.task} · {spec.layout} · {w}×{h} · {len(spec.labels)} classes"
+        )
+        self.set_labels(spec.labels)
+
+    def _on_model_activated(self, index: int) -> None:
+        key = self.model_combo.itemData(index)
+        if key is None:
+            self.importRequested.emit()
+        else:
+            self.modelChosen.emit(str(key))
+
+    # ---- thresholds -------------------------------------------------------------
+
+    def set_thresholds(self, conf: float, iou: float) -> None:
+        self.conf_slider.setValue(round(conf * 100))
+        self.iou_slider.setValue(round(iou * 100))
+        self.conf_label.setText(f"{conf:.2f}")
+        self.iou_label.setText(f"{iou:.2f}")
+
+    def _on_threshold(self, value: int, which: str) -> None:
+        v = value / 100.0
+        (self.conf_label if which == "conf" else self.iou_label).setText(f"{v:.2f}")
+        (self.confChanged if which == "conf" else self.iouChanged).emit(v)
+
+    # ---- classes ------------------------------------------------------------------
+
+    def set_labels(self, labels: tuple[str, ...]) -> None:
+        self.class_list.blockSignals(True)
+        self.class_list.clear()
+        for cid, name in enumerate(labels):
+            item = QListWidgetItem(f"{cid:>2}  {name}")
+            item.setData(Qt.ItemDataRole.UserRole, cid)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
+            self.class_list.addItem(item)
+        self.class_list.blockSignals(False)
+        self._filter_list(self.search.text())
+        self._update_count()
+
+    def selected_classes(self) -> frozenset[int] | None:
+        """None when every class is checked (no filtering)."""
+        items = [self.class_list.item(i) for i in range(self.class_list.count())]
+        checked = {
+            int(it.data(Qt.ItemDataRole.UserRole))
+            for it in items
+            if it.checkState() == Qt.CheckState.Checked
+        }
+        return None if len(checked) == len(items) else frozenset(checked)
+
+    def _check_all(self, on: bool) -> None:
+        """Check or uncheck every visible class (all of them when nothing is searched)."""
+        state = Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
+        self.class_list.blockSignals(True)
+        for i in range(self.class_list.count()):
+            item = self.class_list.item(i)
+            if not item.isHidden():
+                item.setCheckState(state)
+        self.class_list.blockSignals(False)
+        self._emit_classes()
+
+    def _emit_classes(self) -> None:
+        self._update_count()
+        self.classesChanged.emit(self.selected_classes())
+
+    def _update_count(self) -> None:
+        sel = self.selected_classes()
+        total = self.class_list.count()
+        self.class_count.setText(f"all {total}" if sel is None else f"{len(sel)} of {total}")
+
+    def _filter_list(self, text: str) -> None:
+        needle = text.strip().lower()
+        for i in range(self.class_list.count()):
+            item = self.class_list.item(i)
+            item.setHidden(bool(needle) and needle not in item.text().lower())
+
+    # ---- overlay ------------------------------------------------------------------
+
+    def overlay(self) -> OverlayStyle:
+        return OverlayStyle(**{n: c.isChecked() for n, c in self.overlay_checks.items()})
+
+    def set_overlay(self, style: OverlayStyle) -> None:
+        for name, check in self.overlay_checks.items():
+            check.blockSignals(True)
+            check.setChecked(bool(getattr(style, name)))
+            check.blockSignals(False)
+
+
+class MainWindow(QMainWindow):
+    """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
+
+    def __init__(
+        self,
+        controller: Controller | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or Settings()
+        self.controller = controller or Controller(self)
+        self.state = PlayerState()
+        self.results_shown = 0
+        self.shown_index = -1  # source index of the frame on screen
+        self.source: str | None = None
+        self._latest: FrameResult | None = None
+        self._plots_at = 0.0
+        self._ui_timer = QTimer(self)
+        self._ui_timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._ui_timer.timeout.connect(self._tick)
+        self._plots_interval_s = 0.1
+        self._pending_recent: str | None = None
+        self._model_key = ""
+
+        self.setWindowTitle("FrameLens")
+        self.setWindowIcon(icon("framelens"))
+        self.setAcceptDrops(True)
+        self.setDockOptions(
+            QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
+        )
+
+        self.canvas = VideoCanvas()
+        self.transport = TransportBar()
+        central = QWidget()
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.canvas, 1)
+        cl.addWidget(self.transport)
+        self.setCentralWidget(central)
+
+        # The side panel runs the full height; the plots sit under the video only.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.panel = ModelPanel()
+        scroll = QScrollArea()
+        scroll.setWidget(self.panel)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.panel_dock = self._dock(
+            "Analysis", "analysisDock", scroll, Qt.DockWidgetArea.RightDockWidgetArea
+        )
+        self.plots = StagePlots(auto_refresh=False)  # refreshed by _tick
+        self.plots_dock = self._dock(
+            "Performance", "performanceDock", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+
+        self.error_box = QMessageBox(self)
+        self.error_box.setIcon(QMessageBox.Icon.Warning)
+        self.error_box.setWindowTitle("FrameLens")
+        self.error_box.setWindowModality(Qt.WindowModality.NonModal)
+
+        self._build_status_bar()
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self._connect()
+        self._restore()
+
+    # ---- construction ---------------------------------------------------------------
+
+    def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)  # saveState() needs names
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.busy_label = QLabel("")
+        self.busy_label.setObjectName("statusBusy")
+        self.busy_label.hide()
+        self.source_label = QLabel("No source")
+        self.model_label = QLabel("")
+        self.backend_label = QLabel("")
+        self.fps_label = QLabel("")
+        self.fps_label.setObjectName("statusFps")
+        metrics = self.fps_label.fontMetrics()
+        self.fps_label.setFixedSize(
+            metrics.horizontalAdvance("0000.0 fps") + 20, metrics.height() + 4
+        )
+        self.fps_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        for label in (
+            self.busy_label,
+            self.source_label,
+            self.model_label,
+            self.backend_label,
+            self.fps_label,
+        ):
+            bar.addPermanentWidget(label)
+
+    def _action(
+        self,
+        text: str,
+        slot: object,
+        shortcut: str | QKeySequence.StandardKey = "",
+        icon_name: str = "",
+        tip: str = "",
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        if icon_name:
+            action.setIcon(icon(icon_name))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        self.addAction(action)  # shortcuts work with the menu bar hidden (full screen)
+        return action
+
+    def _build_actions(self) -> None:
+        c = self.controller
+        self.open_action = self._action("&Open Video…", self.choose_file, "Ctrl+O", "open")
+        self.camera_action = self._action("Open &Camera…", self.choose_camera, "Ctrl+K", "camera")
+        self.url_action = self._action("Open &URL…", self.choose_url, "Ctrl+U", "stream")
+        self.export_action = self._action(
+            "&Export…",
+            self.open_export_dialog,
+            "Ctrl+E",
+            "export",
+            "Export annotated video and detections",
+        )
+        self.snapshot_action = self._action(
+            "Save &Snapshot…",
+            lambda: self.save_snapshot(),
+            "F12",
+            "snapshot",
+            "Save the annotated frame as PNG",
+        )
+        self.snapshot_action.setShortcuts([QKeySequence("F12"), QKeySequence("Ctrl+Shift+S")])
+        self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
+        self.play_action = self._action("&Play / Pause", c.toggle_play, "Space", "play")
+        self.back_action = self._action("Step &Back", lambda: c.step(-1), "Left", "step-back")
+        self.forward_action = self._action(
+            "Step &Forward", lambda: c.step(1), "Right", "step-forward"
+        )
+        self.start_action = self._action("Go to &Start", lambda: c.seek(0), "Home")
+        self.end_action = self._action("Go to &End", self.seek_end, "End")
+        self.fullscreen_action = self._action("&Full Screen", self.toggle_fullscreen, "F11")
+        self.reset_view_action = self._action("&Reset Zoom", self.canvas.reset_view, "Ctrl+0")
+        self.about_action = self._action("&About FrameLens", self.about)
+        for a in (
+            self.play_action,
+            self.back_action,
+            self.forward_action,
+            self.start_action,
+            self.end_action,
+        ):
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        file_menu = mb.addMenu("&File")
+        file_menu.addActions([self.open_action, self.camera_action, self.url_action])
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        file_menu.addSeparator()
+        file_menu.addActions([self.export_action, self.snapshot_action])
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        play_menu = mb.addMenu("&Playback")
+        play_menu.addActions(
+            [
+                self.play_action,
+                self.back_action,
+                self.forward_action,
+                self.start_action,
+                self.end_action,
+            ]
+        )
+        play_menu.addSeparator()
+        self.realtime_action = QAction("&Real-time Pacing", self, checkable=True)
+        self.realtime_action.toggled.connect(self.transport.realtime_button.setChecked)
+        self.transport.realtime_button.toggled.connect(self.realtime_action.setChecked)
+        play_menu.addAction(self.realtime_action)
+        view_menu = mb.addMenu("&View")
+        view_menu.addActions([self.fullscreen_action, self.reset_view_action])
+        view_menu.addSeparator()
+        view_menu.addActions(
+            [self.panel_dock.toggleViewAction(), self.plots_dock.toggleViewAction()]
+        )
+        help_menu = mb.addMenu("&Help")
+        help_menu.addAction(self.about_action)
+        self._rebuild_recent(self.settings.recent)
+
+    def _build_toolbar(self) -> None:
+        bar = self.addToolBar("Main")
+        bar.setObjectName("mainToolBar")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.open_action.setIconText("Open")
+        self.camera_action.setIconText("Camera")
+        self.url_action.setIconText("Stream")
+        self.export_action.setIconText("Export")
+        self.snapshot_action.setIconText("Snapshot")
+        bar.addActions([self.open_action, self.camera_action, self.url_action])
+        bar.addSeparator()
+        bar.addActions([self.export_action, self.snapshot_action])
+
+    def _connect(self) -> None:
+        c, t, p = self.controller, self.transport, self.panel
+        c.resultReady.connect(self._on_result)
+        c.stateChanged.connect(self._on_state)
+        c.errorOccurred.connect(self.show_error)
+        c.modelChanged.connect(self._on_model)
+        c.snapshotSaved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 5000))
+        self.canvas.drawTimeMs.connect(self.plots.add_display_time)
+        self.canvas.zoomChanged.connect(
+            lambda z: self.statusBar().showMessage(f"Zoom {z * 100:.0f}%", 1500)
+        )
+        t.play_button.clicked.connect(c.toggle_play)
+        t.back_button.clicked.connect(lambda: c.step(-1))
+        t.forward_button.clicked.connect(lambda: c.step(1))
+        t.seekRequested.connect(c.seek)
+        t.speed_combo.currentIndexChanged.connect(self._on_speed)
+        t.realtime_button.toggled.connect(self._on_realtime)
+        p.modelChosen.connect(self.choose_model)
+        p.importRequested.connect(lambda: self.import_model())
+        p.confChanged.connect(self._on_conf)
+        p.iouChanged.connect(self._on_iou)
+        p.classesChanged.connect(c.set_classes)
+        p.overlayChanged.connect(self._on_overlay)
+
+    def _restore(self) -> None:
+        s = self.settings
+        geometry, state = s.geometry, s.window_state
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1360, 860)
+        if state is not None:
+            self.restoreState(state)
+        else:
+            self.resizeDocks([self.panel_dock], [300], Qt.Orientation.Horizontal)
+            self.resizeDocks([self.plots_dock], [250], Qt.Orientation.Vertical)
+        self.panel.set_thresholds(s.conf, s.iou)
+        self.panel.set_overlay(OverlayStyle(**{n: s.overlay(n) for n in OVERLAYS}))
+        speed_index = self.transport.speed_combo.findData(s.speed)
+        self.transport.speed_combo.setCurrentIndex(speed_index if speed_index >= 0 else 2)
+        self.transport.realtime_button.setChecked(s.realtime)
+        self.realtime_action.setChecked(s.realtime)
+        self.controller.set_speed(self.transport.speed_combo.currentData())
+        self.controller.set_realtime(s.realtime)
+        try:
+            catalog = self.controller.catalog()
+        except FrameLensError as exc:
+            catalog = {}
+            self.show_error(error_message(exc))
+        self.panel.set_models(catalog)
+        wanted = s.model or self.controller.default_model()
+        layout, labels, task = s.model_options() if s.model else (None, None, None)
+        if not self._load_model(wanted, layout, labels, task, quiet=True):
+            self._load_model(self.controller.default_model())
+        self.controller.configure(conf=s.conf, iou=s.iou, overlay=self.panel.overlay())
+
+    # ---- sources -----------------------------------------------------------------
+
+    def open_source(self, spec: str) -> None:
+        """Open a file, URL or camera spec and start playing it."""
+        self.source = spec
+        self._pending_recent = spec
+        self.results_shown = 0
+        self.canvas.reset_view()
+        self.plots.clear()
+        self.setWindowTitle(f"FrameLens — {display_name(spec)}")
+        self.statusBar().showMessage(f"Opening {spec}…")
+        self.controller.open_source(spec)
+        self.controller.play()
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open video", self.settings.last_dir, VIDEO_FILTER
+        )
+        if path:
+            self.settings.last_dir = str(Path(path).parent)
+            self.open_source(path)
+
+    def choose_camera(self) -> None:
+        dialog = OpenCameraDialog(self)
+        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted:
+            self.open_source(camera_spec(dialog.index))
+
+    def choose_url(self) -> None:
+        dialog = OpenUrlDialog(self.settings.recent, self)
+        if dialog.exec() == OpenUrlDialog.DialogCode.Accepted and dialog.url:
+            self.open_source(dialog.url)
+
+    def _rebuild_recent(self, items: list[str]) -> None:
+        menu = self.recent_menu
+        menu.clear()
+        for i, spec in enumerate(items):
+            label = f"&{i + 1}  {display_name(spec)}" if i < 9 else display_name(spec)
+            action = menu.addAction(label)
+            action.setToolTip(spec)
+            action.setStatusTip(spec)
+            action.triggered.connect(lambda _checked=False, s=spec: self.open_source(s))
+        if items:
+            menu.addSeparator()
+            menu.addAction("Clear Recent", self._clear_recent)
+        menu.setEnabled(bool(items))
+
+    def _clear_recent(self) -> None:
+        self.settings.clear_recent()
+        self._rebuild_recent([])
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        urls = event.mimeData().urls()
+        if urls:
+            url = urls[0]
+            self.open_source(url.toLocalFile() if url.isLocalFile() else url.toString())
+            event.acceptProposedAction()
+
+    # ---- models -------------------------------------------------------------------
+
+    def _load_model(
+        self,
+        key: str,
+        layout: str | None = None,
+        labels: str | None = None,
+        task: str | None = None,
+        quiet: bool = False,
+    ) -> bool:
+        try:
+            spec = self.controller.resolve(key, layout, labels, task)
+        except FrameLensError as exc:
+            if not quiet:
+                self.show_error(error_message(exc))
+            return False
+        self._model_key = key
+        self.settings.model = key
+        self.settings.set_model_options(layout, labels, task)
+        self.controller.use_model(spec)
+        return True
+
+    def choose_model(self, key: str) -> None:
+        if key != self._model_key and not self._load_model(key):
+            self._reselect_model()
+
+    def import_model(self, path: str | None = None) -> None:
+        """Ask for an ONNX file; ask for layout and labels when it is not recognised."""
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self,
+                "Import ONNX model",
+                self.settings.last_dir,
+                "ONNX models (*.onnx);;All files (*)",
+            )
+        if not path:
+            self._reselect_model()
+            return
+        try:
+            self.controller.resolve(path)
+        except FrameLensError as exc:
+            dialog = ImportModelDialog(path, error_message(exc), self)
+            while dialog.exec() == ImportModelDialog.DialogCode.Accepted:
+                args = (dialog.model_path, dialog.layout_name, dialog.labels_file, dialog.task)
+                try:
+                    self.controller.resolve(*args)
+                except FrameLensError as again:
+                    dialog.show_message(error_message(again))
+                    continue
+                self._load_model(*args)
+                return
+            self._reselect_model()
+            return
+        self._load_model(path)
+
+    def _reselect_model(self) -> None:
+        i = self.panel.model_combo.findData(self._model_key)
+        if i >= 0:
+            self.panel.model_combo.setCurrentIndex(i)
+
+    @Slot(object)
+    def _on_model(self, spec: ModelSpec) -> None:
+        self.panel.show_model(self._model_key or spec.name, spec)
+        set_text(self.model_label, spec.name)
+
+    # ---- thresholds, overlay, playback settings ------------------------------------
+
+    def _on_conf(self, value: float) -> None:
+        self.settings.conf = value
+        self.controller.set_conf(value)
+
+    def _on_iou(self, value: float) -> None:
+        self.settings.iou = value
+        self.controller.set_iou(value)
+
+    def _on_overlay(self, style: OverlayStyle) -> None:
+        for name in OVERLAYS:
+            self.settings.set_overlay(name, bool(getattr(style, name)))
+        self.controller.set_overlay(style)
+
+    def _on_speed(self, _index: int) -> None:
+        speed = float(self.transport.speed_combo.currentData())
+        self.settings.speed = speed
+        self.controller.set_speed(speed)
+
+    def _on_realtime(self, on: bool) -> None:
+        self.settings.realtime = on
+        self.transport.speed_combo.setEnabled(on)
+        self.controller.set_realtime(on)
+
+    def seek_end(self) -> None:
+        if self.state.frame_count:
+            self.controller.seek(self.state.frame_count - 1)
+
+    # ---- results and state ------------------------------------------------------------
+
+    @Slot(object)
+    def _on_result(self, result: FrameResult) -> None:
+        """Every result feeds the plots; the screen shows the latest one at each tick."""
+        self.results_shown += 1
+        self.plots.add_result(result)
+        self._latest = result
+        if not self.state.playing:
+            self._tick()  # a seek or a step: show it now
+        elif not self._ui_timer.isActive():
+            self._start_ticks()
+
+    def _start_ticks(self) -> None:
+        video_hz, plots_hz = REFRESH_RATES[(self.state.realtime, self.canvas.software_gl)]
+        self._plots_interval_s = 1.0 / plots_hz
+        self._ui_timer.start(round(1000.0 / video_hz))
+
+    def _tick(self) -> None:
+        """One repaint of everything that changed: video, position, plots.
+
+        A window holding a GL widget is composited as a whole on every repaint,
+        which is costly without a GPU (llvmpipe), so all updates share one tick
+        at the rates of REFRESH_RATES while playing.
+        """
+        result, self._latest = self._latest, None
+        if result is not None:
+            image = result.annotated if result.annotated is not None else result.frame.image
+            self.canvas.set_image(image)
+            self.transport.show_position(result.frame.index, result.frame.pts)
+            self.shown_index = result.frame.index
+        now = time.perf_counter()
+        if now - self._plots_at >= self._plots_interval_s or not self.state.playing:
+            self._plots_at = now
+            self.plots.refresh()
+        if result is None and not self.state.playing:
+            self._ui_timer.stop()
+
+    @Slot(object)
+    def _on_state(self, state: PlayerState) -> None:
+        previous, self.state = self.state, state
+        info = state.source
+        if info is not None and (previous.source is None or previous.source != info):
+            self.transport.set_source(state.frame_count, info.fps)
+            set_text(self.source_label, self._describe_source(state))
+            if self._pending_recent is not None:
+                self._rebuild_recent(self.settings.add_recent(self._pending_recent))
+                self._pending_recent = None
+            self.statusBar().clearMessage()
+        if info is None and state.status == "empty":
+            set_text(self.source_label, "No source")
+        if state.playing != previous.playing:
+            self.transport.show_playing(state.playing)
+            self.plots.reset_rate()
+        if state.realtime != previous.realtime and self._ui_timer.isActive():
+            self._start_ticks()
+        if state.status == "ended" and previous.status != "ended":
+            self.statusBar().showMessage("End of video — Space plays it again", 4000)
+        device = state.device.upper() if state.device == "cpu" else state.device
+        set_text(self.backend_label, f"{state.backend} · {device}" if state.backend else "")
+        if state.model:
+            set_text(self.model_label, f"{state.model} · {state.precision.upper()}")
+        set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")
+        set_text(self.busy_label, "Loading model…" if state.loading_model else "")
+        self.busy_label.setVisible(state.loading_model)
+
+    @staticmethod
+    def _describe_source(state: PlayerState) -> str:
+        info = state.source
+        if info is None:
+            return ""
+        parts = [f"{info.width}×{info.height}"]
+        if info.fps > 0:
+            parts.append(f"{info.fps:g} fps")
+        if info.codec:
+            parts.append(info.codec)
+        if state.frame_count:
+            parts.append(f"{state.frame_count} frames")
+        return " · ".join(parts)
+
+    @Slot(str)
+    def show_error(self, message: str) -> None:
+        """One line in the status bar and in a (non-blocking) message box."""
+        if self._pending_recent is not None and self.state.source is None:
+            self._pending_recent = None
+            self.setWindowTitle("FrameLens")
+        self.statusBar().showMessage(message, 10000)
+        self.error_box.setText(message)
+        self.error_box.show()
+
+    # ---- snapshot, export, view ----------------------------------------------------------
+
+    def save_snapshot(self, path: str | None = None) -> None:
+        if self.controller.last_result is None:
+            self.show_error("nothing to save: open a video first")
+            return
+        if path is None:
+            index = self.controller.last_result.frame.index
+            stem = Path(display_name(self.source or "frame")).stem or "frame"
+            suggested = str(Path(self.settings.last_dir or Path.home()) / f"{stem}_{index:06d}.png")
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Save snapshot", suggested, "PNG image (*.png)"
+            )
+            if not path:
+                return
+        self.controller.save_snapshot(path)
+
+    def open_export_dialog(self) -> ExportDialog | None:
+        if self.source is None or self.state.source is None:
+            self.show_error("nothing to export: open a video first")
+            return None
+        if not self.state.source.seekable and self.state.source.kind != "file":
+            self.show_error("export works on files; record a camera or stream first")
+            return None
+        dialog = ExportDialog(
+            self.controller, self.source, self.state.frame_count, max(0, self.state.index), self
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
+    def toggle_fullscreen(self) -> None:
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()
+
+    def about(self) -> None:
+        QMessageBox.about(
+            self,
+            "About FrameLens",
+            f"<b>FrameLens {__version__}</b><p>A workbench for video analysis: run a "
+            "detector over a video, watch overlays and per-stage timings live, export "
+            "annotated video and detections.</p>",
+        )
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.settings.geometry = QByteArray(self.saveGeometry())
+        self.settings.window_state = QByteArray(self.saveState())
+        self.settings.sync()
+        self.controller.shutdown()
+        super().closeEvent(event)
+
+
+__all__ = ["MainWindow", "ModelPanel", "TransportBar"]

@@ -1,0 +1,150 @@
+"""Persistent user settings (QSettings, organisation and application "FrameLens")."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QSettings
+
+ORGANISATION = "FrameLens"
+APPLICATION = "FrameLens"
+MAX_RECENT = 10
+
+
+def _to_bool(value: object, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, str):  # INI files give strings back
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+class Settings:
+    """Typed access to what FrameLens remembers between sessions.
+
+    Tests pass their own QSettings (an INI file in a temporary folder) so the
+    user's settings are never touched.
+    """
+
+    def __init__(self, store: QSettings | None = None) -> None:
+        self.store = store if store is not None else QSettings(ORGANISATION, APPLICATION)
+
+    def _float(self, key: str, default: float) -> float:
+        try:
+            return float(self.store.value(key, default))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return default
+
+    def _str(self, key: str, default: str) -> str:
+        value = self.store.value(key, default)
+        return value if isinstance(value, str) else default
+
+    def _bool(self, key: str, default: bool) -> bool:
+        return _to_bool(self.store.value(key), default)
+
+    def _bytes(self, key: str) -> QByteArray | None:
+        value = self.store.value(key)
+        return value if isinstance(value, QByteArray) else None
+
+    # ---- window --------------------------------------------------------------
+    @property
+    def geometry(self) -> QByteArray | None:
+        return self._bytes("window/geometry")
+
+    @geometry.setter
+    def geometry(self, value: QByteArray) -> None:
+        self.store.setValue("window/geometry", value)
+
+    @property
+    def window_state(self) -> QByteArray | None:
+        return self._bytes("window/state")
+
+    @window_state.setter
+    def window_state(self, value: QByteArray) -> None:
+        self.store.setValue("window/state", value)
+
+    # ---- model and thresholds --------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self._str("model/name", "")
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self.store.setValue("model/name", value)
+
+    def model_options(self) -> tuple[str | None, str | None, str | None]:
+        """(layout, labels file, task) saved with an imported model; None = auto."""
+        keys = ("model/layout", "model/labels", "model/task")
+        return tuple(self._str(k, "") or None for k in keys)  # type: ignore[return-value]
+
+    def set_model_options(
+        self, layout: str | None, labels_file: str | None, task: str | None
+    ) -> None:
+        for key, value in zip(
+            ("layout", "labels", "task"), (layout, labels_file, task), strict=True
+        ):
+            self.store.setValue(f"model/{key}", value or "")
+
+    @property
+    def conf(self) -> float:
+        return self._float("model/conf", 0.25)
+
+    @conf.setter
+    def conf(self, value: float) -> None:
+        self.store.setValue("model/conf", float(value))
+
+    @property
+    def iou(self) -> float:
+        return self._float("model/iou", 0.45)
+
+    @iou.setter
+    def iou(self, value: float) -> None:
+        self.store.setValue("model/iou", float(value))
+
+    def overlay(self, name: str) -> bool:
+        return self._bool(f"overlay/{name}", True)
+
+    def set_overlay(self, name: str, value: bool) -> None:
+        self.store.setValue(f"overlay/{name}", bool(value))
+
+    # ---- playback --------------------------------------------------------------
+    @property
+    def speed(self) -> float:
+        return self._float("playback/speed", 1.0)
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        self.store.setValue("playback/speed", float(value))
+
+    @property
+    def realtime(self) -> bool:
+        return self._bool("playback/realtime", True)
+
+    @realtime.setter
+    def realtime(self, value: bool) -> None:
+        self.store.setValue("playback/realtime", bool(value))
+
+    # ---- recent sources --------------------------------------------------------
+    @property
+    def recent(self) -> list[str]:
+        value = self.store.value("sources/recent", [])
+        if isinstance(value, str):  # QSettings returns a lone string for one item
+            value = [value]
+        return [str(v) for v in value][:MAX_RECENT] if isinstance(value, list) else []
+
+    def add_recent(self, spec: str) -> list[str]:
+        items = [spec, *[r for r in self.recent if r != spec]][:MAX_RECENT]
+        self.store.setValue("sources/recent", items)
+        return items
+
+    def clear_recent(self) -> None:
+        self.store.setValue("sources/recent", [])
+
+    @property
+    def last_dir(self) -> str:
+        return self._str("sources/last_dir", "")
+
+    @last_dir.setter
+    def last_dir(self, value: str) -> None:
+        self.store.setValue("sources/last_dir", value)
+
+    def sync(self) -> None:
+        self.store.sync()

@@ -1,0 +1,78 @@
+"""GUI test setup: a real X server (Xvfb via pytest-xvfb) and isolated settings.
+
+QOpenGLWidget does not work with QT_QPA_PLATFORM=offscreen, so these tests use
+the xcb platform on the Xvfb display that pytest-xvfb starts (Mesa llvmpipe).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ["QT_QPA_PLATFORM"] = "xcb"  # before any QApplication exists
+
+from framelens.gui.app import apply_theme
+from framelens.gui.main_window import MainWindow
+from framelens.gui.settings import Settings
+from PySide6.QtCore import QCoreApplication, QSettings, Qt
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="session")
+def qapp_args() -> list[str]:
+    return ["framelens-tests"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_settings_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every QSettings of the session, even a default one, lands in a temporary folder."""
+    root = tmp_path_factory.mktemp("qsettings")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    for scope in (QSettings.Scope.UserScope, QSettings.Scope.SystemScope):
+        QSettings.setPath(QSettings.Format.IniFormat, scope, str(root))
+    yield root
+
+
+@pytest.fixture(autouse=True)
+def _themed(qapp: QApplication) -> None:
+    QCoreApplication.setOrganizationName("FrameLensTests")
+    QCoreApplication.setApplicationName("FrameLensTests")
+    apply_theme(qapp)
+
+
+@pytest.fixture
+def settings_file(tmp_path: Path) -> Path:
+    return tmp_path / "framelens.ini"
+
+
+@pytest.fixture
+def app_settings(settings_file: Path) -> Settings:
+    return Settings(QSettings(str(settings_file), QSettings.Format.IniFormat))
+
+
+@pytest.fixture
+def window(qtbot: QtBot, app_settings: Settings) -> Iterator[MainWindow]:
+    win = MainWindow(settings=app_settings)
+    qtbot.addWidget(win)
+    win.resize(1360, 860)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.close()  # stops the player threads (closeEvent -> controller.shutdown)
+
+
+@pytest.fixture
+def sample() -> str:
+    assert SAMPLE.is_file(), f"missing sample video {SAMPLE}"
+    return str(SAMPLE)

@@ -1,0 +1,305 @@
+"""The main window with the real sample video and the real model, under Xvfb."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import av
+import numpy as np
+import onnx
+import pytest
+from framelens.gui.dialogs import ImportModelDialog
+from framelens.gui.main_window import MainWindow
+from framelens.gui.settings import Settings
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent, QImage
+from PySide6.QtWidgets import QDialog
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS_TIMEOUT_MS = 60_000
+
+
+def image_array(image: QImage) -> np.ndarray:
+    """An (H, W, 3) uint8 copy of a QImage."""
+    img = image.convertToFormat(QImage.Format.Format_RGB888)
+    w, h, stride = img.width(), img.height(), img.bytesPerLine()
+    data = np.frombuffer(img.constBits(), dtype=np.uint8, count=stride * h)
+    return data.reshape(h, stride)[:, : w * 3].reshape(h, w, 3).copy()
+
+
+def curve_length(curve: object) -> int:
+    x, _y = curve.getData()  # type: ignore[attr-defined]
+    return 0 if x is None else len(x)
+
+
+def start(window: MainWindow, qtbot: QtBot, sample: str, frames: int = 20) -> None:
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= frames, timeout=RESULTS_TIMEOUT_MS)
+
+
+def pause(window: MainWindow, qtbot: QtBot) -> None:
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+
+
+def last_index(window: MainWindow) -> int:
+    result = window.controller.last_result
+    return -1 if result is None else result.frame.index
+
+
+def test_plays_video_draws_canvas_and_fills_plots(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    start(window, qtbot, sample)
+    pixels = image_array(window.canvas.grab_frame_image())
+    assert pixels.std() > 10, "canvas looks blank"
+    qtbot.waitUntil(lambda: curve_length(window.plots.fps_curve) > 0, timeout=5000)
+    x, y = window.plots.stage_curves["inference"].getData()
+    assert x is not None and len(x) > 0
+    assert np.nanmax(y) > 0
+    assert window.windowTitle() == "FrameLens — one-by-one-person-detection.mp4"
+    assert "768×432" in window.source_label.text()
+    assert "onnxruntime" in window.backend_label.text()
+    assert window.settings.recent[0] == sample
+
+
+def test_slider_seek_shows_requested_frame(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    window.transport.slider.setValue(500)
+    qtbot.waitUntil(lambda: last_index(window) == 500, timeout=20_000)
+    assert window.transport.time_label.text().startswith("500/1393")
+    window.back_action.trigger()
+    qtbot.waitUntil(lambda: last_index(window) == 499, timeout=20_000)
+    window.forward_action.trigger()
+    qtbot.waitUntil(lambda: last_index(window) == 500, timeout=20_000)
+    assert window.transport.slider.value() == 500
+
+
+def test_overlay_toggle_changes_canvas(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    window.controller.seek(300)  # a frame with a person in it
+    qtbot.waitUntil(lambda: last_index(window) == 300, timeout=20_000)
+    assert window.controller.last_result is not None
+    assert len(window.controller.last_result.detections) > 0
+    qtbot.wait(200)
+    before = image_array(window.canvas.grab_frame_image())
+    shown = window.results_shown
+    window.panel.overlay_checks["boxes"].setChecked(False)
+    window.panel.overlay_checks["labels"].setChecked(False)
+    window.panel.overlay_checks["scores"].setChecked(False)
+    qtbot.waitUntil(lambda: window.results_shown >= shown + 3, timeout=20_000)
+    qtbot.wait(200)
+    after = image_array(window.canvas.grab_frame_image())
+    assert last_index(window) == 300
+    assert np.abs(before.astype(int) - after).sum() > 1000
+    assert window.settings.overlay("boxes") is False
+
+
+def test_confidence_slider_refilters_paused_frame(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    window.controller.seek(300)
+    qtbot.waitUntil(lambda: last_index(window) == 300, timeout=20_000)
+    window.panel.conf_slider.setValue(99)
+    qtbot.waitUntil(
+        lambda: (
+            window.controller.last_result is not None
+            and len(window.controller.last_result.detections) == 0
+        ),
+        timeout=20_000,
+    )
+    assert window.panel.conf_label.text() == "0.99"
+
+
+def test_bad_file_shows_one_line_error(window: MainWindow, qtbot: QtBot, tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-video.mp4"
+    bad.write_bytes(b"this is not a video")
+    window.open_source(str(bad))
+    qtbot.waitUntil(window.error_box.isVisible, timeout=20_000)
+    text = window.error_box.text()
+    assert text and "\n" not in text and "Traceback" not in text
+    assert str(bad) not in window.settings.recent
+    window.error_box.close()
+
+
+def test_space_toggles_playback(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    start(window, qtbot, sample, frames=3)
+    assert window.state.playing
+    window.activateWindow()  # window shortcuts need the active window
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: window.state.playing, timeout=10_000)
+
+
+def test_export_dialog_writes_twenty_frames(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    dialog = window.open_export_dialog()
+    assert dialog is not None
+    out = tmp_path / "export.mp4"
+    dets = tmp_path / "export.json"
+    dialog.video_edit.setText(str(out))
+    dialog.dets_check.setChecked(True)
+    dialog.dets_edit.setText(str(dets))
+    dialog.start_spin.setValue(100)
+    dialog.end_spin.setValue(119)
+    with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000) as finished:
+        dialog.export_button.click()
+    assert finished.args == [str(out)]
+    with av.open(str(out)) as container:
+        frames = sum(1 for _ in container.decode(video=0))
+    assert frames == 20
+    assert dets.is_file() and dets.stat().st_size > 0
+    qtbot.waitUntil(lambda: dialog.progress.value() == 20, timeout=5000)
+    dialog.close()
+
+
+def test_cancelled_export_leaves_no_file(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    dialog = window.open_export_dialog()
+    assert dialog is not None
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    out = folder / "cancelled.mp4"
+    dialog.video_edit.setText(str(out))
+    with qtbot.waitSignal(window.controller.exportProgress, timeout=120_000):
+        dialog.export_button.click()
+    with qtbot.waitSignal(window.controller.exportFailed, timeout=60_000) as failed:
+        dialog.cancel_button.click()
+    assert failed.args == ["cancelled"]
+    assert not out.exists()
+    assert list(folder.iterdir()) == []  # no partial file either
+    dialog.close()
+
+
+def test_snapshot_saves_png(window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    path = tmp_path / "frame.png"
+    with qtbot.waitSignal(window.controller.snapshotSaved, timeout=10_000):
+        window.save_snapshot(str(path))
+    image = QImage(str(path))
+    assert (image.width(), image.height()) == (768, 432)
+
+
+def test_settings_persist_between_windows(
+    qtbot: QtBot, settings_file: Path, app_settings: Settings
+) -> None:
+    first = MainWindow(settings=app_settings)
+    qtbot.addWidget(first)
+    first.panel.conf_slider.setValue(40)
+    first.panel.overlay_checks["scores"].setChecked(False)
+    first.transport.realtime_button.setChecked(False)
+    first.close()
+    again = Settings(QSettings(str(settings_file), QSettings.Format.IniFormat))
+    second = MainWindow(settings=again)
+    qtbot.addWidget(second)
+    assert second.panel.conf_label.text() == "0.40"
+    assert not second.panel.overlay_checks["scores"].isChecked()
+    assert not second.transport.realtime_button.isChecked()
+    second.close()
+
+
+def test_canvas_zoom_and_reset(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    canvas = window.canvas
+    fitted = canvas.image_rect()
+    centre = fitted.center()
+    canvas.zoom_at(2.0, centre)
+    zoomed = canvas.image_rect()
+    assert zoomed.width() == pytest.approx(fitted.width() * 2)
+    assert zoomed.center().x() == pytest.approx(centre.x(), abs=1)
+    canvas.setFocus()
+    qtbot.keyClick(canvas, Qt.Key.Key_0)
+    assert canvas.image_rect().width() == pytest.approx(fitted.width())
+
+
+def test_window_screenshot(window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path) -> None:
+    """Grab the whole window while playing; FRAMELENS_SCREENSHOT=path keeps a copy."""
+    window.transport.realtime_button.setChecked(False)
+    start(window, qtbot, sample, frames=3)
+    window.controller.seek(250)
+    qtbot.waitUntil(lambda: window.results_shown >= 120, timeout=RESULTS_TIMEOUT_MS)
+    qtbot.wait(1200)  # the plots' median line refreshes once a second
+    target = Path(os.environ.get("FRAMELENS_SCREENSHOT", tmp_path / "screenshot.png"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pixmap = window.grab()
+    assert pixmap.save(str(target))
+    canvas = image_array(window.canvas.grab_frame_image())
+    assert canvas.std() > 10
+
+
+def test_dropping_a_file_opens_it(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(sample)])
+    event = QDropEvent(
+        QPointF(200, 200),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+    qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=RESULTS_TIMEOUT_MS)
+    assert window.source == sample
+    assert window.recent_menu.actions()[0].toolTip() == sample
+
+
+def test_import_onnx_asks_layout_and_adds_it_to_the_model_list(
+    window: MainWindow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(ROOT / "models" / "yolox_nano.onnx")  # YOLOX or YOLOv5? the shape cannot tell
+
+    def choose_yolox(dialog: ImportModelDialog) -> int:
+        assert dialog.message.text()
+        dialog.layout_combo.setCurrentText("yolox")
+        return int(QDialog.DialogCode.Accepted)
+
+    monkeypatch.setattr(ImportModelDialog, "exec", choose_yolox)
+    window.import_model(path)
+    assert window.panel.model_combo.currentData() == path
+    assert window.settings.model == path
+    assert window.settings.model_options()[0] == "yolox"
+    assert window.controller.settings is not None
+    assert window.controller.settings.model.layout == "yolox"
+
+
+def test_import_unrecognised_onnx_asks_for_layout(
+    window: MainWindow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["images"], ["output"])],
+        "identity",
+        [onnx.helper.make_tensor_value_info("images", onnx.TensorProto.FLOAT, [1, 3, 64, 64])],
+        [onnx.helper.make_tensor_value_info("output", onnx.TensorProto.FLOAT, [1, 3, 64, 64])],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)])
+    path = tmp_path / "mystery.onnx"
+    onnx.save(model, str(path))
+    before = window.panel.model_combo.currentData()
+    seen: list[str] = []
+
+    def cancel(dialog: ImportModelDialog) -> int:
+        seen.append(dialog.message.text())
+        return int(QDialog.DialogCode.Rejected)
+
+    monkeypatch.setattr(ImportModelDialog, "exec", cancel)
+    window.import_model(str(path))
+    assert seen and seen[0]  # the dialog explained why it needs help
+    assert window.panel.model_combo.currentData() == before

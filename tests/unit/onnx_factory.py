@@ -1,0 +1,92 @@
+"""Tiny ONNX graphs for tests: real ONNX files whose outputs are known constants.
+
+Each output is Constant + 0 * mean(input). Using the input keeps ONNX Runtime
+from folding the graph into bare initializers, so the models run like exported
+detectors do, and the constants encode whatever boxes a test wants to decode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+Dims = Sequence[int | str]
+OPSET = 17
+
+
+def constant_model(
+    path: Path,
+    outputs: Mapping[str, npt.NDArray[np.float32]],
+    *,
+    input_name: str = "images",
+    input_shape: Dims = (1, 3, 320, 320),
+    output_dims: Mapping[str, Dims] | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """Write a model with one float input and constant outputs, in the given order.
+
+    output_dims overrides the declared shape of an output (e.g. symbolic dims).
+    """
+    nodes = [
+        # Reduce over every axis whatever the input's rank: a scalar, broadcast below.
+        helper.make_node("ReduceMean", [input_name], ["mean"], keepdims=0),
+        helper.make_node("Mul", ["mean", "zero"], ["nothing"]),
+    ]
+    inits = [numpy_helper.from_array(np.zeros((), dtype=np.float32), "zero")]
+    graph_outputs = []
+    for name, value in outputs.items():
+        const = f"{name}_const"
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), const))
+        nodes.append(helper.make_node("Add", [const, "nothing"], [name]))
+        dims = (output_dims or {}).get(name, value.shape)
+        graph_outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(dims)))
+    graph = helper.make_graph(
+        nodes,
+        "framelens_test",
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, list(input_shape))],
+        graph_outputs,
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8  # readable by every ONNX Runtime FrameLens supports
+    for key, text in (metadata or {}).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, text
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def ultralytics_metadata(
+    names: Sequence[str],
+    *,
+    model: str = "YOLOv8n",
+    imgsz: tuple[int, int] = (320, 320),
+    end2end: bool = False,
+    nms: bool = False,
+    task: str = "detect",
+) -> dict[str, str]:
+    """Metadata as the ultralytics exporter writes it: str() of Python values."""
+    return {
+        "description": f"Ultralytics {model} model trained on custom.yaml",
+        "author": "Ultralytics",
+        "version": "8.3.0",
+        "license": "AGPL-3.0 License (https://ultralytics.com/license)",
+        "stride": "32",
+        "task": task,
+        "batch": "1",
+        "imgsz": str(list(imgsz)),
+        "names": str(dict(enumerate(names))),
+        "args": str({"batch": 1, "half": False, "nms": nms, "dynamic": False}),
+        "end2end": str(end2end),
+    }
+
+
+def yolov5_repo_metadata(names: Sequence[str]) -> dict[str, str]:
+    """The YOLOv5 repository's export.py writes only these two keys."""
+    return {"stride": "32", "names": str(dict(enumerate(names)))}

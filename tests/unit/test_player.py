@@ -1,0 +1,303 @@
+"""The Qt-free Player with the bundled sample video and the default model."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.drawing import OverlayStyle
+from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.player import Player, PlayerState
+from framelens.core.runner import PipelineRunner, RunRange
+from framelens.core.sources import open_source
+from framelens.core.types import FrameResult
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
+SAMPLE_FRAMES = 1394
+PERSON_FRAME = 300  # a frame where the default model finds a person
+
+
+class Recorder:
+    """Collects the player's callbacks and lets a test wait for a condition."""
+
+    def __init__(self) -> None:
+        self.results: list[FrameResult] = []
+        self.states: list[PlayerState] = []
+        self.errors: list[str] = []
+        self._cond = threading.Condition()
+
+    def _add(self, items: list[object], item: object) -> None:
+        with self._cond:
+            items.append(item)
+            self._cond.notify_all()
+
+    def on_result(self, result: FrameResult) -> None:
+        self._add(self.results, result)  # type: ignore[arg-type]
+
+    def on_state(self, state: PlayerState) -> None:
+        self._add(self.states, state)  # type: ignore[arg-type]
+
+    def on_error(self, message: str) -> None:
+        self._add(self.errors, message)  # type: ignore[arg-type]
+
+    def wait(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+        with self._cond:
+            assert self._cond.wait_for(predicate, timeout), "timed out"
+
+    @property
+    def state(self) -> PlayerState:
+        return self.states[-1] if self.states else PlayerState()
+
+    @property
+    def last(self) -> FrameResult:
+        return self.results[-1]
+
+
+@pytest.fixture(scope="module")
+def settings() -> PipelineSettings:
+    return PipelineSettings(resolve_model(DEFAULT_MODEL))
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def player(rec: Recorder) -> Iterator[Player]:
+    p = Player(rec.on_result, rec.on_state, rec.on_error)
+    yield p
+    p.close()
+
+
+def opened(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
+    player.open(SAMPLE, settings)
+    rec.wait(lambda: len(rec.results) >= 1)
+    assert not rec.errors
+
+
+def test_open_shows_first_frame_paused(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    first = rec.last
+    assert first.frame.index == 0
+    assert first.annotated is not None and first.annotated.shape == (432, 768, 3)
+    rec.wait(lambda: rec.state.index == 0)
+    state = rec.state
+    assert state.status == "paused"
+    assert state.frame_count == SAMPLE_FRAMES
+    assert state.source is not None and state.source.width == 768
+    assert state.model == settings.model.name
+    assert (state.backend, state.device) == ("onnxruntime", "cpu")
+
+
+def test_plays_consecutive_frames_with_stage_times(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.play()
+    rec.wait(lambda: len(rec.results) >= 25)
+    indices = [r.frame.index for r in rec.results[:25]]
+    assert indices == list(range(25))
+    times = rec.results[10].times
+    for name in ("decode", "preprocess", "inference", "postprocess", "draw", "e2e"):
+        value = getattr(times, name)
+        assert value == value and value >= 0, name  # not NaN
+    assert rec.state.playing
+
+
+def test_seek_is_frame_accurate(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
+    opened(player, rec, settings)
+    for target in (500, 37, 1200, 499, SAMPLE_FRAMES - 1):
+        player.seek(target)
+        rec.wait(lambda t=target: rec.last.frame.index == t)  # type: ignore[misc]
+    # the pixels too: the frame shown after a seek is the frame a plain read gives
+    source = open_source(SAMPLE)
+    try:
+        for _ in range(38):
+            reference = source.read()
+    finally:
+        source.close()
+    assert reference is not None and reference.index == 37
+    player.seek(37)
+    rec.wait(lambda: rec.last.frame.index == 37)
+    assert np.array_equal(rec.last.frame.image, reference.image)
+
+
+def test_step_forward_and_back(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
+    opened(player, rec, settings)
+    player.seek(100)
+    rec.wait(lambda: rec.last.frame.index == 100)
+    player.step(1)
+    rec.wait(lambda: rec.last.frame.index == 101)
+    player.step(1)
+    rec.wait(lambda: rec.last.frame.index == 102)
+    player.step(-1)
+    rec.wait(lambda: rec.last.frame.index == 101)
+    player.step(-1)
+    rec.wait(lambda: rec.last.frame.index == 100)
+    assert rec.state.status == "paused"
+
+
+def test_pause_stops_results(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.play()
+    rec.wait(lambda: len(rec.results) >= 5)
+    player.pause()
+    rec.wait(lambda: rec.state.status == "paused")
+    count = len(rec.results)
+    time.sleep(0.5)
+    assert len(rec.results) == count
+
+
+def test_update_while_paused_reprocesses_current_frame(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    player.seek(PERSON_FRAME)
+    rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
+    before = rec.last
+    assert len(before.detections) > 0
+    count = len(rec.results)
+
+    player.update(conf=0.99)
+    rec.wait(lambda: len(rec.results) > count)
+    assert rec.last.frame.index == PERSON_FRAME
+    assert len(rec.last.detections) == 0
+
+    player.update(conf=0.25, overlay=OverlayStyle(boxes=False, labels=False, scores=False))
+    rec.wait(lambda: len(rec.results) > count + 1)
+    plain = rec.last
+    assert len(plain.detections) > 0
+    assert plain.annotated is not None and before.annotated is not None
+    assert np.array_equal(plain.annotated, plain.frame.image)  # nothing drawn
+    assert not np.array_equal(before.annotated, plain.annotated)
+
+
+def test_class_filter(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
+    opened(player, rec, settings)
+    player.seek(PERSON_FRAME)
+    rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
+    count = len(rec.results)
+    player.update(classes=frozenset({2}))  # cars only: the person disappears
+    rec.wait(lambda: len(rec.results) > count)
+    assert all(int(c) == 2 for c in rec.last.detections.class_ids)
+
+
+def test_end_of_file_ends_and_play_restarts(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.seek(SAMPLE_FRAMES - 5)
+    rec.wait(lambda: rec.last.frame.index == SAMPLE_FRAMES - 5)
+    player.play()
+    rec.wait(lambda: rec.state.status == "ended")
+    assert rec.last.frame.index == SAMPLE_FRAMES - 1
+    player.play()
+    rec.wait(lambda: rec.last.frame.index < 10)
+    assert not rec.errors
+
+
+def test_bad_source_reports_one_line_and_player_survives(
+    player: Player, rec: Recorder, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"not a video at all")
+    player.open(str(bad), settings)
+    rec.wait(lambda: len(rec.errors) >= 1)
+    assert "\n" not in rec.errors[0] and "Traceback" not in rec.errors[0]
+    opened_count = len(rec.results)
+    player.open(SAMPLE, settings)
+    rec.wait(lambda: len(rec.results) > opened_count)
+    assert rec.last.frame.index == 0
+
+
+def test_set_model_swaps_without_stopping(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.play()
+    rec.wait(lambda: len(rec.results) >= 3)
+    faces = replace(settings, model=resolve_model("yunet"))
+    player.set_model(faces)
+    rec.wait(lambda: rec.state.model == faces.model.name and not rec.state.loading_model)
+    count = len(rec.results)
+    rec.wait(lambda: len(rec.results) >= count + 3)
+    assert rec.state.playing
+    assert not rec.errors
+
+
+def test_realtime_is_paced_by_timestamps(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)  # a 10 fps video
+    player.set_speed(2.0)
+    player.play()
+    rec.wait(lambda: len(rec.results) >= 3)
+    t0, n0 = time.perf_counter(), len(rec.results)
+    time.sleep(2.0)
+    rate = (len(rec.results) - n0) / (time.perf_counter() - t0)
+    assert 14 <= rate <= 23, rate  # 20 fps at 2x
+
+
+def _cli_fps(settings: PipelineSettings, frames: int) -> float:
+    source = open_source(SAMPLE)
+    pipeline = FramePipeline(settings)
+    try:
+        PipelineRunner(source, pipeline).run(RunRange(0, 20))  # warm up
+        t0 = time.perf_counter()
+        PipelineRunner(source, pipeline).run(RunRange(20, frames))
+        return frames / (time.perf_counter() - t0)
+    finally:
+        pipeline.close()
+        source.close()
+
+
+def _player_fps(settings: PipelineSettings, frames: int) -> float:
+    rec = Recorder()
+    player = Player(rec.on_result, rec.on_state, rec.on_error)
+    try:
+        opened(player, rec, settings)
+        player.set_realtime(False)
+        player.play()
+        rec.wait(lambda: len(rec.results) >= 21)
+        t0, n0 = time.perf_counter(), len(rec.results)
+        rec.wait(lambda: len(rec.results) >= n0 + frames, timeout=120)
+        return frames / (time.perf_counter() - t0)
+    finally:
+        player.close()
+
+
+@pytest.mark.slow
+def test_fast_mode_keeps_up_with_cli_runner(settings: PipelineSettings) -> None:
+    """Decode-ahead overlaps decoding with inference, as the CLI's threads do.
+
+    Best of two rounds each, alternated, so a busy machine does not decide the result.
+    """
+    cli, player = 0.0, 0.0
+    for _ in range(2):
+        cli = max(cli, _cli_fps(settings, 150))
+        player = max(player, _player_fps(settings, 150))
+    assert player >= 0.8 * cli, (player, cli)
+
+
+def test_broken_model_reports_error_and_video_still_shows(
+    player: Player, rec: Recorder, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    missing = replace(settings.model, path=tmp_path / "missing.onnx")
+    player.open(SAMPLE, replace(settings, model=missing))
+    rec.wait(lambda: len(rec.errors) >= 1 and len(rec.results) >= 1)
+    assert "\n" not in rec.errors[0]
+    assert rec.last.frame.index == 0 and len(rec.last.detections) == 0
