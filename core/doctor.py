@@ -1,0 +1,78 @@
+"""`framelens doctor`: what this machine offers for each pipeline stage."""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import shutil
+import subprocess
+from fractions import Fraction
+
+
+def _version(module: str) -> str:
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:  # an absent or broken optional package is a finding, not a crash
+        return f"not available ({type(exc).__name__})"
+    return str(getattr(mod, "__version__", "installed"))
+
+
+def _nvidia_smi() -> str:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return "no NVIDIA driver (nvidia-smi not found)"
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"nvidia-smi failed: {exc}"
+    return out or "no GPU listed"
+
+
+def _codec_opens(name: str) -> str:
+    """Whether FFmpeg (PyAV) has the codec and it opens on this machine."""
+    try:
+        import av
+    except ImportError:
+        return "PyAV missing"
+    if name not in av.codecs_available:
+        return "not in this FFmpeg build"
+    try:
+        ctx = av.CodecContext.create(name, "w")
+        ctx.width, ctx.height, ctx.pix_fmt = 256, 256, "yuv420p"
+        ctx.time_base = Fraction(1, 25)
+        ctx.open()
+    except Exception as exc:  # FFmpeg says why (no device, not permitted, ...)
+        return f"present, does not open ({str(exc).splitlines()[0][:60]})"
+    return "yes"
+
+
+def diagnose() -> dict[str, str]:
+    from framelens.core import __version__
+    from framelens.core.devices import onnxruntime_providers
+
+    try:
+        import av
+
+        hwdecoders = ", ".join(c for c in ("h264_cuvid", "hevc_cuvid") if c in av.codecs_available)
+    except ImportError:
+        hwdecoders = ""
+    return {
+        "framelens": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "gpu": _nvidia_smi(),
+        "cuda compiler": shutil.which("nvcc") or "nvcc not found",
+        "pycuda": _version("pycuda"),
+        "tensorrt": _version("tensorrt"),
+        "onnxruntime": _version("onnxruntime"),
+        "onnxruntime providers": ", ".join(onnxruntime_providers()) or "none",
+        "PyAV": _version("av"),
+        "PyNvVideoCodec": _version("PyNvVideoCodec"),
+        "NVDEC (FFmpeg cuvid)": hwdecoders or "no",
+        "NVENC (h264_nvenc)": _codec_opens("h264_nvenc"),
+        "libx264": _codec_opens("libx264"),
+        "opencv": _version("cv2"),
+    }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up FrameLens in ./.venv on Debian/Ubuntu: Qt's system libraries (apt, when
+# missing), then the Python package with exactly one ONNX Runtime.
+#   installer/setup.sh            install (CPU ONNX Runtime unless an NVIDIA GPU is present)
+#   installer/setup.sh --dev      also the test tools (and Xvfb for the GUI tests)
+#   installer/setup.sh --run      install, then open the app on the bundled sample
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEV=0; RUN=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    --run) RUN=1 ;;
+    *) echo "usage: installer/setup.sh [--dev] [--run]" >&2; exit 2 ;;
+  esac
+done
+
+QT_PACKAGES="libgl1-mesa-dri libglx-mesa0 libegl-mesa0 libxkbcommon-x11-0 libxcb-cursor0
+  libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-xinerama0
+  libxcb-randr0 libxcb-shape0 libxcb-xkb1 libfontconfig1 libdbus-1-3"
+[ "$DEV" = 1 ] && QT_PACKAGES="$QT_PACKAGES xvfb"
+missing=""
+for p in $QT_PACKAGES; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ] && command -v apt-get >/dev/null; then
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO="sudo"
+  echo "installing system packages:$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+# onnxruntime and onnxruntime-gpu ship the same module: installing both hides the
+# CUDA provider. Pick one.
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then ORT=onnxruntime-gpu; else ORT=onnxruntime; fi
+EXTRAS=""; [ "$DEV" = 1 ] && EXTRAS="[dev]"
+# strict editable mode: a real package tree, so mypy and import-linter see framelens.*
+.venv/bin/python -m pip install -q -e ".$EXTRAS" "$ORT" --config-settings editable_mode=strict
+echo "FrameLens installed in .venv ($ORT)"
+if [ "$RUN" = 1 ]; then
+  exec .venv/bin/framelens gui "$(.venv/bin/python -c 'from framelens.core.cli import sample_video; print(sample_video())')"
+fi

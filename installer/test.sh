@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install with the test tools, then lint and run the whole test suite (GUI tests
+# start their own Xvfb through pytest-xvfb; GPU tests skip without a GPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash installer/setup.sh --dev
+.venv/bin/ruff check core gui tests
+.venv/bin/lint-imports
+exec .venv/bin/python -m pytest -q "$@"
