@@ -33,7 +33,9 @@ def _exporter(path: Path | None, width: int, height: int, fps: float) -> VideoEx
     return VideoExporter(path, width=width, height=height, fps=fps, encoder="libx264")
 
 
-def naive_loop(source_spec: str, settings: PipelineSettings, frames: int, out: Path | None) -> RunStats:
+def naive_loop(
+    source_spec: str, settings: PipelineSettings, frames: int, out: Path | None
+) -> RunStats:
     """Read, preprocess, infer, postprocess, draw, encode: one after the other."""
     source = open_source(source_spec)
     pipeline = FramePipeline(settings)

@@ -24,7 +24,10 @@ def _nvidia_smi() -> str:
     try:
         out = subprocess.run(
             [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         return f"nvidia-smi failed: {exc}"

@@ -92,7 +92,9 @@ class FramePipeline:
             )
         return result
 
-    def process(self, frame: Frame, decode_ms: float = math.nan, *, draw: bool = True) -> FrameResult:
+    def process(
+        self, frame: Frame, decode_ms: float = math.nan, *, draw: bool = True
+    ) -> FrameResult:
         times = StageTimes(decode=decode_ms)
         result = self.infer(frame, times)
         if draw:

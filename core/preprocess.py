@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 import numpy.typing as npt
-
 from framelens.core.modelspec import ModelSpec
 from framelens.core.types import Image
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from framelens.core import __version__
 from framelens.core.catalog import model_sha256
@@ -18,6 +15,7 @@ from framelens.core.sources import open_source
 from framelens.core.stats import RunStats
 from framelens.core.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
+from tqdm import tqdm
 
 
 def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:

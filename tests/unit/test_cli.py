@@ -1,0 +1,113 @@
+"""The `framelens` command end to end on the real sample and the real model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import pytest
+from framelens.core.cli import main, sample_video
+
+SAMPLE = str(sample_video())
+
+
+def test_run_exports_video_and_detects_people(tmp_path: Path) -> None:
+    out, dets = tmp_path / "out.mp4", tmp_path / "dets.json"
+    rc = main(
+        [
+            "run",
+            SAMPLE,
+            "--start",
+            "290",
+            "--frames",
+            "20",
+            "--quiet",
+            "--export",
+            str(out),
+            "--detections",
+            str(dets),
+        ]
+    )
+    assert rc == 0
+    with av.open(str(out)) as c:
+        frames = list(c.decode(video=0))
+    assert len(frames) == 20
+    assert (frames[0].width, frames[0].height) == (768, 432)
+    data = json.loads(dets.read_text())
+    assert data["model"] == "yolox-nano" and data["meta"]["precision"] == "fp32"
+    assert len(data["meta"]["model_sha256"]) == 64
+    assert [f["index"] for f in data["frames"]] == list(range(290, 310))
+    labels = {d["label"] for f in data["frames"] for d in f["detections"]}
+    assert "person" in labels
+    for f in data["frames"]:
+        for d in f["detections"]:
+            x1, y1, x2, y2 = d["box"]
+            assert 0 <= x1 < x2 <= 768 and 0 <= y1 < y2 <= 432
+    assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_run_csv_and_class_filter(tmp_path: Path) -> None:
+    out = tmp_path / "d.csv"
+    assert (
+        main(
+            [
+                "run",
+                SAMPLE,
+                "--start",
+                "300",
+                "--frames",
+                "5",
+                "--quiet",
+                "--classes",
+                "person",
+                "--detections",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    rows = list(csv.DictReader(out.open()))
+    assert rows and {r["label"] for r in rows} == {"person"}
+    assert list(rows[0])[:9] == [
+        "index",
+        "pts",
+        "class_id",
+        "label",
+        "score",
+        "x1",
+        "y1",
+        "x2",
+        "y2",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "missing.mp4"], "no such file"),
+        (["run", SAMPLE, "--classes", "unicorn"], "unknown class unicorn"),
+        (["run", SAMPLE, "--task", "faces"], "does not fit"),
+        (["run", SAMPLE, "--device", "cuda"], "CUDA"),
+        (["run", SAMPLE, "--frames", "2", "--export", "/nonexistent/dir/out.mp4"], "cannot write"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero(args: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "framelens.core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_models_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "yolox-nano" in out and "yunet" in out
