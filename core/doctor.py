@@ -7,6 +7,7 @@ import platform
 import shutil
 import subprocess
 from fractions import Fraction
+from typing import Any
 
 
 def _version(module: str) -> str:
@@ -43,7 +44,7 @@ def _codec_opens(name: str) -> str:
     if name not in av.codecs_available:
         return "not in this FFmpeg build"
     try:
-        ctx = av.CodecContext.create(name, "w")
+        ctx: Any = av.CodecContext.create(name, "w")
         ctx.width, ctx.height, ctx.pix_fmt = 256, 256, "yuv420p"
         ctx.time_base = Fraction(1, 25)
         ctx.open()

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from framelens.core.errors import FrameLensError, SourceError
 from framelens.core.pipeline import FramePipeline
@@ -120,7 +121,7 @@ class PipelineRunner:
             if item is _END or isinstance(item, _Failure):
                 _put(self._results, item, self._stop)
                 return
-            frame, decode_ms, t0 = item  # type: ignore[misc]
+            frame, decode_ms, t0 = cast(tuple[Frame, float, float], item)
             try:
                 result = self.pipeline.infer(frame, StageTimes(decode=decode_ms))
             except BaseException as exc:
@@ -148,7 +149,7 @@ class PipelineRunner:
                     break
                 if isinstance(item, _Failure):
                     raise item.error
-                result, t0 = item  # type: ignore[misc]
+                result, t0 = cast(tuple[FrameResult, float], item)
                 if self.draw:
                     self.pipeline.draw(result, copy=False)
                 for sink in self.sinks:

@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash installer/setup.sh --dev
 .venv/bin/ruff check core gui tests
 .venv/bin/lint-imports
+# type-check the installed package so framelens.* imports resolve
+.venv/bin/mypy -p framelens.core
 exec .venv/bin/python -m pytest -q "$@"
