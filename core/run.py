@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from framelens.core import __version__
@@ -45,8 +48,15 @@ def run_to_outputs(
     start: int = 0,
     frames: int | None = None,
     progress: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Process a range of a source; outputs appear only when complete. Returns a summary."""
+    """Process a range of a source; outputs appear only when complete. Returns a summary.
+
+    ``progress`` draws a terminal bar; ``on_progress(done, total)`` (total 0 when
+    unknown) is called at most ten times a second and at the end; setting
+    ``cancel`` stops the run with Cancelled and removes the partial outputs.
+    """
     source = open_source(source_spec)
     video: VideoExporter | None = None
     writer: DetectionsWriter | None = None
@@ -82,17 +92,28 @@ def run_to_outputs(
             if writer is not None:
                 writer.add(result.frame.index, result.frame.pts, result.detections)
 
+        last_report = 0.0
+
+        def report(_: FrameResult) -> None:
+            nonlocal last_report
+            bar.update()
+            if cancel is not None and cancel.is_set():
+                runner.cancel()
+            if on_progress is not None and time.monotonic() - last_report >= 0.1:
+                last_report = time.monotonic()
+                on_progress(stats.frames, total or 0)
+
         runner = PipelineRunner(
-            source,
-            pipeline,
-            [sink],
-            observers=[stats, lambda _: bar.update()],
-            draw=video is not None,
+            source, pipeline, [sink], observers=[stats, report], draw=video is not None
         )
+        if cancel is not None and cancel.is_set():
+            runner.cancel()
         try:
             done = runner.run(RunRange(start, frames))
         finally:
             bar.close()
+        if on_progress is not None:
+            on_progress(done, max(done, total or 0))
         stats.stop()
         outputs = [str(w.close()) for w in (video, writer) if w is not None]
         return {

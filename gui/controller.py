@@ -10,27 +10,23 @@ plots see every frame.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from framelens.core import __version__
 from framelens.core.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.drawing import OverlayStyle
 from framelens.core.errors import ExportError, FrameLensError
-from framelens.core.export import DetectionsWriter, VideoExporter, save_snapshot
-from framelens.core.export.video import provenance_metadata
+from framelens.core.export import save_snapshot
 from framelens.core.modelspec import ModelSpec
-from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import PipelineSettings
 from framelens.core.player import Player, PlayerState, error_message
-from framelens.core.runner import Cancelled, PipelineRunner, RunRange
-from framelens.core.sources import open_source
-from framelens.core.types import FrameResult, SourceInfo
+from framelens.core.run import run_to_outputs
+from framelens.core.runner import Cancelled
+from framelens.core.types import FrameResult
 from PySide6.QtCore import QObject, Signal, Slot
 
 _IN_FLIGHT = 3  # results emitted but not yet taken by the GUI thread
-_PROGRESS_EVERY_S = 0.1
 
 ProgressFn = Callable[[int, int], None]
 
@@ -56,96 +52,28 @@ class ExportJob:
     def __init__(self, request: ExportRequest, settings: PipelineSettings) -> None:
         self.request = request
         self.settings = settings
-        self._runner: PipelineRunner | None = None
         self._cancelled = threading.Event()
 
     def cancel(self) -> None:
         self._cancelled.set()
-        if self._runner is not None:
-            self._runner.cancel()
-
-    def meta(self, info: SourceInfo) -> dict[str, object]:
-        s = self.settings
-        return {
-            "app_version": __version__,
-            "source": self.request.source,
-            "model": s.model.name,
-            "backend": s.backend,
-            "device": s.device,
-            "precision": s.precision,
-            "conf": s.conf,
-            "iou": s.iou,
-            "source_fps": info.fps,
-            "width": info.width,
-            "height": info.height,
-            "start": self.request.start,
-        }
 
     def run(self, progress: ProgressFn) -> str:
         """Export; returns the path written (the video, else the detections file)."""
         req = self.request
         if not req.video_path and not req.detections_path:
             raise ExportError("choose a video file or a detections file to export")
-        source = open_source(req.source)
-        video: VideoExporter | None = None
-        dets: DetectionsWriter | None = None
-        pipeline: FramePipeline | None = None
-        try:
-            info = source.info
-            total = _range_length(req, info.frame_count)
-            fps = info.fps if info.fps > 0 else 30.0
-            meta = self.meta(info)
-            start_s = req.start / fps
-            if req.video_path:
-                video = VideoExporter(
-                    req.video_path,
-                    width=info.width,
-                    height=info.height,
-                    fps=fps,
-                    metadata=provenance_metadata(meta),
-                    audio_source=req.source if info.has_audio else None,
-                    audio_start_s=start_s,
-                    audio_end_s=None if req.count is None else start_s + req.count / fps,
-                )
-            if req.detections_path:
-                dets = DetectionsWriter(req.detections_path, meta, self.settings.model.labels)
-            pipeline = FramePipeline(self.settings)
-            runner = self._runner = PipelineRunner(source, pipeline, draw=video is not None)
-            if self._cancelled.is_set():
-                raise Cancelled("cancelled")
-            done, last = 0, 0.0
-
-            def sink(result: FrameResult) -> None:
-                nonlocal done, last
-                if video is not None and result.annotated is not None:
-                    video.write(result.annotated, result.frame.pts)
-                if dets is not None:
-                    dets.add(result.frame.index, result.frame.pts, result.detections)
-                done += 1
-                if done == total or time.monotonic() - last >= _PROGRESS_EVERY_S:
-                    last = time.monotonic()
-                    progress(done, total)
-
-            runner.sinks.append(sink)
-            runner.run(RunRange(req.start, req.count))
-            progress(done, max(done, total))
-            written = [w.close() for w in (dets, video) if w is not None]
-            return str(written[-1])
-        except BaseException:
-            for w in (video, dets):
-                if w is not None:
-                    w.abort()
-            raise
-        finally:
-            if pipeline is not None:
-                pipeline.close()
-            source.close()
-
-
-def _range_length(req: ExportRequest, frame_count: int | None) -> int:
-    if req.count is not None:
-        return req.count
-    return max(0, (frame_count or 0) - req.start)
+        summary = run_to_outputs(
+            req.source,
+            self.settings,
+            export=req.video_path,
+            detections=req.detections_path,
+            start=req.start,
+            frames=req.count,
+            progress=False,
+            on_progress=progress,
+            cancel=self._cancelled,
+        )
+        return str(summary["outputs"][0])
 
 
 class Controller(QObject):
