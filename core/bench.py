@@ -64,10 +64,15 @@ def naive_loop(
 
 
 def pipeline_run(
-    source_spec: str, settings: PipelineSettings, frames: int, out: Path | None
+    source_spec: str,
+    settings: PipelineSettings,
+    frames: int,
+    out: Path | None,
+    workers: int = 1,
 ) -> RunStats:
     source = open_source(source_spec)
     pipeline = FramePipeline(settings)
+    extra = [FramePipeline(settings) for _ in range(workers - 1)]
     info = source.info
     video = _exporter(out, info.width, info.height, info.fps)
     stats = RunStats()
@@ -78,19 +83,27 @@ def pipeline_run(
                 video.write(result.annotated, result.frame.pts)
 
     try:
-        runner = PipelineRunner(source, pipeline, [encode], observers=[stats])
+        runner = PipelineRunner(
+            source, pipeline, [encode], observers=[stats], extra_pipelines=extra
+        )
         runner.run(RunRange(0, frames))
         stats.stop()
     finally:
         if video is not None:
             video.abort()
-        pipeline.close()
+        for p in (pipeline, *extra):
+            p.close()
         source.close()
     return stats
 
 
 def run_bench(
-    source_spec: str, *, frames: int = 200, threads: int | None = None, export: bool = True
+    source_spec: str,
+    *,
+    frames: int = 200,
+    threads: int | None = None,
+    export: bool = True,
+    workers: int = 1,
 ) -> dict[str, Any]:
     spec = resolve_model(DEFAULT_MODEL)
     settings = PipelineSettings(model=spec, threads=threads)
@@ -99,7 +112,7 @@ def run_bench(
         naive_loop(source_spec, settings, WARMUP_FRAMES, out)  # warm caches and the model
         t = time.perf_counter()
         naive = naive_loop(source_spec, settings, frames, out)
-        pipe = pipeline_run(source_spec, settings, frames, out)
+        pipe = pipeline_run(source_spec, settings, frames, out, workers)
         elapsed = time.perf_counter() - t
     return {
         "app_version": __version__,
@@ -110,6 +123,7 @@ def run_bench(
         "export": export,
         "encoder": "libx264 veryfast crf 23" if export else None,
         "onnxruntime_threads": threads,
+        "inference_workers": workers,
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
         "naive_fps": round(naive.fps, 2),
         "pipeline_fps": round(pipe.fps, 2),

@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="pipeline fps against a naive loop, as JSON")
     bench.add_argument("source", nargs="?", default=None, help="default: the bundled sample")
     bench.add_argument("--frames", type=int, default=200)
-    bench.add_argument("--threads", type=int, default=None)
+    bench.add_argument("--threads", type=int, default=1, help="ONNX Runtime threads, both loops")
+    bench.add_argument("--workers", type=int, default=2, help="pipeline inference workers")
     bench.add_argument("--no-export", action="store_true", help="leave encoding out")
     bench.add_argument("--output", metavar="FILE.json", help="also write the JSON here")
 
@@ -167,6 +168,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         frames=args.frames,
         threads=args.threads,
         export=not args.no_export,
+        workers=args.workers,
     )
     text = json.dumps(result, indent=2)
     print(text)

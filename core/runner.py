@@ -87,9 +87,13 @@ class PipelineRunner:
         observers: Iterable[ResultSink] = (),
         draw: bool = True,
         queue_size: int = 4,
+        extra_pipelines: Iterable[FramePipeline] = (),
     ) -> None:
         self.source = source
         self.pipeline = pipeline
+        # More pipelines = more inference workers taking frames from the same queue;
+        # results are put back in frame order before the sinks see them.
+        self.workers = [pipeline, *extra_pipelines]
         self.sinks = list(sinks)  # output work (export, detections), timed in e2e
         self.observers = list(observers)  # see the finished result (stats, progress)
         self.draw = draw
@@ -107,27 +111,28 @@ class PipelineRunner:
 
     def _decode_loop(self, rng: RunRange) -> None:
         try:
-            for frame, decode_ms, t0 in iter_range(self.source, rng):
-                if not _put(self._frames, (frame, decode_ms, t0), self._stop):
+            for seq, (frame, decode_ms, t0) in enumerate(iter_range(self.source, rng)):
+                if not _put(self._frames, (seq, frame, decode_ms, t0), self._stop):
                     return
         except BaseException as exc:  # handed to the consumer, raised there
             _put(self._frames, _Failure(exc), self._stop)
             return
-        _put(self._frames, _END, self._stop)
+        for _ in self.workers:
+            _put(self._frames, _END, self._stop)
 
-    def _infer_loop(self) -> None:
+    def _infer_loop(self, pipeline: FramePipeline) -> None:
         while True:
             item = _get(self._frames, self._stop)
             if item is _END or isinstance(item, _Failure):
                 _put(self._results, item, self._stop)
                 return
-            frame, decode_ms, t0 = cast(tuple[Frame, float, float], item)
+            seq, frame, decode_ms, t0 = cast(tuple[int, Frame, float, float], item)
             try:
-                result = self.pipeline.infer(frame, StageTimes(decode=decode_ms))
+                result = pipeline.infer(frame, StageTimes(decode=decode_ms))
             except BaseException as exc:
                 _put(self._results, _Failure(exc), self._stop)
                 return
-            if not _put(self._results, (result, t0), self._stop):
+            if not _put(self._results, (seq, result, t0), self._stop):
                 return
 
     def run(self, rng: RunRange = RunRange()) -> int:
@@ -137,27 +142,32 @@ class PipelineRunner:
         """
         threads = [
             threading.Thread(target=self._decode_loop, args=(rng,), name="fl-decode", daemon=True),
-            threading.Thread(target=self._infer_loop, name="fl-infer", daemon=True),
+            *(
+                threading.Thread(target=self._infer_loop, args=(p,), name="fl-infer", daemon=True)
+                for p in self.workers
+            ),
         ]
         start = time.perf_counter()
         for t in threads:
             t.start()
+        pending: dict[int, tuple[FrameResult, float]] = {}
+        next_seq, ends = 0, 0
         try:
-            while True:
+            while ends < len(self.workers):
                 item = _get(self._results, self._stop)
                 if item is _END:
-                    break
+                    ends += 1
+                    if self._stop.is_set():
+                        break
+                    continue
                 if isinstance(item, _Failure):
                     raise item.error
-                result, t0 = cast(tuple[FrameResult, float], item)
-                if self.draw:
-                    self.pipeline.draw(result, copy=False)
-                for sink in self.sinks:
-                    sink(result)
-                result.times.e2e = now_ms() - t0
-                self.frames_done += 1
-                for observer in self.observers:
-                    observer(result)
+                seq, result_, t0_ = cast(tuple[int, FrameResult, float], item)
+                pending[seq] = (result_, t0_)
+                while next_seq in pending:
+                    result, t0 = pending.pop(next_seq)
+                    next_seq += 1
+                    self._deliver(result, t0)
         finally:
             self._stop.set()
             for t in threads:
@@ -166,3 +176,13 @@ class PipelineRunner:
         if self._cancel_requested:
             raise Cancelled("cancelled")
         return self.frames_done
+
+    def _deliver(self, result: FrameResult, t0: float) -> None:
+        if self.draw:
+            self.pipeline.draw(result, copy=False)
+        for sink in self.sinks:
+            sink(result)
+        result.times.e2e = now_ms() - t0
+        self.frames_done += 1
+        for observer in self.observers:
+            observer(result)

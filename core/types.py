@@ -59,9 +59,7 @@ class Detections:
 
     boxes: npt.NDArray[np.float32] = field(default_factory=lambda: _empty_f32(0, 4))
     scores: npt.NDArray[np.float32] = field(default_factory=lambda: _empty_f32(0))
-    class_ids: npt.NDArray[np.int32] = field(
-        default_factory=lambda: np.zeros(0, dtype=np.int32)
-    )
+    class_ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     landmarks: npt.NDArray[np.float32] | None = None
 
     def __post_init__(self) -> None:
