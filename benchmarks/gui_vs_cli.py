@@ -1,0 +1,82 @@
+"""GUI in as-fast-as-possible mode against the CLI pipeline, same frames, one process.
+
+Run under a display (Xvfb is fine):
+    xvfb-run -s "-screen 0 1600x1000x24" .venv/bin/python benchmarks/gui_vs_cli.py \
+        --frames 300 --output benchmarks/results/gui-vs-cli-cpu-<date>.json
+Both sides: the bundled sample from frame 0, the default model, no export. The GUI
+fps counts results shown by the main window after a warm-up of 20 frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.cli import sample_video
+from framelens.core.pipeline import PipelineSettings
+from framelens.core.run import run_to_outputs
+
+WARMUP = 20
+
+
+def gui_fps(source: str, frames: int) -> float:
+    from framelens.gui.app import apply_theme
+    from framelens.gui.main_window import MainWindow
+    from framelens.gui.settings import Settings
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_theme(app)  # type: ignore[arg-type]
+    ini = Path(tempfile.mkdtemp(prefix="framelens-bench-")) / "settings.ini"
+    win = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)))
+    win.resize(1360, 860)
+    win.show()
+    win.transport.realtime_button.setChecked(False)
+    win.open_source(source)
+    t_warm = None
+    deadline = time.monotonic() + 300
+    while win.results_shown < WARMUP + frames and time.monotonic() < deadline:
+        app.processEvents()
+        if t_warm is None and win.results_shown >= WARMUP:
+            t_warm = time.perf_counter()
+        time.sleep(0.001)
+    measured = win.results_shown - WARMUP
+    fps = measured / (time.perf_counter() - (t_warm or time.perf_counter()))
+    win.close()
+    return fps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--output")
+    args = parser.parse_args()
+    source = str(sample_video())
+    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL))
+    run_to_outputs(source, settings, frames=WARMUP, progress=False)  # warm-up
+    cli = run_to_outputs(source, settings, frames=args.frames, progress=False)
+    gui = gui_fps(source, args.frames)
+    result = {
+        "command": "xvfb-run .venv/bin/python benchmarks/gui_vs_cli.py " + " ".join(sys.argv[1:]),
+        "frames": args.frames,
+        "cli_pipeline_fps": cli["fps"],
+        "cli_inference_workers": cli["inference_workers"],
+        "gui_fast_fps": round(gui, 2),
+        "gui_over_cli": round(gui / cli["fps"], 3),
+        "target": 0.8,
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
