@@ -11,6 +11,8 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from framelens.core.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.export.video import VideoExporter
 from framelens.core.pipeline import FramePipeline, PipelineSettings
 from framelens.core.runner import PipelineRunner, RunRange
-from framelens.core.sources import open_source
+from framelens.core.sources import Source, open_source
 from framelens.core.stats import RunStats
 from framelens.core.timing import now_ms, stage
 from framelens.core.types import FrameResult, StageTimes
@@ -27,39 +29,51 @@ from framelens.core.types import FrameResult, StageTimes
 WARMUP_FRAMES = 20
 
 
-def _exporter(path: Path | None, width: int, height: int, fps: float) -> VideoExporter | None:
-    if path is None:
-        return None
-    return VideoExporter(path, width=width, height=height, fps=fps, encoder="libx264")
+@contextmanager
+def _bench_setup(
+    source_spec: str, settings: PipelineSettings, out: Path | None, workers: int = 1
+) -> Iterator[tuple[Source, list[FramePipeline], Callable[[FrameResult], None]]]:
+    """Source, pipelines and an encode step for one measured loop; the video is discarded."""
+    source = open_source(source_spec)
+    pipelines = [FramePipeline(settings) for _ in range(workers)]
+    info = source.info
+    video = None
+    if out is not None:
+        video = VideoExporter(
+            out, width=info.width, height=info.height, fps=info.fps, encoder="libx264"
+        )
+
+    def encode(result: FrameResult) -> None:
+        if video is not None and result.annotated is not None:
+            with stage(result.times, "encode"):
+                video.write(result.annotated, result.frame.pts)
+
+    try:
+        yield source, pipelines, encode
+    finally:
+        if video is not None:
+            video.abort()
+        for p in pipelines:
+            p.close()
+        source.close()
 
 
 def naive_loop(
     source_spec: str, settings: PipelineSettings, frames: int, out: Path | None
 ) -> RunStats:
     """Read, preprocess, infer, postprocess, draw, encode: one after the other."""
-    source = open_source(source_spec)
-    pipeline = FramePipeline(settings)
-    info = source.info
-    video = _exporter(out, info.width, info.height, info.fps)
     stats = RunStats()
-    try:
+    with _bench_setup(source_spec, settings, out) as (source, (pipeline,), encode):
         for _ in range(frames):
             t0 = now_ms()
             frame = source.read()
             if frame is None:
                 break
             result = pipeline.process(frame, now_ms() - t0)
-            if video is not None and result.annotated is not None:
-                with stage(result.times, "encode"):
-                    video.write(result.annotated, frame.pts)
+            encode(result)
             result.times.e2e = now_ms() - t0
             stats(result)
         stats.stop()
-    finally:
-        if video is not None:
-            video.abort()
-        pipeline.close()
-        source.close()
     return stats
 
 
@@ -70,30 +84,14 @@ def pipeline_run(
     out: Path | None,
     workers: int = 1,
 ) -> RunStats:
-    source = open_source(source_spec)
-    pipeline = FramePipeline(settings)
-    extra = [FramePipeline(settings) for _ in range(workers - 1)]
-    info = source.info
-    video = _exporter(out, info.width, info.height, info.fps)
+    """The threaded runner: decode thread, ``workers`` inference threads, encode on the caller."""
     stats = RunStats()
-
-    def encode(result: FrameResult) -> None:
-        if video is not None and result.annotated is not None:
-            with stage(result.times, "encode"):
-                video.write(result.annotated, result.frame.pts)
-
-    try:
+    with _bench_setup(source_spec, settings, out, workers) as (source, pipelines, encode):
         runner = PipelineRunner(
-            source, pipeline, [encode], observers=[stats], extra_pipelines=extra
+            source, pipelines[0], [encode], observers=[stats], extra_pipelines=pipelines[1:]
         )
         runner.run(RunRange(0, frames))
         stats.stop()
-    finally:
-        if video is not None:
-            video.abort()
-        for p in (pipeline, *extra):
-            p.close()
-        source.close()
     return stats
 
 
