@@ -13,7 +13,8 @@ def test_bench_writes_fps_of_both_loops_and_stage_medians(tmp_path: Path) -> Non
     assert main(["bench", "--frames", "12", "--output", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["naive_fps"] > 0 and data["pipeline_fps"] > 0
-    assert data["speedup"] == round(data["pipeline_fps"] / data["naive_fps"], 3)
+    # fps are rounded to 0.01 in the JSON, the ratio is computed before rounding
+    assert abs(data["speedup"] - data["pipeline_fps"] / data["naive_fps"]) < 0.005
     for key in ("naive_stage_ms", "pipeline_stage_ms"):
         stages = data[key]
         assert {"decode", "preprocess", "inference", "postprocess", "draw", "encode", "e2e"} <= set(
