@@ -7,6 +7,7 @@ per frame follows the number of candidates, not the thousands of anchors.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -95,32 +96,30 @@ class Yolov5Decoder:
         return finish(boxes, scores, ids, geometry, iou)
 
 
+@lru_cache(maxsize=16)
+def stride_grid(height: int, width: int, strides: tuple[int, ...]) -> tuple[F32, F32]:
+    """(N, 2) cell x, y and (N,) stride of every cell, row-major per stride, in order.
+
+    YOLOX and YuNet both lay their outputs out this way. Cached per input size;
+    the arrays are shared, so callers must not write to them.
+    """
+    cells, cell_strides = [], []
+    for s in strides:
+        ys, xs = np.mgrid[0 : height // s, 0 : width // s]
+        cells.append(np.stack([xs.ravel(), ys.ravel()], axis=1))
+        cell_strides.append(np.full(xs.size, s))
+    return (
+        np.concatenate(cells).astype(np.float32),
+        np.concatenate(cell_strides).astype(np.float32),
+    )
+
+
 class YoloxDecoder(Yolov5Decoder):
     """[1, N, 5+C] like YOLOv5, but x, y, w, h are offsets on the stride 8/16/32 grids."""
 
-    def __init__(self, spec: ModelSpec) -> None:
-        super().__init__(spec)
-        self._grids: dict[tuple[int, int], tuple[F32, F32]] = {}
-
-    def grid(self, height: int, width: int) -> tuple[F32, F32]:
-        """(N, 2) cell x, y and (N,) stride for an input size, row-major per stride."""
-        cached = self._grids.get((height, width))
-        if cached is None:
-            cells, strides = [], []
-            for s in YOLOX_STRIDES:
-                ys, xs = np.mgrid[0 : height // s, 0 : width // s]
-                cells.append(np.stack([xs.ravel(), ys.ravel()], axis=1))
-                strides.append(np.full(xs.size, s))
-            cached = (
-                np.concatenate(cells).astype(np.float32),
-                np.concatenate(strides).astype(np.float32),
-            )
-            self._grids[(height, width)] = cached
-        return cached
-
     def _boxes(self, rows: F32, index: npt.NDArray[np.intp], n: int, geometry: Letterbox) -> F32:
         h, w = input_size_for(self.spec, geometry.src_width, geometry.src_height)
-        cells, strides = self.grid(h, w)
+        cells, strides = stride_grid(h, w, YOLOX_STRIDES)
         if len(cells) != n:
             raise ModelError(
                 f"{self.spec.name}: YOLOX output has {n} rows, but a {w}x{h} input "

@@ -18,7 +18,7 @@ from framelens.core.preprocess import Letterbox, input_size_for
 from framelens.core.types import Detections
 
 from .nms import finish
-from .yolo import F32, Outputs, class_mask, cxcywh_to_xyxy
+from .yolo import F32, Outputs, class_mask, cxcywh_to_xyxy, stride_grid
 
 YUNET_STRIDES = (8, 16, 32)
 YUNET_HEADS = ("cls", "obj", "bbox", "kps")
@@ -41,23 +41,6 @@ class YunetDecoder:
                 f"missing {', '.join(missing)}"
             )
         self._index = {name: i for i, name in enumerate(output_names)}
-        self._grids: dict[tuple[int, int], tuple[F32, F32]] = {}
-
-    def grid(self, height: int, width: int) -> tuple[F32, F32]:
-        """(N, 2) cell x, y and (N, 1) stride over all strides, in output order."""
-        cached = self._grids.get((height, width))
-        if cached is None:
-            cells, strides = [], []
-            for s in YUNET_STRIDES:
-                ys, xs = np.mgrid[0 : height // s, 0 : width // s]
-                cells.append(np.stack([xs.ravel(), ys.ravel()], axis=1))
-                strides.append(np.full(xs.size, s))
-            cached = (
-                np.concatenate(cells).astype(np.float32),
-                np.concatenate(strides).astype(np.float32)[:, None],
-            )
-            self._grids[(height, width)] = cached
-        return cached
 
     def _head(self, outputs: Outputs, head: str, width: int) -> F32:
         """One head concatenated over the strides: (N, width) float32."""
@@ -73,7 +56,8 @@ class YunetDecoder:
         classes: frozenset[int] | None,
     ) -> Detections:
         h, w = input_size_for(self.spec, geometry.src_width, geometry.src_height)
-        cells, strides = self.grid(h, w)
+        cells, cell_strides = stride_grid(h, w, YUNET_STRIDES)
+        strides = cell_strides[:, None]
         cls = self._head(outputs, "cls", 1)[:, 0]
         obj = self._head(outputs, "obj", 1)[:, 0]
         if len(cls) != len(cells):
