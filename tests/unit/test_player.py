@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 from framelens.core.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.drawing import OverlayStyle
-from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import PipelineSettings
 from framelens.core.player import Player, PlayerState
-from framelens.core.runner import PipelineRunner, RunRange
 from framelens.core.sources import open_source
 from framelens.core.types import FrameResult
 
@@ -250,47 +249,6 @@ def test_realtime_is_paced_by_timestamps(
     time.sleep(2.0)
     rate = (len(rec.results) - n0) / (time.perf_counter() - t0)
     assert 14 <= rate <= 23, rate  # 20 fps at 2x
-
-
-def _cli_fps(settings: PipelineSettings, frames: int) -> float:
-    source = open_source(SAMPLE)
-    pipeline = FramePipeline(settings)
-    try:
-        PipelineRunner(source, pipeline).run(RunRange(0, 20))  # warm up
-        t0 = time.perf_counter()
-        PipelineRunner(source, pipeline).run(RunRange(20, frames))
-        return frames / (time.perf_counter() - t0)
-    finally:
-        pipeline.close()
-        source.close()
-
-
-def _player_fps(settings: PipelineSettings, frames: int) -> float:
-    rec = Recorder()
-    player = Player(rec.on_result, rec.on_state, rec.on_error)
-    try:
-        opened(player, rec, settings)
-        player.set_realtime(False)
-        player.play()
-        rec.wait(lambda: len(rec.results) >= 21)
-        t0, n0 = time.perf_counter(), len(rec.results)
-        rec.wait(lambda: len(rec.results) >= n0 + frames, timeout=120)
-        return frames / (time.perf_counter() - t0)
-    finally:
-        player.close()
-
-
-@pytest.mark.slow
-def test_fast_mode_keeps_up_with_cli_runner(settings: PipelineSettings) -> None:
-    """Decode-ahead overlaps decoding with inference, as the CLI's threads do.
-
-    Best of two rounds each, alternated, so a busy machine does not decide the result.
-    """
-    cli, player = 0.0, 0.0
-    for _ in range(2):
-        cli = max(cli, _cli_fps(settings, 150))
-        player = max(player, _player_fps(settings, 150))
-    assert player >= 0.8 * cli, (player, cli)
 
 
 def test_broken_model_reports_error_and_video_still_shows(
