@@ -1,9 +1,10 @@
 """Interactive playback: a Qt-free worker that the GUI's controller drives.
 
-A Player owns two threads. The decode-ahead thread reads frames into a small
-bounded queue, so decoding overlaps inference; the worker thread takes commands
-(open, play, seek, update, ...) from a queue, processes frames through a
-FramePipeline and hands every FrameResult to ``on_result``. All public methods
+A Player owns a few threads. The decode-ahead thread reads frames into a small
+bounded queue; inference workers (one single-threaded pipeline per core on the
+CPU, as in the CLI) process them ahead, in order; the player thread takes
+commands (open, play, seek, update, ...) from a queue and hands every FrameResult
+to ``on_result`` when it is due. All public methods
 only enqueue a command, so they are safe to call from any thread and never block
 on decoding or inference.
 
@@ -24,9 +25,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
 
+from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.errors import FrameLensError, SourceError
+from framelens.core.infer_ahead import AheadItem, InferAhead, Processed
 from framelens.core.pipeline import FramePipeline, PipelineSettings
-from framelens.core.sources import Source, open_source
+from framelens.core.run import cpu_workers
+from framelens.core.sources import open_source
 from framelens.core.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, SourceInfo, StageTimes
 
@@ -69,106 +73,6 @@ def error_message(exc: BaseException) -> str:
     else:
         text = f"unexpected error: {type(exc).__name__}: {exc}"
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-class _End:
-    """End of the source, as an item of the decode queue."""
-
-
-class _Failed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-_Item = tuple[Frame, float, float] | _End | _Failed  # (frame, decode ms, decode start ms)
-
-
-class DecodeAhead:
-    """Reads a Source on its own thread into a bounded queue.
-
-    seek() bumps a generation number; queued frames of an older generation are
-    discarded by get(), so nothing decoded before a seek is ever shown after it.
-    """
-
-    def __init__(self, source: Source, depth: int = 4) -> None:
-        self.source = source
-        self._queue: queue.Queue[tuple[int, _Item]] = queue.Queue(depth)
-        self._lock = threading.Lock()  # guards the source and the generation
-        self._wake = threading.Condition(self._lock)
-        self._generation = 0
-        self._at_end = False
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, name="fl-decode-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                while self._at_end and not self._stop:
-                    self._wake.wait()
-                if self._stop:
-                    return
-                gen = self._generation
-                item = self._read()
-            self._put(gen, item)
-
-    def _read(self) -> _Item:
-        t0 = now_ms()
-        try:
-            frame = self.source.read()
-        except BaseException as exc:  # handed to the consumer, reported there
-            self._at_end = True
-            return _Failed(exc)
-        if frame is None:
-            self._at_end = True
-            return _End()
-        return (frame, now_ms() - t0, t0)
-
-    def _put(self, gen: int, item: _Item) -> None:
-        while not self._stop and gen == self._generation:
-            try:
-                self._queue.put((gen, item), timeout=0.05)
-                return
-            except queue.Full:
-                continue
-
-    def get(self, timeout: float) -> _Item | None:
-        """The next item of the current generation, or None after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                gen, item = self._queue.get(timeout=max(0.0, remaining))
-            except queue.Empty:
-                return None
-            if gen == self._generation:
-                return item
-
-    def seek(self, index: int) -> None:
-        """Reposition the source; frames already queued are invalidated."""
-        with self._lock:
-            self._generation += 1
-            self._drain()
-            try:
-                self.source.seek(index)
-            finally:
-                self._at_end = False
-                self._wake.notify_all()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                return
-
-    def close(self) -> None:
-        with self._lock:
-            self._stop = True
-            self._wake.notify_all()
-        self._drain()
-        self._thread.join(timeout=5)
-        self.source.close()
 
 
 class _RateMeter:
@@ -223,7 +127,9 @@ class Player:
         self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
         self._commands: queue.Queue[Command | None] = queue.Queue()
         self._decoder: DecodeAhead | None = None
-        self._pipeline: FramePipeline | None = None
+        self._pipeline: FramePipeline | None = None  # for the player thread's own work
+        self._ahead: InferAhead | None = None  # workers processing frames ahead
+        self._workers: list[FramePipeline] = []  # their pipelines, kept across sources
         self._settings: PipelineSettings | None = None
         self._state = PlayerState()
         self._current: Frame | None = None
@@ -351,16 +257,26 @@ class Player:
         return due
 
     def _fetch_processed(self, timeout: float) -> FrameResult | None:
-        if self._decoder is None:
+        item: AheadItem | DecodeItem | None
+        if self._ahead is not None:
+            item = self._ahead.get(timeout)
+        elif self._decoder is not None:
+            item = self._decoder.get(timeout)
+        else:
             return None
-        item = self._decoder.get(timeout)
         if item is None:
             return None
-        if isinstance(item, _End):
+        if isinstance(item, End):
             self._publish(status="ended")
             return None
-        if isinstance(item, _Failed):
+        if isinstance(item, Failed):
             raise item.error
+        if isinstance(item, Processed):
+            if self._ahead is not None and item.version == self._ahead.version:
+                return item.result
+            # made before a threshold change: redo it with the current settings
+            res = item.result
+            return self._process(res.frame, res.times.decode, item.start_ms)
         frame, decode_ms, t0 = item
         return self._process(frame, decode_ms, t0)
 
@@ -427,6 +343,7 @@ class Player:
                 self._use_settings(settings)
             except Exception as exc:  # the video still plays, without a model
                 self._fail(exc)
+        self._start_workers()
         self._show_next()
 
     def _use_settings(self, settings: PipelineSettings) -> None:
@@ -441,15 +358,26 @@ class Player:
         else:
             self._publish(loading_model=True)
             try:
-                self._install(FramePipeline(settings, spinning=self._spinning))
+                self._install(*self._build_pipelines(settings))
             finally:
                 self._publish(loading_model=False)
         self._settings = settings
 
-    def _install(self, pipeline: FramePipeline) -> None:
+    def _install(self, pipeline: FramePipeline, workers: list[FramePipeline]) -> None:
         old, self._pipeline = self._pipeline, pipeline
-        if old is not None:
-            old.close()
+        self._stop_workers()
+        for p in [*self._workers, *([old] if old is not None else [])]:
+            p.close()
+        self._workers = workers
+        source = self._decoder.source if self._decoder is not None else None
+        resume = source is not None and source.info.seekable and self._state.index >= 0
+        self._start_workers()
+        if resume and self._state.status != "ended":
+            # frames decoded for the old model are gone with its workers: continue after
+            # the frame on screen (a seek), so playback goes on without a gap
+            self._ready = None
+            target, count = self._state.index + 1, self._state.frame_count
+            self._ahead_seek(min(target, count - 1) if count else target)
         s = pipeline.settings
         self._settings = s
         self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
@@ -458,7 +386,7 @@ class Player:
         if self._decoder is None:
             return
         if self._state.status == "ended":
-            self._decoder.seek(0)
+            self._ahead_seek(0)
             self._ready = None
         self._anchor = None
         self._rate.reset()
@@ -489,7 +417,7 @@ class Player:
         index = max(0, index)
         self._ready = None
         self._anchor = None
-        self._decoder.seek(index)
+        self._ahead_seek(index)
         if self._state.status == "ended":
             self._publish(status="paused")
         self._show_next()
@@ -510,6 +438,8 @@ class Player:
             self._settings = replace(self._settings, **cast(dict[str, Any], changes))
         if self._pipeline is not None:
             self._pipeline.update(**changes)
+        if self._ahead is not None:
+            self._ahead.update(**changes)
         self._refresh()
 
     def _refresh(self) -> None:
@@ -519,19 +449,36 @@ class Player:
         self._ready = None
         self._show(self._process(self._current))
 
+    def _build_pipelines(
+        self, settings: PipelineSettings
+    ) -> tuple[FramePipeline, list[FramePipeline]]:
+        """The player thread's pipeline and the inference workers' (as many as the CLI)."""
+        worker_settings, count = cpu_workers(settings)
+        built: list[FramePipeline] = []
+        try:
+            built.append(FramePipeline(settings, spinning=self._spinning))
+            for _ in range(count):
+                built.append(FramePipeline(worker_settings, spinning=self._spinning))
+        except BaseException:
+            for p in built:
+                p.close()
+            raise
+        return built[0], built[1:]
+
     def _build_model(self, settings: PipelineSettings, token: int) -> None:
         try:
-            pipeline = FramePipeline(settings, spinning=self._spinning)
+            pipelines = self._build_pipelines(settings)
         except BaseException as exc:
             self._send(partial(self._model_failed, exc, token))
             return
-        self._send(partial(self._swap, pipeline, token))
+        self._send(partial(self._swap, pipelines, token))
 
-    def _swap(self, pipeline: FramePipeline, token: int) -> None:
+    def _swap(self, pipelines: tuple[FramePipeline, list[FramePipeline]], token: int) -> None:
         if token != self._model_token:  # a newer request superseded this one
-            pipeline.close()
+            for p in [pipelines[0], *pipelines[1]]:
+                p.close()
             return
-        self._install(pipeline)
+        self._install(*pipelines)
         self._publish(loading_model=False)
         self._refresh()
 
@@ -540,9 +487,25 @@ class Player:
             self._publish(loading_model=False)
         self._fail(exc)
 
+    def _ahead_seek(self, index: int) -> None:
+        if self._ahead is not None:
+            self._ahead.seek(index)
+        elif self._decoder is not None:
+            self._decoder.seek(index)
+
+    def _start_workers(self) -> None:
+        if self._decoder is not None and self._workers and self._ahead is None:
+            self._ahead = InferAhead(self._decoder, self._workers)
+
+    def _stop_workers(self) -> None:
+        if self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            ahead.close(close_pipelines=False)
+
     def _close_source(self) -> None:
         self._ready = None
         self._current = None
+        self._stop_workers()
         if self._decoder is not None:
             decoder, self._decoder = self._decoder, None
             decoder.close()
@@ -551,9 +514,9 @@ class Player:
         try:
             self._close_source()
         finally:
-            if self._pipeline is not None:
-                self._pipeline.close()
-                self._pipeline = None
+            for p in [*([self._pipeline] if self._pipeline else []), *self._workers]:
+                p.close()
+            self._pipeline, self._workers = None, []
 
 
 def now() -> float:

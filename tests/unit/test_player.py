@@ -183,6 +183,40 @@ def test_update_while_paused_reprocesses_current_frame(
     assert not np.array_equal(before.annotated, plain.annotated)
 
 
+def test_threshold_change_while_paused_applies_to_frames_processed_ahead(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    # The inference workers process a few frames ahead of the one on screen; stepping
+    # after a change must not show one of those with the old threshold.
+    opened(player, rec, settings)
+    player.seek(PERSON_FRAME)
+    rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
+    time.sleep(0.5)  # let the workers fill their look-ahead with the old threshold
+    count = len(rec.results)
+    player.update(conf=0.99)
+    rec.wait(lambda: len(rec.results) > count)
+    for step in range(1, 4):
+        player.step(1)
+        rec.wait(lambda step=step: rec.last.frame.index == PERSON_FRAME + step)
+        assert len(rec.last.detections) == 0, f"frame {PERSON_FRAME + step} used the old conf"
+
+
+def test_seek_while_playing_fast_continues_in_order_from_the_target(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.play()
+    rec.wait(lambda: len(rec.results) >= 10)
+    player.seek(700)
+    rec.wait(lambda: any(r.frame.index == 700 for r in rec.results))
+    rec.wait(lambda: rec.last.frame.index >= 715)
+    first = next(i for i, r in enumerate(rec.results) if r.frame.index == 700)
+    after = [r.frame.index for r in rec.results[first:]]
+    assert after == list(range(700, 700 + len(after)))
+    assert not rec.errors
+
+
 def test_class_filter(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
     opened(player, rec, settings)
     player.seek(PERSON_FRAME)

@@ -1,0 +1,1 @@
+"""Comparing runs of the same frames: detection and image agreement, reports."""

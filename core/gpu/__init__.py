@@ -1,0 +1,1 @@
+"""The GPU path: CUDA context, buffer pools, kernels, NVDEC decoding, GL interop (pycuda)."""
