@@ -436,7 +436,14 @@ def undecidable(graph: GraphInfo, name: str) -> ModelError:
     """The error for a model nothing describes: say what was found and what to pass."""
     out = graph.outputs[0]
     found = f"output '{out.name}' is {out.shape_text()}"
-    hint = f"or add a {name}.toml sidecar"
+
+    def ask(*layouts: str) -> str:
+        # the same words serve the CLI and the GUI's import dialog
+        return (
+            f"choose the layout ({' or '.join(layouts)}: --layout on the command line, "
+            f"'Output layout' in the import dialog) or add a {name}.toml sidecar"
+        )
+
     rows, cols = (out.dim(1), out.dim(2)) if len(out.dims) == 3 else (None, None)
     if len(out.dims) != 3 or out.dim(0) not in (1, None):
         return ModelError(
@@ -446,17 +453,17 @@ def undecidable(graph: GraphInfo, name: str) -> ModelError:
     if cols == 6:
         return ModelError(
             f"cannot tell how to decode {name}: {found} (end2end, or YOLOX/YOLOv5 with one "
-            f"class); pass --layout end2end|yolox|yolov5 {hint}"
+            f"class); {ask('end2end', 'yolox', 'yolov5')}"
         )
     if rows is not None and cols is not None and rows < cols:
         return ModelError(
             f"cannot tell how to decode {name}: {found} (YOLOv8/YOLO11 shape, but no "
-            f"metadata confirms it); pass --layout yolov8 {hint}"
+            f"metadata confirms it); {ask('yolov8')}"
         )
     if cols is not None and cols > 6:
         return ModelError(
             f"cannot tell how to decode {name}: {found} (YOLOX and YOLOv5 share this "
-            f"shape); pass --layout yolox|yolov5 {hint}"
+            f"shape); {ask('yolox', 'yolov5')}"
         )
     return ModelError(f"cannot decode {name}: {found}, which fits no detection layout")
 

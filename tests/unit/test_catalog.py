@@ -212,7 +212,8 @@ def test_ambiguous_shape_is_refused_with_what_was_found(tmp_path: Path) -> None:
     msg = str(err.value)
     assert "output 'output' is [1, 3549, 85]" in msg
     assert "YOLOX and YOLOv5 share this shape" in msg
-    assert "--layout yolox|yolov5" in msg and "model.onnx.toml" in msg
+    assert "choose the layout (yolox or yolov5: --layout" in msg and "model.onnx.toml" in msg
+    assert "'Output layout' in the import dialog" in msg  # the GUI user is told too
     # Saying the layout settles it; the class count follows from the shape.
     spec = resolve_model(str(path), layout="yolox")
     assert (spec.layout, spec.labels[:2], len(spec.labels)) == ("yolox", ("class0", "class1"), 80)
@@ -220,7 +221,7 @@ def test_ambiguous_shape_is_refused_with_what_was_found(tmp_path: Path) -> None:
 
 def test_yolov8_shape_without_metadata_needs_a_layout(tmp_path: Path) -> None:
     path = constant_model(tmp_path / "m.onnx", {"output0": zeros(1, 84, 2100)})
-    with pytest.raises(ModelError, match="--layout yolov8"):
+    with pytest.raises(ModelError, match=r"choose the layout \(yolov8: --layout"):
         resolve_model(str(path))
     assert resolve_model(str(path), layout="yolov8").color_order == "rgb"
 
