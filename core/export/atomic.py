@@ -10,8 +10,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from framelens.core.errors import ExportError
 
@@ -111,3 +114,32 @@ def write_bytes_atomic(path: StrPath, data: bytes) -> Path:
         f.discard()
         raise
     return f.commit()
+
+
+class AtomicWriter(ABC):
+    """An output that is committed by close() and thrown away by abort().
+
+    As a context manager: closed when the block succeeds, aborted when it raises.
+    """
+
+    @abstractmethod
+    def close(self) -> Path:
+        """Finish writing and move the output into place; returns its path."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Stop and remove everything written so far; safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

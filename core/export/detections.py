@@ -23,12 +23,11 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 
 import numpy as np
 from framelens.core.errors import ExportError
-from framelens.core.export.atomic import AtomicFile, StrPath
+from framelens.core.export.atomic import AtomicFile, AtomicWriter, StrPath
 from framelens.core.types import Detections
 
 META_KEYS = (
@@ -50,7 +49,7 @@ CSV_HEADER = ("index", "pts", "class_id", "label", "score", "x1", "y1", "x2", "y
 CSV_LANDMARKS = tuple(f"lm{i}_{axis}" for i in range(5) for axis in ("x", "y"))
 
 
-class DetectionsWriter:
+class DetectionsWriter(AtomicWriter):
     """Write detections to ``path`` (.json or .csv); the file appears on close()."""
 
     def __init__(self, path: StrPath, meta: Mapping[str, Any], labels: Sequence[str]) -> None:
@@ -196,20 +195,6 @@ class DetectionsWriter:
             fh.close()
         self._finalizer.detach()
         self._file.discard()
-
-    def __enter__(self) -> DetectionsWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def _plain(value: Any) -> Any:

@@ -19,7 +19,6 @@ import weakref
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import av
@@ -27,7 +26,7 @@ import cv2
 import numpy as np
 from framelens.core import __version__
 from framelens.core.errors import ExportError
-from framelens.core.export.atomic import AtomicFile, StrPath
+from framelens.core.export.atomic import AtomicFile, AtomicWriter, StrPath
 from framelens.core.types import Image
 
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".avi": "avi"}
@@ -79,7 +78,7 @@ def provenance_metadata(meta: Mapping[str, object]) -> dict[str, str]:
     return tags
 
 
-class VideoExporter:
+class VideoExporter(AtomicWriter):
     """Encode BGR frames into a video file that appears only when complete.
 
     Usage::
@@ -323,20 +322,6 @@ class VideoExporter:
         self._close_output()
         self._finalizer.detach()
         self._file.discard()
-
-    def __enter__(self) -> VideoExporter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 class _AudioCopier:
