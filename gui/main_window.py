@@ -23,43 +23,29 @@ from framelens.gui.dialogs import (
     OpenCameraDialog,
     OpenUrlDialog,
 )
+from framelens.gui.model_panel import OVERLAYS, ModelPanel
 from framelens.gui.plots import StagePlots
 from framelens.gui.settings import Settings
-from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal, Slot
+from framelens.gui.transport import TransportBar
+from framelens.gui.widgets import icon, set_text
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
     QDragEnterEvent,
     QDropEvent,
-    QIcon,
     QKeySequence,
 )
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QDockWidget,
     QFileDialog,
-    QGridLayout,
-    QGroupBox,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QMainWindow,
     QMessageBox,
-    QPushButton,
     QScrollArea,
-    QSlider,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
-
-ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
-SPEEDS = (0.25, 0.5, 1.0, 1.5, 2.0, 4.0)
-OVERLAYS = ("boxes", "labels", "scores", "landmarks")
-IMPORT_ITEM = "Import ONNX…"
 
 # Repaint rates while playing: (video Hz, plots Hz). A window holding a GL widget is
 # composited as a whole on each repaint: ~1 ms on a GPU, but ~25 ms of CPU for a
@@ -73,23 +59,6 @@ REFRESH_RATES = {
     (False, False): (30.0, 10.0),
     (False, True): (10.0, 1.0),
 }
-
-
-def icon(name: str) -> QIcon:
-    return QIcon(str(ICONS / f"{name}.svg"))
-
-
-def format_time(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    m, s = divmod(seconds, 60.0)
-    h, m = divmod(int(m), 60)
-    return f"{h}:{m:02d}:{s:04.1f}" if h else f"{m:02d}:{s:04.1f}"
-
-
-def set_text(label: QLabel, text: str) -> None:
-    """Change a label only when its text changes: every repaint recomposites the window."""
-    if label.text() != text:
-        label.setText(text)
 
 
 def camera_spec(index: int) -> str:
@@ -106,310 +75,6 @@ def display_name(spec: str) -> str:
     if "://" in spec:
         return QUrl(spec).fileName() or spec
     return Path(spec).name
-
-
-class TransportBar(QWidget):
-    """Play/pause, steps, seek slider with frame and time, speed and pacing."""
-
-    seekRequested = Signal(int)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("transportBar")
-        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.play_button = self._button("play", "Play / pause (Space)", "playButton")
-        self.back_button = self._button("step-back", "Previous frame (Left)")
-        self.forward_button = self._button("step-forward", "Next frame (Right)")
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setObjectName("seekSlider")
-        self.slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.slider.setRange(0, 0)
-        self.slider.setToolTip("Seek (frame accurate)")
-        self.time_label = QLabel("—")
-        self.time_label.setObjectName("timeLabel")
-        self.speed_combo = QComboBox()
-        self.speed_combo.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        for speed in SPEEDS:
-            self.speed_combo.addItem(f"{speed:g}×", speed)
-        self.speed_combo.setToolTip("Playback speed (real-time mode)")
-        self.realtime_button = QToolButton()
-        self.realtime_button.setCheckable(True)
-        self.realtime_button.setChecked(True)
-        self.realtime_button.setIcon(icon("realtime"))
-        self.realtime_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.realtime_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.realtime_button.toggled.connect(self._label_realtime)
-        self._label_realtime(True)
-
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 6, 10, 6)
-        lay.setSpacing(8)
-        lay.addWidget(self.back_button)
-        lay.addWidget(self.play_button)
-        lay.addWidget(self.forward_button)
-        lay.addWidget(self.slider, 1)
-        lay.addWidget(self.time_label)
-        lay.addWidget(self.speed_combo)
-        lay.addWidget(self.realtime_button)
-
-        self._frame_count: int | None = None
-        self._fps = 0.0
-        # While dragging, seek at most every 40 ms to the latest position.
-        self._drag_timer = QTimer(self)
-        self._drag_timer.setSingleShot(True)
-        self._drag_timer.setInterval(40)
-        self._drag_timer.timeout.connect(lambda: self.seekRequested.emit(self.slider.value()))
-        self.slider.valueChanged.connect(self._on_slider)
-        self.slider.sliderReleased.connect(lambda: self.seekRequested.emit(self.slider.value()))
-
-    def _button(self, name: str, tip: str, object_name: str = "transportButton") -> QToolButton:
-        b = QToolButton()
-        b.setObjectName(object_name)
-        b.setIcon(icon(name))
-        b.setToolTip(tip)
-        b.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # keys belong to the window's shortcuts
-        b.setAutoRaise(False)
-        return b
-
-    def _label_realtime(self, on: bool) -> None:
-        self.realtime_button.setText("Real-time" if on else "Max speed")
-        self.realtime_button.setToolTip(
-            "Paced by the video's timestamps and the speed (click for as fast as possible)"
-            if on
-            else "As fast as possible: every frame, no waiting (click for real-time)"
-        )
-
-    def _on_slider(self, value: int) -> None:
-        if self.slider.isSliderDown():
-            if not self._drag_timer.isActive():
-                self._drag_timer.start()
-        else:
-            self.seekRequested.emit(value)
-
-    def set_source(self, frame_count: int | None, fps: float) -> None:
-        self._frame_count, self._fps = frame_count, fps
-        # A fixed width: a label that changes size re-lays out (and repaints) the window.
-        widest = f"{frame_count or 999999}/{frame_count or 999999}  0:00:00.0 / 0:00:00.0"
-        metrics = self.time_label.fontMetrics()
-        self.time_label.setFixedSize(metrics.horizontalAdvance(widest) + 16, metrics.height() + 8)
-        self.slider.blockSignals(True)
-        self.slider.setRange(0, max(0, (frame_count or 1) - 1))
-        self.slider.setEnabled(bool(frame_count))
-        self.slider.setPageStep(max(1, round(fps * 5)) if fps > 0 else 50)
-        self.slider.blockSignals(False)
-
-    def show_position(self, index: int, pts: float) -> None:
-        if not self.slider.isSliderDown():
-            self.slider.blockSignals(True)
-            self.slider.setValue(index)
-            self.slider.blockSignals(False)
-        count = self._frame_count
-        frame = f"{index}/{count - 1}" if count else f"{index}"
-        total = f" / {format_time((count - 1) / self._fps)}" if count and self._fps > 0 else ""
-        self.time_label.setText(f"{frame}  {format_time(pts)}{total}")
-
-    def show_playing(self, playing: bool) -> None:
-        self.play_button.setIcon(icon("pause" if playing else "play"))
-
-
-class ModelPanel(QWidget):
-    """Model choice, thresholds, class filter and overlay toggles."""
-
-    modelChosen = Signal(str)  # catalogue name or path
-    importRequested = Signal()
-    confChanged = Signal(float)
-    iouChanged = Signal(float)
-    classesChanged = Signal(object)  # frozenset[int] | None
-    overlayChanged = Signal(object)  # OverlayStyle
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.model_combo = QComboBox()
-        self.model_combo.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-        )
-        self.model_combo.activated.connect(self._on_model_activated)
-        self.model_info = QLabel("")
-        self.model_info.setWordWrap(True)
-        self.model_info.setObjectName("plotSummary")
-        self.conf_slider, self.conf_label = self._threshold("Minimum score to keep a box")
-        self.iou_slider, self.iou_label = self._threshold("Overlap above which NMS merges boxes")
-        self.conf_slider.valueChanged.connect(lambda v: self._on_threshold(v, "conf"))
-        self.iou_slider.valueChanged.connect(lambda v: self._on_threshold(v, "iou"))
-
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search classes…")
-        self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self._filter_list)
-        self.class_list = QListWidget()
-        self.class_list.setMinimumHeight(120)
-        self.class_list.itemChanged.connect(lambda _item: self._emit_classes())
-        all_button, none_button = QPushButton("All"), QPushButton("None")
-        all_button.clicked.connect(lambda: self._check_all(True))
-        none_button.clicked.connect(lambda: self._check_all(False))
-        self.class_count = QLabel("")
-        self.class_count.setObjectName("plotSummary")
-
-        self.overlay_checks = {name: QCheckBox(name.capitalize()) for name in OVERLAYS}
-        for check in self.overlay_checks.values():
-            check.setChecked(True)
-            check.toggled.connect(lambda _on: self.overlayChanged.emit(self.overlay()))
-
-        model_box = QGroupBox("Model")
-        ml = QVBoxLayout(model_box)
-        ml.addWidget(self.model_combo)
-        ml.addWidget(self.model_info)
-        thr_box = QGroupBox("Thresholds")
-        tl = QGridLayout(thr_box)
-        for row, (name, slider, label) in enumerate(
-            (
-                ("Confidence", self.conf_slider, self.conf_label),
-                ("IoU (NMS)", self.iou_slider, self.iou_label),
-            )
-        ):
-            tl.addWidget(QLabel(name), row, 0)
-            tl.addWidget(slider, row, 1)
-            tl.addWidget(label, row, 2)
-        cls_box = QGroupBox("Classes")
-        cl = QVBoxLayout(cls_box)
-        cl.addWidget(self.search)
-        cl.addWidget(self.class_list, 1)
-        buttons = QHBoxLayout()
-        buttons.addWidget(all_button)
-        buttons.addWidget(none_button)
-        buttons.addStretch(1)
-        buttons.addWidget(self.class_count)
-        cl.addLayout(buttons)
-        ov_box = QGroupBox("Overlay")
-        ol = QGridLayout(ov_box)
-        for i, check in enumerate(self.overlay_checks.values()):
-            ol.addWidget(check, i // 2, i % 2)
-
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
-        lay.addWidget(model_box)
-        lay.addWidget(thr_box)
-        lay.addWidget(cls_box, 1)
-        lay.addWidget(ov_box)
-
-    @staticmethod
-    def _threshold(tip: str) -> tuple[QSlider, QLabel]:
-        slider = QSlider(Qt.Orientation.Horizontal)
-        slider.setRange(1, 99)
-        slider.setToolTip(tip)
-        label = QLabel("")
-        label.setObjectName("valueLabel")
-        return slider, label
-
-    # ---- model ---------------------------------------------------------------
-
-    def set_models(self, catalog: dict[str, ModelSpec]) -> None:
-        self.model_combo.blockSignals(True)
-        self.model_combo.clear()
-        for name, spec in catalog.items():
-            self.model_combo.addItem(name, name)
-            self.model_combo.setItemData(
-                self.model_combo.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
-            )
-        self.model_combo.insertSeparator(self.model_combo.count())
-        self.model_combo.addItem(IMPORT_ITEM, None)
-        self.model_combo.blockSignals(False)
-
-    def show_model(self, key: str, spec: ModelSpec) -> None:
-        """Select ``key`` (adding it for an imported file) and show its labels."""
-        i = self.model_combo.findData(key)
-        if i < 0:
-            i = self.model_combo.count() - 2  # before the separator
-            self.model_combo.insertItem(i, spec.name, key)
-            self.model_combo.setItemData(i, key, Qt.ItemDataRole.ToolTipRole)
-        self.model_combo.setCurrentIndex(i)
-        h, w = spec.input_size
-        self.model_info.setText(
-            f"{spec.task} · {spec.layout} · {w}×{h} · {len(spec.labels)} classes"
-        )
-        self.set_labels(spec.labels)
-
-    def _on_model_activated(self, index: int) -> None:
-        key = self.model_combo.itemData(index)
-        if key is None:
-            self.importRequested.emit()
-        else:
-            self.modelChosen.emit(str(key))
-
-    # ---- thresholds -------------------------------------------------------------
-
-    def set_thresholds(self, conf: float, iou: float) -> None:
-        self.conf_slider.setValue(round(conf * 100))
-        self.iou_slider.setValue(round(iou * 100))
-        self.conf_label.setText(f"{conf:.2f}")
-        self.iou_label.setText(f"{iou:.2f}")
-
-    def _on_threshold(self, value: int, which: str) -> None:
-        v = value / 100.0
-        (self.conf_label if which == "conf" else self.iou_label).setText(f"{v:.2f}")
-        (self.confChanged if which == "conf" else self.iouChanged).emit(v)
-
-    # ---- classes ------------------------------------------------------------------
-
-    def set_labels(self, labels: tuple[str, ...]) -> None:
-        self.class_list.blockSignals(True)
-        self.class_list.clear()
-        for cid, name in enumerate(labels):
-            item = QListWidgetItem(f"{cid:>2}  {name}")
-            item.setData(Qt.ItemDataRole.UserRole, cid)
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Checked)
-            self.class_list.addItem(item)
-        self.class_list.blockSignals(False)
-        self._filter_list(self.search.text())
-        self._update_count()
-
-    def selected_classes(self) -> frozenset[int] | None:
-        """None when every class is checked (no filtering)."""
-        items = [self.class_list.item(i) for i in range(self.class_list.count())]
-        checked = {
-            int(it.data(Qt.ItemDataRole.UserRole))
-            for it in items
-            if it.checkState() == Qt.CheckState.Checked
-        }
-        return None if len(checked) == len(items) else frozenset(checked)
-
-    def _check_all(self, on: bool) -> None:
-        """Check or uncheck every visible class (all of them when nothing is searched)."""
-        state = Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
-        self.class_list.blockSignals(True)
-        for i in range(self.class_list.count()):
-            item = self.class_list.item(i)
-            if not item.isHidden():
-                item.setCheckState(state)
-        self.class_list.blockSignals(False)
-        self._emit_classes()
-
-    def _emit_classes(self) -> None:
-        self._update_count()
-        self.classesChanged.emit(self.selected_classes())
-
-    def _update_count(self) -> None:
-        sel = self.selected_classes()
-        total = self.class_list.count()
-        self.class_count.setText(f"all {total}" if sel is None else f"{len(sel)} of {total}")
-
-    def _filter_list(self, text: str) -> None:
-        needle = text.strip().lower()
-        for i in range(self.class_list.count()):
-            item = self.class_list.item(i)
-            item.setHidden(bool(needle) and needle not in item.text().lower())
-
-    # ---- overlay ------------------------------------------------------------------
-
-    def overlay(self) -> OverlayStyle:
-        return OverlayStyle(**{n: c.isChecked() for n, c in self.overlay_checks.items()})
-
-    def set_overlay(self, style: OverlayStyle) -> None:
-        for name, check in self.overlay_checks.items():
-            check.blockSignals(True)
-            check.setChecked(bool(getattr(style, name)))
-            check.blockSignals(False)
 
 
 class MainWindow(QMainWindow):

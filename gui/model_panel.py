@@ -1,0 +1,225 @@
+"""The model panel: model choice, thresholds, class filter and overlay toggles."""
+
+from __future__ import annotations
+
+from framelens.core.drawing import OverlayStyle
+from framelens.core.modelspec import ModelSpec
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+OVERLAYS = ("boxes", "labels", "scores", "landmarks")
+IMPORT_ITEM = "Import ONNX…"
+
+
+class ModelPanel(QWidget):
+    """Model choice, thresholds, class filter and overlay toggles."""
+
+    modelChosen = Signal(str)  # catalogue name or path
+    importRequested = Signal()
+    confChanged = Signal(float)
+    iouChanged = Signal(float)
+    classesChanged = Signal(object)  # frozenset[int] | None
+    overlayChanged = Signal(object)  # OverlayStyle
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model_combo = QComboBox()
+        self.model_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_combo.activated.connect(self._on_model_activated)
+        self.model_info = QLabel("")
+        self.model_info.setWordWrap(True)
+        self.model_info.setObjectName("plotSummary")
+        self.conf_slider, self.conf_label = self._threshold("Minimum score to keep a box")
+        self.iou_slider, self.iou_label = self._threshold("Overlap above which NMS merges boxes")
+        self.conf_slider.valueChanged.connect(lambda v: self._on_threshold(v, "conf"))
+        self.iou_slider.valueChanged.connect(lambda v: self._on_threshold(v, "iou"))
+
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search classes…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._filter_list)
+        self.class_list = QListWidget()
+        self.class_list.setMinimumHeight(120)
+        self.class_list.itemChanged.connect(lambda _item: self._emit_classes())
+        all_button, none_button = QPushButton("All"), QPushButton("None")
+        all_button.clicked.connect(lambda: self._check_all(True))
+        none_button.clicked.connect(lambda: self._check_all(False))
+        self.class_count = QLabel("")
+        self.class_count.setObjectName("plotSummary")
+
+        self.overlay_checks = {name: QCheckBox(name.capitalize()) for name in OVERLAYS}
+        for check in self.overlay_checks.values():
+            check.setChecked(True)
+            check.toggled.connect(lambda _on: self.overlayChanged.emit(self.overlay()))
+
+        model_box = QGroupBox("Model")
+        ml = QVBoxLayout(model_box)
+        ml.addWidget(self.model_combo)
+        ml.addWidget(self.model_info)
+        thr_box = QGroupBox("Thresholds")
+        tl = QGridLayout(thr_box)
+        for row, (name, slider, label) in enumerate(
+            (
+                ("Confidence", self.conf_slider, self.conf_label),
+                ("IoU (NMS)", self.iou_slider, self.iou_label),
+            )
+        ):
+            tl.addWidget(QLabel(name), row, 0)
+            tl.addWidget(slider, row, 1)
+            tl.addWidget(label, row, 2)
+        cls_box = QGroupBox("Classes")
+        cl = QVBoxLayout(cls_box)
+        cl.addWidget(self.search)
+        cl.addWidget(self.class_list, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(all_button)
+        buttons.addWidget(none_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.class_count)
+        cl.addLayout(buttons)
+        ov_box = QGroupBox("Overlay")
+        ol = QGridLayout(ov_box)
+        for i, check in enumerate(self.overlay_checks.values()):
+            ol.addWidget(check, i // 2, i % 2)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.addWidget(model_box)
+        lay.addWidget(thr_box)
+        lay.addWidget(cls_box, 1)
+        lay.addWidget(ov_box)
+
+    @staticmethod
+    def _threshold(tip: str) -> tuple[QSlider, QLabel]:
+        slider = QSlider(Qt.Orientation.Horizontal)
+        slider.setRange(1, 99)
+        slider.setToolTip(tip)
+        label = QLabel("")
+        label.setObjectName("valueLabel")
+        return slider, label
+
+    # ---- model ---------------------------------------------------------------
+
+    def set_models(self, catalog: dict[str, ModelSpec]) -> None:
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        for name, spec in catalog.items():
+            self.model_combo.addItem(name, name)
+            self.model_combo.setItemData(
+                self.model_combo.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
+            )
+        self.model_combo.insertSeparator(self.model_combo.count())
+        self.model_combo.addItem(IMPORT_ITEM, None)
+        self.model_combo.blockSignals(False)
+
+    def show_model(self, key: str, spec: ModelSpec) -> None:
+        """Select ``key`` (adding it for an imported file) and show its labels."""
+        i = self.model_combo.findData(key)
+        if i < 0:
+            i = self.model_combo.count() - 2  # before the separator
+            self.model_combo.insertItem(i, spec.name, key)
+            self.model_combo.setItemData(i, key, Qt.ItemDataRole.ToolTipRole)
+        self.model_combo.setCurrentIndex(i)
+        h, w = spec.input_size
+        self.model_info.setText(
+            f"{spec.task} · {spec.layout} · {w}×{h} · {len(spec.labels)} classes"
+        )
+        self.set_labels(spec.labels)
+
+    def _on_model_activated(self, index: int) -> None:
+        key = self.model_combo.itemData(index)
+        if key is None:
+            self.importRequested.emit()
+        else:
+            self.modelChosen.emit(str(key))
+
+    # ---- thresholds -------------------------------------------------------------
+
+    def set_thresholds(self, conf: float, iou: float) -> None:
+        self.conf_slider.setValue(round(conf * 100))
+        self.iou_slider.setValue(round(iou * 100))
+        self.conf_label.setText(f"{conf:.2f}")
+        self.iou_label.setText(f"{iou:.2f}")
+
+    def _on_threshold(self, value: int, which: str) -> None:
+        v = value / 100.0
+        (self.conf_label if which == "conf" else self.iou_label).setText(f"{v:.2f}")
+        (self.confChanged if which == "conf" else self.iouChanged).emit(v)
+
+    # ---- classes ------------------------------------------------------------------
+
+    def set_labels(self, labels: tuple[str, ...]) -> None:
+        self.class_list.blockSignals(True)
+        self.class_list.clear()
+        for cid, name in enumerate(labels):
+            item = QListWidgetItem(f"{cid:>2}  {name}")
+            item.setData(Qt.ItemDataRole.UserRole, cid)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
+            self.class_list.addItem(item)
+        self.class_list.blockSignals(False)
+        self._filter_list(self.search.text())
+        self._update_count()
+
+    def selected_classes(self) -> frozenset[int] | None:
+        """None when every class is checked (no filtering)."""
+        items = [self.class_list.item(i) for i in range(self.class_list.count())]
+        checked = {
+            int(it.data(Qt.ItemDataRole.UserRole))
+            for it in items
+            if it.checkState() == Qt.CheckState.Checked
+        }
+        return None if len(checked) == len(items) else frozenset(checked)
+
+    def _check_all(self, on: bool) -> None:
+        """Check or uncheck every visible class (all of them when nothing is searched)."""
+        state = Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
+        self.class_list.blockSignals(True)
+        for i in range(self.class_list.count()):
+            item = self.class_list.item(i)
+            if not item.isHidden():
+                item.setCheckState(state)
+        self.class_list.blockSignals(False)
+        self._emit_classes()
+
+    def _emit_classes(self) -> None:
+        self._update_count()
+        self.classesChanged.emit(self.selected_classes())
+
+    def _update_count(self) -> None:
+        sel = self.selected_classes()
+        total = self.class_list.count()
+        self.class_count.setText(f"all {total}" if sel is None else f"{len(sel)} of {total}")
+
+    def _filter_list(self, text: str) -> None:
+        needle = text.strip().lower()
+        for i in range(self.class_list.count()):
+            item = self.class_list.item(i)
+            item.setHidden(bool(needle) and needle not in item.text().lower())
+
+    # ---- overlay ------------------------------------------------------------------
+
+    def overlay(self) -> OverlayStyle:
+        return OverlayStyle(**{n: c.isChecked() for n, c in self.overlay_checks.items()})
+
+    def set_overlay(self, style: OverlayStyle) -> None:
+        for name, check in self.overlay_checks.items():
+            check.blockSignals(True)
+            check.setChecked(bool(getattr(style, name)))
+            check.blockSignals(False)
