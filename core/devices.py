@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from framelens.core.errors import ConfigError
 
@@ -38,3 +39,36 @@ def resolve_device(requested: str) -> str:
             "(ONNX Runtime has no CUDA provider); use --device cpu or auto"
         )
     return f"cuda:{m.group(1) or 0}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceChoice:
+    """One entry of a device menu: ``id`` is what resolve_device() takes."""
+
+    id: str  # "auto" | "cpu" | "cuda:N"
+    label: str
+    unavailable: str | None = None  # why it cannot be used here; None = usable
+
+
+def _cuda_names() -> list[str]:
+    """Names of the CUDA devices pycuda sees; empty without pycuda or a driver."""
+    try:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        return [str(cuda.Device(i).name()) for i in range(cuda.Device.count())]
+    except Exception:  # pycuda missing, no libcuda, no device: all mean "none here"
+        return []
+
+
+def device_choices() -> list[DeviceChoice]:
+    """Auto, CPU and each CUDA device, with the reason when CUDA cannot be used."""
+    choices = [DeviceChoice("auto", "Auto"), DeviceChoice("cpu", "CPU")]
+    names = _cuda_names()
+    if not cuda_available():
+        why = "ONNX Runtime has no CUDA provider (install onnxruntime-gpu)"
+        choices.append(DeviceChoice("cuda:0", "CUDA", why))
+        return choices
+    for i, name in enumerate(names or ["GPU"]):
+        choices.append(DeviceChoice(f"cuda:{i}", f"CUDA {i} · {name}"))
+    return choices

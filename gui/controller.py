@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from framelens.core.catalog import DEFAULT_MODEL, load_catalog, resolve_model
+from framelens.core.devices import DeviceChoice, device_choices, resolve_device
 from framelens.core.drawing import OverlayStyle
 from framelens.core.errors import ExportError, FrameLensError
 from framelens.core.export import save_snapshot
@@ -167,6 +168,24 @@ class Controller(QObject):
         self.modelChanged.emit(spec)
         if self.source is not None:
             self.player.set_model(self.settings)
+
+    def set_device(self, device: str) -> bool:
+        """Run inference on "auto", "cpu" or "cuda:N"; False (and a message) when impossible."""
+        try:
+            resolved = resolve_device(device)
+        except FrameLensError as exc:
+            self.errorOccurred.emit(error_message(exc))
+            return False
+        self._device = resolved
+        if self.settings is not None and self.settings.device != resolved:
+            self.settings = replace(self.settings, device=resolved)
+            if self.source is not None:
+                self.player.set_model(self.settings)
+        return True
+
+    @staticmethod
+    def device_choices() -> list[DeviceChoice]:
+        return device_choices()
 
     # ---- thresholds and overlay ---------------------------------------------------
 

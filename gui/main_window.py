@@ -167,6 +167,9 @@ class MainWindow(QMainWindow):
         self.source_label = QLabel("No source")
         self.model_label = QLabel("")
         self.backend_label = QLabel("")
+        self.display_label = QLabel(self.canvas.display_path)  # interop, or upload and why
+        self.display_label.setToolTip("How frames reach the screen")
+        self.canvas.displayPathChanged.connect(lambda path: set_text(self.display_label, path))
         self.fps_label = QLabel("")
         self.fps_label.setObjectName("statusFps")
         metrics = self.fps_label.fontMetrics()
@@ -179,6 +182,7 @@ class MainWindow(QMainWindow):
             self.source_label,
             self.model_label,
             self.backend_label,
+            self.display_label,
             self.fps_label,
         ):
             bar.addPermanentWidget(label)
@@ -313,6 +317,7 @@ class MainWindow(QMainWindow):
         p.iouChanged.connect(self._on_iou)
         p.classesChanged.connect(c.set_classes)
         p.overlayChanged.connect(self._on_overlay)
+        p.deviceChosen.connect(self.choose_device)
 
     def _restore(self) -> None:
         s = self.settings
@@ -340,6 +345,11 @@ class MainWindow(QMainWindow):
             catalog = {}
             self.show_error(error_message(exc))
         self.panel.set_models(catalog)
+        device = s.device
+        if not self.controller.set_device(device):  # saved on a machine with a GPU, say
+            device = s.device = "auto"
+            self.controller.set_device(device)
+        self.panel.set_devices(self.controller.device_choices(), device)
         wanted = s.model or self.controller.default_model()
         layout, labels, task = s.model_options() if s.model else (None, None, None)
         if not self._load_model(wanted, layout, labels, task, quiet=True):
@@ -428,6 +438,12 @@ class MainWindow(QMainWindow):
         self.settings.set_model_options(layout, labels, task)
         self.controller.use_model(spec)
         return True
+
+    def choose_device(self, device: str) -> None:
+        if self.controller.set_device(device):
+            self.settings.device = device
+        else:
+            self.panel.select_device(self.settings.device)
 
     def choose_model(self, key: str) -> None:
         if key != self._model_key and not self._load_model(key):

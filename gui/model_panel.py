@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from framelens.core.devices import DeviceChoice
 from framelens.core.drawing import OverlayStyle
 from framelens.core.modelspec import ModelSpec
 from PySide6.QtCore import Qt, Signal
@@ -34,6 +35,7 @@ class ModelPanel(QWidget):
     iouChanged = Signal(float)
     classesChanged = Signal(object)  # frozenset[int] | None
     overlayChanged = Signal(object)  # OverlayStyle
+    deviceChosen = Signal(str)  # "auto" | "cpu" | "cuda:N"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -42,6 +44,11 @@ class ModelPanel(QWidget):
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
         self.model_combo.activated.connect(self._on_model_activated)
+        self.device_combo = QComboBox()
+        self.device_combo.setToolTip("Where inference runs; Auto takes CUDA when it is usable")
+        self.device_combo.activated.connect(
+            lambda i: self.deviceChosen.emit(str(self.device_combo.itemData(i)))
+        )
         self.model_info = QLabel("")
         self.model_info.setWordWrap(True)
         self.model_info.setObjectName("plotSummary")
@@ -71,6 +78,10 @@ class ModelPanel(QWidget):
         model_box = QGroupBox("Model")
         ml = QVBoxLayout(model_box)
         ml.addWidget(self.model_combo)
+        device_row = QHBoxLayout()
+        device_row.addWidget(QLabel("Device"))
+        device_row.addWidget(self.device_combo, 1)
+        ml.addLayout(device_row)
         ml.addWidget(self.model_info)
         thr_box = QGroupBox("Thresholds")
         tl = QGridLayout(thr_box)
@@ -104,6 +115,31 @@ class ModelPanel(QWidget):
         lay.addWidget(thr_box)
         lay.addWidget(cls_box, 1)
         lay.addWidget(ov_box)
+
+    def set_devices(self, choices: list[DeviceChoice], current: str) -> None:
+        """Fill the device menu; devices that cannot be used are shown greyed with the reason."""
+        combo = self.device_combo
+        combo.blockSignals(True)
+        combo.clear()
+        model = combo.model()
+        for choice in choices:
+            label = choice.label if choice.unavailable is None else f"{choice.label} (unavailable)"
+            combo.addItem(label, choice.id)
+            row = combo.count() - 1
+            combo.setItemData(row, choice.unavailable or choice.label, Qt.ItemDataRole.ToolTipRole)
+            if choice.unavailable is not None:
+                item = model.item(row)  # type: ignore[attr-defined]
+                item.setEnabled(False)
+        i = combo.findData(current)
+        combo.setCurrentIndex(i if i >= 0 else 0)
+        combo.blockSignals(False)
+
+    def select_device(self, device: str) -> None:
+        i = self.device_combo.findData(device)
+        if i >= 0:
+            self.device_combo.blockSignals(True)
+            self.device_combo.setCurrentIndex(i)
+            self.device_combo.blockSignals(False)
 
     @staticmethod
     def _threshold(tip: str) -> tuple[QSlider, QLabel]:

@@ -99,6 +99,14 @@ class Settings:
     def iou(self, value: float) -> None:
         self.store.setValue("model/iou", float(value))
 
+    @property
+    def device(self) -> str:
+        return self._str("engine/device", "auto")
+
+    @device.setter
+    def device(self, value: str) -> None:
+        self.store.setValue("engine/device", value)
+
     def overlay(self, name: str) -> bool:
         return self._bool(f"overlay/{name}", True)
 

@@ -9,6 +9,7 @@ import av
 import numpy as np
 import onnx
 import pytest
+from framelens.core.devices import cuda_available
 from framelens.gui.dialogs import ImportModelDialog
 from framelens.gui.main_window import MainWindow
 from framelens.gui.settings import Settings
@@ -212,6 +213,33 @@ def test_settings_persist_between_windows(
     assert second.panel.conf_label.text() == "0.40"
     assert not second.panel.overlay_checks["scores"].isChecked()
     assert not second.transport.realtime_button.isChecked()
+    second.close()
+
+
+def test_device_menu_persists_and_explains_missing_cuda(
+    qtbot: QtBot, settings_file: Path, app_settings: Settings
+) -> None:
+    first = MainWindow(settings=app_settings)
+    qtbot.addWidget(first)
+    combo = first.panel.device_combo
+    ids = [combo.itemData(i) for i in range(combo.count())]
+    assert ids[:2] == ["auto", "cpu"] and any(i.startswith("cuda") for i in ids)
+    cuda_row = next(i for i, d in enumerate(ids) if d.startswith("cuda"))
+    if not cuda_available():  # this machine: shown, greyed, with the reason as tooltip
+        assert not combo.model().item(cuda_row).isEnabled()
+        assert "CUDA provider" in combo.itemData(cuda_row, Qt.ItemDataRole.ToolTipRole)
+        messages: list[str] = []
+        first.controller.errorOccurred.connect(messages.append)
+        first.choose_device("cuda:0")  # as if chosen anyway: refused with one line
+        assert messages and "CUDA is not usable here" in messages[-1]
+        assert combo.currentData() == "auto"
+    first.choose_device("cpu")
+    assert first.controller.settings is None or first.controller.settings.device == "cpu"
+    first.close()
+    again = Settings(QSettings(str(settings_file), QSettings.Format.IniFormat))
+    second = MainWindow(settings=again)
+    qtbot.addWidget(second)
+    assert second.panel.device_combo.currentData() == "cpu"
     second.close()
 
 
