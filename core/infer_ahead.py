@@ -2,7 +2,7 @@
 
 The CLI's PipelineRunner runs a whole range once; playback also seeks, pauses and
 changes thresholds, so the player uses this smaller pool instead. Each worker
-owns one FramePipeline (a FramePipeline is not shared between threads). Results
+owns one pipeline (a pipeline is not shared between threads). Results
 are handed out in decode order, tagged with the settings version they were made
 with, so the consumer can redo a result that a threshold change made stale.
 """
@@ -10,10 +10,11 @@ with, so the consumer can redo a result that a threshold change made stale.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
-from framelens.core.pipeline import FramePipeline
+from framelens.core.pipeline import FrameProcessor
 from framelens.core.timing import now_ms
 from framelens.core.types import FrameResult, StageTimes
 
@@ -38,7 +39,7 @@ class InferAhead:
     """
 
     def __init__(
-        self, decoder: DecodeAhead, pipelines: list[FramePipeline], depth: int | None = None
+        self, decoder: DecodeAhead, pipelines: Sequence[FrameProcessor], depth: int | None = None
     ) -> None:
         if not pipelines:
             raise ValueError("InferAhead needs at least one pipeline")
@@ -61,13 +62,13 @@ class InferAhead:
             t.start()
 
     @property
-    def pipelines(self) -> list[FramePipeline]:
+    def pipelines(self) -> Sequence[FrameProcessor]:
         return self._pipelines
 
     def _ahead(self) -> int:
         return self._next_seq - self._expected
 
-    def _work(self, pipeline: FramePipeline) -> None:
+    def _work(self, pipeline: FrameProcessor) -> None:
         while True:
             with self._cond:
                 while not self._stop and self._ahead() >= self._depth:
@@ -88,7 +89,7 @@ class InferAhead:
                     self._cond.notify_all()
 
     @staticmethod
-    def _process(pipeline: FramePipeline, item: DecodeItem, version: int) -> AheadItem:
+    def _process(pipeline: FrameProcessor, item: DecodeItem, version: int) -> AheadItem:
         if isinstance(item, End | Failed):
             return item
         frame, decode_ms, start_ms = item

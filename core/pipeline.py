@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from framelens.core.drawing import OverlayStyle, annotate
 from framelens.core.engines import create_engine
@@ -33,6 +34,22 @@ class PipelineSettings:
     precision: str = "fp32"
     threads: int | None = None
     overlay: OverlayStyle = field(default_factory=OverlayStyle)
+
+
+class FrameProcessor(Protocol):
+    """What the runner and the player need of a pipeline: the CPU one below, or the GPU one
+    (core/gpu/pipeline.py), which takes frames that live in device memory."""
+
+    @property
+    def settings(self) -> PipelineSettings: ...
+
+    def infer(self, frame: Frame, times: StageTimes) -> FrameResult: ...
+
+    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult: ...
+
+    def update(self, **changes: object) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class FramePipeline:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from framelens.core.errors import FrameLensError, SourceError
-from framelens.core.pipeline import FramePipeline
+from framelens.core.pipeline import FrameProcessor
 from framelens.core.sources import Source
 from framelens.core.timing import now_ms
 from framelens.core.types import Frame, FrameResult, StageTimes
@@ -81,13 +81,13 @@ class PipelineRunner:
     def __init__(
         self,
         source: Source,
-        pipeline: FramePipeline,
+        pipeline: FrameProcessor,
         sinks: Iterable[ResultSink] = (),
         *,
         observers: Iterable[ResultSink] = (),
         draw: bool = True,
         queue_size: int = 4,
-        extra_pipelines: Iterable[FramePipeline] = (),
+        extra_pipelines: Iterable[FrameProcessor] = (),
     ) -> None:
         self.source = source
         self.pipeline = pipeline
@@ -120,7 +120,7 @@ class PipelineRunner:
         for _ in self.workers:
             _put(self._frames, _END, self._stop)
 
-    def _infer_loop(self, pipeline: FramePipeline) -> None:
+    def _infer_loop(self, pipeline: FrameProcessor) -> None:
         while True:
             item = _get(self._frames, self._stop)
             if item is _END or isinstance(item, _Failure):

@@ -1,0 +1,27 @@
+#!/bin/bash
+# On the H200 test machine, from the checkout root, after the kit pieces were stashed
+# (see ../shared/device/README.md: base, av, pnvc, ort0..ort5, each in its own call):
+#
+#   bash tests/gpu/run_on_h200.sh [tests|bench|all] [pytest args...]
+#
+# Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
+# the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
+set -uo pipefail
+what=${1:-all}; shift || true
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
+bash .device/bin/ondevice.sh setup 2>&1 | tail -8
+. /tmp/kit/env.sh
+python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/kit/site . \
+    2>&1 | grep -v -i "warning" | tail -3
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv
+status=0
+if [[ $what == tests || $what == all ]]; then
+    python3 -m pytest tests/gpu -m gpu -q -rs -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" \
+        "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -60
+    status=${PIPESTATUS[0]}
+fi
+if [[ $what == bench || $what == all ]]; then
+    python3 benchmarks/h200.py --output "$OUT/h200-$(date +%F).json" 2>&1 | tee "$OUT/bench.log" | tail -40
+fi
+exit "$status"
