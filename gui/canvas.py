@@ -1,26 +1,39 @@
 """The video canvas: an OpenGL texture of the annotated frame, with zoom and pan.
 
 Fixed-function OpenGL (compatibility profile) keeps it working everywhere,
-Mesa's llvmpipe under Xvfb included. The texture is allocated once per frame
-size and then updated with glTexSubImage2D. The canvas times its own upload and
-paint and reports it through ``drawTimeMs``, so display is measured like any
-other stage.
+Mesa's llvmpipe under Xvfb included. The texture (RGBA8) is allocated once per
+frame size and then updated with glTexSubImage2D. The canvas times its own
+upload and paint and reports it through ``drawTimeMs``, so display is measured
+like any other stage.
 
-GPU path (later): the GPU layer asks for ``pixel_buffer()``, registers that GL
-buffer with CUDA, writes the frame into it and calls ``show_pixel_buffer()``;
-the texture is then filled from the buffer without a host round trip.
+Frames come as host BGR arrays (CPU path) or as device frames (GPU path,
+``framelens.core.gpu.interop.DeviceFrame``). Device frames are written by the
+display kernel into a GL pixel buffer registered with CUDA and the texture is
+filled from it, without a host round trip; where interop cannot run (no NVIDIA
+OpenGL, pycuda without GL) they go through host memory instead. ``display_path``
+says which, and why, for the status bar.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
+from collections.abc import Callable
 
 import numpy as np
+import shiboken6
+from framelens.core.gpu.interop import (
+    INTEROP_PATH,
+    DeviceFrame,
+    DeviceFrameUploader,
+    fallback_path,
+)
 from framelens.core.types import Image
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
+    QHideEvent,
     QImage,
     QKeyEvent,
     QMouseEvent,
@@ -36,11 +49,28 @@ _ZOOM_RANGE = (0.1, 64.0)
 _PIXELATED_ABOVE = 3.0  # screen pixels per image pixel: show pixels sharp when zoomed in
 
 
+def _release_gpu_of(canvas: VideoCanvas) -> Callable[[], None]:
+    """A slot for the GL context's aboutToBeDestroyed (re-parenting) that keeps no canvas alive.
+
+    When the canvas itself is being deleted its Python side is gone before
+    QOpenGLWidget destroys the context; hideEvent released everything then.
+    """
+    ref = weakref.ref(canvas)
+
+    def release() -> None:
+        alive = ref()
+        if alive is not None and shiboken6.isValid(alive):
+            alive._release_gpu(texture_too=True)
+
+    return release
+
+
 class VideoCanvas(QOpenGLWidget):
     """Shows one BGR image, fitted with its aspect kept; wheel zooms, drag pans."""
 
     drawTimeMs = Signal(float)  # upload + paint of a new frame
     zoomChanged = Signal(float)  # 1.0 = fitted to the widget
+    displayPathChanged = Signal(str)  # see display_path
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -48,13 +78,14 @@ class VideoCanvas(QOpenGLWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setCursor(Qt.CursorShape.OpenHandCursor)
         self.placeholder = "Open a video (Ctrl+O), a camera or a stream — or drop a file here"
-        self._image: Image | None = None
-        self._fresh = False  # _image not uploaded yet
+        self._frame: Image | DeviceFrame | None = None  # the latest frame, not uploaded yet
+        self._shown: Image | None = None  # host frame uploaded last (for a new GL context)
         self._texture = 0
         self._texture_size = (0, 0)
-        self._pbo = 0
-        self._pbo_size = (0, 0)
-        self._pbo_fresh = False
+        self._uploader = DeviceFrameUploader()
+        self._gl_ready = False
+        self._via_interop = False  # the last frame shown came through CUDA-GL interop
+        self._display_path = self._describe_path()
         self._zoom = 1.0
         self._pan = QPointF(0.0, 0.0)
         self._drag_from: QPointF | None = None
@@ -66,56 +97,47 @@ class VideoCanvas(QOpenGLWidget):
     @property
     def image_size(self) -> tuple[int, int] | None:
         """(width, height) of what is shown, or None."""
-        if self._image is not None:
-            return int(self._image.shape[1]), int(self._image.shape[0])
-        if self._pbo_fresh or self._texture_size != (0, 0):
+        frame = self._frame
+        if isinstance(frame, np.ndarray):
+            return int(frame.shape[1]), int(frame.shape[0])
+        if frame is not None:
+            return int(frame.width), int(frame.height)
+        if self._texture_size != (0, 0):
             return self._texture_size
         return None
 
-    def set_image(self, image: Image) -> None:
-        """Show a BGR uint8 HxWx3 image from the next paint on."""
-        self._image = np.ascontiguousarray(image)
-        self._fresh = True
+    def set_image(self, image: Image | DeviceFrame) -> None:
+        """Show a frame from the next paint on: a BGR uint8 HxWx3 array or a DeviceFrame."""
+        self._frame = np.ascontiguousarray(image) if isinstance(image, np.ndarray) else image
         self.update()
 
     def clear(self) -> None:
-        self._image = None
-        self._fresh = False
+        self._frame = self._shown = None
         self._texture_size = (0, 0)
         self.update()
+
+    @property
+    def display_path(self) -> str:
+        """How frames reach the screen: "CUDA-GL interop" or "texture upload (why)"."""
+        return self._display_path
+
+    def _describe_path(self) -> str:
+        if self._via_interop:
+            return INTEROP_PATH
+        if not self._gl_ready:
+            return fallback_path("no OpenGL context yet")
+        reason = self._uploader.check()  # GL context current: initializeGL/paintGL only
+        return fallback_path(reason or "frames arrive in host memory")
+
+    def _update_display_path(self) -> None:
+        path = self._describe_path()
+        if path != self._display_path:
+            self._display_path = path
+            self.displayPathChanged.emit(path)
 
     def grab_frame_image(self) -> QImage:
         """What the canvas shows, as rendered (for tests and screenshots)."""
         return self.grabFramebuffer()
-
-    # ---- GPU interop hook --------------------------------------------------------
-
-    def pixel_buffer(self, width: int, height: int) -> int:
-        """A GL pixel-unpack buffer of width*height*3 bytes (BGR) for the GPU layer.
-
-        The GPU layer registers it with CUDA (pycuda.gl.RegisteredBuffer), writes
-        a frame into it, then calls show_pixel_buffer().
-        """
-        self.makeCurrent()
-        try:
-            if self._pbo == 0:
-                self._pbo = int(GL.glGenBuffers(1))
-            if self._pbo_size != (width, height):
-                GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, self._pbo)
-                GL.glBufferData(
-                    GL.GL_PIXEL_UNPACK_BUFFER, width * height * 3, None, GL.GL_STREAM_DRAW
-                )
-                GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
-                self._pbo_size = (width, height)
-        finally:
-            self.doneCurrent()
-        return self._pbo
-
-    def show_pixel_buffer(self) -> None:
-        """Display the pixel buffer's current content from the next paint on."""
-        self._image = None
-        self._pbo_fresh = True
-        self.update()
 
     # ---- view ------------------------------------------------------------------
 
@@ -180,6 +202,40 @@ class VideoCanvas(QOpenGLWidget):
         for param in (GL.GL_TEXTURE_WRAP_S, GL.GL_TEXTURE_WRAP_T):
             GL.glTexParameteri(GL.GL_TEXTURE_2D, param, GL.GL_CLAMP_TO_EDGE)
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+        # A new context (first show, or re-parenting) needs new CUDA registrations.
+        self._uploader = DeviceFrameUploader()
+        context = self.context()
+        if context is not None:
+            context.aboutToBeDestroyed.connect(_release_gpu_of(self))
+        self._gl_ready = True
+        if self._frame is None:
+            self._frame = self._shown  # the new texture is empty
+        self._via_interop = False
+        self._update_display_path()
+
+    def _release_gpu(self, texture_too: bool = False) -> None:
+        """Unregister the pixel buffer from CUDA and free it, while the GL context exists.
+
+        The uploader sets up again on the next device frame.
+        """
+        if not self._gl_ready:
+            return
+        self.makeCurrent()
+        try:
+            self._uploader.close()
+            if texture_too and self._texture:
+                GL.glDeleteTextures(1, [self._texture])  # shared contexts keep it otherwise
+                self._texture = 0
+        finally:
+            self.doneCurrent()
+        if texture_too:
+            self._gl_ready = False
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        # Closing the window hides the canvas while it is still whole: the last moment
+        # to release CUDA's hold on GL objects for sure (see _release_gpu_of).
+        self._release_gpu()
+        super().hideEvent(event)
 
     def paintGL(self) -> None:
         start = time.perf_counter()
@@ -197,33 +253,31 @@ class VideoCanvas(QOpenGLWidget):
 
     def _upload(self) -> bool:
         """Send a new frame to the texture; True when one was sent."""
-        if self._fresh and self._image is not None:
-            image = self._image
-            h, w = int(image.shape[0]), int(image.shape[1])
-            self._fill_texture(w, h, image)
-            self._fresh = False
-            return True
-        if self._pbo_fresh and self._pbo:
-            w, h = self._pbo_size
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, self._pbo)
-            self._fill_texture(w, h, None)  # None = offset 0 into the bound buffer
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
-            self._pbo_fresh = False
-            return True
-        return False
+        frame, self._frame = self._frame, None
+        if frame is None:
+            return False
+        # A device frame is not kept: its buffer goes back to the pipeline's pool.
+        self._shown = frame if isinstance(frame, np.ndarray) else None
+        if isinstance(frame, np.ndarray):
+            self._fill_texture(int(frame.shape[1]), int(frame.shape[0]), frame)
+            self._via_interop = False
+        else:
+            self._fill_texture(frame.width, frame.height, None)
+            self._via_interop = self._uploader.upload(frame, self._texture)
+        self._update_display_path()
+        return True
 
-    def _fill_texture(self, w: int, h: int, pixels: Image | None) -> None:
+    def _fill_texture(self, w: int, h: int, bgr: Image | None) -> None:
+        """Allocate the RGBA8 texture for w x h; upload ``bgr`` into it when given."""
         GL.glBindTexture(GL.GL_TEXTURE_2D, self._texture)
         GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)  # rows of w*3 bytes are not 4-aligned
         if self._texture_size != (w, h):
             GL.glTexImage2D(
-                GL.GL_TEXTURE_2D, 0, GL.GL_RGB8, w, h, 0, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, pixels
+                GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, w, h, 0, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, bgr
             )
             self._texture_size = (w, h)
-        else:
-            GL.glTexSubImage2D(
-                GL.GL_TEXTURE_2D, 0, 0, 0, w, h, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, pixels
-            )
+        elif bgr is not None:
+            GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, w, h, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, bgr)
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
 
     def _paint_quad(self) -> None:
