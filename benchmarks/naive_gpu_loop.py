@@ -42,7 +42,9 @@ def naive_loop(
     """Frames per second of decode -> letterbox -> session.run -> decode+NMS, serially."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(str(spec.path), providers=list(dict.fromkeys([provider, "CPUExecutionProvider"])))
+    session = ort.InferenceSession(
+        str(spec.path), providers=list(dict.fromkeys([provider, "CPUExecutionProvider"]))
+    )
     if session.get_providers()[0] != provider:
         raise RuntimeError(f"naive loop: ONNX Runtime did not take {provider}")
     name = session.get_inputs()[0].name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -12,21 +13,67 @@ Image = npt.NDArray[np.uint8]
 """An HxWx3 uint8 image in BGR order (OpenCV's convention)."""
 
 
-@dataclass(slots=True)
-class Frame:
-    """One decoded frame. ``index`` is the source frame index, ``pts`` seconds."""
+class DeviceImage(Protocol):
+    """A frame that lives in device memory (the GPU path); downloaded only when asked."""
 
-    image: Image
-    index: int
-    pts: float
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def height(self) -> int: ...
+
+    def to_host_bgr(self) -> Image: ...
+
+
+class Frame:
+    """One decoded frame. ``index`` is the source frame index, ``pts`` seconds.
+
+    On the CPU path ``image`` is the host BGR array. On the GPU path the pixels stay
+    in device memory (``device``) and ``image`` downloads them on first use, so only
+    the sinks that need host pixels (export, snapshot) pay for the copy.
+    """
+
+    __slots__ = ("_image", "device", "index", "pts")
+
+    def __init__(
+        self, image: Image | None, index: int, pts: float, *, device: DeviceImage | None = None
+    ) -> None:
+        if image is None and device is None:
+            raise ValueError("a Frame needs an image or a device image")
+        self._image = image
+        self.device = device
+        self.index = index
+        self.pts = pts
+
+    @property
+    def image(self) -> Image:
+        if self._image is None:
+            assert self.device is not None
+            self._image = self.device.to_host_bgr()
+        return self._image
+
+    @property
+    def on_host(self) -> bool:
+        """True when ``image`` is already a host array (no download needed)."""
+        return self._image is not None
 
     @property
     def width(self) -> int:
-        return int(self.image.shape[1])
+        if self._image is not None:
+            return int(self._image.shape[1])
+        assert self.device is not None
+        return int(self.device.width)
 
     @property
     def height(self) -> int:
-        return int(self.image.shape[0])
+        if self._image is not None:
+            return int(self._image.shape[0])
+        assert self.device is not None
+        return int(self.device.height)
+
+    def __repr__(self) -> str:
+        where = "host" if self._image is not None else "device"
+        return f"Frame(index={self.index}, pts={self.pts:.3f}, {self.width}x{self.height} {where})"
 
 
 @dataclass(frozen=True, slots=True)

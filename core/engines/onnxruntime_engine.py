@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,13 @@ def ort_message(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def providers_for(device: str, available: list[str]) -> tuple[str, list[Any]]:
-    """(normalised device, ORT providers list) for "cpu" or "cuda[:N]"."""
+def providers_for(
+    device: str, available: list[str], cuda_options: Mapping[str, str] | None = None
+) -> tuple[str, list[Any]]:
+    """(normalised device, ORT providers list) for "cpu" or "cuda[:N]".
+
+    ``cuda_options`` are extra CUDA provider options (e.g. ``user_compute_stream``).
+    """
     dev = device.strip().lower()
     if dev == "cpu":
         return "cpu", ["CPUExecutionProvider"]
@@ -38,7 +44,7 @@ def providers_for(device: str, available: list[str]) -> tuple[str, list[Any]]:
         )
     index = int(m.group(1) or 0)
     # CPU stays in the list so that ops CUDA lacks still run, as ORT intends.
-    cuda = ("CUDAExecutionProvider", {"device_id": index})
+    cuda = ("CUDAExecutionProvider", {"device_id": index, **(cuda_options or {})})
     return f"cuda:{index}", [cuda, "CPUExecutionProvider"]
 
 
@@ -48,6 +54,7 @@ class OnnxRuntimeEngine(Engine):
     threads: intra-op threads (None = ORT's default, one per physical core).
     spinning=False stops idle worker threads from busy-waiting between runs, which
     otherwise keeps cores at 100% and starves a GUI or decoder thread.
+    cuda_options: extra CUDA provider options, for device "cuda[:N]" only.
     """
 
     backend = "onnxruntime"
@@ -59,6 +66,7 @@ class OnnxRuntimeEngine(Engine):
         device: str = "cpu",
         threads: int | None = None,
         spinning: bool = True,
+        cuda_options: Mapping[str, str] | None = None,
     ) -> None:
         try:
             import onnxruntime as ort  # optional dependency: cpu or gpu wheel, see pyproject
@@ -72,7 +80,9 @@ class OnnxRuntimeEngine(Engine):
             raise ModelError(f"model file {self.path} does not exist")
         if threads is not None and threads < 1:
             raise EngineError(f"threads must be at least 1, got {threads}")
-        self.device, providers = providers_for(device, list(ort.get_available_providers()))
+        self.device, providers = providers_for(
+            device, list(ort.get_available_providers()), cuda_options
+        )
 
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

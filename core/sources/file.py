@@ -13,6 +13,11 @@ were lost (damage) and counting on would mislabel every later frame. After a see
 index is derived from the timestamp, ``round((pts - start) * fps)``. Both assume a
 constant frame rate; in variable-frame-rate files linear indices stay counts (plus the
 jumps), indices reached by seeking are approximate.
+
+The numbering, seeking and damage handling live in ``FileReader``, which is generic
+over the decoder: ``FileSource`` decodes with PyAV into BGR frames, the GPU layer
+(``framelens.core.gpu.decode``) reuses the same reader with NVDEC decoders, so both
+number and time every frame of a file identically.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Generator
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import cast
+from typing import Generic, Protocol, TypeVar, cast
 
 import av
 import numpy as np
+from av.codec.hwaccel import HWAccel
 from av.container import InputContainer
 from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
@@ -56,10 +64,13 @@ def open_container(
     *,
     options: dict[str, str] | None = None,
     timeout: tuple[float, float] | None = None,
+    hwaccel: HWAccel | None = None,
 ) -> InputContainer:
     """av.open for reading; failures become SourceError(f"{failure}: {reason}")."""
     try:
-        return av.open(uri, mode="r", options=options or {}, timeout=timeout)
+        if hwaccel is None:
+            return av.open(uri, mode="r", options=options or {}, timeout=timeout)
+        return av.open(uri, mode="r", options=options or {}, timeout=timeout, hwaccel=hwaccel)
     except AV_ERRORS as exc:
         raise SourceError(f"{failure}: {reason(exc)}") from exc
 
@@ -107,14 +118,39 @@ def decode_packet(
         return [], reason(exc)
 
 
-class FileSource(Source):
-    """A seekable video file. ``decode_errors`` and ``truncated`` report damage."""
+class Timestamped(Protocol):
+    """What a decoder hands the reader: anything with a timestamp in stream time base."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    @property
+    def pts(self) -> int | None: ...
+
+
+DecodedT = TypeVar("DecodedT", bound=Timestamped)
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded(Generic[DecodedT]):
+    """A decoder's frame with the index and time (seconds) the reader gave it."""
+
+    item: DecodedT
+    index: int
+    pts: float
+
+
+class FileReader(ABC, Generic[DecodedT]):
+    """Frame numbering, seeking and damage handling of a seekable video file.
+
+    Subclasses decode packets (``_decode_packet``); the reader demuxes with PyAV, numbers
+    and times what comes out, seeks, and keeps ``decode_errors`` and ``truncated``. Not
+    thread-safe: use it from one thread at a time.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, hwaccel: HWAccel | None = None) -> None:
         uri = os.fspath(path)
         if not Path(uri).exists():
             raise SourceError(f"no such file: {uri}")
-        self._container = open_container(uri, f"{uri} is not a readable video")
+        self._hwaccel = hwaccel
+        self._container = open_container(uri, f"{uri} is not a readable video", hwaccel=hwaccel)
         try:
             self._stream = video_stream(self._container, uri)
         except SourceError:
@@ -142,8 +178,24 @@ class FileSource(Source):
         self._closed = False
         self._delivered = 0
         self._next_index = 0
-        self._pending: Frame | None = None
+        self._pending: Decoded[DecodedT] | None = None
         self._frames = self._decode()
+
+    @property
+    def av_stream(self) -> VideoStream:
+        """The PyAV video stream being read (it changes when a seek reopens the file)."""
+        return self._stream
+
+    @abstractmethod
+    def _decode_packet(self, packet: av.Packet[VideoStream] | None) -> Iterable[DecodedT]:
+        """Decode one demuxed packet; None, or an empty packet, drains the decoder.
+
+        Failures are counted with ``_decode_failed`` and yield no frames. The result is
+        consumed lazily, frame by frame, before the next packet is decoded.
+        """
+
+    def _repositioned(self) -> None:
+        """Called after the demuxer moved (seek or rewind): reset decoder state here."""
 
     def _estimate_count(self) -> int | None:
         stream = self._stream
@@ -155,23 +207,29 @@ class FileSource(Source):
             return None
         return max(1, round(seconds * self._fps))
 
-    def read(self) -> Frame | None:
+    def read_decoded(self) -> Decoded[DecodedT] | None:
+        """The next decoded frame with its index and time, or None at the end."""
         self._check_open()
         if self._pending is not None:
-            frame, self._pending = self._pending, None
+            decoded, self._pending = self._pending, None
         else:
-            decoded = next(self._frames, None)
-            if decoded is None:
+            item = next(self._frames, None)
+            if item is None:
                 self._at_end()
                 return None
-            frame = self._make_frame(decoded, self._linear_index(decoded))
+            decoded = self._stamp(item, self._linear_index(item))
         self._delivered += 1
-        return frame
+        return decoded
 
-    def _linear_index(self, decoded: VideoFrame) -> int:
+    def _unread(self, decoded: Decoded[DecodedT]) -> None:
+        """Hand ``decoded`` out again on the next read (after a probe read)."""
+        self._pending = decoded
+        self._delivered -= 1
+
+    def _linear_index(self, item: DecodedT) -> int:
         """The next count, unless the timestamp shows that frames were lost before this one."""
-        if decoded.pts is not None and self._position(decoded.pts) - self._next_index > 1.5:
-            return round(self._position(decoded.pts))
+        if item.pts is not None and self._position(item.pts) - self._next_index > 1.5:
+            return round(self._position(item.pts))
         return self._next_index
 
     def _at_end(self) -> None:
@@ -186,34 +244,36 @@ class FileSource(Source):
             self.truncated = True
 
     def seek(self, index: int) -> None:
+        """Make the next read return frame ``index``; SourceError if not possible."""
         self._check_open()
         count = self.info.frame_count
         if index < 0 or (self._exact_count and count is not None and index >= count):
             last = f"0..{count - 1}" if count else "unknown"
             raise SourceError(f"frame {index} is out of range for {self.info.uri} ({last})")
         self._pending = None
-        decoded = self._seek_near(index)
-        if decoded is not None and decoded.pts is not None:
-            at = round(self._position(decoded.pts))
+        item = self._seek_near(index)
+        if item is not None and item.pts is not None:
+            at = round(self._position(item.pts))
         else:
             # No timestamps, or the container can't seek precisely: count from the start.
             self._rewind()
-            decoded, at = next(self._frames, None), 0
-        while decoded is not None and at < index:
+            item, at = next(self._frames, None), 0
+        while item is not None and at < index:
             self._next_index = at + 1
-            decoded = next(self._frames, None)
-            at = self._linear_index(decoded) if decoded is not None else at
-        if decoded is None:
+            item = next(self._frames, None)
+            at = self._linear_index(item) if item is not None else at
+        if item is None:
             raise SourceError(f"cannot seek to frame {index}: {self.info.uri} ends before it")
-        self._pending = self._make_frame(decoded, at)
+        self._pending = self._stamp(item, at)
 
     def close(self) -> None:
+        """Release the file. Safe to call more than once."""
         if not self._closed:
             self._closed = True
             self._frames.close()
             self._container.close()
 
-    def _seek_near(self, index: int) -> VideoFrame | None:
+    def _seek_near(self, index: int) -> DecodedT | None:
         """The first frame after a keyframe seek, if it is at or before ``index``.
 
         Keyframe indexes can be coarse and some containers (MPEG-TS) seek by estimate,
@@ -224,13 +284,13 @@ class FileSource(Source):
             if target_s - back_s <= 0:
                 break  # that's the start, where a rewind is exact
             self._seek_to_seconds(target_s - back_s)
-            decoded = next(self._frames, None)
-            if decoded is None:
+            item = next(self._frames, None)
+            if item is None:
                 continue
-            if decoded.pts is None:
+            if item.pts is None:
                 break
-            if round(self._position(decoded.pts)) <= index:
-                return decoded
+            if round(self._position(item.pts)) <= index:
+                return item
         return None
 
     def _seek_to_seconds(self, seconds: float) -> None:
@@ -244,6 +304,7 @@ class FileSource(Source):
             raise SourceError(f"seeking in {self.info.uri} failed: {reason(exc)}") from exc
         # The old generator may hold packets from before the seek.
         self._frames.close()
+        self._repositioned()
         self._frames = self._decode()
 
     def _rewind(self) -> None:
@@ -251,23 +312,26 @@ class FileSource(Source):
         self._frames.close()
         self._container.close()
         uri = self.info.uri
-        self._container = open_container(uri, f"{uri} is not a readable video")
+        self._container = open_container(
+            uri, f"{uri} is not a readable video", hwaccel=self._hwaccel
+        )
         self._stream = video_stream(self._container, uri)
+        self._repositioned()
         self._frames = self._decode()
 
     def _position(self, pts: int) -> float:
         """Where a timestamp sits, in frames from the start."""
         return float((pts - self._start) * self._time_base) * self._fps
 
-    def _make_frame(self, decoded: VideoFrame, index: int) -> Frame:
-        if decoded.pts is None:
+    def _stamp(self, item: DecodedT, index: int) -> Decoded[DecodedT]:
+        if item.pts is None:
             pts = index / self._fps
         else:
-            pts = float((decoded.pts - self._start) * self._time_base)
+            pts = float((item.pts - self._start) * self._time_base)
         self._next_index = index + 1
-        return Frame(to_bgr(decoded, self.info.uri), index, pts)
+        return Decoded(item, index, pts)
 
-    def _decode(self) -> Generator[VideoFrame, None, None]:
+    def _decode(self) -> Generator[DecodedT, None, None]:
         try:
             for packet in self._container.demux(self._stream):
                 yield from self._decode_packet(packet)
@@ -277,14 +341,34 @@ class FileSource(Source):
             log.warning("%s: reading stopped early: %s", self.info.uri, reason(exc))
             yield from self._decode_packet(None)
 
-    def _decode_packet(self, packet: av.Packet[VideoStream] | None) -> list[VideoFrame]:
-        frames, error = decode_packet(self._stream, packet)
-        if error is not None:
-            self.decode_errors += 1
-            level = logging.WARNING if self.decode_errors == 1 else logging.DEBUG
-            log.log(level, "%s: skipped undecodable data: %s", self.info.uri, error)
-        return frames
+    def _decode_failed(self, error: str) -> None:
+        self.decode_errors += 1
+        level = logging.WARNING if self.decode_errors == 1 else logging.DEBUG
+        log.log(level, "%s: skipped undecodable data: %s", self.info.uri, error)
 
     def _check_open(self) -> None:
         if self._closed:
             raise SourceError(f"{self.info.uri} is closed")
+
+
+class PyAVFileReader(FileReader[VideoFrame]):
+    """A FileReader decoding with PyAV: on the CPU, or with ``hwaccel`` on a device."""
+
+    def _decode_packet(self, packet: av.Packet[VideoStream] | None) -> list[VideoFrame]:
+        frames, error = decode_packet(self._stream, packet)
+        if error is not None:
+            self._decode_failed(error)
+        return frames
+
+
+class FileSource(PyAVFileReader, Source):
+    """A seekable video file. ``decode_errors`` and ``truncated`` report damage."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+
+    def read(self) -> Frame | None:
+        decoded = self.read_decoded()
+        if decoded is None:
+            return None
+        return Frame(to_bgr(decoded.item, self.info.uri), decoded.index, decoded.pts)
