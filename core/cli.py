@@ -1,4 +1,4 @@
-"""The `framelens` command: run, models, doctor, bench, gui.
+"""The `framelens` command: run, compare, models, doctor, bench, gui.
 
 Every FrameLensError becomes one line on stderr and exit code 2, here and nowhere else.
 """
@@ -27,12 +27,13 @@ def sample_video() -> Path:
     return Path(str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4"))
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
+def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
     p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
     p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
     p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
     p.add_argument("--task", choices=["detect", "faces"], help="follows from the model")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
+    if precision:  # compare takes --precisions instead
+        p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
     p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "tensorrt"])
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
@@ -69,6 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--workers", type=int, default=2, help="pipeline inference workers")
     bench.add_argument("--no-export", action="store_true", help="leave encoding out")
     bench.add_argument("--output", metavar="FILE.json", help="also write the JSON here")
+
+    compare = sub.add_parser("compare", help="precisions side by side on the same frames")
+    compare.add_argument("source", help="file, camera index, rtsp/http URL or image folder")
+    _add_model_args(compare, precision=False)
+    compare.add_argument("--precisions", required=True, help="2 to 4, e.g. fp32,fp16,int8")
+    compare.add_argument("--reference", default=None, help="default: the first precision")
+    compare.add_argument("--report", metavar="DIR", required=True, help="report directory")
+    compare.add_argument("--start", type=int, default=0, help="first frame index")
+    compare.add_argument("--frames", type=int, default=None, help="number of frames to compare")
+    compare.add_argument("--quiet", action="store_true", help="no progress bar")
 
     gui = sub.add_parser("gui", help="open the desktop application (the default)")
     gui.add_argument("source", nargs="?", default=None)
@@ -179,6 +190,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from framelens.core.compare.session import compare_to_report
+    from framelens.core.compare.variants import parse_precisions, precision_panes
+
+    precisions, reference = parse_precisions(args.precisions, args.reference)
+    if args.frames is not None and args.frames <= 0:
+        raise ConfigError("--frames must be positive")
+    # The fp32 settings every pane starts from; each precision's model comes from its variant.
+    base = _settings(argparse.Namespace(**{**vars(args), "precision": "fp32"}))
+    summary = compare_to_report(
+        args.source,
+        lambda: precision_panes(base, precisions),
+        args.report,
+        reference=reference,
+        start=args.start,
+        frames=args.frames,
+        progress=not args.quiet,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def cmd_gui(args: argparse.Namespace) -> int:
     # Loaded by name so that core never imports the GUI package (import-linter contract).
     app = importlib.import_module("framelens.gui.app")
@@ -187,6 +220,7 @@ def cmd_gui(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "run": cmd_run,
+    "compare": cmd_compare,
     "models": cmd_models,
     "doctor": cmd_doctor,
     "bench": cmd_bench,

@@ -523,13 +523,26 @@ class _PyAVReader(_ProbedReader, PyAVFileReader):
             super().__init__(path)
             return
         self._label = DECODER_NAMES["pyav-hwaccel"]
-        hwaccel = HWAccel(
-            device_type="cuda",
-            device=str(ctx.index),
-            allow_software_fallback=False,
-            options={"primary_ctx": "1"},  # share our context instead of making another
+        # Seen on the H200 (PyAV 19): with device= and allow_software_fallback=False the
+        # open fails ("Operation not supported"); a plain cuda HWAccel works, also with
+        # primary_ctx. So try the strict form first and the plain ones after it.
+        attempts = (
+            HWAccel(
+                device_type="cuda",
+                device=str(ctx.index),
+                allow_software_fallback=False,
+                options={"primary_ctx": "1"},  # share our context instead of making another
+            ),
+            HWAccel(device_type="cuda", options={"primary_ctx": "1"}),
+            HWAccel(device_type="cuda"),
         )
-        super().__init__(path, hwaccel=hwaccel)
+        for i, hwaccel in enumerate(attempts):
+            try:
+                super().__init__(path, hwaccel=hwaccel)
+                break
+            except SourceError:
+                if i == len(attempts) - 1:
+                    raise
         if not self._stream.codec_context.is_hwaccel:
             self.close()
             raise SourceError("FFmpeg opened no NVDEC decoder for this stream")

@@ -101,9 +101,14 @@ def uploads(gpu_ctx: GpuContext) -> Iterator[list[Uploaded]]:
 
 
 def assert_close(got: npt.NDArray[Any], want: npt.NDArray[Any], rel: float, what: str) -> None:
-    """Every value within ``rel`` of the output's own scale (max |want|)."""
+    """Every value within ``rel`` of the output's own scale (max |want|, at least 1e-3).
+
+    The floor matters for outputs that are all near zero (YuNet's objectness at one
+    stride peaks at ~7e-5 on a frame): there CUDA and CPU differ by float32 rounding
+    (~1e-7 absolute), which is no disagreement for a score.
+    """
     assert got.shape == want.shape and got.dtype == want.dtype, what
-    scale = max(float(np.abs(want).max()), 1e-6)
+    scale = max(float(np.abs(want).max()), 1e-3)
     worst = float(np.abs(got.astype(np.float64) - want).max())
     assert worst <= rel * scale, f"{what}: off by {worst:.3g}, {worst / scale:.2e} of {scale:.3g}"
 
