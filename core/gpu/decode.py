@@ -533,6 +533,7 @@ class _PyAVReader(_ProbedReader, PyAVFileReader):
                 allow_software_fallback=False,
                 options={"primary_ctx": "1"},  # share our context instead of making another
             ),
+            HWAccel(device_type="cuda", device=str(ctx.index), options={"primary_ctx": "1"}),
             HWAccel(device_type="cuda", options={"primary_ctx": "1"}),
             HWAccel(device_type="cuda"),
         )
