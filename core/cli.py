@@ -140,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         start=args.start,
         frames=args.frames,
         progress=not args.quiet,
+        on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
     )
     print(json.dumps(summary, indent=2))
     return 0

@@ -23,3 +23,7 @@ class ExportError(FrameLensError):
 
 class ConfigError(FrameLensError):
     """Options that contradict each other or name something unknown."""
+
+
+class GpuError(EngineError):
+    """The GPU path failed (out of memory, driver or kernel error); runs continue on the CPU."""

@@ -12,11 +12,13 @@ from typing import Any
 
 from framelens.core import __version__
 from framelens.core.catalog import model_sha256
+from framelens.core.errors import GpuError
 from framelens.core.export.detections import DetectionsWriter
 from framelens.core.export.video import VideoExporter, provenance_metadata
-from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
+from framelens.core.precision import VariantInfo
 from framelens.core.runner import PipelineRunner, RunRange
-from framelens.core.sources import open_source
+from framelens.core.sources import Source, open_source
 from framelens.core.stats import RunStats
 from framelens.core.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
@@ -30,6 +32,41 @@ def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
     if settings.device != "cpu" or settings.threads is not None:
         return settings, 1
     return replace(settings, threads=1), max(1, min(4, os.cpu_count() or 1))
+
+
+def open_pipelines(
+    source_spec: str, settings: PipelineSettings, notes: list[str]
+) -> tuple[Source, list[FrameProcessor], str]:
+    """The source, the inference workers' pipelines and a description of the path taken.
+
+    On CUDA the GPU pipeline (NVDEC, CUDA kernels, IOBinding) is used when it can run;
+    else ONNX Runtime's CUDA provider with host preprocessing, and ``notes`` says why.
+    On the CPU: one single-threaded worker per core.
+    """
+    if settings.device.startswith("cuda"):
+        from framelens.core.gpu.launch import gpu_pipelines, gpu_unavailable, open_gpu_frames
+
+        reason = gpu_unavailable(settings)
+        if reason is None:
+            pipes: list[FrameProcessor] = []
+            try:
+                pipes = list(gpu_pipelines(settings))
+                source, decoder = open_gpu_frames(source_spec, settings)
+                return source, pipes, f"gpu pipeline, decoder {decoder}"
+            except GpuError as exc:
+                for p in pipes:
+                    p.close()
+                reason = str(exc)
+        notes.append(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
+        source = open_source(source_spec)
+        return source, [FramePipeline(settings) for _ in range(2)], "host pipeline, cuda inference"
+    settings, workers = cpu_workers(settings)
+    source = open_source(source_spec)
+    try:
+        return source, [FramePipeline(settings) for _ in range(workers)], "cpu pipeline"
+    except BaseException:
+        source.close()
+        raise
 
 
 def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:
@@ -50,6 +87,45 @@ def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[
     }
 
 
+def prepare_precision(
+    source_spec: str,
+    settings: PipelineSettings,
+    *,
+    progress: bool = True,
+    on_prepare: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[PipelineSettings, VariantInfo | None]:
+    """Settings whose model is the FP16/INT8 variant (cached, or built now: INT8 is
+    calibrated on ``source_spec``), and the variant; fp32 settings come back as they are.
+
+    ``progress`` draws a terminal bar while calibrating; ``on_prepare(text, 0..1)``
+    reports the stages; ``cancel`` stops with Cancelled and leaves nothing cached.
+    """
+    from framelens.core.precision import prepare_variant, variant_precision
+
+    if settings.precision == "fp32" or variant_precision(settings.model.path) == settings.precision:
+        return settings, None
+    bar = tqdm(
+        total=100, unit="%", disable=not progress or None, file=sys.stderr, leave=False,
+        desc=settings.precision,
+    )
+
+    def report(text: str, fraction: float) -> None:
+        bar.set_description_str(f"{settings.precision}: {text}", refresh=False)
+        bar.update(round(100 * fraction) - bar.n)
+        if on_prepare is not None:
+            on_prepare(text, fraction)
+
+    try:
+        variant = prepare_variant(
+            settings.model, settings.precision, source=source_spec, on_progress=report,
+            cancel=cancel,
+        )
+    finally:
+        bar.close()
+    return replace(settings, model=variant.spec), variant
+
+
 def run_to_outputs(
     source_spec: str,
     settings: PipelineSettings,
@@ -60,6 +136,8 @@ def run_to_outputs(
     frames: int | None = None,
     progress: bool = True,
     on_progress: Callable[[int, int], None] | None = None,
+    on_message: Callable[[str], None] | None = None,
+    on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Process a range of a source; outputs appear only when complete. Returns a summary.
@@ -67,12 +145,28 @@ def run_to_outputs(
     ``progress`` draws a terminal bar; ``on_progress(done, total)`` (total 0 when
     unknown) is called at most ten times a second and at the end; setting
     ``cancel`` stops the run with Cancelled and removes the partial outputs.
+    ``on_message`` receives one-line notes (a GPU failure and the switch to the CPU).
+    If the GPU fails mid-run, the run goes on from the same frame on the CPU.
+    For fp16/int8 the variant is prepared first (see prepare_precision; INT8
+    calibrates on this source), reported through ``on_prepare(text, 0..1)``.
     """
-    source = open_source(source_spec)
+    settings, variant = prepare_precision(
+        source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
+    )
+    notes: list[str] = []
+
+    def note(text: str) -> None:
+        notes.append(text)
+        if on_message is not None:
+            on_message(text)
+
     video: VideoExporter | None = None
     writer: DetectionsWriter | None = None
-    pipeline: FramePipeline | None = None
-    extra: list[FramePipeline] = []
+    pipelines: list[FrameProcessor] = []
+    source, pipelines, path = open_pipelines(source_spec, settings, notes)
+    for text in notes:
+        if on_message is not None:
+            on_message(text)
     try:
         info = source.info
         meta = run_meta(source_spec, settings, info)
@@ -90,9 +184,7 @@ def run_to_outputs(
             )
         if detections:
             writer = DetectionsWriter(detections, meta, settings.model.labels)
-        settings, workers = cpu_workers(settings)
-        pipeline = FramePipeline(settings)
-        extra = [FramePipeline(settings) for _ in range(workers - 1)]
+        workers = len(pipelines)
         stats = RunStats()
         total = frames
         if total is None and info.frame_count:
@@ -107,28 +199,43 @@ def run_to_outputs(
                 writer.add(result.frame.index, result.frame.pts, result.detections)
 
         last_report = 0.0
+        runner: PipelineRunner | None = None
 
         def report(_: FrameResult) -> None:
             nonlocal last_report
             bar.update()
-            if cancel is not None and cancel.is_set():
+            if cancel is not None and cancel.is_set() and runner is not None:
                 runner.cancel()
             if on_progress is not None and time.monotonic() - last_report >= 0.1:
                 last_report = time.monotonic()
                 on_progress(stats.frames, total or 0)
 
-        runner = PipelineRunner(
-            source,
-            pipeline,
-            [sink],
-            observers=[stats, report],
-            draw=video is not None,
-            extra_pipelines=extra,
-        )
-        if cancel is not None and cancel.is_set():
-            runner.cancel()
+        done = 0
         try:
-            done = runner.run(RunRange(start, frames))
+            while True:
+                runner = PipelineRunner(
+                    source,
+                    pipelines[0],
+                    [sink],
+                    observers=[stats, report],
+                    draw=video is not None,
+                    extra_pipelines=pipelines[1:],
+                )
+                if cancel is not None and cancel.is_set():
+                    runner.cancel()
+                left = None if frames is None else frames - done
+                try:
+                    done += runner.run(RunRange(start + done, left))
+                    break
+                except GpuError as exc:
+                    done += runner.frames_done
+                    note(f"GPU failed ({exc}); continuing on the CPU from frame {start + done}")
+                    for p in pipelines:
+                        p.close()
+                    pipelines = []
+                    source.close()
+                    settings = replace(settings, device="cpu")
+                    source, pipelines, path = open_pipelines(source_spec, settings, notes)
         finally:
             bar.close()
         if on_progress is not None:
@@ -143,6 +250,9 @@ def run_to_outputs(
             "outputs": outputs,
             "encoder": video.encoder_name if video is not None else None,
             "inference_workers": workers,
+            "path": path,
+            "notes": notes,
+            "variant": None if variant is None else variant.summary(),
             **{k: meta[k] for k in ("model", "precision", "backend", "device")},
         }
     except BaseException:
@@ -151,7 +261,6 @@ def run_to_outputs(
                 w.abort()
         raise
     finally:
-        for p in [pipeline, *extra]:
-            if p is not None:
-                p.close()
+        for p in pipelines:
+            p.close()
         source.close()

@@ -1,0 +1,194 @@
+"""The GPU pipeline against a naive per-frame loop, and each stage alone, on one GPU.
+
+    python3 benchmarks/h200.py --output benchmarks/results/h200-<date>.json [--frames 600]
+
+On the H200 this runs through tests/gpu/run_on_h200.sh (bench). Everything is measured
+in one process, on one 1080p H.264 yuv420p video made from the person sample
+(benchmarks/make_1080p.py); each loop is warmed up and run ``--repeats`` times, and the
+medians are reported:
+
+- naive_fps: OpenCV decode, CPU letterbox, session.run with numpy in and out on ONNX
+  Runtime's CUDA provider, decode + NMS in numpy, one step after the other;
+- pipeline_fps: FrameLens' GPU pipeline (NVDEC into device memory, fused CUDA
+  preprocessing, IOBinding on our stream, two streams alternating frames, the display
+  kernel's RGBA frame), decode to detections, no export (the H200 has no NVENC);
+- engine_only_fps: the same model on device buffers with nothing else;
+- nvdec_fps: NVDEC decoding into device memory alone;
+- preprocess_gbps / copy_gbps: the fused preprocessing kernel's bytes read plus written
+  per second against a device-to-device copy of the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from make_1080p import make_1080p  # noqa: E402
+from naive_gpu_loop import naive_loop  # noqa: E402
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> float:
+    return round(statistics.median(r[key] for r in runs), 2)
+
+
+def nvdec_fps(path: str, ctx: Any, frames: int) -> dict[str, Any]:
+    import pycuda.driver as cuda
+    from framelens.core.gpu.decode import open_gpu_source
+
+    with ctx.active():
+        stream = cuda.Stream()
+    source = open_gpu_source(path, ctx, stream, pool_size=8)
+    try:
+        n = 0
+        start = time.perf_counter()
+        while n < frames:
+            frame = source.read()
+            if frame is None:
+                break
+            frame.release()
+            n += 1
+        with ctx.active():
+            stream.synchronize()
+        wall = time.perf_counter() - start
+        return {"fps": n / wall, "frames": n, "decoder": source.decoder_name}
+    finally:
+        source.close()
+
+
+def engine_only_fps(spec: Any, ctx: Any, iterations: int) -> dict[str, Any]:
+    """The model alone on a device input (a real preprocessed frame), outputs to host."""
+    import numpy as np
+    import pycuda.driver as cuda
+    from framelens.core.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
+    from framelens.core.preprocess import Preprocessor
+    from framelens.core.sources import open_source
+
+    with open_source(str(HERE.parent / "resources/samples/one-by-one-person-detection.mp4")) as s:
+        s.seek(300)
+        frame = s.read()
+    assert frame is not None
+    tensor = Preprocessor(spec, frame.width, frame.height)(frame.image).copy()
+    with ctx.active():
+        stream = cuda.Stream()
+        device_input = cuda.to_device(np.ascontiguousarray(tensor))
+    engine = OnnxRuntimeCudaEngine(spec.path, ctx, stream)
+    try:
+        shape, dtype = tensor.shape, tensor.dtype
+        for _ in range(50):
+            engine.infer_device(int(device_input), shape, dtype)
+        times = []
+        start = time.perf_counter()
+        for _ in range(iterations):
+            t0 = time.perf_counter()
+            engine.infer_device(int(device_input), shape, dtype)
+            times.append((time.perf_counter() - t0) * 1000)
+        wall = time.perf_counter() - start
+        return {"fps": iterations / wall, "ms_median": statistics.median(times)}
+    finally:
+        engine.close()
+        with ctx.active():
+            device_input.free()
+
+
+def pipeline_run(path: str, spec: Any, frames: int) -> dict[str, Any]:
+    from framelens.core.pipeline import PipelineSettings
+    from framelens.core.run import run_to_outputs
+
+    settings = PipelineSettings(spec, device="cuda:0")
+    notes: list[str] = []
+    summary = run_to_outputs(path, settings, frames=frames, progress=False, on_message=notes.append)
+    if not summary["path"].startswith("gpu pipeline"):
+        raise RuntimeError(f"the GPU pipeline did not run: {summary['path']} {notes}")
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--frames", type=int, default=600)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--video", help="a 1080p video to use instead of making one")
+    parser.add_argument("--output")
+    args = parser.parse_args()
+
+    from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.gpu.context import get_context
+    from framelens.core.gpu.kernel_bench import measure_preprocess_bandwidth
+
+    spec = resolve_model(DEFAULT_MODEL)
+    ctx = get_context("cuda:0")
+    video = args.video or str(Path(tempfile.gettempdir()) / "framelens-person-1080p.mp4")
+    if not Path(video).is_file():
+        make_1080p(video, frames=args.frames + 60)
+    frames = args.frames
+
+    # warm-up of every path (module loads, cuDNN autotuning, NVDEC sessions)
+    naive_loop(video, spec, 30)
+    pipeline_run(video, spec, 60)
+    nvdec_fps(video, ctx, 60)
+
+    naive = [naive_loop(video, spec, frames) for _ in range(args.repeats)]
+    pipes = [pipeline_run(video, spec, frames) for _ in range(args.repeats)]
+    decodes = [nvdec_fps(video, ctx, frames) for _ in range(args.repeats)]
+    engine = [engine_only_fps(spec, ctx, 1000) for _ in range(args.repeats)]
+    h, w = spec.input_size
+    bandwidth = measure_preprocess_bandwidth(
+        ctx, 1920, 1080, repeats=200, source="nv12", input_size=(h, w), dtype="float32"
+    )
+
+    naive_fps = median_of(naive, "fps")
+    pipeline_fps = median_of(pipes, "fps")
+    engine_fps = median_of(engine, "fps")
+    decode_fps = median_of(decodes, "fps")
+    slowest = min(engine_fps, decode_fps)
+    best = sorted(pipes, key=lambda s: s["fps"])[len(pipes) // 2]
+    result = {
+        "device": ctx.properties.name,
+        "command": "python3 benchmarks/h200.py " + " ".join(sys.argv[1:]),
+        "video": "person sample scaled to 1920x1080, H.264 yuv420p, 30 fps (make_1080p.py)",
+        "model": spec.name,
+        "frames": frames,
+        "repeats": args.repeats,
+        "naive_fps": naive_fps,
+        "pipeline_fps": pipeline_fps,
+        "engine_only_fps": engine_fps,
+        "nvdec_fps": decode_fps,
+        "preprocess_gbps": round(bandwidth["kernel_gbps"], 1),
+        "copy_gbps": round(bandwidth["copy_gbps"], 1),
+        "peak_copy_gbps": round(bandwidth["peak_copy_gbps"], 1),
+        "preprocess_bandwidth": bandwidth,
+        "stage_ms": best["stage_ms"],
+        "pipeline_path": best["path"],
+        "decoder": decodes[0]["decoder"],
+        "engine_ms_median": round(statistics.median(e["ms_median"] for e in engine), 3),
+        "ratios": {
+            "pipeline_over_naive": round(pipeline_fps / naive_fps, 2),
+            "pipeline_over_slowest_stage": round(pipeline_fps / slowest, 3),
+            "preprocess_over_copy": round(bandwidth["kernel_gbps"] / bandwidth["copy_gbps"], 3),
+        },
+        "targets": {
+            "pipeline_over_naive": 2.0,
+            "pipeline_over_slowest_stage": 0.8,
+            "preprocess_over_copy": 0.5,
+            "nvdec_fps": 500,
+        },
+        "runs": {"naive": naive, "pipeline": pipes, "nvdec": decodes, "engine": engine},
+    }
+    text = json.dumps(result, indent=2, default=str)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    summary = {k: result[k] for k in ("naive_fps", "pipeline_fps", "engine_only_fps", "nvdec_fps")}
+    print(json.dumps({**summary, "ratios": result["ratios"], "stage_ms": result["stage_ms"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

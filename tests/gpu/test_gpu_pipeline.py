@@ -1,0 +1,180 @@
+"""The whole GPU pipeline on the H200: same detections as the CPU, fallback, no leaks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.detection_agreement import AgreementTotals
+from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.decode import open_gpu_source
+from framelens.core.gpu.pipeline import FAULT_ENV, GpuFramePipeline
+from framelens.core.pipeline import PipelineSettings
+from framelens.core.run import run_to_outputs
+from framelens.core.sources import open_source
+from framelens.core.types import Detections, StageTimes
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
+FRAMES = 240
+MiB = 1 << 20
+
+
+def detections_by_frame(device: str, frames: int, start: int = 0) -> dict[int, Detections]:
+    """Every frame's detections from the product's run path on ``device``."""
+    from framelens.core import run
+
+    got: dict[int, Detections] = {}
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device, conf=0.3)
+    source, pipelines, path = run.open_pipelines(SAMPLE, settings, [])
+    runner = run.PipelineRunner(
+        source,
+        pipelines[0],
+        observers=[lambda r: got.__setitem__(r.frame.index, r.detections)],
+        draw=False,
+        extra_pipelines=pipelines[1:],
+    )
+    try:
+        runner.run(run.RunRange(start, frames))
+    finally:
+        for p in pipelines:
+            p.close()
+        source.close()
+    if device.startswith("cuda"):
+        assert path.startswith("gpu pipeline"), path
+    return got
+
+
+def test_gpu_pipeline_detects_what_the_cpu_pipeline_detects(gpu_ctx: GpuContext) -> None:
+    cpu = detections_by_frame("cpu", FRAMES)
+    gpu = detections_by_frame("cuda:0", FRAMES)
+    assert sorted(gpu) == sorted(cpu) == list(range(FRAMES))
+    totals = AgreementTotals()
+    for index in range(FRAMES):
+        totals.add_frame(cpu[index], gpu[index])
+    found = sum(len(d) for d in cpu.values())
+    print(f"GPU vs CPU on {FRAMES} frames, {found} CPU detections: {totals.as_dict()}")
+    assert found > 50  # the sample has people in most frames
+    assert totals.f1 >= 0.99
+    assert totals.mean_iou >= 0.97
+
+
+def test_stage_times_come_from_cuda_events(gpu_ctx: GpuContext) -> None:
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    with gpu_ctx.active():
+        import pycuda.driver as cuda
+
+        stream = cuda.Stream()
+    source = open_gpu_source(SAMPLE, gpu_ctx, stream)
+    try:
+        for _ in range(5):
+            frame = source.read()
+            assert frame is not None
+            result = pipeline.infer(frame, StageTimes(decode=1.0))
+        t = result.times
+        for name in ("preprocess", "inference", "postprocess", "draw"):
+            value = getattr(t, name)
+            assert 0 < value < 1000, (name, value)
+        assert t.preprocess < t.inference  # a 1-pass kernel against a network
+    finally:
+        pipeline.close()
+        source.close()
+
+
+def test_display_frame_matches_the_cpu_decoded_frame(gpu_ctx: GpuContext) -> None:
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    with gpu_ctx.active():
+        import pycuda.driver as cuda
+
+        stream = cuda.Stream()
+    gpu_source = open_gpu_source(SAMPLE, gpu_ctx, stream)
+    cpu_source = open_source(SAMPLE)
+    try:
+        gpu_source.seek(300)
+        cpu_source.seek(300)
+        frame, ref = gpu_source.read(), cpu_source.read()
+        assert frame is not None and ref is not None and frame.index == ref.index == 300
+        result = pipeline.infer(frame, StageTimes())
+        shown = result.frame.image  # the RGBA display frame, downloaded, as BGR
+        diff = np.abs(shown.astype(np.int16) - ref.image.astype(np.int16))
+        print(f"display vs CPU decode: max {diff.max()}, mean {diff.mean():.3f}")
+        assert shown.shape == ref.image.shape
+        assert diff.mean() < 1.0 and np.percentile(diff, 99.9) <= 4
+    finally:
+        pipeline.close()
+        gpu_source.close()
+        cpu_source.close()
+
+
+def test_gpu_failure_mid_run_goes_on_on_the_cpu(
+    gpu_ctx: GpuContext, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv(FAULT_ENV, "40")
+    messages: list[str] = []
+    out = tmp_path / "dets.json"
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    summary = run_to_outputs(
+        SAMPLE, settings, detections=str(out), frames=80, progress=False,
+        on_message=messages.append,
+    )  # fmt: skip
+    import json
+
+    indices = [f["index"] for f in json.loads(out.read_text())["frames"]]
+    assert indices == list(range(80))
+    assert summary["path"] == "cpu pipeline"
+    assert any(m.startswith("GPU failed (frame 40: injected fault") for m in messages), messages
+
+
+def test_open_close_cycles_leak_no_device_memory(gpu_ctx: GpuContext) -> None:
+    cycles = int(os.environ.get("FRAMELENS_LEAK_CYCLES", "200"))
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+
+    def one_cycle(pipeline: GpuFramePipeline, stream: Any) -> None:
+        source = open_gpu_source(SAMPLE, gpu_ctx, stream)
+        try:
+            for _ in range(2):
+                frame = source.read()
+                assert frame is not None
+                pipeline.infer(frame, StageTimes())
+        finally:
+            source.close()
+
+    with gpu_ctx.active():
+        import pycuda.driver as cuda
+
+        stream = cuda.Stream()
+    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    try:
+        for _ in range(3):  # warm-up: ORT's arena and cuDNN workspaces settle
+            one_cycle(pipeline, stream)
+        gpu_ctx.synchronize()
+        before = gpu_ctx.memory_used()
+        for _ in range(cycles):
+            one_cycle(pipeline, stream)
+        gpu_ctx.synchronize()
+        grown = gpu_ctx.memory_used() - before
+    finally:
+        pipeline.close()
+    print(f"{cycles} source open/decode/infer/close cycles: memory grew {grown / MiB:.1f} MiB")
+    assert grown < 16 * MiB
+
+    # whole pipelines (an ORT session each) too, fewer: each takes ~0.5 s to create
+    pipelines = int(os.environ.get("FRAMELENS_ENGINE_CYCLES", "20"))
+    gpu_ctx.synchronize()
+    before = gpu_ctx.memory_used()
+    for _ in range(pipelines):
+        p = GpuFramePipeline(settings, gpu_ctx)
+        one_cycle(p, stream)
+        p.close()
+    gpu_ctx.synchronize()
+    grown = gpu_ctx.memory_used() - before
+    print(f"{pipelines} pipeline create/run/close cycles: device memory grew {grown / MiB:.1f} MiB")
+    assert grown < 64 * MiB
