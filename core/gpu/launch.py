@@ -19,14 +19,20 @@ DECODE_BUFFERS = 12  # NV12 frames in flight: the decode queue, the workers and 
 
 
 def gpu_pipelines(
-    settings: PipelineSettings, count: int = GPU_WORKERS, *, spinning: bool = True
+    settings: PipelineSettings,
+    count: int = GPU_WORKERS,
+    *,
+    spinning: bool = True,
+    non_blocking: bool = True,
 ) -> list[GpuFramePipeline]:
     """``count`` GPU pipelines on their own streams; GpuError when the GPU path is unusable."""
     ctx = get_context(settings.device) if settings.device != "auto" else get_context(0)
     built: list[GpuFramePipeline] = []
     try:
         for _ in range(count):
-            built.append(GpuFramePipeline(settings, ctx, spinning=spinning))
+            built.append(
+                GpuFramePipeline(settings, ctx, spinning=spinning, non_blocking=non_blocking)
+            )
     except BaseException:
         for p in built:
             p.close()

@@ -129,7 +129,12 @@ class GpuFramePipeline:
     RGBA_BUFFERS = 6  # frames a consumer may hold (queues, reorder, canvas) per pipeline
 
     def __init__(
-        self, settings: PipelineSettings, ctx: GpuContext, *, spinning: bool = True
+        self,
+        settings: PipelineSettings,
+        ctx: GpuContext,
+        *,
+        spinning: bool = True,
+        non_blocking: bool = True,
     ) -> None:
         from framelens.core.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 
@@ -147,7 +152,10 @@ class GpuFramePipeline:
         try:
             self.kernels = kernels_for(ctx)
             with ctx.active():
-                self.stream = cuda.Stream()
+                # Non-blocking: work others queue on the legacy NULL stream (a decoder,
+                # a library's copies) does not stall this stream; frames arrive through
+                # events (DeviceNV12Frame.ready), so nothing relies on implicit ordering.
+                self.stream = cuda.Stream(flags=1 if non_blocking else 0)
                 self._events = [cuda.Event() for _ in range(4)]
             self.engine = OnnxRuntimeCudaEngine(
                 settings.model.path, ctx, self.stream, threads=settings.threads, spinning=spinning
@@ -243,10 +251,12 @@ class GpuFramePipeline:
                     frame.width, frame.height, stream,
                 )  # fmt: skip
                 e2.record(stream)
-            ready = cuda_driver().Event(cuda_driver().event_flags.DISABLE_TIMING)
-            ready.record(stream)  # the RGBA frame is complete (e2 is reused next frame)
-            image = RgbaDeviceImage(rgba, self._rgba, frame.width, frame.height, self.ctx, ready)
+            # the buffer's own event marks the RGBA frame complete (e2 is reused next frame;
+            # the buffer's event only by the buffer's next user, after this image is gone)
             self._rgba.mark_used(rgba, stream)
+            image = RgbaDeviceImage(
+                rgba, self._rgba, frame.width, frame.height, self.ctx, rgba.event
+            )
             outputs = self.engine.infer_device(model_input.ptr, layout.shape, layout.numpy_dtype)
             e3.record(stream)
             e3.synchronize()

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar, cast
 
 import av
+import cv2
 import numpy as np
 from av.codec.hwaccel import HWAccel
 from av.container import InputContainer
@@ -95,8 +96,32 @@ def frame_rate(stream: VideoStream) -> float:
     return DEFAULT_FPS
 
 
+# FFmpeg's AVColorSpace codes that mean BT.601 (or nothing said, which players read as
+# BT.601 for SD) and its AVColorRange code for full ("JPEG") range.
+_BT601_SPACES = {0, 2, 5, 6}
+_FULL_RANGE = 2
+
+
+def _opencv_converts(frame: VideoFrame) -> bool:
+    """True for limited-range BT.601 yuv420p frames of even size: OpenCV converts those.
+
+    OpenCV's YUV->BGR is the exact function the GPU path's kernels reproduce (and the
+    CPU and GPU pipelines must agree); it is also faster than swscale here.
+    """
+    return (
+        frame.format.name == "yuv420p"
+        and frame.width % 2 == 0
+        and frame.height % 2 == 0
+        and int(frame.colorspace) in _BT601_SPACES
+        and int(frame.color_range) != _FULL_RANGE
+    )
+
+
 def to_bgr(frame: VideoFrame, uri: str) -> Image:
     try:
+        if _opencv_converts(frame):
+            planes = frame.to_ndarray()  # (h * 3 / 2, w): Y, then U and V, as I420
+            return cast(Image, cv2.cvtColor(planes, cv2.COLOR_YUV2BGR_I420))
         array = frame.to_ndarray(format="bgr24")
     except AV_ERRORS as exc:
         msg = f"{uri}: cannot convert a {frame.format.name} frame: {reason(exc)}"

@@ -107,7 +107,8 @@ def test_display_frame_matches_the_cpu_decoded_frame(gpu_ctx: GpuContext) -> Non
         diff = np.abs(shown.astype(np.int16) - ref.image.astype(np.int16))
         print(f"display vs CPU decode: max {diff.max()}, mean {diff.mean():.3f}")
         assert shown.shape == ref.image.shape
-        assert diff.mean() < 1.0 and np.percentile(diff, 99.9) <= 4
+        # the CPU converts BT.601 yuv420p with OpenCV, which the display kernel reproduces
+        assert diff.max() <= 2 and diff.mean() < 0.05
     finally:
         pipeline.close()
         gpu_source.close()
