@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--start", type=int, default=0, help="first frame index")
     run.add_argument("--frames", type=int, default=None, help="number of frames to process")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--calibration-frames", type=int, default=50, help="int8: frames spread over the source"
+    )
+    run.add_argument(
+        "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
+    )
 
     sub.add_parser("models", help="list the bundled models")
 
@@ -80,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--start", type=int, default=0, help="first frame index")
     compare.add_argument("--frames", type=int, default=None, help="number of frames to compare")
     compare.add_argument("--quiet", action="store_true", help="no progress bar")
+    compare.add_argument(
+        "--calibration-frames", type=int, default=50, help="int8: frames spread over the source"
+    )
+    compare.add_argument(
+        "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
+    )
 
     gui = sub.add_parser("gui", help="open the desktop application (the default)")
     gui.add_argument("source", nargs="?", default=None)
@@ -110,8 +122,6 @@ def _settings(args: argparse.Namespace) -> Any:
     )
     if args.task and args.task != spec.task:
         raise ConfigError(f"--task {args.task} contradicts model {spec.name} ({spec.task})")
-    if args.precision != "fp32":
-        raise ConfigError(f"precision {args.precision} is not available yet; use --precision fp32")
     if not 0.0 <= args.conf <= 1.0 or not 0.0 <= args.iou <= 1.0:
         raise ConfigError("--conf and --iou must be between 0 and 1")
     return PipelineSettings(
@@ -132,6 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
+    settings, variant = _prepare_precision(args, settings)
     summary = run_to_outputs(
         args.source,
         settings,
@@ -142,8 +153,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
     )
+    if variant is not None:
+        summary["variant"] = variant.summary()
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, Any]:
+    """The fp16/int8 variant before the run (progress bar, then the INT8 sensitivity table
+    on stderr, so stdout stays the JSON summary)."""
+    if settings.precision == "fp32":
+        return settings, None
+    from framelens.core.precision import CalibrationSettings
+    from framelens.core.run import prepare_precision
+
+    calibration = CalibrationSettings(
+        frames=args.calibration_frames, sensitivity_frames=args.sensitivity_frames, conf=args.conf
+    )
+    calibration.validate()
+    settings, variant = prepare_precision(
+        args.source, settings, progress=not args.quiet, calibration=calibration
+    )
+    if variant is not None and variant.report is not None:
+        cached = " (cached)" if variant.from_cache else ""
+        print(f"INT8 layer sensitivity{cached}:", file=sys.stderr)
+        print(variant.report.table(), file=sys.stderr)
+    return settings, variant
 
 
 def cmd_models(_: argparse.Namespace) -> int:
@@ -194,15 +229,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from framelens.core.compare.session import compare_to_report
     from framelens.core.compare.variants import parse_precisions, precision_panes
+    from framelens.core.precision import CalibrationSettings
 
     precisions, reference = parse_precisions(args.precisions, args.reference)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
     # The fp32 settings every pane starts from; each precision's model comes from its variant.
     base = _settings(argparse.Namespace(**{**vars(args), "precision": "fp32"}))
+    calibration = CalibrationSettings(
+        frames=args.calibration_frames, sensitivity_frames=args.sensitivity_frames, conf=args.conf
+    )
+    calibration.validate()
     summary = compare_to_report(
         args.source,
-        lambda: precision_panes(base, precisions),
+        # Called once the report directory is known to be writable: INT8 takes minutes.
+        lambda: precision_panes(
+            base, precisions, source=args.source, progress=not args.quiet, calibration=calibration
+        ),
         args.report,
         reference=reference,
         start=args.start,

@@ -56,6 +56,12 @@ class FramePipeline:
     """One frame in, one FrameResult out. Buffers are allocated per source size, once."""
 
     def __init__(self, settings: PipelineSettings, *, spinning: bool = True) -> None:
+        if settings.precision != "fp32":
+            # Precision lives in the graph: load the variant (fp16 from the cache;
+            # int8 must have been prepared on a source, see core.precision).
+            from framelens.core.precision import model_for
+
+            settings = replace(settings, model=model_for(settings.model, settings.precision))
         self._settings = settings
         self._lock = threading.Lock()
         self.engine: Engine = create_engine(

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framelens.core import __version__
 from framelens.core.catalog import model_sha256
@@ -16,13 +16,15 @@ from framelens.core.errors import GpuError
 from framelens.core.export.detections import DetectionsWriter
 from framelens.core.export.video import VideoExporter, provenance_metadata
 from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
-from framelens.core.precision import VariantInfo
 from framelens.core.runner import PipelineRunner, RunRange
 from framelens.core.sources import Source, open_source
 from framelens.core.stats import RunStats
 from framelens.core.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
 from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from framelens.core.precision import CalibrationSettings, VariantInfo
 
 
 def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
@@ -94,21 +96,21 @@ def prepare_precision(
     progress: bool = True,
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
+    calibration: CalibrationSettings | None = None,
 ) -> tuple[PipelineSettings, VariantInfo | None]:
     """Settings whose model is the FP16/INT8 variant (cached, or built now: INT8 is
     calibrated on ``source_spec``), and the variant; fp32 settings come back as they are.
 
     ``progress`` draws a terminal bar while calibrating; ``on_prepare(text, 0..1)``
-    reports the stages; ``cancel`` stops with Cancelled and leaves nothing cached.
+    reports the stages; ``cancel`` stops with Cancelled and leaves nothing cached;
+    ``calibration`` overrides the default INT8 CalibrationSettings (whose agreement
+    is measured at the run's confidence threshold).
     """
-    from framelens.core.precision import prepare_variant, variant_precision
+    from framelens.core.precision import CalibrationSettings, prepare_variant, variant_precision
 
     if settings.precision == "fp32" or variant_precision(settings.model.path) == settings.precision:
         return settings, None
-    bar = tqdm(
-        total=100, unit="%", disable=not progress or None, file=sys.stderr, leave=False,
-        desc=settings.precision,
-    )
+    bar = tqdm(total=100, unit="%", disable=not progress or None, file=sys.stderr, leave=False)
 
     def report(text: str, fraction: float) -> None:
         bar.set_description_str(f"{settings.precision}: {text}", refresh=False)
@@ -117,8 +119,14 @@ def prepare_precision(
             on_prepare(text, fraction)
 
     try:
+        model, precision = settings.model, settings.precision
+        calibration = calibration or CalibrationSettings(conf=settings.conf)
         variant = prepare_variant(
-            settings.model, settings.precision, source=source_spec, on_progress=report,
+            model,
+            precision,
+            source=source_spec,
+            settings=calibration,
+            on_progress=report,
             cancel=cancel,
         )
     finally:

@@ -60,9 +60,7 @@ class GpuContext:
         cuda = _driver()
         count = cuda.Device.count()
         if index >= count:
-            raise EngineError(
-                f"CUDA device {index} does not exist ({count} device(s) present)"
-            )
+            raise EngineError(f"CUDA device {index} does not exist ({count} device(s) present)")
         self.index = index
         self._cuda = cuda
         self.device = cuda.Device(index)

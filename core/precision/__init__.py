@@ -1,1 +1,264 @@
-"""Precision variants of a model: FP16 conversion and INT8 Q/DQ calibration, cached."""
+"""Precision variants of a model: FP16 conversion and INT8 Q/DQ calibration, cached.
+
+Precision lives in the ONNX graph, so every variant is an ordinary ONNX file that
+ONNX Runtime runs on the CPU (and TensorRT builds as a strongly typed network):
+
+* fp32: the model as it is.
+* fp16: converted with ONNX Runtime's float16 converter, float32 inputs/outputs kept.
+* int8: a Q/DQ graph calibrated on frames of the user's own source, with a per-layer
+  sensitivity analysis and mixed precision (see int8.py and report.py).
+
+``prepare_variant`` returns a cached variant or builds one; entries live under the
+user cache directory (or $FRAMELENS_CACHE_DIR), keyed by the model's hash, the
+calibration frames and the settings, and appear complete or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from framelens.core.catalog import model_sha256
+from framelens.core.errors import ConfigError
+from framelens.core.modelspec import ModelSpec
+from framelens.core.runner import Cancelled
+
+from .cache import MODEL_FILE, digest, read_entry, staging, variants_dir
+from .calibration import CalibrationFrames, read_calibration_frames, spread_indices
+from .fp16 import convert_fp16, converter_version
+from .int8 import (
+    Analysis,
+    CalibrationSettings,
+    StageProgress,
+    analyse,
+    onnxruntime_version,
+    prepare_float,
+    search_and_write,
+)
+from .report import LayerSensitivity, SearchStep, SensitivityReport
+
+__all__ = [
+    "PRECISIONS",
+    "CalibrationFrames",
+    "CalibrationSettings",
+    "Cancelled",
+    "LayerSensitivity",
+    "SearchStep",
+    "SensitivityReport",
+    "VariantInfo",
+    "model_for",
+    "prepare_variant",
+    "read_calibration_frames",
+    "spread_indices",
+    "variant_precision",
+]
+
+PRECISIONS = ("fp32", "fp16", "int8")
+FORMAT_VERSION = 1  # bump when a change makes old cache entries wrong
+REPORT_FILE = "sensitivity.json"
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """A model at one precision, ready to load.
+
+    path: the ONNX file to load; spec: the caller's ModelSpec pointing at it (same
+    name, labels and layout). cache_key: the entry's key (the model hash for fp32).
+    report: the INT8 sensitivity report (None for fp32/fp16).
+    """
+
+    precision: str
+    path: Path
+    spec: ModelSpec
+    cache_key: str
+    from_cache: bool
+    report: SensitivityReport | None = None
+
+    def summary(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "precision": self.precision,
+            "path": str(self.path),
+            "from_cache": self.from_cache,
+        }
+        if self.report is not None:
+            data.update(self.report.summary())
+        return data
+
+
+def _stem(spec: ModelSpec) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.name)[:40] or "model"
+
+
+def _check_cancel(cancel: threading.Event | None, what: str) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled(f"{what} cancelled")
+
+
+def prepare_variant(
+    spec: ModelSpec,
+    precision: str,
+    *,
+    source: str | None = None,
+    settings: CalibrationSettings | None = None,
+    on_progress: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+    cache_dir: Path | None = None,
+) -> VariantInfo:
+    """The ``precision`` variant of ``spec``, from the cache or built now.
+
+    int8 needs ``source`` (a file, folder, camera or stream to calibrate on) and
+    takes ``settings`` (default CalibrationSettings()). ``on_progress(text, 0..1)``
+    reports the stages; setting ``cancel`` stops the work with Cancelled and leaves
+    no cache entry. ``cache_dir`` is the cache root (variants go in its variants/
+    folder); default $FRAMELENS_CACHE_DIR, else the platform's user cache directory.
+    Runs in the caller's thread: the GUI calls it from a worker.
+    """
+    precision = precision.strip().lower()
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
+    model_hash = model_sha256(spec.path)
+    if precision == "fp32":
+        return VariantInfo("fp32", spec.path, spec, model_hash, from_cache=False)
+    root = variants_dir(cache_dir)
+    if precision == "fp16":
+        return _fp16(spec, model_hash, root, on_progress, cancel)
+    if not source:
+        raise ConfigError(
+            "INT8 is calibrated on frames of your own video: give a source to calibrate on"
+        )
+    settings = settings or CalibrationSettings()
+    settings.validate()
+    return _int8(spec, model_hash, source, settings, root, StageProgress(on_progress, cancel))
+
+
+def _fp16(
+    spec: ModelSpec,
+    model_hash: str,
+    root: Path,
+    on_progress: Callable[[str, float], None] | None,
+    cancel: threading.Event | None,
+) -> VariantInfo:
+    key = digest(FORMAT_VERSION, "fp16", model_hash, converter_version())
+    entry = root / f"{_stem(spec)}-fp16-{key[:16]}"
+    if read_entry(entry) is not None:
+        path = entry / MODEL_FILE
+        return VariantInfo("fp16", path, replace(spec, path=path), key, from_cache=True)
+    _check_cancel(cancel, "FP16 conversion")
+    if on_progress is not None:
+        on_progress("converting to FP16", 0.0)
+    with staging(entry) as stage:
+        facts = convert_fp16(spec.path, stage.path / MODEL_FILE)
+        _check_cancel(cancel, "FP16 conversion")
+        entry = stage.commit(
+            {
+                "precision": "fp16",
+                "key": key,
+                "model_sha256": model_hash,
+                "source_model": str(spec.path),
+                **facts,
+            }
+        )
+    if on_progress is not None:
+        on_progress("converting to FP16", 1.0)
+    path = entry / MODEL_FILE
+    return VariantInfo("fp16", path, replace(spec, path=path), key, from_cache=False)
+
+
+def _int8(
+    spec: ModelSpec,
+    model_hash: str,
+    source: str,
+    settings: CalibrationSettings,
+    root: Path,
+    progress: StageProgress,
+) -> VariantInfo:
+    frames = read_calibration_frames(
+        spec,
+        source,
+        settings.frames,
+        on_progress=lambda done, n: progress("frames", done / n, f"{done} of {n}"),
+        cancel=progress.cancel,
+    )
+    base = (FORMAT_VERSION, "int8", model_hash, frames.digest, onnxruntime_version())
+    key = digest(*base, settings.variant_key())
+    entry = root / f"{_stem(spec)}-int8-{key[:16]}"
+    if read_entry(entry) is not None:
+        report = SensitivityReport.from_json((entry / REPORT_FILE).read_text(encoding="utf-8"))
+        path = entry / MODEL_FILE
+        return VariantInfo("int8", path, replace(spec, path=path), key, True, report)
+
+    analysis_key = digest(*base, settings.analysis_key())
+    analysis_entry = root / f"{_stem(spec)}-int8-analysis-{analysis_key[:16]}"
+    prep = prepare_float(spec, frames)
+    meta = {
+        "model_sha256": model_hash,
+        "source_model": str(spec.path),
+        "calibration_source": source,
+        "calibration_frames": frames.indices,
+        "frames_sha256": frames.digest,
+        "onnxruntime": onnxruntime_version(),
+    }
+    with staging(entry) as stage:
+        work = stage.path / "work"
+        work.mkdir()
+        if read_entry(analysis_entry) is not None:
+            analysis = Analysis.load(analysis_entry)
+            shutil.copyfile(analysis_entry / "ranges.json", work / "ranges.json")
+        else:
+            with staging(analysis_entry) as astage:
+                analysis = analyse(prep, spec, frames, settings, work, progress)
+                analysis.save(astage.path)
+                shutil.copyfile(work / "ranges.json", astage.path / "ranges.json")
+                astage.commit(
+                    {
+                        "kind": "int8-analysis",
+                        "key": analysis_key,
+                        "settings": settings.analysis_key(),
+                        **meta,
+                    }
+                )
+        report = search_and_write(
+            prep, spec, frames, settings, analysis, work, stage.path / MODEL_FILE, progress
+        )
+        (stage.path / REPORT_FILE).write_text(report.to_json(), encoding="utf-8")
+        shutil.rmtree(work)
+        progress.check()  # a cancel now still leaves nothing behind
+        entry = stage.commit(
+            {"precision": "int8", "key": key, "settings": settings.variant_key(), **meta}
+        )
+    path = entry / MODEL_FILE
+    return VariantInfo("int8", path, replace(spec, path=path), key, False, report)
+
+
+def variant_precision(path: Path) -> str | None:
+    """The precision of a cached variant file (``VariantInfo.path``), None for any other file."""
+    if path.name != MODEL_FILE:
+        return None
+    meta = read_entry(path.parent)
+    if meta is None:
+        return None
+    precision = meta.get("precision")
+    return precision if precision in PRECISIONS else None
+
+
+def model_for(spec: ModelSpec, precision: str) -> ModelSpec:
+    """The ModelSpec to load for ``precision`` when no source is at hand (FramePipeline).
+
+    fp32: ``spec``. A spec that already points at a variant of that precision (the
+    ``spec`` of a VariantInfo): itself. fp16: the cached or freshly converted variant.
+    int8 needs calibration on a source first: ConfigError, unless already prepared.
+    """
+    precision = precision.strip().lower()
+    if precision == "fp32" or variant_precision(spec.path) == precision:
+        return spec
+    if precision == "int8":
+        raise ConfigError(
+            "INT8 is calibrated on frames of your own video: prepare it with "
+            "prepare_variant(spec, 'int8', source=...) and pass its spec"
+        )
+    return prepare_variant(spec, precision).spec

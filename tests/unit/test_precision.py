@@ -1,0 +1,347 @@
+"""FP16 and INT8 variants of YOLOX-Nano on the person sample, measured against FP32.
+
+CI runs a reduced INT8 calibration (CI_CALIBRATION); the full one (50 frames) is
+measured by benchmarks/precision_cpu.py. Agreement is scored on every 5th frame of
+the whole video with framelens.core.detection_agreement, at confidence 0.3.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+import pytest
+from framelens.core.catalog import resolve_model
+from framelens.core.cli import main
+from framelens.core.detection_agreement import AgreementTotals
+from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
+from framelens.core.errors import ConfigError
+from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.postprocess import make_decoder
+from framelens.core.precision import (
+    PRECISIONS,
+    CalibrationSettings,
+    SensitivityReport,
+    VariantInfo,
+    prepare_variant,
+)
+from framelens.core.preprocess import Letterbox, Preprocessor
+from framelens.core.runner import Cancelled
+from framelens.core.sources import open_source
+from framelens.core.types import Detections, Frame
+from onnx import numpy_helper
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
+SPEC = resolve_model("yolox-nano")
+CONF = 0.3
+EVAL_STEP = 5
+CI_CALIBRATION = CalibrationSettings(frames=16, sensitivity_frames=3, conf=CONF)
+
+Tensors = list[npt.NDArray[np.float32]]
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("framelens-cache")
+
+
+@pytest.fixture(scope="module")
+def eval_frames() -> tuple[Tensors, list[Letterbox]]:
+    tensors: Tensors = []
+    geometries: list[Letterbox] = []
+    with open_source(SAMPLE) as source:
+        pre: Preprocessor | None = None
+        for frame in source:
+            if frame.index % EVAL_STEP:
+                continue
+            pre = pre or Preprocessor(SPEC, frame.width, frame.height)
+            tensors.append(pre(frame.image).copy())
+            geometries.append(pre.geometry)
+    assert len(tensors) == 279  # 1394 frames
+    return tensors, geometries
+
+
+def detect(path: Path, frames: tuple[Tensors, list[Letterbox]]) -> list[Detections]:
+    decode = make_decoder(SPEC)
+    with OnnxRuntimeEngine(path, spinning=False) as engine:
+        return [
+            decode(engine.infer(t), g, CONF, 0.45, None)
+            for t, g in zip(frames[0], frames[1], strict=True)
+        ]
+
+
+def agreement(ref: list[Detections], test: list[Detections]) -> AgreementTotals:
+    totals = AgreementTotals()
+    for r, t in zip(ref, test, strict=True):
+        totals.add_frame(r, t)
+    return totals
+
+
+@pytest.fixture(scope="module")
+def fp32_detections(eval_frames: tuple[Tensors, list[Letterbox]]) -> list[Detections]:
+    dets = detect(SPEC.path, eval_frames)
+    assert sum(len(d) for d in dets) > 250  # the sample shows people in most frames
+    return dets
+
+
+@pytest.fixture(scope="module")
+def int8(cache_root: Path) -> tuple[VariantInfo, list[tuple[str, float]]]:
+    seen: list[tuple[str, float]] = []
+    variant = prepare_variant(
+        SPEC,
+        "int8",
+        source=SAMPLE,
+        settings=CI_CALIBRATION,
+        on_progress=lambda text, f: seen.append((text, f)),
+        cache_dir=cache_root,
+    )
+    return variant, seen
+
+
+def test_fp32_is_the_bundled_model_itself() -> None:
+    assert PRECISIONS == ("fp32", "fp16", "int8")
+    v = prepare_variant(SPEC, "fp32")
+    assert (v.path, v.spec, v.report) == (SPEC.path, SPEC, None)
+
+
+def test_fp16_agrees_with_fp32_and_keeps_float32_io(
+    cache_root: Path,
+    eval_frames: tuple[Tensors, list[Letterbox]],
+    fp32_detections: list[Detections],
+) -> None:
+    v = prepare_variant(SPEC, "fp16", cache_dir=cache_root)
+    assert not v.from_cache and v.path.is_file() and v.spec.path == v.path
+    assert v.path.is_relative_to(cache_root / "variants")
+    model = onnx.load(str(v.path))
+    f32, f16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+    assert [i.type.tensor_type.elem_type for i in model.graph.input] == [f32]
+    assert [o.type.tensor_type.elem_type for o in model.graph.output] == [f32]
+    conv_weights = {n.input[1] for n in model.graph.node if n.op_type == "Conv"}
+    weights = [i for i in model.graph.initializer if i.name in conv_weights]
+    assert weights and all(w.data_type == f16 for w in weights)
+
+    totals = agreement(fp32_detections, detect(v.path, eval_frames))
+    assert totals.f1 >= 0.97, totals.as_dict()
+    assert totals.mean_iou > 0.95
+
+    again = prepare_variant(SPEC, "fp16", cache_dir=cache_root)
+    assert again.from_cache and again.path == v.path
+
+
+def _quantized_convs(model: onnx.ModelProto) -> dict[str, bool]:
+    """Conv name -> whether both its input and its weights come through DequantizeLinear."""
+    producer = {o: n for n in model.graph.node for o in n.output}
+
+    def dq(tensor: str) -> bool:
+        node = producer.get(tensor)
+        return node is not None and node.op_type == "DequantizeLinear"
+
+    return {
+        n.name: dq(n.input[0]) and dq(n.input[1]) for n in model.graph.node if n.op_type == "Conv"
+    }
+
+
+def test_int8_agrees_with_fp32_with_90_percent_of_macs_in_int8(
+    int8: tuple[VariantInfo, list[tuple[str, float]]],
+    eval_frames: tuple[Tensors, list[Letterbox]],
+    fp32_detections: list[Detections],
+) -> None:
+    v, _ = int8
+    assert v.precision == "int8" and not v.from_cache and v.report is not None
+    totals = agreement(fp32_detections, detect(v.path, eval_frames))
+    assert totals.f1 >= 0.85, totals.as_dict()
+
+    # The MAC fraction read from the graph itself, not only from the report.
+    quantized = _quantized_convs(onnx.load(str(v.path)))
+    macs = {layer.name: layer.macs for layer in v.report.layers}
+    assert set(quantized) == set(macs)  # every Conv of YOLOX-Nano is in the report
+    int8_macs = sum(macs[name] for name, q in quantized.items() if q)
+    assert int8_macs / sum(macs.values()) >= 0.9
+    assert int8_macs / sum(macs.values()) == pytest.approx(v.report.int8_mac_fraction)
+    assert {name for name, q in quantized.items() if not q} == set(v.report.kept_float)
+    # The first convolution sees the raw image and holds 14% of the MACs: it stays INT8.
+    assert quantized["Conv_41"]
+
+
+def test_int8_graph_is_symmetric_qdq_around_convolutions(
+    int8: tuple[VariantInfo, list[tuple[str, float]]],
+) -> None:
+    v, _ = int8
+    model = onnx.load(str(v.path))
+    assert next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) >= 13
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    qs = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    dqs = [n for n in model.graph.node if n.op_type == "DequantizeLinear"]
+    assert len(qs) > 50 and len(dqs) > len(qs)
+    for q in qs:  # activations: int8, zero point 0, each Q feeds DQs only
+        zp = inits[q.input[2]]
+        assert zp.dtype == np.int8 and not zp.any()
+        assert {c.op_type for c in consumers[q.output[0]]} == {"DequantizeLinear"}
+    for node in model.graph.node:
+        if node.op_type != "Conv" or not _quantized_convs(model)[node.name]:
+            continue
+        wdq = next(n for n in dqs if n.output[0] == node.input[1])
+        weight, scale = inits[wdq.input[0]], inits[wdq.input[1]]
+        assert weight.dtype == np.int8 and not inits[wdq.input[2]].any()
+        assert scale.shape == (weight.shape[0],)  # per output channel
+    # The head's Sigmoid/Mul/Concat/Reshape stay float: only Conv reads quantized weights,
+    # and no Q/DQ sits on the output path.
+    output = model.graph.output[0].name
+    assert all(n.op_type != "DequantizeLinear" for n in model.graph.node if output in n.output)
+
+
+def test_int8_sensitivity_report(
+    int8: tuple[VariantInfo, list[tuple[str, float]]], cache_root: Path
+) -> None:
+    v, progress = int8
+    report = v.report
+    assert report is not None
+    assert len(report.layers) == 113
+    ranked = report.ranked()
+    assert ranked[0].kept_float  # the most sensitive layer is kept in float
+    assert all(layer.sensitivity >= 0 for layer in report.layers)
+    assert report.int8_mac_fraction >= report.min_int8_mac_fraction == 0.9
+    assert report.calibration_frames == 16 and report.agreement_conf == CONF
+    assert report.search[0].float_layers == 0 and report.search[0].int8_mac_fraction == 1.0
+    assert any(layer.equalized for layer in report.layers)  # depthwise equalisation
+
+    assert SensitivityReport.from_json(report.to_json()) == report
+    data = json.loads(report.to_json())
+    assert data["int8_mac_fraction"] == pytest.approx(report.int8_mac_fraction)
+    table = report.table()
+    assert ranked[0].name in table and "INT8 MACs" in table and "float" in table
+
+    fractions = [f for _, f in progress]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("sensitivity" in text for text, _ in progress)
+
+    again = prepare_variant(
+        SPEC, "int8", source=SAMPLE, settings=CI_CALIBRATION, cache_dir=cache_root
+    )
+    assert again.from_cache and again.path == v.path and again.report == report
+
+
+def test_int8_cancel_from_another_thread_leaves_no_cache_entry(tmp_path: Path) -> None:
+    """As the GUI does it: calibration in a worker thread, cancel from the UI thread."""
+    cancel, measuring = threading.Event(), threading.Event()
+    outcome: list[BaseException | VariantInfo] = []
+
+    def on_progress(text: str, _: float) -> None:
+        if "sensitivity" in text:
+            measuring.set()
+
+    def work() -> None:
+        try:
+            outcome.append(
+                prepare_variant(
+                    SPEC,
+                    "int8",
+                    source=SAMPLE,
+                    settings=CI_CALIBRATION,
+                    on_progress=on_progress,
+                    cancel=cancel,
+                    cache_dir=tmp_path,
+                )
+            )
+        except BaseException as exc:
+            outcome.append(exc)
+            measuring.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    measuring.wait()
+    cancel.set()
+    worker.join()
+    assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
+    assert list((tmp_path / "variants").iterdir()) == []
+
+
+def test_int8_needs_a_source() -> None:
+    with pytest.raises(ConfigError, match="calibrate"):
+        prepare_variant(SPEC, "int8")
+    with pytest.raises(ConfigError, match="calibrat"):
+        FramePipeline(PipelineSettings(model=SPEC, precision="int8"))
+    with pytest.raises(ConfigError, match="frames"):
+        prepare_variant(SPEC, "int8", source=SAMPLE, settings=CalibrationSettings(frames=1))
+
+
+def test_pipeline_runs_the_prepared_variants(
+    int8: tuple[VariantInfo, list[tuple[str, float]]],
+    cache_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FRAMELENS_CACHE_DIR", str(cache_root))
+    with open_source(SAMPLE) as source:
+        source.seek(300)
+        frame = source.read()
+    assert isinstance(frame, Frame)
+    v, _ = int8
+    for settings in (
+        PipelineSettings(model=v.spec, precision="int8", conf=CONF),
+        PipelineSettings(model=SPEC, precision="fp16", conf=CONF),  # from the cache
+    ):
+        pipeline = FramePipeline(settings)
+        try:
+            result = pipeline.process(frame, draw=False)
+        finally:
+            pipeline.close()
+        assert pipeline.settings.model.path.is_relative_to(cache_root)
+        assert [SPEC.label(int(c)) for c in result.detections.class_ids] == ["person"]
+
+
+def test_cli_run_int8_prints_the_sensitivity_table(
+    int8: tuple[VariantInfo, list[tuple[str, float]]],
+    cache_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("FRAMELENS_CACHE_DIR", str(cache_root))
+    dets = tmp_path / "dets.json"
+    args = ["run", SAMPLE, "--precision", "int8", "--start", "300", "--frames", "4", "--quiet"]
+    args += ["--conf", str(CONF), "--calibration-frames", "16", "--sensitivity-frames", "3"]
+    assert main([*args, "--device", "cpu", "--detections", str(dets)]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    v, _ = int8
+    assert summary["precision"] == "int8"
+    assert summary["variant"]["from_cache"] and summary["variant"]["path"] == str(v.path)
+    assert summary["variant"]["int8_mac_fraction"] >= 0.9
+    assert "INT8 layer sensitivity (cached)" in err and "INT8 MACs" in err
+    assert v.report is not None and v.report.kept_float[0] in err
+    data = json.loads(dets.read_text())
+    assert data["meta"]["precision"] == "int8" and len(data["frames"]) == 4
+
+    assert main(["run", SAMPLE, "--precision", "int8", "--calibration-frames", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "at least 2 frames" in err
+
+
+def test_a_new_target_reuses_the_cached_sensitivity(
+    int8: tuple[VariantInfo, list[tuple[str, float]]], cache_root: Path
+) -> None:
+    v, _ = int8
+    stages: list[str] = []
+    looser = CalibrationSettings(frames=16, sensitivity_frames=3, conf=CONF, agreement_target=0.8)
+    other = prepare_variant(
+        SPEC,
+        "int8",
+        source=SAMPLE,
+        settings=looser,
+        on_progress=lambda text, _: stages.append(text),
+        cache_dir=cache_root,
+    )
+    assert not other.from_cache and other.path != v.path
+    assert not any("sensitivity" in s or "calibrating" in s for s in stages)
+    assert other.report is not None and v.report is not None
+    assert [x.sensitivity for x in other.report.layers] == [x.sensitivity for x in v.report.layers]
+    assert other.report.agreement_target == 0.8
