@@ -70,6 +70,12 @@ def input_size_for(spec: ModelSpec, src_w: int, src_h: int) -> tuple[int, int]:
 class Preprocessor:
     """Turns a BGR frame into the model's input tensor. The tensor is allocated once.
 
+    The letterbox resize is bilinear in float32 (OpenCV's INTER_LINEAR on float input,
+    half-pixel centres), with no rounding back to 8 bits: exactly what the GPU's fused
+    kernel computes, so the CPU and GPU pipelines see the same tensor (OpenCV's 8-bit
+    resize uses 11-bit fixed-point weights, which a GPU cannot reproduce portably, and
+    on this video such off-by-one pixels flipped detections near the threshold).
+
     The returned tensor is reused on the next call: consume it before calling again.
     """
 
@@ -81,8 +87,9 @@ class Preprocessor:
         ratio, nw, nh, px, py = letterbox_geometry(src_w, src_h, w, h, spec.letterbox)
         self.geometry = Letterbox(ratio, float(px), float(py), src_w, src_h)
         self._new_size = (nw, nh)
-        self._canvas = np.full((h, w, 3), spec.pad_value, dtype=np.uint8)
-        self._resized = np.empty((nh, nw, 3), dtype=np.uint8)
+        self._source = np.empty((src_h, src_w, 3), dtype=np.float32)
+        self._canvas = np.full((h, w, 3), spec.pad_value, dtype=np.float32)
+        self._resized = np.empty((nh, nw, 3), dtype=np.float32)
         self._tensor = np.empty((1, 3, h, w), dtype=np.float32)
 
     def __call__(self, image: Image) -> npt.NDArray[np.float32]:
@@ -97,14 +104,15 @@ class Preprocessor:
         if (nw, nh) == (self.src_w, self.src_h):
             region[...] = image
         else:
+            np.copyto(self._source, image)
             # cv2 writes only into contiguous dst arrays, so resize into a reused one.
-            cv2.resize(image, (nw, nh), dst=self._resized, interpolation=cv2.INTER_LINEAR)
+            cv2.resize(self._source, (nw, nh), dst=self._resized, interpolation=cv2.INTER_LINEAR)
             region[...] = self._resized
         src = self._canvas
         if self.spec.color_order == "rgb":
             src = src[..., ::-1]
-        # HWC uint8 -> CHW float32 in the reused tensor, scaled in place.
-        np.copyto(self._tensor[0], src.transpose(2, 0, 1), casting="unsafe")
+        # HWC -> CHW in the reused tensor, scaled in place.
+        np.copyto(self._tensor[0], src.transpose(2, 0, 1))
         if self.spec.input_scale != 1.0:
             self._tensor *= np.float32(self.spec.input_scale)
         return self._tensor
