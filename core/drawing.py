@@ -130,7 +130,7 @@ def annotate(
         if tagged:
             _draw_tag(
                 out,
-                _tag_text(cid, scores[i], labels, style),
+                tag_text(cid, scores[i], labels, style),
                 x1,
                 y1,
                 colour,
@@ -155,7 +155,8 @@ def annotate(
     return out
 
 
-def _tag_text(cid: int, score: float, labels: Sequence[str], style: OverlayStyle) -> str:
+def tag_text(cid: int, score: float, labels: Sequence[str], style: OverlayStyle) -> str:
+    """The "label score" text of a detection, as the overlay shows it."""
     name = labels[cid] if 0 <= cid < len(labels) else str(cid)
     if style.labels and style.scores:
         return f"{name} {score:.2f}"
@@ -199,4 +200,17 @@ def _draw_tag(
     )
 
 
-__all__ = ["LANDMARK_COLOURS", "PALETTE", "OverlayStyle", "annotate", "class_colour"]
+def text_colour(bg: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Black or white (BGR), whichever reads better on ``bg``."""
+    return _text_colour(bg)
+
+
+__all__ = [
+    "LANDMARK_COLOURS",
+    "PALETTE",
+    "OverlayStyle",
+    "annotate",
+    "class_colour",
+    "tag_text",
+    "text_colour",
+]

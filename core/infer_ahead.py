@@ -95,7 +95,8 @@ class InferAhead:
         frame, decode_ms, start_ms = item
         try:
             result = pipeline.infer(frame, StageTimes(decode=decode_ms))
-            pipeline.draw(result)
+            if result.frame.on_host:  # frames kept on the GPU are overlaid by the display
+                pipeline.draw(result)
         except BaseException as exc:  # handed to the consumer, reported there
             return Failed(exc)
         return Processed(result, start_ms, version)

@@ -26,9 +26,9 @@ from functools import partial
 from typing import Any, cast
 
 from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
-from framelens.core.errors import FrameLensError, SourceError
+from framelens.core.errors import FrameLensError, GpuError, SourceError
 from framelens.core.infer_ahead import AheadItem, InferAhead, Processed
-from framelens.core.pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
 from framelens.core.run import cpu_workers
 from framelens.core.sources import open_source
 from framelens.core.timing import now_ms
@@ -127,9 +127,9 @@ class Player:
         self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
         self._commands: queue.Queue[Command | None] = queue.Queue()
         self._decoder: DecodeAhead | None = None
-        self._pipeline: FramePipeline | None = None  # for the player thread's own work
+        self._pipeline: FrameProcessor | None = None  # for the player thread's own work
         self._ahead: InferAhead | None = None  # workers processing frames ahead
-        self._workers: list[FramePipeline] = []  # their pipelines, kept across sources
+        self._workers: list[FrameProcessor] = []  # their pipelines, kept across sources
         self._settings: PipelineSettings | None = None
         self._state = PlayerState()
         self._current: Frame | None = None
@@ -363,7 +363,7 @@ class Player:
                 self._publish(loading_model=False)
         self._settings = settings
 
-    def _install(self, pipeline: FramePipeline, workers: list[FramePipeline]) -> None:
+    def _install(self, pipeline: FrameProcessor, workers: list[FrameProcessor]) -> None:
         old, self._pipeline = self._pipeline, pipeline
         self._stop_workers()
         for p in [*self._workers, *([old] if old is not None else [])]:
@@ -451,10 +451,25 @@ class Player:
 
     def _build_pipelines(
         self, settings: PipelineSettings
-    ) -> tuple[FramePipeline, list[FramePipeline]]:
-        """The player thread's pipeline and the inference workers' (as many as the CLI)."""
+    ) -> tuple[FrameProcessor, list[FrameProcessor]]:
+        """The player thread's pipeline and the inference workers' (as many as the CLI).
+
+        On CUDA the GPU pipeline (CUDA preprocessing, IOBinding, the display kernel's
+        RGBA frame for the canvas) when it can run, else ONNX Runtime's CUDA provider
+        with host preprocessing, and a message that says why.
+        """
+        if settings.device.startswith("cuda"):
+            try:
+                from framelens.core.gpu.launch import GPU_WORKERS, gpu_pipelines
+
+                gpu: list[FrameProcessor] = list(
+                    gpu_pipelines(settings, GPU_WORKERS + 1, spinning=self._spinning)
+                )
+                return gpu[0], gpu[1:]
+            except GpuError as exc:
+                self._on_error(f"GPU pipeline not used ({exc}); CUDA inference only")
         worker_settings, count = cpu_workers(settings)
-        built: list[FramePipeline] = []
+        built: list[FrameProcessor] = []
         try:
             built.append(FramePipeline(settings, spinning=self._spinning))
             for _ in range(count):
@@ -473,7 +488,7 @@ class Player:
             return
         self._send(partial(self._swap, pipelines, token))
 
-    def _swap(self, pipelines: tuple[FramePipeline, list[FramePipeline]], token: int) -> None:
+    def _swap(self, pipelines: tuple[FrameProcessor, list[FrameProcessor]], token: int) -> None:
         if token != self._model_token:  # a newer request superseded this one
             for p in [pipelines[0], *pipelines[1]]:
                 p.close()

@@ -22,13 +22,20 @@ from collections.abc import Callable
 
 import numpy as np
 import shiboken6
+from framelens.core.drawing import (
+    LANDMARK_COLOURS,
+    OverlayStyle,
+    class_colour,
+    tag_text,
+    text_colour,
+)
 from framelens.core.gpu.interop import (
     INTEROP_PATH,
     DeviceFrame,
     DeviceFrameUploader,
     fallback_path,
 )
-from framelens.core.types import Image
+from framelens.core.types import Detections, Image
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
@@ -38,6 +45,7 @@ from PySide6.QtGui import (
     QKeyEvent,
     QMouseEvent,
     QPainter,
+    QPen,
     QWheelEvent,
 )
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
@@ -79,6 +87,8 @@ class VideoCanvas(QOpenGLWidget):
         self.setCursor(Qt.CursorShape.OpenHandCursor)
         self.placeholder = "Open a video (Ctrl+O), a camera or a stream — or drop a file here"
         self._frame: Image | DeviceFrame | None = None  # the latest frame, not uploaded yet
+        # Detections drawn over a device frame (host frames come with overlays drawn in)
+        self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
         self._shown: Image | None = None  # host frame uploaded last (for a new GL context)
         self._texture = 0
         self._texture_size = (0, 0)
@@ -106,9 +116,18 @@ class VideoCanvas(QOpenGLWidget):
             return self._texture_size
         return None
 
-    def set_image(self, image: Image | DeviceFrame) -> None:
-        """Show a frame from the next paint on: a BGR uint8 HxWx3 array or a DeviceFrame."""
+    def set_image(
+        self,
+        image: Image | DeviceFrame,
+        overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None,
+    ) -> None:
+        """Show a frame from the next paint on: a BGR uint8 HxWx3 array or a DeviceFrame.
+
+        ``overlay`` (detections, labels, style) is painted over the frame by the canvas:
+        the GPU path keeps frames on the device, so overlays are not drawn into them.
+        """
         self._frame = np.ascontiguousarray(image) if isinstance(image, np.ndarray) else image
+        self._overlay = overlay
         self.update()
 
     def clear(self) -> None:
@@ -247,6 +266,8 @@ class VideoCanvas(QOpenGLWidget):
             self._paint_placeholder()
             return
         self._paint_quad()
+        if self._overlay is not None:
+            self._paint_overlay(*self._overlay)
         if uploaded:
             GL.glFlush()
             self.drawTimeMs.emit((time.perf_counter() - start) * 1000.0)
@@ -307,6 +328,45 @@ class VideoCanvas(QOpenGLWidget):
         GL.glEnd()
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
         GL.glDisable(GL.GL_TEXTURE_2D)
+
+    def _paint_overlay(
+        self, dets: Detections, labels: tuple[str, ...], style: OverlayStyle
+    ) -> None:
+        """Boxes, tags and landmarks in screen pixels, in annotate()'s colours and words."""
+        w, h = self._texture_size
+        if not len(dets) or w == 0:
+            return
+        r = self.image_rect()
+        sx, sy = r.width() / w, r.height() / h
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        metrics = painter.fontMetrics()
+        for i in range(len(dets)):
+            cid = int(dets.class_ids[i])
+            b, g, rr = class_colour(cid)
+            colour = QColor(rr, g, b)
+            x1, y1, x2, y2 = (float(v) for v in dets.boxes[i])
+            box = QRectF(r.left() + x1 * sx, r.top() + y1 * sy, (x2 - x1) * sx, (y2 - y1) * sy)
+            if style.boxes:
+                painter.setPen(QPen(colour, 2))
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.drawRect(box)
+            if style.labels or style.scores:
+                text = tag_text(cid, float(dets.scores[i]), labels, style)
+                tw, th = metrics.horizontalAdvance(text) + 8, metrics.height() + 2
+                top = box.top() - th if box.top() - th >= r.top() else box.top()
+                tag = QRectF(box.left(), top, tw, th)
+                painter.fillRect(tag, colour)
+                tb, tg, tr = text_colour((b, g, rr))
+                painter.setPen(QColor(tr, tg, tb))
+                painter.drawText(tag, int(Qt.AlignmentFlag.AlignCenter), text)
+            if style.landmarks and dets.landmarks is not None:
+                painter.setPen(Qt.PenStyle.NoPen)
+                for k, (px, py) in enumerate(dets.landmarks[i]):
+                    lb, lg, lr = LANDMARK_COLOURS[k % len(LANDMARK_COLOURS)]
+                    painter.setBrush(QColor(lr, lg, lb))
+                    painter.drawEllipse(QPointF(r.left() + px * sx, r.top() + py * sy), 3, 3)
+        painter.end()
 
     def _paint_placeholder(self) -> None:
         painter = QPainter(self)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import cast
 
 from framelens.core import __version__
 from framelens.core.drawing import OverlayStyle
 from framelens.core.errors import FrameLensError
+from framelens.core.gpu.interop import DeviceFrame
 from framelens.core.modelspec import ModelSpec
 from framelens.core.player import PlayerState, error_message
 from framelens.core.types import FrameResult
@@ -544,8 +546,19 @@ class MainWindow(QMainWindow):
         """
         result, self._latest = self._latest, None
         if result is not None:
-            image = result.annotated if result.annotated is not None else result.frame.image
-            self.canvas.set_image(image)
+            frame = result.frame
+            if result.annotated is None and not frame.on_host and frame.device is not None:
+                # the GPU path: the display kernel's RGBA frame goes to the canvas on the
+                # device (CUDA-GL interop when possible); the canvas paints the overlays
+                settings = self.controller.settings
+                labels = settings.model.labels if settings is not None else ()
+                style = settings.overlay if settings is not None else OverlayStyle()
+                self.canvas.set_image(
+                    cast(DeviceFrame, frame.device), (result.detections, labels, style)
+                )
+            else:
+                image = result.annotated if result.annotated is not None else frame.image
+                self.canvas.set_image(image)
             self.transport.show_position(result.frame.index, result.frame.pts)
             self.shown_index = result.frame.index
         now = time.perf_counter()

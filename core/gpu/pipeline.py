@@ -126,7 +126,7 @@ class GpuFramePipeline:
     image of the frame; ``draw`` (export) downloads it and draws the overlays on the host.
     """
 
-    RGBA_BUFFERS = 6  # frames a consumer may hold (queues, reorder, canvas) per pipeline
+    RGBA_BUFFERS = 8  # frames a consumer may hold (queues, reorder, canvas) per pipeline
 
     def __init__(
         self,

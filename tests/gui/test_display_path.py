@@ -201,3 +201,40 @@ def test_device_frames_through_simulated_interop(
     canvas.close()
     canvas.deleteLater()  # the GL context goes: the buffer must be unregistered first
     qtbot.waitUntil(lambda: _RegisteredBuffer.live == 0, timeout=10_000)
+
+
+def test_canvas_paints_overlays_over_a_frame_kept_on_the_device(
+    window: MainWindow, qtbot: QtBot
+) -> None:
+    """GPU frames come without overlays drawn in; the canvas paints them, in annotate()'s
+    colours, at the box's place on screen."""
+    from framelens.core.drawing import OverlayStyle, class_colour
+    from framelens.core.types import Detections
+
+    wait_for_gl(window, qtbot)
+    canvas = window.canvas
+    black = np.zeros((360, 640, 3), dtype=np.uint8)
+    dets = Detections(
+        np.array([[100, 80, 400, 300]], dtype=np.float32),
+        np.array([0.9], dtype=np.float32),
+        np.array([0], dtype=np.int32),
+    )
+    canvas.set_image(black, (dets, ("person",), OverlayStyle()))
+    qtbot.wait(300)
+    shot = canvas.grab_frame_image().convertToFormat(QImage.Format.Format_RGB888)
+    r = canvas.image_rect()
+    scale = r.width() / 640
+    b, g, red = class_colour(0)
+    # the box's bottom edge, halfway along: the class colour
+    x = round(r.left() + 250 * scale)
+    y = round(r.top() + 300 * scale)
+    near = [shot.pixelColor(x, y + dy) for dy in (-1, 0, 1)]
+    assert any((c.red(), c.green(), c.blue()) == (red, g, b) for c in near)
+    # inside the box, away from the tag: untouched video
+    inside = shot.pixelColor(round(r.left() + 250 * scale), round(r.top() + 200 * scale))
+    assert (inside.red(), inside.green(), inside.blue()) == (0, 0, 0)
+    canvas.set_image(black)  # without an overlay: nothing painted over
+    qtbot.wait(300)
+    shot = canvas.grab_frame_image().convertToFormat(QImage.Format.Format_RGB888)
+    c = shot.pixelColor(x, y)
+    assert (c.red(), c.green(), c.blue()) == (0, 0, 0)
