@@ -40,6 +40,9 @@ EXTRAS=""; [ "$DEV" = 1 ] && EXTRAS="[dev]"
 # strict editable mode: a real package tree, so mypy and import-linter see framelens.*
 .venv/bin/python -m pip install -q -e ".$EXTRAS" "$ORT" --config-settings editable_mode=strict
 echo "FrameLens installed in .venv ($ORT)"
+if [ "$ORT" = onnxruntime-gpu ]; then
+  bash installer/gpu.sh || echo "GPU extras incomplete: FrameLens runs, with the fallbacks 'framelens doctor' lists"
+fi
 if [ "$RUN" = 1 ]; then
   exec .venv/bin/framelens gui "$(.venv/bin/python -c 'from framelens.core.cli import sample_video; print(sample_video())')"
 fi
