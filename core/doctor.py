@@ -53,6 +53,27 @@ def _codec_opens(name: str) -> str:
     return "yes"
 
 
+def _gl_interop() -> str:
+    from framelens.core.gpu.interop import pycuda_gl_reason
+
+    reason = pycuda_gl_reason()
+    return "yes (needs an NVIDIA OpenGL context at run time)" if reason is None else reason
+
+
+def _gpu_pipeline() -> str:
+    """Whether NVDEC + CUDA kernels + IOBinding can run, or why not."""
+    from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.gpu.launch import gpu_unavailable
+    from framelens.core.pipeline import PipelineSettings
+
+    try:
+        settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+        reason = gpu_unavailable(settings)
+    except Exception as exc:  # doctor reports, it never fails
+        reason = f"{type(exc).__name__}: {exc}"
+    return "usable" if reason is None else f"not usable ({reason})"
+
+
 def diagnose() -> dict[str, str]:
     from framelens.core import __version__
     from framelens.core.devices import onnxruntime_providers
@@ -70,6 +91,8 @@ def diagnose() -> dict[str, str]:
         "gpu": _nvidia_smi(),
         "cuda compiler": shutil.which("nvcc") or "nvcc not found",
         "pycuda": _version("pycuda"),
+        "pycuda OpenGL interop": _gl_interop(),
+        "GPU pipeline (cuda:0)": _gpu_pipeline(),
         "tensorrt": _version("tensorrt"),
         "onnxruntime": _version("onnxruntime"),
         "onnxruntime providers": ", ".join(onnxruntime_providers()) or "none",
