@@ -111,3 +111,19 @@ def test_models_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert "yolox-nano" in out and "yunet" in out
+
+
+def test_doctor_reports_every_stage_and_why_the_gpu_path_cannot_run() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "framelens.core.cli", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    for key in ("gpu", "onnxruntime providers", "PyAV", "NVENC (h264_nvenc)", "libx264"):
+        assert report[key], key
+    gpu = report["GPU pipeline (cuda:0)"]
+    assert gpu == "usable" or gpu.startswith("not usable (")
+    assert report["libx264"] == "yes"  # the encoder fallback is always there
