@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from framelens.core.closing import Closing
 
 
-class Engine(ABC):
+class Engine(Closing, ABC):
     """One loaded model on one device, fed one input tensor at a time.
 
     input_shape holds None for dynamic dimensions. infer() returns the outputs
@@ -31,14 +31,3 @@ class Engine(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the model and device memory. Safe to call twice."""
-
-    def __enter__(self) -> Engine:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -45,6 +45,7 @@ from av.bitstream import BitStreamFilterContext
 from av.codec.hwaccel import HWAccel
 from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
+from framelens.core.closing import Closing
 
 from ..errors import EngineError, SourceError
 from ..sources.file import FileReader, PyAVFileReader
@@ -556,7 +557,7 @@ class _PyAVReader(_ProbedReader, PyAVFileReader):
 # --- the source --------------------------------------------------------------------------
 
 
-class GpuVideoSource:
+class GpuVideoSource(Closing):
     """A video file read into pooled device NV12 buffers; see the module docstring.
 
     Use from one thread at a time (like every Source); each call makes ``ctx`` current.
@@ -717,17 +718,6 @@ class GpuVideoSource:
     def __iter__(self) -> Iterator[DeviceNV12Frame]:
         while (frame := self.read()) is not None:
             yield frame
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<GpuVideoSource {self.info.uri!r} {self.decoder_name}>"

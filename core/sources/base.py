@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from types import TracebackType
-from typing import Self
+
+from framelens.core.closing import Closing
 
 from ..types import Frame, SourceInfo
 
 
-class Source(ABC):
+class Source(Closing, ABC):
     """Frames from a file, camera, network stream or image folder.
 
     Frames are BGR uint8, HxWx3, C-contiguous. ``Frame.index`` is the frame's index in
@@ -35,17 +35,6 @@ class Source(ABC):
     def __iter__(self) -> Iterator[Frame]:
         while (frame := self.read()) is not None:
             yield frame
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.info.uri!r}>"
