@@ -19,8 +19,8 @@ extern "C" __global__ void __launch_bounds__(256) fl_nv12_to_rgba(
     const YuvCoeffs k = make_yuv(y_off, y_scale, crv, cgu, cgv, cbu);
     float3 bgr;
     if (resample) {
-        bgr = nv12_bilinear(yp, y_pitch, uvp, uv_pitch, linear_tap(x, scale_x, src_w),
-                            linear_tap(y, scale_y, src_h), k);
+        bgr = q8_3(nv12_bilinear(yp, y_pitch, uvp, uv_pitch, linear_tap(x, scale_x, src_w),
+                                 linear_tap(y, scale_y, src_h), k));
     } else {
         bgr = nv12_bgr(yp, y_pitch, uvp, uv_pitch, x, y, k);
     }
@@ -42,8 +42,8 @@ extern "C" __global__ void __launch_bounds__(256) fl_packed_to_rgba(
     if (x >= dst_w || y >= dst_h) return;
     float3 p;
     if (resample) {
-        p = packed3_bilinear(src, src_pitch, linear_tap(x, scale_x, src_w),
-                             linear_tap(y, scale_y, src_h));
+        p = q8_3(packed3_bilinear(src, src_pitch, linear_tap(x, scale_x, src_w),
+                                  linear_tap(y, scale_y, src_h)));
     } else {
         p = packed3_at(src, src_pitch, x, y);
     }

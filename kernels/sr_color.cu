@@ -10,8 +10,6 @@
 #define YUV_SHIFT 14
 #define DESCALE(x) (((x) + (1 << (YUV_SHIFT - 1))) >> YUV_SHIFT)
 
-__device__ __forceinline__ int sat8(int v) { return min(max(v, 0), 255); }
-
 // cv2 RGB2YCrCb_i<uchar>: Y is rounded first, then Cr and Cb are taken from it.
 extern "C" __global__ void __launch_bounds__(256) fl_packed_to_ycrcb_planes(
     const u8* __restrict__ src, int src_pitch, int w, int h, int src_rgb,

@@ -14,17 +14,23 @@ Each method makes the kernels' context current for its launch.
 
 Accuracy against the CPU path, in 0..255 units before a model's scaling (the
 bounds tests/gpu/test_kernels.py asserts; in brackets what the kernels gave on
-random frames run through a host build of the same sources):
-- BGR preprocessing vs ``core.preprocess.Preprocessor``: max 1 (float bilinear
-  here, OpenCV's fixed-point weights there) [1 on 13% of resized pixels];
-  frames that are not resized are identical;
+random frames run through a host build of the same sources, against cv2 5.0 on x86):
+- BGR preprocessing vs ``core.preprocess.Preprocessor`` (float32 resize): max 1e-3,
+  mean 1e-5. The kernels take cv2's taps and weights (the source coordinate exact,
+  as IPP, which runs cv2's float resize on x86, holds it in double) and its
+  arithmetic (a + (b - a) w, rows then columns) [identical when downscaling; 1
+  float ulp, <= 3e-5, on ~0.2% of pixels, edge columns, when upscaling]. Where cv2
+  has no IPP its own loop rounds the coordinate to float first: max 0.05 there
+  [0.018 at 1917 -> 416 px]. Frames that are not resized are identical;
 - NV12 preprocessing vs ``cv2.cvtColor(COLOR_YUV2BGR_NV12)`` then the
-  Preprocessor: max 2 (conversion, then resize) [1 on 1-11% of pixels];
-- display: BGR 1:1 identical; NV12 1:1 max 1 [on ~1e-5 of pixels]; stretched max 2;
+  Preprocessor: the same bounds [the same results]: each source pixel is
+  converted to bytes by OpenCV's own fixed-point formula first, bit for bit;
+- display: BGR and NV12 1:1 identical; stretched max 2;
 - YCrCb split, and merge with full-size chroma: identical (OpenCV's integer
   formulas); bicubic chroma vs ``cv2.resize(INTER_CUBIC)``: max 1 [on <0.2% of
   pixels], hence max 2 after the merge;
-- fp16 output: the same plus fp16 rounding.
+- fp16 output: the same plus one fp16 rounding step [identical in practice: both
+  sides round the same float32 values].
 
 pycuda is imported only when a ``GpuKernels`` is made: this module imports
 without it (the layout and matrix helpers serve the CPU tests too).
@@ -68,6 +74,9 @@ PTX_HEADER = "// framelens-kernel-source-sha256:"
 
 BLOCK = (32, 8, 1)
 """Threads per block: a warp writes 32 consecutive pixels of a row."""
+
+MAX_RESIZE_SIDE = 32767
+"""Largest source or letterbox side the preprocessing kernels take."""
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
@@ -154,8 +163,11 @@ class YuvMatrix:
         y' = max(Y - y_offset, 0) * y_scale;  u = U - 128;  v = V - 128
         R = y' + r_v v;  G = y' + g_u u + g_v v;  B = y' + b_u u   (rounded, clamped)
 
-    The clamp below y_offset is OpenCV's. Chroma is taken from the pixel's 2x2
-    block (no chroma interpolation), as ``cv2.COLOR_YUV2BGR_NV12`` does.
+    in OpenCV's fixed point: every coefficient rounded to a multiple of 2^-20, sums
+    in integers, halves rounded up (for ``BT601_LIMITED``, OpenCV's own constants:
+    ``cv2.COLOR_YUV2BGR_NV12`` exactly). The clamp below y_offset is OpenCV's.
+    Chroma is taken from the pixel's 2x2 block (no chroma interpolation), as
+    ``cv2.COLOR_YUV2BGR_NV12`` does.
     """
 
     name: str
@@ -358,10 +370,10 @@ def pack_rects(
 # -- the kernels -----------------------------------------------------------------------------
 
 KERNEL_SIGNATURES: dict[str, tuple[str, str]] = {
-    "fl_preprocess_packed_f32": ("preprocess", "PiiiPiiiiiiffif" + "f" * 6),
-    "fl_preprocess_packed_f16": ("preprocess", "PiiiPiiiiiiffif" + "f" * 6),
-    "fl_preprocess_nv12_f32": ("preprocess", "PiPiiiPiiiiiiffif" + "f" * 12),
-    "fl_preprocess_nv12_f16": ("preprocess", "PiPiiiPiiiiiiffif" + "f" * 12),
+    "fl_preprocess_packed_f32": ("preprocess", "PiiiPiiiiiiif" + "f" * 6),
+    "fl_preprocess_packed_f16": ("preprocess", "PiiiPiiiiiiif" + "f" * 6),
+    "fl_preprocess_nv12_f32": ("preprocess", "PiPiiiPiiiiiiif" + "f" * 12),
+    "fl_preprocess_nv12_f16": ("preprocess", "PiPiiiPiiiiiiif" + "f" * 12),
     "fl_nv12_to_rgba": ("display", "PiPiiiPiiiffii" + "f" * 6),
     "fl_packed_to_rgba": ("display", "PiiiPiiiffiii"),
     "fl_packed_to_ycrcb_planes": ("sr_color", "PiiiiPPP"),
@@ -530,6 +542,8 @@ class GpuKernels:
     # -- preprocessing -----------------------------------------------------------------------
 
     def _pre_args(self, layout: PreprocessLayout, swap: bool) -> tuple[Any, ...]:
+        # No scale factors: the kernels take the resize's source coordinates exactly
+        # from the sizes (src_w / new_w as a rational), as cv2.resize's float path does.
         return (
             layout.input_w,
             layout.input_h,
@@ -537,8 +551,6 @@ class GpuKernels:
             layout.new_h,
             layout.pad_x,
             layout.pad_y,
-            layout.src_w / layout.new_w,
-            layout.src_h / layout.new_h,
             int(swap),
             layout.pad_value,
             *layout.scale,
@@ -553,6 +565,9 @@ class GpuKernels:
             )
         if not out_ptr or out_ptr % layout.itemsize:
             raise KernelError(f"output pointer must be non-null and {layout.itemsize}-byte aligned")
+        if max(src_w, src_h, layout.new_w, layout.new_h) > MAX_RESIZE_SIDE:
+            # the kernels' exact coordinates take 2 * new * src in 32-bit integers
+            raise KernelError(f"sides above {MAX_RESIZE_SIDE} px are not supported")
 
     def preprocess_bgr(
         self,
