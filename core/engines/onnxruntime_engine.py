@@ -44,7 +44,11 @@ def providers_for(
         )
     index = int(m.group(1) or 0)
     # CPU stays in the list so that ops CUDA lacks still run, as ORT intends.
-    cuda = ("CUDAExecutionProvider", {"device_id": index, **(cuda_options or {})})
+    # FP32 means FP32: without use_tf32=0 cuDNN computes fp32 convolutions in TF32 on
+    # Ampere and later, and on the H200 that moved scores by ~1e-3, enough to flip
+    # detections near the threshold against the CPU. Precision modes are the graph's.
+    options = {"device_id": index, "use_tf32": "0", **(cuda_options or {})}
+    cuda = ("CUDAExecutionProvider", options)
     return f"cuda:{index}", [cuda, "CPUExecutionProvider"]
 
 
@@ -92,9 +96,19 @@ class OnnxRuntimeEngine(Engine):
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         try:
-            self._session: Any = ort.InferenceSession(
-                str(self.path), sess_options=opts, providers=providers
-            )
+            try:
+                self._session: Any = ort.InferenceSession(
+                    str(self.path), sess_options=opts, providers=providers
+                )
+            except Exception as exc:
+                if "use_tf32" not in str(exc):
+                    raise
+                # an ONNX Runtime that predates the option: its default is full fp32
+                for _name, cuda_opts in providers[:1]:
+                    cuda_opts.pop("use_tf32", None)
+                self._session = ort.InferenceSession(
+                    str(self.path), sess_options=opts, providers=providers
+                )
         except Exception as exc:  # ORT raises its own pybind11 exception types
             message = ort_message(exc)
             if "INVALID_PROTOBUF" in str(exc) or "Protobuf parsing failed" in message:

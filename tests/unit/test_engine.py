@@ -151,3 +151,14 @@ def test_yunet_default_size_is_well_formed(frames: dict[int, Image]) -> None:
         dets = make_decoder(spec)(engine.infer(pre(image)), pre.geometry, 0.3, 0.3, None)
     assert dets.landmarks is not None and dets.landmarks.shape == (len(dets), 5, 2)
     assert len(dets) >= 1 and set(dets.class_ids.tolist()) == {0}
+
+
+def test_cuda_fp32_means_full_fp32_not_tf32() -> None:
+    from framelens.core.engines.onnxruntime_engine import providers_for
+
+    available = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    device, providers = providers_for("cuda:1", available, {"user_compute_stream": "7"})
+    assert device == "cuda:1"
+    name, options = providers[0]
+    assert name == "CUDAExecutionProvider" and providers[1] == "CPUExecutionProvider"
+    assert options == {"device_id": 1, "use_tf32": "0", "user_compute_stream": "7"}
