@@ -22,6 +22,14 @@ from framelens.core.export import save_snapshot
 from framelens.core.modelspec import ModelSpec
 from framelens.core.pipeline import PipelineSettings
 from framelens.core.player import Player, PlayerState, error_message
+from framelens.core.precision import (
+    PRECISIONS,
+    CalibrationSettings,
+    SensitivityReport,
+    VariantInfo,
+    cached_variant,
+    prepare_variant,
+)
 from framelens.core.run import run_to_outputs
 from framelens.core.runner import Cancelled
 from framelens.core.types import FrameResult
@@ -77,6 +85,17 @@ class ExportJob:
         return str(summary["outputs"][0])
 
 
+@dataclass
+class PrecisionJob:
+    """One background preparation of a precision variant (see Controller.set_precision)."""
+
+    precision: str
+    token: int
+    cancel: threading.Event
+    cached_only: bool = False
+    fallback: bool = False  # a model switch waits on it: on failure, switch at FP32
+
+
 class Controller(QObject):
     """Owns the Player and the export job; the only path from widgets to core."""
 
@@ -88,8 +107,13 @@ class Controller(QObject):
     exportFinished = Signal(str)  # path written
     exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
     snapshotSaved = Signal(str)
+    precisionProgress = Signal(str, float)  # "INT8: calibrating …", 0..1
+    precisionChanged = Signal(str, object)  # active precision, SensitivityReport | None
+    precisionFailed = Signal(str, str)  # precision asked for, one line ("cancelled")
 
     _deliver = Signal(object)
+    _variantReady = Signal(int, object)  # job token, VariantInfo | None
+    _variantFailed = Signal(int, str)  # job token, one line
 
     def __init__(
         self, parent: QObject | None = None, *, backend: str = "onnxruntime", device: str = "cpu"
@@ -105,6 +129,16 @@ class Controller(QObject):
         self.last_result: FrameResult | None = None
         self._export: ExportJob | None = None
         self.stateChanged.connect(self._remember_state)
+        # Precision: the active one (what self.settings hold), the model it is a variant
+        # of, and the background job preparing another one.
+        self.precision = "fp32"
+        self.report: SensitivityReport | None = None  # of the active INT8 variant
+        self.calibration: CalibrationSettings | None = None  # None: defaults at the run's conf
+        self._base_model: ModelSpec | None = None
+        self._job: PrecisionJob | None = None
+        self._job_token = 0
+        self._variantReady.connect(self._on_variant_ready)
+        self._variantFailed.connect(self._on_variant_failed)
 
     # ---- results from the worker ------------------------------------------------
 
@@ -160,13 +194,22 @@ class Controller(QObject):
         return True
 
     def use_model(self, spec: ModelSpec) -> None:
-        """Switch model; while a source is open the new engine is built in the background."""
+        """Switch model; while a source is open the new engine is built in the background.
+
+        At FP16 or INT8 the new model's variant is prepared first (INT8 only from the
+        cache: calibrating is the user's call); without one it switches at FP32.
+        """
+        self._base_model = spec
+        wanted = self.precision
         if self.settings is None:
             self.settings = PipelineSettings(spec, backend=self._backend, device=self._device)
         else:
-            self.settings = replace(self.settings, model=spec, classes=None)
+            self.settings = replace(self.settings, model=spec, classes=None, precision="fp32")
+        self.precision, self.report = "fp32", None
         self.modelChanged.emit(spec)
-        if self.source is not None:
+        if wanted != "fp32":
+            self._start_job(wanted, cached_only=wanted == "int8", fallback=True)
+        elif self.source is not None:
             self.player.set_model(self.settings)
 
     def set_device(self, device: str) -> bool:
@@ -186,6 +229,154 @@ class Controller(QObject):
     @staticmethod
     def device_choices() -> list[DeviceChoice]:
         return device_choices()
+
+    def base_settings(self) -> PipelineSettings | None:
+        """The current settings at FP32: the model as chosen, not its variant."""
+        if self.settings is None:
+            return None
+        model = self._base_model or self.settings.model
+        return replace(self.settings, model=model, precision="fp32")
+
+    # ---- precision ------------------------------------------------------------------
+
+    @property
+    def preparing(self) -> str | None:
+        """The precision being prepared in the background, None when idle."""
+        return self._job.precision if self._job is not None else None
+
+    def set_precision(self, precision: str, *, cached_only: bool = False) -> None:
+        """Switch to the FP32, FP16 or INT8 variant of the current model, playing on.
+
+        A variant not yet cached is prepared on a thread (FP16: a fraction of a second;
+        INT8: calibrated on the open source, most of a minute on a laptop CPU), with
+        precisionProgress; then precisionChanged, and the player swaps engines without
+        stopping. ``cached_only``: take the variant only if it is cached (restoring a
+        saved choice). Failures and cancels end in precisionFailed; nothing changes.
+        """
+        p = precision.strip().lower()
+        if p not in PRECISIONS:
+            self.precisionFailed.emit(p, f"unknown precision {precision!r}")
+            return
+        if self.settings is None:
+            self.precisionFailed.emit(p, "choose a model first")
+            return
+        dropped = self._drop_job()  # the newer choice wins
+        # a model switch that waited on the dropped job must still reach the player
+        fallback = dropped is not None and dropped.fallback
+        if p == self.precision:
+            if fallback and self.source is not None:
+                self.player.set_model(self.settings)
+            self.precisionChanged.emit(p, self.report)  # nothing to do: say what is active
+            return
+        if p == "fp32":
+            self._apply(VariantInfo("fp32", self._base().path, self._base(), "", False))
+            return
+        if p == "int8" and self.source is None:
+            if fallback:
+                self._apply(VariantInfo("fp32", self._base().path, self._base(), "", False))
+            self.precisionFailed.emit(p, "open a video first: INT8 is calibrated on its frames")
+            return
+        self._start_job(p, cached_only=cached_only, fallback=fallback)
+
+    @Slot()
+    def cancel_precision(self) -> None:
+        """Stop preparing a variant; precisionFailed(…, "cancelled") follows."""
+        if self._job is not None:
+            self._job.cancel.set()
+
+    def _base(self) -> ModelSpec:
+        assert self.settings is not None
+        return self._base_model or self.settings.model
+
+    def _drop_job(self) -> PrecisionJob | None:
+        job, self._job = self._job, None
+        if job is not None:
+            job.cancel.set()
+            self._job_token += 1  # whatever it still reports is ignored
+        return job
+
+    def _start_job(self, precision: str, *, cached_only: bool, fallback: bool = False) -> None:
+        self._drop_job()
+        self._job_token += 1
+        job = self._job = PrecisionJob(
+            precision, self._job_token, threading.Event(), cached_only, fallback
+        )
+        assert self.settings is not None
+        calibration = self.calibration or CalibrationSettings(conf=self.settings.conf)
+        args = (job, self._base(), self.source, calibration)
+        threading.Thread(target=self._prepare, args=args, name="fl-precision", daemon=True).start()
+
+    def _prepare(
+        self,
+        job: PrecisionJob,
+        spec: ModelSpec,
+        source: str | None,
+        calibration: CalibrationSettings,
+    ) -> None:
+        """Worker thread: the variant, from the cache or built; the result goes by signal."""
+        name = job.precision.upper()
+
+        def progress(text: str, fraction: float) -> None:
+            if job.token == self._job_token:
+                self.precisionProgress.emit(f"{name}: {text}", float(fraction))
+
+        try:
+            if job.cached_only:
+                variant: VariantInfo | None = cached_variant(
+                    spec, job.precision, source=source, settings=calibration, cancel=job.cancel
+                )
+            else:
+                progress("preparing", 0.0)
+                variant = prepare_variant(
+                    spec,
+                    job.precision,
+                    source=source,
+                    settings=calibration,
+                    on_progress=progress,
+                    cancel=job.cancel,
+                )
+        except Cancelled:
+            self._variantFailed.emit(job.token, "cancelled")
+        except BaseException as exc:
+            self._variantFailed.emit(job.token, error_message(exc))
+        else:
+            self._variantReady.emit(job.token, variant)
+
+    @Slot(int, object)
+    def _on_variant_ready(self, token: int, variant: VariantInfo | None) -> None:
+        job = self._job
+        if job is None or token != job.token:
+            return  # superseded
+        self._job = None
+        if variant is None:
+            name = job.precision.upper()
+            model = self._base().name
+            message = f"{name} of {model} is not prepared for this video yet: choose {name}"
+            self._variant_missing(job, message + " to calibrate it")
+            return
+        self._apply(variant)
+
+    @Slot(int, str)
+    def _on_variant_failed(self, token: int, message: str) -> None:
+        job = self._job
+        if job is None or token != job.token:
+            return
+        self._job = None
+        self._variant_missing(job, message)
+
+    def _variant_missing(self, job: PrecisionJob, message: str) -> None:
+        if job.fallback and self.source is not None and self.settings is not None:
+            self.player.set_model(self.settings)  # the model switch goes on, at FP32
+            self.precisionChanged.emit(self.precision, self.report)
+        self.precisionFailed.emit(job.precision, message)
+
+    def _apply(self, variant: VariantInfo) -> None:
+        assert self.settings is not None
+        self.settings = replace(self.settings, model=variant.spec, precision=variant.precision)
+        self.precision, self.report = variant.precision, variant.report
+        if self.source is not None:
+            self.player.set_model(self.settings)
+        self.precisionChanged.emit(self.precision, self.report)
 
     # ---- thresholds and overlay ---------------------------------------------------
 
@@ -304,6 +495,7 @@ class Controller(QObject):
 
     def shutdown(self) -> None:
         self.cancel_export()
+        self._drop_job()
         self.player.close()
 
 

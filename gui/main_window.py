@@ -15,8 +15,10 @@ from framelens.core.errors import FrameLensError
 from framelens.core.gpu.interop import DeviceFrame
 from framelens.core.modelspec import ModelSpec
 from framelens.core.player import PlayerState, error_message
+from framelens.core.precision import SensitivityReport
 from framelens.core.types import FrameResult
 from framelens.gui.canvas import VideoCanvas
+from framelens.gui.compare_view import CompareWindow
 from framelens.gui.controller import Controller
 from framelens.gui.dialogs import (
     VIDEO_FILTER,
@@ -27,12 +29,15 @@ from framelens.gui.dialogs import (
 )
 from framelens.gui.model_panel import OVERLAYS, ModelPanel
 from framelens.gui.plots import StagePlots
+from framelens.gui.precision_toggle import PRECISION_NAMES
+from framelens.gui.sensitivity import SensitivityDialog
 from framelens.gui.settings import Settings
 from framelens.gui.transport import TransportBar
 from framelens.gui.widgets import icon, set_text
 from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import (
     QAction,
+    QActionGroup,
     QCloseEvent,
     QDragEnterEvent,
     QDropEvent,
@@ -102,6 +107,10 @@ class MainWindow(QMainWindow):
         self._plots_interval_s = 0.1
         self._pending_recent: str | None = None
         self._model_key = ""
+        self._asked_precision: str | None = None  # chosen by the user, being prepared
+        self._restore_precision: str | None = None  # saved INT8: looked up once a video opens
+        self.compare_window: CompareWindow | None = None
+        self.sensitivity_dialog: SensitivityDialog | None = None
 
         self.setWindowTitle("FrameLens")
         self.setWindowIcon(icon("framelens"))
@@ -211,7 +220,9 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         c = self.controller
         self.open_action = self._action("&Open Video…", self.choose_file, "Ctrl+O", "open")
-        self.camera_action = self._action("Open &Camera…", self.choose_camera, "Ctrl+K", "camera")
+        self.camera_action = self._action(
+            "Open &Camera…", self.choose_camera, "Ctrl+Shift+O", "camera"
+        )
         self.url_action = self._action("Open &URL…", self.choose_url, "Ctrl+U", "stream")
         self.export_action = self._action(
             "&Export…",
@@ -239,6 +250,33 @@ class MainWindow(QMainWindow):
         self.fullscreen_action = self._action("&Full Screen", self.toggle_fullscreen, "F11")
         self.reset_view_action = self._action("&Reset Zoom", self.canvas.reset_view, "Ctrl+0")
         self.about_action = self._action("&About FrameLens", self.about)
+        self.precision_group = QActionGroup(self)
+        self.precision_group.setExclusive(True)
+        self.precision_actions: dict[str, QAction] = {}
+        for i, name in enumerate(PRECISION_NAMES):
+            action = self._action(
+                f"Run at {name.upper()}",
+                lambda _checked=False, p=name: self.choose_precision(p),
+                f"Ctrl+{i + 1}",
+                tip=f"Switch the model to its {name.upper()} variant while playing",
+            )
+            action.setCheckable(True)
+            self.precision_group.addAction(action)
+            self.precision_actions[name] = action
+        self.precision_actions["fp32"].setChecked(True)
+        self.sensitivity_action = self._action(
+            "INT8 Layer &Sensitivity…",
+            self.show_sensitivity,
+            tip="Sensitivity per layer of the active INT8 variant, and the layers kept in float",
+        )
+        self.sensitivity_action.setEnabled(False)
+        self.compare_action = self._action(
+            "&Compare…",
+            self.open_compare,
+            "Ctrl+K",
+            "compare",
+            "Play 2 to 4 precisions or models side by side on the same frames",
+        )
         for a in (
             self.play_action,
             self.back_action,
@@ -278,6 +316,10 @@ class MainWindow(QMainWindow):
         view_menu.addActions(
             [self.panel_dock.toggleViewAction(), self.plots_dock.toggleViewAction()]
         )
+        analysis_menu = mb.addMenu("&Analysis")
+        analysis_menu.addActions(list(self.precision_actions.values()))
+        analysis_menu.addSeparator()
+        analysis_menu.addActions([self.sensitivity_action, self.compare_action])
         help_menu = mb.addMenu("&Help")
         help_menu.addAction(self.about_action)
         self._rebuild_recent(self.settings.recent)
@@ -292,9 +334,12 @@ class MainWindow(QMainWindow):
         self.url_action.setIconText("Stream")
         self.export_action.setIconText("Export")
         self.snapshot_action.setIconText("Snapshot")
+        self.compare_action.setIconText("Compare")
         bar.addActions([self.open_action, self.camera_action, self.url_action])
         bar.addSeparator()
         bar.addActions([self.export_action, self.snapshot_action])
+        bar.addSeparator()
+        bar.addAction(self.compare_action)
 
     def _connect(self) -> None:
         c, t, p = self.controller, self.transport, self.panel
@@ -320,6 +365,12 @@ class MainWindow(QMainWindow):
         p.classesChanged.connect(c.set_classes)
         p.overlayChanged.connect(self._on_overlay)
         p.deviceChosen.connect(self.choose_device)
+        p.precision.precisionChosen.connect(self.choose_precision)
+        p.precision.cancelRequested.connect(c.cancel_precision)
+        p.precision.sensitivityRequested.connect(self.show_sensitivity)
+        c.precisionProgress.connect(self._on_precision_progress)
+        c.precisionChanged.connect(self._on_precision_changed)
+        c.precisionFailed.connect(self._on_precision_failed)
 
     def _restore(self) -> None:
         s = self.settings
@@ -357,6 +408,11 @@ class MainWindow(QMainWindow):
         if not self._load_model(wanted, layout, labels, task, quiet=True):
             self._load_model(self.controller.default_model())
         self.controller.configure(conf=s.conf, iou=s.iou, overlay=self.panel.overlay())
+        if s.precision == "fp16":  # quick to build, so restored at once
+            self.controller.set_precision("fp16")
+            self._sync_precision()
+        elif s.precision == "int8":  # calibrated per video: looked up when one opens
+            self._restore_precision = "int8"
 
     # ---- sources -----------------------------------------------------------------
 
@@ -371,6 +427,10 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opening {spec}…")
         self.controller.open_source(spec)
         self.controller.play()
+        if self._restore_precision is not None and self.controller.preparing is None:
+            # the last session's INT8, if this video's calibration is cached
+            self.controller.set_precision(self._restore_precision, cached_only=True)
+            self._sync_precision()
 
     def choose_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -593,8 +653,124 @@ class MainWindow(QMainWindow):
         if state.model:
             set_text(self.model_label, f"{state.model} · {state.precision.upper()}")
         set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")
-        set_text(self.busy_label, "Loading model…" if state.loading_model else "")
-        self.busy_label.setVisible(state.loading_model)
+        if (state.precision, state.loading_model) != (previous.precision, previous.loading_model):
+            self._sync_precision()
+        self._update_busy()
+
+    def _update_busy(self, progress: str = "") -> None:
+        if self.state.loading_model:
+            text = "Loading model…"
+        elif self.controller.preparing is not None:
+            text = progress or f"Preparing {self.controller.preparing.upper()}…"
+        else:
+            text = ""
+        set_text(self.busy_label, text)
+        self.busy_label.setVisible(bool(text))
+
+    # ---- precision ----------------------------------------------------------------------
+
+    def choose_precision(self, precision: str) -> None:
+        """FP32 / FP16 / INT8 from the toggle, the menu or Ctrl+1/2/3; playback goes on."""
+        self._asked_precision = precision
+        self._restore_precision = None  # the user's choice now
+        self.controller.set_precision(precision)
+        self._sync_precision()
+
+    def _sync_precision(self) -> None:
+        """Toggle, menu and sensitivity action show the active variant (or the one coming)."""
+        c, toggle = self.controller, self.panel.precision
+        preparing = c.preparing
+        if preparing is not None:
+            if toggle.progress_row.isHidden():
+                toggle.show_preparing(preparing)
+        else:
+            loading = self.state.loading_model and self.state.precision != c.precision
+            toggle.show_active(c.precision, c.report, loading=loading)
+        shown = preparing or c.precision
+        self.precision_actions[shown].setChecked(True)
+        self.sensitivity_action.setEnabled(c.precision == "int8" and c.report is not None)
+        self._update_busy()
+
+    @Slot(str, float)
+    def _on_precision_progress(self, text: str, fraction: float) -> None:
+        self.panel.precision.show_progress(text, fraction)
+        self._update_busy(f"Preparing {text.split(':')[0]} {100 * fraction:.0f}%")
+
+    @Slot(str, object)
+    def _on_precision_changed(self, precision: str, report: SensitivityReport | None) -> None:
+        if precision == self._asked_precision or precision == self._restore_precision:
+            self.settings.precision = precision
+            self._asked_precision = self._restore_precision = None
+        self._sync_precision()
+        if report is not None and self.sensitivity_dialog is not None:
+            self.sensitivity_dialog.set_report(report, self.state.model)
+        self.statusBar().showMessage(f"Running at {precision.upper()}", 3000)
+
+    @Slot(str, str)
+    def _on_precision_failed(self, precision: str, message: str) -> None:
+        restoring = precision == self._restore_precision
+        self._asked_precision = self._restore_precision = None
+        self._sync_precision()
+        self.panel.precision.show_failed()
+        name = precision.upper()
+        if message == "cancelled":
+            self.statusBar().showMessage(
+                f"{name} cancelled; still at {self.controller.precision.upper()}", 5000
+            )
+        elif restoring:
+            self.statusBar().showMessage(
+                f"{name} of the last session is not prepared for this video: "
+                f"press {name} to calibrate it",
+                10000,
+            )
+        else:
+            self.show_error(message if name in message else f"{name}: {message}")
+
+    def show_sensitivity(self) -> SensitivityDialog | None:
+        """The INT8 variant's sensitivity per layer (non-modal)."""
+        report = self.controller.report
+        if report is None:
+            self.statusBar().showMessage("Switch to INT8 to see its layer sensitivity", 5000)
+            return None
+        model = self.state.model or (
+            self.controller.settings.model.name if self.controller.settings else ""
+        )
+        if self.sensitivity_dialog is None:
+            self.sensitivity_dialog = SensitivityDialog(report, model, self)
+        else:
+            self.sensitivity_dialog.set_report(report, model)
+        self.sensitivity_dialog.show()
+        self.sensitivity_dialog.raise_()
+        return self.sensitivity_dialog
+
+    def open_compare(self) -> CompareWindow | None:
+        """The compare view on the open video, from the frame on screen; playback pauses."""
+        if self.source is None or self.state.source is None:
+            self.show_error("nothing to compare: open a video first")
+            return None
+        if self.controller.base_settings() is None:
+            self.show_error("choose a model before comparing")
+            return None
+        if self.compare_window is not None and self.compare_window.source == self.source:
+            self.compare_window.show()
+            self.compare_window.raise_()
+            return self.compare_window
+        if self.compare_window is not None:
+            self.compare_window.close()
+            self.compare_window.deleteLater()
+        self.controller.pause()  # two cores: the comparison gets them
+        last = self.controller.last_result
+        window = CompareWindow(
+            self.controller,
+            self.source,
+            max(0, self.state.index),
+            model_key=self._model_key,
+            preview=last.frame.image if last is not None else None,
+            parent=self,
+        )
+        self.compare_window = window
+        window.show()
+        return window
 
     @staticmethod
     def _describe_source(state: PlayerState) -> str:
@@ -667,6 +843,9 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        for child in (self.compare_window, self.sensitivity_dialog):
+            if child is not None:
+                child.close()
         self.settings.geometry = QByteArray(self.saveGeometry())
         self.settings.window_state = QByteArray(self.saveState())
         self.settings.sync()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from framelens.core.devices import DeviceChoice
 from framelens.core.drawing import OverlayStyle
 from framelens.core.modelspec import ModelSpec
+from framelens.gui.precision_toggle import PrecisionToggle
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -49,6 +50,7 @@ class ModelPanel(QWidget):
         self.device_combo.activated.connect(
             lambda i: self.deviceChosen.emit(str(self.device_combo.itemData(i)))
         )
+        self.precision = PrecisionToggle()  # FP32 | FP16 | INT8, its progress and state
         self.model_info = QLabel("")
         self.model_info.setWordWrap(True)
         self.model_info.setObjectName("plotSummary")
@@ -82,6 +84,7 @@ class ModelPanel(QWidget):
         device_row.addWidget(QLabel("Device"))
         device_row.addWidget(self.device_combo, 1)
         ml.addLayout(device_row)
+        ml.addWidget(self.precision)
         ml.addWidget(self.model_info)
         thr_box = QGroupBox("Thresholds")
         tl = QGridLayout(thr_box)

@@ -107,6 +107,16 @@ class Settings:
     def device(self, value: str) -> None:
         self.store.setValue("engine/device", value)
 
+    @property
+    def precision(self) -> str:
+        """The precision chosen last ("fp32", "fp16" or "int8"); restored when available."""
+        value = self._str("engine/precision", "fp32").strip().lower()
+        return value if value in ("fp32", "fp16", "int8") else "fp32"
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        self.store.setValue("engine/precision", value)
+
     def overlay(self, name: str) -> bool:
         return self._bool(f"overlay/{name}", True)
 

@@ -51,6 +51,7 @@ __all__ = [
     "SearchStep",
     "SensitivityReport",
     "VariantInfo",
+    "cached_variant",
     "model_for",
     "prepare_variant",
     "read_calibration_frames",
@@ -143,11 +144,10 @@ def _fp16(
     on_progress: Callable[[str, float], None] | None,
     cancel: threading.Event | None,
 ) -> VariantInfo:
-    key = digest(FORMAT_VERSION, "fp16", model_hash, converter_version())
-    entry = root / f"{_stem(spec)}-fp16-{key[:16]}"
-    if read_entry(entry) is not None:
-        path = entry / MODEL_FILE
-        return VariantInfo("fp16", path, replace(spec, path=path), key, from_cache=True)
+    key, entry = _fp16_entry(spec, model_hash, root)
+    cached = _cached_fp16(spec, key, entry)
+    if cached is not None:
+        return cached
     _check_cancel(cancel, "FP16 conversion")
     if on_progress is not None:
         on_progress("converting to FP16", 0.0)
@@ -184,13 +184,10 @@ def _int8(
         on_progress=lambda done, n: progress("frames", done / n, f"{done} of {n}"),
         cancel=progress.cancel,
     )
-    base = (FORMAT_VERSION, "int8", model_hash, frames.digest, onnxruntime_version())
-    key = digest(*base, settings.variant_key())
-    entry = root / f"{_stem(spec)}-int8-{key[:16]}"
-    if read_entry(entry) is not None:
-        report = SensitivityReport.from_json((entry / REPORT_FILE).read_text(encoding="utf-8"))
-        path = entry / MODEL_FILE
-        return VariantInfo("int8", path, replace(spec, path=path), key, True, report)
+    base, key, entry = _int8_entry(spec, model_hash, frames, settings, root)
+    cached = _cached_int8(spec, key, entry)
+    if cached is not None:
+        return cached
 
     analysis_key = digest(*base, settings.analysis_key())
     analysis_entry = root / f"{_stem(spec)}-int8-analysis-{analysis_key[:16]}"
@@ -233,6 +230,73 @@ def _int8(
         )
     path = entry / MODEL_FILE
     return VariantInfo("int8", path, replace(spec, path=path), key, False, report)
+
+
+def _fp16_entry(spec: ModelSpec, model_hash: str, root: Path) -> tuple[str, Path]:
+    key = digest(FORMAT_VERSION, "fp16", model_hash, converter_version())
+    return key, root / f"{_stem(spec)}-fp16-{key[:16]}"
+
+
+def _cached_fp16(spec: ModelSpec, key: str, entry: Path) -> VariantInfo | None:
+    if read_entry(entry) is None:
+        return None
+    path = entry / MODEL_FILE
+    return VariantInfo("fp16", path, replace(spec, path=path), key, from_cache=True)
+
+
+def _int8_entry(
+    spec: ModelSpec,
+    model_hash: str,
+    frames: CalibrationFrames,
+    settings: CalibrationSettings,
+    root: Path,
+) -> tuple[tuple[Any, ...], str, Path]:
+    """(the key parts shared with the analysis entry, the variant's key, its entry)."""
+    base = (FORMAT_VERSION, "int8", model_hash, frames.digest, onnxruntime_version())
+    key = digest(*base, settings.variant_key())
+    return base, key, root / f"{_stem(spec)}-int8-{key[:16]}"
+
+
+def _cached_int8(spec: ModelSpec, key: str, entry: Path) -> VariantInfo | None:
+    if read_entry(entry) is None:
+        return None
+    report = SensitivityReport.from_json((entry / REPORT_FILE).read_text(encoding="utf-8"))
+    path = entry / MODEL_FILE
+    return VariantInfo("int8", path, replace(spec, path=path), key, True, report)
+
+
+def cached_variant(
+    spec: ModelSpec,
+    precision: str,
+    *,
+    source: str | None = None,
+    settings: CalibrationSettings | None = None,
+    cancel: threading.Event | None = None,
+    cache_dir: Path | None = None,
+) -> VariantInfo | None:
+    """The ``precision`` variant of ``spec`` if the cache holds it, else None; builds nothing.
+
+    For int8 the cache key depends on the calibration frames, so ``source`` is read
+    (a second or so: the frames prepare_variant would take); without a source, None.
+    A GUI restoring the precision of the last session asks this before offering to
+    calibrate again.
+    """
+    precision = precision.strip().lower()
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
+    model_hash = model_sha256(spec.path)
+    if precision == "fp32":
+        return VariantInfo("fp32", spec.path, spec, model_hash, from_cache=False)
+    root = variants_dir(cache_dir)
+    if precision == "fp16":
+        return _cached_fp16(spec, *_fp16_entry(spec, model_hash, root))
+    if not source:
+        return None
+    settings = settings or CalibrationSettings()
+    settings.validate()
+    frames = read_calibration_frames(spec, source, settings.frames, cancel=cancel)
+    _, key, entry = _int8_entry(spec, model_hash, frames, settings, root)
+    return _cached_int8(spec, key, entry)
 
 
 def variant_precision(path: Path) -> str | None:

@@ -27,6 +27,7 @@ from framelens.core.precision import (
     CalibrationSettings,
     SensitivityReport,
     VariantInfo,
+    cached_variant,
     prepare_variant,
 )
 from framelens.core.preprocess import Letterbox, Preprocessor
@@ -272,6 +273,27 @@ def test_int8_needs_a_source() -> None:
         FramePipeline(PipelineSettings(model=SPEC, precision="int8"))
     with pytest.raises(ConfigError, match="frames"):
         prepare_variant(SPEC, "int8", source=SAMPLE, settings=CalibrationSettings(frames=1))
+
+
+def test_cached_variant_finds_prepared_variants_and_builds_nothing(
+    int8: tuple[VariantInfo, list[tuple[str, float]]], tmp_path: Path, cache_root: Path
+) -> None:
+    empty = tmp_path / "empty-cache"
+    assert cached_variant(SPEC, "fp16", cache_dir=empty) is None
+    assert cached_variant(SPEC, "int8", source=SAMPLE, cache_dir=empty) is None
+    assert not empty.exists()  # looked, wrote nothing
+    assert cached_variant(SPEC, "int8", cache_dir=cache_root) is None  # no source: unknown
+    assert cached_variant(SPEC, "fp32", cache_dir=empty) is not None
+    built, _ = int8
+    found = cached_variant(
+        SPEC, "int8", source=SAMPLE, settings=CI_CALIBRATION, cache_dir=cache_root
+    )
+    assert found is not None and found.from_cache
+    assert found.path == built.path
+    assert found.report is not None and built.report is not None
+    assert found.report.kept_float == built.report.kept_float
+    other = CalibrationSettings(frames=16, sensitivity_frames=3, conf=0.5)  # another key
+    assert cached_variant(SPEC, "int8", source=SAMPLE, settings=other, cache_dir=cache_root) is None
 
 
 def test_pipeline_runs_the_prepared_variants(
