@@ -18,7 +18,8 @@ from framelens.core.compare.panes import CompareRunner, CompareStep, PaneSpec, c
 from framelens.core.compare.records import CompareLog
 from framelens.core.compare.report import REPORT_FILES, write_report_files
 from framelens.core.errors import SourceError
-from framelens.core.export.atomic_dir import AtomicDir, StrPath
+from framelens.core.export.atomic import StrPath
+from framelens.core.export.atomic_dir import AtomicDir
 from framelens.core.runner import Cancelled, RunRange, iter_range
 from framelens.core.sources import open_source
 from tqdm import tqdm

@@ -11,7 +11,7 @@ import contextlib
 import os
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -38,6 +38,23 @@ def check_target(path: StrPath) -> Path:
     return target
 
 
+def create_sibling(
+    target: Path, prefix: str, suffix: str, create: Callable[[Path], None]
+) -> Path:
+    """A new hidden sibling of ``target`` named prefix + random + suffix, made by
+    ``create`` (which must fail with FileExistsError when the name is taken)."""
+    for _ in range(16):
+        tmp = target.with_name(f"{prefix}{secrets.token_hex(4)}{suffix}")
+        try:
+            create(tmp)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ExportError(f"cannot write {target}: {_reason(exc)}") from None
+        return tmp
+    raise ExportError(f"cannot write {target}: no free temporary name")  # pragma: no cover
+
+
 class AtomicFile:
     """A temporary sibling of ``path`` that becomes ``path`` on commit().
 
@@ -48,21 +65,13 @@ class AtomicFile:
     def __init__(self, path: StrPath) -> None:
         self.target = check_target(path)
         stem, suffix = self.target.stem, self.target.suffix
-        for _ in range(16):
-            tmp = self.target.with_name(f".{stem}.partial-{secrets.token_hex(4)}{suffix}")
-            try:
-                # O_EXCL: never clobber anything; mode 0o666 lets the umask decide,
-                # as for any ordinarily created file (mkstemp would force 0o600).
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                raise ExportError(f"cannot write {self.target}: {_reason(exc)}") from None
-            os.close(fd)
-            self.tmp = tmp
-            break
-        else:  # pragma: no cover - 16 collisions of 32 random bits
-            raise ExportError(f"cannot write {self.target}: no free temporary name")
+
+        def create(tmp: Path) -> None:
+            # O_EXCL: never clobber anything; mode 0o666 lets the umask decide,
+            # as for any ordinarily created file (mkstemp would force 0o600).
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+
+        self.tmp = create_sibling(self.target, f".{stem}.partial-", suffix, create)
         self.done = False
 
     def commit(self) -> Path:

@@ -21,12 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from framelens.core.errors import ExportError
-
-StrPath = str | os.PathLike[str]
-
-
-def _reason(exc: OSError) -> str:
-    return exc.strerror.lower() if exc.strerror else str(exc)
+from framelens.core.export.atomic import StrPath, _reason, create_sibling
 
 
 def check_dir_target(path: StrPath, own_names: Iterable[str] = ()) -> Path:
@@ -57,18 +52,7 @@ class AtomicDir:
     def __init__(self, path: StrPath, own_names: Iterable[str] = ()) -> None:
         self.own_names = frozenset(own_names)
         self.target = check_dir_target(path, self.own_names)
-        for _ in range(16):
-            tmp = self.target.with_name(f".{self.target.name}.partial-{secrets.token_hex(4)}")
-            try:
-                tmp.mkdir()
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                raise ExportError(f"cannot write {self.target}: {_reason(exc)}") from None
-            self.tmp = tmp
-            break
-        else:  # pragma: no cover - 16 collisions of 32 random bits
-            raise ExportError(f"cannot write {self.target}: no free temporary name")
+        self.tmp = create_sibling(self.target, f".{self.target.name}.partial-", "", Path.mkdir)
         self.done = False
 
     def commit(self) -> Path:

@@ -100,6 +100,18 @@ def _check_cancel(cancel: threading.Event | None, what: str) -> None:
         raise Cancelled(f"{what} cancelled")
 
 
+def _start(spec: ModelSpec, precision: str) -> tuple[str, str, VariantInfo | None]:
+    """(normalised precision, model hash, the fp32 'variant' when fp32 was asked)."""
+    precision = precision.strip().lower()
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
+    model_hash = model_sha256(spec.path)
+    fp32 = None
+    if precision == "fp32":
+        fp32 = VariantInfo("fp32", spec.path, spec, model_hash, from_cache=False)
+    return precision, model_hash, fp32
+
+
 def prepare_variant(
     spec: ModelSpec,
     precision: str,
@@ -119,12 +131,9 @@ def prepare_variant(
     folder); default $FRAMELENS_CACHE_DIR, else the platform's user cache directory.
     Runs in the caller's thread: the GUI calls it from a worker.
     """
-    precision = precision.strip().lower()
-    if precision not in PRECISIONS:
-        raise ConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
-    model_hash = model_sha256(spec.path)
-    if precision == "fp32":
-        return VariantInfo("fp32", spec.path, spec, model_hash, from_cache=False)
+    precision, model_hash, fp32 = _start(spec, precision)
+    if fp32 is not None:
+        return fp32
     root = variants_dir(cache_dir)
     if precision == "fp16":
         return _fp16(spec, model_hash, root, on_progress, cancel)
@@ -281,12 +290,9 @@ def cached_variant(
     A GUI restoring the precision of the last session asks this before offering to
     calibrate again.
     """
-    precision = precision.strip().lower()
-    if precision not in PRECISIONS:
-        raise ConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
-    model_hash = model_sha256(spec.path)
-    if precision == "fp32":
-        return VariantInfo("fp32", spec.path, spec, model_hash, from_cache=False)
+    precision, model_hash, fp32 = _start(spec, precision)
+    if fp32 is not None:
+        return fp32
     root = variants_dir(cache_dir)
     if precision == "fp16":
         return _cached_fp16(spec, *_fp16_entry(spec, model_hash, root))
