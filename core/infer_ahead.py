@@ -119,10 +119,11 @@ class InferAhead:
 
     def update(self, **changes: object) -> None:
         """Apply threshold/overlay changes to every worker; results made before are stale."""
-        with self._cond:
-            self._version += 1
         for p in self._pipelines:
             p.update(**changes)
+        # after the pipelines: a frame taken in between is redone, never shown stale
+        with self._cond:
+            self._version += 1
 
     def seek(self, index: int) -> None:
         """Reposition the decoder; nothing processed before is handed out after."""

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, cast
 
 from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
-from framelens.core.errors import FrameLensError, GpuError, SourceError
+from framelens.core.errors import FrameLensError, SourceError
 from framelens.core.infer_ahead import AheadItem, InferAhead, Processed
 from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
 from framelens.core.run import cpu_workers
@@ -93,6 +93,10 @@ class _RateMeter:
             return 0.0
         span = self._stamps[-1] - self._stamps[0]
         return (len(self._stamps) - 1) / span if span > 0 else 0.0
+
+
+def _thresholds(s: PipelineSettings) -> dict[str, object]:
+    return {"conf": s.conf, "iou": s.iou, "classes": s.classes, "overlay": s.overlay}
 
 
 def _same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:
@@ -348,22 +352,36 @@ class Player:
 
     def _use_settings(self, settings: PipelineSettings) -> None:
         old = self._pipeline
-        if old is not None and self._settings and _same_engine(old.settings, settings):
-            old.update(
-                conf=settings.conf,
-                iou=settings.iou,
-                classes=settings.classes,
-                overlay=settings.overlay,
-            )
-        else:
-            self._publish(loading_model=True)
-            try:
-                self._install(*self._build_pipelines(settings))
-            finally:
-                self._publish(loading_model=False)
+        same = old is not None and self._settings and _same_engine(old.settings, settings)
         self._settings = settings
+        if same:
+            self._apply(_thresholds(settings))
+            return
+        self._publish(loading_model=True)
+        try:
+            self._install(*self._build_pipelines(settings))
+        finally:
+            self._publish(loading_model=False)
+
+    def _apply(self, changes: dict[str, object]) -> None:
+        """Threshold/overlay changes to every pipeline: the player's and the workers'."""
+        if self._pipeline is not None:
+            self._pipeline.update(**changes)
+        if self._ahead is not None:
+            self._ahead.update(**changes)  # also marks frames processed ahead as stale
+        else:
+            for p in self._workers:
+                p.update(**changes)
 
     def _install(self, pipeline: FrameProcessor, workers: list[FrameProcessor]) -> None:
+        current = self._current
+        if current is not None and not current.on_host:
+            # its pixels live in the old pipelines' buffers: keep a host copy first
+            try:
+                self._current = Frame(current.image, current.index, current.pts)
+            except FrameLensError:
+                self._current = None
+        self._ready = None
         old, self._pipeline = self._pipeline, pipeline
         self._stop_workers()
         for p in [*self._workers, *([old] if old is not None else [])]:
@@ -375,10 +393,16 @@ class Player:
         if resume and self._state.status != "ended":
             # frames decoded for the old model are gone with its workers: continue after
             # the frame on screen (a seek), so playback goes on without a gap
-            self._ready = None
             target, count = self._state.index + 1, self._state.frame_count
             self._ahead_seek(min(target, count - 1) if count else target)
         s = pipeline.settings
+        latest = self._settings
+        if latest is not None:  # thresholds may have changed while the model was built
+            self._apply(_thresholds(latest))
+            s = replace(
+                latest, model=s.model, backend=s.backend, device=s.device,
+                precision=s.precision, threads=s.threads,
+            )  # fmt: skip
         self._settings = s
         self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
 
@@ -436,10 +460,7 @@ class Player:
     def _do_update(self, changes: dict[str, object]) -> None:
         if self._settings is not None:
             self._settings = replace(self._settings, **cast(dict[str, Any], changes))
-        if self._pipeline is not None:
-            self._pipeline.update(**changes)
-        if self._ahead is not None:
-            self._ahead.update(**changes)
+        self._apply(changes)
         self._refresh()
 
     def _refresh(self) -> None:
@@ -466,7 +487,7 @@ class Player:
                     gpu_pipelines(settings, GPU_WORKERS + 1, spinning=self._spinning)
                 )
                 return gpu[0], gpu[1:]
-            except GpuError as exc:
+            except FrameLensError as exc:  # no usable CUDA context, kernels, NVDEC...
                 self._on_error(f"GPU pipeline not used ({exc}); CUDA inference only")
         worker_settings, count = cpu_workers(settings)
         built: list[FrameProcessor] = []

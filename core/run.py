@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,8 @@ from framelens.core.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
 from tqdm import tqdm
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from framelens.core.precision import CalibrationSettings, VariantInfo
 
@@ -34,6 +37,15 @@ def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
     if settings.device != "cpu" or settings.threads is not None:
         return settings, 1
     return replace(settings, threads=1), max(1, min(4, os.cpu_count() or 1))
+
+
+def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
+    """Close each, whatever the others do; failures are logged (a broken GPU, say)."""
+    for thing in things:
+        try:
+            thing.close()
+        except Exception as exc:
+            log.warning("closing %r failed: %s", thing, exc)
 
 
 def open_pipelines(
@@ -55,9 +67,10 @@ def open_pipelines(
                 pipes = list(gpu_pipelines(settings))
                 source, decoder = open_gpu_frames(source_spec, settings)
                 return source, pipes, f"gpu pipeline, decoder {decoder}"
-            except GpuError as exc:
-                for p in pipes:
-                    p.close()
+            except BaseException as exc:
+                close_quietly(pipes)
+                if not isinstance(exc, GpuError):
+                    raise  # a bad file, say: the CPU path would fail the same way
                 reason = str(exc)
         notes.append(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
         source = open_source(source_spec)
@@ -238,10 +251,10 @@ def run_to_outputs(
                 except GpuError as exc:
                     done += runner.frames_done
                     note(f"GPU failed ({exc}); continuing on the CPU from frame {start + done}")
-                    for p in pipelines:
-                        p.close()
+                    # a broken CUDA context fails its own teardown: that must not stop
+                    # the run from going on on the CPU
+                    close_quietly([*pipelines, source])
                     pipelines = []
-                    source.close()
                     settings = replace(settings, device="cpu")
                     source, pipelines, path = open_pipelines(source_spec, settings, notes)
         finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from framelens.core.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.devices import DeviceChoice, device_choices, resolve_device
-from framelens.core.drawing import OverlayStyle
+from framelens.core.drawing import OverlayStyle, annotate
 from framelens.core.errors import ExportError, FrameLensError
 from framelens.core.export import save_snapshot
 from framelens.core.modelspec import ModelSpec
@@ -449,8 +449,12 @@ class Controller(QObject):
         if result is None:
             self.errorOccurred.emit("nothing to save: open a video first")
             return
-        image = result.annotated if result.annotated is not None else result.frame.image
         try:
+            image = result.annotated
+            if image is None:  # the GPU path draws overlays on screen, not into frames
+                labels = self.settings.model.labels if self.settings is not None else ()
+                style = self.settings.overlay if self.settings is not None else OverlayStyle()
+                image = annotate(result.frame.image, result.detections, labels, style)
             written = save_snapshot(image, path)
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))

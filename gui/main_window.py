@@ -607,7 +607,7 @@ class MainWindow(QMainWindow):
         result, self._latest = self._latest, None
         if result is not None:
             frame = result.frame
-            if result.annotated is None and not frame.on_host and frame.device is not None:
+            if result.annotated is None and frame.device is not None:
                 # the GPU path: the display kernel's RGBA frame goes to the canvas on the
                 # device (CUDA-GL interop when possible); the canvas paints the overlays
                 settings = self.controller.settings

@@ -20,6 +20,7 @@ any thread (one at a time per buffer).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections import deque
@@ -31,6 +32,8 @@ import numpy.typing as npt
 
 from ..errors import EngineError
 from .context import GpuContext
+
+log = logging.getLogger(__name__)
 
 
 def cuda_driver() -> Any:
@@ -96,6 +99,7 @@ class _Pool(Generic[B]):
         self._cond = threading.Condition()
         self._next = 0
         self._closed = False
+        self._orphans: list[B] = []  # out when the pool closed: freed on release
 
     def __len__(self) -> int:
         return len(self._buffers)
@@ -128,9 +132,15 @@ class _Pool(Generic[B]):
         return buf
 
     def release(self, buf: B, stream: Any = None) -> None:
-        """Give ``buf`` back; ``stream``: work queued there still uses it. Idempotent."""
+        """Give ``buf`` back; ``stream``: work queued there still uses it. Idempotent.
+
+        A buffer still out when the pool was closed is freed now, its user done.
+        """
         with self._cond:
             if self._closed:
+                if buf in self._orphans:
+                    self._orphans.remove(buf)
+                    self._free_quietly([buf], stream)
                 return
             if stream is not None:
                 self._record(buf, stream)
@@ -155,20 +165,40 @@ class _Pool(Generic[B]):
                 self._record(buf, stream)
 
     def close(self) -> None:
-        """Free every buffer (after the device is idle). Safe to call more than once."""
+        """Free the buffers (after the device is idle). Safe to call more than once.
+
+        Buffers handed out by ``acquire`` and not yet released stay valid for their
+        holder (a frame on screen, say) and are freed when they come back.
+        """
         with self._cond:
             if self._closed:
                 return
             self._closed = True
             self._cond.notify_all()
             buffers, self._buffers = self._buffers, []
+            self._orphans = [b for b in buffers if b.in_use]
+            idle = [b for b in buffers if not b.in_use]
             self._free.clear()
-        if buffers:
-            cuda = cuda_driver()
+        self._free_quietly(idle, None)
+
+    def _free_quietly(self, buffers: list[B], stream: Any) -> None:
+        """Free after the device is done with them; a failing device (a sticky CUDA
+        error) must not stop the caller from going on, on the CPU if need be."""
+        if not buffers:
+            return
+        cuda = cuda_driver()
+        try:
             with self._ctx.active():
-                cuda.Context.synchronize()  # nothing may still read or write them
-                for buf in buffers:
-                    self._free_buffer(buf)
+                try:
+                    if stream is not None:
+                        stream.synchronize()
+                    else:
+                        cuda.Context.synchronize()  # nothing may still read or write them
+                finally:
+                    for buf in buffers:
+                        self._free_buffer(buf)
+        except Exception as exc:  # the context is broken: its memory goes with it
+            log.warning("freeing %s buffers failed: %s", self._kind, cuda_message(exc))
 
     def _free_buffer(self, buf: B) -> None:
         raise NotImplementedError

@@ -17,6 +17,7 @@ Python threads overlap as the streams do.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -62,7 +63,7 @@ class RgbaDeviceImage:
     back to its pool when this object is dropped.
     """
 
-    __slots__ = ("__weakref__", "_buffer", "_ready", "context", "height", "width")
+    __slots__ = ("__weakref__", "_buffer", "_pool", "_ready", "context", "height", "width")
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class RgbaDeviceImage:
         ready: Any,
     ) -> None:
         self._buffer = buffer
+        self._pool = pool
         self._ready = ready  # event recorded after the display kernel
         self.width, self.height, self.context = width, height, context
         weakref.finalize(self, pool.release, buffer)
@@ -98,6 +100,8 @@ class RgbaDeviceImage:
             copy.width_in_bytes = self.width * 4
             copy.height = self.height
             copy(stream)
+        # the buffer's next user (a display kernel) waits for this copy too
+        self._pool.mark_used(self._buffer, stream)
 
     def to_host_rgba(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
         cuda = cuda_driver()
@@ -206,11 +210,17 @@ class GpuFramePipeline:
     def infer(self, frame: Frame | DeviceNV12Frame, times: StageTimes) -> FrameResult:
         try:
             return self._infer(frame, times)
-        except GpuError:
-            raise
-        except EngineError as exc:
-            raise GpuError(f"frame {frame.index}: {exc}") from exc
-        except Exception as exc:  # pycuda's driver errors (out of memory, launch failure)
+        except BaseException as exc:
+            # whatever failed, the decoder's buffer goes back, so a pipeline that
+            # survives an error does not run its source dry
+            if isinstance(frame, DeviceNV12Frame):
+                with contextlib.suppress(Exception):
+                    frame.release()
+            if isinstance(exc, GpuError) or not isinstance(exc, Exception):
+                raise
+            if isinstance(exc, EngineError):
+                raise GpuError(f"frame {frame.index}: {exc}") from exc
+            # pycuda's driver errors (out of memory, launch failure)
             raise GpuError(f"frame {frame.index}: {cuda_message(exc)}") from exc
 
     def _infer(self, frame: Frame | DeviceNV12Frame, times: StageTimes) -> FrameResult:
@@ -223,40 +233,11 @@ class GpuFramePipeline:
         model_input = self._input.buffers[0]
         with self.ctx.active():
             rgba = self._rgba.acquire(stream, timeout=10.0)
-            if isinstance(frame, DeviceNV12Frame):
-                frame.wait(stream)
-                e0.record(stream)
-                matrix = yuv_matrix(frame.matrix, frame.full_range)
-                planes = (frame.y_ptr, frame.y_pitch, frame.uv_ptr, frame.uv_pitch)
-                self.kernels.preprocess_nv12(
-                    *planes, frame.width, frame.height, model_input.ptr, layout, stream,
-                    matrix=matrix,
-                )  # fmt: skip
-                e1.record(stream)
-                self.kernels.nv12_to_rgba(
-                    *planes, frame.width, frame.height, rgba.ptr, rgba.pitch,
-                    frame.width, frame.height, stream, matrix=matrix,
-                )  # fmt: skip
-                e2.record(stream)
-                frame.release(stream)  # the decoder may reuse it once the kernels ran
-            else:
-                bgr = self._upload_bgr(frame.image, stream)
-                e0.record(stream)
-                self.kernels.preprocess_bgr(
-                    bgr.ptr, bgr.pitch, frame.width, frame.height, model_input.ptr, layout, stream
-                )
-                e1.record(stream)
-                self.kernels.bgr_to_rgba(
-                    bgr.ptr, bgr.pitch, frame.width, frame.height, rgba.ptr, rgba.pitch,
-                    frame.width, frame.height, stream,
-                )  # fmt: skip
-                e2.record(stream)
-            # the buffer's own event marks the RGBA frame complete (e2 is reused next frame;
-            # the buffer's event only by the buffer's next user, after this image is gone)
-            self._rgba.mark_used(rgba, stream)
-            image = RgbaDeviceImage(
-                rgba, self._rgba, frame.width, frame.height, self.ctx, rgba.event
-            )
+            try:
+                image = self._convert(frame, layout, model_input, rgba, stream)
+            except BaseException:
+                self._rgba.release(rgba)
+                raise
             outputs = self.engine.infer_device(model_input.ptr, layout.shape, layout.numpy_dtype)
             e3.record(stream)
             e3.synchronize()
@@ -267,6 +248,50 @@ class GpuFramePipeline:
         dets = self._decode([o.host for o in outputs], layout.letterbox, s.conf, s.iou, s.classes)
         times.postprocess = now_ms() - t0
         return FrameResult(Frame(None, frame.index, frame.pts, device=image), dets, times)
+
+    def _convert(
+        self,
+        frame: Frame | DeviceNV12Frame,
+        layout: PreprocessLayout,
+        model_input: DeviceBuffer,
+        rgba: DeviceBuffer,
+        stream: Any,
+    ) -> RgbaDeviceImage:
+        """Queue the preprocessing and display kernels; the RGBA frame as an image."""
+        assert self._rgba is not None
+        e0, e1, e2, _ = self._events
+        if isinstance(frame, DeviceNV12Frame):
+            frame.wait(stream)
+            e0.record(stream)
+            matrix = yuv_matrix(frame.matrix, frame.full_range)
+            planes = (frame.y_ptr, frame.y_pitch, frame.uv_ptr, frame.uv_pitch)
+            self.kernels.preprocess_nv12(
+                *planes, frame.width, frame.height, model_input.ptr, layout, stream,
+                matrix=matrix,
+            )  # fmt: skip
+            e1.record(stream)
+            self.kernels.nv12_to_rgba(
+                *planes, frame.width, frame.height, rgba.ptr, rgba.pitch,
+                frame.width, frame.height, stream, matrix=matrix,
+            )  # fmt: skip
+            e2.record(stream)
+            frame.release(stream)  # the decoder may reuse it once the kernels ran
+        else:
+            bgr = self._upload_bgr(frame.image, stream)
+            e0.record(stream)
+            self.kernels.preprocess_bgr(
+                bgr.ptr, bgr.pitch, frame.width, frame.height, model_input.ptr, layout, stream
+            )
+            e1.record(stream)
+            self.kernels.bgr_to_rgba(
+                bgr.ptr, bgr.pitch, frame.width, frame.height, rgba.ptr, rgba.pitch,
+                frame.width, frame.height, stream,
+            )  # fmt: skip
+            e2.record(stream)
+        # the buffer's own event marks the RGBA frame complete (e2 is reused next frame;
+        # the buffer's event only by the buffer's next user, after this image is gone)
+        self._rgba.mark_used(rgba, stream)
+        return RgbaDeviceImage(rgba, self._rgba, frame.width, frame.height, self.ctx, rgba.event)
 
     def _upload_bgr(self, image: Image, stream: Any) -> DeviceBuffer:
         """A host BGR frame into a device buffer (pinned staging, asynchronous copy)."""
@@ -294,7 +319,7 @@ class GpuFramePipeline:
         s = self._settings
         t0 = now_ms()
         result.annotated = annotate(
-            result.frame.image, result.detections, s.model.labels, s.overlay, copy=False
+            result.frame.image, result.detections, s.model.labels, s.overlay, copy=copy
         )
         drawn = now_ms() - t0
         result.times.draw = drawn if math.isnan(result.times.draw) else result.times.draw + drawn

@@ -293,3 +293,23 @@ def test_broken_model_reports_error_and_video_still_shows(
     rec.wait(lambda: len(rec.errors) >= 1 and len(rec.results) >= 1)
     assert "\n" not in rec.errors[0]
     assert rec.last.frame.index == 0 and len(rec.last.detections) == 0
+
+
+def test_threshold_changed_while_a_model_loads_applies_to_the_new_model(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    opened(player, rec, settings)
+    player.seek(PERSON_FRAME)
+    rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
+    assert len(rec.last.detections) > 0
+    player.set_model(replace(settings, threads=2))  # a new engine, built in the background
+    player.update(conf=0.99)  # arrives before the new model is ready
+    refreshed = len(rec.results) + 1  # the update's own refresh, then the swap's
+    rec.wait(lambda: rec.state.loading_model)
+    rec.wait(lambda: not rec.state.loading_model and len(rec.results) > refreshed)
+    assert rec.last.frame.index == PERSON_FRAME and len(rec.last.detections) == 0
+    count = len(rec.results)
+    player.step(1)
+    rec.wait(lambda: len(rec.results) > count)
+    assert rec.last.frame.index == PERSON_FRAME + 1
+    assert len(rec.last.detections) == 0, "the new model ignored the threshold set meanwhile"
