@@ -135,13 +135,19 @@ class InferAhead:
                 self._done.clear()
                 self._cond.notify_all()
 
-    def close(self, *, close_pipelines: bool = True) -> None:
-        """Stop the workers (each finishes its frame first), then release the pipelines."""
+    def close(self, *, close_pipelines: bool = True) -> bool:
+        """Stop the workers (each finishes its frame first), then release the pipelines.
+
+        Returns False when a worker is still busy after the wait (a first GPU run can
+        take long): its pipeline is then left open rather than pulled from under it.
+        """
         with self._cond:
             self._stop = True
             self._cond.notify_all()
         for t in self._threads:
             t.join(timeout=10)
-        if close_pipelines:
+        stopped = not any(t.is_alive() for t in self._threads)
+        if close_pipelines and stopped:
             for p in self._pipelines:
                 p.close()
+        return stopped

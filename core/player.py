@@ -383,8 +383,10 @@ class Player:
                 self._current = None
         self._ready = None
         old, self._pipeline = self._pipeline, pipeline
-        self._stop_workers()
-        for p in [*self._workers, *([old] if old is not None else [])]:
+        stopped = self._stop_workers()
+        if not stopped:
+            log.warning("an inference worker did not stop; its pipeline is left open")
+        for p in [*(self._workers if stopped else []), *([old] if old is not None else [])]:
             p.close()
         self._workers = workers
         source = self._decoder.source if self._decoder is not None else None
@@ -533,10 +535,12 @@ class Player:
         if self._decoder is not None and self._workers and self._ahead is None:
             self._ahead = InferAhead(self._decoder, self._workers)
 
-    def _stop_workers(self) -> None:
+    def _stop_workers(self) -> bool:
+        """Stop the inference workers; False when one did not stop in time."""
         if self._ahead is not None:
             ahead, self._ahead = self._ahead, None
-            ahead.close(close_pipelines=False)
+            return ahead.close(close_pipelines=False)
+        return True
 
     def _close_source(self) -> None:
         self._ready = None

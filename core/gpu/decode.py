@@ -47,7 +47,7 @@ from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 from framelens.core.closing import Closing
 
-from ..errors import EngineError, SourceError
+from ..errors import EngineError, GpuError, SourceError
 from ..sources.file import FileReader, PyAVFileReader
 from ..types import Image, SourceInfo
 from .buffers import DeviceBuffer, DevicePool, PinnedPool, cuda_driver, cuda_message
@@ -621,10 +621,13 @@ class GpuVideoSource(Closing):
         try:
             with self._ctx.active():
                 return self._read()
-        except SourceError:
+        except (SourceError, GpuError):
             raise
-        except Exception as exc:  # pycuda, PyNvVideoCodec, pool time-out (EngineError)
-            raise SourceError(f"{self.info.uri}: GPU decoding failed: {_one_line(exc)}") from exc
+        except EngineError as exc:  # every frame buffer held (a pool time-out)
+            raise SourceError(f"{self.info.uri}: {exc}") from exc
+        except Exception as exc:  # pycuda, PyNvVideoCodec
+            # the GPU failed, not the file: a GpuError lets a run go on on the CPU
+            raise GpuError(f"{self.info.uri}: GPU decoding failed: {_one_line(exc)}") from exc
 
     def _read(self) -> DeviceNV12Frame | None:
         decoded = self._reader.read_decoded()

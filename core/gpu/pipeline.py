@@ -104,6 +104,12 @@ class RgbaDeviceImage:
         self._pool.mark_used(self._buffer, stream)
 
     def to_host_rgba(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        try:
+            return self._download()
+        except Exception as exc:  # a failing device: the run may go on on the CPU
+            raise GpuError(f"downloading a frame failed: {cuda_message(exc)}") from exc
+
+    def _download(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
         cuda = cuda_driver()
         host = np.empty((self.height, self.width, 4), dtype=np.uint8)
         with self.context.active():
