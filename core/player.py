@@ -509,6 +509,10 @@ class Player:
         except BaseException as exc:
             self._send(partial(self._model_failed, exc, token))
             return
+        if self._closed:  # closed while building: nobody will install them
+            for p in [pipelines[0], *pipelines[1]]:
+                p.close()
+            return
         self._send(partial(self._swap, pipelines, token))
 
     def _swap(self, pipelines: tuple[FrameProcessor, list[FrameProcessor]], token: int) -> None:
@@ -551,6 +555,15 @@ class Player:
             decoder.close()
 
     def _shutdown(self) -> None:
+        while True:  # a model built while closing: its swap never ran, close it here
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(command, partial) and command.func == self._swap:
+                built = command.args[0]
+                for p in [built[0], *built[1]]:
+                    p.close()
         try:
             self._close_source()
         finally:
