@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, cast
 
 from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
-from framelens.core.errors import FrameLensError, SourceError
+from framelens.core.errors import FrameLensError, GpuError, SourceError
 from framelens.core.infer_ahead import AheadItem, InferAhead, Processed
 from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
 from framelens.core.run import cpu_workers
@@ -327,11 +327,26 @@ class Player:
         self._on_state(self._state)
 
     def _fail(self, exc: BaseException) -> None:
+        s = self._settings
+        if isinstance(exc, GpuError) and s is not None and s.device.startswith("cuda"):
+            self._fall_back_to_cpu(exc, s)
+            return
         if not isinstance(exc, FrameLensError):
             log.exception("player command failed")
         if self._state.playing:
             self._publish(status="paused")
         self._on_error(error_message(exc))
+
+    def _fall_back_to_cpu(self, exc: GpuError, settings: PipelineSettings) -> None:
+        """A GPU failure while playing: go on on the CPU from the frame after the one on
+        screen, and say so; playback does not stop."""
+        self._on_error(f"GPU failed ({exc}); continuing on the CPU")
+        try:
+            self._install(*self._build_pipelines(replace(settings, device="cpu")))
+        except BaseException as again:
+            if self._state.playing:
+                self._publish(status="paused")
+            self._on_error(error_message(again))
 
     # ---- command bodies (worker thread) -----------------------------------------
 

@@ -313,3 +313,46 @@ def test_threshold_changed_while_a_model_loads_applies_to_the_new_model(
     rec.wait(lambda: len(rec.results) > count)
     assert rec.last.frame.index == PERSON_FRAME + 1
     assert len(rec.last.detections) == 0, "the new model ignored the threshold set meanwhile"
+
+
+def test_gpu_failure_while_playing_goes_on_on_the_cpu(
+    rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No GPU here: the GPU pipelines are stood in for by CPU pipelines that raise
+    GpuError at frame 20, as a GPU running out of memory would (fault injection; the
+    real GPU pipeline's fault hook is exercised on the H200)."""
+    from framelens.core.errors import GpuError
+    from framelens.core.pipeline import FramePipeline
+    from framelens.core.types import StageTimes
+
+    class FailsAt20(FramePipeline):
+        def __init__(self, s: PipelineSettings) -> None:
+            super().__init__(replace(s, device="cpu", threads=1))  # runs on the CPU...
+            self._settings = s  # ...but stands for a pipeline on cuda:0
+
+        def infer(self, frame, times: StageTimes):  # type: ignore[no-untyped-def]
+            if frame.index == 20:
+                raise GpuError("frame 20: out of memory (injected)")
+            return super().infer(frame, times)
+
+    player = Player(rec.on_result, rec.on_state, rec.on_error)
+    real_build = player._build_pipelines
+
+    def build(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        if s.device.startswith("cuda"):
+            return FailsAt20(s), [FailsAt20(s), FailsAt20(s)]
+        return real_build(s)
+
+    monkeypatch.setattr(player, "_build_pipelines", build)
+    try:
+        player.open(SAMPLE, replace(settings, device="cuda:0"))
+        rec.wait(lambda: len(rec.results) >= 1)
+        player.set_realtime(False)
+        player.play()
+        rec.wait(lambda: rec.last.frame.index >= 40)
+        indices = [r.frame.index for r in rec.results]
+        assert indices == list(range(len(indices)))  # nothing lost, nothing twice
+        assert len(rec.errors) == 1 and rec.errors[0].startswith("GPU failed (frame 20")
+        assert rec.state.device == "cpu" and rec.state.playing
+    finally:
+        player.close()
