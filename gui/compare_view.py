@@ -26,7 +26,7 @@ from framelens.core.precision import PRECISIONS
 from framelens.core.types import Image
 from framelens.gui.compare_controller import CompareFrame, CompareSession, PaneRequest
 from framelens.gui.controller import Controller
-from framelens.gui.plots import _plot
+from framelens.gui.plots import themed_plot
 from framelens.gui.widgets import icon, set_text
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QImage, QKeySequence, QPainter, QPaintEvent
@@ -334,8 +334,8 @@ class CompareWindow(QMainWindow):
             self.add_pane(precision)
 
         self.table = self._build_table()
-        self.latency_plot = _plot("Inference latency per frame", "ms")
-        self.f1_plot = _plot("Running F1 against the reference", "F1")
+        self.latency_plot = themed_plot("Inference latency per frame", "ms")
+        self.f1_plot = themed_plot("Running F1 against the reference", "F1")
         for plot in (self.latency_plot, self.f1_plot):
             plot.setMinimumHeight(150)
             plot.getPlotItem().setLabel("bottom", "frame", color="#aab2bf")
@@ -775,7 +775,7 @@ class CompareWindow(QMainWindow):
             if self.differences and counts is not None:
                 set_text(card.note, diff_note(counts, self.labels[0] if self.labels else ""))
         self._fill_table(frame)
-        self._plot()
+        self.themed_plot()
         set_text(self.frame_label, f"frame {step.frame.index} · {self.frames_seen} compared")
 
     def _fill_table(self, frame: CompareFrame) -> None:
@@ -800,7 +800,7 @@ class CompareWindow(QMainWindow):
                 if item is not None and item.text() != text:
                     item.setText(text)
 
-    def _plot(self) -> None:
+    def themed_plot(self) -> None:
         lo, hi, f1_lo = math.inf, -math.inf, 1.0
         lat_hi = 0.0
         for i, stats in enumerate(self._stats):

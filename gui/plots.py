@@ -39,7 +39,7 @@ _BG = "#16181d"
 _FG = "#aab2bf"
 
 
-def _plot(title: str, units: str) -> pg.PlotWidget:
+def themed_plot(title: str, units: str) -> pg.PlotWidget:
     widget = pg.PlotWidget(background=_BG)
     widget.setMinimumHeight(110)
     item = widget.getPlotItem()
@@ -80,9 +80,9 @@ class StagePlots(QWidget):
         self._dirty = False
         self._summary_at = 0.0
 
-        self.fps_plot = _plot("Throughput", "fps")
+        self.fps_plot = themed_plot("Throughput", "fps")
         self.fps_curve = self.fps_plot.plot(pen=pg.mkPen("#4cc9a0", width=2))
-        self.latency_plot = _plot("Latency per stage (log scale)", "ms")
+        self.latency_plot = themed_plot("Latency per stage (log scale)", "ms")
         # Stages span 0.1 ms (overlay) to 100+ ms (end to end): only a log axis shows all.
         self.latency_plot.getPlotItem().setLogMode(x=False, y=True)
         self.stage_curves = {

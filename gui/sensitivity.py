@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from framelens.core.precision import LayerSensitivity, SensitivityReport
-from framelens.gui.plots import _plot
+from framelens.gui.plots import themed_plot
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (
     QDialog,
@@ -51,7 +51,7 @@ class SensitivityChart(QWidget):
     def __init__(self, report: SensitivityReport | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.report: SensitivityReport | None = None
-        self.plot = _plot("Sensitivity per convolution (quantized alone)", "output NSR")
+        self.plot = themed_plot("Sensitivity per convolution (quantized alone)", "output NSR")
         self.plot.setMinimumSize(520, 300)
         item = self.plot.getPlotItem()
         left = item.getAxis("left")
