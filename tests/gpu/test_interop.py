@@ -439,3 +439,56 @@ def test_reregistering_one_buffer_does_not_leak(gl: EglContext, cuda_ctx: GpuCon
     finally:
         GL.glDeleteBuffers(1, [buffer])
     assert grown < 16 * MiB, f"device memory grew by {grown / MiB:.1f} MiB over 100 cycles"
+
+
+def test_pipeline_frames_reach_a_gl_texture_through_interop(
+    gl: EglContext, cuda_ctx: GpuContext
+) -> None:
+    """The product's path end to end: NVDEC frame -> GPU pipeline (display kernel's RGBA
+    frame) -> the canvas's uploader -> GL texture, with no host copy; what GL holds equals
+    the frame downloaded the slow way, and the CPU decode of the same frame."""
+    from pathlib import Path
+
+    import pycuda.driver as cuda
+    from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.gpu.decode import open_gpu_source
+    from framelens.core.gpu.pipeline import GpuFramePipeline
+    from framelens.core.pipeline import PipelineSettings
+    from framelens.core.sources import open_source
+    from framelens.core.types import StageTimes
+
+    samples = Path(__file__).resolve().parents[2] / "resources" / "samples"
+    sample = samples / "one-by-one-person-detection.mp4"
+    pipeline = GpuFramePipeline(
+        PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0"), cuda_ctx
+    )
+    with cuda_ctx.active():
+        stream = cuda.Stream()
+    source = open_gpu_source(str(sample), cuda_ctx, stream)
+    uploader = DeviceFrameUploader()
+    texture = 0
+    try:
+        source.seek(330)
+        frame = source.read()
+        assert frame is not None
+        result = pipeline.infer(frame, StageTimes())
+        image = result.frame.device
+        assert image is not None and not result.frame.on_host
+        texture = new_texture(image.width, image.height)
+        assert uploader.upload(image, texture) is True, uploader.reason  # type: ignore[arg-type]
+        shown = read_texture(texture, image.width, image.height)
+        downloaded = image.to_host_rgba()  # type: ignore[attr-defined]
+        with open_source(str(sample)) as cpu:
+            cpu.seek(330)
+            ref = cpu.read()
+        assert ref is not None
+    finally:
+        uploader.close()
+        if texture:
+            free_texture(texture)
+        pipeline.close()
+        source.close()
+    assert np.array_equal(shown, downloaded)
+    import cv2
+
+    assert np.array_equal(shown, cv2.cvtColor(ref.image, cv2.COLOR_BGR2RGBA))
