@@ -36,6 +36,23 @@ class PipelineSettings:
     overlay: OverlayStyle = field(default_factory=OverlayStyle)
 
 
+ENGINE_FIELDS = ("model", "backend", "device", "precision", "threads")
+"""Settings a pipeline is built for; changing one needs a new pipeline."""
+
+
+def with_changes(settings: PipelineSettings, changes: dict[str, object]) -> PipelineSettings:
+    """``settings`` with threshold/class/overlay ``changes``; ValueError for engine fields."""
+    fixed = set(ENGINE_FIELDS) & changes.keys()
+    if fixed:
+        raise ValueError(f"{sorted(fixed)} need a new pipeline")
+    return replace(settings, **changes)  # type: ignore[arg-type]
+
+
+def same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:
+    """True when a pipeline built for ``a`` serves ``b`` by update() alone."""
+    return all(getattr(a, k) == getattr(b, k) for k in ENGINE_FIELDS)
+
+
 class FrameProcessor(Protocol):
     """What the runner and the player need of a pipeline: the CPU one below, or the GPU one
     (core/gpu/pipeline.py), which takes frames that live in device memory."""
@@ -85,11 +102,8 @@ class FramePipeline:
 
         The model, backend, device and precision need a new FramePipeline.
         """
-        fixed = {"model", "backend", "device", "precision", "threads"}
-        if fixed & changes.keys():
-            raise ValueError(f"{sorted(fixed & changes.keys())} need a new pipeline")
         with self._lock:
-            self._settings = replace(self._settings, **changes)  # type: ignore[arg-type]
+            self._settings = with_changes(self._settings, changes)
 
     def _preprocessor(self, frame: Frame) -> Preprocessor:
         pre = self._pre

@@ -28,7 +28,12 @@ from typing import Any, cast
 from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.errors import FrameLensError, GpuError, SourceError
 from framelens.core.infer_ahead import AheadItem, InferAhead, Processed
-from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
+from framelens.core.pipeline import (
+    FramePipeline,
+    FrameProcessor,
+    PipelineSettings,
+    same_engine,
+)
 from framelens.core.run import cpu_workers
 from framelens.core.sources import open_source
 from framelens.core.timing import now_ms
@@ -97,11 +102,6 @@ class _RateMeter:
 
 def _thresholds(s: PipelineSettings) -> dict[str, object]:
     return {"conf": s.conf, "iou": s.iou, "classes": s.classes, "overlay": s.overlay}
-
-
-def _same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:
-    keys = ("model", "backend", "device", "precision", "threads")
-    return all(getattr(a, k) == getattr(b, k) for k in keys)
 
 
 Command = Callable[[], None]
@@ -367,7 +367,7 @@ class Player:
 
     def _use_settings(self, settings: PipelineSettings) -> None:
         old = self._pipeline
-        same = old is not None and self._settings and _same_engine(old.settings, settings)
+        same = old is not None and self._settings and same_engine(old.settings, settings)
         self._settings = settings
         if same:
             self._apply(_thresholds(settings))

@@ -22,14 +22,13 @@ import math
 import os
 import threading
 import weakref
-from dataclasses import replace
 from typing import Any, cast
 
 import cv2
 import numpy as np
 from framelens.core.drawing import annotate
 from framelens.core.errors import EngineError, GpuError
-from framelens.core.pipeline import PipelineSettings
+from framelens.core.pipeline import PipelineSettings, with_changes
 from framelens.core.postprocess import make_decoder
 from framelens.core.timing import now_ms
 from framelens.core.types import Frame, FrameResult, Image, StageTimes
@@ -79,14 +78,6 @@ class RgbaDeviceImage:
         self._ready = ready  # event recorded after the display kernel
         self.width, self.height, self.context = width, height, context
         weakref.finalize(self, pool.release, buffer)
-
-    @property
-    def ptr(self) -> int:
-        return self._buffer.ptr
-
-    @property
-    def pitch(self) -> int:
-        return self._buffer.pitch
 
     def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
         cuda = cuda_driver()
@@ -183,11 +174,8 @@ class GpuFramePipeline:
         return self._settings
 
     def update(self, **changes: object) -> None:
-        fixed = {"model", "backend", "device", "precision", "threads"}
-        if fixed & changes.keys():
-            raise ValueError(f"{sorted(fixed & changes.keys())} need a new pipeline")
         with self._lock:
-            self._settings = replace(self._settings, **changes)  # type: ignore[arg-type]
+            self._settings = with_changes(self._settings, changes)
 
     # ---- buffers, allocated per source size -----------------------------------------
 
