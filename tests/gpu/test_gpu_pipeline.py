@@ -57,12 +57,60 @@ def test_gpu_pipeline_detects_what_the_cpu_pipeline_detects(gpu_ctx: GpuContext)
     assert sorted(gpu) == sorted(cpu) == list(range(FRAMES))
     totals = AgreementTotals()
     for index in range(FRAMES):
-        totals.add_frame(cpu[index], gpu[index])
+        match = totals.add_frame(cpu[index], gpu[index])
+        for i in match.unmatched_test:  # what a disagreement looks like, for the log
+            print(f"frame {index}: GPU only, score {gpu[index].scores[i]:.3f}")
+        for i in match.unmatched_ref:
+            print(f"frame {index}: CPU only, score {cpu[index].scores[i]:.3f}")
     found = sum(len(d) for d in cpu.values())
     print(f"GPU vs CPU on {FRAMES} frames, {found} CPU detections: {totals.as_dict()}")
     assert found > 50  # the sample has people in most frames
     assert totals.f1 >= 0.99
     assert totals.mean_iou >= 0.97
+
+
+def test_model_input_from_nvdec_equals_the_cpu_tensor(gpu_ctx: GpuContext) -> None:
+    """The fused NV12 kernel's tensor against core.preprocess on CPU-decoded frames.
+
+    Isolates preprocessing from inference: if detections differ while this holds, the
+    difference is the engine's (cuDNN), not the kernels'.
+    """
+    import pycuda.driver as cuda
+    from framelens.core.preprocess import Preprocessor
+
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    with gpu_ctx.active():
+        stream = cuda.Stream()
+    gpu_source = open_gpu_source(SAMPLE, gpu_ctx, stream)
+    cpu_source = open_source(SAMPLE)
+    worst = 0.0
+    try:
+        for index in (0, 120, 300, 330, 600):
+            gpu_source.seek(index)
+            cpu_source.seek(index)
+            frame, ref = gpu_source.read(), cpu_source.read()
+            assert frame is not None and ref is not None and frame.index == ref.index == index
+            pipeline.infer(frame, StageTimes())
+            layout, model_input = pipeline._layout, pipeline._input
+            assert layout is not None and model_input is not None
+            got = np.empty(layout.shape, dtype=layout.numpy_dtype)
+            with gpu_ctx.active():
+                cuda.memcpy_dtoh(got, model_input.buffers[0].ptr)
+            want = Preprocessor(settings.model, ref.width, ref.height)(ref.image)
+            diff = np.abs(got.astype(np.float64) - want)
+            off = int((diff > 1e-3).sum())
+            print(
+                f"frame {index}: tensor max |diff| {diff.max():.2e}, mean {diff.mean():.2e}, "
+                f"{off} of {diff.size} values off by more than 1e-3"
+            )
+            worst = max(worst, float(diff.max()))
+    finally:
+        pipeline.close()
+        gpu_source.close()
+        cpu_source.close()
+    # the same colour conversion and the same float bilinear taps: float rounding only
+    assert worst <= 1e-3
 
 
 def test_stage_times_come_from_cuda_events(gpu_ctx: GpuContext) -> None:
