@@ -28,6 +28,8 @@ class DecodeAhead:
 
     seek() bumps a generation number; queued frames of an older generation are
     discarded by get(), so nothing decoded before a seek is ever shown after it.
+    A discarded frame that holds a pooled buffer (NVDEC's device frames have
+    ``release()``) gives it back, so seeking never runs the decoder's pool dry.
     """
 
     def __init__(self, source: Source, depth: int = 4) -> None:
@@ -71,6 +73,7 @@ class DecodeAhead:
                 return
             except queue.Full:
                 continue
+        _discard(item)  # a seek or close overtook it
 
     def get(self, timeout: float) -> DecodeItem | None:
         """The next item of the current generation, or None after ``timeout`` seconds."""
@@ -83,6 +86,7 @@ class DecodeAhead:
                 return None
             if gen == self._generation:
                 return item
+            _discard(item)
 
     def seek(self, index: int) -> None:
         """Reposition the source; frames already queued are invalidated."""
@@ -98,9 +102,10 @@ class DecodeAhead:
     def _drain(self) -> None:
         while True:
             try:
-                self._queue.get_nowait()
+                _, item = self._queue.get_nowait()
             except queue.Empty:
                 return
+            _discard(item)
 
     def close(self) -> None:
         with self._lock:
@@ -108,4 +113,13 @@ class DecodeAhead:
             self._wake.notify_all()
         self._drain()
         self._thread.join(timeout=5)
+        self._drain()  # what the thread put while it was stopping
         self.source.close()
+
+
+def _discard(item: DecodeItem) -> None:
+    """Give a frame nobody will see back to its source's pool, if it came from one."""
+    if isinstance(item, tuple):
+        release = getattr(item[0], "release", None)
+        if release is not None:
+            release()

@@ -57,6 +57,10 @@ class FrameProcessor(Protocol):
     """What the runner and the player need of a pipeline: the CPU one below, or the GPU one
     (core/gpu/pipeline.py), which takes frames that live in device memory."""
 
+    # True when it takes frames in device memory (core.gpu.decode): the player then feeds
+    # it from NVDEC instead of a host decoder
+    takes_device_frames: bool
+
     @property
     def settings(self) -> PipelineSettings: ...
 
@@ -73,6 +77,8 @@ class FrameProcessor(Protocol):
 
 class FramePipeline:
     """One frame in, one FrameResult out. Buffers are allocated per source size, once."""
+
+    takes_device_frames = False
 
     def __init__(self, settings: PipelineSettings, *, spinning: bool = True) -> None:
         if settings.precision != "fp32":

@@ -34,8 +34,8 @@ from framelens.core.pipeline import (
     PipelineSettings,
     same_engine,
 )
-from framelens.core.run import cpu_workers
-from framelens.core.sources import open_source
+from framelens.core.run import close_quietly, cpu_workers
+from framelens.core.sources import Source, open_source
 from framelens.core.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, SourceInfo, StageTimes
 
@@ -65,6 +65,7 @@ class PlayerState:
     speed: float = 1.0
     realtime: bool = True
     loading_model: bool = False
+    decoder: str = ""  # what decodes the source: "cpu", "nvdec (PyNvVideoCodec)", ...
 
     @property
     def playing(self) -> bool:
@@ -131,6 +132,8 @@ class Player:
         self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
         self._commands: queue.Queue[Command | None] = queue.Queue()
         self._decoder: DecodeAhead | None = None
+        self._spec: str | None = None  # the open source, to reopen it for another decoder
+        self._device_frames = False  # whether the source gives frames in device memory
         self._pipeline: FrameProcessor | None = None  # for the player thread's own work
         self._ahead: InferAhead | None = None  # workers processing frames ahead
         self._workers: list[FrameProcessor] = []  # their pipelines, kept across sources
@@ -352,18 +355,58 @@ class Player:
 
     def _do_open(self, spec: str, settings: PipelineSettings | None) -> None:
         self._close_source()
-        self._publish(status="empty", index=-1, frame_count=None, source=None, fps=0.0)
-        source = open_source(spec)
-        self._decoder = DecodeAhead(source, self._depth)
-        info = source.info
-        self._publish(source=info, frame_count=info.frame_count, status="paused")
+        self._publish(status="empty", index=-1, frame_count=None, source=None, fps=0.0, decoder="")
+        self._spec = spec
         if settings is not None:
+            # the model first: its pipelines decide the decoder (NVDEC for GPU pipelines)
             try:
                 self._use_settings(settings)
             except Exception as exc:  # the video still plays, without a model
                 self._fail(exc)
+        source = self._open_frames(spec)
+        self._decoder = DecodeAhead(source, self._depth)
+        info = source.info
+        self._publish(source=info, frame_count=info.frame_count, status="paused")
         self._start_workers()
         self._show_next()
+
+    def _open_frames(self, spec: str) -> Source:
+        """The source, decoded where the installed pipelines want their frames: NVDEC into
+        device memory for GPU pipelines and video files, else on the host."""
+        pipeline = self._pipeline
+        if pipeline is not None and pipeline.takes_device_frames:
+            from framelens.core.gpu.launch import decodes_on_device, open_gpu_frames
+
+            if decodes_on_device(spec):
+                try:
+                    source, name = open_gpu_frames(spec, pipeline.settings)
+                except GpuError as exc:
+                    self._on_error(f"NVDEC not used ({exc}); decoding on the CPU")
+                else:
+                    self._device_frames = True
+                    self._publish(decoder=name)
+                    return cast(Source, source)
+        source = open_source(spec)
+        self._device_frames = False
+        self._publish(decoder="cpu")
+        return source
+
+    def _match_source(self, pipeline: FrameProcessor) -> None:
+        """Reopen the source when the new pipelines want frames from another decoder (a
+        switch between CPU and CUDA); the caller seeks it back to where playback was."""
+        decoder, spec = self._decoder, self._spec
+        if decoder is None or spec is None:
+            return
+        if pipeline.takes_device_frames == self._device_frames:
+            return
+        if pipeline.takes_device_frames and not _decodes_on_device(spec):
+            return  # a camera or stream: host frames, which GPU pipelines upload
+        self._decoder = None
+        try:
+            decoder.close()
+        except Exception as exc:  # a broken GPU's decoder must not stop the switch
+            log.warning("closing the %s decoder failed: %s", self._state.decoder, exc)
+        self._decoder = DecodeAhead(self._open_frames(spec), self._depth)
 
     def _use_settings(self, settings: PipelineSettings) -> None:
         old = self._pipeline
@@ -401,9 +444,10 @@ class Player:
         stopped = self._stop_workers()
         if not stopped:
             log.warning("an inference worker did not stop; its pipeline is left open")
-        for p in [*(self._workers if stopped else []), *([old] if old is not None else [])]:
-            p.close()
+        # quietly: after a GPU failure the old pipelines' teardown may fail too
+        close_quietly([*(self._workers if stopped else []), *([old] if old is not None else [])])
         self._workers = workers
+        self._match_source(pipeline)
         source = self._decoder.source if self._decoder is not None else None
         resume = source is not None and source.info.seekable and self._state.index >= 0
         self._start_workers()
@@ -564,6 +608,7 @@ class Player:
     def _close_source(self) -> None:
         self._ready = None
         self._current = None
+        self._spec = None
         self._stop_workers()
         if self._decoder is not None:
             decoder, self._decoder = self._decoder, None
@@ -585,6 +630,12 @@ class Player:
             for p in [*([self._pipeline] if self._pipeline else []), *self._workers]:
                 p.close()
             self._pipeline, self._workers = None, []
+
+
+def _decodes_on_device(spec: str) -> bool:
+    from framelens.core.gpu.launch import decodes_on_device
+
+    return decodes_on_device(spec)
 
 
 def now() -> float:

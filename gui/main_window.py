@@ -649,7 +649,11 @@ class MainWindow(QMainWindow):
         if state.status == "ended" and previous.status != "ended":
             self.statusBar().showMessage("End of video — Space plays it again", 4000)
         device = state.device.upper() if state.device == "cpu" else state.device
-        set_text(self.backend_label, f"{state.backend} · {device}" if state.backend else "")
+        backend = f"{state.backend} · {device}" if state.backend else ""
+        if backend and state.decoder.startswith("nvdec"):
+            backend += " · NVDEC"
+        set_text(self.backend_label, backend)
+        self.backend_label.setToolTip(f"Decoding: {state.decoder}" if state.decoder else "")
         if state.model:
             set_text(self.model_label, f"{state.model} · {state.precision.upper()}")
         set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")

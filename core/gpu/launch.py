@@ -40,6 +40,11 @@ def gpu_pipelines(
     return built
 
 
+def decodes_on_device(spec: str) -> bool:
+    """True for video files (NVDEC decodes them); cameras, streams, folders decode on the host."""
+    return os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}
+
+
 def open_gpu_frames(spec: str, settings: PipelineSettings) -> tuple[Any, str]:
     """A source of frames for the GPU pipelines and the name of its decoder.
 
@@ -47,7 +52,7 @@ def open_gpu_frames(spec: str, settings: PipelineSettings) -> tuple[Any, str]:
     to PyAV and says why); cameras, streams and folders give host frames, which the
     pipelines upload.
     """
-    if os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}:
+    if decodes_on_device(spec):
         from .decode import open_gpu_source
 
         ctx = get_context(settings.device)

@@ -127,6 +127,7 @@ class GpuFramePipeline:
     image of the frame; ``draw`` (export) downloads it and draws the overlays on the host.
     """
 
+    takes_device_frames = True
     RGBA_BUFFERS = 8  # frames a consumer may hold (queues, reorder, canvas) per pipeline
 
     def __init__(
