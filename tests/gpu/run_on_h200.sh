@@ -17,7 +17,10 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv
 status=0
 if [[ $what == tests || $what == all ]]; then
-    python3 -m pytest tests/gpu -m gpu -q -rs -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" \
+    # tests named in the arguments (tests/gpu/x.py[::name]) replace the whole folder
+    targets=(tests/gpu); for a in "$@"; do [[ $a == tests/* ]] && targets=(); done
+    python3 -m pytest "${targets[@]}" -m gpu -q -rs -p no:cacheprovider \
+        -o faulthandler_timeout=240 --junitxml="$OUT/gpu-tests.xml" \
         "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -60
     status=${PIPESTATUS[0]}
 fi
