@@ -312,7 +312,7 @@ class Player:
         else:
             self._state = replace(self._state, **cast(dict[str, Any], changes))
 
-    def _show_next(self, timeout: float = 5.0) -> bool:
+    def _show_next(self, timeout: float = 15.0) -> bool:
         """Decode, process and show the next frame synchronously; False at the end."""
         deadline = now() + timeout
         while now() < deadline:

@@ -38,9 +38,7 @@ def check_target(path: StrPath) -> Path:
     return target
 
 
-def create_sibling(
-    target: Path, prefix: str, suffix: str, create: Callable[[Path], None]
-) -> Path:
+def create_sibling(target: Path, prefix: str, suffix: str, create: Callable[[Path], None]) -> Path:
     """A new hidden sibling of ``target`` named prefix + random + suffix, made by
     ``create`` (which must fail with FileExistsError when the name is taken)."""
     for _ in range(16):

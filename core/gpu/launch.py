@@ -33,6 +33,7 @@ def gpu_pipelines(
             built.append(
                 GpuFramePipeline(settings, ctx, spinning=spinning, non_blocking=non_blocking)
             )
+            built[-1].warm_up()  # cuDNN's first-run cost while the model loads
     except BaseException:
         for p in built:
             p.close()

@@ -170,6 +170,24 @@ class GpuFramePipeline:
             self.close()
             raise GpuError(f"GPU pipeline: {cuda_message(exc)}") from exc
 
+    def warm_up(self) -> None:
+        """One inference on a blank input of the model's size: the first run of a session
+        loads cuDNN's kernels and searches its convolution algorithms (seconds on a cold
+        process), which belongs to loading the model, not to the first frame."""
+        h, w = self._settings.model.input_size
+        layout = PreprocessLayout.from_spec(self._settings.model, w, h, self._dtype)
+        blank = DevicePool.linear(self.ctx, layout.nbytes, 1, kind="warm-up input")
+        try:
+            with self.ctx.active():
+                cuda_driver().memset_d8_async(blank.buffers[0].ptr, 0, layout.nbytes, self.stream)
+            self.engine.infer_device(blank.buffers[0].ptr, layout.shape, layout.numpy_dtype)
+        except EngineError as exc:
+            raise GpuError(f"warming up the model: {exc}") from exc
+        except Exception as exc:
+            raise GpuError(f"warming up the model: {cuda_message(exc)}") from exc
+        finally:
+            blank.close()
+
     @property
     def settings(self) -> PipelineSettings:
         return self._settings

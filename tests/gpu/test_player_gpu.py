@@ -8,6 +8,7 @@ pool dry, a GPU fault mid-playback going on on the CPU, and the switch back to C
 
 from __future__ import annotations
 
+import faulthandler
 import random
 import threading
 from collections.abc import Callable
@@ -66,7 +67,9 @@ class Shown:
 
     def wait(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
         with self._cond:
-            assert self._cond.wait_for(predicate, timeout), "timed out"
+            if not self._cond.wait_for(predicate, timeout):
+                faulthandler.dump_traceback(all_threads=True)  # where the player is stuck
+                raise AssertionError(f"timed out; errors {self.errors}, state {self.state}")
 
     @property
     def state(self) -> PlayerState:
