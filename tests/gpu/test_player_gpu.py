@@ -113,7 +113,6 @@ def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_g
         player.set_realtime(False)
         player.play()
         shown.wait(lambda: shown.index >= PLAYED)
-        fps = shown.state.fps
         player.pause()
         shown.wait(lambda: not shown.state.playing)
         played = shown.indices[: PLAYED + 1]
@@ -122,7 +121,7 @@ def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_g
         totals = AgreementTotals()
         for index in range(PLAYED + 1):
             totals.add_frame(cpu[index], shown.detections[index])
-        print(f"player on cuda:0, NVDEC, {PLAYED + 1} frames at {fps:.0f} fps: {totals.as_dict()}")
+        print(f"player on cuda:0, NVDEC, {PLAYED + 1} frames: {totals.as_dict()}")
         assert sum(len(d) for d in cpu.values()) > 50
         assert totals.f1 >= 0.99
         assert shown.device_frames == len(shown.indices), "a frame took a host round trip"
