@@ -29,12 +29,11 @@ from framelens.core.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.errors import FrameLensError, GpuError, SourceError
 from framelens.core.infer_ahead import AheadItem, InferAhead, Processed
 from framelens.core.pipeline import (
-    FramePipeline,
     FrameProcessor,
     PipelineSettings,
     same_engine,
 )
-from framelens.core.run import close_quietly, cpu_workers
+from framelens.core.run import build_pipelines, close_quietly, cpu_workers
 from framelens.core.sources import Source, open_source
 from framelens.core.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, SourceInfo, StageTimes
@@ -551,15 +550,7 @@ class Player:
             except FrameLensError as exc:  # no usable CUDA context, kernels, NVDEC...
                 self._on_error(f"GPU pipeline not used ({exc}); CUDA inference only")
         worker_settings, count = cpu_workers(settings)
-        built: list[FrameProcessor] = []
-        try:
-            built.append(FramePipeline(settings, spinning=self._spinning))
-            for _ in range(count):
-                built.append(FramePipeline(worker_settings, spinning=self._spinning))
-        except BaseException:
-            for p in built:
-                p.close()
-            raise
+        built = build_pipelines([settings, *[worker_settings] * count], spinning=self._spinning)
         return built[0], built[1:]
 
     def _build_model(self, settings: PipelineSettings, token: int) -> None:

@@ -48,6 +48,20 @@ def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
             log.warning("closing %r failed: %s", thing, exc)
 
 
+def build_pipelines(
+    settings_each: Sequence[PipelineSettings], *, spinning: bool = True
+) -> list[FrameProcessor]:
+    """One FramePipeline per settings; when one fails to load, those built are closed."""
+    built: list[FrameProcessor] = []
+    try:
+        for settings in settings_each:
+            built.append(FramePipeline(settings, spinning=spinning))
+    except BaseException:
+        close_quietly(built)
+        raise
+    return built
+
+
 def open_pipelines(
     source_spec: str, settings: PipelineSettings, notes: list[str]
 ) -> tuple[Source, list[FrameProcessor], str]:
@@ -73,12 +87,13 @@ def open_pipelines(
                     raise  # a bad file, say: the CPU path would fail the same way
                 reason = str(exc)
         notes.append(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
-        source = open_source(source_spec)
-        return source, [FramePipeline(settings) for _ in range(2)], "host pipeline, cuda inference"
-    settings, workers = cpu_workers(settings)
+        each, path = [settings] * 2, "host pipeline, cuda inference"
+    else:
+        worker_settings, workers = cpu_workers(settings)
+        each, path = [worker_settings] * workers, "cpu pipeline"
     source = open_source(source_spec)
     try:
-        return source, [FramePipeline(settings) for _ in range(workers)], "cpu pipeline"
+        return source, build_pipelines(each), path
     except BaseException:
         source.close()
         raise

@@ -162,3 +162,33 @@ def test_cuda_fp32_means_full_fp32_not_tf32() -> None:
     name, options = providers[0]
     assert name == "CUDAExecutionProvider" and providers[1] == "CPUExecutionProvider"
     assert options == {"device_id": 1, "use_tf32": "0", "user_compute_stream": "7"}
+
+
+def test_a_worker_that_fails_to_load_closes_the_ones_built_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run or the player builds one pipeline per worker; if a later one cannot load
+    (a model deleted meanwhile, memory running out), the earlier ones are released."""
+    from framelens.core.pipeline import FramePipeline, PipelineSettings
+    from framelens.core.run import build_pipelines
+
+    closed: list[FramePipeline] = []
+    real_close = FramePipeline.close
+
+    def recording_close(self: FramePipeline) -> None:
+        closed.append(self)
+        real_close(self)
+
+    monkeypatch.setattr(FramePipeline, "close", recording_close)
+    good = PipelineSettings(resolve_model("yolox-nano"))
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx file")
+    bad = replace(good, model=replace(good.model, path=broken))
+    with pytest.raises(ModelError) as failure:
+        build_pipelines([good, good, bad])
+    assert len(closed) == 2
+    assert "\n" not in str(failure.value)
+    built = build_pipelines([good, good])
+    assert len(built) == 2 and not closed[2:]
+    for p in built:
+        p.close()
