@@ -53,6 +53,17 @@ def same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:
     return all(getattr(a, k) == getattr(b, k) for k in ENGINE_FIELDS)
 
 
+def with_precision_model(settings: PipelineSettings) -> PipelineSettings:
+    """Settings whose model is the graph of their precision: precision lives in the graph,
+    so fp16 loads the cached (or freshly converted) variant; int8 must have been prepared
+    on a source (core.precision), and its spec passed in, else a one-line ConfigError."""
+    if settings.precision == "fp32":
+        return settings
+    from framelens.core.precision import model_for
+
+    return replace(settings, model=model_for(settings.model, settings.precision))
+
+
 class FrameProcessor(Protocol):
     """What the runner and the player need of a pipeline: the CPU one below, or the GPU one
     (core/gpu/pipeline.py), which takes frames that live in device memory."""
@@ -81,12 +92,7 @@ class FramePipeline:
     takes_device_frames = False
 
     def __init__(self, settings: PipelineSettings, *, spinning: bool = True) -> None:
-        if settings.precision != "fp32":
-            # Precision lives in the graph: load the variant (fp16 from the cache;
-            # int8 must have been prepared on a source, see core.precision).
-            from framelens.core.precision import model_for
-
-            settings = replace(settings, model=model_for(settings.model, settings.precision))
+        settings = with_precision_model(settings)
         self._settings = settings
         self._lock = threading.Lock()
         self.engine: Engine = create_engine(

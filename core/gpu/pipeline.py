@@ -28,7 +28,7 @@ import cv2
 import numpy as np
 from framelens.core.drawing import annotate
 from framelens.core.errors import EngineError, GpuError
-from framelens.core.pipeline import PipelineSettings, with_changes
+from framelens.core.pipeline import PipelineSettings, with_changes, with_precision_model
 from framelens.core.postprocess import make_decoder
 from framelens.core.timing import now_ms
 from framelens.core.types import Frame, FrameResult, Image, StageTimes
@@ -140,7 +140,7 @@ class GpuFramePipeline:
     ) -> None:
         from framelens.core.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 
-        self._settings = settings
+        self._settings = settings = with_precision_model(settings)
         self._lock = threading.Lock()
         self.ctx = ctx
         self._decode = make_decoder(settings.model)
