@@ -101,6 +101,8 @@ class FramePipeline:
             device=settings.device,
             threads=settings.threads,
             spinning=spinning,
+            precision=settings.precision,
+            spec=settings.model,
         )
         self._decode = make_decoder(settings.model)
         self._pre: Preprocessor | None = None

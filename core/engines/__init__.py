@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from framelens.core.errors import EngineError
+from framelens.core.modelspec import ModelSpec
 
 from .base import Engine
 
@@ -20,12 +21,29 @@ def create_engine(
     threads: int | None = None,
     *,
     spinning: bool = True,
+    precision: str = "fp32",
+    spec: ModelSpec | None = None,
 ) -> Engine:
-    """An Engine for an ONNX file; raises ModelError or EngineError with one line."""
+    """An Engine for an ONNX file; raises ModelError or EngineError with one line.
+
+    ``precision`` (the graph's) and ``spec`` (shape ranges of dynamic models) matter to
+    TensorRT only, which builds an engine from the graph (core.engines.tensorrt_engine).
+    """
     if backend == "onnxruntime":
         from .onnxruntime_engine import OnnxRuntimeEngine
 
         return OnnxRuntimeEngine(model_path, device=device, threads=threads, spinning=spinning)
     if backend == "tensorrt":
-        raise EngineError("TensorRT backend is not available on this machine")
+        if not device.startswith("cuda"):
+            raise EngineError(
+                f"TensorRT runs on NVIDIA GPUs, not on {device}: use --device cuda "
+                "or --backend onnxruntime"
+            )
+        from .tensorrt_engine import TensorRtEngine, import_tensorrt
+
+        import_tensorrt()  # its message before any CUDA setup
+        from ..gpu.context import get_context
+
+        ctx = get_context(device)
+        return TensorRtEngine(model_path, ctx, precision=precision, spec=spec)
     raise EngineError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")

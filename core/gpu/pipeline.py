@@ -159,9 +159,18 @@ class GpuFramePipeline:
                 # events (DeviceNV12Frame.ready), so nothing relies on implicit ordering.
                 self.stream = cuda.Stream(flags=1 if non_blocking else 0)
                 self._events = [cuda.Event() for _ in range(4)]
-            self.engine = OnnxRuntimeCudaEngine(
-                settings.model.path, ctx, self.stream, threads=settings.threads, spinning=spinning
-            )
+            if settings.backend == "tensorrt":
+                from framelens.core.engines.tensorrt_engine import TensorRtEngine
+
+                self.engine = TensorRtEngine(
+                    settings.model.path, ctx, self.stream,
+                    precision=settings.precision, spec=settings.model,
+                )  # fmt: skip
+            else:
+                self.engine = OnnxRuntimeCudaEngine(
+                    settings.model.path, ctx, self.stream,
+                    threads=settings.threads, spinning=spinning,
+                )  # fmt: skip
             self._dtype = "float16" if self.engine.input_dtype == np.float16 else "float32"
         except EngineError as exc:
             self.close()

@@ -136,8 +136,10 @@ def test_compare_view_shows_agreement_plots_and_report(
     assert compare.table_value(1, "PSNR dB") == NONE  # detectors output no image
     # the plots repaint at 10 Hz: they catch up with the frames seen within a moment
     qtbot.waitUntil(
-        lambda: curve_points(compare.latency_curves[1]) >= 10
-        and curve_points(compare.f1_curves[1]) >= 10,
+        lambda: (
+            curve_points(compare.latency_curves[1]) >= 10
+            and curve_points(compare.f1_curves[1]) >= 10
+        ),
         timeout=5000,
     )
     assert all(card.view.has_image for card in compare.cards)

@@ -73,7 +73,7 @@ def test_infer_errors_are_one_line() -> None:
 
 def test_backends_and_devices(tmp_path: Path) -> None:
     path = resolve_model("yolox-nano").path
-    with pytest.raises(EngineError, match="TensorRT backend is not available on this machine"):
+    with pytest.raises(EngineError, match="TensorRT runs on NVIDIA GPUs, not on cpu"):
         create_engine(path, backend="tensorrt")
     with pytest.raises(EngineError, match="unknown backend"):
         create_engine(path, backend="openvino")

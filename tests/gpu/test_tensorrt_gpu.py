@@ -1,0 +1,94 @@
+"""The TensorRT backend on a GPU with TensorRT installed (skipped where it is missing,
+which is every machine this project has had so far: the H200 included)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.detection_agreement import AgreementTotals
+from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
+from framelens.core.gpu.context import GpuContext
+from framelens.core.pipeline import PipelineSettings
+from framelens.core.preprocess import Preprocessor
+from framelens.core.sources.file import FileSource
+from framelens.core.types import Detections
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
+
+
+@pytest.fixture(scope="module")
+def trt() -> Any:
+    return pytest.importorskip("tensorrt", reason="TensorRT is not installed here")
+
+
+def test_engine_is_built_once_cached_and_equals_onnx_runtime(
+    trt: Any, gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    from framelens.core.engines.tensorrt_engine import TensorRtEngine
+
+    spec = resolve_model("yolox-nano")
+    with FileSource(SAMPLE) as source:
+        source.seek(300)
+        frame = source.read()
+    assert frame is not None
+    tensor = Preprocessor(spec, frame.width, frame.height)(frame.image).copy()
+    first = TensorRtEngine(spec.path, gpu_ctx, spec=spec, cache_dir=tmp_path)
+    try:
+        assert first.built
+        (got,) = first.infer(tensor)
+    finally:
+        first.close()
+    again = TensorRtEngine(spec.path, gpu_ctx, spec=spec, cache_dir=tmp_path)
+    try:
+        assert not again.built  # the plan came from the cache
+        (cached,) = again.infer(tensor)
+    finally:
+        again.close()
+    with OnnxRuntimeEngine(spec.path, threads=2) as cpu:
+        (want,) = cpu.infer(tensor)
+    scale = float(np.abs(want).max())
+    worst = float(np.abs(got - want).max())
+    print(f"TensorRT fp32 vs ONNX Runtime CPU: max |diff| {worst:.3g} of {scale:.3g}")
+    assert worst <= 1e-2 * scale  # TF32 may be on in TensorRT's fp32 convolutions
+    assert np.array_equal(got, cached)
+
+
+def _detections(device: str, backend: str, frames: int) -> dict[int, Detections]:
+    from framelens.core import run
+
+    got: dict[int, Detections] = {}
+    settings = PipelineSettings(
+        resolve_model(DEFAULT_MODEL), device=device, backend=backend, conf=0.3
+    )
+    source, pipelines, _ = run.open_pipelines(SAMPLE, settings, [])
+    runner = run.PipelineRunner(
+        source,
+        pipelines[0],
+        observers=[lambda r: got.__setitem__(r.frame.index, r.detections)],
+        draw=False,
+        extra_pipelines=pipelines[1:],
+    )
+    try:
+        runner.run(run.RunRange(0, frames))
+    finally:
+        run.close_quietly([*pipelines, source])
+    return got
+
+
+def test_gpu_pipeline_on_tensorrt_detects_what_the_cpu_pipeline_detects(
+    trt: Any, gpu_ctx: GpuContext
+) -> None:
+    cpu = _detections("cpu", "onnxruntime", 120)
+    gpu = _detections("cuda:0", "tensorrt", 120)
+    totals = AgreementTotals()
+    for index in range(120):
+        totals.add_frame(cpu[index], gpu[index])
+    print(f"TensorRT GPU pipeline vs CPU: {totals.as_dict()}")
+    assert totals.f1 >= 0.98

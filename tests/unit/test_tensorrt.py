@@ -1,0 +1,119 @@
+"""The TensorRT backend up to TensorRT itself, which no machine here has.
+
+What is tested: the shape ranges an engine is built for (every frame size the
+preprocessing can produce must fit), the plan cache key, reading the graph's input, the
+one-line messages, and what a user sees asking for TensorRT where it is missing. What is
+not: parsing, building and running an engine (core/engines/tensorrt_engine.py says so).
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from framelens.core.catalog import resolve_model
+from framelens.core.engines import create_engine
+from framelens.core.engines.tensorrt_engine import (
+    ShapeRange,
+    one_line,
+    onnx_input_shape,
+    plan_key,
+    shape_range,
+    tensorrt_unavailable,
+)
+from framelens.core.errors import EngineError, ModelError
+from framelens.core.gpu.context import DeviceProperties
+from framelens.core.preprocess import input_size_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+H200 = DeviceProperties(0, "NVIDIA H200", (9, 0), 141 << 30, 132)
+
+needs_no_tensorrt = pytest.mark.skipif(
+    tensorrt_unavailable() is None, reason="TensorRT is installed here"
+)
+
+
+def test_static_models_are_built_for_their_one_shape() -> None:
+    spec = resolve_model("yolox-nano")
+    name, shape = onnx_input_shape(spec.path)
+    assert shape == (1, 3, 416, 416) and name
+    shapes = shape_range(shape, spec)
+    assert shapes.static and shapes.opt == (1, 3, 416, 416)
+    assert shapes.accepts((1, 3, 416, 416)) and not shapes.accepts((1, 3, 416, 448))
+
+
+def test_dynamic_models_accept_every_input_size_the_preprocessing_makes() -> None:
+    spec = resolve_model("yunet")
+    _, shape = onnx_input_shape(spec.path)
+    assert shape[2] is None and shape[3] is None  # height and width follow the source
+    shapes = shape_range(shape, spec)
+    assert not shapes.static
+    assert shapes.opt == (1, 3, *spec.input_size)
+    rng = random.Random(11)
+    sizes = [(1920, 1080), (1080, 1920), (640, 480), (33, 17), (7680, 4320), (4000, 250)]
+    sizes += [(rng.randint(16, 8000), rng.randint(16, 8000)) for _ in range(300)]
+    for w, h in sizes:
+        ih, iw = input_size_for(spec, w, h)
+        assert shapes.accepts((1, 3, ih, iw)), (w, h, ih, iw, shapes)
+
+
+def test_unsupported_inputs_are_one_line_model_errors() -> None:
+    with pytest.raises(ModelError, match="batch 4"):
+        shape_range((4, 3, 416, 416))
+    with pytest.raises(ModelError, match="NCHW"):
+        shape_range((1, 416, 416))
+    unknown = shape_range((1, 3, None, None))  # a dynamic model without a spec
+    assert unknown.accepts((1, 3, 1080, 1920)) and unknown.accepts((1, 3, 32, 32))
+
+
+def test_a_plan_is_reused_only_for_the_same_graph_tensorrt_gpu_and_shapes() -> None:
+    shapes = ShapeRange((1, 3, 416, 416), (1, 3, 416, 416), (1, 3, 416, 416))
+    key = plan_key("a" * 64, "10.13.0", H200, shapes)
+    assert key == plan_key("a" * 64, "10.13.0", H200, shapes)
+    others = {
+        plan_key("b" * 64, "10.13.0", H200, shapes),  # another graph (FP16, INT8, a new model)
+        plan_key("a" * 64, "11.4.1", H200, shapes),  # plans do not cross TensorRT versions
+        plan_key("a" * 64, "10.13.0", replace(H200, compute_capability=(8, 9)), shapes),
+        plan_key("a" * 64, "10.13.0", H200, replace(shapes, max=(1, 3, 640, 640))),
+    }
+    assert key not in others and len(others) == 4
+
+
+def test_tensorrt_messages_become_one_line() -> None:
+    text = one_line(["In node 3 (Conv):\n  INVALID_NODE: bad  weights", "b", "c", "d", "e"])
+    assert "\n" not in text
+    assert text.startswith("In node 3 (Conv): INVALID_NODE: bad weights; b; c")
+    assert text.endswith("(and 2 more)")
+    assert one_line([]) == "no message from TensorRT"
+
+
+@needs_no_tensorrt
+def test_asking_for_tensorrt_without_it_says_what_to_do() -> None:
+    spec = resolve_model("yolox-nano")
+    with pytest.raises(EngineError) as missing:
+        create_engine(spec.path, backend="tensorrt", device="cuda:0")
+    message = str(missing.value)
+    assert "TensorRT is not installed" in message and "installer/gpu.sh" in message
+    assert "\n" not in message
+    with pytest.raises(EngineError, match="TensorRT runs on NVIDIA GPUs, not on cpu"):
+        create_engine(spec.path, backend="tensorrt", device="cpu")
+
+
+@needs_no_tensorrt
+def test_cli_run_with_tensorrt_fails_with_one_line_and_no_output(tmp_path: Path) -> None:
+    out = tmp_path / "dets.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "framelens.core.cli", "run", str(SAMPLE), "--backend", "tensorrt",
+         "--device", "cpu", "--frames", "5", "--detections", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "TensorRT runs on NVIDIA GPUs" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
