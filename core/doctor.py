@@ -74,6 +74,19 @@ def _gpu_pipeline() -> str:
     return "usable" if reason is None else f"not usable ({reason})"
 
 
+def _tensorrt_backend() -> str:
+    """Whether --backend tensorrt can build and run engines here, or why not."""
+    try:
+        from framelens.core.engines.tensorrt_engine import tensorrt_unavailable
+
+        reason = tensorrt_unavailable()
+    except Exception as exc:  # doctor reports, it never fails
+        reason = f"{type(exc).__name__}: {exc}"
+    if reason is not None:
+        return f"not usable ({reason})"
+    return "usable (strongly typed builds; engines cached after the first build)"
+
+
 def diagnose() -> dict[str, str]:
     from framelens.core import __version__
     from framelens.core.devices import onnxruntime_providers
@@ -94,6 +107,7 @@ def diagnose() -> dict[str, str]:
         "pycuda OpenGL interop": _gl_interop(),
         "GPU pipeline (cuda:0)": _gpu_pipeline(),
         "tensorrt": _version("tensorrt"),
+        "TensorRT backend": _tensorrt_backend(),
         "onnxruntime": _version("onnxruntime"),
         "onnxruntime providers": ", ".join(onnxruntime_providers()) or "none",
         "PyAV": _version("av"),

@@ -122,7 +122,14 @@ def test_doctor_reports_every_stage_and_why_the_gpu_path_cannot_run() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    for key in ("gpu", "onnxruntime providers", "PyAV", "NVENC (h264_nvenc)", "libx264"):
+    for key in (
+        "gpu",
+        "onnxruntime providers",
+        "PyAV",
+        "NVENC (h264_nvenc)",
+        "libx264",
+        "TensorRT backend",
+    ):
         assert report[key], key
     gpu = report["GPU pipeline (cuda:0)"]
     assert gpu == "usable" or gpu.startswith("not usable (")
