@@ -43,7 +43,8 @@ def resolve_device(requested: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DeviceChoice:
-    """One entry of a device menu: ``id`` is what resolve_device() takes."""
+    """One entry of a device (or backend) menu: ``id`` is what resolve_device() (or
+    --backend) takes."""
 
     id: str  # "auto" | "cpu" | "cuda:N"
     label: str
@@ -72,3 +73,13 @@ def device_choices() -> list[DeviceChoice]:
     for i, name in enumerate(names or ["GPU"]):
         choices.append(DeviceChoice(f"cuda:{i}", f"CUDA {i} · {name}"))
     return choices
+
+
+def backend_choices() -> list[DeviceChoice]:
+    """ONNX Runtime, and TensorRT with the reason when it cannot run here."""
+    from framelens.core.engines.tensorrt_engine import tensorrt_unavailable
+
+    why = tensorrt_unavailable()
+    if why is None and not cuda_available():
+        why = "TensorRT runs on NVIDIA GPUs and CUDA is not usable here"
+    return [DeviceChoice("onnxruntime", "ONNX Runtime"), DeviceChoice("tensorrt", "TensorRT", why)]

@@ -15,7 +15,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from framelens.core.catalog import DEFAULT_MODEL, load_catalog, resolve_model
-from framelens.core.devices import DeviceChoice, device_choices, resolve_device
+from framelens.core.devices import (
+    DeviceChoice,
+    backend_choices,
+    device_choices,
+    resolve_device,
+)
 from framelens.core.drawing import OverlayStyle, annotate
 from framelens.core.errors import ExportError, FrameLensError
 from framelens.core.export import save_snapshot
@@ -219,6 +224,11 @@ class Controller(QObject):
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
             return False
+        if self._backend == "tensorrt" and not resolved.startswith("cuda"):
+            self.errorOccurred.emit(
+                "TensorRT runs on NVIDIA GPUs: choose ONNX Runtime to run on the CPU"
+            )
+            return False
         self._device = resolved
         if self.settings is not None and self.settings.device != resolved:
             self.settings = replace(self.settings, device=resolved)
@@ -229,6 +239,27 @@ class Controller(QObject):
     @staticmethod
     def device_choices() -> list[DeviceChoice]:
         return device_choices()
+
+    @staticmethod
+    def backend_choices() -> list[DeviceChoice]:
+        return backend_choices()
+
+    def set_backend(self, backend: str) -> bool:
+        """Run inference with "onnxruntime" or "tensorrt"; False (and a message) when that
+        backend cannot run here."""
+        choice = next((c for c in backend_choices() if c.id == backend), None)
+        if choice is None:
+            self.errorOccurred.emit(f"unknown backend {backend!r}")
+            return False
+        if choice.unavailable is not None:
+            self.errorOccurred.emit(f"{choice.label} cannot be used: {choice.unavailable}")
+            return False
+        self._backend = backend
+        if self.settings is not None and self.settings.backend != backend:
+            self.settings = replace(self.settings, backend=backend)
+            if self.source is not None:
+                self.player.set_model(self.settings)
+        return True
 
     def base_settings(self) -> PipelineSettings | None:
         """The current settings at FP32: the model as chosen, not its variant."""

@@ -365,6 +365,7 @@ class MainWindow(QMainWindow):
         p.classesChanged.connect(c.set_classes)
         p.overlayChanged.connect(self._on_overlay)
         p.deviceChosen.connect(self.choose_device)
+        p.backendChosen.connect(self.choose_backend)
         p.precision.precisionChosen.connect(self.choose_precision)
         p.precision.cancelRequested.connect(c.cancel_precision)
         p.precision.sensitivityRequested.connect(self.show_sensitivity)
@@ -403,6 +404,10 @@ class MainWindow(QMainWindow):
             device = s.device = "auto"
             self.controller.set_device(device)
         self.panel.set_devices(self.controller.device_choices(), device)
+        backend = s.backend
+        if backend != "onnxruntime" and not self.controller.set_backend(backend):
+            backend = s.backend = "onnxruntime"  # saved where TensorRT was installed, say
+        self.panel.set_backends(self.controller.backend_choices(), backend)
         wanted = s.model or self.controller.default_model()
         layout, labels, task = s.model_options() if s.model else (None, None, None)
         if not self._load_model(wanted, layout, labels, task, quiet=True):
@@ -506,6 +511,12 @@ class MainWindow(QMainWindow):
             self.settings.device = device
         else:
             self.panel.select_device(self.settings.device)
+
+    def choose_backend(self, backend: str) -> None:
+        if self.controller.set_backend(backend):
+            self.settings.backend = backend
+        else:
+            self.panel.select_backend(self.settings.backend)
 
     def choose_model(self, key: str) -> None:
         if key != self._model_key and not self._load_model(key):

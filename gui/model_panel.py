@@ -37,6 +37,7 @@ class ModelPanel(QWidget):
     classesChanged = Signal(object)  # frozenset[int] | None
     overlayChanged = Signal(object)  # OverlayStyle
     deviceChosen = Signal(str)  # "auto" | "cpu" | "cuda:N"
+    backendChosen = Signal(str)  # "onnxruntime" | "tensorrt"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -49,6 +50,11 @@ class ModelPanel(QWidget):
         self.device_combo.setToolTip("Where inference runs; Auto takes CUDA when it is usable")
         self.device_combo.activated.connect(
             lambda i: self.deviceChosen.emit(str(self.device_combo.itemData(i)))
+        )
+        self.backend_combo = QComboBox()
+        self.backend_combo.setToolTip("What runs the model: ONNX Runtime, or TensorRT engines")
+        self.backend_combo.activated.connect(
+            lambda i: self.backendChosen.emit(str(self.backend_combo.itemData(i)))
         )
         self.precision = PrecisionToggle()  # FP32 | FP16 | INT8, its progress and state
         self.model_info = QLabel("")
@@ -80,10 +86,13 @@ class ModelPanel(QWidget):
         model_box = QGroupBox("Model")
         ml = QVBoxLayout(model_box)
         ml.addWidget(self.model_combo)
-        device_row = QHBoxLayout()
-        device_row.addWidget(QLabel("Device"))
-        device_row.addWidget(self.device_combo, 1)
-        ml.addLayout(device_row)
+        engine_grid = QGridLayout()
+        engine_grid.addWidget(QLabel("Device"), 0, 0)
+        engine_grid.addWidget(self.device_combo, 0, 1)
+        engine_grid.addWidget(QLabel("Backend"), 1, 0)
+        engine_grid.addWidget(self.backend_combo, 1, 1)
+        engine_grid.setColumnStretch(1, 1)
+        ml.addLayout(engine_grid)
         ml.addWidget(self.precision)
         ml.addWidget(self.model_info)
         thr_box = QGroupBox("Thresholds")
@@ -121,7 +130,14 @@ class ModelPanel(QWidget):
 
     def set_devices(self, choices: list[DeviceChoice], current: str) -> None:
         """Fill the device menu; devices that cannot be used are shown greyed with the reason."""
-        combo = self.device_combo
+        self._fill(self.device_combo, choices, current)
+
+    def set_backends(self, choices: list[DeviceChoice], current: str) -> None:
+        """Fill the backend menu; TensorRT is greyed, with the reason, where it cannot run."""
+        self._fill(self.backend_combo, choices, current)
+
+    @staticmethod
+    def _fill(combo: QComboBox, choices: list[DeviceChoice], current: str) -> None:
         combo.blockSignals(True)
         combo.clear()
         model = combo.model()
@@ -138,11 +154,18 @@ class ModelPanel(QWidget):
         combo.blockSignals(False)
 
     def select_device(self, device: str) -> None:
-        i = self.device_combo.findData(device)
+        self._select(self.device_combo, device)
+
+    def select_backend(self, backend: str) -> None:
+        self._select(self.backend_combo, backend)
+
+    @staticmethod
+    def _select(combo: QComboBox, value: str) -> None:
+        i = combo.findData(value)
         if i >= 0:
-            self.device_combo.blockSignals(True)
-            self.device_combo.setCurrentIndex(i)
-            self.device_combo.blockSignals(False)
+            combo.blockSignals(True)
+            combo.setCurrentIndex(i)
+            combo.blockSignals(False)
 
     @staticmethod
     def _threshold(tip: str) -> tuple[QSlider, QLabel]:

@@ -100,6 +100,14 @@ class Settings:
         self.store.setValue("model/iou", float(value))
 
     @property
+    def backend(self) -> str:
+        return self._str("engine/backend", "onnxruntime")
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        self.store.setValue("engine/backend", value)
+
+    @property
     def device(self) -> str:
         return self._str("engine/device", "auto")
 

@@ -243,6 +243,32 @@ def test_device_menu_persists_and_explains_missing_cuda(
     second.close()
 
 
+def test_backend_menu_offers_tensorrt_only_where_it_runs(
+    qtbot: QtBot, settings_file: Path, app_settings: Settings
+) -> None:
+    from framelens.core.engines.tensorrt_engine import tensorrt_unavailable
+
+    app_settings.backend = "tensorrt"  # saved on a machine that had TensorRT, say
+    first = MainWindow(settings=app_settings)
+    qtbot.addWidget(first)
+    combo = first.panel.backend_combo
+    ids = [combo.itemData(i) for i in range(combo.count())]
+    assert ids == ["onnxruntime", "tensorrt"]
+    if tensorrt_unavailable() is not None:  # this machine: greyed, the reason as tooltip
+        assert not combo.model().item(1).isEnabled()
+        assert "TensorRT is not installed" in combo.itemData(1, Qt.ItemDataRole.ToolTipRole)
+        assert combo.currentData() == "onnxruntime"  # the saved choice fell back
+        messages: list[str] = []
+        first.controller.errorOccurred.connect(messages.append)
+        first.choose_backend("tensorrt")  # as if chosen anyway: refused with one line
+        assert messages and messages[-1].startswith("TensorRT cannot be used")
+        assert combo.currentData() == "onnxruntime"
+    assert first.controller.settings is None or first.controller.settings.backend == "onnxruntime"
+    first.close()
+    again = Settings(QSettings(str(settings_file), QSettings.Format.IniFormat))
+    assert again.backend == "onnxruntime"
+
+
 def test_canvas_zoom_and_reset(window: MainWindow, qtbot: QtBot, sample: str) -> None:
     start(window, qtbot, sample, frames=3)
     pause(window, qtbot)
