@@ -3,8 +3,8 @@
 Precision lives in the graph (core.precision: the FP16 variant is converted, the INT8 one
 carries Q/DQ nodes), so the engine is built as a *strongly typed* network from the graph
 of the chosen precision: what TensorRT 11 requires (it removed the FP16/INT8 builder
-flags) and TensorRT 10.12+ offers with ``NetworkDefinitionCreationFlag.STRONGLY_TYPED``.
-Older TensorRT builds the same graphs weakly typed, with the precision's builder flag.
+flags) and every TensorRT 10 offers (``NetworkDefinitionCreationFlag.STRONGLY_TYPED``).
+TensorRT before 10 is refused with a message.
 
 A plan is cached under ``<cache root>/tensorrt/<key>/`` (core.precision.cache: written
 whole or not at all), keyed by the graph's SHA-256, the TensorRT version, the GPU and its
@@ -173,8 +173,20 @@ def one_line(messages: Sequence[str], limit: int = 3) -> str:
 # ---- building ------------------------------------------------------------------------------
 
 
+_LOGGER: Any = None
+
+
 def _logger(trt: Any) -> Any:
-    """A TensorRT logger that keeps the errors (for one-line messages) and logs warnings."""
+    """The process's TensorRT logger: it keeps the errors (for one-line messages) and logs
+    warnings. One for all engines: TensorRT uses the first logger it is given for the
+    whole process, and it must outlive every builder, runtime and engine."""
+    global _LOGGER
+    if _LOGGER is None:
+        _LOGGER = _make_logger(trt)
+    return _LOGGER
+
+
+def _make_logger(trt: Any) -> Any:
 
     class Log(trt.ILogger):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -197,25 +209,27 @@ def build_plan(
     logger: Any,
     path: Path,
     shapes: ShapeRange,
-    precision: str,
     timing_cache: Path | None,
 ) -> bytes:
     """Parse the ONNX graph and build a serialized engine (seconds to minutes)."""
-    builder = trt.Builder(logger)
     strongly = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-    network = builder.create_network(0 if strongly is None else 1 << int(strongly))
+    if strongly is None:
+        raise EngineError(
+            f"TensorRT {trt.__version__} is too old: FrameLens builds strongly typed "
+            "engines, which need TensorRT 10 or later"
+        )
+    del logger.errors[:]
+    builder = trt.Builder(logger)
+    network = builder.create_network(1 << int(strongly))
     parser = trt.OnnxParser(network, logger)
     if not parser.parse_from_file(str(path)):
         errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
         raise ModelError(f"TensorRT cannot parse {path.name}: {one_line(errors)}")
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
-    if strongly is None:  # TensorRT before strong typing: the precision as builder flags
-        if precision in ("fp16", "int8"):
-            config.set_flag(trt.BuilderFlag.FP16)
-        if precision == "int8":
-            config.set_flag(trt.BuilderFlag.INT8)  # scales come from the graph's Q/DQ nodes
-    if not shapes.static:
+    # no precision flags: the graph's types decide (FP16 graph, Q/DQ nodes for INT8)
+    if not shapes.static or -1 in tuple(network.get_input(0).shape):
+        # a dynamic dimension needs a profile, even one fixed to a single shape
         profile = builder.create_optimization_profile()
         profile.set_shape(network.get_input(0).name, shapes.min, shapes.opt, shapes.max)
         config.add_optimization_profile(profile)
@@ -224,7 +238,8 @@ def build_plan(
         with contextlib.suppress(OSError):
             previous = timing_cache.read_bytes()
     cache = config.create_timing_cache(previous)
-    if not config.set_timing_cache(cache, ignore_mismatch=True):
+    if cache is None or not config.set_timing_cache(cache, ignore_mismatch=True):
+        # an unreadable timing cache (another version, a truncated file) starts afresh
         config.set_timing_cache(config.create_timing_cache(b""), ignore_mismatch=True)
     plan = builder.build_serialized_network(network, config)
     if plan is None:
@@ -266,7 +281,7 @@ def cached_plan(
         with contextlib.suppress(OSError):
             return (entry / PLAN_FILE).read_bytes(), shapes, False
     timing = plans_dir(cache_dir) / f"timing-{digest(trt.__version__, gpu.name)[:16]}.cache"
-    plan = build_plan(trt, logger, path, shapes, precision, timing)
+    plan = build_plan(trt, logger, path, shapes, timing)
     with staging(entry) as stage:
         (stage.path / PLAN_FILE).write_bytes(plan)
         stage.commit(
@@ -321,8 +336,8 @@ class _Buffers:
 class TensorRtEngine(Engine):
     """A TensorRT engine for an ONNX graph on CUDA device ``ctx.index``, run on ``stream``.
 
-    ``precision`` is the graph's ("fp32", "fp16", "int8"): it selects builder flags only
-    on TensorRT without strong typing. ``spec`` gives dynamic models their shape range.
+    ``precision`` is the graph's ("fp32", "fp16", "int8"), recorded with the cached plan
+    (the graph's own types decide). ``spec`` gives dynamic models their shape range.
     """
 
     backend = "tensorrt"
@@ -356,6 +371,7 @@ class TensorRtEngine(Engine):
                 plan, self.shapes, self.built = cached_plan(
                     trt, self._log, self.path, ctx.properties, precision, spec, cache_dir
                 )
+                del self._log.errors[:]
                 self._runtime = trt.Runtime(self._log)
                 self._engine = self._runtime.deserialize_cuda_engine(plan)
                 if self._engine is None:
@@ -364,6 +380,11 @@ class TensorRtEngine(Engine):
                         f"{one_line(self._log.errors)}"
                     )
                 self._context = self._engine.create_execution_context()
+                if self._context is None:
+                    raise EngineError(
+                        f"TensorRT could not create an execution context for "
+                        f"{self.path.name} (device memory?): {one_line(self._log.errors)}"
+                    )
                 self._bind_names(trt)
                 self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
                 self._done = cuda.Event(cuda.event_flags.DISABLE_TIMING)
@@ -435,6 +456,7 @@ class TensorRtEngine(Engine):
                     ptr = buffers.device_ptr(ctx, nbytes)
                     context.set_tensor_address(buffers.name, ptr)
                     staged.append((buffers, dtype, out_shape, nbytes, ptr))
+                del self._log.errors[:]
                 if not context.execute_async_v3(int(self.stream.handle)):
                     raise EngineError(f"TensorRT inference failed: {one_line(self._log.errors)}")
                 results = []

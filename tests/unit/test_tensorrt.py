@@ -67,6 +67,7 @@ def test_unsupported_inputs_are_one_line_model_errors() -> None:
         shape_range((4, 3, 416, 416))
     with pytest.raises(ModelError, match="NCHW"):
         shape_range((1, 416, 416))
+    assert shape_range((None, 3, 416, 416)).opt == (1, 3, 416, 416)  # dynamic batch: 1
     unknown = shape_range((1, 3, None, None))  # a dynamic model without a spec
     assert unknown.accepts((1, 3, 1080, 1920)) and unknown.accepts((1, 3, 32, 32))
 
