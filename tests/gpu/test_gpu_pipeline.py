@@ -26,12 +26,16 @@ FRAMES = 240
 MiB = 1 << 20
 
 
-def detections_by_frame(device: str, frames: int, start: int = 0) -> dict[int, Detections]:
+def detections_by_frame(
+    device: str, frames: int, start: int = 0, backend: str = "onnxruntime"
+) -> dict[int, Detections]:
     """Every frame's detections from the product's run path on ``device``."""
     from framelens.core import run
 
     got: dict[int, Detections] = {}
-    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device, conf=0.3)
+    settings = PipelineSettings(
+        resolve_model(DEFAULT_MODEL), device=device, conf=0.3, backend=backend
+    )
     source, pipelines, path = run.open_pipelines(SAMPLE, settings, [])
     runner = run.PipelineRunner(
         source,

@@ -8,14 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.catalog import resolve_model
 from framelens.core.detection_agreement import AgreementTotals
 from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
 from framelens.core.gpu.context import GpuContext
-from framelens.core.pipeline import PipelineSettings
 from framelens.core.preprocess import Preprocessor
 from framelens.core.sources.file import FileSource
-from framelens.core.types import Detections
+from test_gpu_pipeline import detections_by_frame
 
 pytestmark = pytest.mark.gpu
 
@@ -60,33 +59,11 @@ def test_engine_is_built_once_cached_and_equals_onnx_runtime(
     assert np.array_equal(got, cached)
 
 
-def _detections(device: str, backend: str, frames: int) -> dict[int, Detections]:
-    from framelens.core import run
-
-    got: dict[int, Detections] = {}
-    settings = PipelineSettings(
-        resolve_model(DEFAULT_MODEL), device=device, backend=backend, conf=0.3
-    )
-    source, pipelines, _ = run.open_pipelines(SAMPLE, settings, [])
-    runner = run.PipelineRunner(
-        source,
-        pipelines[0],
-        observers=[lambda r: got.__setitem__(r.frame.index, r.detections)],
-        draw=False,
-        extra_pipelines=pipelines[1:],
-    )
-    try:
-        runner.run(run.RunRange(0, frames))
-    finally:
-        run.close_quietly([*pipelines, source])
-    return got
-
-
 def test_gpu_pipeline_on_tensorrt_detects_what_the_cpu_pipeline_detects(
     trt: Any, gpu_ctx: GpuContext
 ) -> None:
-    cpu = _detections("cpu", "onnxruntime", 120)
-    gpu = _detections("cuda:0", "tensorrt", 120)
+    cpu = detections_by_frame("cpu", 120)
+    gpu = detections_by_frame("cuda:0", 120, backend="tensorrt")
     totals = AgreementTotals()
     for index in range(120):
         totals.add_frame(cpu[index], gpu[index])
