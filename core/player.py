@@ -32,6 +32,7 @@ from framelens.core.pipeline import (
     FrameProcessor,
     PipelineSettings,
     same_engine,
+    with_precision_model,
 )
 from framelens.core.run import build_pipelines, close_quietly, cpu_workers
 from framelens.core.sources import Source, open_source
@@ -132,7 +133,7 @@ class Player:
         self._commands: queue.Queue[Command | None] = queue.Queue()
         self._decoder: DecodeAhead | None = None
         self._spec: str | None = None  # the open source, to reopen it for another decoder
-        self._device_frames = False  # whether the source gives frames in device memory
+        self._source_wants: str | None = None  # the device the source decodes for; None: host
         self._pipeline: FrameProcessor | None = None  # for the player thread's own work
         self._ahead: InferAhead | None = None  # workers processing frames ahead
         self._workers: list[FrameProcessor] = []  # their pipelines, kept across sources
@@ -200,7 +201,7 @@ class Player:
             return
         self._closed = True
         self._commands.put(None)
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=20)
 
     def _send(self, command: Command) -> None:
         if not self._closed:
@@ -314,13 +315,15 @@ class Player:
     def _show_next(self, timeout: float = 15.0) -> bool:
         """Decode, process and show the next frame synchronously; False at the end."""
         deadline = now() + timeout
-        while now() < deadline:
+        while now() < deadline and not self._closed:
             result = self._fetch_processed(timeout=0.1)
             if result is not None:
                 self._show(result)
                 return True
             if self._state.status == "ended":
                 return False
+        if self._closed:
+            return False
         raise SourceError("timed out waiting for a frame from the source")
 
     def _publish(self, **changes: object) -> None:
@@ -342,9 +345,10 @@ class Player:
     def _fall_back_to_cpu(self, exc: GpuError, settings: PipelineSettings) -> None:
         """A GPU failure while playing: go on on the CPU from the frame after the one on
         screen, and say so; playback does not stop."""
+        cpu = replace(settings, device="cpu", backend="onnxruntime")  # TensorRT is GPU-only
         self._on_error(f"GPU failed ({exc}); continuing on the CPU")
         try:
-            self._install(*self._build_pipelines(replace(settings, device="cpu")))
+            self._install(*self._build_pipelines(cpu))
         except BaseException as again:
             if self._state.playing:
                 self._publish(status="paused")
@@ -373,39 +377,40 @@ class Player:
         """The source, decoded where the installed pipelines want their frames: NVDEC into
         device memory for GPU pipelines and video files, else on the host."""
         pipeline = self._pipeline
-        if pipeline is not None and pipeline.takes_device_frames:
-            from framelens.core.gpu.launch import decodes_on_device, open_gpu_frames
+        wanted = _source_device(pipeline, spec)
+        self._source_wants = wanted
+        if pipeline is not None and wanted is not None:
+            from framelens.core.gpu.launch import open_gpu_frames
 
-            if decodes_on_device(spec):
-                try:
-                    source, name = open_gpu_frames(spec, pipeline.settings)
-                except GpuError as exc:
-                    self._on_error(f"NVDEC not used ({exc}); decoding on the CPU")
-                else:
-                    self._device_frames = True
-                    self._publish(decoder=name)
-                    return cast(Source, source)
+            try:
+                source, name = open_gpu_frames(spec, pipeline.settings)
+            except FrameLensError as exc:  # no CUDA context, no NVDEC, no memory for buffers
+                self._on_error(f"NVDEC not used ({exc}); decoding on the CPU")
+            else:
+                self._publish(decoder=name)
+                return cast(Source, source)
         source = open_source(spec)
-        self._device_frames = False
         self._publish(decoder="cpu")
         return source
 
     def _match_source(self, pipeline: FrameProcessor) -> None:
         """Reopen the source when the new pipelines want frames from another decoder (a
-        switch between CPU and CUDA); the caller seeks it back to where playback was."""
+        switch between CPU and CUDA, or to another GPU); the caller seeks it back to where
+        playback was. If the source cannot be reopened, the player is left empty."""
         decoder, spec = self._decoder, self._spec
         if decoder is None or spec is None:
             return
-        if pipeline.takes_device_frames == self._device_frames:
-            return
-        if pipeline.takes_device_frames and not _decodes_on_device(spec):
-            return  # a camera or stream: host frames, which GPU pipelines upload
-        self._decoder = None
+        if _source_device(pipeline, spec) == self._source_wants:
+            return  # also after NVDEC failed for these pipelines: no retry on every swap
         try:
-            decoder.close()
-        except Exception as exc:  # a broken GPU's decoder must not stop the switch
-            log.warning("closing the %s decoder failed: %s", self._state.decoder, exc)
-        self._decoder = DecodeAhead(self._open_frames(spec), self._depth)
+            source = self._open_frames(spec)
+        except BaseException:
+            self._decoder = self._spec = None
+            _close_decoder(decoder, self._state.decoder)
+            self._publish(status="empty", index=-1, frame_count=None, source=None, decoder="")
+            raise
+        _close_decoder(decoder, self._state.decoder)
+        self._decoder = DecodeAhead(source, self._depth)
 
     def _use_settings(self, settings: PipelineSettings) -> None:
         old = self._pipeline
@@ -539,6 +544,8 @@ class Player:
         RGBA frame for the canvas) when it can run, else ONNX Runtime's CUDA provider
         with host preprocessing, and a message that says why.
         """
+        # the precision's graph first: an INT8 not prepared is one error, whatever the device
+        settings = with_precision_model(settings)
         if settings.device.startswith("cuda"):
             try:
                 from framelens.core.gpu.launch import GPU_WORKERS, gpu_pipelines
@@ -600,6 +607,7 @@ class Player:
         self._ready = None
         self._current = None
         self._spec = None
+        self._source_wants = None
         self._stop_workers()
         if self._decoder is not None:
             decoder, self._decoder = self._decoder, None
@@ -623,10 +631,20 @@ class Player:
             self._pipeline, self._workers = None, []
 
 
-def _decodes_on_device(spec: str) -> bool:
+def _source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:
+    """The device whose NVDEC should decode ``spec`` for ``pipeline``; None: the host."""
+    if pipeline is None or not pipeline.takes_device_frames:
+        return None
     from framelens.core.gpu.launch import decodes_on_device
 
-    return decodes_on_device(spec)
+    return pipeline.settings.device if decodes_on_device(spec) else None
+
+
+def _close_decoder(decoder: DecodeAhead, name: str) -> None:
+    try:
+        decoder.close()
+    except Exception as exc:  # a broken GPU's decoder must not stop the switch
+        log.warning("closing the %s decoder failed: %s", name, exc)
 
 
 def now() -> float:

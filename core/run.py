@@ -270,7 +270,7 @@ def run_to_outputs(
                     # the run from going on on the CPU
                     close_quietly([*pipelines, source])
                     pipelines = []
-                    settings = replace(settings, device="cpu")
+                    settings = replace(settings, device="cpu", backend="onnxruntime")
                     source, pipelines, path = open_pipelines(source_spec, settings, notes)
         finally:
             bar.close()

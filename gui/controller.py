@@ -254,6 +254,9 @@ class Controller(QObject):
         if choice.unavailable is not None:
             self.errorOccurred.emit(f"{choice.label} cannot be used: {choice.unavailable}")
             return False
+        if backend == "tensorrt" and not self._device.startswith("cuda"):
+            self.errorOccurred.emit("TensorRT runs on NVIDIA GPUs: choose a CUDA device first")
+            return False
         self._backend = backend
         if self.settings is not None and self.settings.backend != backend:
             self.settings = replace(self.settings, backend=backend)

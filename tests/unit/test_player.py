@@ -315,19 +315,22 @@ def test_threshold_changed_while_a_model_loads_applies_to_the_new_model(
     assert len(rec.last.detections) == 0, "the new model ignored the threshold set meanwhile"
 
 
+@pytest.mark.parametrize("backend", ["onnxruntime", "tensorrt"])
 def test_gpu_failure_while_playing_goes_on_on_the_cpu(
-    rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+    rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     """No GPU here: the GPU pipelines are stood in for by CPU pipelines that raise
     GpuError at frame 20, as a GPU running out of memory would (fault injection; the
-    real GPU pipeline's fault hook is exercised on the H200)."""
+    real GPU pipeline's fault hook is exercised on the H200). TensorRT runs on GPUs
+    only: the CPU goes on with ONNX Runtime."""
     from framelens.core.errors import GpuError
     from framelens.core.pipeline import FramePipeline
     from framelens.core.types import StageTimes
 
     class FailsAt20(FramePipeline):
         def __init__(self, s: PipelineSettings) -> None:
-            super().__init__(replace(s, device="cpu", threads=1))  # runs on the CPU...
+            # runs on the CPU with ONNX Runtime...
+            super().__init__(replace(s, device="cpu", threads=1, backend="onnxruntime"))
             self._settings = s  # ...but stands for a pipeline on cuda:0
 
         def infer(self, frame, times: StageTimes):  # type: ignore[no-untyped-def]
@@ -345,7 +348,7 @@ def test_gpu_failure_while_playing_goes_on_on_the_cpu(
 
     monkeypatch.setattr(player, "_build_pipelines", build)
     try:
-        player.open(SAMPLE, replace(settings, device="cuda:0"))
+        player.open(SAMPLE, replace(settings, device="cuda:0", backend=backend))
         rec.wait(lambda: len(rec.results) >= 1)
         player.set_realtime(False)
         player.play()
@@ -354,5 +357,54 @@ def test_gpu_failure_while_playing_goes_on_on_the_cpu(
         assert indices == list(range(len(indices)))  # nothing lost, nothing twice
         assert len(rec.errors) == 1 and rec.errors[0].startswith("GPU failed (frame 20")
         assert rec.state.device == "cpu" and rec.state.playing
+        assert rec.state.backend == "onnxruntime"
+    finally:
+        player.close()
+
+
+def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
+    rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pipelines that take device frames ask for NVDEC; where it cannot run (here: no
+    pycuda) the player decodes on the host, says so once, and does not reopen the file
+    on every later GPU model swap. The GPU pipelines are stood in for by CPU pipelines
+    that declare device frames (they also take host frames, as the real one does)."""
+    from framelens.core.pipeline import FramePipeline
+
+    class TakesDeviceFrames(FramePipeline):
+        takes_device_frames = True
+
+        def __init__(self, s: PipelineSettings) -> None:
+            super().__init__(replace(s, device="cpu", threads=1))
+            self._settings = s
+
+    player = Player(rec.on_result, rec.on_state, rec.on_error)
+    real_build = player._build_pipelines
+
+    def build(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        if s.device.startswith("cuda"):
+            return TakesDeviceFrames(s), [TakesDeviceFrames(s)]
+        return real_build(s)
+
+    monkeypatch.setattr(player, "_build_pipelines", build)
+    cuda = replace(settings, device="cuda:0")
+    try:
+        player.open(SAMPLE, cuda)
+        rec.wait(lambda: len(rec.results) >= 1)
+        assert len(rec.errors) == 1 and rec.errors[0].startswith("NVDEC not used"), rec.errors
+        assert rec.state.decoder == "cpu"
+        player.seek(PERSON_FRAME)
+        rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
+        player.set_model(replace(cuda, conf=0.5, threads=2))  # another GPU engine
+        rec.wait(lambda: rec.state.loading_model)
+        rec.wait(lambda: not rec.state.loading_model)
+        player.step(1)
+        rec.wait(lambda: rec.last.frame.index == PERSON_FRAME + 1)
+        assert len(rec.errors) == 1, rec.errors  # no second attempt, no second message
+        player.set_model(settings)  # to the CPU: host decoding, playback where it was
+        rec.wait(lambda: rec.state.device == "cpu" and not rec.state.loading_model)
+        player.step(1)
+        rec.wait(lambda: rec.last.frame.index == PERSON_FRAME + 2)
+        assert len(rec.errors) == 1 and rec.state.decoder == "cpu"
     finally:
         player.close()
