@@ -136,6 +136,8 @@ class MainWindow(QMainWindow):
         scroll.setWidget(self.panel)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        # on a short screen the panel scrolls vertically; it never needs a sideways bar
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.panel_dock = self._dock(
             "Analysis", "analysisDock", scroll, Qt.DockWidgetArea.RightDockWidgetArea
         )

@@ -70,7 +70,7 @@ class ModelPanel(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self._filter_list)
         self.class_list = QListWidget()
-        self.class_list.setMinimumHeight(120)
+        self.class_list.setMinimumHeight(90)
         self.class_list.itemChanged.connect(lambda _item: self._emit_classes())
         all_button, none_button = QPushButton("All"), QPushButton("None")
         all_button.clicked.connect(lambda: self._check_all(True))
