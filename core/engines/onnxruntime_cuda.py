@@ -69,8 +69,17 @@ class DeviceOutput:
     host: npt.NDArray[Any]
 
 
-class _Output:
-    """A bound output: static (our device + host buffers) or dynamic (ORT allocates)."""
+def check_input_dtype(model: np.dtype[Any], given: npt.DTypeLike) -> None:
+    """EngineError (one line) when a device input's dtype is not the model's."""
+    if np.dtype(given) != model:
+        raise EngineError(
+            f"the model takes {model.name} input, the buffer holds {np.dtype(given).name}"
+        )
+
+
+class OutputBuffers:
+    """One output's buffers: static ones (our device + host buffers, bound once) or
+    dynamic ones (ORT allocates on the device; TensorRT: grown by ``device_ptr``)."""
 
     def __init__(self, name: str, shape: tuple[int | None, ...], dtype: np.dtype[Any]) -> None:
         self.name = name
@@ -92,6 +101,27 @@ class _Output:
             )
         array: npt.NDArray[np.uint8] = self.pinned.buffers[0].array
         return array
+
+    def device_ptr(self, ctx: GpuContext, nbytes: int) -> int:
+        """A device buffer of at least ``nbytes`` (grown on demand)."""
+        if self.device is None or self.device.buffers[0].nbytes < nbytes:
+            if self.device is not None:
+                self.device.close()
+            self.device = None
+            self.device = DevicePool.linear(ctx, max(nbytes, 1), 1, kind=f"{self.name} buffer")
+        return int(self.device.buffers[0].ptr)
+
+    def copy_to_host(
+        self, ctx: GpuContext, stream: Any, ptr: int, shape: tuple[int, ...]
+    ) -> DeviceOutput:
+        """Queue the device-to-host copy of the output at ``ptr`` on ``stream``; the
+        result's ``host`` is valid once the stream is synchronised."""
+        nbytes = int(np.prod(shape)) * self.dtype.itemsize
+        flat = self.host_buffer(ctx, nbytes)
+        if nbytes:
+            cuda_driver().memcpy_dtoh_async(flat[:nbytes], ptr, stream)
+        host = flat[:nbytes].view(self.dtype).reshape(shape)
+        return DeviceOutput(self.name, ptr, shape, self.dtype, host)
 
     def close(self) -> None:
         for pool in (self.pinned, self.device):
@@ -125,7 +155,7 @@ class DeviceBinding:
         self.input_name = str(inp.name)
         self.input_shape = tuple(d if isinstance(d, int) else None for d in inp.shape)
         self.input_dtype = ort_dtype(str(inp.type))
-        self._outputs: list[_Output] = []
+        self._outputs: list[OutputBuffers] = []
         self._values: list[Any] = []  # ORT's output values of the last run (keeps ptrs valid)
         self._io: Any = None
         cuda = cuda_driver()
@@ -134,7 +164,8 @@ class DeviceBinding:
                 self._io = session.io_binding()
                 for out in session.get_outputs():
                     shape = tuple(d if isinstance(d, int) else None for d in out.shape)
-                    self._outputs.append(_Output(str(out.name), shape, ort_dtype(str(out.type))))
+                    dtype = ort_dtype(str(out.type))
+                    self._outputs.append(OutputBuffers(str(out.name), shape, dtype))
                 for output in self._outputs:
                     self._bind_output(output)
                 self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
@@ -146,7 +177,7 @@ class DeviceBinding:
             self.close()
             raise EngineError(f"binding the model's outputs failed: {ort_message(exc)}") from exc
 
-    def _bind_output(self, output: _Output) -> None:
+    def _bind_output(self, output: OutputBuffers) -> None:
         if output.static_shape is None:  # ORT allocates it on the device at each run
             self._io.bind_output(output.name, self._device_type, self._device_id)
             return
@@ -173,7 +204,6 @@ class DeviceBinding:
         if self._io is None:
             raise EngineError("the engine is closed")
         shape = self._check_input(input_shape, input_dtype)
-        cuda = cuda_driver()
         other = stream is not None and int(stream.handle) != int(self._stream.handle)
         try:
             with self._ctx.active():
@@ -195,7 +225,7 @@ class DeviceBinding:
                         # run's value (and shape) back to ORT as a preallocated output.
                         self._io.bind_output(output.name, self._device_type, self._device_id)
                 self._session.run_with_iobinding(self._io)
-                results = self._copy_out(cuda)
+                results = self._copy_out()
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
                     stream.wait_for_event(self._done)
@@ -213,14 +243,10 @@ class DeviceBinding:
         ):
             want_text = tuple("?" if d is None else d for d in self.input_shape)
             raise EngineError(f"input shape {got} does not fit the model's {want_text}")
-        if np.dtype(dtype) != self.input_dtype:
-            raise EngineError(
-                f"the model takes {self.input_dtype.name} input, the buffer holds "
-                f"{np.dtype(dtype).name}"
-            )
+        check_input_dtype(self.input_dtype, dtype)
         return got
 
-    def _copy_out(self, cuda: Any) -> list[DeviceOutput]:
+    def _copy_out(self) -> list[DeviceOutput]:
         """Queue device-to-host copies of every output on our stream (synchronised later)."""
         values: list[Any] | None = None
         results = []
@@ -232,12 +258,7 @@ class DeviceBinding:
                     values = self._values = list(self._io.get_outputs())
                 value = values[i]
                 shape, ptr = tuple(int(d) for d in value.shape()), int(value.data_ptr())
-            nbytes = int(np.prod(shape)) * output.dtype.itemsize
-            flat = output.host_buffer(self._ctx, nbytes)
-            if nbytes:
-                cuda.memcpy_dtoh_async(flat[:nbytes], ptr, self._stream)
-            host = flat[:nbytes].view(output.dtype).reshape(shape)
-            results.append(DeviceOutput(output.name, ptr, shape, output.dtype, host))
+            results.append(output.copy_to_host(self._ctx, self._stream, ptr, shape))
         return results
 
     def close(self) -> None:

@@ -36,12 +36,12 @@ import numpy.typing as npt
 
 from ..catalog import model_sha256
 from ..errors import EngineError, ModelError
-from ..gpu.buffers import DevicePool, PinnedPool, cuda_driver, cuda_message
+from ..gpu.buffers import cuda_driver, cuda_message
 from ..gpu.context import DeviceProperties, GpuContext
 from ..modelspec import ModelSpec
 from ..precision.cache import cache_root, digest, read_entry, staging
 from .base import Engine
-from .onnxruntime_cuda import DeviceOutput
+from .onnxruntime_cuda import DeviceOutput, OutputBuffers, check_input_dtype
 
 log = logging.getLogger(__name__)
 
@@ -300,39 +300,6 @@ def cached_plan(
 # ---- running -------------------------------------------------------------------------------
 
 
-class _Buffers:
-    """One output's (or the host input's) device buffer and page-locked host buffer,
-    grown when a larger shape comes."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.device: DevicePool | None = None
-        self.pinned: PinnedPool | None = None
-
-    def device_ptr(self, ctx: GpuContext, nbytes: int) -> int:
-        if self.device is None or self.device.buffers[0].nbytes < nbytes:
-            if self.device is not None:
-                self.device.close()
-            self.device = None
-            self.device = DevicePool.linear(ctx, max(nbytes, 1), 1, kind=f"{self.name} buffer")
-        return int(self.device.buffers[0].ptr)
-
-    def host(self, ctx: GpuContext, nbytes: int) -> npt.NDArray[np.uint8]:
-        if self.pinned is None or self.pinned.buffers[0].array.nbytes < nbytes:
-            if self.pinned is not None:
-                self.pinned.close()
-            self.pinned = None
-            self.pinned = PinnedPool(ctx, (max(nbytes, 1),), np.uint8, 1, kind=f"{self.name} host")
-        array: npt.NDArray[np.uint8] = self.pinned.buffers[0].array
-        return array
-
-    def close(self) -> None:
-        for pool in (self.pinned, self.device):
-            if pool is not None:
-                pool.close()
-        self.pinned = self.device = None
-
-
 class TensorRtEngine(Engine):
     """A TensorRT engine for an ONNX graph on CUDA device ``ctx.index``, run on ``stream``.
 
@@ -361,8 +328,8 @@ class TensorRtEngine(Engine):
         self._runtime: Any = None
         self._engine: Any = None
         self._context: Any = None
-        self._outputs: list[_Buffers] = []
-        self._input = _Buffers("input")
+        self._outputs: list[OutputBuffers] = []
+        self._input = OutputBuffers("input", (), np.dtype(np.uint8))  # the host path's staging
         cuda = cuda_driver()
         self._log = _logger(trt)
         try:
@@ -410,8 +377,14 @@ class TensorRtEngine(Engine):
             trt.nptype(engine.get_tensor_dtype(self.input_name))
         )
         self.output_names = [str(n) for n in outputs]
-        self._output_dtypes = [np.dtype(trt.nptype(engine.get_tensor_dtype(n))) for n in outputs]
-        self._outputs = [_Buffers(n) for n in self.output_names]
+        self._outputs = [
+            OutputBuffers(
+                str(n),
+                tuple(None if d < 0 else int(d) for d in engine.get_tensor_shape(n)),
+                np.dtype(trt.nptype(engine.get_tensor_dtype(n))),
+            )
+            for n in outputs
+        ]
 
     def infer_device(
         self,
@@ -429,12 +402,7 @@ class TensorRtEngine(Engine):
                 f"input shape {shape} is outside the engine's range "
                 f"{self.shapes.min}..{self.shapes.max}"
             )
-        if np.dtype(input_dtype) != self.input_dtype:
-            raise EngineError(
-                f"the model takes {self.input_dtype.name} input, the buffer holds "
-                f"{np.dtype(input_dtype).name}"
-            )
-        cuda = cuda_driver()
+        check_input_dtype(self.input_dtype, input_dtype)
         other = stream is not None and int(stream.handle) != int(self.stream.handle)
         ctx, context = self._ctx, self._context
         try:
@@ -446,26 +414,23 @@ class TensorRtEngine(Engine):
                     raise EngineError(f"TensorRT refused input shape {shape}")
                 context.set_tensor_address(self.input_name, int(input_ptr))
                 staged = []
-                for buffers, dtype in zip(self._outputs, self._output_dtypes, strict=True):
-                    out_shape = tuple(int(d) for d in context.get_tensor_shape(buffers.name))
+                for output in self._outputs:
+                    out_shape = tuple(int(d) for d in context.get_tensor_shape(output.name))
                     if any(d < 0 for d in out_shape):
                         raise EngineError(
-                            f"output {buffers.name} has a data-dependent shape, not supported"
+                            f"output {output.name} has a data-dependent shape, not supported"
                         )
-                    nbytes = int(np.prod(out_shape)) * dtype.itemsize
-                    ptr = buffers.device_ptr(ctx, nbytes)
-                    context.set_tensor_address(buffers.name, ptr)
-                    staged.append((buffers, dtype, out_shape, nbytes, ptr))
+                    nbytes = int(np.prod(out_shape)) * output.dtype.itemsize
+                    ptr = output.device_ptr(ctx, nbytes)
+                    context.set_tensor_address(output.name, ptr)
+                    staged.append((output, out_shape, ptr))
                 del self._log.errors[:]
                 if not context.execute_async_v3(int(self.stream.handle)):
                     raise EngineError(f"TensorRT inference failed: {one_line(self._log.errors)}")
-                results = []
-                for buffers, dtype, out_shape, nbytes, ptr in staged:
-                    flat = buffers.host(ctx, nbytes)
-                    if nbytes:
-                        cuda.memcpy_dtoh_async(flat[:nbytes], ptr, self.stream)
-                    host = flat[:nbytes].view(dtype).reshape(out_shape)
-                    results.append(DeviceOutput(buffers.name, ptr, out_shape, dtype, host))
+                results = [
+                    output.copy_to_host(ctx, self.stream, ptr, out_shape)
+                    for output, out_shape, ptr in staged
+                ]
                 self._done.record(self.stream)
                 if other:
                     stream.wait_for_event(self._done)
@@ -484,7 +449,7 @@ class TensorRtEngine(Engine):
         cuda = cuda_driver()
         try:
             with self._ctx.active():
-                staging_host = self._input.host(self._ctx, data.nbytes)
+                staging_host = self._input.host_buffer(self._ctx, data.nbytes)
                 staging_host[: data.nbytes] = data.reshape(-1).view(np.uint8)
                 ptr = self._input.device_ptr(self._ctx, data.nbytes)
                 cuda.memcpy_htod_async(ptr, staging_host[: data.nbytes], self.stream)
