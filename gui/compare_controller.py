@@ -20,6 +20,7 @@ from framelens.core.compare.diff import draw_difference
 from framelens.core.compare.panes import MAX_PANES, MIN_PANES, CompareRunner, CompareStep, PaneSpec
 from framelens.core.compare.report import REPORT_FILES
 from framelens.core.compare.session import compare_to_report
+from framelens.core.compare.variants import prepare_pane
 from framelens.core.devices import resolve_device
 from framelens.core.errors import ConfigError, ExportError
 from framelens.core.export.atomic_dir import check_dir_target
@@ -27,7 +28,6 @@ from framelens.core.modelspec import ModelSpec
 from framelens.core.pipeline import PipelineSettings
 from framelens.core.player import error_message
 from framelens.core.precision import CalibrationSettings
-from framelens.core.run import prepare_precision
 from framelens.core.runner import Cancelled
 from framelens.core.sources import Source, open_source
 from framelens.core.timing import now_ms
@@ -132,19 +132,21 @@ def prepare_panes(
         classes = base.classes if model == base.model else None
         settings = replace(base, model=model, device=device, precision=r.precision, classes=classes)
 
-        def report(text: str, fraction: float, i: int = i, label: str = label) -> None:
-            if on_prepare is not None:
-                on_prepare(f"{label}: {text}", (i + fraction) / n)
+        def report(text: str, fraction: float, i: int = i) -> None:
+            if on_prepare is not None:  # the pane's share of the whole preparation
+                on_prepare(text, (i + fraction) / n)
 
-        prepared, _ = prepare_precision(
-            source,
-            settings,
-            progress=False,
-            on_prepare=report,
-            cancel=cancel,
-            calibration=calibration,
+        panes.append(
+            prepare_pane(
+                label,
+                settings,
+                source=source,
+                progress=False,
+                on_prepare=report,
+                cancel=cancel,
+                calibration=calibration,
+            )
         )
-        panes.append(PaneSpec(label, prepared))
     return panes
 
 

@@ -57,20 +57,45 @@ def precision_panes(
     ``on_prepare(text, 0..1)`` texts start with the precision; ``cancel`` stops with
     Cancelled and leaves nothing cached.
     """
-    panes = []
-    for precision in precisions:
-
-        def report(text: str, fraction: float, precision: str = precision) -> None:
-            if on_prepare is not None:
-                on_prepare(f"{precision}: {text}", fraction)
-
-        settings, _ = prepare_precision(
-            source,
+    return [
+        prepare_pane(
+            precision,
             replace(base, precision=precision),
+            source=source,
             progress=progress,
-            on_prepare=report,
+            on_prepare=on_prepare,
             cancel=cancel,
             calibration=calibration,
         )
-        panes.append(PaneSpec(precision, settings))
-    return panes
+        for precision in precisions
+    ]
+
+
+def prepare_pane(
+    label: str,
+    settings: PipelineSettings,
+    *,
+    source: str,
+    progress: bool = True,
+    on_prepare: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+    calibration: CalibrationSettings | None = None,
+) -> PaneSpec:
+    """One pane: ``settings`` with its precision's variant, from the cache or built now.
+
+    ``on_prepare(text, 0..1)`` texts start with ``label``.
+    """
+
+    def report(text: str, fraction: float) -> None:
+        if on_prepare is not None:
+            on_prepare(f"{label}: {text}", fraction)
+
+    prepared, _ = prepare_precision(
+        source,
+        settings,
+        progress=progress,
+        on_prepare=report,
+        cancel=cancel,
+        calibration=calibration,
+    )
+    return PaneSpec(label, prepared)
