@@ -80,6 +80,20 @@ class VariantInfo:
     from_cache: bool
     report: SensitivityReport | None = None
 
+    @classmethod
+    def in_entry(
+        cls,
+        precision: str,
+        spec: ModelSpec,
+        entry: Path,
+        key: str,
+        from_cache: bool,
+        report: SensitivityReport | None = None,
+    ) -> VariantInfo:
+        """The variant whose graph is the model file of cache ``entry``."""
+        path = entry / MODEL_FILE
+        return cls(precision, path, replace(spec, path=path), key, from_cache, report)
+
     def summary(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "precision": self.precision,
@@ -174,8 +188,7 @@ def _fp16(
         )
     if on_progress is not None:
         on_progress("converting to FP16", 1.0)
-    path = entry / MODEL_FILE
-    return VariantInfo("fp16", path, replace(spec, path=path), key, from_cache=False)
+    return VariantInfo.in_entry("fp16", spec, entry, key, from_cache=False)
 
 
 def _int8(
@@ -237,8 +250,7 @@ def _int8(
         entry = stage.commit(
             {"precision": "int8", "key": key, "settings": settings.variant_key(), **meta}
         )
-    path = entry / MODEL_FILE
-    return VariantInfo("int8", path, replace(spec, path=path), key, False, report)
+    return VariantInfo.in_entry("int8", spec, entry, key, False, report)
 
 
 def _fp16_entry(spec: ModelSpec, model_hash: str, root: Path) -> tuple[str, Path]:
@@ -249,8 +261,7 @@ def _fp16_entry(spec: ModelSpec, model_hash: str, root: Path) -> tuple[str, Path
 def _cached_fp16(spec: ModelSpec, key: str, entry: Path) -> VariantInfo | None:
     if read_entry(entry) is None:
         return None
-    path = entry / MODEL_FILE
-    return VariantInfo("fp16", path, replace(spec, path=path), key, from_cache=True)
+    return VariantInfo.in_entry("fp16", spec, entry, key, from_cache=True)
 
 
 def _int8_entry(
@@ -270,8 +281,7 @@ def _cached_int8(spec: ModelSpec, key: str, entry: Path) -> VariantInfo | None:
     if read_entry(entry) is None:
         return None
     report = SensitivityReport.from_json((entry / REPORT_FILE).read_text(encoding="utf-8"))
-    path = entry / MODEL_FILE
-    return VariantInfo("int8", path, replace(spec, path=path), key, True, report)
+    return VariantInfo.in_entry("int8", spec, entry, key, True, report)
 
 
 def cached_variant(
