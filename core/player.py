@@ -34,7 +34,7 @@ from framelens.core.pipeline import (
     same_engine,
     with_precision_model,
 )
-from framelens.core.run import build_pipelines, close_quietly, cpu_workers
+from framelens.core.run import build_pipelines, close_quietly, cpu_workers, on_the_cpu
 from framelens.core.sources import Source, open_source
 from framelens.core.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, SourceInfo, StageTimes
@@ -345,7 +345,7 @@ class Player:
     def _fall_back_to_cpu(self, exc: GpuError, settings: PipelineSettings) -> None:
         """A GPU failure while playing: go on on the CPU from the frame after the one on
         screen, and say so; playback does not stop."""
-        cpu = replace(settings, device="cpu", backend="onnxruntime")  # TensorRT is GPU-only
+        cpu = on_the_cpu(settings)
         self._on_error(f"GPU failed ({exc}); continuing on the CPU")
         try:
             self._install(*self._build_pipelines(cpu))

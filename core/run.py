@@ -39,6 +39,12 @@ def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
     return replace(settings, threads=1), max(1, min(4, os.cpu_count() or 1))
 
 
+def on_the_cpu(settings: PipelineSettings) -> PipelineSettings:
+    """The settings a run goes on with after a GPU failure: the CPU, with ONNX Runtime
+    (TensorRT runs on GPUs only)."""
+    return replace(settings, device="cpu", backend="onnxruntime")
+
+
 def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
     """Close each, whatever the others do; failures are logged (a broken GPU, say)."""
     for thing in things:
@@ -270,7 +276,7 @@ def run_to_outputs(
                     # the run from going on on the CPU
                     close_quietly([*pipelines, source])
                     pipelines = []
-                    settings = replace(settings, device="cpu", backend="onnxruntime")
+                    settings = on_the_cpu(settings)
                     source, pipelines, path = open_pipelines(source_spec, settings, notes)
         finally:
             bar.close()
