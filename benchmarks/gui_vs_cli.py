@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.cli import sample_video
-from framelens.core.pipeline import PipelineSettings
-from framelens.core.run import run_to_outputs
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.cli import sample_video
+from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline.run import run_to_outputs
 
 WARMUP = 20
 

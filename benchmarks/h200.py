@@ -42,7 +42,7 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float:
 
 def nvdec_fps(path: str, ctx: Any, frames: int) -> dict[str, Any]:
     import pycuda.driver as cuda
-    from framelens.core.gpu.decode import open_gpu_source
+    from framelens.core.stages.sources.nvdec import open_gpu_source
 
     with ctx.active():
         stream = cuda.Stream()
@@ -68,9 +68,9 @@ def engine_only_fps(spec: Any, ctx: Any, iterations: int) -> dict[str, Any]:
     """The model alone on a device input (a real preprocessed frame), outputs to host."""
     import numpy as np
     import pycuda.driver as cuda
-    from framelens.core.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
-    from framelens.core.preprocess import Preprocessor
-    from framelens.core.sources import open_source
+    from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
+    from framelens.core.stages.preprocess.cpu import Preprocessor
+    from framelens.core.stages.sources import open_source
 
     with open_source(str(HERE.parent / "resources/samples/one-by-one-person-detection.mp4")) as s:
         s.seek(300)
@@ -104,8 +104,8 @@ class GpuPipelineBench:
     built once and warmed up, then timed over the same frames as the other loops."""
 
     def __init__(self, path: str, spec: Any, workers: int, non_blocking: bool = True) -> None:
-        from framelens.core.gpu.launch import gpu_pipelines, open_gpu_frames
-        from framelens.core.pipeline import PipelineSettings
+        from framelens.core.pipeline.gpu_launch import gpu_pipelines, open_gpu_frames
+        from framelens.core.pipeline.frame_pipeline import PipelineSettings
 
         settings = PipelineSettings(spec, device="cuda:0")
         self.pipelines = gpu_pipelines(settings, workers, non_blocking=non_blocking)
@@ -114,8 +114,8 @@ class GpuPipelineBench:
         self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
 
     def run(self, frames: int) -> dict[str, Any]:
-        from framelens.core.runner import PipelineRunner, RunRange
-        from framelens.core.stats import RunStats
+        from framelens.core.pipeline.runner import PipelineRunner, RunRange
+        from framelens.core.pipeline.stats import RunStats
 
         stats = RunStats()
         self.source.seek(0)
@@ -143,7 +143,7 @@ def main() -> int:
     parser.add_argument("--output")
     args = parser.parse_args()
 
-    from framelens.core.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.gpu.context import get_context
     from framelens.core.gpu.kernel_bench import measure_preprocess_bandwidth
 

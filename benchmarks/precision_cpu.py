@@ -8,7 +8,7 @@ the video, agreement measured at conf 0.3) into a fresh temporary cache, so the
 calibration time is measured too. Then, on the bundled person sample:
 
 * agreement: FP16 and INT8 against FP32 on every frame of the video, conf 0.3
-  (framelens.core.detection_agreement: per frame and class, greedy by score, IoU >= 0.5);
+  (framelens.core.stages.tasks.detect.agreement: per frame and class, greedy by score, IoU >= 0.5);
 * latency: the engine's infer() alone (ONNX Runtime CPU, ``--threads`` intra-op
   threads) on the same preprocessed frames for every mode, after a warm-up of 20;
   one run, the modes interleaved frame by frame so that load from other processes
@@ -32,14 +32,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from framelens.core import __version__
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.cli import sample_video
-from framelens.core.detection_agreement import AgreementTotals
-from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
-from framelens.core.postprocess import make_decoder
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.cli import sample_video
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.precision import PRECISIONS, CalibrationSettings, prepare_variant
-from framelens.core.preprocess import Letterbox, Preprocessor
-from framelens.core.sources import open_source
+from framelens.core.geometry import Letterbox
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.sources import open_source
 from framelens.core.types import Detections
 
 WARMUP = 20

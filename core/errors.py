@@ -27,3 +27,7 @@ class ConfigError(FrameLensError):
 
 class GpuError(EngineError):
     """The GPU path failed (out of memory, driver or kernel error); runs continue on the CPU."""
+
+
+class Cancelled(FrameLensError):
+    """The run was cancelled by the user; partial outputs were discarded."""

@@ -22,18 +22,18 @@ from collections.abc import Callable
 
 import numpy as np
 import shiboken6
-from framelens.core.drawing import (
-    LANDMARK_COLOURS,
-    OverlayStyle,
-    class_colour,
-    tag_text,
-    text_colour,
-)
 from framelens.core.gpu.interop import (
     INTEROP_PATH,
     DeviceFrame,
     DeviceFrameUploader,
     fallback_path,
+)
+from framelens.core.stages.draw.opencv import (
+    LANDMARK_COLOURS,
+    OverlayStyle,
+    class_colour,
+    tag_text,
+    text_colour,
 )
 from framelens.core.types import Detections, Image
 from OpenGL import GL

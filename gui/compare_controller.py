@@ -16,21 +16,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from framelens.core.compare.diff import draw_difference
-from framelens.core.compare.panes import MAX_PANES, MIN_PANES, CompareRunner, CompareStep, PaneSpec
-from framelens.core.compare.report import REPORT_FILES
-from framelens.core.compare.session import compare_to_report
-from framelens.core.compare.variants import prepare_pane
-from framelens.core.devices import resolve_device
-from framelens.core.errors import ConfigError, ExportError
-from framelens.core.export.atomic_dir import check_dir_target
-from framelens.core.modelspec import ModelSpec
-from framelens.core.pipeline import PipelineSettings
-from framelens.core.player import error_message
+from framelens.core.errors import Cancelled, ConfigError, ExportError
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.compare.panes import (
+    MAX_PANES,
+    MIN_PANES,
+    CompareRunner,
+    CompareStep,
+    PaneSpec,
+)
+from framelens.core.pipeline.compare.report import REPORT_FILES
+from framelens.core.pipeline.compare.session import compare_to_report
+from framelens.core.pipeline.compare.variants import prepare_pane
+from framelens.core.pipeline.devices import resolve_device
+from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline.player import error_message
 from framelens.core.precision import CalibrationSettings
-from framelens.core.runner import Cancelled
-from framelens.core.sources import Source, open_source
-from framelens.core.timing import now_ms
+from framelens.core.stages.sinks.atomic_dir import check_dir_target
+from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.tasks.detect.diff import draw_difference
+from framelens.core.stages.timing import now_ms
 from framelens.core.types import Image
 from PySide6.QtCore import QObject, Signal, Slot
 

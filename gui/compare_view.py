@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.compare.diff import REF_ONLY_COLOUR, TEST_ONLY_COLOUR
-from framelens.core.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
-from framelens.core.devices import DeviceChoice
 from framelens.core.errors import FrameLensError
+from framelens.core.pipeline.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
+from framelens.core.pipeline.devices import DeviceChoice
 from framelens.core.precision import PRECISIONS
+from framelens.core.stages.tasks.detect.diff import REF_ONLY_COLOUR, TEST_ONLY_COLOUR
 from framelens.core.types import Image
 from framelens.gui.compare_controller import CompareFrame, CompareSession, PaneRequest
 from framelens.gui.controller import Controller

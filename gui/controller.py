@@ -14,19 +14,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from framelens.core.catalog import DEFAULT_MODEL, load_catalog, resolve_model
-from framelens.core.devices import (
+from framelens.core.errors import Cancelled, ExportError, FrameLensError
+from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.devices import (
     DeviceChoice,
     backend_choices,
     device_choices,
     resolve_device,
 )
-from framelens.core.drawing import OverlayStyle, annotate
-from framelens.core.errors import ExportError, FrameLensError
-from framelens.core.export import save_snapshot
-from framelens.core.modelspec import ModelSpec
-from framelens.core.pipeline import PipelineSettings
-from framelens.core.player import Player, PlayerState, error_message
+from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline.player import Player, PlayerState, error_message
+from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -35,8 +34,8 @@ from framelens.core.precision import (
     cached_variant,
     prepare_variant,
 )
-from framelens.core.run import run_to_outputs
-from framelens.core.runner import Cancelled
+from framelens.core.stages.draw.opencv import OverlayStyle, annotate
+from framelens.core.stages.sinks import save_snapshot
 from framelens.core.types import FrameResult
 from PySide6.QtCore import QObject, Signal, Slot
 

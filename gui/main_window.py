@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import cast
 
 from framelens.core import __version__
-from framelens.core.drawing import OverlayStyle
 from framelens.core.errors import FrameLensError
 from framelens.core.gpu.interop import DeviceFrame
-from framelens.core.modelspec import ModelSpec
-from framelens.core.player import PlayerState, error_message
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.player import PlayerState, error_message
 from framelens.core.precision import SensitivityReport
+from framelens.core.stages.draw.opencv import OverlayStyle
 from framelens.core.types import FrameResult
 from framelens.gui.canvas import VideoCanvas
 from framelens.gui.compare_view import CompareWindow

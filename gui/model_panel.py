@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from framelens.core.devices import DeviceChoice
-from framelens.core.drawing import OverlayStyle
-from framelens.core.modelspec import ModelSpec
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.devices import DeviceChoice
+from framelens.core.stages.draw.opencv import OverlayStyle
 from framelens.gui.precision_toggle import PrecisionToggle
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (

@@ -44,5 +44,5 @@ if [ "$ORT" = onnxruntime-gpu ]; then
   bash installer/gpu.sh || echo "GPU extras incomplete: FrameLens runs, with the fallbacks 'framelens doctor' lists"
 fi
 if [ "$RUN" = 1 ]; then
-  exec .venv/bin/framelens gui "$(.venv/bin/python -c 'from framelens.core.cli import sample_video; print(sample_video())')"
+  exec .venv/bin/framelens gui "$(.venv/bin/python -c 'from framelens.cli import sample_video; print(sample_video())')"
 fi

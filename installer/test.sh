@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/setup.sh --dev
-.venv/bin/ruff check core gui tests
+.venv/bin/ruff check app core gui tests benchmarks
 .venv/bin/lint-imports
-# type-check the installed package so framelens.* imports resolve
-.venv/bin/mypy -p framelens.core
+# type-check the installed package (entry layer, core and gui, all strict) so framelens.* imports resolve
+.venv/bin/mypy -p framelens
 exec .venv/bin/python -m pytest -q "$@"

@@ -29,9 +29,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-
-from ..errors import EngineError
-from .context import GpuContext
+from framelens.core.errors import EngineError
+from framelens.core.gpu.context import GpuContext
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from framelens.core.gpu.kernels import GpuKernels, PreprocessLayout
-from framelens.core.modelspec import ModelSpec
+from framelens.core.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from framelens.core.gpu.context import GpuContext

@@ -52,8 +52,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import EngineError
-from framelens.core.modelspec import ModelSpec
-from framelens.core.preprocess import Letterbox, input_size_for, letterbox_geometry
+from framelens.core.geometry import Letterbox, letterbox_geometry
+from framelens.core.models.spec import ModelSpec, input_size_for
 
 if TYPE_CHECKING:
     from framelens.core.gpu.context import GpuContext

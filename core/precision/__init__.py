@@ -23,15 +23,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from framelens.core.catalog import model_sha256
-from framelens.core.errors import ConfigError
-from framelens.core.modelspec import ModelSpec
-from framelens.core.runner import Cancelled
-
-from .cache import MODEL_FILE, digest, read_entry, staging, variants_dir
-from .calibration import CalibrationFrames, read_calibration_frames, spread_indices
-from .fp16 import convert_fp16, converter_version
-from .int8 import (
+from framelens.core.cache import MODEL_FILE, digest, read_entry, staging, variants_dir
+from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.models.catalog import model_sha256
+from framelens.core.models.spec import ModelSpec
+from framelens.core.precision.calibration import (
+    CalibrationFrames,
+    read_calibration_frames,
+    spread_indices,
+)
+from framelens.core.precision.fp16 import convert_fp16, converter_version
+from framelens.core.precision.int8 import (
     Analysis,
     CalibrationSettings,
     StageProgress,
@@ -40,7 +42,7 @@ from .int8 import (
     prepare_float,
     search_and_write,
 )
-from .report import LayerSensitivity, SearchStep, SensitivityReport
+from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
 
 __all__ = [
     "PRECISIONS",

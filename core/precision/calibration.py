@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.errors import SourceError
-from framelens.core.modelspec import ModelSpec
-from framelens.core.preprocess import Letterbox, Preprocessor
-from framelens.core.runner import Cancelled
-from framelens.core.sources import Source, open_source
+from framelens.core.errors import Cancelled, SourceError
+from framelens.core.geometry import Letterbox
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.sources import Source, open_source
 from framelens.core.types import Frame
 
 MIN_FRAMES = 2

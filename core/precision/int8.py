@@ -34,15 +34,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 import onnx
-from framelens.core.detection_agreement import AgreementTotals
-from framelens.core.errors import ConfigError, EngineError
-from framelens.core.modelspec import ModelSpec
-from framelens.core.postprocess import make_decoder
-from framelens.core.runner import Cancelled
-from framelens.core.types import Detections
-
-from .calibration import CalibrationFrames
-from .graph import (
+from framelens.core.errors import Cancelled, ConfigError, EngineError
+from framelens.core.models.spec import ModelSpec
+from framelens.core.precision.calibration import CalibrationFrames
+from framelens.core.precision.graph import (
     ConvInfo,
     GatedModel,
     conv_inventory,
@@ -52,7 +47,10 @@ from .graph import (
     upgrade_opset,
     with_outputs,
 )
-from .report import LayerSensitivity, SearchStep, SensitivityReport
+from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.stages.tasks.detect.decoders import make_decoder
+from framelens.core.types import Detections
 
 METHODS = ("minmax", "percentile", "entropy")
 MIN_REFERENCE_DETECTIONS = 10

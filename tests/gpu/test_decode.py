@@ -22,14 +22,14 @@ import pytest
 from av.codec.hwaccel import hwdevices_available
 from framelens.core.errors import SourceError
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.decode import (
+from framelens.core.stages.sources.file import FileSource
+from framelens.core.stages.sources.nvdec import (
     DECODER_NAMES,
     DecoderChoice,
     DeviceNV12Frame,
     GpuVideoSource,
     open_gpu_source,
 )
-from framelens.core.sources.file import FileSource
 
 pytestmark = pytest.mark.gpu
 

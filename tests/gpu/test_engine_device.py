@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.detection_agreement import AgreementTotals
-from framelens.core.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
-from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
 from framelens.core.errors import EngineError, ModelError
 from framelens.core.gpu.context import GpuContext
-from framelens.core.postprocess import make_decoder
-from framelens.core.preprocess import Preprocessor
-from framelens.core.sources.file import FileSource
+from framelens.core.models.catalog import resolve_model
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.sources.file import FileSource
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Image
 
 pytestmark = pytest.mark.gpu
@@ -253,7 +253,7 @@ def test_binding_cycles_leak_no_device_memory(
 ) -> None:
     """``CYCLES`` times on one session: bind (output buffers, page-locked staging), run,
     close. Tolerance as in test_decode: 16 MiB for granularity and caches."""
-    from framelens.core.engines.onnxruntime_cuda import DeviceBinding
+    from framelens.core.stages.engines.onnxruntime_cuda import DeviceBinding
 
     spec = resolve_model("yunet")  # dynamic outputs: ORT-allocated and staged
     tensor = np.zeros((1, 3, 320, 320), np.float32)

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.detection_agreement import AgreementTotals
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.decode import open_gpu_source
-from framelens.core.gpu.pipeline import FAULT_ENV, GpuFramePipeline
-from framelens.core.pipeline import PipelineSettings
-from framelens.core.run import run_to_outputs
-from framelens.core.sources import open_source
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline.gpu_pipeline import FAULT_ENV, GpuFramePipeline
+from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.stages.sources import open_source
+from framelens.core.stages.sources.nvdec import open_gpu_source
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections, StageTimes
 
 pytestmark = pytest.mark.gpu
@@ -30,7 +30,7 @@ def detections_by_frame(
     device: str, frames: int, start: int = 0, backend: str = "onnxruntime"
 ) -> dict[int, Detections]:
     """Every frame's detections from the product's run path on ``device``."""
-    from framelens.core import run
+    from framelens.core.pipeline import run
 
     got: dict[int, Detections] = {}
     settings = PipelineSettings(
@@ -80,7 +80,7 @@ def test_model_input_from_nvdec_equals_the_cpu_tensor(gpu_ctx: GpuContext) -> No
     difference is the engine's (cuDNN), not the kernels'.
     """
     import pycuda.driver as cuda
-    from framelens.core.preprocess import Preprocessor
+    from framelens.core.stages.preprocess.cpu import Preprocessor
 
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
     pipeline = GpuFramePipeline(settings, gpu_ctx)

@@ -450,11 +450,11 @@ def test_pipeline_frames_reach_a_gl_texture_through_interop(
     from pathlib import Path
 
     import pycuda.driver as cuda
-    from framelens.core.catalog import DEFAULT_MODEL, resolve_model
-    from framelens.core.gpu.decode import open_gpu_source
-    from framelens.core.gpu.pipeline import GpuFramePipeline
-    from framelens.core.pipeline import PipelineSettings
-    from framelens.core.sources import open_source
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.pipeline.frame_pipeline import PipelineSettings
+    from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
+    from framelens.core.stages.sources import open_source
+    from framelens.core.stages.sources.nvdec import open_gpu_source
     from framelens.core.types import StageTimes
 
     samples = Path(__file__).resolve().parents[2] / "resources" / "samples"

@@ -50,8 +50,8 @@ from framelens.core.gpu.kernels import (
     rect_half_width,
     yuv_matrix,
 )
-from framelens.core.modelspec import ModelSpec
-from framelens.core.preprocess import Preprocessor
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.preprocess.cpu import Preprocessor
 
 pytestmark = pytest.mark.gpu
 

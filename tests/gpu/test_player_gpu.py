@@ -16,13 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.detection_agreement import AgreementTotals
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.pipeline import FAULT_ENV
-from framelens.core.pipeline import FramePipeline, PipelineSettings
-from framelens.core.player import Player, PlayerState
-from framelens.core.sources import open_source
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline.gpu_pipeline import FAULT_ENV
+from framelens.core.pipeline.player import Player, PlayerState
+from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections, FrameResult, StageTimes
 
 pytestmark = pytest.mark.gpu

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.detection_agreement import AgreementTotals
-from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
 from framelens.core.gpu.context import GpuContext
-from framelens.core.preprocess import Preprocessor
-from framelens.core.sources.file import FileSource
+from framelens.core.models.catalog import resolve_model
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.sources.file import FileSource
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from test_gpu_pipeline import detections_by_frame
 
 pytestmark = pytest.mark.gpu
@@ -30,7 +30,7 @@ def trt() -> Any:
 def test_engine_is_built_once_cached_and_equals_onnx_runtime(
     trt: Any, gpu_ctx: GpuContext, tmp_path: Path
 ) -> None:
-    from framelens.core.engines.tensorrt_engine import TensorRtEngine
+    from framelens.core.stages.engines.tensorrt import TensorRtEngine
 
     spec = resolve_model("yolox-nano")
     with FileSource(SAMPLE) as source:

@@ -9,7 +9,7 @@ import av
 import numpy as np
 import onnx
 import pytest
-from framelens.core.devices import cuda_available
+from framelens.core.pipeline.devices import cuda_available
 from framelens.gui.dialogs import ImportModelDialog
 from framelens.gui.main_window import MainWindow
 from framelens.gui.settings import Settings
@@ -246,7 +246,7 @@ def test_device_menu_persists_and_explains_missing_cuda(
 def test_backend_menu_offers_tensorrt_only_where_it_runs(
     qtbot: QtBot, settings_file: Path, app_settings: Settings
 ) -> None:
-    from framelens.core.engines.tensorrt_engine import tensorrt_unavailable
+    from framelens.core.stages.engines.tensorrt import tensorrt_unavailable
 
     app_settings.backend = "tensorrt"  # saved on a machine that had TensorRT, say
     first = MainWindow(settings=app_settings)

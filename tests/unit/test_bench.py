@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from framelens.core.cli import main
+from framelens.cli import main
 
 
 def test_bench_writes_fps_of_both_loops_and_stage_medians(tmp_path: Path) -> None:

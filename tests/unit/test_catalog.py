@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from framelens.core.catalog import (
+from framelens.core.errors import ModelError
+from framelens.core.models.catalog import (
     DEFAULT_MODEL,
     load_catalog,
     model_sha256,
     read_labels,
     resolve_model,
 )
-from framelens.core.errors import ModelError
-from framelens.core.model_inspect import inspect_model
+from framelens.core.models.inspect import inspect_model
 from onnx_factory import constant_model, ultralytics_metadata, yolov5_repo_metadata
 
 ROOT = Path(__file__).resolve().parents[2]

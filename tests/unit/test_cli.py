@@ -10,7 +10,7 @@ from pathlib import Path
 
 import av
 import pytest
-from framelens.core.cli import main, sample_video
+from framelens.cli import main, sample_video
 
 SAMPLE = str(sample_video())
 
@@ -97,7 +97,7 @@ def test_run_csv_and_class_filter(tmp_path: Path) -> None:
 )
 def test_bad_input_is_one_line_and_nonzero(args: list[str], message: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "framelens.core.cli", *args],
+        [sys.executable, "-m", "framelens", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -115,7 +115,7 @@ def test_models_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_doctor_reports_every_stage_and_why_the_gpu_path_cannot_run() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "framelens.core.cli", "doctor", "--json"],
+        [sys.executable, "-m", "framelens", "doctor", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from framelens.core.cli import sample_video
-from framelens.core.compare.records import VARIANT_KEYS
+from framelens.cli import sample_video
+from framelens.core.pipeline.compare.records import VARIANT_KEYS
 
 SAMPLE = str(sample_video())
 
@@ -21,7 +21,7 @@ def framelens(*args: str, cache: Path | None = None) -> subprocess.CompletedProc
     if cache is not None:  # precision variants go here, not into the user's cache
         env["FRAMELENS_CACHE_DIR"] = str(cache)
     return subprocess.run(
-        [sys.executable, "-m", "framelens.core.cli", *args],
+        [sys.executable, "-m", "framelens.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -16,18 +16,18 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.cli import sample_video
-from framelens.core.compare.diff import detection_diff, draw_difference
-from framelens.core.compare.panes import CompareRunner, CompareStep, PaneSpec, check_panes
-from framelens.core.compare.records import VARIANT_KEYS, CompareLog
-from framelens.core.compare.report import REPORT_FILES, write_csv
-from framelens.core.compare.session import compare_to_report
-from framelens.core.compare.variants import parse_precisions
-from framelens.core.errors import ConfigError, ExportError
-from framelens.core.pipeline import PipelineSettings
-from framelens.core.runner import Cancelled, RunRange, iter_range
-from framelens.core.sources import open_source
+from framelens.cli import sample_video
+from framelens.core.errors import Cancelled, ConfigError, ExportError
+from framelens.core.models.catalog import resolve_model
+from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec, check_panes
+from framelens.core.pipeline.compare.records import VARIANT_KEYS, CompareLog
+from framelens.core.pipeline.compare.report import REPORT_FILES, write_csv
+from framelens.core.pipeline.compare.session import compare_to_report
+from framelens.core.pipeline.compare.variants import parse_precisions
+from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline.runner import RunRange, iter_range
+from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks.detect.diff import detection_diff, draw_difference
 
 SAMPLE = str(sample_video())
 START = 540

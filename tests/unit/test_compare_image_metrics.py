@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from framelens.core.compare.image_metrics import image_agreement, psnr, ssim
+from framelens.core.stages.tasks.superres.metrics import image_agreement, psnr, ssim
 
 RNG = np.random.default_rng(7)
 

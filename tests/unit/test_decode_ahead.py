@@ -12,9 +12,9 @@ import random
 import threading
 from pathlib import Path
 
-from framelens.core.decode_ahead import DecodeAhead, End
 from framelens.core.errors import SourceError
-from framelens.core.sources.file import FileSource
+from framelens.core.pipeline.decode_ahead import DecodeAhead, End
+from framelens.core.stages.sources.file import FileSource
 from framelens.core.types import Frame
 
 SAMPLE = (

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
 from framelens.core.errors import ModelError
-from framelens.core.modelspec import ModelSpec
-from framelens.core.postprocess import make_decoder
-from framelens.core.postprocess.nms import MAX_DETECTIONS, nms
-from framelens.core.preprocess import Preprocessor
+from framelens.core.models.catalog import resolve_model
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.tasks.detect.decoders import make_decoder
+from framelens.core.stages.tasks.detect.nms import MAX_DETECTIONS, nms
 from framelens.core.types import Detections
 from onnx_factory import constant_model, ultralytics_metadata, yolov5_repo_metadata
 

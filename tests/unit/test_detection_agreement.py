@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from framelens.core.detection_agreement import AgreementTotals, box_iou, match_frame
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals, box_iou, match_frame
 from framelens.core.types import Detections
 
 

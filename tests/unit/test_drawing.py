@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from framelens.core.drawing import (
+from framelens.core.stages.draw.opencv import (
     LANDMARK_COLOURS,
     OverlayStyle,
     annotate,

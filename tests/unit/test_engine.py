@@ -9,13 +9,13 @@ import av
 import cv2
 import numpy as np
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.devices import cuda_available
-from framelens.core.engines import create_engine
-from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
 from framelens.core.errors import EngineError, ModelError
-from framelens.core.postprocess import make_decoder
-from framelens.core.preprocess import Preprocessor
+from framelens.core.models.catalog import resolve_model
+from framelens.core.pipeline.devices import cuda_available
+from framelens.core.stages.engines import create_engine
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Image
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,7 +154,7 @@ def test_yunet_default_size_is_well_formed(frames: dict[int, Image]) -> None:
 
 
 def test_cuda_fp32_means_full_fp32_not_tf32() -> None:
-    from framelens.core.engines.onnxruntime_engine import providers_for
+    from framelens.core.stages.engines.onnxruntime_cpu import providers_for
 
     available = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     device, providers = providers_for("cuda:1", available, {"user_compute_stream": "7"})
@@ -169,8 +169,8 @@ def test_a_worker_that_fails_to_load_closes_the_ones_built_before(
 ) -> None:
     """A run or the player builds one pipeline per worker; if a later one cannot load
     (a model deleted meanwhile, memory running out), the earlier ones are released."""
-    from framelens.core.pipeline import FramePipeline, PipelineSettings
-    from framelens.core.run import build_pipelines
+    from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+    from framelens.core.pipeline.run import build_pipelines
 
     closed: list[FramePipeline] = []
     real_close = FramePipeline.close

@@ -15,9 +15,9 @@ import av
 import cv2
 import numpy as np
 import pytest
-from framelens.core.drawing import annotate
 from framelens.core.errors import ExportError
-from framelens.core.export import (
+from framelens.core.stages.draw.opencv import annotate
+from framelens.core.stages.sinks import (
     AtomicFile,
     DetectionsWriter,
     VideoExporter,

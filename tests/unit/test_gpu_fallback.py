@@ -12,11 +12,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from framelens.core import run
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.errors import GpuError
-from framelens.core.pipeline import FramePipeline, FrameProcessor, PipelineSettings
-from framelens.core.sources import Source, open_source
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline import run
+from framelens.core.pipeline.frame_pipeline import FramePipeline, FrameProcessor, PipelineSettings
+from framelens.core.stages.sources import Source, open_source
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 ROOT = Path(__file__).resolve().parents[2]

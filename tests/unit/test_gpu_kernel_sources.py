@@ -27,8 +27,8 @@ from framelens.core.gpu.kernels import (
     source_digest,
     yuv_matrix,
 )
-from framelens.core.modelspec import ModelSpec
-from framelens.core.preprocess import Preprocessor
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.preprocess.cpu import Preprocessor
 
 KERNELS = kernels_dir()
 

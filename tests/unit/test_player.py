@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from framelens.core.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.drawing import OverlayStyle
-from framelens.core.pipeline import PipelineSettings
-from framelens.core.player import Player, PlayerState
-from framelens.core.sources import open_source
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline.player import Player, PlayerState
+from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.stages.sources import open_source
 from framelens.core.types import FrameResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,7 +324,7 @@ def test_gpu_failure_while_playing_goes_on_on_the_cpu(
     real GPU pipeline's fault hook is exercised on the H200). TensorRT runs on GPUs
     only: the CPU goes on with ONNX Runtime."""
     from framelens.core.errors import GpuError
-    from framelens.core.pipeline import FramePipeline
+    from framelens.core.pipeline.frame_pipeline import FramePipeline
     from framelens.core.types import StageTimes
 
     class FailsAt20(FramePipeline):
@@ -369,7 +369,7 @@ def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
     pycuda) the player decodes on the host, says so once, and does not reopen the file
     on every later GPU model swap. The GPU pipelines are stood in for by CPU pipelines
     that declare device frames (they also take host frames, as the real one does)."""
-    from framelens.core.pipeline import FramePipeline
+    from framelens.core.pipeline.frame_pipeline import FramePipeline
 
     class TakesDeviceFrames(FramePipeline):
         takes_device_frames = True

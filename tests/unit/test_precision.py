@@ -2,7 +2,7 @@
 
 CI runs a reduced INT8 calibration (CI_CALIBRATION); the full one (50 frames) is
 measured by benchmarks/precision_cpu.py. Agreement is scored on every 5th frame of
-the whole video with framelens.core.detection_agreement, at confidence 0.3.
+the whole video with framelens.core.stages.tasks.detect.agreement, at confidence 0.3.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import numpy as np
 import numpy.typing as npt
 import onnx
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.cli import main
-from framelens.core.detection_agreement import AgreementTotals
-from framelens.core.engines.onnxruntime_engine import OnnxRuntimeEngine
-from framelens.core.errors import ConfigError
-from framelens.core.pipeline import FramePipeline, PipelineSettings
-from framelens.core.postprocess import make_decoder
+from framelens.cli import main
+from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.geometry import Letterbox
+from framelens.core.models.catalog import resolve_model
+from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -30,9 +28,11 @@ from framelens.core.precision import (
     cached_variant,
     prepare_variant,
 )
-from framelens.core.preprocess import Letterbox, Preprocessor
-from framelens.core.runner import Cancelled
-from framelens.core.sources import open_source
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+from framelens.core.stages.preprocess.cpu import Preprocessor
+from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Detections, Frame
 from onnx import numpy_helper
 

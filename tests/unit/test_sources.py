@@ -16,8 +16,8 @@ import cv2
 import numpy as np
 import pytest
 from framelens.core.errors import ConfigError, SourceError
-from framelens.core.sources import Source, open_source
-from framelens.core.sources.stream import StreamSource
+from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources.stream import StreamSource
 from framelens.core.types import Frame, Image
 from loopback_server import LoopbackStreamServer
 from media_factory import read_index, write_clip, write_undecodable, write_wav

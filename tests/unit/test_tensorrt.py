@@ -15,9 +15,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from framelens.core.catalog import resolve_model
-from framelens.core.engines import create_engine
-from framelens.core.engines.tensorrt_engine import (
+from framelens.core.errors import EngineError, ModelError
+from framelens.core.gpu.context import DeviceProperties
+from framelens.core.models.catalog import resolve_model
+from framelens.core.models.spec import input_size_for
+from framelens.core.stages.engines import create_engine
+from framelens.core.stages.engines.tensorrt import (
     ShapeRange,
     one_line,
     onnx_input_shape,
@@ -25,9 +28,6 @@ from framelens.core.engines.tensorrt_engine import (
     shape_range,
     tensorrt_unavailable,
 )
-from framelens.core.errors import EngineError, ModelError
-from framelens.core.gpu.context import DeviceProperties
-from framelens.core.preprocess import input_size_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -109,7 +109,7 @@ def test_asking_for_tensorrt_without_it_says_what_to_do() -> None:
 def test_cli_run_with_tensorrt_fails_with_one_line_and_no_output(tmp_path: Path) -> None:
     out = tmp_path / "dets.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "framelens.core.cli", "run", str(SAMPLE), "--backend", "tensorrt",
+        [sys.executable, "-m", "framelens.cli", "run", str(SAMPLE), "--backend", "tensorrt",
          "--device", "cpu", "--frames", "5", "--detections", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

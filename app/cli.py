@@ -1,0 +1,291 @@
+"""The `framelens` command: run, compare, models, doctor, bench, gui.
+
+Every FrameLensError becomes one line on stderr and exit code 2, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from framelens.core import __version__
+from framelens.core.errors import ConfigError, FrameLensError
+
+SAMPLE_VIDEO = Path(__file__).resolve().parent.parent / "resources" / "samples"
+
+
+def sample_video() -> Path:
+    """The bundled demo clip (CC BY 4.0, attribution in resources/samples/ATTRIBUTION.md)."""
+    from importlib.resources import files
+
+    return Path(str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4"))
+
+
+def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
+    p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
+    p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
+    p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
+    p.add_argument("--task", choices=["detect", "faces"], help="follows from the model")
+    if precision:  # compare takes --precisions instead
+        p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
+    p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "tensorrt"])
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
+    p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    p.add_argument("--conf", type=float, default=0.25, help="confidence threshold")
+    p.add_argument("--iou", type=float, default=0.45, help="NMS IoU threshold")
+    p.add_argument("--classes", default=None, help="comma-separated class names to keep")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="framelens", description="GPU video analysis workbench (GUI and command line)."
+    )
+    parser.add_argument("--version", action="version", version=f"framelens {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="detect on a video, camera, stream or image folder")
+    run.add_argument("source", help="file, camera index, rtsp/http URL or image folder")
+    _add_model_args(run)
+    run.add_argument("--export", metavar="OUT.mp4", help="write the annotated video")
+    run.add_argument("--detections", metavar="OUT.json|OUT.csv", help="write the detections")
+    run.add_argument("--start", type=int, default=0, help="first frame index")
+    run.add_argument("--frames", type=int, default=None, help="number of frames to process")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--calibration-frames", type=int, default=50, help="int8: frames spread over the source"
+    )
+    run.add_argument(
+        "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
+    )
+
+    sub.add_parser("models", help="list the bundled models")
+
+    doctor = sub.add_parser("doctor", help="what this machine offers (GPU, CUDA, providers)")
+    doctor.add_argument("--json", action="store_true")
+
+    bench = sub.add_parser("bench", help="pipeline fps against a naive loop, as JSON")
+    bench.add_argument("source", nargs="?", default=None, help="default: the bundled sample")
+    bench.add_argument("--frames", type=int, default=200)
+    bench.add_argument("--threads", type=int, default=1, help="ONNX Runtime threads, both loops")
+    bench.add_argument("--workers", type=int, default=2, help="pipeline inference workers")
+    bench.add_argument("--no-export", action="store_true", help="leave encoding out")
+    bench.add_argument("--output", metavar="FILE.json", help="also write the JSON here")
+
+    compare = sub.add_parser("compare", help="precisions side by side on the same frames")
+    compare.add_argument("source", help="file, camera index, rtsp/http URL or image folder")
+    _add_model_args(compare, precision=False)
+    compare.add_argument("--precisions", required=True, help="2 to 4, e.g. fp32,fp16,int8")
+    compare.add_argument("--reference", default=None, help="default: the first precision")
+    compare.add_argument("--report", metavar="DIR", required=True, help="report directory")
+    compare.add_argument("--start", type=int, default=0, help="first frame index")
+    compare.add_argument("--frames", type=int, default=None, help="number of frames to compare")
+    compare.add_argument("--quiet", action="store_true", help="no progress bar")
+    compare.add_argument(
+        "--calibration-frames", type=int, default=50, help="int8: frames spread over the source"
+    )
+    compare.add_argument(
+        "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
+    )
+
+    gui = sub.add_parser("gui", help="open the desktop application (the default)")
+    gui.add_argument("source", nargs="?", default=None)
+    return parser
+
+
+def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | None:
+    if not names:
+        return None
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = [n for n in wanted if n not in index]
+    if unknown:
+        raise ConfigError(
+            f"unknown class {', '.join(unknown)}; the model knows {', '.join(labels[:8])}"
+            + (", ..." if len(labels) > 8 else "")
+        )
+    return frozenset(index[n] for n in wanted)
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.pipeline.devices import resolve_device
+    from framelens.core.pipeline.frame_pipeline import PipelineSettings
+
+    spec = resolve_model(
+        args.model or DEFAULT_MODEL, layout=args.layout, labels_file=args.labels, task=args.task
+    )
+    if args.task and args.task != spec.task:
+        raise ConfigError(f"--task {args.task} contradicts model {spec.name} ({spec.task})")
+    if not 0.0 <= args.conf <= 1.0 or not 0.0 <= args.iou <= 1.0:
+        raise ConfigError("--conf and --iou must be between 0 and 1")
+    return PipelineSettings(
+        model=spec,
+        conf=args.conf,
+        iou=args.iou,
+        classes=_class_ids(args.classes, spec.labels),
+        backend=args.backend,
+        device=resolve_device(args.device),
+        precision=args.precision,
+        threads=args.threads,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.run import run_to_outputs
+
+    settings = _settings(args)
+    if args.frames is not None and args.frames <= 0:
+        raise ConfigError("--frames must be positive")
+    settings, variant = _prepare_precision(args, settings)
+    summary = run_to_outputs(
+        args.source,
+        settings,
+        export=args.export,
+        detections=args.detections,
+        start=args.start,
+        frames=args.frames,
+        progress=not args.quiet,
+        on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
+    )
+    if variant is not None:
+        summary["variant"] = variant.summary()
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, Any]:
+    """The fp16/int8 variant before the run (progress bar, then the INT8 sensitivity table
+    on stderr, so stdout stays the JSON summary)."""
+    if settings.precision == "fp32":
+        return settings, None
+    from framelens.core.pipeline.run import prepare_precision
+    from framelens.core.precision import CalibrationSettings
+
+    calibration = CalibrationSettings(
+        frames=args.calibration_frames, sensitivity_frames=args.sensitivity_frames, conf=args.conf
+    )
+    calibration.validate()
+    settings, variant = prepare_precision(
+        args.source, settings, progress=not args.quiet, calibration=calibration
+    )
+    if variant is not None and variant.report is not None:
+        cached = " (cached)" if variant.from_cache else ""
+        print(f"INT8 layer sensitivity{cached}:", file=sys.stderr)
+        print(variant.report.table(), file=sys.stderr)
+    return settings, variant
+
+
+def cmd_models(_: argparse.Namespace) -> int:
+    from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog
+
+    for name, spec in load_catalog().items():
+        mark = "*" if name == DEFAULT_MODEL else " "
+        print(
+            f"{mark} {name:<12} {spec.task:<7} {spec.layout:<8} "
+            f"{spec.input_size[1]}x{spec.input_size[0]}  {len(spec.labels)} classes  "
+            f"{spec.licence}"
+        )
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.doctor import diagnose
+
+    report = diagnose()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        width = max(len(k) for k in report)
+        for key, value in report.items():
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.bench import run_bench
+
+    result = run_bench(
+        args.source or str(sample_video()),
+        frames=args.frames,
+        threads=args.threads,
+        export=not args.no_export,
+        workers=args.workers,
+    )
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.output:
+        from framelens.core.stages.sinks.atomic import write_bytes_atomic
+
+        write_bytes_atomic(Path(args.output), (text + "\n").encode())
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.compare.session import compare_to_report
+    from framelens.core.pipeline.compare.variants import parse_precisions, precision_panes
+    from framelens.core.precision import CalibrationSettings
+
+    precisions, reference = parse_precisions(args.precisions, args.reference)
+    if args.frames is not None and args.frames <= 0:
+        raise ConfigError("--frames must be positive")
+    # The fp32 settings every pane starts from; each precision's model comes from its variant.
+    base = _settings(argparse.Namespace(**{**vars(args), "precision": "fp32"}))
+    calibration = CalibrationSettings(
+        frames=args.calibration_frames, sensitivity_frames=args.sensitivity_frames, conf=args.conf
+    )
+    calibration.validate()
+    summary = compare_to_report(
+        args.source,
+        # Called once the report directory is known to be writable: INT8 takes minutes.
+        lambda: precision_panes(
+            base, precisions, source=args.source, progress=not args.quiet, calibration=calibration
+        ),
+        args.report,
+        reference=reference,
+        start=args.start,
+        frames=args.frames,
+        progress=not args.quiet,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def cmd_gui(args: argparse.Namespace) -> int:
+    # imported here: commands that never open a window do not pay for loading Qt
+    from framelens.gui.app import main as run_gui
+
+    return int(run_gui([sys.argv[0]], source=args.source))
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "compare": cmd_compare,
+    "models": cmd_models,
+    "doctor": cmd_doctor,
+    "bench": cmd_bench,
+    "gui": cmd_gui,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "gui"
+    if command == "gui" and not hasattr(args, "source"):
+        args.source = None
+    try:
+        return COMMANDS[command](args)
+    except FrameLensError as exc:
+        print(f"framelens: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("framelens: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

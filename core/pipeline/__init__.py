@@ -1,0 +1,1 @@
+"""Pipelines: the builder, the executor, playback and comparison, runs and the benchmark."""

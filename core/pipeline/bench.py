@@ -1,0 +1,135 @@
+"""`framelens bench`: the threaded pipeline against a naive per-frame loop.
+
+Both use the same model, ONNX Runtime threads, encoder and preset, on the same
+frames of the same source, one after the other in one process. Each gets a warm-up
+run first; reported numbers are from the measured run, stage times as medians.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from framelens.core import __version__
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline.runner import PipelineRunner, RunRange
+from framelens.core.pipeline.stats import RunStats
+from framelens.core.stages.sinks.video import VideoExporter
+from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.timing import now_ms, stage
+from framelens.core.types import FrameResult, StageTimes
+
+WARMUP_FRAMES = 20
+
+
+@contextmanager
+def _bench_setup(
+    source_spec: str, settings: PipelineSettings, out: Path | None, workers: int = 1
+) -> Iterator[tuple[Source, list[FramePipeline], Callable[[FrameResult], None]]]:
+    """Source, pipelines and an encode step for one measured loop; the video is discarded."""
+    source = open_source(source_spec)
+    pipelines = [FramePipeline(settings) for _ in range(workers)]
+    info = source.info
+    video = None
+    if out is not None:
+        video = VideoExporter(
+            out, width=info.width, height=info.height, fps=info.fps, encoder="libx264"
+        )
+
+    def encode(result: FrameResult) -> None:
+        if video is not None and result.annotated is not None:
+            with stage(result.times, "encode"):
+                video.write(result.annotated, result.frame.pts)
+
+    try:
+        yield source, pipelines, encode
+    finally:
+        if video is not None:
+            video.abort()
+        for p in pipelines:
+            p.close()
+        source.close()
+
+
+def naive_loop(
+    source_spec: str, settings: PipelineSettings, frames: int, out: Path | None
+) -> RunStats:
+    """Read, preprocess, infer, postprocess, draw, encode: one after the other."""
+    stats = RunStats()
+    with _bench_setup(source_spec, settings, out) as (source, (pipeline,), encode):
+        for _ in range(frames):
+            t0 = now_ms()
+            frame = source.read()
+            if frame is None:
+                break
+            result = pipeline.process(frame, now_ms() - t0)
+            encode(result)
+            result.times.e2e = now_ms() - t0
+            stats(result)
+        stats.stop()
+    return stats
+
+
+def pipeline_run(
+    source_spec: str,
+    settings: PipelineSettings,
+    frames: int,
+    out: Path | None,
+    workers: int = 1,
+) -> RunStats:
+    """The threaded runner: decode thread, ``workers`` inference threads, encode on the caller."""
+    stats = RunStats()
+    with _bench_setup(source_spec, settings, out, workers) as (source, pipelines, encode):
+        runner = PipelineRunner(
+            source, pipelines[0], [encode], observers=[stats], extra_pipelines=pipelines[1:]
+        )
+        runner.run(RunRange(0, frames))
+        stats.stop()
+    return stats
+
+
+def run_bench(
+    source_spec: str,
+    *,
+    frames: int = 200,
+    threads: int | None = None,
+    export: bool = True,
+    workers: int = 1,
+) -> dict[str, Any]:
+    spec = resolve_model(DEFAULT_MODEL)
+    settings = PipelineSettings(model=spec, threads=threads)
+    with tempfile.TemporaryDirectory(prefix="framelens-bench-") as tmp:
+        out = Path(tmp) / "bench.mp4" if export else None
+        naive_loop(source_spec, settings, WARMUP_FRAMES, out)  # warm caches and the model
+        t = time.perf_counter()
+        naive = naive_loop(source_spec, settings, frames, out)
+        pipe = pipeline_run(source_spec, settings, frames, out, workers)
+        elapsed = time.perf_counter() - t
+    return {
+        "app_version": __version__,
+        "command": "framelens bench",
+        "source": os.path.basename(source_spec),
+        "model": spec.name,
+        "frames": frames,
+        "export": export,
+        "encoder": "libx264 veryfast crf 23" if export else None,
+        "onnxruntime_threads": threads,
+        "inference_workers": workers,
+        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "naive_fps": round(naive.fps, 2),
+        "pipeline_fps": round(pipe.fps, 2),
+        "speedup": round(pipe.fps / naive.fps, 3) if naive.fps else None,
+        "naive_stage_ms": naive.medians(),
+        "pipeline_stage_ms": pipe.medians(),
+        "wall_s": round(elapsed, 1),
+    }
+
+
+__all__ = ["StageTimes", "naive_loop", "pipeline_run", "run_bench"]

@@ -1,0 +1,244 @@
+"""Lock-step comparison: every frame decoded once, then run through 2 to 4 pipelines.
+
+The panes may differ in anything a PipelineSettings holds (precision variant,
+backend, model, thresholds). On each frame they run one after another, never side
+by side, so that no pane's latency includes waiting for a core another pane holds;
+the ONNX Runtime sessions are made without spinning threads for the same reason
+(an idle session's spinning would steal the cores from the one that runs next).
+
+Times per pane are the pipeline's own StageTimes; ``e2e`` is the frame's decode
+time plus that pane's own processing, i.e. what the pane would take alone. Before
+a pane's first timed frame (and after a change of frame size) it runs the frame
+once untimed, so one-off session warm-up does not weigh on one variant only.
+
+A CompareRunner is not thread-safe: one thread (a CLI loop, a GUI worker) calls
+``step``; the results it returns are plain data that may be handed to other threads.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch, match_frame
+from framelens.core.stages.tasks.detect.diff import DetectionDiff, detection_diff
+from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
+from framelens.core.stages.timing import now_ms
+from framelens.core.types import Frame, FrameResult, Image, StageTimes
+
+__all__ = [
+    "MATCH_IOU",
+    "MAX_PANES",
+    "MIN_PANES",
+    "CompareRunner",
+    "CompareStep",
+    "PaneResult",
+    "PaneSpec",
+    "model_output_image",
+]
+
+MIN_PANES, MAX_PANES = 2, 4
+MATCH_IOU = 0.5  # the product's one agreement rule (framelens.core.stages.tasks.detect.agreement)
+
+ImageOf = Callable[[FrameResult], Image | None]
+
+
+@dataclass(frozen=True)
+class PaneSpec:
+    """One pane: what it shows (``label``, unique in a comparison) and how it computes."""
+
+    label: str
+    settings: PipelineSettings
+
+    @staticmethod
+    def of(settings: PipelineSettings, label: str | None = None) -> PaneSpec:
+        """A pane labelled ``label`` or, by default, "model precision backend"."""
+        s = settings
+        return PaneSpec(label or f"{s.model.name} {s.precision} {s.backend}", settings)
+
+
+def model_output_image(result: FrameResult) -> Image | None:
+    """The image a model produced for ``result`` (super-resolution), compared by PSNR/SSIM.
+
+    Detectors produce none, so this is None for every model the pipeline runs today;
+    when FrameResult gains a model output image, return it here and PSNR/SSIM follow
+    in the live steps, the CSV, the plots and summary.json.
+    """
+    del result
+    return None
+
+
+@dataclass(frozen=True)
+class PaneResult:
+    """One pane's outcome for one frame, measured against the reference pane.
+
+    ``match``: this frame's matching against the reference (the reference pane is
+    matched against itself). ``running``: a snapshot of the agreement summed since
+    the runner started or was last reset. ``image``: PSNR/SSIM of the pane's output
+    image against the reference's, None when the panes output no images.
+    """
+
+    label: str
+    result: FrameResult
+    match: FrameMatch
+    running: AgreementTotals
+    image: ImageAgreement | None = None
+
+    @property
+    def times(self) -> StageTimes:
+        return self.result.times
+
+
+@dataclass(frozen=True)
+class CompareStep:
+    """All panes' results for one frame; ``panes[reference]`` is the reference pane."""
+
+    frame: Frame
+    panes: tuple[PaneResult, ...]
+    reference: int
+
+    def difference(self, pane: int) -> DetectionDiff:
+        """Detections of ``pane`` and of the reference that the other does not have."""
+        ref = self.panes[self.reference].result.detections
+        p = self.panes[pane]
+        return detection_diff(ref, p.result.detections, p.match)
+
+
+def _reference_index(labels: Sequence[str], reference: int | str) -> int:
+    if isinstance(reference, str):
+        if reference not in labels:
+            raise ConfigError(f"reference {reference!r} is not one of {', '.join(labels)}")
+        return labels.index(reference)
+    if not 0 <= reference < len(labels):
+        raise ConfigError(f"reference pane {reference} does not exist ({len(labels)} panes)")
+    return reference
+
+
+def check_panes(panes: Sequence[PaneSpec], reference: int | str = 0) -> int:
+    """Validate a comparison's panes; returns the reference's index. ConfigError if wrong."""
+    labels = [p.label for p in panes]
+    if not MIN_PANES <= len(panes) <= MAX_PANES:
+        raise ConfigError(f"a comparison needs {MIN_PANES} to {MAX_PANES} panes, got {len(panes)}")
+    duplicates = sorted({x for x in labels if labels.count(x) > 1})
+    if duplicates:
+        raise ConfigError(f"pane labels must differ: {', '.join(duplicates)} repeated")
+    return _reference_index(labels, reference)
+
+
+@dataclass
+class _Pane:
+    spec: PaneSpec
+    pipeline: FramePipeline
+    totals: AgreementTotals = field(default_factory=AgreementTotals)
+    warm_size: tuple[int, int] | None = None
+
+
+class CompareRunner:
+    """Feeds each frame to every pane in turn and measures agreement with the reference.
+
+    ``draw``: also render each pane's overlays (``result.annotated``), for a GUI.
+    ``image_of``: which image of a result PSNR/SSIM compare (default: the model's
+    output image, none for detectors).
+    """
+
+    def __init__(
+        self,
+        panes: Sequence[PaneSpec],
+        *,
+        reference: int | str = 0,
+        draw: bool = False,
+        image_of: ImageOf = model_output_image,
+    ) -> None:
+        self.reference = check_panes(panes, reference)
+        self.draw = draw
+        self._image_of = image_of
+        self._panes: list[_Pane] = []
+        try:
+            for spec in panes:
+                self._panes.append(_Pane(spec, FramePipeline(spec.settings, spinning=False)))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(p.spec.label for p in self._panes)
+
+    @property
+    def specs(self) -> tuple[PaneSpec, ...]:
+        return tuple(p.spec for p in self._panes)
+
+    def update(self, pane: int, **changes: object) -> None:
+        """Change a pane's thresholds, class filter or overlay (FramePipeline.update)."""
+        self._panes[pane].pipeline.update(**changes)
+
+    def reset_totals(self) -> None:
+        """Start the running agreement afresh (after a seek, or a threshold change)."""
+        for p in self._panes:
+            p.totals = AgreementTotals()
+
+    def _run_pane(self, pane: _Pane, frame: Frame, decode_ms: float) -> FrameResult:
+        size = (frame.width, frame.height)
+        if pane.warm_size != size:
+            pane.pipeline.infer(frame, StageTimes())  # untimed warm-up, see the module doc
+            pane.warm_size = size
+        t0 = now_ms()
+        result = pane.pipeline.infer(frame, StageTimes(decode=decode_ms))
+        if self.draw:
+            pane.pipeline.draw(result, copy=True)  # each pane draws on its own copy
+        own_ms = now_ms() - t0
+        result.times.e2e = own_ms if math.isnan(decode_ms) else decode_ms + own_ms
+        return result
+
+    def step(self, frame: Frame, decode_ms: float = math.nan) -> CompareStep:
+        """Process one frame in every pane; returns per-pane results and agreement."""
+        results = [self._run_pane(p, frame, decode_ms) for p in self._panes]
+        ref = results[self.reference]
+        ref_image = self._image_of(ref)
+        out = []
+        for pane, result in zip(self._panes, results, strict=True):
+            match = pane.totals.add(match_frame(ref.detections, result.detections, MATCH_IOU))
+            image = self._image_of(result)
+            metrics = None
+            if ref_image is not None and image is not None:
+                metrics = image_agreement(ref_image, image)
+            out.append(PaneResult(pane.spec.label, result, match, replace(pane.totals), metrics))
+        return CompareStep(frame, tuple(out), self.reference)
+
+    def run(
+        self,
+        frames: Iterable[tuple[Frame, float]],
+        on_step: Callable[[CompareStep], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> int:
+        """Step through ``(frame, decode_ms)`` pairs; returns the number processed.
+
+        Raises Cancelled (frames already handed to ``on_step`` stay handed) once
+        ``cancel`` is set.
+        """
+        done = 0
+        for frame, decode_ms in frames:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            step = self.step(frame, decode_ms)
+            done += 1
+            if on_step is not None:
+                on_step(step)
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("cancelled")
+        return done
+
+    def close(self) -> None:
+        for p in self._panes:
+            p.pipeline.close()
+        self._panes.clear()
+
+    def __enter__(self) -> CompareRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,175 @@
+"""What a comparison keeps: one row per frame and pane, totals per pane, the summary.
+
+The summary is the content of summary.json::
+
+    {"reference": "fp32",
+     "variants": {"fp32": {...}, "fp16": {
+         "latency_ms_median",   # inference stage alone, median over frames
+         "e2e_ms_median",       # decode + preprocess + inference + postprocess (+ draw)
+         "fps",                 # frames / total e2e time: the pane's rate on its own
+         "f1", "precision", "recall", "mean_iou", "mean_score_diff",  # vs the reference
+         "tp", "fp", "fn",      # the sums behind precision/recall/F1
+         "psnr_db", "ssim",     # mean image agreement; null for detection panes
+         "model", "precision_mode", "backend", "device", "conf"},  # what the pane ran
+       ...},
+     "frames", "match_iou", ...metadata given by the caller}
+
+The reference is listed among the variants (agreeing with itself). Undefined values
+(NaN: a mean over no matched pair) are written as null, and so is an infinite PSNR
+(identical images; their SSIM is then 1).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from framelens.core.pipeline.compare.panes import MATCH_IOU, CompareStep, PaneSpec
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+
+__all__ = ["VARIANT_KEYS", "CompareLog", "FrameRow", "PaneRow"]
+
+VARIANT_KEYS = (
+    "latency_ms_median",
+    "e2e_ms_median",
+    "fps",
+    "f1",
+    "precision",
+    "recall",
+    "mean_iou",
+    "mean_score_diff",
+)
+"""The keys every variant of summary.json has (the issue's schema); more may follow."""
+
+
+@dataclass(frozen=True, slots=True)
+class PaneRow:
+    """One pane on one frame."""
+
+    detections: int
+    tp: int
+    fp: int
+    fn: int
+    inference_ms: float
+    e2e_ms: float
+    psnr_db: float | None = None
+    ssim: float | None = None
+
+    @property
+    def f1(self) -> float:
+        """This frame's F1 against the reference; 1 when neither side found anything."""
+        denominator = 2 * self.tp + self.fp + self.fn
+        return 2 * self.tp / denominator if denominator else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRow:
+    index: int
+    pts: float
+    panes: tuple[PaneRow, ...]
+
+
+def _number(value: float | None, digits: int) -> float | None:
+    """A JSON-safe rounded number: NaN and infinities become None."""
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value, digits)
+
+
+def _median(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return statistics.median(finite) if finite else math.nan
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.fmean(finite) if finite else None
+
+
+class CompareLog:
+    """Collects a comparison's steps (pass it as ``on_step``) and summarises them.
+
+    It keeps its own totals, so a GUI resetting the runner's running agreement
+    (after a seek) does not change what the log reports.
+    """
+
+    def __init__(self, specs: Sequence[PaneSpec], reference: int) -> None:
+        self.specs = tuple(specs)
+        self.reference = reference
+        self.rows: list[FrameRow] = []
+        self.totals = [AgreementTotals() for _ in self.specs]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(s.label for s in self.specs)
+
+    @property
+    def reference_label(self) -> str:
+        return self.specs[self.reference].label
+
+    @property
+    def has_images(self) -> bool:
+        """True when the panes output images, so PSNR/SSIM were measured."""
+        return any(p.ssim is not None for r in self.rows for p in r.panes)
+
+    def __call__(self, step: CompareStep) -> None:
+        panes = []
+        for totals, pane in zip(self.totals, step.panes, strict=True):
+            totals.add(pane.match)
+            t = pane.times
+            panes.append(
+                PaneRow(
+                    detections=len(pane.result.detections),
+                    tp=pane.match.tp,
+                    fp=pane.match.fp,
+                    fn=pane.match.fn,
+                    inference_ms=t.inference,
+                    e2e_ms=t.e2e,
+                    psnr_db=pane.image.psnr_db if pane.image else None,
+                    ssim=pane.image.ssim if pane.image else None,
+                )
+            )
+        self.rows.append(FrameRow(step.frame.index, step.frame.pts, tuple(panes)))
+
+    def pane_rows(self, pane: int) -> list[PaneRow]:
+        return [r.panes[pane] for r in self.rows]
+
+    def variant(self, pane: int) -> dict[str, Any]:
+        """One entry of summary.json's "variants"."""
+        rows = self.pane_rows(pane)
+        totals = self.totals[pane]
+        e2e_total_s = sum(r.e2e_ms for r in rows if not math.isnan(r.e2e_ms)) / 1000.0
+        s = self.specs[pane].settings
+        return {
+            "latency_ms_median": _number(_median([r.inference_ms for r in rows]), 3),
+            "e2e_ms_median": _number(_median([r.e2e_ms for r in rows]), 3),
+            "fps": _number(len(rows) / e2e_total_s if e2e_total_s > 0 else math.nan, 2),
+            "f1": _number(totals.f1, 4),
+            "precision": _number(totals.precision, 4),
+            "recall": _number(totals.recall, 4),
+            "mean_iou": _number(totals.mean_iou, 4),
+            "mean_score_diff": _number(totals.mean_score_diff, 4),
+            "tp": totals.tp,
+            "fp": totals.fp,
+            "fn": totals.fn,
+            "psnr_db": _number(_mean([r.psnr_db for r in rows]), 3),
+            "ssim": _number(_mean([r.ssim for r in rows]), 4),
+            "model": s.model.name,
+            "precision_mode": s.precision,
+            "backend": s.backend,
+            "device": s.device,
+            "conf": s.conf,
+        }
+
+    def summary(self, **meta: Any) -> dict[str, Any]:
+        """summary.json's content (see the module doc); ``meta`` keys are appended."""
+        return {
+            "reference": self.reference_label,
+            "variants": {label: self.variant(i) for i, label in enumerate(self.labels)},
+            "frames": len(self.rows),
+            "match_iou": MATCH_IOU,
+            **meta,
+        }

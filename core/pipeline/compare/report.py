@@ -1,0 +1,204 @@
+"""The files of a compare report: summary.json, frames.csv, PNG plots, index.html.
+
+``write_report_files`` fills a directory that the caller stages (AtomicDir), so the
+report appears complete or not at all. Plots are drawn with matplotlib's Agg
+canvas on a bare Figure: no pyplot state and no GUI toolkit, safe off the main
+thread. matplotlib is imported only when plotting starts: it is slow to import, and
+on its very first import it builds a font cache and says so on stderr.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from framelens.core.pipeline.compare.records import CompareLog, PaneRow
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["REPORT_FILES", "write_report_files"]
+
+SUMMARY, CSV_FILE, HTML_FILE = "summary.json", "frames.csv", "index.html"
+LATENCY_PNG, AGREEMENT_PNG, FPS_PNG, IMAGE_PNG = (
+    "latency.png",
+    "agreement.png",
+    "fps.png",
+    "image_agreement.png",
+)
+REPORT_FILES = frozenset(
+    {SUMMARY, CSV_FILE, HTML_FILE, LATENCY_PNG, AGREEMENT_PNG, FPS_PNG, IMAGE_PNG}
+)
+"""Every name a report may hold: a directory with only these may be replaced."""
+
+_PANE_COLUMNS = ("detections", "tp", "fp", "fn", "inference_ms", "e2e_ms")
+_IMAGE_COLUMNS = ("psnr_db", "ssim")
+
+
+def _cell(value: float | int | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:.3f}"
+    return str(value)
+
+
+def write_csv(path: Path, log: CompareLog) -> None:
+    """One row per frame: index, pts, then per pane ``<label>_<column>``."""
+    columns = _PANE_COLUMNS + (_IMAGE_COLUMNS if log.has_images else ())
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["index", "pts", *(f"{lb}_{c}" for lb in log.labels for c in columns)])
+        for row in log.rows:
+            cells = [str(row.index), f"{row.pts:.3f}"]
+            for pane in row.panes:
+                cells += [_cell(getattr(pane, c)) for c in columns]
+            out.writerow(cells)
+
+
+def _figure() -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.6), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)  # attaches itself to the figure: savefig renders with Agg
+    return fig
+
+
+def _per_frame_plot(
+    path: Path,
+    log: CompareLog,
+    panes: Sequence[int],
+    value: str,
+    ylabel: str,
+    title: str,
+    unit_range: bool = False,
+) -> None:
+    fig = _figure()
+    ax = fig.add_subplot()
+    x = [r.index for r in log.rows]
+    for i in panes:
+        rows: list[PaneRow] = log.pane_rows(i)
+        y = [getattr(r, value) for r in rows]
+        y = [math.nan if v is None or math.isinf(v) else v for v in y]
+        ax.plot(x, y, marker="." if len(x) < 60 else None, label=log.labels[i], color=f"C{i}")
+    if unit_range:  # agreement scores: keep 0..1 in view so a small dip reads as small
+        ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("frame")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.savefig(path)
+
+
+def _fps_plot(path: Path, summary: dict[str, Any]) -> None:
+    fig = _figure()
+    ax = fig.add_subplot()
+    labels = list(summary["variants"])
+    fps = [summary["variants"][lb]["fps"] or 0.0 for lb in labels]
+    bars = ax.bar(labels, fps, color=[f"C{i}" for i in range(len(labels))])
+    ax.bar_label(bars, fmt="%.1f")
+    ax.set_ylabel("frames per second")
+    ax.set_title("Throughput of each variant on its own (decode to result)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.savefig(path)
+
+
+def write_plots(folder: Path, log: CompareLog, summary: dict[str, Any]) -> list[str]:
+    """The PNG plots; returns their file names in display order."""
+    others = [i for i in range(len(log.labels)) if i != log.reference]
+    ref = log.reference_label
+    _per_frame_plot(
+        folder / LATENCY_PNG,
+        log,
+        range(len(log.labels)),
+        "inference_ms",
+        "inference ms",
+        "Inference latency per frame",
+    )
+    _per_frame_plot(
+        folder / AGREEMENT_PNG,
+        log,
+        others,
+        "f1",
+        "F1",
+        f"Detection agreement with {ref} (F1)",
+        True,
+    )
+    _fps_plot(folder / FPS_PNG, summary)
+    names = [LATENCY_PNG, AGREEMENT_PNG, FPS_PNG]
+    if log.has_images:
+        _per_frame_plot(
+            folder / IMAGE_PNG,
+            log,
+            others,
+            "ssim",
+            "SSIM",
+            f"Image agreement with {ref} (SSIM)",
+            True,
+        )
+        names.append(IMAGE_PNG)
+    return names
+
+
+_TABLE_KEYS = (
+    ("latency_ms_median", "inference ms (median)"),
+    ("e2e_ms_median", "end to end ms (median)"),
+    ("fps", "fps"),
+    ("f1", "F1"),
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("mean_iou", "mean IoU"),
+    ("mean_score_diff", "mean |score diff|"),
+    ("psnr_db", "PSNR dB"),
+    ("ssim", "SSIM"),
+)
+
+
+def _html(summary: dict[str, Any], plots: Sequence[str]) -> str:
+    e = html.escape
+    ref = summary["reference"]
+    head = "".join(f"<th>{e(title)}</th>" for _, title in _TABLE_KEYS)
+    body = []
+    for label, v in summary["variants"].items():
+        name = f"{e(label)} (reference)" if label == ref else e(label)
+        cells = "".join(f"<td>{'n/a' if v[k] is None else v[k]}</td>" for k, _ in _TABLE_KEYS)
+        body.append(f"<tr><th>{name}</th>{cells}</tr>")
+    images = "\n".join(f'<p><img src="{e(p)}" alt="{e(p)}"></p>' for p in plots)
+    meta = ", ".join(
+        f"{e(k)}: {e(str(summary[k]))}" for k in ("source", "frames", "match_iou") if k in summary
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>FrameLens comparison</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:100%}}</style>
+</head><body>
+<h1>FrameLens comparison against {e(ref)}</h1>
+<p>{meta}</p>
+<p>Detections at each variant's confidence threshold, matched per frame and class
+against the reference (IoU &ge; {e(str(summary.get("match_iou", 0.5)))}).
+n/a: not applicable (no matched pair; PSNR/SSIM for image outputs only).
+Per-frame data: <a href="{CSV_FILE}">{CSV_FILE}</a>, summary: <a href="{SUMMARY}">{SUMMARY}</a>.</p>
+<table><tr><th>variant</th>{head}</tr>
+{chr(10).join(body)}
+</table>
+{images}
+</body></html>
+"""
+
+
+def write_report_files(folder: Path, log: CompareLog, summary: dict[str, Any]) -> list[Path]:
+    """Write every file of the report into ``folder``; returns their paths."""
+    (folder / SUMMARY).write_text(
+        json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    write_csv(folder / CSV_FILE, log)
+    plots = write_plots(folder, log, summary)
+    (folder / HTML_FILE).write_text(_html(summary, plots), encoding="utf-8")
+    return [folder / n for n in (SUMMARY, CSV_FILE, *plots, HTML_FILE)]

@@ -1,0 +1,111 @@
+"""One complete comparison: source -> lock-step panes -> report directory.
+
+The report is staged in a hidden sibling directory created before anything else
+(so an unwritable target fails in a second, not after the run) and renamed into
+place at the end; an error, Ctrl+C or ``cancel`` leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from framelens.core import __version__
+from framelens.core.errors import Cancelled, SourceError
+from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec, check_panes
+from framelens.core.pipeline.compare.records import CompareLog
+from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
+from framelens.core.pipeline.runner import RunRange, iter_range
+from framelens.core.stages.sinks.atomic import StrPath
+from framelens.core.stages.sinks.atomic_dir import AtomicDir
+from framelens.core.stages.sources import open_source
+from tqdm import tqdm
+
+__all__ = ["compare_to_report"]
+
+PanesOrPrepare = Sequence[PaneSpec] | Callable[[], Sequence[PaneSpec]]
+
+
+def compare_to_report(
+    source_spec: str,
+    panes: PanesOrPrepare,
+    report: StrPath,
+    *,
+    reference: int | str = 0,
+    start: int = 0,
+    frames: int | None = None,
+    progress: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Compare ``panes`` on a range of a source and write the report; returns the summary.
+
+    ``panes`` may be a callable that builds them (preparing INT8 variants takes
+    minutes): it is called once the report directory is known to be writable.
+    ``reference``: a pane label or index. ``progress`` draws a terminal bar;
+    ``on_progress(done, total)`` (total 0 when unknown) is called at most ten times
+    a second and at the end; setting ``cancel`` stops with Cancelled and no report.
+    """
+    if not callable(panes):
+        check_panes(panes, reference)
+    staging = AtomicDir(report, REPORT_FILES)
+    try:
+        specs = panes() if callable(panes) else panes
+        reference_index = check_panes(specs, reference)
+        log = _compare(
+            source_spec,
+            specs,
+            reference_index,
+            RunRange(start, frames),
+            progress,
+            on_progress,
+            cancel,
+        )
+        summary = log.summary(source=source_spec, start=start, app_version=__version__)
+        write_report_files(staging.tmp, log, summary)
+        path = staging.commit()
+    except BaseException:
+        staging.discard()
+        raise
+    return {**summary, "report": str(path)}
+
+
+def _compare(
+    source_spec: str,
+    specs: Sequence[PaneSpec],
+    reference: int,
+    rng: RunRange,
+    progress: bool,
+    on_progress: Callable[[int, int], None] | None,
+    cancel: threading.Event | None,
+) -> CompareLog:
+    log = CompareLog(specs, reference)
+    with open_source(source_spec) as source, CompareRunner(specs, reference=reference) as runner:
+        count = source.info.frame_count
+        total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)
+        bar = tqdm(total=total or None, unit="frame", disable=not progress or None, file=sys.stderr)
+        last_report = 0.0
+
+        def on_step(step: CompareStep) -> None:
+            nonlocal last_report
+            log(step)
+            bar.update()
+            if on_progress is not None and time.monotonic() - last_report >= 0.1:
+                last_report = time.monotonic()
+                on_progress(len(log.rows), total)
+
+        try:
+            frames = ((frame, decode_ms) for frame, decode_ms, _ in iter_range(source, rng))
+            done = runner.run(frames, on_step, cancel)
+        finally:
+            bar.close()
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled")
+    if done == 0:
+        raise SourceError(f"{source_spec} has no frames to compare from frame {rng.start}")
+    if on_progress is not None:
+        on_progress(done, max(done, total))
+    return log

@@ -1,0 +1,144 @@
+"""ONNX Runtime backend: CPU, or CUDA when onnxruntime-gpu provides it."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from framelens.core.errors import EngineError, ModelError
+from framelens.core.stages.engines.base import Engine
+
+_CUDA = re.compile(r"^cuda(?::(\d+))?$")
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*")
+
+
+def ort_message(exc: BaseException) -> str:
+    """ONNX Runtime's exception text as one line, without its error-code prefix."""
+    text = _ORT_PREFIX.sub("", str(exc).strip())
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def providers_for(
+    device: str, available: list[str], cuda_options: Mapping[str, str] | None = None
+) -> tuple[str, list[Any]]:
+    """(normalised device, ORT providers list) for "cpu" or "cuda[:N]".
+
+    ``cuda_options`` are extra CUDA provider options (e.g. ``user_compute_stream``).
+    """
+    dev = device.strip().lower()
+    if dev == "cpu":
+        return "cpu", ["CPUExecutionProvider"]
+    m = _CUDA.match(dev)
+    if not m:
+        raise EngineError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
+    if "CUDAExecutionProvider" not in available:
+        raise EngineError(
+            "CUDA was requested but ONNX Runtime has no CUDA provider "
+            f"(installed: {', '.join(available) or 'none'})"
+        )
+    index = int(m.group(1) or 0)
+    # CPU stays in the list so that ops CUDA lacks still run, as ORT intends.
+    # FP32 means FP32: without use_tf32=0 cuDNN computes fp32 convolutions in TF32 on
+    # Ampere and later, and on the H200 that moved scores by ~1e-3, enough to flip
+    # detections near the threshold against the CPU. Precision modes are the graph's.
+    options = {"device_id": index, "use_tf32": "0", **(cuda_options or {})}
+    cuda = ("CUDAExecutionProvider", options)
+    return f"cuda:{index}", [cuda, "CPUExecutionProvider"]
+
+
+class OnnxRuntimeEngine(Engine):
+    """An ort.InferenceSession for one model file.
+
+    threads: intra-op threads (None = ORT's default, one per physical core).
+    spinning=False stops idle worker threads from busy-waiting between runs, which
+    otherwise keeps cores at 100% and starves a GUI or decoder thread.
+    cuda_options: extra CUDA provider options, for device "cuda[:N]" only.
+    """
+
+    backend = "onnxruntime"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        device: str = "cpu",
+        threads: int | None = None,
+        spinning: bool = True,
+        cuda_options: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            import onnxruntime as ort  # optional dependency: cpu or gpu wheel, see pyproject
+        except ImportError as exc:
+            raise EngineError(
+                "ONNX Runtime is not installed (pip install onnxruntime, or onnxruntime-gpu)"
+            ) from exc
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelError(f"model file {self.path} does not exist")
+        if threads is not None and threads < 1:
+            raise EngineError(f"threads must be at least 1, got {threads}")
+        self.device, providers = providers_for(
+            device, list(ort.get_available_providers()), cuda_options
+        )
+
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.intra_op_num_threads = threads or 0  # 0 = ORT picks
+        opts.log_severity_level = 3  # errors only: warnings would spam the console
+        if not spinning:
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        try:
+            try:
+                self._session: Any = ort.InferenceSession(
+                    str(self.path), sess_options=opts, providers=providers
+                )
+            except Exception as exc:
+                if "use_tf32" not in str(exc):
+                    raise
+                # an ONNX Runtime that predates the option: its default is full fp32
+                for _name, cuda_opts in providers[:1]:
+                    cuda_opts.pop("use_tf32", None)
+                self._session = ort.InferenceSession(
+                    str(self.path), sess_options=opts, providers=providers
+                )
+        except Exception as exc:  # ORT raises its own pybind11 exception types
+            message = ort_message(exc)
+            if "INVALID_PROTOBUF" in str(exc) or "Protobuf parsing failed" in message:
+                raise ModelError(f"{self.path} is not a valid ONNX model: {message}") from exc
+            raise ModelError(f"ONNX Runtime cannot load {self.path}: {message}") from exc
+
+        self.providers = list(self._session.get_providers())
+        if self.device != "cpu" and "CUDAExecutionProvider" not in self.providers:
+            # ORT falls back to CPU silently when the CUDA libraries fail to load.
+            self.close()
+            raise EngineError(
+                "ONNX Runtime could not start its CUDA provider (CUDA or cuDNN libraries "
+                "missing or mismatched); use --device cpu"
+            )
+        inputs = self._session.get_inputs()
+        if len(inputs) != 1:
+            names = ", ".join(i.name for i in inputs)
+            self.close()
+            raise ModelError(f"{self.path.name} has {len(inputs)} inputs ({names}); need one")
+        self.input_name = str(inputs[0].name)
+        self.input_shape = tuple(d if isinstance(d, int) else None for d in inputs[0].shape)
+        self.output_names = [str(o.name) for o in self._session.get_outputs()]
+
+    def infer(self, tensor: npt.NDArray[np.float32]) -> list[npt.NDArray[Any]]:
+        if self._session is None:
+            raise EngineError("the engine is closed")
+        try:
+            outputs = self._session.run(self.output_names, {self.input_name: tensor})
+        except Exception as exc:
+            raise EngineError(f"inference failed: {ort_message(exc)}") from exc
+        return list(outputs)
+
+    def close(self) -> None:
+        self._session = None

@@ -1,0 +1,474 @@
+"""TensorRT engines: built once per graph and GPU, cached, run on device buffers on our stream.
+
+Precision lives in the graph (core.precision: the FP16 variant is converted, the INT8 one
+carries Q/DQ nodes), so the engine is built as a *strongly typed* network from the graph
+of the chosen precision: what TensorRT 11 requires (it removed the FP16/INT8 builder
+flags) and every TensorRT 10 offers (``NetworkDefinitionCreationFlag.STRONGLY_TYPED``).
+TensorRT before 10 is refused with a message.
+
+A plan is cached under ``<cache root>/tensorrt/<key>/`` (core.precision.cache: written
+whole or not at all), keyed by the graph's SHA-256, the TensorRT version, the GPU and its
+compute capability and the input shape range; a timing cache per GPU and TensorRT version
+makes rebuilds of other graphs faster. The first build of a model takes tens of seconds;
+every later start deserializes the plan.
+
+Like ``OnnxRuntimeCudaEngine``, ``infer_device(ptr, shape, dtype)`` reads the input from
+a device buffer in the primary context (core.gpu.context) and returns each output on the
+device and copied to page-locked host memory, valid until the next call.
+
+Written against the TensorRT 10/11 Python API (named I/O tensors, ``execute_async_v3``).
+TensorRT could not be installed on the machines this was developed on; what runs without
+it (the key, the shape ranges, the messages) is tested, the build and the run are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from framelens.core.cache import cache_root, digest, read_entry, staging
+from framelens.core.errors import EngineError, ModelError
+from framelens.core.gpu.buffers import cuda_driver, cuda_message
+from framelens.core.gpu.context import DeviceProperties, GpuContext
+from framelens.core.models.catalog import model_sha256
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.engines.base import Engine
+from framelens.core.stages.engines.onnxruntime_cuda import (
+    DeviceOutput,
+    OutputBuffers,
+    check_input_dtype,
+)
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "installer/gpu.sh installs it where NVIDIA's package index is reachable; "
+    "--backend onnxruntime runs the same graphs"
+)
+PLAN_FILE = "engine.plan"
+WORKSPACE_BYTES = 1 << 30
+DYNAMIC_DEFAULT = (32, 640, 1920)  # min/opt/max side for dynamic inputs of unknown models
+
+
+def import_tensorrt() -> Any:
+    """The tensorrt module; EngineError (one line, with what to do) when it is missing."""
+    try:
+        import tensorrt as trt
+    except ImportError as exc:
+        raise EngineError(f"TensorRT is not installed ({exc}): {INSTALL_HINT}") from None
+    except Exception as exc:  # installed, but its libraries do not load
+        raise EngineError(f"TensorRT does not load ({exc}): {INSTALL_HINT}") from None
+    return trt
+
+
+def tensorrt_unavailable() -> str | None:
+    """Why the TensorRT backend cannot run here, or None."""
+    try:
+        import_tensorrt()
+    except EngineError as exc:
+        return str(exc)
+    return None
+
+
+# ---- what the plan is built for ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRange:
+    """The input shapes an engine accepts: one shape for static models, a range for
+    models with dynamic height and width (an optimization profile)."""
+
+    min: tuple[int, ...]
+    opt: tuple[int, ...]
+    max: tuple[int, ...]
+
+    @property
+    def static(self) -> bool:
+        return self.min == self.opt == self.max
+
+    def accepts(self, shape: Sequence[int]) -> bool:
+        return len(shape) == len(self.min) and all(
+            lo <= d <= hi for lo, d, hi in zip(self.min, shape, self.max, strict=True)
+        )
+
+
+def shape_range(onnx_shape: Sequence[int | None], spec: ModelSpec | None = None) -> ShapeRange:
+    """The shape range to build for an NCHW input whose dynamic dims are None.
+
+    Batch is 1. Dynamic height/width (YuNet keeps the source's aspect, see
+    core.preprocess.input_size_for) range from one stride to the longest side the
+    preprocessing can ask for, optimised for the model's nominal input size.
+    """
+    if len(onnx_shape) != 4:
+        raise ModelError(f"TensorRT backend: the input must be NCHW, the model's is {onnx_shape}")
+    n, c, h, w = onnx_shape
+    if c is None:
+        raise ModelError("TensorRT backend: the input's channel count must be fixed")
+    if n is not None and n != 1:
+        raise ModelError(f"TensorRT backend: batch {n} models are not supported (batch 1)")
+    if h is not None and w is not None:
+        shape = (1, c, h, w)
+        return ShapeRange(shape, shape, shape)
+    if spec is not None:
+        stride = max(1, spec.stride_multiple)
+        opt_h, opt_w = spec.input_size
+        side = -(-max(opt_h, opt_w) // stride) * stride
+        low = stride
+    else:
+        low, opt, side = DYNAMIC_DEFAULT
+        opt_h = opt_w = opt
+    return ShapeRange(
+        (1, c, h or low, w or low),
+        (1, c, h or opt_h, w or opt_w),
+        (1, c, h or side, w or side),
+    )
+
+
+def plan_key(graph_sha256: str, trt_version: str, gpu: DeviceProperties, shapes: ShapeRange) -> str:
+    """The cache key of a plan: a plan only runs on the TensorRT version and GPU
+    architecture it was built for, and only on the shapes of its profile."""
+    return digest(
+        "tensorrt-plan",
+        graph_sha256,
+        trt_version,
+        gpu.name,
+        list(gpu.compute_capability),
+        [list(shapes.min), list(shapes.opt), list(shapes.max)],
+    )
+
+
+def plans_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    return cache_root(cache_dir) / "tensorrt"
+
+
+def onnx_input_shape(path: Path) -> tuple[str, tuple[int | None, ...]]:
+    """The ONNX graph's one input: its name and shape (None for dynamic dims)."""
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        raise ModelError(f"cannot read {path.name}: {exc}") from None
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    if len(inputs) != 1:
+        raise ModelError(f"{path.name}: the TensorRT backend takes models with one input")
+    dims = inputs[0].type.tensor_type.shape.dim
+    return inputs[0].name, tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+
+
+def one_line(messages: Sequence[str], limit: int = 3) -> str:
+    """TensorRT's (multi-line) messages as one line: the first ``limit``, then a count."""
+    lines = [" ".join(str(m).split()) for m in messages if str(m).strip()]
+    text = "; ".join(lines[:limit])
+    if len(lines) > limit:
+        text += f" (and {len(lines) - limit} more)"
+    return text or "no message from TensorRT"
+
+
+# ---- building ------------------------------------------------------------------------------
+
+
+_LOGGER: Any = None
+
+
+def _logger(trt: Any) -> Any:
+    """The process's TensorRT logger: it keeps the errors (for one-line messages) and logs
+    warnings. One for all engines: TensorRT uses the first logger it is given for the
+    whole process, and it must outlive every builder, runtime and engine."""
+    global _LOGGER
+    if _LOGGER is None:
+        _LOGGER = _make_logger(trt)
+    return _LOGGER
+
+
+def _make_logger(trt: Any) -> Any:
+
+    class Log(trt.ILogger):  # type: ignore[misc]
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+            self.errors: list[str] = []
+
+        def log(self, severity: Any, msg: str) -> None:
+            level = int(severity)  # INTERNAL_ERROR 0, ERROR 1, WARNING 2, INFO 3, VERBOSE 4
+            if level <= int(trt.ILogger.Severity.ERROR):
+                self.errors.append(msg)
+                log.error("TensorRT: %s", msg)
+            elif level <= int(trt.ILogger.Severity.WARNING):
+                log.warning("TensorRT: %s", msg)
+
+    return Log()
+
+
+def build_plan(
+    trt: Any,
+    logger: Any,
+    path: Path,
+    shapes: ShapeRange,
+    timing_cache: Path | None,
+) -> bytes:
+    """Parse the ONNX graph and build a serialized engine (seconds to minutes)."""
+    strongly = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
+    if strongly is None:
+        raise EngineError(
+            f"TensorRT {trt.__version__} is too old: FrameLens builds strongly typed "
+            "engines, which need TensorRT 10 or later"
+        )
+    del logger.errors[:]
+    builder = trt.Builder(logger)
+    network = builder.create_network(1 << int(strongly))
+    parser = trt.OnnxParser(network, logger)
+    if not parser.parse_from_file(str(path)):
+        errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
+        raise ModelError(f"TensorRT cannot parse {path.name}: {one_line(errors)}")
+    config = builder.create_builder_config()
+    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
+    # no precision flags: the graph's types decide (FP16 graph, Q/DQ nodes for INT8)
+    if not shapes.static or -1 in tuple(network.get_input(0).shape):
+        # a dynamic dimension needs a profile, even one fixed to a single shape
+        profile = builder.create_optimization_profile()
+        profile.set_shape(network.get_input(0).name, shapes.min, shapes.opt, shapes.max)
+        config.add_optimization_profile(profile)
+    previous = b""
+    if timing_cache is not None:
+        with contextlib.suppress(OSError):
+            previous = timing_cache.read_bytes()
+    cache = config.create_timing_cache(previous)
+    if cache is None or not config.set_timing_cache(cache, ignore_mismatch=True):
+        # an unreadable timing cache (another version, a truncated file) starts afresh
+        config.set_timing_cache(config.create_timing_cache(b""), ignore_mismatch=True)
+    plan = builder.build_serialized_network(network, config)
+    if plan is None:
+        raise EngineError(f"TensorRT could not build {path.name}: {one_line(logger.errors)}")
+    if timing_cache is not None:
+        _write_whole(timing_cache, bytes(config.get_timing_cache().serialize()))
+    return bytes(plan)
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename (best effort)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("could not write %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def cached_plan(
+    trt: Any,
+    logger: Any,
+    path: Path,
+    gpu: DeviceProperties,
+    precision: str,
+    spec: ModelSpec | None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> tuple[bytes, ShapeRange, bool]:
+    """The plan for ``path`` on ``gpu``: from the cache, else built and cached.
+    Returns (plan, shape range, whether it was built now)."""
+    _, shape = onnx_input_shape(path)
+    shapes = shape_range(shape, spec)
+    key = plan_key(model_sha256(path), str(trt.__version__), gpu, shapes)
+    entry = plans_dir(cache_dir) / key
+    if read_entry(entry) is not None:
+        with contextlib.suppress(OSError):
+            return (entry / PLAN_FILE).read_bytes(), shapes, False
+    timing = plans_dir(cache_dir) / f"timing-{digest(trt.__version__, gpu.name)[:16]}.cache"
+    plan = build_plan(trt, logger, path, shapes, timing)
+    with staging(entry) as stage:
+        (stage.path / PLAN_FILE).write_bytes(plan)
+        stage.commit(
+            {
+                "model": path.name,
+                "precision": precision,
+                "tensorrt": str(trt.__version__),
+                "gpu": gpu.name,
+                "compute_capability": list(gpu.compute_capability),
+                "shapes": {"min": shapes.min, "opt": shapes.opt, "max": shapes.max},
+            }
+        )
+    return plan, shapes, True
+
+
+# ---- running -------------------------------------------------------------------------------
+
+
+class TensorRtEngine(Engine):
+    """A TensorRT engine for an ONNX graph on CUDA device ``ctx.index``, run on ``stream``.
+
+    ``precision`` is the graph's ("fp32", "fp16", "int8"), recorded with the cached plan
+    (the graph's own types decide). ``spec`` gives dynamic models their shape range.
+    """
+
+    backend = "tensorrt"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        ctx: GpuContext,
+        stream: Any = None,
+        *,
+        precision: str = "fp32",
+        spec: ModelSpec | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        trt = import_tensorrt()
+        self._trt = trt
+        self._ctx = ctx
+        self.path = Path(path)
+        self.device = f"cuda:{ctx.index}"
+        self.providers = ["TensorRT"]
+        self._runtime: Any = None
+        self._engine: Any = None
+        self._context: Any = None
+        self._outputs: list[OutputBuffers] = []
+        self._input = OutputBuffers("input", (), np.dtype(np.uint8))  # the host path's staging
+        cuda = cuda_driver()
+        self._log = _logger(trt)
+        try:
+            with ctx.active():
+                self.stream = stream if stream is not None else cuda.Stream()
+                plan, self.shapes, self.built = cached_plan(
+                    trt, self._log, self.path, ctx.properties, precision, spec, cache_dir
+                )
+                del self._log.errors[:]
+                self._runtime = trt.Runtime(self._log)
+                self._engine = self._runtime.deserialize_cuda_engine(plan)
+                if self._engine is None:
+                    raise EngineError(
+                        f"TensorRT could not load the plan of {self.path.name}: "
+                        f"{one_line(self._log.errors)}"
+                    )
+                self._context = self._engine.create_execution_context()
+                if self._context is None:
+                    raise EngineError(
+                        f"TensorRT could not create an execution context for "
+                        f"{self.path.name} (device memory?): {one_line(self._log.errors)}"
+                    )
+                self._bind_names(trt)
+                self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
+                self._done = cuda.Event(cuda.event_flags.DISABLE_TIMING)
+        except (EngineError, ModelError):
+            self.close()
+            raise
+        except Exception as exc:
+            self.close()
+            raise EngineError(f"TensorRT: {cuda_message(exc)}") from exc
+
+    def _bind_names(self, trt: Any) -> None:
+        engine = self._engine
+        names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+        inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        outputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
+        if len(inputs) != 1:
+            raise ModelError(f"{self.path.name}: the TensorRT backend takes models with one input")
+        self.input_name = str(inputs[0])
+        self.input_shape = tuple(
+            None if d < 0 else int(d) for d in engine.get_tensor_shape(self.input_name)
+        )
+        self.input_dtype: np.dtype[Any] = np.dtype(
+            trt.nptype(engine.get_tensor_dtype(self.input_name))
+        )
+        self.output_names = [str(n) for n in outputs]
+        self._outputs = [
+            OutputBuffers(
+                str(n),
+                tuple(None if d < 0 else int(d) for d in engine.get_tensor_shape(n)),
+                np.dtype(trt.nptype(engine.get_tensor_dtype(n))),
+            )
+            for n in outputs
+        ]
+
+    def infer_device(
+        self,
+        input_ptr: int,
+        input_shape: Sequence[int],
+        input_dtype: npt.DTypeLike,
+        stream: Any = None,
+    ) -> list[DeviceOutput]:
+        """Run on the (1, 3, H, W) tensor at ``input_ptr``; see OnnxRuntimeCudaEngine."""
+        if self._context is None:
+            raise EngineError("the engine is closed")
+        shape = tuple(int(d) for d in input_shape)
+        if not self.shapes.accepts(shape):
+            raise EngineError(
+                f"input shape {shape} is outside the engine's range "
+                f"{self.shapes.min}..{self.shapes.max}"
+            )
+        check_input_dtype(self.input_dtype, input_dtype)
+        other = stream is not None and int(stream.handle) != int(self.stream.handle)
+        ctx, context = self._ctx, self._context
+        try:
+            with ctx.active():
+                if other:  # the input is written on the caller's stream: wait for it there
+                    self._event.record(stream)
+                    self.stream.wait_for_event(self._event)
+                if not context.set_input_shape(self.input_name, shape):
+                    raise EngineError(f"TensorRT refused input shape {shape}")
+                context.set_tensor_address(self.input_name, int(input_ptr))
+                staged = []
+                for output in self._outputs:
+                    out_shape = tuple(int(d) for d in context.get_tensor_shape(output.name))
+                    if any(d < 0 for d in out_shape):
+                        raise EngineError(
+                            f"output {output.name} has a data-dependent shape, not supported"
+                        )
+                    nbytes = int(np.prod(out_shape)) * output.dtype.itemsize
+                    ptr = output.device_ptr(ctx, nbytes)
+                    context.set_tensor_address(output.name, ptr)
+                    staged.append((output, out_shape, ptr))
+                del self._log.errors[:]
+                if not context.execute_async_v3(int(self.stream.handle)):
+                    raise EngineError(f"TensorRT inference failed: {one_line(self._log.errors)}")
+                results = [
+                    output.copy_to_host(ctx, self.stream, ptr, out_shape)
+                    for output, out_shape, ptr in staged
+                ]
+                self._done.record(self.stream)
+                if other:
+                    stream.wait_for_event(self._done)
+                self._done.synchronize()
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"TensorRT inference failed: {cuda_message(exc)}") from exc
+        return results
+
+    def infer(self, tensor: npt.NDArray[np.float32]) -> list[npt.NDArray[Any]]:
+        """The host-array path (FramePipeline): upload, run, copies of the outputs."""
+        if self._context is None:
+            raise EngineError("the engine is closed")
+        data = np.ascontiguousarray(tensor, dtype=self.input_dtype)
+        cuda = cuda_driver()
+        try:
+            with self._ctx.active():
+                staging_host = self._input.host_buffer(self._ctx, data.nbytes)
+                staging_host[: data.nbytes] = data.reshape(-1).view(np.uint8)
+                ptr = self._input.device_ptr(self._ctx, data.nbytes)
+                cuda.memcpy_htod_async(ptr, staging_host[: data.nbytes], self.stream)
+        except Exception as exc:
+            raise EngineError(f"TensorRT input upload failed: {cuda_message(exc)}") from exc
+        return [o.host.copy() for o in self.infer_device(ptr, data.shape, data.dtype)]
+
+    def close(self) -> None:
+        """Release the execution context, the engine and the buffers. Safe to call twice."""
+        context, engine, runtime = self._context, self._engine, self._runtime
+        self._context = self._engine = self._runtime = None
+        try:
+            with self._ctx.active():
+                for buffers in [*self._outputs, self._input]:
+                    buffers.close()
+                del context, engine, runtime  # in this order, in the context
+        except Exception as exc:  # a broken device: its memory goes with it
+            log.warning("closing the TensorRT engine failed: %s", cuda_message(exc))
+        self._outputs = []

@@ -1,0 +1,220 @@
+"""Detections of a run as JSON or CSV, streamed to a temporary file frame by frame.
+
+JSON layout (one object)::
+
+    {"source", "model", "precision", "backend",          # as in meta, for quick reading
+     "meta": {"app_version", "model", "model_sha256", "precision", "backend", "device",
+              "conf", "iou", "source", "source_fps", "width", "height", ...extra keys},
+     "frames": [{"index", "pts", "detections": [
+         {"box": [x1, y1, x2, y2], "score", "class_id", "label", "landmarks"?}]}]}
+
+Every processed frame is listed, with an empty list when nothing was found. Boxes are
+source pixels, clipped to the frame (when meta gives width and height), 2 decimals.
+Face detections add "landmarks": five [x, y] pairs.
+
+CSV: ``index,pts,class_id,label,score,x1,y1,x2,y2`` and, for faces,
+``lm0_x,lm0_y,...,lm4_x,lm4_y``; one row per detection, so empty frames have no row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+from framelens.core.errors import ExportError
+from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath
+from framelens.core.types import Detections
+
+META_KEYS = (
+    "app_version",
+    "model",
+    "model_sha256",
+    "precision",
+    "backend",
+    "device",
+    "conf",
+    "iou",
+    "source",
+    "source_fps",
+    "width",
+    "height",
+)
+TOP_KEYS = ("source", "model", "precision", "backend")
+CSV_HEADER = ("index", "pts", "class_id", "label", "score", "x1", "y1", "x2", "y2")
+CSV_LANDMARKS = tuple(f"lm{i}_{axis}" for i in range(5) for axis in ("x", "y"))
+
+
+class DetectionsWriter(AtomicWriter):
+    """Write detections to ``path`` (.json or .csv); the file appears on close()."""
+
+    def __init__(self, path: StrPath, meta: Mapping[str, Any], labels: Sequence[str]) -> None:
+        target = Path(path)
+        self.kind = target.suffix.lower().lstrip(".")
+        if self.kind not in ("json", "csv"):
+            raise ExportError(f"cannot write {target}: detections go to .json or .csv")
+        self.labels = tuple(labels)
+        self.frames_written = 0
+        width, height = meta.get("width"), meta.get("height")
+        self._limits = (
+            np.array([width, height, width, height], np.float32)
+            if isinstance(width, int | float) and isinstance(height, int | float)
+            else None
+        )
+        self._file = AtomicFile(target)
+        self.path: Path = self._file.target
+        # Collected without close()/abort(): still never leave a partial file behind.
+        self._finalizer = weakref.finalize(self, self._file.discard)
+        self._closed = False
+        self._aborted = False
+        self._csv_header: bool | None = None  # faces or not, decided by the first frame
+        try:
+            # Stays open across add() calls; closed by close()/abort().
+            self._fh: TextIO = open(self._file.tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115
+            if self.kind == "json":
+                self._write_json_head(meta)
+            else:
+                self._csv = csv.writer(self._fh, lineterminator="\n")
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _write_json_head(self, meta: Mapping[str, Any]) -> None:
+        meta_out = {k: _plain(meta.get(k)) for k in META_KEYS}
+        meta_out.update({k: _plain(v) for k, v in meta.items() if k not in meta_out})
+        head = {k: meta_out[k] for k in TOP_KEYS}
+        head["meta"] = meta_out
+        text = json.dumps(head, ensure_ascii=False)
+        # Leave the object open after "frames": [ so frames can be streamed in.
+        self._fh.write(text[:-1] + ', "frames": [')
+
+    def add(self, index: int, pts: float, detections: Detections) -> None:
+        """Record the detections of one processed frame (call for every frame)."""
+        if self._closed:
+            raise ExportError(f"cannot write {self.path}: writer is closed")
+        boxes = detections.boxes
+        if self._limits is not None and len(boxes):
+            boxes = np.clip(boxes, 0.0, self._limits)
+        box_list = np.round(boxes.astype(np.float64), 2).tolist()
+        scores = np.round(detections.scores.astype(np.float64), 4).tolist()
+        cids = detections.class_ids.tolist()
+        lms = (
+            None
+            if detections.landmarks is None
+            else np.round(detections.landmarks.astype(np.float64), 2).tolist()
+        )
+        try:
+            if self.kind == "json":
+                self._add_json(index, pts, box_list, scores, cids, lms)
+            else:
+                self._add_csv(index, pts, box_list, scores, cids, lms)
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self.frames_written += 1
+
+    def _label(self, cid: int) -> str:
+        return self.labels[cid] if 0 <= cid < len(self.labels) else str(cid)
+
+    def _add_json(
+        self,
+        index: int,
+        pts: float,
+        boxes: list[list[float]],
+        scores: list[float],
+        cids: list[int],
+        lms: list[list[list[float]]] | None,
+    ) -> None:
+        dets: list[dict[str, Any]] = []
+        for i, box in enumerate(boxes):
+            det: dict[str, Any] = {
+                "box": box,
+                "score": scores[i],
+                "class_id": cids[i],
+                "label": self._label(cids[i]),
+            }
+            if lms is not None:
+                det["landmarks"] = lms[i]
+            dets.append(det)
+        frame = {"index": int(index), "pts": round(float(pts), 6), "detections": dets}
+        sep = ", " if self.frames_written else ""
+        self._fh.write(sep + json.dumps(frame, ensure_ascii=False))
+
+    def _add_csv(
+        self,
+        index: int,
+        pts: float,
+        boxes: list[list[float]],
+        scores: list[float],
+        cids: list[int],
+        lms: list[list[list[float]]] | None,
+    ) -> None:
+        if self._csv_header is None:
+            self._write_csv_header(faces=lms is not None)
+        pts_r = round(float(pts), 6)
+        for i, box in enumerate(boxes):
+            row: list[object] = [int(index), pts_r, cids[i], self._label(cids[i]), scores[i], *box]
+            if self._csv_header:
+                row.extend(c for point in (lms[i] if lms else [[None, None]] * 5) for c in point)
+            self._csv.writerow(row)
+
+    def _write_csv_header(self, faces: bool) -> None:
+        self._csv_header = faces
+        self._csv.writerow(CSV_HEADER + (CSV_LANDMARKS if faces else ()))
+
+    def close(self) -> Path:
+        """Finish the file and move it onto the target path."""
+        if self._closed:
+            if not self._aborted:
+                return self.path
+            raise ExportError(f"cannot write {self.path}: writer was aborted")
+        try:
+            if self.kind == "json":
+                self._fh.write("]}\n")
+            elif self._csv_header is None:
+                self._write_csv_header(faces=False)
+            self._fh.close()
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self._closed = True
+        self._finalizer.detach()
+        self._file.commit()
+        return self.path
+
+    def abort(self) -> None:
+        """Stop and remove the partial file; safe to call repeatedly."""
+        self._closed = True
+        self._aborted = True
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
+        self._finalizer.detach()
+        self._file.discard()
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, paths and other objects to str."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def load_detections_json(path: StrPath) -> dict[str, Any]:
+    """Read a detections JSON written by DetectionsWriter."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"cannot read detections {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
+        raise ExportError(f"cannot read detections {path}: not a FrameLens detections file")
+    return data

@@ -1,0 +1,59 @@
+"""Video sources: ``open_source`` picks the right one for a path, URL or camera index."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from framelens.core.errors import ConfigError, SourceError
+from framelens.core.stages.sources.base import Source
+from framelens.core.stages.sources.camera import CameraSource
+from framelens.core.stages.sources.file import FileSource
+from framelens.core.stages.sources.folder import FolderSource
+from framelens.core.stages.sources.stream import STREAM_SCHEMES, StreamSource
+
+__all__ = ["Source", "open_source"]
+
+_DEV_VIDEO = re.compile(r"/dev/video(\d+)")
+_URL = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*)://")
+
+
+def open_source(
+    spec: str | int | os.PathLike[str],
+    *,
+    reconnect_attempts: int = 5,
+    backoff_s: float = 0.5,
+) -> Source:
+    """Open a camera (0, "0", "/dev/video0"), a stream URL, an image folder or a video file.
+
+    ``reconnect_attempts`` and ``backoff_s`` apply to streams only. Raises SourceError
+    with a one-line message when the source cannot be opened.
+    """
+    if reconnect_attempts < 0 or backoff_s < 0:
+        raise ConfigError("reconnect_attempts and backoff_s must not be negative")
+    if isinstance(spec, bool):  # bool is an int; True is no camera index
+        raise SourceError(f"not a video source: {spec!r}")
+    if isinstance(spec, int):
+        return _camera(spec)
+    text = os.fspath(spec)
+    if not text:
+        raise SourceError("no video source given")
+    if text.isdigit():
+        return _camera(int(text))
+    if match := _DEV_VIDEO.fullmatch(text):
+        return _camera(int(match.group(1)))
+    if match := _URL.match(text):
+        if match.group(1).lower() not in STREAM_SCHEMES:
+            schemes = ", ".join(STREAM_SCHEMES)
+            raise SourceError(f"unsupported stream URL {text} (supported: {schemes})")
+        return StreamSource(text, reconnect_attempts=reconnect_attempts, backoff_s=backoff_s)
+    if Path(text).is_dir():
+        return FolderSource(text)
+    return FileSource(text)
+
+
+def _camera(index: int) -> Source:
+    if index < 0:
+        raise SourceError(f"camera index must not be negative: {index}")
+    return CameraSource(index)

@@ -1,0 +1,39 @@
+"""The interface every video source implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+from framelens.core.closing import Closing
+from framelens.core.types import Frame, SourceInfo
+
+
+class Source(Closing, ABC):
+    """Frames from a file, camera, network stream or image folder.
+
+    Frames are BGR uint8, HxWx3, C-contiguous. ``Frame.index`` is the frame's index in
+    the source and ``Frame.pts`` its time in seconds. A source is not thread-safe: use
+    it from one thread at a time.
+    """
+
+    info: SourceInfo
+
+    @abstractmethod
+    def read(self) -> Frame | None:
+        """The next frame, or None once a file or folder has no more frames."""
+
+    @abstractmethod
+    def seek(self, index: int) -> None:
+        """Make the next ``read`` return frame ``index``; SourceError if not possible."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the device, file or connection. Safe to call more than once."""
+
+    def __iter__(self) -> Iterator[Frame]:
+        while (frame := self.read()) is not None:
+            yield frame
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.info.uri!r}>"

@@ -1,0 +1,84 @@
+"""A local camera through OpenCV (V4L2 on Linux, the platform default elsewhere)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import cast
+
+import cv2
+import numpy as np
+from framelens.core.errors import SourceError
+from framelens.core.stages.sources.base import Source
+from framelens.core.types import Frame, Image, SourceInfo
+
+DEFAULT_FPS = 30.0  # when the driver reports no rate
+
+
+def _fourcc(value: float) -> str:
+    code = int(value)
+    text = "".join(chr((code >> (8 * i)) & 0xFF) for i in range(4))
+    return text.strip("\x00 ") if text.isprintable() else ""
+
+
+class CameraSource(Source):
+    """Frames from camera ``device`` (an index, or a /dev/videoN path on Linux).
+
+    ``pts`` is the time since the source opened on a monotonic clock, taken when the
+    frame was grabbed; a camera never ends, so a failed grab raises SourceError.
+    """
+
+    def __init__(self, device: int | str) -> None:
+        self._name = str(device)
+        backend = cv2.CAP_V4L2 if sys.platform.startswith("linux") else cv2.CAP_ANY
+        try:
+            capture = cv2.VideoCapture(device, backend)
+            opened = capture.isOpened()
+        except cv2.error as exc:
+            raise SourceError(f"camera {device} could not be opened: {exc}") from exc
+        if not opened:
+            capture.release()
+            raise SourceError(f"camera {device} could not be opened (no such device?)")
+        self._capture = capture
+        fps = capture.get(cv2.CAP_PROP_FPS)
+        self.info = SourceInfo(
+            uri=f"camera:{device}",
+            kind="camera",
+            width=int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)),
+            height=int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)),
+            fps=fps if 0 < fps <= 1000 else DEFAULT_FPS,
+            frame_count=None,
+            codec=_fourcc(capture.get(cv2.CAP_PROP_FOURCC)),
+            seekable=False,
+        )
+        self._lock = threading.Lock()  # close() may come from another thread mid-read
+        self._closed = False
+        self._index = 0
+        self._t0 = time.monotonic()
+
+    def read(self) -> Frame | None:
+        with self._lock:
+            if self._closed:
+                raise SourceError(f"camera {self._name} is closed")
+            try:
+                ok, image = self._capture.read()
+            except cv2.error as exc:
+                raise SourceError(f"camera {self._name} failed: {exc}") from exc
+            pts = time.monotonic() - self._t0
+        if not ok or image is None:
+            raise SourceError(f"camera {self._name} stopped delivering frames (unplugged?)")
+        if image.ndim == 2:  # some drivers hand out grey frames
+            image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+        frame = Frame(cast(Image, np.ascontiguousarray(image, dtype=np.uint8)), self._index, pts)
+        self._index += 1
+        return frame
+
+    def seek(self, index: int) -> None:
+        raise SourceError(f"camera {self._name} is live and cannot seek")
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._capture.release()

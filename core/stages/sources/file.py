@@ -1,0 +1,398 @@
+"""Video files decoded with PyAV (FFmpeg): whatever codec and container FFmpeg reads.
+
+Damage policy, so a long analysis run survives a bad file:
+
+* a file cut short opens (if its index is still there) and ends cleanly where the data
+  ends; ``truncated`` tells that this happened;
+* a packet the decoder rejects is skipped and counted in ``decode_errors`` (the first
+  one is logged as a warning); only a file where *no* frame decodes raises SourceError.
+
+Frame indices count presented frames from 0, except that they jump forward when a
+frame's timestamp is more than 1.5 frame durations later than the count expects: frames
+were lost (damage) and counting on would mislabel every later frame. After a seek the
+index is derived from the timestamp, ``round((pts - start) * fps)``. Both assume a
+constant frame rate; in variable-frame-rate files linear indices stay counts (plus the
+jumps), indices reached by seeking are approximate.
+
+The numbering, seeking and damage handling live in ``FileReader``, which is generic
+over the decoder: ``FileSource`` decodes with PyAV into BGR frames, the GPU layer
+(``framelens.core.stages.sources.nvdec``) reuses the same reader with NVDEC decoders, so both
+number and time every frame of a file identically.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Generic, Protocol, TypeVar, cast
+
+import av
+import cv2
+import numpy as np
+from av.codec.hwaccel import HWAccel
+from av.container import InputContainer
+from av.video.frame import VideoFrame
+from av.video.stream import VideoStream
+from framelens.core.errors import SourceError
+from framelens.core.stages.sources.base import Source
+from framelens.core.types import Frame, Image, SourceInfo
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FPS = 25.0
+
+# What PyAV/FFmpeg raise for bad input: its own errors, OS errors, and ValueError for
+# undecodable metadata and the like.
+AV_ERRORS = (av.FFmpegError, OSError, ValueError)
+
+
+def reason(exc: BaseException) -> str:
+    """FFmpeg's own wording without PyAV's "[Errno …] …: 'path'" decoration."""
+    text = getattr(exc, "strerror", None)
+    return str(text) if text else str(exc) or type(exc).__name__
+
+
+def open_container(
+    uri: str,
+    failure: str,
+    *,
+    options: dict[str, str] | None = None,
+    timeout: tuple[float, float] | None = None,
+    hwaccel: HWAccel | None = None,
+) -> InputContainer:
+    """av.open for reading; failures become SourceError(f"{failure}: {reason}")."""
+    try:
+        if hwaccel is None:
+            return av.open(uri, mode="r", options=options or {}, timeout=timeout)
+        return av.open(uri, mode="r", options=options or {}, timeout=timeout, hwaccel=hwaccel)
+    except AV_ERRORS as exc:
+        raise SourceError(f"{failure}: {reason(exc)}") from exc
+
+
+def video_stream(container: InputContainer, uri: str) -> VideoStream:
+    """The first real video stream (not cover art), set up for threaded decoding."""
+    for stream in container.streams.video:
+        if av.stream.Disposition.attached_pic in stream.disposition:
+            continue
+        # PyAV leaves codec_context unset when FFmpeg has no decoder for the codec.
+        if cast(object, stream.codec_context) is None:
+            raise SourceError(f"{uri} uses a video codec that this FFmpeg build cannot decode")
+        stream.codec_context.thread_type = "AUTO"
+        return stream
+    raise SourceError(f"{uri} has no video stream")
+
+
+def frame_rate(stream: VideoStream) -> float:
+    for rate in (stream.average_rate, stream.guessed_rate):
+        if rate and math.isfinite(float(rate)) and 0 < float(rate) <= 1000:
+            return float(rate)
+    return DEFAULT_FPS
+
+
+# FFmpeg's AVColorSpace codes that mean BT.601 (or nothing said, which players read as
+# BT.601 for SD) and its AVColorRange code for full ("JPEG") range.
+_BT601_SPACES = {0, 2, 5, 6}
+_FULL_RANGE = 2
+
+
+def _opencv_converts(frame: VideoFrame) -> bool:
+    """True for limited-range BT.601 yuv420p frames of even size: OpenCV converts those.
+
+    OpenCV's YUV->BGR is the exact function the GPU path's kernels reproduce (and the
+    CPU and GPU pipelines must agree); it is also faster than swscale here.
+    """
+    return (
+        frame.format.name == "yuv420p"
+        and frame.width % 2 == 0
+        and frame.height % 2 == 0
+        and int(frame.colorspace) in _BT601_SPACES
+        and int(frame.color_range) != _FULL_RANGE
+    )
+
+
+def to_bgr(frame: VideoFrame, uri: str) -> Image:
+    try:
+        if _opencv_converts(frame):
+            planes = frame.to_ndarray()  # (h * 3 / 2, w): Y, then U and V, as I420
+            return cast(Image, cv2.cvtColor(planes, cv2.COLOR_YUV2BGR_I420))
+        array = frame.to_ndarray(format="bgr24")
+    except AV_ERRORS as exc:
+        msg = f"{uri}: cannot convert a {frame.format.name} frame: {reason(exc)}"
+        raise SourceError(msg) from exc
+    return cast(Image, np.ascontiguousarray(array, dtype=np.uint8))
+
+
+def decode_packet(
+    stream: VideoStream, packet: av.Packet[VideoStream] | None
+) -> tuple[list[VideoFrame], str | None]:
+    """Decode one packet (None drains the decoder): the frames, or [] and why it failed."""
+    try:
+        if packet is None:
+            return stream.codec_context.decode(None), None
+        return packet.decode(), None
+    except av.EOFError:  # draining a decoder that is already drained
+        return [], None
+    except AV_ERRORS as exc:
+        return [], reason(exc)
+
+
+class Timestamped(Protocol):
+    """What a decoder hands the reader: anything with a timestamp in stream time base."""
+
+    @property
+    def pts(self) -> int | None: ...
+
+
+DecodedT = TypeVar("DecodedT", bound=Timestamped)
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded(Generic[DecodedT]):
+    """A decoder's frame with the index and time (seconds) the reader gave it."""
+
+    item: DecodedT
+    index: int
+    pts: float
+
+
+class FileReader(ABC, Generic[DecodedT]):
+    """Frame numbering, seeking and damage handling of a seekable video file.
+
+    Subclasses decode packets (``_decode_packet``); the reader demuxes with PyAV, numbers
+    and times what comes out, seeks, and keeps ``decode_errors`` and ``truncated``. Not
+    thread-safe: use it from one thread at a time.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, hwaccel: HWAccel | None = None) -> None:
+        uri = os.fspath(path)
+        if not Path(uri).exists():
+            raise SourceError(f"no such file: {uri}")
+        self._hwaccel = hwaccel
+        self._container = open_container(uri, f"{uri} is not a readable video", hwaccel=hwaccel)
+        try:
+            self._stream = video_stream(self._container, uri)
+        except SourceError:
+            self._container.close()
+            raise
+        stream, ctx = self._stream, self._stream.codec_context
+        self._fps = frame_rate(stream)
+        self._time_base = stream.time_base or Fraction(1, round(self._fps))
+        self._start = stream.start_time or 0
+        # stream.frames comes from the container index; 0 means the container has none.
+        self._exact_count = stream.frames > 0
+        self.info = SourceInfo(
+            uri=uri,
+            kind="file",
+            width=ctx.width,
+            height=ctx.height,
+            fps=self._fps,
+            frame_count=stream.frames if self._exact_count else self._estimate_count(),
+            codec=ctx.codec.canonical_name,
+            seekable=True,
+            has_audio=len(self._container.streams.audio) > 0,
+        )
+        self.decode_errors = 0
+        self.truncated = False
+        self._closed = False
+        self._delivered = 0
+        self._next_index = 0
+        self._pending: Decoded[DecodedT] | None = None
+        self._frames = self._decode()
+
+    @property
+    def av_stream(self) -> VideoStream:
+        """The PyAV video stream being read (it changes when a seek reopens the file)."""
+        return self._stream
+
+    @abstractmethod
+    def _decode_packet(self, packet: av.Packet[VideoStream] | None) -> Iterable[DecodedT]:
+        """Decode one demuxed packet; None, or an empty packet, drains the decoder.
+
+        Failures are counted with ``_decode_failed`` and yield no frames. The result is
+        consumed lazily, frame by frame, before the next packet is decoded.
+        """
+
+    def _repositioned(self) -> None:
+        """Called after the demuxer moved (seek or rewind): reset decoder state here."""
+
+    def _estimate_count(self) -> int | None:
+        stream = self._stream
+        if stream.duration and stream.time_base:
+            seconds = float(stream.duration * stream.time_base)
+        elif self._container.duration:
+            seconds = self._container.duration / av.time_base
+        else:
+            return None
+        return max(1, round(seconds * self._fps))
+
+    def read_decoded(self) -> Decoded[DecodedT] | None:
+        """The next decoded frame with its index and time, or None at the end."""
+        self._check_open()
+        if self._pending is not None:
+            decoded, self._pending = self._pending, None
+        else:
+            item = next(self._frames, None)
+            if item is None:
+                self._at_end()
+                return None
+            decoded = self._stamp(item, self._linear_index(item))
+        self._delivered += 1
+        return decoded
+
+    def _unread(self, decoded: Decoded[DecodedT]) -> None:
+        """Hand ``decoded`` out again on the next read (after a probe read)."""
+        self._pending = decoded
+        self._delivered -= 1
+
+    def _linear_index(self, item: DecodedT) -> int:
+        """The next count, unless the timestamp shows that frames were lost before this one."""
+        if item.pts is not None and self._position(item.pts) - self._next_index > 1.5:
+            return round(self._position(item.pts))
+        return self._next_index
+
+    def _at_end(self) -> None:
+        if self._delivered == 0 and self.decode_errors:
+            raise SourceError(
+                f"{self.info.uri}: no frame could be decoded ({self.decode_errors} decode errors)"
+            )
+        count = self.info.frame_count
+        if self._exact_count and count is not None and self._next_index < count:
+            if not self.truncated:
+                log.warning("%s ends at frame %d of %d", self.info.uri, self._next_index, count)
+            self.truncated = True
+
+    def seek(self, index: int) -> None:
+        """Make the next read return frame ``index``; SourceError if not possible."""
+        self._check_open()
+        count = self.info.frame_count
+        if index < 0 or (self._exact_count and count is not None and index >= count):
+            last = f"0..{count - 1}" if count else "unknown"
+            raise SourceError(f"frame {index} is out of range for {self.info.uri} ({last})")
+        self._pending = None
+        item = self._seek_near(index)
+        if item is not None and item.pts is not None:
+            at = round(self._position(item.pts))
+        else:
+            # No timestamps, or the container can't seek precisely: count from the start.
+            self._rewind()
+            item, at = next(self._frames, None), 0
+        while item is not None and at < index:
+            self._next_index = at + 1
+            item = next(self._frames, None)
+            at = self._linear_index(item) if item is not None else at
+        if item is None:
+            raise SourceError(f"cannot seek to frame {index}: {self.info.uri} ends before it")
+        self._pending = self._stamp(item, at)
+
+    def close(self) -> None:
+        """Release the file. Safe to call more than once."""
+        if not self._closed:
+            self._closed = True
+            self._frames.close()
+            self._container.close()
+
+    def _seek_near(self, index: int) -> DecodedT | None:
+        """The first frame after a keyframe seek, if it is at or before ``index``.
+
+        Keyframe indexes can be coarse and some containers (MPEG-TS) seek by estimate,
+        so when the seek lands after the target, retry further back.
+        """
+        target_s = (index + 0.5) / self._fps  # half a frame of slack for pts rounding
+        for back_s in (0.0, 2.0, 10.0):
+            if target_s - back_s <= 0:
+                break  # that's the start, where a rewind is exact
+            self._seek_to_seconds(target_s - back_s)
+            item = next(self._frames, None)
+            if item is None:
+                continue
+            if item.pts is None:
+                break
+            if round(self._position(item.pts)) <= index:
+                return item
+        return None
+
+    def _seek_to_seconds(self, seconds: float) -> None:
+        try:
+            self._container.seek(
+                self._start + math.floor(seconds / self._time_base),
+                backward=True,
+                stream=self._stream,
+            )
+        except AV_ERRORS as exc:
+            raise SourceError(f"seeking in {self.info.uri} failed: {reason(exc)}") from exc
+        # The old generator may hold packets from before the seek.
+        self._frames.close()
+        self._repositioned()
+        self._frames = self._decode()
+
+    def _rewind(self) -> None:
+        """Back to the first frame by reopening the file: exact in every container."""
+        self._frames.close()
+        self._container.close()
+        uri = self.info.uri
+        self._container = open_container(
+            uri, f"{uri} is not a readable video", hwaccel=self._hwaccel
+        )
+        self._stream = video_stream(self._container, uri)
+        self._repositioned()
+        self._frames = self._decode()
+
+    def _position(self, pts: int) -> float:
+        """Where a timestamp sits, in frames from the start."""
+        return float((pts - self._start) * self._time_base) * self._fps
+
+    def _stamp(self, item: DecodedT, index: int) -> Decoded[DecodedT]:
+        if item.pts is None:
+            pts = index / self._fps
+        else:
+            pts = float((item.pts - self._start) * self._time_base)
+        self._next_index = index + 1
+        return Decoded(item, index, pts)
+
+    def _decode(self) -> Generator[DecodedT, None, None]:
+        try:
+            for packet in self._container.demux(self._stream):
+                yield from self._decode_packet(packet)
+        except AV_ERRORS as exc:
+            # Cut short or damaged container: keep what is there, then end.
+            self.truncated = True
+            log.warning("%s: reading stopped early: %s", self.info.uri, reason(exc))
+            yield from self._decode_packet(None)
+
+    def _decode_failed(self, error: str) -> None:
+        self.decode_errors += 1
+        level = logging.WARNING if self.decode_errors == 1 else logging.DEBUG
+        log.log(level, "%s: skipped undecodable data: %s", self.info.uri, error)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SourceError(f"{self.info.uri} is closed")
+
+
+class PyAVFileReader(FileReader[VideoFrame]):
+    """A FileReader decoding with PyAV: on the CPU, or with ``hwaccel`` on a device."""
+
+    def _decode_packet(self, packet: av.Packet[VideoStream] | None) -> list[VideoFrame]:
+        frames, error = decode_packet(self._stream, packet)
+        if error is not None:
+            self._decode_failed(error)
+        return frames
+
+
+class FileSource(PyAVFileReader, Source):
+    """A seekable video file. ``decode_errors`` and ``truncated`` report damage."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+
+    def read(self) -> Frame | None:
+        decoded = self.read_decoded()
+        if decoded is None:
+            return None
+        return Frame(to_bgr(decoded.item, self.info.uri), decoded.index, decoded.pts)

@@ -1,0 +1,217 @@
+"""Network streams (RTSP, HTTP, RTMP, UDP, TCP) decoded with PyAV on a reader thread.
+
+Latest-frame policy: the reader keeps only the newest decoded frame, so a consumer slower
+than the stream skips frames (``Frame.index`` shows the gaps) instead of falling behind.
+Only frames that are actually read get converted to BGR.
+
+Any end of the stream — network error, read time-out, or plain EOF — counts as a drop:
+live streams don't end, and an HTTP URL of a finite file is replayed from the start.
+After a drop the reader reconnects after ``backoff_s``, doubling the wait each attempt;
+after ``reconnect_attempts`` failed attempts in a row ``read`` raises SourceError. The
+first connection is not retried: a wrong URL fails at once.
+
+``Frame.pts`` is arrival time on a monotonic clock, seconds since the source opened,
+because stream timestamps restart on every reconnect.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from av.container import InputContainer
+from av.video.frame import VideoFrame
+from av.video.stream import VideoStream
+from framelens.core.errors import SourceError
+from framelens.core.stages.sources.base import Source
+from framelens.core.stages.sources.file import (
+    AV_ERRORS,
+    decode_packet,
+    frame_rate,
+    open_container,
+    reason,
+    to_bgr,
+    video_stream,
+)
+from framelens.core.types import Frame, SourceInfo
+
+log = logging.getLogger(__name__)
+
+STREAM_SCHEMES = ("rtsp", "rtsps", "http", "https", "rtmp", "udp", "tcp")
+
+
+@dataclass(slots=True)
+class _Latest:
+    frame: VideoFrame
+    index: int
+    pts: float
+
+
+class StreamSource(Source):
+    """A live stream; ``reconnects`` counts recoveries, ``decode_errors`` skipped packets."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        reconnect_attempts: int = 5,
+        backoff_s: float = 0.5,
+        frame_timeout_s: float = 10.0,
+        open_timeout_s: float = 10.0,
+        read_timeout_s: float = 5.0,
+    ) -> None:
+        self._url = url
+        self._attempts = reconnect_attempts
+        self._backoff_s = backoff_s
+        self._frame_timeout_s = frame_timeout_s
+        self._timeouts = (open_timeout_s, read_timeout_s)
+        container, stream = self._connect()
+        ctx = stream.codec_context
+        self.info = SourceInfo(
+            uri=url,
+            kind="stream",
+            width=ctx.width,
+            height=ctx.height,
+            fps=frame_rate(stream),
+            frame_count=None,
+            codec=ctx.codec.canonical_name,
+            seekable=False,
+            has_audio=len(container.streams.audio) > 0,
+        )
+        self.reconnects = 0
+        self.decode_errors = 0
+        self._cond = threading.Condition()
+        self._latest: _Latest | None = None
+        self._returned = -1  # index of the last frame read() handed out
+        self._error: str | None = None
+        self._reconnecting = False
+        self._got_frame = False  # since the current connection was made
+        self._closed = False
+        self._stop = threading.Event()
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(
+            target=self._run, args=(container, stream), name=f"stream {url}", daemon=True
+        )
+        self._thread.start()
+
+    def read(self) -> Frame | None:
+        with self._cond:
+            deadline = time.monotonic() + self._frame_timeout_s
+            while True:
+                if self._closed:
+                    raise SourceError(f"stream {self._url} is closed")
+                latest = self._latest
+                if latest is not None and latest.index > self._returned:
+                    self._returned = latest.index
+                    break
+                if self._error is not None:
+                    raise SourceError(self._error)
+                now = time.monotonic()
+                if self._reconnecting:  # back-off has its own limit; don't double-count
+                    deadline = now + self._frame_timeout_s
+                if now >= deadline:
+                    raise SourceError(
+                        f"stream {self._url}: no frame for {self._frame_timeout_s:g} s"
+                    )
+                self._cond.wait(deadline - now)
+        return Frame(to_bgr(latest.frame, self._url), latest.index, latest.pts)
+
+    def seek(self, index: int) -> None:
+        raise SourceError(f"stream {self._url} is live and cannot seek")
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._stop.set()
+        # The reader may sit in a blocking network read for up to read_timeout_s; it
+        # is a daemon and checks _stop after that read, so don't wait for it long.
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=0.5)
+
+    def _connect(self) -> tuple[InputContainer, VideoStream]:
+        options = {"analyzeduration": "1000000"}  # open in ~1 s of stream, not 5
+        if self._url.lower().startswith(("rtsp:", "rtsps:")):
+            options["rtsp_transport"] = "tcp"  # UDP loses packets and smears frames
+        container = open_container(
+            self._url,
+            f"could not open stream {self._url}",
+            options=options,
+            timeout=self._timeouts,
+        )
+        try:
+            return container, video_stream(container, self._url)
+        except SourceError:
+            container.close()
+            raise
+
+    def _run(self, container: InputContainer, stream: VideoStream) -> None:
+        try:
+            self._read_forever(container, stream)
+        except Exception as exc:  # never leave read() waiting on a dead thread
+            log.exception("stream reader for %s failed", self._url)
+            self._fail(f"stream {self._url} failed: {exc}")
+
+    def _read_forever(self, container: InputContainer, stream: VideoStream) -> None:
+        failures = 0  # reconnect attempts since the last frame
+        while True:
+            why = self._pump(container, stream)
+            container.close()
+            if self._stop.is_set():
+                return
+            if self._got_frame:
+                failures = 0
+            log.warning("stream %s dropped: %s", self._url, why)
+            with self._cond:
+                self._reconnecting = True
+                self._cond.notify_all()
+            while True:
+                if failures >= self._attempts:
+                    self._fail(
+                        f"stream {self._url} lost after {failures} reconnect attempts"
+                        f" (last error: {why})"
+                    )
+                    return
+                if self._stop.wait(self._backoff_s * 2**failures):
+                    return
+                failures += 1
+                try:
+                    container, stream = self._connect()
+                except SourceError as exc:
+                    why = reason(exc.__cause__) if exc.__cause__ else str(exc)
+                    continue
+                self.reconnects += 1
+                break
+
+    def _pump(self, container: InputContainer, stream: VideoStream) -> str:
+        """Decode and publish frames until the stream ends; returns why it ended."""
+        self._got_frame = False
+        try:
+            for packet in container.demux(stream):
+                if self._stop.is_set():
+                    return "closed"
+                frames, error = decode_packet(stream, packet)
+                if error is not None:
+                    self.decode_errors += 1
+                    log.debug("stream %s: skipped undecodable data: %s", self._url, error)
+                for decoded in frames:
+                    self._publish(decoded)
+        except AV_ERRORS as exc:
+            return reason(exc)
+        return "end of stream"
+
+    def _publish(self, decoded: VideoFrame) -> None:
+        with self._cond:
+            index = 0 if self._latest is None else self._latest.index + 1
+            self._latest = _Latest(decoded, index, time.monotonic() - self._t0)
+            self._got_frame = True
+            self._reconnecting = False
+            self._cond.notify_all()
+
+    def _fail(self, message: str) -> None:
+        with self._cond:
+            self._error = message
+            self._reconnecting = False
+            self._cond.notify_all()

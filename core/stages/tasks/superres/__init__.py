@@ -1,0 +1,1 @@
+"""Super-resolution: image agreement (PSNR/SSIM); the task itself comes next."""
