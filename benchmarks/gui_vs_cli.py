@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.cli import sample_video
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.run import run_to_outputs
 

@@ -104,8 +104,8 @@ class GpuPipelineBench:
     built once and warmed up, then timed over the same frames as the other loops."""
 
     def __init__(self, path: str, spec: Any, workers: int, non_blocking: bool = True) -> None:
-        from framelens.core.pipeline.gpu_launch import gpu_pipelines, open_gpu_frames
         from framelens.core.pipeline.frame_pipeline import PipelineSettings
+        from framelens.core.pipeline.gpu_launch import gpu_pipelines, open_gpu_frames
 
         settings = PipelineSettings(spec, device="cuda:0")
         self.pipelines = gpu_pipelines(settings, workers, non_blocking=non_blocking)
@@ -143,9 +143,9 @@ def main() -> int:
     parser.add_argument("--output")
     args = parser.parse_args()
 
-    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.gpu.context import get_context
     from framelens.core.gpu.kernel_bench import measure_preprocess_bandwidth
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 
     spec = resolve_model(DEFAULT_MODEL)
     ctx = get_context("cuda:0")

@@ -13,9 +13,9 @@ from typing import Any
 
 import cv2
 import numpy as np
+from framelens.core.geometry import Letterbox, letterbox_geometry
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.tasks.detect.decoders import make_decoder
-from framelens.core.geometry import Letterbox, letterbox_geometry
 
 
 def letterbox(image: np.ndarray, spec: ModelSpec) -> tuple[np.ndarray, Letterbox]:

@@ -31,16 +31,16 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core import __version__
-from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.cli import sample_video
-from framelens.core.stages.tasks.detect.agreement import AgreementTotals
-from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
-from framelens.core.stages.tasks.detect.decoders import make_decoder
-from framelens.core.precision import PRECISIONS, CalibrationSettings, prepare_variant
+from framelens.core import __version__
 from framelens.core.geometry import Letterbox
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.precision import PRECISIONS, CalibrationSettings, prepare_variant
+from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
 from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Detections
 
 WARMUP = 20
