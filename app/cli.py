@@ -114,7 +114,8 @@ def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | Non
 def _settings(args: argparse.Namespace) -> Any:
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.devices import resolve_device
-    from framelens.core.pipeline.frame_pipeline import PipelineSettings
+    from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.stages.tasks import DetectParams
 
     spec = resolve_model(
         args.model or DEFAULT_MODEL, layout=args.layout, labels_file=args.labels, task=args.task
@@ -125,9 +126,7 @@ def _settings(args: argparse.Namespace) -> Any:
         raise ConfigError("--conf and --iou must be between 0 and 1")
     return PipelineSettings(
         model=spec,
-        conf=args.conf,
-        iou=args.iou,
-        classes=_class_ids(args.classes, spec.labels),
+        params=DetectParams(args.conf, args.iou, _class_ids(args.classes, spec.labels)),
         backend=args.backend,
         device=resolve_device(args.device),
         precision=args.precision,

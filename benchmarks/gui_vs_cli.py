@@ -19,8 +19,8 @@ from pathlib import Path
 
 from framelens.cli import sample_video
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings
 
 WARMUP = 20
 

@@ -104,12 +104,12 @@ class GpuPipelineBench:
     built once and warmed up, then timed over the same frames as the other loops."""
 
     def __init__(self, path: str, spec: Any, workers: int, non_blocking: bool = True) -> None:
-        from framelens.core.pipeline.frame_pipeline import PipelineSettings
-        from framelens.core.pipeline.gpu_launch import gpu_pipelines, open_gpu_frames
+        from framelens.core.pipeline import build
+        from framelens.core.pipeline.settings import PipelineSettings
 
         settings = PipelineSettings(spec, device="cuda:0")
-        self.pipelines = gpu_pipelines(settings, workers, non_blocking=non_blocking)
-        self.source, self.decoder = open_gpu_frames(path, settings)
+        self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
+        self.source, self.decoder = build.open_frames(path, self.pipelines[0])
         self.workers = workers
         self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
 

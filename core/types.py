@@ -133,8 +133,18 @@ class Detections:
         return Detections(landmarks=_empty_f32(0, 5, 2) if with_landmarks else None)
 
 
-STAGES = ("decode", "preprocess", "inference", "postprocess", "draw", "encode", "e2e")
-"""Stage names in pipeline order; ``e2e`` is decode start to result ready."""
+STAGES = ("decode", "preprocess", "inference", "postprocess", "display", "draw", "encode", "e2e")
+"""Stage names in pipeline order; each means the same work on the CPU and the GPU path:
+
+decode      the source's read (PyAV, NVDEC) of one frame
+preprocess  letterbox, colour order, scaling, HWC->CHW into the model input
+inference   the engine call (for a batch: the whole call, recorded on each of its frames)
+postprocess the task's decoding (boxes, NMS)
+display     the frame converted for the canvas (the GPU's RGBA kernel; the CPU shows BGR as is)
+draw        the task's overlay drawn into the frame (export, snapshots)
+encode      the exporter's write
+e2e         decode start to result ready
+"""
 
 
 @dataclass(slots=True)
@@ -145,6 +155,7 @@ class StageTimes:
     preprocess: float = math.nan
     inference: float = math.nan
     postprocess: float = math.nan
+    display: float = math.nan
     draw: float = math.nan
     encode: float = math.nan
     e2e: float = math.nan
@@ -153,11 +164,19 @@ class StageTimes:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+TaskOutput = Detections
+"""What a task produces for one frame (detection: Detections; super-resolution next)."""
+
+
 @dataclass(slots=True)
 class FrameResult:
-    """Everything the sinks (canvas, plots, exporter, JSON writer) receive for a frame."""
+    """Everything the sinks (canvas, plots, exporter, JSON writer) receive for a frame.
+
+    ``output`` is the task's (core/stages/tasks); only the task and the sinks made for
+    it look inside.
+    """
 
     frame: Frame
-    detections: Detections
+    output: TaskOutput
     times: StageTimes
     annotated: Image | None = None  # the frame with overlays, when drawing ran

@@ -29,8 +29,8 @@ from framelens.core.pipeline.compare.report import REPORT_FILES
 from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import prepare_pane
 from framelens.core.pipeline.devices import resolve_device
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.player import error_message
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.precision import CalibrationSettings
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sources import Source, open_source
@@ -134,8 +134,8 @@ def prepare_panes(
     n = len(requests)
     for i, (r, model, label) in enumerate(zip(requests, models, labels, strict=True)):
         device = base.device if r.device is None else resolve_device(r.device)
-        classes = base.classes if model == base.model else None
-        settings = replace(base, model=model, device=device, precision=r.precision, classes=classes)
+        params = base.params if model == base.model else replace(base.params, classes=None)
+        settings = replace(base, model=model, device=device, precision=r.precision, params=params)
 
         def report(text: str, fraction: float, i: int = i) -> None:
             if on_prepare is not None:  # the pane's share of the whole preparation

@@ -23,9 +23,9 @@ from framelens.core.pipeline.devices import (
     device_choices,
     resolve_device,
 )
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.player import Player, PlayerState, error_message
 from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings, with_changes
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -208,7 +208,12 @@ class Controller(QObject):
         if self.settings is None:
             self.settings = PipelineSettings(spec, backend=self._backend, device=self._device)
         else:
-            self.settings = replace(self.settings, model=spec, classes=None, precision="fp32")
+            self.settings = replace(
+                self.settings,
+                model=spec,
+                params=replace(self.settings.params, classes=None),
+                precision="fp32",
+            )
         self.precision, self.report = "fp32", None
         self.modelChanged.emit(spec)
         if wanted != "fp32":
@@ -335,7 +340,7 @@ class Controller(QObject):
             precision, self._job_token, threading.Event(), cached_only, fallback
         )
         assert self.settings is not None
-        calibration = self.calibration or CalibrationSettings(conf=self.settings.conf)
+        calibration = self.calibration or CalibrationSettings(conf=self.settings.params.conf)
         args = (job, self._base(), self.source, calibration)
         threading.Thread(target=self._prepare, args=args, name="fl-precision", daemon=True).start()
 
@@ -415,7 +420,7 @@ class Controller(QObject):
 
     def _update(self, **changes: object) -> None:
         if self.settings is not None:
-            self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
+            self.settings = with_changes(self.settings, changes)
         self.player.update(**changes)
 
     @Slot(float)
@@ -436,7 +441,8 @@ class Controller(QObject):
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""
         if self.settings is not None:
-            self.settings = replace(self.settings, conf=conf, iou=iou, overlay=overlay)
+            params = replace(self.settings.params, conf=conf, iou=iou)
+            self.settings = replace(self.settings, params=params, overlay=overlay)
 
     # ---- playback -------------------------------------------------------------------
 
@@ -487,7 +493,7 @@ class Controller(QObject):
             if image is None:  # the GPU path draws overlays on screen, not into frames
                 labels = self.settings.model.labels if self.settings is not None else ()
                 style = self.settings.overlay if self.settings is not None else OverlayStyle()
-                image = annotate(result.frame.image, result.detections, labels, style)
+                image = annotate(result.frame.image, result.output, labels, style)
             written = save_snapshot(image, path)
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))

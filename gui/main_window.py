@@ -627,7 +627,7 @@ class MainWindow(QMainWindow):
                 labels = settings.model.labels if settings is not None else ()
                 style = settings.overlay if settings is not None else OverlayStyle()
                 self.canvas.set_image(
-                    cast(DeviceFrame, frame.device), (result.detections, labels, style)
+                    cast(DeviceFrame, frame.device), (result.output, labels, style)
                 )
             else:
                 image = result.annotated if result.annotated is not None else frame.image

@@ -18,8 +18,10 @@ from typing import Any
 
 from framelens.core import __version__
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import build
+from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.runner import PipelineRunner, RunRange
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
 from framelens.core.stages.sinks.video import VideoExporter
 from framelens.core.stages.sources import Source, open_source
@@ -35,7 +37,7 @@ def _bench_setup(
 ) -> Iterator[tuple[Source, list[FramePipeline], Callable[[FrameResult], None]]]:
     """Source, pipelines and an encode step for one measured loop; the video is discarded."""
     source = open_source(source_spec)
-    pipelines = [FramePipeline(settings) for _ in range(workers)]
+    pipelines = [build.host_pipeline(settings) for _ in range(workers)]
     info = source.info
     video = None
     if out is not None:

@@ -107,13 +107,18 @@ class DecodeAhead:
                 return
             _discard(item)
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Stop the thread and give back what it decoded; the source stays open."""
         with self._lock:
             self._stop = True
             self._wake.notify_all()
         self._drain()
         self._thread.join(timeout=5)
         self._drain()  # what the thread put while it was stopping
+
+    def close(self) -> None:
+        """Stop the thread and close the source."""
+        self.stop()
         self.source.close()
 
 

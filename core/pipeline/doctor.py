@@ -63,8 +63,8 @@ def _gl_interop() -> str:
 def _gpu_pipeline() -> str:
     """Whether NVDEC + CUDA kernels + IOBinding can run, or why not."""
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-    from framelens.core.pipeline.frame_pipeline import PipelineSettings
-    from framelens.core.pipeline.gpu_launch import gpu_unavailable
+    from framelens.core.pipeline.build import gpu_unavailable
+    from framelens.core.pipeline.settings import PipelineSettings
 
     try:
         settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")

@@ -15,101 +15,39 @@ onto its own thread (the Qt controller does so with queued signals).
 from __future__ import annotations
 
 import logging
-import math
-import queue
 import threading
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any, cast
 
-from framelens.core.errors import FrameLensError, GpuError, SourceError
-from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
-from framelens.core.pipeline.frame_pipeline import (
-    FrameProcessor,
-    PipelineSettings,
-    same_engine,
-    with_precision_model,
+from framelens.core.errors import FrameLensError, GpuError
+from framelens.core.pipeline import build
+from framelens.core.pipeline.decode_ahead import DecodeAhead
+from framelens.core.pipeline.player_core import (
+    Command,
+    ErrorCallback,
+    PlayerCore,
+    ResultCallback,
+    StateCallback,
+    _close_decoder,
 )
-from framelens.core.pipeline.infer_ahead import AheadItem, InferAhead, Processed
-from framelens.core.pipeline.run import build_pipelines, close_quietly, cpu_workers, on_the_cpu
-from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.timing import now_ms
-from framelens.core.types import Detections, Frame, FrameResult, SourceInfo, StageTimes
+from framelens.core.pipeline.player_state import PlayerState, error_message
+from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.pipeline.settings import (
+    PipelineSettings,
+    live_changes,
+    same_engine,
+    with_changes,
+)
+from framelens.core.stages.sources import Source
+from framelens.core.types import Frame
+
+__all__ = ["Player", "PlayerState", "error_message"]
 
 log = logging.getLogger(__name__)
 
-ResultCallback = Callable[[FrameResult], None]
-StateCallback = Callable[["PlayerState"], None]
-ErrorCallback = Callable[[str], None]
 
-_LATE_RESYNC_S = 0.25  # further behind the clock than this, re-anchor instead of rushing
-_STATE_EVERY_S = 0.5  # while playing, state (with the measured fps) at most this often
-
-
-@dataclass(frozen=True)
-class PlayerState:
-    """A snapshot of the player, sent on every change and periodically while playing."""
-
-    status: str = "empty"  # "empty" | "paused" | "playing" | "ended"
-    index: int = -1  # source index of the frame last shown, -1 before the first
-    frame_count: int | None = None
-    fps: float = 0.0  # measured rate of results while playing
-    source: SourceInfo | None = None
-    model: str = ""
-    backend: str = ""
-    device: str = ""
-    precision: str = ""
-    speed: float = 1.0
-    realtime: bool = True
-    loading_model: bool = False
-    decoder: str = ""  # what decodes the source: "cpu", "nvdec (PyNvVideoCodec)", ...
-
-    @property
-    def playing(self) -> bool:
-        return self.status == "playing"
-
-
-def error_message(exc: BaseException) -> str:
-    """One line for the user: FrameLensError text as is, anything else named."""
-    if isinstance(exc, FrameLensError):
-        text = str(exc)
-    else:
-        text = f"unexpected error: {type(exc).__name__}: {exc}"
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-class _RateMeter:
-    """Results per second over the last few seconds."""
-
-    def __init__(self, window: int = 60) -> None:
-        self._stamps: deque[float] = deque(maxlen=window)
-
-    def tick(self) -> None:
-        self._stamps.append(time.perf_counter())
-
-    def reset(self) -> None:
-        self._stamps.clear()
-
-    @property
-    def fps(self) -> float:
-        if len(self._stamps) < 2:
-            return 0.0
-        span = self._stamps[-1] - self._stamps[0]
-        return (len(self._stamps) - 1) / span if span > 0 else 0.0
-
-
-def _thresholds(s: PipelineSettings) -> dict[str, object]:
-    return {"conf": s.conf, "iou": s.iou, "classes": s.classes, "overlay": s.overlay}
-
-
-Command = Callable[[], None]
-
-
-class Player:
-    """Plays a source through a FramePipeline on a worker thread.
+class Player(PlayerCore):
+    """Plays a source through the executor's pipelines on a worker thread.
 
     Commands are queued and executed in order by the worker. The current frame
     is kept, so seeking and changing thresholds show their effect even while
@@ -125,31 +63,10 @@ class Player:
         decode_ahead: int = 2,
         spinning: bool = False,
     ) -> None:
-        self._on_result = on_result
-        self._on_state = on_state
-        self._on_error = on_error
-        self._depth = decode_ahead
-        self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
-        self._commands: queue.Queue[Command | None] = queue.Queue()
-        self._decoder: DecodeAhead | None = None
-        self._spec: str | None = None  # the open source, to reopen it for another decoder
-        self._source_wants: str | None = None  # the device the source decodes for; None: host
-        self._pipeline: FrameProcessor | None = None  # for the player thread's own work
-        self._ahead: InferAhead | None = None  # workers processing frames ahead
-        self._workers: list[FrameProcessor] = []  # their pipelines, kept across sources
-        self._settings: PipelineSettings | None = None
-        self._state = PlayerState()
-        self._current: Frame | None = None
-        self._ready: FrameResult | None = None  # processed, waiting for its time
-        self._anchor: tuple[float, float] | None = None  # (wall s, pts s) of the clock
-        self._rate = _RateMeter()
-        self._last_state_s = 0.0
-        self._model_token = 0
-        self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="fl-player", daemon=True)
+        super().__init__(
+            on_result, on_state, on_error, decode_ahead=decode_ahead, spinning=spinning
+        )
         self._thread.start()
-
-    # ---- commands (any thread) -------------------------------------------------
 
     @property
     def state(self) -> PlayerState:
@@ -209,128 +126,6 @@ class Player:
 
     # ---- worker thread ---------------------------------------------------------
 
-    def _loop(self) -> None:
-        while True:
-            command = self._next_command()
-            if command is None and self._closed:
-                break
-            try:
-                if command is not None:
-                    command()
-                elif self._state.playing:
-                    self._advance()
-            except BaseException as exc:
-                self._fail(exc)
-        self._shutdown()
-
-    def _next_command(self) -> Command | None:
-        """A command, waiting only as long as playback allows (None: nothing came)."""
-        timeout: float | None = None
-        if self._state.playing:
-            timeout = 0.0 if self._ready is None else max(0.0, self._due(self._ready) - now())
-        try:
-            if timeout is None:
-                return self._commands.get()
-            if timeout <= 0:
-                return self._commands.get_nowait()
-            return self._commands.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def _advance(self) -> None:
-        """One step of playback: fetch and process a frame, or show the ready one."""
-        if self._ready is None:
-            result = self._fetch_processed(timeout=0.05)
-            if result is None:
-                return
-            self._ready = result
-            if self._due(result) > now():
-                return  # the loop waits on the command queue until it is due
-        result, self._ready = self._ready, None
-        self._show(result)
-
-    def _due(self, result: FrameResult) -> float:
-        """Wall time at which ``result`` should be shown; 0 when not paced."""
-        if not self._state.realtime:
-            return 0.0
-        pts = float(result.frame.pts)
-        wall = now()
-        if self._anchor is None:
-            self._anchor = (wall, pts)
-        due = self._anchor[0] + (pts - self._anchor[1]) / self._state.speed
-        if wall - due > _LATE_RESYNC_S or due - wall > 2.0:
-            self._anchor = (wall, pts)  # fell behind (slow model) or jumped: restart the clock
-            due = wall
-        return due
-
-    def _fetch_processed(self, timeout: float) -> FrameResult | None:
-        item: AheadItem | DecodeItem | None
-        if self._ahead is not None:
-            item = self._ahead.get(timeout)
-        elif self._decoder is not None:
-            item = self._decoder.get(timeout)
-        else:
-            return None
-        if item is None:
-            return None
-        if isinstance(item, End):
-            self._publish(status="ended")
-            return None
-        if isinstance(item, Failed):
-            raise item.error
-        if isinstance(item, Processed):
-            if self._ahead is not None and item.version == self._ahead.version:
-                return item.result
-            # made before a threshold change: redo it with the current settings
-            res = item.result
-            return self._process(res.frame, res.times.decode, item.start_ms)
-        frame, decode_ms, t0 = item
-        return self._process(frame, decode_ms, t0)
-
-    def _process(
-        self, frame: Frame, decode_ms: float = math.nan, t0: float | None = None
-    ) -> FrameResult:
-        start = now_ms() if t0 is None else t0
-        if self._pipeline is None:  # no model (yet): show the plain frame
-            result = FrameResult(frame, Detections.empty(), StageTimes(decode=decode_ms))
-            result.annotated = frame.image
-        else:
-            result = self._pipeline.process(frame, decode_ms)
-        result.times.e2e = now_ms() - start
-        return result
-
-    def _show(self, result: FrameResult) -> None:
-        self._current = result.frame
-        self._rate.tick()
-        self._on_result(result)
-        changes: dict[str, object] = {"index": result.frame.index}
-        if self._state.playing:
-            changes["fps"] = self._rate.fps
-        wall = now()
-        if not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
-            self._publish(**changes)
-        else:
-            self._state = replace(self._state, **cast(dict[str, Any], changes))
-
-    def _show_next(self, timeout: float = 15.0) -> bool:
-        """Decode, process and show the next frame synchronously; False at the end."""
-        deadline = now() + timeout
-        while now() < deadline and not self._closed:
-            result = self._fetch_processed(timeout=0.1)
-            if result is not None:
-                self._show(result)
-                return True
-            if self._state.status == "ended":
-                return False
-        if self._closed:
-            return False
-        raise SourceError("timed out waiting for a frame from the source")
-
-    def _publish(self, **changes: object) -> None:
-        self._state = replace(self._state, **cast(dict[str, Any], changes))
-        self._last_state_s = now()
-        self._on_state(self._state)
-
     def _fail(self, exc: BaseException) -> None:
         s = self._settings
         if isinstance(exc, GpuError) and s is not None and s.device.startswith("cuda"):
@@ -345,7 +140,7 @@ class Player:
     def _fall_back_to_cpu(self, exc: GpuError, settings: PipelineSettings) -> None:
         """A GPU failure while playing: go on on the CPU from the frame after the one on
         screen, and say so; playback does not stop."""
-        cpu = on_the_cpu(settings)
+        cpu = build.after_gpu_failure(settings)
         self._on_error(f"GPU failed ({exc}); continuing on the CPU")
         try:
             self._install(*self._build_pipelines(cpu))
@@ -377,20 +172,17 @@ class Player:
         """The source, decoded where the installed pipelines want their frames: NVDEC into
         device memory for GPU pipelines and video files, else on the host."""
         pipeline = self._pipeline
-        wanted = _source_device(pipeline, spec)
-        self._source_wants = wanted
-        if pipeline is not None and wanted is not None:
-            from framelens.core.pipeline.gpu_launch import open_gpu_frames
-
+        self._source_wants = build.source_device(pipeline, spec)
+        if self._source_wants is not None:
             try:
-                source, name = open_gpu_frames(spec, pipeline.settings)
+                source, name = build.open_frames(spec, pipeline)
             except FrameLensError as exc:  # no CUDA context, no NVDEC, no memory for buffers
                 self._on_error(f"NVDEC not used ({exc}); decoding on the CPU")
             else:
                 self._publish(decoder=name)
-                return cast(Source, source)
-        source = open_source(spec)
-        self._publish(decoder="cpu")
+                return source
+        source, name = build.open_frames(spec, None)
+        self._publish(decoder=name)
         return source
 
     def _match_source(self, pipeline: FrameProcessor) -> None:
@@ -400,7 +192,7 @@ class Player:
         decoder, spec = self._decoder, self._spec
         if decoder is None or spec is None:
             return
-        if _source_device(pipeline, spec) == self._source_wants:
+        if build.source_device(pipeline, spec) == self._source_wants:
             return  # also after NVDEC failed for these pipelines: no retry on every swap
         try:
             source = self._open_frames(spec)
@@ -417,7 +209,7 @@ class Player:
         same = old is not None and self._settings and same_engine(old.settings, settings)
         self._settings = settings
         if same:
-            self._apply(_thresholds(settings))
+            self._apply(live_changes(settings))
             return
         self._publish(loading_model=True)
         try:
@@ -449,7 +241,9 @@ class Player:
         if not stopped:
             log.warning("an inference worker did not stop; its pipeline is left open")
         # quietly: after a GPU failure the old pipelines' teardown may fail too
-        close_quietly([*(self._workers if stopped else []), *([old] if old is not None else [])])
+        build.close_quietly(
+            [*(self._workers if stopped else []), *([old] if old is not None else [])]
+        )
         self._workers = workers
         self._match_source(pipeline)
         source = self._decoder.source if self._decoder is not None else None
@@ -463,68 +257,17 @@ class Player:
         s = pipeline.settings
         latest = self._settings
         if latest is not None:  # thresholds may have changed while the model was built
-            self._apply(_thresholds(latest))
+            self._apply(live_changes(latest))
             s = replace(
                 latest, model=s.model, backend=s.backend, device=s.device,
-                precision=s.precision, threads=s.threads,
+                precision=s.precision, threads=s.threads, batch=s.batch,
             )  # fmt: skip
         self._settings = s
         self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
 
-    def _do_play(self) -> None:
-        if self._decoder is None:
-            return
-        if self._state.status == "ended":
-            self._ahead_seek(0)
-            self._ready = None
-        self._anchor = None
-        self._rate.reset()
-        self._publish(status="playing")
-
-    def _do_pause(self) -> None:
-        if self._state.playing:
-            self._publish(status="paused", fps=0.0)
-
-    def _do_step(self, delta: int) -> None:
-        if self._decoder is None:
-            return
-        self._do_pause()
-        if delta < 0 or delta > 1:
-            self._do_seek(max(0, self._state.index + delta))
-        elif self._ready is not None:
-            result, self._ready = self._ready, None
-            self._show(result)
-        elif self._state.status != "ended":
-            self._show_next()
-
-    def _do_seek(self, index: int) -> None:
-        if self._decoder is None:
-            return
-        count = self._state.frame_count
-        if count:
-            index = min(index, count - 1)
-        index = max(0, index)
-        self._ready = None
-        self._anchor = None
-        self._ahead_seek(index)
-        if self._state.status == "ended":
-            self._publish(status="paused")
-        self._show_next()
-
-    def _do_speed(self, speed: float) -> None:
-        if speed <= 0:
-            raise ValueError("speed must be positive")
-        self._anchor = None
-        self._publish(speed=float(speed))
-
-    def _do_realtime(self, realtime: bool) -> None:
-        self._anchor = None
-        self._rate.reset()
-        self._publish(realtime=bool(realtime))
-
     def _do_update(self, changes: dict[str, object]) -> None:
         if self._settings is not None:
-            self._settings = replace(self._settings, **cast(dict[str, Any], changes))
+            self._settings = with_changes(self._settings, changes)
         self._apply(changes)
         self._refresh()
 
@@ -538,27 +281,11 @@ class Player:
     def _build_pipelines(
         self, settings: PipelineSettings
     ) -> tuple[FrameProcessor, list[FrameProcessor]]:
-        """The player thread's pipeline and the inference workers' (as many as the CLI).
-
-        On CUDA the GPU pipeline (CUDA preprocessing, IOBinding, the display kernel's
-        RGBA frame for the canvas) when it can run, else ONNX Runtime's CUDA provider
-        with host preprocessing, and a message that says why.
-        """
-        # the precision's graph first: an INT8 not prepared is one error, whatever the device
-        settings = with_precision_model(settings)
-        if settings.device.startswith("cuda"):
-            try:
-                from framelens.core.pipeline.gpu_launch import GPU_WORKERS, gpu_pipelines
-
-                gpu: list[FrameProcessor] = list(
-                    gpu_pipelines(settings, GPU_WORKERS + 1, spinning=self._spinning)
-                )
-                return gpu[0], gpu[1:]
-            except FrameLensError as exc:  # no usable CUDA context, kernels, NVDEC...
-                self._on_error(f"GPU pipeline not used ({exc}); CUDA inference only")
-        worker_settings, count = cpu_workers(settings)
-        built = build_pipelines([settings, *[worker_settings] * count], spinning=self._spinning)
-        return built[0], built[1:]
+        """The player thread's pipeline and the executor's workers (as many as the CLI's),
+        from the builder: on CUDA the GPU pipeline when it can run (the canvas then takes
+        the display kernel's RGBA frames), else CUDA inference with a message saying why."""
+        built = build.workers(settings, extra=1, spinning=self._spinning, notify=self._on_error)
+        return built.pipelines[0], built.pipelines[1:]
 
     def _build_model(self, settings: PipelineSettings, token: int) -> None:
         try:
@@ -585,67 +312,3 @@ class Player:
         if token == self._model_token:
             self._publish(loading_model=False)
         self._fail(exc)
-
-    def _ahead_seek(self, index: int) -> None:
-        if self._ahead is not None:
-            self._ahead.seek(index)
-        elif self._decoder is not None:
-            self._decoder.seek(index)
-
-    def _start_workers(self) -> None:
-        if self._decoder is not None and self._workers and self._ahead is None:
-            self._ahead = InferAhead(self._decoder, self._workers)
-
-    def _stop_workers(self) -> bool:
-        """Stop the inference workers; False when one did not stop in time."""
-        if self._ahead is not None:
-            ahead, self._ahead = self._ahead, None
-            return ahead.close(close_pipelines=False)
-        return True
-
-    def _close_source(self) -> None:
-        self._ready = None
-        self._current = None
-        self._spec = None
-        self._source_wants = None
-        self._stop_workers()
-        if self._decoder is not None:
-            decoder, self._decoder = self._decoder, None
-            decoder.close()
-
-    def _shutdown(self) -> None:
-        while True:  # a model built while closing: its swap never ran, close it here
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(command, partial) and command.func == self._swap:
-                built = command.args[0]
-                for p in [built[0], *built[1]]:
-                    p.close()
-        try:
-            self._close_source()
-        finally:
-            for p in [*([self._pipeline] if self._pipeline else []), *self._workers]:
-                p.close()
-            self._pipeline, self._workers = None, []
-
-
-def _source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:
-    """The device whose NVDEC should decode ``spec`` for ``pipeline``; None: the host."""
-    if pipeline is None or not pipeline.takes_device_frames:
-        return None
-    from framelens.core.pipeline.gpu_launch import decodes_on_device
-
-    return pipeline.settings.device if decodes_on_device(spec) else None
-
-
-def _close_decoder(decoder: DecodeAhead, name: str) -> None:
-    try:
-        decoder.close()
-    except Exception as exc:  # a broken GPU's decoder must not stop the switch
-        log.warning("closing the %s decoder failed: %s", name, exc)
-
-
-def now() -> float:
-    return time.perf_counter()

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from framelens.core import __version__
 from framelens.core.errors import GpuError
 from framelens.core.models.catalog import model_sha256
-from framelens.core.pipeline.frame_pipeline import FramePipeline, FrameProcessor, PipelineSettings
+from framelens.core.pipeline import build
+from framelens.core.pipeline.build import Workers
 from framelens.core.pipeline.runner import PipelineRunner, RunRange
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
-from framelens.core.stages.sinks.detections import DetectionsWriter
 from framelens.core.stages.sinks.video import VideoExporter, provenance_metadata
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources import Source
+from framelens.core.stages.tasks import OutputWriter
 from framelens.core.stages.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
 from tqdm import tqdm
@@ -30,83 +31,30 @@ if TYPE_CHECKING:
     from framelens.core.precision import CalibrationSettings, VariantInfo
 
 
-def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
-    """On the CPU, one single-threaded inference worker per core beats one multi-threaded
-    session (measured: 1.9x a naive loop on 2 cores, against 1.2x); an explicit
-    --threads keeps one worker."""
-    if settings.device != "cpu" or settings.threads is not None:
-        return settings, 1
-    return replace(settings, threads=1), max(1, min(4, os.cpu_count() or 1))
-
-
-def on_the_cpu(settings: PipelineSettings) -> PipelineSettings:
-    """The settings a run goes on with after a GPU failure: the CPU, with ONNX Runtime
-    (TensorRT runs on GPUs only)."""
-    return replace(settings, device="cpu", backend="onnxruntime")
-
-
-def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
-    """Close each, whatever the others do; failures are logged (a broken GPU, say)."""
-    for thing in things:
-        try:
-            thing.close()
-        except Exception as exc:
-            log.warning("closing %r failed: %s", thing, exc)
-
-
-def build_pipelines(
-    settings_each: Sequence[PipelineSettings], *, spinning: bool = True
-) -> list[FrameProcessor]:
-    """One FramePipeline per settings; when one fails to load, those built are closed."""
-    built: list[FrameProcessor] = []
-    try:
-        for settings in settings_each:
-            built.append(FramePipeline(settings, spinning=spinning))
-    except BaseException:
-        close_quietly(built)
-        raise
-    return built
-
-
 def open_pipelines(
     source_spec: str, settings: PipelineSettings, notes: list[str]
-) -> tuple[Source, list[FrameProcessor], str]:
-    """The source, the inference workers' pipelines and a description of the path taken.
-
-    On CUDA the GPU pipeline (NVDEC, CUDA kernels, IOBinding) is used when it can run;
-    else ONNX Runtime's CUDA provider with host preprocessing, and ``notes`` says why.
-    On the CPU: one single-threaded worker per core.
-    """
-    if settings.device.startswith("cuda"):
-        from framelens.core.pipeline.gpu_launch import (
-            gpu_pipelines,
-            gpu_unavailable,
-            open_gpu_frames,
-        )
-
-        reason = gpu_unavailable(settings)
-        if reason is None:
-            pipes: list[FrameProcessor] = []
-            try:
-                pipes = list(gpu_pipelines(settings))
-                source, decoder = open_gpu_frames(source_spec, settings)
-                return source, pipes, f"gpu pipeline, decoder {decoder}"
-            except BaseException as exc:
-                close_quietly(pipes)
-                if not isinstance(exc, GpuError):
-                    raise  # a bad file, say: the CPU path would fail the same way
-                reason = str(exc)
-        notes.append(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
-        each, path = [settings] * 2, "host pipeline, cuda inference"
-    else:
-        worker_settings, workers = cpu_workers(settings)
-        each, path = [worker_settings] * workers, "cpu pipeline"
-    source = open_source(source_spec)
+) -> tuple[Source, Workers]:
+    """The source, decoded where the workers want it, and the workers (core/pipeline/build)."""
+    built = build.workers(settings, notify=notes.append)
     try:
-        return source, build_pipelines(each), path
+        source, _ = build.open_frames(source_spec, built.pipelines[0])
+    except GpuError as exc:  # no NVDEC source could be set up: the host pipelines, then
+        built.close()
+        notes.append(f"GPU pipeline not used ({exc}); ONNX Runtime CUDA with host preprocessing")
+        built = build.workers(settings, gpu_pipeline=False)
+        source, _ = build.open_frames(source_spec, None)
     except BaseException:
-        source.close()
+        built.close()
         raise
+    if built.on_device:
+        built.path = f"{built.path}, decoder {_decoder_name(source)}"
+    return source, built
+
+
+def _decoder_name(source: Source) -> str:
+    name = getattr(source, "decoder_name", "cpu")
+    reason = getattr(source, "fallback_reason", None)
+    return f"{name} ({reason})" if reason else str(name)
 
 
 def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:
@@ -118,8 +66,8 @@ def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[
         "precision": settings.precision,
         "backend": settings.backend,
         "device": settings.device,
-        "conf": settings.conf,
-        "iou": settings.iou,
+        "conf": settings.params.conf,
+        "iou": settings.params.iou,
         "source": source,
         "source_fps": info.fps,
         "width": info.width,
@@ -158,7 +106,7 @@ def prepare_precision(
 
     try:
         model, precision = settings.model, settings.precision
-        calibration = calibration or CalibrationSettings(conf=settings.conf)
+        calibration = calibration or CalibrationSettings(conf=settings.params.conf)
         variant = prepare_variant(
             model,
             precision,
@@ -207,9 +155,8 @@ def run_to_outputs(
             on_message(text)
 
     video: VideoExporter | None = None
-    writer: DetectionsWriter | None = None
-    pipelines: list[FrameProcessor] = []
-    source, pipelines, path = open_pipelines(source_spec, settings, notes)
+    writer: OutputWriter[Any] | None = None
+    source, built = open_pipelines(source_spec, settings, notes)
     for text in notes:
         if on_message is not None:
             on_message(text)
@@ -229,8 +176,8 @@ def run_to_outputs(
                 audio_end_s=None if frames is None else (start + frames) / fps,
             )
         if detections:
-            writer = DetectionsWriter(detections, meta, settings.model.labels)
-        workers = len(pipelines)
+            writer = built.pipelines[0].task.open_writer(detections, meta)
+        workers = len(built.pipelines)
         stats = RunStats()
         total = frames
         if total is None and info.frame_count:
@@ -242,7 +189,7 @@ def run_to_outputs(
                 with stage(result.times, "encode"):
                     video.write(result.annotated, result.frame.pts)
             if writer is not None:
-                writer.add(result.frame.index, result.frame.pts, result.detections)
+                writer.add(result.frame.index, result.frame.pts, result.output)
 
         last_report = 0.0
         runner: PipelineRunner | None = None
@@ -261,11 +208,11 @@ def run_to_outputs(
             while True:
                 runner = PipelineRunner(
                     source,
-                    pipelines[0],
+                    built.pipelines[0],
                     [sink],
                     observers=[stats, report],
                     draw=video is not None,
-                    extra_pipelines=pipelines[1:],
+                    extra_pipelines=built.pipelines[1:],
                 )
                 if cancel is not None and cancel.is_set():
                     runner.cancel()
@@ -278,10 +225,10 @@ def run_to_outputs(
                     note(f"GPU failed ({exc}); continuing on the CPU from frame {start + done}")
                     # a broken CUDA context fails its own teardown: that must not stop
                     # the run from going on on the CPU
-                    close_quietly([*pipelines, source])
-                    pipelines = []
-                    settings = on_the_cpu(settings)
-                    source, pipelines, path = open_pipelines(source_spec, settings, notes)
+                    built.close()
+                    build.close_quietly([source])
+                    settings = build.after_gpu_failure(settings)
+                    source, built = open_pipelines(source_spec, settings, notes)
         finally:
             bar.close()
         if on_progress is not None:
@@ -296,7 +243,7 @@ def run_to_outputs(
             "outputs": outputs,
             "encoder": video.encoder_name if video is not None else None,
             "inference_workers": workers,
-            "path": path,
+            "path": built.path,
             "notes": notes,
             "variant": None if variant is None else variant.summary(),
             **{k: meta[k] for k in ("model", "precision", "backend", "device")},
@@ -307,6 +254,5 @@ def run_to_outputs(
                 w.abort()
         raise
     finally:
-        for p in pipelines:
-            p.close()
+        built.close()
         source.close()

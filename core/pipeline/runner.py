@@ -1,28 +1,26 @@
-"""Run a pipeline over a source with decoding, inference and output on separate threads.
+"""A run over a range of a source: the executor's results handed to the sinks in order.
 
-Three stages overlap: a decode thread reads frames ahead, an inference thread runs
-preprocess/engine/postprocess (ONNX Runtime releases the GIL), and the calling
-thread draws and hands results to the sinks (exporter, detections writer,
-progress). Bounded queues keep memory flat and give back-pressure.
+The executor (core/pipeline/execute.py) decodes ahead on one thread and runs one
+pipeline per worker thread (drawing the overlays there when the run exports); the
+calling thread hands each result, in frame order, to the sinks (exporter, detections
+writer) and then to the observers (stats, progress). Bounded queues keep memory flat.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import cast
 
 from framelens.core.errors import Cancelled, SourceError
-from framelens.core.pipeline.frame_pipeline import FrameProcessor
+from framelens.core.pipeline.decode_ahead import End, Failed
+from framelens.core.pipeline.execute import Done, DrawPolicy, Executor, PipelineWorker
+from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
-from framelens.core.types import Frame, FrameResult, StageTimes
+from framelens.core.types import Frame, FrameResult
 
 ResultSink = Callable[[FrameResult], None]
-_END = object()
 
 
 @dataclass(frozen=True)
@@ -31,36 +29,10 @@ class RunRange:
     count: int | None = None  # None = to the end of the source
 
 
-class _Failure:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-def _put(q: queue.Queue[object], item: object, stop: threading.Event) -> bool:
-    while not stop.is_set():
-        try:
-            q.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
-
-
-def _get(q: queue.Queue[object], stop: threading.Event) -> object:
-    while True:
-        try:
-            return q.get(timeout=0.1)
-        except queue.Empty:
-            if stop.is_set():
-                return _END
-
-
-def iter_range(source: Source, rng: RunRange) -> Iterable[tuple[Frame, float, float]]:
-    """Frames of the range with their decode time (ms) and decode start (ms clock)."""
-    if rng.start:
-        if not source.info.seekable:
-            raise SourceError(f"{source.info.uri} cannot seek; --start needs a file")
-        source.seek(rng.start)
+def iter_range(source: Source, rng: RunRange) -> Iterator[tuple[Frame, float, float]]:
+    """Frames of the range with their decode time (ms) and decode start (ms clock), read
+    on the caller's thread (calibration and tests; runs go through the executor)."""
+    seek_to_start(source, rng)
     produced = 0
     while rng.count is None or produced < rng.count:
         t0 = now_ms()
@@ -71,8 +43,15 @@ def iter_range(source: Source, rng: RunRange) -> Iterable[tuple[Frame, float, fl
         produced += 1
 
 
+def seek_to_start(source: Source, rng: RunRange) -> None:
+    if rng.start:
+        if not source.info.seekable:
+            raise SourceError(f"{source.info.uri} cannot seek; --start needs a file")
+        source.seek(rng.start)
+
+
 class PipelineRunner:
-    """Decode thread -> inference thread -> sinks on the caller's thread."""
+    """Executor -> sinks on the caller's thread. The source stays open (the caller's)."""
 
     def __init__(
         self,
@@ -87,15 +66,11 @@ class PipelineRunner:
     ) -> None:
         self.source = source
         self.pipeline = pipeline
-        # More pipelines = more inference workers taking frames from the same queue;
-        # results are put back in frame order before the sinks see them.
         self.workers = [pipeline, *extra_pipelines]
         self.sinks = list(sinks)  # output work (export, detections), timed in e2e
         self.observers = list(observers)  # see the finished result (stats, progress)
         self.draw = draw
-        self._frames: queue.Queue[object] = queue.Queue(queue_size)
-        self._results: queue.Queue[object] = queue.Queue(queue_size)
-        self._stop = threading.Event()
+        self.queue_size = queue_size
         self._cancel_requested = False
         self.frames_done = 0
         self.wall_s = 0.0
@@ -103,82 +78,48 @@ class PipelineRunner:
     def cancel(self) -> None:
         """Stop the run from any thread (Ctrl+C, GUI); run() then raises Cancelled."""
         self._cancel_requested = True
-        self._stop.set()
-
-    def _decode_loop(self, rng: RunRange) -> None:
-        try:
-            for seq, (frame, decode_ms, t0) in enumerate(iter_range(self.source, rng)):
-                if not _put(self._frames, (seq, frame, decode_ms, t0), self._stop):
-                    return
-        except BaseException as exc:  # handed to the consumer, raised there
-            _put(self._frames, _Failure(exc), self._stop)
-            return
-        for _ in self.workers:
-            _put(self._frames, _END, self._stop)
-
-    def _infer_loop(self, pipeline: FrameProcessor) -> None:
-        while True:
-            item = _get(self._frames, self._stop)
-            if item is _END or isinstance(item, _Failure):
-                _put(self._results, item, self._stop)
-                return
-            seq, frame, decode_ms, t0 = cast(tuple[int, Frame, float, float], item)
-            try:
-                result = pipeline.infer(frame, StageTimes(decode=decode_ms))
-            except BaseException as exc:
-                _put(self._results, _Failure(exc), self._stop)
-                return
-            if not _put(self._results, (seq, result, t0), self._stop):
-                return
 
     def run(self, rng: RunRange = RunRange()) -> int:
         """Process the range; returns the number of frames handed to the sinks.
 
         Raises the first error of any stage, or Cancelled after cancel().
         """
-        threads = [
-            threading.Thread(target=self._decode_loop, args=(rng,), name="fl-decode", daemon=True),
-            *(
-                threading.Thread(target=self._infer_loop, args=(p,), name="fl-infer", daemon=True)
-                for p in self.workers
-            ),
-        ]
+        seek_to_start(self.source, rng)
+        draw: DrawPolicy = "all" if self.draw else "none"
+        batch = self.pipeline.settings.batch
+        executor = Executor.open(
+            self.source,
+            [PipelineWorker(p, draw, copy=False) for p in self.workers],
+            batch=batch,
+            decode_depth=self.queue_size,
+        )
         start = time.perf_counter()
-        for t in threads:
-            t.start()
-        pending: dict[int, tuple[FrameResult, float]] = {}
-        next_seq, ends = 0, 0
         try:
-            while ends < len(self.workers):
-                item = _get(self._results, self._stop)
-                if item is _END:
-                    ends += 1
-                    if self._stop.is_set():
-                        break
+            while rng.count is None or self.frames_done < rng.count:
+                if self._cancel_requested:
+                    break
+                item = executor.get(0.1)
+                if item is None:
                     continue
-                if isinstance(item, _Failure):
+                if isinstance(item, End):
+                    break
+                if isinstance(item, Failed):
                     raise item.error
-                seq, result_, t0_ = cast(tuple[int, FrameResult, float], item)
-                pending[seq] = (result_, t0_)
-                while next_seq in pending:
-                    result, t0 = pending.pop(next_seq)
-                    next_seq += 1
-                    self._deliver(result, t0)
+                self._deliver(item)
         finally:
-            self._stop.set()
-            for t in threads:
-                t.join(timeout=5)
+            # the source is the caller's: stop the threads, leave it open
+            executor.close()
+            executor.decoder.stop()
             self.wall_s = time.perf_counter() - start
         if self._cancel_requested:
             raise Cancelled("cancelled")
         return self.frames_done
 
-    def _deliver(self, result: FrameResult, t0: float) -> None:
-        if self.draw:
-            self.pipeline.draw(result, copy=False)
+    def _deliver(self, item: Done[FrameResult]) -> None:
+        result = item.value
         for sink in self.sinks:
             sink(result)
-        result.times.e2e = now_ms() - t0
+        result.times.e2e = now_ms() - item.start_ms
         self.frames_done += 1
         for observer in self.observers:
             observer(result)

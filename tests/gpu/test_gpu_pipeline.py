@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline import build
 from framelens.core.pipeline.gpu_pipeline import FAULT_ENV, GpuFramePipeline
 from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.nvdec import open_gpu_source
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
@@ -40,7 +41,7 @@ def detections_by_frame(
     runner = run.PipelineRunner(
         source,
         pipelines[0],
-        observers=[lambda r: got.__setitem__(r.frame.index, r.detections)],
+        observers=[lambda r: got.__setitem__(r.frame.index, r.output)],
         draw=False,
         extra_pipelines=pipelines[1:],
     )
@@ -83,7 +84,7 @@ def test_model_input_from_nvdec_equals_the_cpu_tensor(gpu_ctx: GpuContext) -> No
     from framelens.core.stages.preprocess.cpu import Preprocessor
 
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
-    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    pipeline = build.gpu_pipelines(settings, 1)[0]
     with gpu_ctx.active():
         stream = cuda.Stream()
     gpu_source = open_gpu_source(SAMPLE, gpu_ctx, stream)
@@ -119,7 +120,7 @@ def test_model_input_from_nvdec_equals_the_cpu_tensor(gpu_ctx: GpuContext) -> No
 
 def test_stage_times_come_from_cuda_events(gpu_ctx: GpuContext) -> None:
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
-    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    pipeline = build.gpu_pipelines(settings, 1)[0]
     with gpu_ctx.active():
         import pycuda.driver as cuda
 
@@ -142,7 +143,7 @@ def test_stage_times_come_from_cuda_events(gpu_ctx: GpuContext) -> None:
 
 def test_display_frame_matches_the_cpu_decoded_frame(gpu_ctx: GpuContext) -> None:
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
-    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    pipeline = build.gpu_pipelines(settings, 1)[0]
     with gpu_ctx.active():
         import pycuda.driver as cuda
 
@@ -204,7 +205,7 @@ def test_open_close_cycles_leak_no_device_memory(gpu_ctx: GpuContext) -> None:
         import pycuda.driver as cuda
 
         stream = cuda.Stream()
-    pipeline = GpuFramePipeline(settings, gpu_ctx)
+    pipeline = build.gpu_pipelines(settings, 1)[0]
     try:
         for _ in range(3):  # warm-up: ORT's arena and cuDNN workspaces settle
             one_cycle(pipeline, stream)
@@ -224,7 +225,7 @@ def test_open_close_cycles_leak_no_device_memory(gpu_ctx: GpuContext) -> None:
     gpu_ctx.synchronize()
     before = gpu_ctx.memory_used()
     for _ in range(pipelines):
-        p = GpuFramePipeline(settings, gpu_ctx)
+        p = build.gpu_pipelines(settings, 1)[0]
         one_cycle(p, stream)
         p.close()
     gpu_ctx.synchronize()

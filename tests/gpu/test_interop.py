@@ -451,17 +451,17 @@ def test_pipeline_frames_reach_a_gl_texture_through_interop(
 
     import pycuda.driver as cuda
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-    from framelens.core.pipeline.frame_pipeline import PipelineSettings
-    from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
+    from framelens.core.pipeline import build
+    from framelens.core.pipeline.settings import PipelineSettings
     from framelens.core.stages.sources import open_source
     from framelens.core.stages.sources.nvdec import open_gpu_source
     from framelens.core.types import StageTimes
 
     samples = Path(__file__).resolve().parents[2] / "resources" / "samples"
     sample = samples / "one-by-one-person-detection.mp4"
-    pipeline = GpuFramePipeline(
-        PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0"), cuda_ctx
-    )
+    pipeline = build.gpu_pipelines(
+        PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0"), 1
+    )[0]
     with cuda_ctx.active():
         stream = cuda.Stream()
     source = open_gpu_source(str(sample), cuda_ctx, stream)

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import build
 from framelens.core.pipeline.gpu_pipeline import FAULT_ENV
 from framelens.core.pipeline.player import Player, PlayerState
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections, FrameResult, StageTimes
@@ -50,7 +51,7 @@ class Shown:
         with self._cond:
             index = result.frame.index
             self.indices.append(index)
-            self.detections[index] = result.detections
+            self.detections[index] = result.output
             self.device_frames += result.frame.device is not None and not result.frame.on_host
             self.last = result
             self._cond.notify_all()
@@ -81,14 +82,14 @@ class Shown:
 
 
 def cpu_detections(settings: PipelineSettings, frames: int) -> dict[int, Detections]:
-    pipeline = FramePipeline(replace(settings, device="cpu"))
+    pipeline = build.host_pipeline(replace(settings, device="cpu"))
     source = open_source(SAMPLE)
     try:
         got = {}
         for _ in range(frames):
             frame = source.read()
             assert frame is not None
-            got[frame.index] = pipeline.infer(frame, StageTimes()).detections
+            got[frame.index] = pipeline.infer(frame, StageTimes()).output
         return got
     finally:
         pipeline.close()
@@ -120,7 +121,7 @@ def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_g
         cpu = cpu_detections(settings, PLAYED + 1)
         totals = AgreementTotals()
         for index in range(PLAYED + 1):
-            totals.add_frame(cpu[index], shown.detections[index])
+            totals.add_frame(cpu[index], shown.output[index])
         print(f"player on cuda:0, NVDEC, {PLAYED + 1} frames: {totals.as_dict()}")
         assert sum(len(d) for d in cpu.values()) > 50
         assert totals.f1 >= 0.99

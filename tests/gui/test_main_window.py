@@ -87,7 +87,7 @@ def test_overlay_toggle_changes_canvas(window: MainWindow, qtbot: QtBot, sample:
     window.controller.seek(300)  # a frame with a person in it
     qtbot.waitUntil(lambda: last_index(window) == 300, timeout=20_000)
     assert window.controller.last_result is not None
-    assert len(window.controller.last_result.detections) > 0
+    assert len(window.controller.last_result.output) > 0
     qtbot.wait(200)
     before = image_array(window.canvas.grab_frame_image())
     shown = window.results_shown
@@ -113,7 +113,7 @@ def test_confidence_slider_refilters_paused_frame(
     qtbot.waitUntil(
         lambda: (
             window.controller.last_result is not None
-            and len(window.controller.last_result.detections) == 0
+            and len(window.controller.last_result.output) == 0
         ),
         timeout=20_000,
     )

@@ -24,16 +24,17 @@ from framelens.core.pipeline.compare.records import VARIANT_KEYS, CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_csv
 from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import parse_precisions
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.runner import RunRange, iter_range
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.diff import detection_diff, draw_difference
 
 SAMPLE = str(sample_video())
 START = 540
 MODEL = resolve_model("yolox-nano")
-LOW = PipelineSettings(model=MODEL, conf=0.25, threads=1)
-HIGH = PipelineSettings(model=MODEL, conf=0.5, threads=1)
+LOW = PipelineSettings(model=MODEL, params=DetectParams(conf=0.25), threads=1)
+HIGH = PipelineSettings(model=MODEL, params=DetectParams(conf=0.5), threads=1)
 
 
 def steps(panes: list[PaneSpec], frames: int, **runner_args: object) -> list[CompareStep]:
@@ -80,7 +81,7 @@ def test_higher_threshold_pane_misses_but_never_invents() -> None:
     image = step.frame.image
     drawn = draw_difference(image, diff, MODEL.labels, ("conf 0.25", "conf 0.5"))
     assert drawn is not image and not np.array_equal(drawn, image)
-    same = detection_diff(step.panes[0].result.detections, step.panes[0].result.detections)
+    same = detection_diff(step.panes[0].result.output, step.panes[0].result.output)
     assert same.empty
 
 

@@ -169,8 +169,9 @@ def test_a_worker_that_fails_to_load_closes_the_ones_built_before(
 ) -> None:
     """A run or the player builds one pipeline per worker; if a later one cannot load
     (a model deleted meanwhile, memory running out), the earlier ones are released."""
-    from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
-    from framelens.core.pipeline.run import build_pipelines
+    from framelens.core.pipeline import build
+    from framelens.core.pipeline.frame_pipeline import FramePipeline
+    from framelens.core.pipeline.settings import PipelineSettings
 
     closed: list[FramePipeline] = []
     real_close = FramePipeline.close
@@ -184,11 +185,19 @@ def test_a_worker_that_fails_to_load_closes_the_ones_built_before(
     broken = tmp_path / "broken.onnx"
     broken.write_bytes(b"not an onnx file")
     bad = replace(good, model=replace(good.model, path=broken))
+    calls = 0
+    real_host_pipeline = build.host_pipeline
+
+    def third_fails(settings: PipelineSettings, **kw: bool) -> FramePipeline:
+        nonlocal calls
+        calls += 1
+        return real_host_pipeline(bad if calls == 3 else settings, **kw)
+
+    monkeypatch.setattr(build, "host_pipeline", third_fails)
     with pytest.raises(ModelError) as failure:
-        build_pipelines([good, good, bad])
+        build.workers(good, extra=2)
     assert len(closed) == 2
     assert "\n" not in str(failure.value)
-    built = build_pipelines([good, good])
-    assert len(built) == 2 and not closed[2:]
-    for p in built:
-        p.close()
+    built = build.workers(good)
+    assert len(built.pipelines) >= 1 and not closed[2:]
+    built.close()

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from framelens.core.errors import GpuError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline import run
-from framelens.core.pipeline.frame_pipeline import FramePipeline, FrameProcessor, PipelineSettings
+from framelens.core.pipeline import build, run
+from framelens.core.pipeline.build import Workers
+from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.types import Frame, FrameResult, StageTimes
 
@@ -24,13 +26,20 @@ SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
 FAIL_AT = 12
 
 
-class FailsAt(FramePipeline):
-    """A pipeline that raises GpuError on one frame, as a GPU running out of memory would."""
+def fails_at(settings: PipelineSettings) -> FrameProcessor:
+    """A real CPU pipeline that raises GpuError on one frame, as a GPU running out of
+    memory would."""
+    pipeline = build.host_pipeline(settings)
+    real = pipeline.infer_batch
 
-    def infer(self, frame: Frame, times: StageTimes) -> FrameResult:
-        if frame.index == FAIL_AT:
-            raise GpuError(f"frame {frame.index}: out of memory (injected)")
-        return super().infer(frame, times)
+    def infer_batch(frames: list[Frame], times: list[StageTimes]) -> list[FrameResult]:
+        for frame in frames:
+            if frame.index == FAIL_AT:
+                raise GpuError(f"frame {frame.index}: out of memory (injected)")
+        return real(frames, times)
+
+    pipeline.infer_batch = infer_batch  # type: ignore[method-assign]
+    return pipeline
 
 
 def test_gpu_failure_mid_run_continues_on_the_cpu(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -39,11 +48,12 @@ def test_gpu_failure_mid_run_continues_on_the_cpu(monkeypatch, tmp_path: Path) -
 
     def open_pipelines(
         spec: str, settings: PipelineSettings, notes: list[str]
-    ) -> tuple[Source, list[FrameProcessor], str]:
+    ) -> tuple[Source, Workers]:
         opened.append(settings.device)
         if settings.device.startswith("cuda"):
             cpu = replace(settings, device="cpu", threads=1)
-            return open_source(spec), [FailsAt(cpu), FailsAt(cpu)], "gpu pipeline (stand-in)"
+            stand_in = Workers([fails_at(cpu), fails_at(cpu)], "gpu pipeline (stand-in)")
+            return open_source(spec), stand_in
         return real_open(spec, settings, notes)
 
     monkeypatch.setattr(run, "open_pipelines", open_pipelines)

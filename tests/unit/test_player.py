@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
+from framelens.core.pipeline import build
 from framelens.core.pipeline.player import Player, PlayerState
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.draw.opencv import OverlayStyle
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks import DetectParams
 from framelens.core.types import FrameResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,18 +168,18 @@ def test_update_while_paused_reprocesses_current_frame(
     player.seek(PERSON_FRAME)
     rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
     before = rec.last
-    assert len(before.detections) > 0
+    assert len(before.output) > 0
     count = len(rec.results)
 
     player.update(conf=0.99)
     rec.wait(lambda: len(rec.results) > count)
     assert rec.last.frame.index == PERSON_FRAME
-    assert len(rec.last.detections) == 0
+    assert len(rec.last.output) == 0
 
     player.update(conf=0.25, overlay=OverlayStyle(boxes=False, labels=False, scores=False))
     rec.wait(lambda: len(rec.results) > count + 1)
     plain = rec.last
-    assert len(plain.detections) > 0
+    assert len(plain.output) > 0
     assert plain.annotated is not None and before.annotated is not None
     assert np.array_equal(plain.annotated, plain.frame.image)  # nothing drawn
     assert not np.array_equal(before.annotated, plain.annotated)
@@ -198,7 +200,7 @@ def test_threshold_change_while_paused_applies_to_frames_processed_ahead(
     for step in range(1, 4):
         player.step(1)
         rec.wait(lambda step=step: rec.last.frame.index == PERSON_FRAME + step)
-        assert len(rec.last.detections) == 0, f"frame {PERSON_FRAME + step} used the old conf"
+        assert len(rec.last.output) == 0, f"frame {PERSON_FRAME + step} used the old conf"
 
 
 def test_seek_while_playing_fast_continues_in_order_from_the_target(
@@ -224,7 +226,7 @@ def test_class_filter(player: Player, rec: Recorder, settings: PipelineSettings)
     count = len(rec.results)
     player.update(classes=frozenset({2}))  # cars only: the person disappears
     rec.wait(lambda: len(rec.results) > count)
-    assert all(int(c) == 2 for c in rec.last.detections.class_ids)
+    assert all(int(c) == 2 for c in rec.last.output.class_ids)
 
 
 def test_end_of_file_ends_and_play_restarts(
@@ -292,7 +294,7 @@ def test_broken_model_reports_error_and_video_still_shows(
     player.open(SAMPLE, replace(settings, model=missing))
     rec.wait(lambda: len(rec.errors) >= 1 and len(rec.results) >= 1)
     assert "\n" not in rec.errors[0]
-    assert rec.last.frame.index == 0 and len(rec.last.detections) == 0
+    assert rec.last.frame.index == 0 and len(rec.last.output) == 0
 
 
 def test_threshold_changed_while_a_model_loads_applies_to_the_new_model(
@@ -301,18 +303,18 @@ def test_threshold_changed_while_a_model_loads_applies_to_the_new_model(
     opened(player, rec, settings)
     player.seek(PERSON_FRAME)
     rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
-    assert len(rec.last.detections) > 0
+    assert len(rec.last.output) > 0
     player.set_model(replace(settings, threads=2))  # a new engine, built in the background
     player.update(conf=0.99)  # arrives before the new model is ready
     refreshed = len(rec.results) + 1  # the update's own refresh, then the swap's
     rec.wait(lambda: rec.state.loading_model)
     rec.wait(lambda: not rec.state.loading_model and len(rec.results) > refreshed)
-    assert rec.last.frame.index == PERSON_FRAME and len(rec.last.detections) == 0
+    assert rec.last.frame.index == PERSON_FRAME and len(rec.last.output) == 0
     count = len(rec.results)
     player.step(1)
     rec.wait(lambda: len(rec.results) > count)
     assert rec.last.frame.index == PERSON_FRAME + 1
-    assert len(rec.last.detections) == 0, "the new model ignored the threshold set meanwhile"
+    assert len(rec.last.output) == 0, "the new model ignored the threshold set meanwhile"
 
 
 @pytest.mark.parametrize("backend", ["onnxruntime", "tensorrt"])
@@ -325,28 +327,27 @@ def test_gpu_failure_while_playing_goes_on_on_the_cpu(
     only: the CPU goes on with ONNX Runtime."""
     from framelens.core.errors import GpuError
     from framelens.core.pipeline.frame_pipeline import FramePipeline
-    from framelens.core.types import StageTimes
 
     class FailsAt20(FramePipeline):
         def __init__(self, s: PipelineSettings) -> None:
             # runs on the CPU with ONNX Runtime...
-            super().__init__(replace(s, device="cpu", threads=1, backend="onnxruntime"))
-            self._settings = s  # ...but stands for a pipeline on cuda:0
+            cpu = build.host_pipeline(replace(s, device="cpu", threads=1, backend="onnxruntime"))
+            super().__init__(s, cpu.engine, cpu.task)  # ...but stands for one on cuda:0
 
-        def infer(self, frame, times: StageTimes):  # type: ignore[no-untyped-def]
-            if frame.index == 20:
+        def infer_batch(self, frames, times_each):  # type: ignore[no-untyped-def]
+            if any(frame.index == 20 for frame in frames):
                 raise GpuError("frame 20: out of memory (injected)")
-            return super().infer(frame, times)
+            return super().infer_batch(frames, times_each)
 
     player = Player(rec.on_result, rec.on_state, rec.on_error)
     real_build = player._build_pipelines
 
-    def build(s: PipelineSettings):  # type: ignore[no-untyped-def]
+    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
         if s.device.startswith("cuda"):
             return FailsAt20(s), [FailsAt20(s), FailsAt20(s)]
         return real_build(s)
 
-    monkeypatch.setattr(player, "_build_pipelines", build)
+    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
     try:
         player.open(SAMPLE, replace(settings, device="cuda:0", backend=backend))
         rec.wait(lambda: len(rec.results) >= 1)
@@ -375,18 +376,18 @@ def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
         takes_device_frames = True
 
         def __init__(self, s: PipelineSettings) -> None:
-            super().__init__(replace(s, device="cpu", threads=1))
-            self._settings = s
+            cpu = build.host_pipeline(replace(s, device="cpu", threads=1))
+            super().__init__(s, cpu.engine, cpu.task)
 
     player = Player(rec.on_result, rec.on_state, rec.on_error)
     real_build = player._build_pipelines
 
-    def build(s: PipelineSettings):  # type: ignore[no-untyped-def]
+    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
         if s.device.startswith("cuda"):
             return TakesDeviceFrames(s), [TakesDeviceFrames(s)]
         return real_build(s)
 
-    monkeypatch.setattr(player, "_build_pipelines", build)
+    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
     cuda = replace(settings, device="cuda:0")
     try:
         player.open(SAMPLE, cuda)
@@ -395,7 +396,9 @@ def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
         assert rec.state.decoder == "cpu"
         player.seek(PERSON_FRAME)
         rec.wait(lambda: rec.last.frame.index == PERSON_FRAME)
-        player.set_model(replace(cuda, conf=0.5, threads=2))  # another GPU engine
+        player.set_model(
+            replace(cuda, params=DetectParams(conf=0.5), threads=2)
+        )  # another GPU engine
         rec.wait(lambda: rec.state.loading_model)
         rec.wait(lambda: not rec.state.loading_model)
         player.step(1)

@@ -19,7 +19,8 @@ from framelens.cli import main
 from framelens.core.errors import Cancelled, ConfigError
 from framelens.core.geometry import Letterbox
 from framelens.core.models.catalog import resolve_model
-from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
+from framelens.core.pipeline import build
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -31,6 +32,7 @@ from framelens.core.precision import (
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
 from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Detections, Frame
@@ -270,7 +272,7 @@ def test_int8_needs_a_source() -> None:
     with pytest.raises(ConfigError, match="calibrate"):
         prepare_variant(SPEC, "int8")
     with pytest.raises(ConfigError, match="calibrat"):
-        FramePipeline(PipelineSettings(model=SPEC, precision="int8"))
+        build.host_pipeline(PipelineSettings(model=SPEC, precision="int8"))
     with pytest.raises(ConfigError, match="frames"):
         prepare_variant(SPEC, "int8", source=SAMPLE, settings=CalibrationSettings(frames=1))
 
@@ -308,16 +310,18 @@ def test_pipeline_runs_the_prepared_variants(
     assert isinstance(frame, Frame)
     v, _ = int8
     for settings in (
-        PipelineSettings(model=v.spec, precision="int8", conf=CONF),
-        PipelineSettings(model=SPEC, precision="fp16", conf=CONF),  # from the cache
+        PipelineSettings(model=v.spec, precision="int8", params=DetectParams(conf=CONF)),
+        PipelineSettings(
+            model=SPEC, precision="fp16", params=DetectParams(conf=CONF)
+        ),  # from the cache
     ):
-        pipeline = FramePipeline(settings)
+        pipeline = build.host_pipeline(settings)
         try:
             result = pipeline.process(frame, draw=False)
         finally:
             pipeline.close()
         assert pipeline.settings.model.path.is_relative_to(cache_root)
-        assert [SPEC.label(int(c)) for c in result.detections.class_ids] == ["person"]
+        assert [SPEC.label(int(c)) for c in result.output.class_ids] == ["person"]
 
 
 def test_cli_run_int8_prints_the_sensitivity_table(

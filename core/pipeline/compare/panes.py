@@ -23,8 +23,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from framelens.core.errors import Cancelled, ConfigError
-from framelens.core.pipeline.frame_pipeline import FramePipeline, PipelineSettings
-from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch, match_frame
+from framelens.core.pipeline import build
+from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.tasks import MATCH_IOU
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch
 from framelens.core.stages.tasks.detect.diff import DetectionDiff, detection_diff
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
 from framelens.core.stages.timing import now_ms
@@ -42,7 +45,6 @@ __all__ = [
 ]
 
 MIN_PANES, MAX_PANES = 2, 4
-MATCH_IOU = 0.5  # the product's one agreement rule (framelens.core.stages.tasks.detect.agreement)
 
 ImageOf = Callable[[FrameResult], Image | None]
 
@@ -103,9 +105,9 @@ class CompareStep:
 
     def difference(self, pane: int) -> DetectionDiff:
         """Detections of ``pane`` and of the reference that the other does not have."""
-        ref = self.panes[self.reference].result.detections
+        ref = self.panes[self.reference].result.output
         p = self.panes[pane]
-        return detection_diff(ref, p.result.detections, p.match)
+        return detection_diff(ref, p.result.output, p.match)
 
 
 def _reference_index(labels: Sequence[str], reference: int | str) -> int:
@@ -132,7 +134,7 @@ def check_panes(panes: Sequence[PaneSpec], reference: int | str = 0) -> int:
 @dataclass
 class _Pane:
     spec: PaneSpec
-    pipeline: FramePipeline
+    pipeline: FrameProcessor
     totals: AgreementTotals = field(default_factory=AgreementTotals)
     warm_size: tuple[int, int] | None = None
 
@@ -159,7 +161,7 @@ class CompareRunner:
         self._panes: list[_Pane] = []
         try:
             for spec in panes:
-                self._panes.append(_Pane(spec, FramePipeline(spec.settings, spinning=False)))
+                self._panes.append(_Pane(spec, build.pane_pipeline(spec.settings)))
         except BaseException:
             self.close()
             raise
@@ -198,10 +200,11 @@ class CompareRunner:
         """Process one frame in every pane; returns per-pane results and agreement."""
         results = [self._run_pane(p, frame, decode_ms) for p in self._panes]
         ref = results[self.reference]
+        ref_task = self._panes[self.reference].pipeline.task
         ref_image = self._image_of(ref)
         out = []
         for pane, result in zip(self._panes, results, strict=True):
-            match = pane.totals.add(match_frame(ref.detections, result.detections, MATCH_IOU))
+            match = pane.totals.add(ref_task.agree(ref.output, result.output))
             image = self._image_of(result)
             metrics = None
             if ref_image is not None and image is not None:
@@ -242,3 +245,21 @@ class CompareRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LockstepWorker:
+    """A CompareRunner as the executor's one worker: each frame through every pane in
+    turn (never side by side, see the module doc), while the executor decodes ahead."""
+
+    def __init__(self, runner: CompareRunner) -> None:
+        self.runner = runner
+
+    def run(self, batch: Sequence[tuple[Frame, float]]) -> list[CompareStep]:
+        return [self.runner.step(frame, decode_ms) for frame, decode_ms in batch]
+
+    def update(self, **changes: object) -> None:
+        for pane in range(len(self.runner.labels)):
+            self.runner.update(pane, **changes)
+
+    def close(self) -> None:
+        self.runner.close()

@@ -122,7 +122,7 @@ class CompareLog:
             t = pane.times
             panes.append(
                 PaneRow(
-                    detections=len(pane.result.detections),
+                    detections=len(pane.result.output),
                     tp=pane.match.tp,
                     fp=pane.match.fp,
                     fn=pane.match.fn,
@@ -161,7 +161,7 @@ class CompareLog:
             "precision_mode": s.precision,
             "backend": s.backend,
             "device": s.device,
-            "conf": s.conf,
+            "conf": s.params.conf,
         }
 
     def summary(self, **meta: Any) -> dict[str, Any]:

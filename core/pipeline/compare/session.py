@@ -15,13 +15,21 @@ from typing import Any
 
 from framelens.core import __version__
 from framelens.core.errors import Cancelled, SourceError
-from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec, check_panes
+from framelens.core.pipeline.compare.panes import (
+    CompareRunner,
+    CompareStep,
+    LockstepWorker,
+    PaneSpec,
+    check_panes,
+)
 from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.pipeline.runner import RunRange, iter_range
+from framelens.core.pipeline.decode_ahead import End, Failed
+from framelens.core.pipeline.execute import Executor
+from framelens.core.pipeline.runner import RunRange, seek_to_start
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
-from framelens.core.stages.sources import open_source
+from framelens.core.stages.sources import Source, open_source
 from tqdm import tqdm
 
 __all__ = ["compare_to_report"]
@@ -98,8 +106,7 @@ def _compare(
                 on_progress(len(log.rows), total)
 
         try:
-            frames = ((frame, decode_ms) for frame, decode_ms, _ in iter_range(source, rng))
-            done = runner.run(frames, on_step, cancel)
+            done = _run_lockstep(source, runner, rng, on_step, cancel)
         finally:
             bar.close()
     if cancel is not None and cancel.is_set():
@@ -109,3 +116,34 @@ def _compare(
     if on_progress is not None:
         on_progress(done, max(done, total))
     return log
+
+
+def _run_lockstep(
+    source: Source,
+    runner: CompareRunner,
+    rng: RunRange,
+    on_step: Callable[[CompareStep], None],
+    cancel: threading.Event | None,
+) -> int:
+    """The range through the panes on the executor (decoding ahead); frames handed to
+    ``on_step`` in order. Raises Cancelled once ``cancel`` is set."""
+    seek_to_start(source, rng)
+    executor = Executor.open(source, [LockstepWorker(runner)], decode_depth=2)
+    done = 0
+    try:
+        while rng.count is None or done < rng.count:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            item = executor.get(0.1)
+            if item is None:
+                continue
+            if isinstance(item, End):
+                break
+            if isinstance(item, Failed):
+                raise item.error
+            on_step(item.value)
+            done += 1
+    finally:
+        executor.close()
+        executor.decoder.stop()
+    return done

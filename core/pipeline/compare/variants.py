@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from framelens.core.errors import ConfigError
 from framelens.core.pipeline.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
-from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.run import prepare_precision
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.precision import PRECISIONS, CalibrationSettings
 
 __all__ = ["PRECISIONS", "parse_precisions", "precision_panes"]

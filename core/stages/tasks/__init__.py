@@ -1,3 +1,33 @@
 """Tasks: what is task-specific (input geometry, output decoding, parameters, overlay,
-agreement, export fields).
-"""
+agreement, export). ``task_for`` picks a model's task."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from framelens.core.errors import ModelError
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.tasks.base import OutputWriter, Task
+from framelens.core.stages.tasks.detect.task import MATCH_IOU, DetectionTask, DetectParams
+
+__all__ = [
+    "MATCH_IOU",
+    "AnyTask",
+    "DetectParams",
+    "DetectionTask",
+    "OutputWriter",
+    "Task",
+    "task_for",
+]
+
+AnyTask = Task[Any, Any, Any]
+
+TASK_KINDS = ("detect", "faces")
+
+
+def task_for(spec: ModelSpec, output_names: Sequence[str] | None = None) -> DetectionTask:
+    """The task of a model (its spec's ``task``); ModelError for a task not built yet."""
+    if spec.task in TASK_KINDS:
+        return DetectionTask(spec, output_names)
+    raise ModelError(f"{spec.name}: FrameLens has no {spec.task!r} task")

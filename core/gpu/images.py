@@ -1,0 +1,78 @@
+"""Frames the GPU pipeline hands out: RGBA8 images in pooled device buffers."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, cast
+
+import cv2
+import numpy as np
+from framelens.core.errors import GpuError
+from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
+from framelens.core.gpu.context import GpuContext
+from framelens.core.types import Image
+
+
+class RgbaDeviceImage:
+    """An RGBA8 frame in a pooled device buffer, made by the display kernel.
+
+    The canvas copies it into its GL pixel buffer (``write_rgba``, the interop
+    protocol); export and snapshots download it (``to_host_bgr``). The buffer goes
+    back to its pool when this object is dropped.
+    """
+
+    __slots__ = ("__weakref__", "_buffer", "_pool", "_ready", "context", "height", "width")
+
+    def __init__(
+        self,
+        buffer: DeviceBuffer,
+        pool: DevicePool,
+        width: int,
+        height: int,
+        context: GpuContext,
+        ready: Any,
+    ) -> None:
+        self._buffer = buffer
+        self._pool = pool
+        self._ready = ready  # event recorded after the display kernel
+        self.width, self.height, self.context = width, height, context
+        weakref.finalize(self, pool.release, buffer)
+
+    def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
+        cuda = cuda_driver()
+        with self.context.active():
+            stream.wait_for_event(self._ready)
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(self._buffer.ptr)
+            copy.src_pitch = self._buffer.pitch
+            copy.set_dst_device(dst_ptr)
+            copy.dst_pitch = dst_pitch
+            copy.width_in_bytes = self.width * 4
+            copy.height = self.height
+            copy(stream)
+        # the buffer's next user (a display kernel) waits for this copy too
+        self._pool.mark_used(self._buffer, stream)
+
+    def to_host_rgba(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        try:
+            return self._download()
+        except Exception as exc:  # a failing device: the run may go on on the CPU
+            raise GpuError(f"downloading a frame failed: {cuda_message(exc)}") from exc
+
+    def _download(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        cuda = cuda_driver()
+        host = np.empty((self.height, self.width, 4), dtype=np.uint8)
+        with self.context.active():
+            self._ready.synchronize()
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(self._buffer.ptr)
+            copy.src_pitch = self._buffer.pitch
+            copy.set_dst_host(host)
+            copy.dst_pitch = self.width * 4
+            copy.width_in_bytes = self.width * 4
+            copy.height = self.height
+            copy(aligned=False)
+        return host
+
+    def to_host_bgr(self) -> Image:
+        return cast(Image, cv2.cvtColor(self.to_host_rgba(), cv2.COLOR_RGBA2BGR))

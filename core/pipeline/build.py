@@ -1,0 +1,295 @@
+"""The one place that turns settings into pipelines.
+
+Everything that decides *how* a run computes lives here and nowhere else:
+- the precision variant, resolved once before anything is constructed (``resolve``);
+- the path: the GPU pipeline (NVDEC, CUDA kernels, device buffers), ONNX Runtime's CUDA
+  provider with host preprocessing when the GPU pipeline cannot run, or the CPU;
+- the engine: ONNX Runtime (CPU or CUDA) or TensorRT, on the pipeline's stream;
+- the task of the model (core/stages/tasks);
+- how many workers, and the source's decoder that suits them (NVDEC for GPU pipelines);
+- what a run goes on with after a GPU failure (``after_gpu_failure``).
+The CLI run, the player, compare panes and the benchmark all build through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from framelens.core.errors import EngineError, FrameLensError, GpuError
+from framelens.core.pipeline.frame_pipeline import FramePipeline
+from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.engines import create_engine
+from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.tasks import task_for
+
+log = logging.getLogger(__name__)
+
+GPU_WORKERS = 2  # two streams, two threads: upload/preprocess of N+1 overlaps inference of N
+DECODE_BUFFERS = 12  # NV12 frames in flight: the decode queue, the workers and one being read
+MAX_CPU_WORKERS = 4
+
+Notify = Callable[[str], None]
+
+
+def resolve(settings: PipelineSettings) -> PipelineSettings:
+    """Settings whose model is the graph of their precision (precision lives in the graph):
+    fp16 loads the cached, or freshly converted, variant; int8 must have been prepared on
+    a source (core.precision.prepare_variant) and its spec passed in, else ConfigError.
+    Call before building; constructors never convert graphs."""
+    if settings.precision == "fp32":
+        return settings
+    from framelens.core.precision import model_for
+
+    return replace(settings, model=model_for(settings.model, settings.precision))
+
+
+def after_gpu_failure(settings: PipelineSettings) -> PipelineSettings:
+    """What a run or playback goes on with after a GPU failure: the CPU, with ONNX
+    Runtime (TensorRT runs on GPUs only)."""
+    return replace(settings, device="cpu", backend="onnxruntime")
+
+
+def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
+    """On the CPU, one single-threaded inference worker per core beats one multi-threaded
+    session (measured: 1.9x a naive loop on 2 cores, against 1.2x); an explicit
+    --threads keeps one worker."""
+    if settings.device != "cpu" or settings.threads is not None:
+        return settings, 1
+    return replace(settings, threads=1), max(1, min(MAX_CPU_WORKERS, os.cpu_count() or 1))
+
+
+def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
+    """Close each, whatever the others do; failures are logged (a broken GPU, say)."""
+    for thing in things:
+        try:
+            thing.close()
+        except Exception as exc:
+            log.warning("closing %r failed: %s", thing, exc)
+
+
+# ---- single pipelines ---------------------------------------------------------------------
+
+
+def host_pipeline(settings: PipelineSettings, *, spinning: bool = True) -> FramePipeline:
+    """A pipeline for host frames: ONNX Runtime on the CPU or on CUDA, or TensorRT, fed
+    host tensors."""
+    settings = resolve(settings)
+    engine = create_engine(
+        settings.model.path,
+        backend=settings.backend,
+        device=settings.device,
+        threads=settings.threads,
+        spinning=spinning,
+        precision=settings.precision,
+        spec=settings.model,
+    )
+    try:
+        return FramePipeline(settings, engine, task_for(settings.model, engine.output_names))
+    except BaseException:
+        engine.close()
+        raise
+
+
+def gpu_pipelines(
+    settings: PipelineSettings,
+    count: int = GPU_WORKERS,
+    *,
+    spinning: bool = True,
+    non_blocking: bool = True,
+) -> list[FrameProcessor]:
+    """``count`` GPU pipelines on their own streams, warmed up; GpuError when the GPU
+    path is unusable (no context, kernels, provider or memory)."""
+    from framelens.core.gpu.context import get_context
+
+    settings = resolve(settings)
+    ctx = get_context(settings.device if settings.device != "auto" else "cuda:0")
+    built: list[FrameProcessor] = []
+    try:
+        for _ in range(count):
+            pipeline = _gpu_pipeline(settings, ctx, spinning, non_blocking)
+            built.append(pipeline)
+            pipeline.warm_up()  # cuDNN's first-run cost while the model loads
+    except BaseException:
+        close_quietly(built)
+        raise
+    return built
+
+
+def _gpu_pipeline(settings: PipelineSettings, ctx: Any, spinning: bool, non_blocking: bool) -> Any:
+    from framelens.core.gpu.buffers import cuda_driver, cuda_message
+    from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
+
+    engine: Any = None
+    try:
+        with ctx.active():
+            # Non-blocking: work others queue on the legacy NULL stream (a decoder, a
+            # library's copies) does not stall this stream; frames arrive through events
+            # (DeviceNV12Frame.ready), so nothing relies on implicit ordering.
+            stream = cuda_driver().Stream(flags=1 if non_blocking else 0)
+        engine = _device_engine(settings, ctx, stream, spinning)
+        task = task_for(settings.model, engine.output_names)
+        return GpuFramePipeline(settings, ctx, stream, engine, task)
+    except BaseException as exc:
+        if engine is not None:
+            engine.close()
+        if isinstance(exc, GpuError) or not isinstance(exc, Exception):
+            raise
+        if isinstance(exc, EngineError):
+            raise GpuError(str(exc)) from exc
+        if isinstance(exc, FrameLensError):
+            raise
+        raise GpuError(f"GPU pipeline: {cuda_message(exc)}") from exc
+
+
+def _device_engine(settings: PipelineSettings, ctx: Any, stream: Any, spinning: bool) -> Any:
+    """The engine that runs on device buffers and ``stream``: TensorRT or ONNX Runtime."""
+    if settings.backend == "tensorrt":
+        from framelens.core.stages.engines.tensorrt import TensorRtEngine
+
+        return TensorRtEngine(
+            settings.model.path, ctx, stream, precision=settings.precision, spec=settings.model
+        )
+    from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
+
+    return OnnxRuntimeCudaEngine(
+        settings.model.path, ctx, stream, threads=settings.threads, spinning=spinning
+    )
+
+
+def gpu_unavailable(settings: PipelineSettings) -> str | None:
+    """Why the GPU pipeline cannot run for these settings, or None."""
+    if not settings.device.startswith("cuda"):
+        return f"device is {settings.device}"
+    try:
+        from framelens.core.gpu.context import get_context
+        from framelens.core.gpu.shared_kernels import kernels_for
+
+        kernels_for(get_context(settings.device))
+    except FrameLensError as exc:
+        return str(exc)
+    return None
+
+
+def pane_pipeline(settings: PipelineSettings) -> FrameProcessor:
+    """One compare pane's pipeline: the path playback would take (the GPU pipeline on a
+    GPU, fed the host frames every pane shares), without spinning threads (panes take
+    turns on the same cores)."""
+    settings = resolve(settings)
+    if settings.device.startswith("cuda") and gpu_unavailable(settings) is None:
+        try:
+            return gpu_pipelines(settings, 1, spinning=False)[0]
+        except GpuError as exc:
+            log.warning("compare pane on %s without the GPU pipeline: %s", settings.device, exc)
+    return host_pipeline(settings, spinning=False)
+
+
+# ---- worker sets: the run path and playback --------------------------------------------
+
+
+@dataclass
+class Workers:
+    """Pipelines for the executor's workers, and how they run (for the user and reports)."""
+
+    pipelines: list[FrameProcessor]
+    path: str  # "gpu pipeline", "host pipeline, cuda inference", "cpu pipeline"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def on_device(self) -> bool:
+        return bool(self.pipelines) and self.pipelines[0].takes_device_frames
+
+    def close(self) -> None:
+        close_quietly(self.pipelines)
+        self.pipelines = []
+
+
+def workers(
+    settings: PipelineSettings,
+    *,
+    extra: int = 0,
+    spinning: bool = True,
+    notify: Notify | None = None,
+    gpu_pipeline: bool = True,
+) -> Workers:
+    """The executor's pipelines for ``settings`` (resolved here), plus ``extra`` more of
+    the same kind (the player's own, for seeks and refreshes).
+
+    On CUDA: the GPU pipeline when it can run, else ONNX Runtime's CUDA provider with
+    host preprocessing, and a note that says why. On the CPU: one single-threaded worker
+    per core. ``gpu_pipeline=False`` skips the GPU pipeline (its source failed).
+    """
+    settings = resolve(settings)  # an INT8 not prepared is one error, whatever the device
+    notes: list[str] = []
+    if settings.device.startswith("cuda"):
+        reason = gpu_unavailable(settings) if gpu_pipeline else "its source failed"
+        if reason is None:
+            try:
+                pipes = gpu_pipelines(settings, GPU_WORKERS + extra, spinning=spinning)
+                return Workers(pipes, "gpu pipeline")
+            except GpuError as exc:
+                reason = str(exc)
+        if gpu_pipeline:
+            note = f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing"
+            notes.append(note)
+            if notify is not None:
+                notify(note)
+        each = [settings] * (GPU_WORKERS + extra)
+        path = "host pipeline, cuda inference"
+    else:
+        worker_settings, count = cpu_workers(settings)
+        each = [settings] * extra + [worker_settings] * count
+        path = "cpu pipeline"
+    built: list[FrameProcessor] = []
+    try:
+        for s in each:
+            built.append(host_pipeline(s, spinning=spinning))
+    except BaseException:
+        close_quietly(built)
+        raise
+    return Workers(built, path, notes)
+
+
+# ---- sources that suit the pipelines -----------------------------------------------------
+
+
+def decodes_on_device(spec: str) -> bool:
+    """True for video files (NVDEC decodes them); cameras, streams, folders decode on the host."""
+    return os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}
+
+
+def source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:
+    """The device whose NVDEC should decode ``spec`` for ``pipeline``; None: the host."""
+    if pipeline is None or not pipeline.takes_device_frames:
+        return None
+    return pipeline.settings.device if decodes_on_device(spec) else None
+
+
+def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str]:
+    """The source of ``spec`` decoded where ``pipeline`` wants its frames, and the name of
+    its decoder: NVDEC into device memory for GPU pipelines and video files (which falls
+    back to PyAV and says why), else on the host. GpuError when no CUDA decoder can be
+    set up at all."""
+    device = source_device(pipeline, spec)
+    if device is None:
+        return open_source(spec), "cpu"
+    from framelens.core.gpu.buffers import cuda_driver, cuda_message
+    from framelens.core.gpu.context import get_context
+    from framelens.core.stages.sources.nvdec import open_gpu_source
+
+    ctx = get_context(device)
+    try:
+        with ctx.active():
+            stream = cuda_driver().Stream()
+    except Exception as exc:
+        raise GpuError(f"CUDA stream: {cuda_message(exc)}") from exc
+    source = open_gpu_source(spec, ctx, stream, pool_size=DECODE_BUFFERS)
+    name = source.decoder_name
+    if source.fallback_reason:
+        name += f" ({source.fallback_reason})"
+    return source, name  # type: ignore[return-value]

@@ -1,0 +1,283 @@
+"""The one executor: decode ahead, inference workers, in-order delivery, seek and cancel.
+
+    Source ──DecodeAhead (thread)──> frames ──N workers (threads), a batch each──> results
+                                                                   └─> get() in decode order
+
+It drives the CLI run (core/pipeline/runner.py), playback (core/pipeline/player.py) and
+comparison (core/pipeline/compare). A worker owns one pipeline (pipelines are not shared
+between threads) or one compare runner; ONNX Runtime and CUDA release the GIL, so the
+workers overlap. A worker takes up to ``batch`` consecutive frames and processes them in
+one call (one engine call). Results are handed out in decode order, tagged with the
+settings version they were made with, so a consumer can redo a result that a threshold
+change made stale; a seek invalidates everything in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, Protocol, TypeVar
+
+from framelens.core.pipeline.decode_ahead import DecodeAhead, End, Failed
+from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.stages.sources import Source
+from framelens.core.stages.timing import now_ms
+from framelens.core.types import Frame, FrameResult, StageTimes
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+Decoded = tuple[Frame, float]  # a frame and its decode time (ms)
+
+
+class Worker(Protocol[T_co]):
+    """What runs on one worker thread: a batch of decoded frames in, one value per frame."""
+
+    def run(self, batch: Sequence[Decoded]) -> Sequence[T_co]: ...
+
+    def update(self, **changes: object) -> None: ...
+
+    def close(self) -> None: ...
+
+
+DrawPolicy = Literal["all", "host", "none"]
+
+
+class PipelineWorker:
+    """A pipeline as an executor worker. ``draw``: overlays on every result (export),
+    on host frames only (playback: device frames are overlaid by the canvas), or none.
+    ``copy``: draw on a copy, keeping the frame clean (playback re-draws it on a change;
+    a run that only exports draws in place)."""
+
+    def __init__(
+        self, pipeline: FrameProcessor, draw: DrawPolicy = "host", *, copy: bool = True
+    ) -> None:
+        self.pipeline = pipeline
+        self.draw = draw
+        self.copy = copy
+
+    def run(self, batch: Sequence[Decoded]) -> list[FrameResult]:
+        frames = [frame for frame, _ in batch]
+        times = [StageTimes(decode=ms) for _, ms in batch]
+        results = self.pipeline.infer_batch(frames, times)
+        if self.draw != "none":
+            for result in results:
+                if self.draw == "all" or result.frame.on_host:
+                    self.pipeline.draw(result, copy=self.copy)
+        return results
+
+    def update(self, **changes: object) -> None:
+        self.pipeline.update(**changes)
+
+    def close(self) -> None:
+        self.pipeline.close()
+
+
+@dataclass(slots=True)
+class Done(Generic[T]):
+    """A frame processed ahead of the consumer; ``version``: the settings it used."""
+
+    value: T
+    frame: Frame
+    start_ms: float  # decode start, for the end-to-end time
+    version: int
+
+
+@dataclass(slots=True)
+class _Taken:
+    frame: Frame
+    decode_ms: float
+    start_ms: float
+
+
+class Executor(Generic[T]):
+    """Worker threads between a decode-ahead thread and one consumer.
+
+    ``depth`` bounds how many frames may be in flight or waiting ahead of the consumer
+    (a paused player holds at most that many). ``open(source, ...)`` makes the decoder
+    too; a player keeps its decoder across model swaps and gives each set of workers an
+    executor of its own. Workers and source are closed only when ``close`` is asked to.
+    """
+
+    @classmethod
+    def open(
+        cls,
+        source: Source,
+        workers: Sequence[Worker[T]],
+        *,
+        batch: int = 1,
+        depth: int | None = None,
+        decode_depth: int = 4,
+    ) -> Executor[T]:
+        """An executor with a decode-ahead thread of its own over ``source``."""
+        decoder = DecodeAhead(source, max(decode_depth, batch))
+        try:
+            return cls(decoder, workers, batch=batch, depth=depth)
+        except BaseException:
+            decoder.close()
+            raise
+
+    def __init__(
+        self,
+        decoder: DecodeAhead,
+        workers: Sequence[Worker[T]],
+        *,
+        batch: int = 1,
+        depth: int | None = None,
+    ) -> None:
+        if not workers:
+            raise ValueError("an Executor needs at least one worker")
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        self._decoder = decoder
+        self._workers = list(workers)
+        self._batch = batch
+        self._depth = depth or 2 * len(workers) * batch
+        self._take = threading.Lock()  # one worker takes the next frames and their numbers
+        self._cond = threading.Condition()  # guards everything below
+        self._generation = 0
+        self._next_seq = 0  # number given to the next item taken
+        self._expected = 0  # number the consumer gets next
+        self._done: dict[int, Done[T] | End | Failed] = {}
+        self._version = 0
+        self._stop = False
+        self._threads = [
+            threading.Thread(target=self._work, args=(w,), name=f"fl-worker-{i}", daemon=True)
+            for i, w in enumerate(self._workers)
+        ]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def source(self) -> Source:
+        return self._decoder.source
+
+    @property
+    def workers(self) -> Sequence[Worker[T]]:
+        return self._workers
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def _ahead(self) -> int:
+        return self._next_seq - self._expected
+
+    # ---- worker threads -----------------------------------------------------------------
+
+    def _work(self, worker: Worker[T]) -> None:
+        while True:
+            with self._cond:
+                while not self._stop and self._ahead() >= self._depth:
+                    self._cond.wait(0.1)
+                if self._stop:
+                    return
+            with self._take:
+                taken, tail = self._take_batch()
+                if not taken and tail is None:
+                    continue
+                with self._cond:
+                    gen, version, first = self._generation, self._version, self._next_seq
+                    self._next_seq += len(taken) + (tail is not None)
+            done = self._run(worker, taken, version)
+            with self._cond:
+                if gen == self._generation:
+                    for i, item in enumerate(done):
+                        self._done[first + i] = item
+                    if tail is not None:
+                        self._done[first + len(taken)] = tail
+                    self._cond.notify_all()
+
+    def _take_batch(self) -> tuple[list[_Taken], End | Failed | None]:
+        """Up to ``batch`` consecutive frames, and the end or failure that cut it short.
+
+        The first frame is waited for briefly; the rest only as long as the decoder keeps
+        up (a live source never holds a frame back to fill a batch).
+        """
+        taken: list[_Taken] = []
+        while len(taken) < self._batch:
+            item = self._decoder.get(0.05 if not taken else 0.005)
+            if item is None:
+                break
+            if isinstance(item, End | Failed):
+                return taken, item
+            frame, decode_ms, start_ms = item
+            taken.append(_Taken(frame, decode_ms, start_ms))
+        return taken, None
+
+    @staticmethod
+    def _run(worker: Worker[T], taken: list[_Taken], version: int) -> list[Done[T] | Failed]:
+        if not taken:
+            return []
+        try:
+            values = worker.run([(t.frame, t.decode_ms) for t in taken])
+        except BaseException as exc:  # handed to the consumer, reported there
+            failed: list[Done[T] | Failed] = [Failed(exc) for _ in taken]
+            return failed
+        return [
+            Done(value, t.frame, t.start_ms, version)
+            for value, t in zip(values, taken, strict=True)
+        ]
+
+    # ---- the consumer ---------------------------------------------------------------------
+
+    def get(self, timeout: float) -> Done[T] | End | Failed | None:
+        """The next item in decode order, or None after ``timeout`` seconds."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._expected in self._done, timeout):
+                return None
+            item = self._done.pop(self._expected)
+            self._expected += 1
+            self._cond.notify_all()
+        if isinstance(item, Done) and isinstance(item.value, FrameResult):
+            item.value.times.e2e = now_ms() - item.start_ms
+        return item
+
+    def update(self, **changes: object) -> None:
+        """Apply parameter/overlay changes to every worker; results made before are stale."""
+        for w in self._workers:
+            w.update(**changes)
+        # after the workers: a frame taken in between is redone, never shown stale
+        with self._cond:
+            self._version += 1
+
+    def seek(self, index: int) -> None:
+        """Reposition the source; nothing processed before is handed out after."""
+        with self._take:
+            self._decoder.seek(index)
+            with self._cond:
+                self._generation += 1
+                self._next_seq = self._expected = 0
+                self._done.clear()
+                self._cond.notify_all()
+
+    def stop_workers(self) -> bool:
+        """Stop the worker threads (each finishes its batch first); the source stays open.
+
+        False when a worker is still busy after the wait (a first GPU run can take long).
+        """
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join(timeout=10)
+        return not any(t.is_alive() for t in self._threads)
+
+    @property
+    def decoder(self) -> DecodeAhead:
+        return self._decoder
+
+    def close(self, *, close_workers: bool = False, close_source: bool = False) -> bool:
+        """Stop the workers; then close the decoder and its source, and the workers'
+        pipelines, if asked (only those whose threads stopped: a busy pipeline is not
+        pulled from under it)."""
+        stopped = self.stop_workers()
+        if close_source:
+            self._decoder.close()
+        with self._cond:
+            self._done.clear()
+        if close_workers and stopped:
+            for w in self._workers:
+                w.close()
+        return stopped

@@ -1,0 +1,317 @@
+"""The player's worker thread: pacing, fetching processed frames, showing them, and the
+executor and source it plays from. ``Player`` (core/pipeline/player.py) adds the public
+commands and model swaps on top."""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import Any, cast
+
+from framelens.core.errors import SourceError
+from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
+from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
+from framelens.core.pipeline.player_state import PlayerState, RateMeter
+from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.pipeline.settings import (
+    PipelineSettings,
+)
+from framelens.core.stages.timing import now_ms
+from framelens.core.types import Detections, Frame, FrameResult, StageTimes
+
+__all__ = ["PlayerCore"]
+
+log = logging.getLogger(__name__)
+
+ResultCallback = Callable[[FrameResult], None]
+StateCallback = Callable[["PlayerState"], None]
+ErrorCallback = Callable[[str], None]
+
+_LATE_RESYNC_S = 0.25  # further behind the clock than this, re-anchor instead of rushing
+_STATE_EVERY_S = 0.5  # while playing, state (with the measured fps) at most this often
+
+
+Command = Callable[[], None]
+
+
+class PlayerCore(ABC):
+    """The state and the worker-thread half of a Player (see core/pipeline/player.py)."""
+
+    def __init__(
+        self,
+        on_result: ResultCallback,
+        on_state: StateCallback,
+        on_error: ErrorCallback,
+        *,
+        decode_ahead: int = 2,
+        spinning: bool = False,
+    ) -> None:
+        self._on_result = on_result
+        self._on_state = on_state
+        self._on_error = on_error
+        self._depth = decode_ahead
+        self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
+        self._commands: queue.Queue[Command | None] = queue.Queue()
+        self._decoder: DecodeAhead | None = None
+        self._spec: str | None = None  # the open source, to reopen it for another decoder
+        self._source_wants: str | None = None  # the device the source decodes for; None: host
+        self._pipeline: FrameProcessor | None = None  # for the player thread's own work
+        self._ahead: Executor[FrameResult] | None = None  # workers processing frames ahead
+        self._workers: list[FrameProcessor] = []  # their pipelines, kept across sources
+        self._settings: PipelineSettings | None = None
+        self._state = PlayerState()
+        self._current: Frame | None = None
+        self._ready: FrameResult | None = None  # processed, waiting for its time
+        self._anchor: tuple[float, float] | None = None  # (wall s, pts s) of the clock
+        self._rate = RateMeter()
+        self._last_state_s = 0.0
+        self._model_token = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="fl-player", daemon=True)
+
+    # ---- commands (any thread) -------------------------------------------------
+
+    @abstractmethod
+    def _fail(self, exc: BaseException) -> None:
+        """Report a failed command (or fall back to the CPU after a GPU failure)."""
+
+    @abstractmethod
+    def _swap(self, pipelines: tuple[FrameProcessor, list[FrameProcessor]], token: int) -> None:
+        """Install pipelines built in the background (unless a newer request came)."""
+
+    def _loop(self) -> None:
+        while True:
+            command = self._next_command()
+            if command is None and self._closed:
+                break
+            try:
+                if command is not None:
+                    command()
+                elif self._state.playing:
+                    self._advance()
+            except BaseException as exc:
+                self._fail(exc)
+        self._shutdown()
+
+    def _next_command(self) -> Command | None:
+        """A command, waiting only as long as playback allows (None: nothing came)."""
+        timeout: float | None = None
+        if self._state.playing:
+            timeout = 0.0 if self._ready is None else max(0.0, self._due(self._ready) - now())
+        try:
+            if timeout is None:
+                return self._commands.get()
+            if timeout <= 0:
+                return self._commands.get_nowait()
+            return self._commands.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _advance(self) -> None:
+        """One step of playback: fetch and process a frame, or show the ready one."""
+        if self._ready is None:
+            result = self._fetch_processed(timeout=0.05)
+            if result is None:
+                return
+            self._ready = result
+            if self._due(result) > now():
+                return  # the loop waits on the command queue until it is due
+        result, self._ready = self._ready, None
+        self._show(result)
+
+    def _due(self, result: FrameResult) -> float:
+        """Wall time at which ``result`` should be shown; 0 when not paced."""
+        if not self._state.realtime:
+            return 0.0
+        pts = float(result.frame.pts)
+        wall = now()
+        if self._anchor is None:
+            self._anchor = (wall, pts)
+        due = self._anchor[0] + (pts - self._anchor[1]) / self._state.speed
+        if wall - due > _LATE_RESYNC_S or due - wall > 2.0:
+            self._anchor = (wall, pts)  # fell behind (slow model) or jumped: restart the clock
+            due = wall
+        return due
+
+    def _fetch_processed(self, timeout: float) -> FrameResult | None:
+        item: Done[FrameResult] | DecodeItem | None
+        if self._ahead is not None:
+            item = self._ahead.get(timeout)
+        elif self._decoder is not None:
+            item = self._decoder.get(timeout)
+        else:
+            return None
+        if item is None:
+            return None
+        if isinstance(item, End):
+            self._publish(status="ended")
+            return None
+        if isinstance(item, Failed):
+            raise item.error
+        if isinstance(item, Done):
+            if self._ahead is not None and item.version == self._ahead.version:
+                return item.value
+            # made before a threshold change: redo it with the current settings
+            res = item.value
+            return self._process(res.frame, res.times.decode, item.start_ms)
+        frame, decode_ms, t0 = item
+        return self._process(frame, decode_ms, t0)
+
+    def _process(
+        self, frame: Frame, decode_ms: float = math.nan, t0: float | None = None
+    ) -> FrameResult:
+        start = now_ms() if t0 is None else t0
+        if self._pipeline is None:  # no model (yet): show the plain frame
+            result = FrameResult(frame, Detections.empty(), StageTimes(decode=decode_ms))
+            result.annotated = frame.image
+        else:
+            result = self._pipeline.process(frame, decode_ms)
+        result.times.e2e = now_ms() - start
+        return result
+
+    def _show(self, result: FrameResult) -> None:
+        self._current = result.frame
+        self._rate.tick()
+        self._on_result(result)
+        changes: dict[str, object] = {"index": result.frame.index}
+        if self._state.playing:
+            changes["fps"] = self._rate.fps
+        wall = now()
+        if not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
+            self._publish(**changes)
+        else:
+            self._state = replace(self._state, **cast(dict[str, Any], changes))
+
+    def _show_next(self, timeout: float = 15.0) -> bool:
+        """Decode, process and show the next frame synchronously; False at the end."""
+        deadline = now() + timeout
+        while now() < deadline and not self._closed:
+            result = self._fetch_processed(timeout=0.1)
+            if result is not None:
+                self._show(result)
+                return True
+            if self._state.status == "ended":
+                return False
+        if self._closed:
+            return False
+        raise SourceError("timed out waiting for a frame from the source")
+
+    def _publish(self, **changes: object) -> None:
+        self._state = replace(self._state, **cast(dict[str, Any], changes))
+        self._last_state_s = now()
+        self._on_state(self._state)
+
+    def _do_play(self) -> None:
+        if self._decoder is None:
+            return
+        if self._state.status == "ended":
+            self._ahead_seek(0)
+            self._ready = None
+        self._anchor = None
+        self._rate.reset()
+        self._publish(status="playing")
+
+    def _do_pause(self) -> None:
+        if self._state.playing:
+            self._publish(status="paused", fps=0.0)
+
+    def _do_step(self, delta: int) -> None:
+        if self._decoder is None:
+            return
+        self._do_pause()
+        if delta < 0 or delta > 1:
+            self._do_seek(max(0, self._state.index + delta))
+        elif self._ready is not None:
+            result, self._ready = self._ready, None
+            self._show(result)
+        elif self._state.status != "ended":
+            self._show_next()
+
+    def _do_seek(self, index: int) -> None:
+        if self._decoder is None:
+            return
+        count = self._state.frame_count
+        if count:
+            index = min(index, count - 1)
+        index = max(0, index)
+        self._ready = None
+        self._anchor = None
+        self._ahead_seek(index)
+        if self._state.status == "ended":
+            self._publish(status="paused")
+        self._show_next()
+
+    def _do_speed(self, speed: float) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self._anchor = None
+        self._publish(speed=float(speed))
+
+    def _do_realtime(self, realtime: bool) -> None:
+        self._anchor = None
+        self._rate.reset()
+        self._publish(realtime=bool(realtime))
+
+    def _ahead_seek(self, index: int) -> None:
+        if self._ahead is not None:
+            self._ahead.seek(index)
+        elif self._decoder is not None:
+            self._decoder.seek(index)
+
+    def _start_workers(self) -> None:
+        if self._decoder is not None and self._workers and self._ahead is None:
+            workers = [PipelineWorker(p, "host") for p in self._workers]
+            batch = self._workers[0].settings.batch
+            self._ahead = Executor(self._decoder, workers, batch=batch)
+
+    def _stop_workers(self) -> bool:
+        """Stop the inference workers; False when one did not stop in time."""
+        if self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            return ahead.close()
+        return True
+
+    def _close_source(self) -> None:
+        self._ready = None
+        self._current = None
+        self._spec = None
+        self._source_wants = None
+        self._stop_workers()
+        if self._decoder is not None:
+            decoder, self._decoder = self._decoder, None
+            decoder.close()
+
+    def _shutdown(self) -> None:
+        while True:  # a model built while closing: its swap never ran, close it here
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(command, partial) and command.func == self._swap:
+                built = command.args[0]
+                for p in [built[0], *built[1]]:
+                    p.close()
+        try:
+            self._close_source()
+        finally:
+            for p in [*([self._pipeline] if self._pipeline else []), *self._workers]:
+                p.close()
+            self._pipeline, self._workers = None, []
+
+
+def _close_decoder(decoder: DecodeAhead, name: str) -> None:
+    try:
+        decoder.close()
+    except Exception as exc:  # a broken GPU's decoder must not stop the switch
+        log.warning("closing the %s decoder failed: %s", name, exc)
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,62 @@
+"""What the player tells its GUI: its state, and the measured playback rate."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from framelens.core.errors import FrameLensError
+from framelens.core.types import SourceInfo
+
+
+@dataclass(frozen=True)
+class PlayerState:
+    """A snapshot of the player, sent on every change and periodically while playing."""
+
+    status: str = "empty"  # "empty" | "paused" | "playing" | "ended"
+    index: int = -1  # source index of the frame last shown, -1 before the first
+    frame_count: int | None = None
+    fps: float = 0.0  # measured rate of results while playing
+    source: SourceInfo | None = None
+    model: str = ""
+    backend: str = ""
+    device: str = ""
+    precision: str = ""
+    speed: float = 1.0
+    realtime: bool = True
+    loading_model: bool = False
+    decoder: str = ""  # what decodes the source: "cpu", "nvdec (PyNvVideoCodec)", ...
+
+    @property
+    def playing(self) -> bool:
+        return self.status == "playing"
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for the user: FrameLensError text as is, anything else named."""
+    if isinstance(exc, FrameLensError):
+        text = str(exc)
+    else:
+        text = f"unexpected error: {type(exc).__name__}: {exc}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+class RateMeter:
+    """Results per second over the last few seconds."""
+
+    def __init__(self, window: int = 60) -> None:
+        self._stamps: deque[float] = deque(maxlen=window)
+
+    def tick(self) -> None:
+        self._stamps.append(time.perf_counter())
+
+    def reset(self) -> None:
+        self._stamps.clear()
+
+    @property
+    def fps(self) -> float:
+        if len(self._stamps) < 2:
+            return 0.0
+        span = self._stamps[-1] - self._stamps[0]
+        return (len(self._stamps) - 1) / span if span > 0 else 0.0

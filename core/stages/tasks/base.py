@@ -1,0 +1,86 @@
+"""What a task is: everything task-specific the pipeline, compare, export and precision need.
+
+A pipeline knows stages (source, preprocess, engine, decode, draw, sink) and nothing of
+what the model computes; the task does. Detection is the first task
+(core/stages/tasks/detect/task.py); super-resolution plugs in the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from framelens.core.geometry import Letterbox
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.stages.sinks.atomic import StrPath
+from framelens.core.types import Image
+
+OutputT = TypeVar("OutputT")
+ParamsT = TypeVar("ParamsT")
+MatchT = TypeVar("MatchT")
+OutputT_contra = TypeVar("OutputT_contra", contravariant=True)
+
+EngineOutputs = Sequence[npt.NDArray[Any]]
+"""A batch's engine outputs, in the model's output order, each with a leading batch dim."""
+
+
+class Task(ABC, Generic[OutputT, ParamsT, MatchT]):
+    """One model's task: decoding a batch, its parameters, overlay, agreement and export.
+
+    ``params`` are the thresholds a user may change while a pipeline runs (the pipeline
+    passes its current ones to every call, so a change applies from the next frame).
+    """
+
+    name: ClassVar[str]
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+
+    @abstractmethod
+    def default_params(self) -> ParamsT:
+        """The parameters a new pipeline starts with."""
+
+    @abstractmethod
+    def decode(
+        self, outputs: EngineOutputs, geometries: Sequence[Letterbox], params: ParamsT
+    ) -> list[OutputT]:
+        """One output per image of the batch, in order (geometry: each image's letterbox)."""
+
+    @abstractmethod
+    def empty(self) -> OutputT:
+        """The output of a frame no model ran on (a video opened before its model)."""
+
+    @abstractmethod
+    def annotate(
+        self, image: Image, output: OutputT, style: OverlayStyle, *, copy: bool = True
+    ) -> Image:
+        """The frame with this task's overlay, drawn by OpenCV (export, snapshots)."""
+
+    @abstractmethod
+    def agree(self, reference: OutputT, output: OutputT) -> MatchT:
+        """How far ``output`` agrees with ``reference`` on one frame (compare, INT8 search)."""
+
+    @abstractmethod
+    def open_writer(self, path: StrPath, meta: Mapping[str, Any]) -> OutputWriter[OutputT]:
+        """A sink for this task's per-frame outputs (detections: .json or .csv), atomic."""
+
+
+class OutputWriter(Protocol[OutputT_contra]):
+    """Writes a task's outputs frame by frame; the file appears on close() only."""
+
+    def add(self, index: int, pts: float, output: OutputT_contra) -> None: ...
+
+    def close(self) -> object: ...
+
+    def abort(self) -> None: ...
+
+
+def stack_batch(tensors: Sequence[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
+    """Single-image (1, C, H, W) tensors as one (N, C, H, W) batch."""
+    if len(tensors) == 1:
+        return tensors[0]
+    return np.concatenate(tensors, axis=0)

@@ -1,0 +1,65 @@
+"""Detection as a task: boxes (and face landmarks) from any of the supported layouts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from framelens.core.geometry import Letterbox
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.draw.opencv import OverlayStyle, annotate
+from framelens.core.stages.sinks.atomic import StrPath
+from framelens.core.stages.sinks.detections import DetectionsWriter
+from framelens.core.stages.tasks.base import EngineOutputs, Task
+from framelens.core.stages.tasks.detect.agreement import FrameMatch, match_frame
+from framelens.core.stages.tasks.detect.decoders import make_decoder
+from framelens.core.types import Detections, Image
+
+MATCH_IOU = 0.5
+"""The product's one agreement rule: a test box matches a reference box of its class at
+IoU >= 0.5 (compare view, CLI compare, INT8 sensitivity search)."""
+
+
+@dataclass(frozen=True)
+class DetectParams:
+    """What a user tunes while a detector runs."""
+
+    conf: float = 0.25  # rows scoring at most this are dropped before NMS
+    iou: float = 0.45  # NMS IoU threshold
+    classes: frozenset[int] | None = None  # class ids kept; None keeps all
+
+
+class DetectionTask(Task[Detections, DetectParams, FrameMatch]):
+    """Object or face detection: YOLOX, YOLOv5, YOLOv8/11, end-to-end NMS exports, YuNet."""
+
+    name: ClassVar[str] = "detect"
+
+    def __init__(self, spec: ModelSpec, output_names: Sequence[str] | None = None) -> None:
+        super().__init__(spec)
+        self._decoder = make_decoder(spec, output_names)
+
+    def default_params(self) -> DetectParams:
+        return DetectParams()
+
+    def decode(
+        self, outputs: EngineOutputs, geometries: Sequence[Letterbox], params: DetectParams
+    ) -> list[Detections]:
+        if len(geometries) != 1:
+            raise ValueError("batched decoding arrives with the batch-N decoders")
+        d = self._decoder(list(outputs), geometries[0], params.conf, params.iou, params.classes)
+        return [d]
+
+    def empty(self) -> Detections:
+        return Detections.empty(with_landmarks=self.spec.layout == "yunet")
+
+    def annotate(
+        self, image: Image, output: Detections, style: OverlayStyle, *, copy: bool = True
+    ) -> Image:
+        return annotate(image, output, self.spec.labels, style, copy=copy)
+
+    def agree(self, reference: Detections, output: Detections) -> FrameMatch:
+        return match_frame(reference, output, MATCH_IOU)
+
+    def open_writer(self, path: StrPath, meta: Mapping[str, Any]) -> DetectionsWriter:
+        return DetectionsWriter(path, meta, self.spec.labels)
