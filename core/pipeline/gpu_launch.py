@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from framelens.core.errors import FrameLensError, GpuError
 from framelens.core.gpu.buffers import cuda_driver, cuda_message
@@ -45,7 +44,7 @@ def decodes_on_device(spec: str) -> bool:
     return os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}
 
 
-def open_gpu_frames(spec: str, settings: PipelineSettings) -> tuple[Any, str]:
+def open_gpu_frames(spec: str, settings: PipelineSettings) -> tuple[Source, str]:
     """A source of frames for the GPU pipelines and the name of its decoder.
 
     Video files decode with NVDEC into device memory (core.gpu.decode, which falls back

@@ -42,7 +42,7 @@ from framelens.core.pipeline.frame_pipeline import (
     with_precision_model,
 )
 from framelens.core.stages.draw.opencv import annotate
-from framelens.core.stages.sources.nvdec import DeviceNV12Frame
+from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Frame, FrameResult, Image, StageTimes
@@ -238,7 +238,7 @@ class GpuFramePipeline:
 
     # ---- one frame ----------------------------------------------------------------------
 
-    def infer(self, frame: Frame | DeviceNV12Frame, times: StageTimes) -> FrameResult:
+    def infer(self, frame: Frame, times: StageTimes) -> FrameResult:
         try:
             return self._infer(frame, times)
         except BaseException as exc:
@@ -254,7 +254,7 @@ class GpuFramePipeline:
             # pycuda's driver errors (out of memory, launch failure)
             raise GpuError(f"frame {frame.index}: {cuda_message(exc)}") from exc
 
-    def _infer(self, frame: Frame | DeviceNV12Frame, times: StageTimes) -> FrameResult:
+    def _infer(self, frame: Frame, times: StageTimes) -> FrameResult:
         s = self._settings
         if os.environ.get(FAULT_ENV) == str(frame.index):
             raise GpuError(f"frame {frame.index}: injected fault ({FAULT_ENV})")
@@ -278,11 +278,12 @@ class GpuFramePipeline:
         t0 = now_ms()
         dets = self._decode([o.host for o in outputs], layout.letterbox, s.conf, s.iou, s.classes)
         times.postprocess = now_ms() - t0
-        return FrameResult(Frame(None, frame.index, frame.pts, device=image), dets, times)
+        result = Frame(None, frame.index, frame.pts, device=image, source_id=frame.source_id)
+        return FrameResult(result, dets, times)
 
     def _convert(
         self,
-        frame: Frame | DeviceNV12Frame,
+        frame: Frame,
         layout: PreprocessLayout,
         model_input: DeviceBuffer,
         rgba: DeviceBuffer,
@@ -356,7 +357,7 @@ class GpuFramePipeline:
         result.times.draw = drawn if math.isnan(result.times.draw) else result.times.draw + drawn
         return result
 
-    def process(self, frame: Frame | DeviceNV12Frame, decode_ms: float = math.nan) -> FrameResult:
+    def process(self, frame: Frame, decode_ms: float = math.nan) -> FrameResult:
         return self.infer(frame, StageTimes(decode=decode_ms))
 
     def close(self) -> None:

@@ -388,7 +388,7 @@ class Player:
                 self._on_error(f"NVDEC not used ({exc}); decoding on the CPU")
             else:
                 self._publish(decoder=name)
-                return cast(Source, source)
+                return source
         source = open_source(spec)
         self._publish(decoder="cpu")
         return source
@@ -440,7 +440,9 @@ class Player:
         if current is not None and not current.on_host:
             # its pixels live in the old pipelines' buffers: keep a host copy first
             try:
-                self._current = Frame(current.image, current.index, current.pts)
+                self._current = Frame(
+                    current.image, current.index, current.pts, source_id=current.source_id
+                )
             except FrameLensError:
                 self._current = None
         self._ready = None
