@@ -26,17 +26,24 @@ class DeviceImage(Protocol):
 
 
 class Frame:
-    """One decoded frame. ``index`` is the source frame index, ``pts`` seconds.
+    """One decoded frame. ``index`` is the source frame index, ``pts`` seconds, and
+    ``source_id`` which source of a run it came from (0 when there is one source).
 
     On the CPU path ``image`` is the host BGR array. On the GPU path the pixels stay
     in device memory (``device``) and ``image`` downloads them on first use, so only
     the sinks that need host pixels (export, snapshot) pay for the copy.
     """
 
-    __slots__ = ("_image", "device", "index", "pts")
+    __slots__ = ("_image", "device", "index", "pts", "source_id")
 
     def __init__(
-        self, image: Image | None, index: int, pts: float, *, device: DeviceImage | None = None
+        self,
+        image: Image | None,
+        index: int,
+        pts: float,
+        *,
+        device: DeviceImage | None = None,
+        source_id: int = 0,
     ) -> None:
         if image is None and device is None:
             raise ValueError("a Frame needs an image or a device image")
@@ -44,6 +51,7 @@ class Frame:
         self.device = device
         self.index = index
         self.pts = pts
+        self.source_id = source_id
 
     @property
     def image(self) -> Image:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import ModelError
-from framelens.core.models.inspect import entry_fields, inspect_model, read_labels
+from framelens.core.models.inspect import inspect_model
+from framelens.core.models.labels import read_labels
+from framelens.core.models.sidecar import entry_fields
 from framelens.core.models.spec import TASK_OF_LAYOUT, ModelSpec
 
 __all__ = ["DEFAULT_MODEL", "load_catalog", "model_sha256", "read_labels", "resolve_model"]

@@ -14,21 +14,7 @@ The output shape is checked against the chosen layout but never decides it alone
 YOLOX and YOLOv5 are both [1, N, 5+C]. A model nothing describes is refused with
 a ModelError that says what was found and what to pass.
 
-Sidecar format (TOML, the keys of a models/catalog.toml entry, all optional)::
-
-    layout = "yolox"             # yolox | yolov5 | yolov8 | end2end | yunet
-    labels = ["cat", "dog"]      # or labels_file = "classes.txt" (next to the sidecar)
-    color_order = "bgr"          # bgr | rgb: channel order the network expects
-    input_scale = 1.0            # 0..255 pixel values are multiplied by this (1/255: 0.0039215686)
-    letterbox = "topleft"        # topleft | center: where the resized image sits
-    pad_value = 114              # grey level of the letterbox padding
-    input_size = [640, 640]      # height, width; only for models with a dynamic input
-    dynamic_input = false        # true: feed the frame's own aspect, padded to stride_multiple
-    stride_multiple = 32
-    task = "detect"              # detect | faces (must agree with the layout)
-    description = "..."
-    licence = "..."
-    origin = "..."
+The sidecar format is described (and validated) in sidecar.py.
 
 Preprocessing defaults when neither sidecar nor metadata say otherwise: YOLOX
 and YuNet BGR 0..255 top-left (YuNet pads with 0, like OpenCV); YOLOv5, YOLOv8
@@ -38,14 +24,14 @@ and end2end follow Ultralytics: RGB, /255, centred, pad 114.
 from __future__ import annotations
 
 import ast
-import json
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import ModelError
+from framelens.core.models.labels import names_from_value, read_labels
+from framelens.core.models.sidecar import PREP_KEYS, read_sidecar
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
 
 Dim = int | str | None  # known size | symbolic name | unknown
@@ -53,8 +39,6 @@ ULTRALYTICS_SCALE = 1.0 / 255.0
 DEFAULT_INPUT = (640, 640)
 YUNET_OUTPUTS = frozenset(f"{h}_{s}" for h in ("cls", "obj", "bbox", "kps") for s in (8, 16, 32))
 
-PREP_KEYS = ("color_order", "input_scale", "letterbox", "pad_value", "stride_multiple")
-"""ModelSpec fields about feeding the network that a sidecar may set."""
 
 # Preprocessing by layout family, used when nothing more specific is known.
 _PREP_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -67,161 +51,6 @@ _ULTRALYTICS_PREP: dict[str, Any] = {
     "letterbox": "center",
     "pad_value": 114,
 }
-
-
-# ---------------------------------------------------------------- labels files
-
-
-def read_labels(path: str | Path) -> tuple[str, ...]:
-    """Class names from a file: one per line, or a JSON list / {id: name} object.
-
-    A Python dict literal such as Ultralytics' ``{0: 'person', ...}`` is accepted
-    too. Blank lines and lines starting with '#' are skipped.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ModelError(f"cannot read labels file {p}: {exc.strerror or exc}") from exc
-    stripped = text.strip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            value: object = json.loads(stripped)
-        except json.JSONDecodeError:
-            try:
-                value = ast.literal_eval(stripped)
-            except (ValueError, SyntaxError) as exc:
-                raise ModelError(f"labels file {p} is neither JSON nor a list: {exc}") from exc
-        labels = names_from_value(value, str(p))
-    else:
-        lines = (line.strip() for line in text.splitlines())
-        labels = tuple(line for line in lines if line and not line.startswith("#"))
-    if not labels:
-        raise ModelError(f"labels file {p} has no labels")
-    return labels
-
-
-def names_from_value(value: object, where: str) -> tuple[str, ...]:
-    """A list of names, or a {0: name, 1: name, ...} mapping with ids 0..n-1."""
-    if isinstance(value, list | tuple):
-        return tuple(str(v) for v in value)
-    if isinstance(value, dict):
-        try:
-            by_id = {int(k): str(v) for k, v in value.items()}
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"{where}: class ids must be integers") from exc
-        if sorted(by_id) != list(range(len(by_id))):
-            raise ModelError(f"{where}: class ids must run 0..{len(by_id) - 1} without gaps")
-        return tuple(by_id[i] for i in range(len(by_id)))
-    raise ModelError(f"{where}: labels must be a list or an {{id: name}} mapping")
-
-
-# ------------------------------------------------------- catalogue/sidecar entries
-
-
-_CHOICES = {
-    "layout": LAYOUTS,
-    "task": tuple(sorted(set(TASK_OF_LAYOUT.values()))),
-    "color_order": ("bgr", "rgb"),
-    "letterbox": ("topleft", "center"),
-}
-_STRINGS = ("description", "licence", "origin")
-ENTRY_KEYS = (
-    *_CHOICES,
-    "labels",
-    "labels_file",
-    "input_scale",
-    "pad_value",
-    "input_size",
-    "dynamic_input",
-    "stride_multiple",
-    *_STRINGS,
-)
-
-
-def entry_fields(entry: Mapping[str, Any], where: str, base_dir: Path) -> dict[str, Any]:
-    """Validate a catalogue entry or sidecar; returns the ModelSpec fields it sets.
-
-    labels_file is read relative to base_dir and returned as ``labels``.
-    """
-    unknown = sorted(set(entry) - set(ENTRY_KEYS))
-    if unknown:
-        raise ModelError(f"{where}: unknown keys {unknown}; known: {', '.join(ENTRY_KEYS)}")
-    out: dict[str, Any] = {}
-
-    def bad(key: str, want: str) -> ModelError:
-        return ModelError(f"{where}: {key} must be {want}, got {entry[key]!r}")
-
-    for key, choices in _CHOICES.items():
-        if key in entry:
-            if entry[key] not in choices:
-                raise bad(key, " or ".join(repr(c) for c in choices))
-            out[key] = entry[key]
-    for key in _STRINGS:
-        if key in entry:
-            if not isinstance(entry[key], str):
-                raise bad(key, "a string")
-            out[key] = entry[key]
-    if "labels" in entry and "labels_file" in entry:
-        raise ModelError(f"{where}: give labels or labels_file, not both")
-    if "labels" in entry:
-        labels = entry["labels"]
-        if (
-            not isinstance(labels, list)
-            or not labels
-            or not all(isinstance(x, str) for x in labels)
-        ):
-            raise bad("labels", "a non-empty list of strings")
-        out["labels"] = tuple(labels)
-    if "labels_file" in entry:
-        if not isinstance(entry["labels_file"], str):
-            raise bad("labels_file", "a file name")
-        out["labels"] = read_labels(base_dir / entry["labels_file"])
-    if "input_scale" in entry:
-        scale = entry["input_scale"]
-        if isinstance(scale, bool) or not isinstance(scale, int | float) or scale <= 0:
-            raise bad("input_scale", "a positive number")
-        out["input_scale"] = float(scale)
-    if "pad_value" in entry:
-        pad = entry["pad_value"]
-        if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad <= 255:
-            raise bad("pad_value", "an integer 0..255")
-        out["pad_value"] = pad
-    if "stride_multiple" in entry:
-        m = entry["stride_multiple"]
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise bad("stride_multiple", "a positive integer")
-        out["stride_multiple"] = m
-    if "dynamic_input" in entry:
-        if not isinstance(entry["dynamic_input"], bool):
-            raise bad("dynamic_input", "true or false")
-        out["dynamic_input"] = entry["dynamic_input"]
-    if "input_size" in entry:
-        size = entry["input_size"]
-        ok = isinstance(size, list) and len(size) == 2
-        if not ok or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size
-        ):
-            raise bad("input_size", "[height, width] in pixels")
-        out["input_size"] = (size[0], size[1])
-    return out
-
-
-def sidecar_path(model: Path) -> Path:
-    return model.with_name(model.name + ".toml")
-
-
-def read_sidecar(model: Path) -> dict[str, Any]:
-    """The fields a ``<model>.onnx.toml`` sets, or {} when there is none."""
-    path = sidecar_path(model)
-    if not path.is_file():
-        return {}
-    try:
-        with path.open("rb") as f:
-            entry = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ModelError(f"cannot read {path.name}: {exc}") from exc
-    return entry_fields(entry, path.name, path.parent)
 
 
 # ------------------------------------------------------------------ the graph

@@ -292,4 +292,4 @@ def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str
     name = source.decoder_name
     if source.fallback_reason:
         name += f" ({source.fallback_reason})"
-    return source, name  # type: ignore[return-value]
+    return source, name

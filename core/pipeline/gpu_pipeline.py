@@ -34,7 +34,7 @@ from framelens.core.gpu.kernels import PreprocessLayout
 from framelens.core.gpu.shared_kernels import kernels_for
 from framelens.core.pipeline.settings import PipelineSettings, with_changes
 from framelens.core.stages.preprocess.cuda import CudaPreprocessor, DeviceFrame
-from framelens.core.stages.sources.nvdec import DeviceNV12Frame
+from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.timing import CudaStageTimer, HostStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
@@ -196,7 +196,7 @@ class GpuFramePipeline:
             decoded = self._task.decode([o.host for o in outputs], geometries, s.params)
         self._host_timer.collect(times_each)
         return [
-            FrameResult(Frame(None, f.index, f.pts, device=image), out, t)
+            FrameResult(Frame(None, f.index, f.pts, device=image, source_id=f.source_id), out, t)
             for f, image, out, t in zip(frames, images, decoded, times_each, strict=True)
         ]
 

@@ -232,7 +232,9 @@ class Player(PlayerCore):
         if current is not None and not current.on_host:
             # its pixels live in the old pipelines' buffers: keep a host copy first
             try:
-                self._current = Frame(current.image, current.index, current.pts)
+                self._current = Frame(
+                    current.image, current.index, current.pts, source_id=current.source_id
+                )
             except FrameLensError:
                 self._current = None
         self._ready = None

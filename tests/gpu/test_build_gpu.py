@@ -17,9 +17,8 @@ from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 
 pytestmark = pytest.mark.gpu
 
-SAMPLE = str(
-    Path(__file__).resolve().parents[2] / "resources" / "samples" / "one-by-one-person-detection.mp4"
-)
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
 
 
 def test_a_compare_pane_on_cuda_runs_the_gpu_pipeline(gpu_ctx: object) -> None:

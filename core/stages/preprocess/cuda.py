@@ -16,7 +16,7 @@ import numpy as np
 from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.kernels import GpuKernels, PreprocessLayout, yuv_matrix
-from framelens.core.stages.sources.nvdec import DeviceNV12Frame
+from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.types import Frame, Image
 
 DeviceFrame = Frame | DeviceNV12Frame

@@ -18,6 +18,8 @@ class Source(Closing, ABC):
     """
 
     info: SourceInfo
+    source_id: int = 0
+    """Stamped on every frame read (``Frame.source_id``): which source of a run it is."""
 
     @abstractmethod
     def read(self) -> Frame | None:

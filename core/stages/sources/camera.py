@@ -70,7 +70,8 @@ class CameraSource(Source):
             raise SourceError(f"camera {self._name} stopped delivering frames (unplugged?)")
         if image.ndim == 2:  # some drivers hand out grey frames
             image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
-        frame = Frame(cast(Image, np.ascontiguousarray(image, dtype=np.uint8)), self._index, pts)
+        pixels = cast(Image, np.ascontiguousarray(image, dtype=np.uint8))
+        frame = Frame(pixels, self._index, pts, source_id=self.source_id)
         self._index += 1
         return frame
 

@@ -395,4 +395,9 @@ class FileSource(PyAVFileReader, Source):
         decoded = self.read_decoded()
         if decoded is None:
             return None
-        return Frame(to_bgr(decoded.item, self.info.uri), decoded.index, decoded.pts)
+        return Frame(
+            to_bgr(decoded.item, self.info.uri),
+            decoded.index,
+            decoded.pts,
+            source_id=self.source_id,
+        )

@@ -81,7 +81,7 @@ class FolderSource(Source):
             interpolation = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
             image = cast(Image, cv2.resize(image, size, interpolation=interpolation))
         self._next += 1
-        return Frame(image, index, index / NOMINAL_FPS)
+        return Frame(image, index, index / NOMINAL_FPS, source_id=self.source_id)
 
     def seek(self, index: int) -> None:
         if self._closed:

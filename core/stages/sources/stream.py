@@ -116,7 +116,8 @@ class StreamSource(Source):
                         f"stream {self._url}: no frame for {self._frame_timeout_s:g} s"
                     )
                 self._cond.wait(deadline - now)
-        return Frame(to_bgr(latest.frame, self._url), latest.index, latest.pts)
+        image = to_bgr(latest.frame, self._url)
+        return Frame(image, latest.index, latest.pts, source_id=self.source_id)
 
     def seek(self, index: int) -> None:
         raise SourceError(f"stream {self._url} is live and cannot seek")
