@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from framelens.core.models.spec import ModelSpec
-from framelens.core.stages.draw.opencv import OverlayStyle, annotate
+from framelens.core.stages.draw.opencv import annotate
+from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.engines import create_engine
 from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.preprocess.cpu import Preprocessor

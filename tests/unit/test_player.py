@@ -13,7 +13,7 @@ import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.frame_pipeline import PipelineSettings
 from framelens.core.pipeline.player import Player, PlayerState
-from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.sources import open_source
 from framelens.core.types import FrameResult
 
