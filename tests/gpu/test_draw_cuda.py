@@ -77,10 +77,7 @@ def _draw_on_device(
     """Upload ``bgr`` as an ``order`` image with padded rows, annotate, read it back as BGR."""
     h, w = bgr.shape[:2]
     channels = len(order)
-    if order.startswith("rgb"):
-        pixels = bgr[:, :, ::-1]
-    else:
-        pixels = bgr
+    pixels = bgr[:, :, ::-1] if order.startswith("rgb") else bgr
     if channels == 4:
         pixels = np.dstack([pixels, np.full((h, w), 255, np.uint8)])
     pitch = w * channels + extra_pitch
