@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import shiboken6
@@ -28,24 +28,28 @@ from framelens.core.gpu.interop import (
     DeviceFrameUploader,
     fallback_path,
 )
-from framelens.core.stages.draw.opencv import (
-    LANDMARK_COLOURS,
+from framelens.core.stages.draw.style import (
+    BGR,
+    DEFAULT_STYLE,
+    Overlay,
     OverlayStyle,
-    class_colour,
-    tag_text,
-    text_colour,
+    Rect,
+    Tag,
+    layout,
 )
 from framelens.core.types import Detections, Image
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
+    QFont,
+    QFontMetricsF,
     QHideEvent,
     QImage,
     QKeyEvent,
     QMouseEvent,
     QPainter,
-    QPen,
+    QPainterPath,
     QWheelEvent,
 )
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
@@ -55,6 +59,89 @@ _BACKGROUND = (0.075, 0.082, 0.098)
 _ZOOM_STEP = 1.15
 _ZOOM_RANGE = (0.1, 64.0)
 _PIXELATED_ABOVE = 3.0  # screen pixels per image pixel: show pixels sharp when zoomed in
+
+
+_FONT_PROBE_PX = 64  # font size at which a font's cap height is measured
+
+
+def _qcolour(bgr: BGR) -> QColor:
+    b, g, r = bgr
+    return QColor(r, g, b)
+
+
+def _paint_text(painter: QPainter, tag: Tag) -> None:
+    """The tag's text fitted into the box Hershey measured for it: baseline at ``origin``,
+    cap height = its height, advance = its width (Qt's font near that size, its outline
+    stretched the rest of the way, filled antialiased)."""
+    tw, th = tag.text_size
+    if tw <= 0 or th <= 0 or not tag.text:
+        return
+    font = QFont(painter.font())
+    font.setPixelSize(_FONT_PROBE_PX)
+    cap = QFontMetricsF(font).capHeight()
+    if cap <= 0:
+        return
+    font.setPixelSize(max(1, round(_FONT_PROBE_PX * th / cap)))
+    metrics = QFontMetricsF(font)
+    advance, cap = metrics.horizontalAdvance(tag.text), metrics.capHeight()
+    if advance <= 0 or cap <= 0:
+        return
+    path = QPainterPath()
+    path.addText(0.0, 0.0, font, tag.text)
+    painter.save()
+    painter.translate(tag.origin[0], tag.origin[1])
+    painter.scale(tw / advance, th / cap)
+    painter.fillPath(path, _qcolour(tag.text_colour))
+    painter.restore()
+
+
+def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
+    """Paint ``overlay`` with ``painter``, whose coordinates are image pixels.
+
+    The shapes are ``framelens.core.stages.draw.style``'s filled rectangles, in its
+    order, so the same pixels get the same colours as in OpenCV's drawing; only the
+    tag text differs (Qt's font fitted into the box of OpenCV's Hershey text).
+    """
+    w, h = overlay.width, overlay.height
+
+    def fill(rect: Rect, colour: QColor) -> None:
+        painter.fillRect(QRectF(rect.x1, rect.y1, rect.width, rect.height), colour)
+
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    for mark in overlay.boxes:
+        colour = _qcolour(mark.colour)
+        if mark.outline:
+            for band in mark.bands(w, h):
+                fill(band, colour)
+        if mark.tag is not None:
+            fill(mark.tag.rect, colour)
+            _paint_text(painter, mark.tag)
+    for dot in overlay.dots:
+        colour = _qcolour(dot.colour)
+        for span in dot.spans(w, h):
+            fill(span, colour)
+    painter.restore()
+
+
+class QPainterAnnotator:
+    """``Annotator`` of QImages: the canvas' overlay painting on an image of its own."""
+
+    def annotate(
+        self,
+        image: QImage,
+        detections: Detections,
+        labels: Sequence[str],
+        style: OverlayStyle = DEFAULT_STYLE,
+    ) -> QImage:
+        """A copy of ``image`` with the overlay painted on, in image pixels."""
+        out = image.copy()
+        overlay = layout(detections, labels, style, out.width(), out.height())
+        if overlay:
+            painter = QPainter(out)
+            paint_overlay(painter, overlay)
+            painter.end()
+        return out
 
 
 def _release_gpu_of(canvas: VideoCanvas) -> Callable[[], None]:
@@ -332,40 +419,19 @@ class VideoCanvas(QOpenGLWidget):
     def _paint_overlay(
         self, dets: Detections, labels: tuple[str, ...], style: OverlayStyle
     ) -> None:
-        """Boxes, tags and landmarks in screen pixels, in annotate()'s colours and words."""
+        """The overlay annotate() draws into host frames, painted in image pixels through
+        the image's place on screen (so at 1:1 it is the same picture, pixel for pixel)."""
         w, h = self._texture_size
         if not len(dets) or w == 0:
             return
+        overlay = layout(dets, labels, style, w, h)
+        if not overlay:
+            return
         r = self.image_rect()
-        sx, sy = r.width() / w, r.height() / h
         painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        metrics = painter.fontMetrics()
-        for i in range(len(dets)):
-            cid = int(dets.class_ids[i])
-            b, g, rr = class_colour(cid)
-            colour = QColor(rr, g, b)
-            x1, y1, x2, y2 = (float(v) for v in dets.boxes[i])
-            box = QRectF(r.left() + x1 * sx, r.top() + y1 * sy, (x2 - x1) * sx, (y2 - y1) * sy)
-            if style.boxes:
-                painter.setPen(QPen(colour, 2))
-                painter.setBrush(Qt.BrushStyle.NoBrush)
-                painter.drawRect(box)
-            if style.labels or style.scores:
-                text = tag_text(cid, float(dets.scores[i]), labels, style)
-                tw, th = metrics.horizontalAdvance(text) + 8, metrics.height() + 2
-                top = box.top() - th if box.top() - th >= r.top() else box.top()
-                tag = QRectF(box.left(), top, tw, th)
-                painter.fillRect(tag, colour)
-                tb, tg, tr = text_colour((b, g, rr))
-                painter.setPen(QColor(tr, tg, tb))
-                painter.drawText(tag, int(Qt.AlignmentFlag.AlignCenter), text)
-            if style.landmarks and dets.landmarks is not None:
-                painter.setPen(Qt.PenStyle.NoPen)
-                for k, (px, py) in enumerate(dets.landmarks[i]):
-                    lb, lg, lr = LANDMARK_COLOURS[k % len(LANDMARK_COLOURS)]
-                    painter.setBrush(QColor(lr, lg, lb))
-                    painter.drawEllipse(QPointF(r.left() + px * sx, r.top() + py * sy), 3, 3)
+        painter.translate(r.left(), r.top())
+        painter.scale(r.width() / w, r.height() / h)
+        paint_overlay(painter, overlay)
         painter.end()
 
     def _paint_placeholder(self) -> None:

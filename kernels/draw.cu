@@ -1,14 +1,17 @@
-// Rectangles drawn in place on packed uint8 frames (3 or 4 channels), for export
-// frames that stay on the GPU. Text stays on the CPU path.
+// Boxes and landmark dots drawn in place on packed uint8 frames (3 or 4 channels), for
+// frames that stay on the GPU. Tag text is drawn by the host painters only.
 //
-// Each rectangle is 8 int32: x1, y1, x2, y2 (inclusive, pixels), colour (bytes
-// c0 c1 c2 c3 in the image's channel order, c0 in the low byte), half, 0, 0.
-// half >= 0 draws an outline band of width 2 * half + 1 centred on the edges
-// (what cv2.rectangle covers for thickness 1 -> half 0, t >= 2 -> (t + 1) / 2,
-// except that cv2 rounds the outer corners and these are square); half < 0 fills.
-// One thread per image pixel walks the rectangles in order and keeps the last
-// one that covers it, so overlaps resolve as on the CPU (later boxes on top)
-// and the result does not depend on scheduling.
+// Each shape is 8 int32: x1, y1, x2, y2, colour (bytes c0 c1 c2 c3 in the image's
+// channel order, c0 in the low byte), half, kind, 0 (framelens/core/gpu/rects.py).
+// Kind 0, a rectangle (x1..x2, y1..y2 inclusive, pixels): half >= 0 draws an outline
+// band of width 2 * half + 1 centred on the edges (what cv2.rectangle covers for
+// thickness 1 -> half 0, t >= 2 -> (t + 1) / 2, except that cv2 rounds the outer
+// corners and these are square, as framelens.core.stages.draw.style draws them);
+// half < 0 fills. Kind 1, a disc: the pixels within half of (x1, y1),
+// dx * dx + dy * dy <= half * half (what cv2.circle(half, FILLED, LINE_8) covers).
+// One thread per image pixel walks the shapes in order and keeps the last one that
+// covers it, so overlaps resolve as on the CPU (later shapes on top) and the result
+// does not depend on scheduling.
 #include "common.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) fl_draw_rects(u8* __restrict__ img, int pitch,
@@ -24,12 +27,19 @@ extern "C" __global__ void __launch_bounds__(256) fl_draw_rects(u8* __restrict__
     for (int i = 0; i < n; ++i) {
         const int4 box = __ldg(r4 + 2 * i);
         const int4 extra = __ldg(r4 + 2 * i + 1);
-        const int half = max(extra.y, 0);
-        const bool outer = x >= box.x - half && x <= box.z + half && y >= box.y - half &&
-                           y <= box.w + half;
-        const bool inner = extra.y >= 0 && x > box.x + half && x < box.z - half &&
-                           y > box.y + half && y < box.w - half;
-        if (outer && !inner) {
+        bool covered;
+        if (extra.z == 1) {
+            const int dx = x - box.x, dy = y - box.y, r = max(extra.y, 0);
+            covered = abs(dx) <= r && abs(dy) <= r && dx * dx + dy * dy <= r * r;
+        } else {
+            const int half = max(extra.y, 0);
+            const bool outer = x >= box.x - half && x <= box.z + half && y >= box.y - half &&
+                               y <= box.w + half;
+            const bool inner = extra.y >= 0 && x > box.x + half && x < box.z - half &&
+                               y > box.y + half && y < box.w - half;
+            covered = outer && !inner;
+        }
+        if (covered) {
             hit = true;
             colour = extra.x;
         }

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from framelens.core.models.spec import ModelSpec
-from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.tasks import DetectParams
 
 TaskParams = DetectParams

@@ -208,7 +208,7 @@ def test_canvas_paints_overlays_over_a_frame_kept_on_the_device(
 ) -> None:
     """GPU frames come without overlays drawn in; the canvas paints them, in annotate()'s
     colours, at the box's place on screen."""
-    from framelens.core.stages.draw.opencv import OverlayStyle, class_colour
+    from framelens.core.stages.draw.style import OverlayStyle, class_colour
     from framelens.core.types import Detections
 
     wait_for_gl(window, qtbot)

@@ -1,14 +1,22 @@
-"""annotate(): what reaches the pixels, and what must not."""
+"""annotate() and the style it draws: what reaches the pixels, and what must not."""
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
-from framelens.core.stages.draw.opencv import (
+from framelens.core.gpu.rects import rect_half_width
+from framelens.core.stages.draw.opencv import OpenCvAnnotator, annotate
+from framelens.core.stages.draw.style import (
     LANDMARK_COLOURS,
+    Annotator,
+    BoxMark,
+    Dot,
     OverlayStyle,
-    annotate,
+    Rect,
     class_colour,
+    layout,
+    outline_half_width,
 )
 from framelens.core.types import Detections
 
@@ -158,3 +166,96 @@ def test_explicit_thickness_is_used() -> None:
     thin = annotate(img, dets, LABELS, OverlayStyle(labels=False, scores=False, thickness=1))
     thick = annotate(img, dets, LABELS, OverlayStyle(labels=False, scores=False, thickness=5))
     assert _changed(img, thick) > 3 * _changed(img, thin)
+
+
+@pytest.mark.parametrize("thickness", [1, 2, 3, 4, 5, 6])
+def test_outline_bands_are_cv2_rectangle_with_square_corners(thickness: int) -> None:
+    """The style's outline covers what cv2.rectangle covers, plus its rounded-off corners."""
+    w, h = 120, 90
+    half = outline_half_width(thickness)
+    assert half == rect_half_width(thickness)  # the CUDA kernel's band
+    for box in (Rect(20, 15, 100, 70), Rect(0, 0, 119, 89), Rect(30, 30, 33, 32)):
+        ours = np.zeros((h, w), np.uint8)
+        for band in BoxMark(box, half, (0, 0, 0), 0, None, True).bands(w, h):
+            ours[band.y1 : band.y2 + 1, band.x1 : band.x2 + 1] = 1
+        ref = np.zeros((h, w), np.uint8)
+        cv2.rectangle(ref, (box.x1, box.y1), (box.x2, box.y2), 1, thickness, cv2.LINE_8)
+        assert not (ref & ~ours).any()  # everything cv2 draws
+        extra = np.argwhere(ours & ~ref)  # and only corner pixels beyond the box
+        for y, x in extra:
+            assert (x < box.x1 or x > box.x2) and (y < box.y1 or y > box.y2)
+
+
+@pytest.mark.parametrize("radius", [1, 2, 3, 4, 5, 8])
+def test_dots_are_cv2_filled_circles(radius: int) -> None:
+    w, h = 40, 30
+    for cx, cy in ((20, 15), (1, 1), (39, 29)):
+        ours = np.zeros((h, w), np.uint8)
+        for span in Dot(cx, cy, radius, (0, 0, 0)).spans(w, h):
+            ours[span.y1 : span.y2 + 1, span.x1 : span.x2 + 1] = 1
+        ref = np.zeros((h, w), np.uint8)
+        cv2.circle(ref, (cx, cy), radius, 1, -1, cv2.LINE_8)
+        assert np.array_equal(ours, ref)
+
+
+def test_layout_places_tags_above_or_inside_and_skips_outside_boxes() -> None:
+    dets = _dets([[40, 60, 200, 180], [10, 0, 100, 50], [400, 300, 500, 400]], [0, 1, 2])
+    overlay = layout(dets, LABELS, OverlayStyle(), 320, 240)
+    assert [m.class_id for m in overlay.boxes] == [0, 1]  # the third is outside
+    above, inside = (m.tag for m in overlay.boxes)
+    assert above is not None and inside is not None
+    assert above.text == "person 0.90" and above.rect.y2 == 59  # just above the box
+    assert inside.rect.y1 == 0 and inside.rect.x1 == 10  # no room above: inside
+    assert above.colour == class_colour(0) and above.text_colour in ((0, 0, 0), (255,) * 3)
+
+
+def test_opencv_annotator_is_an_annotator() -> None:
+    painter: Annotator[np.ndarray] = OpenCvAnnotator()
+    img = _blank()
+    dets = _dets([[40, 60, 200, 180]], [2])
+    assert np.array_equal(painter.annotate(img, dets, LABELS), annotate(img, dets, LABELS))
+
+
+def _emulate_draw_kernel(image: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """kernels/draw.cu's fl_draw_rects in numpy (the last shape covering a pixel wins)."""
+    h, w, channels = image.shape
+    out = image.copy()
+    yy, xx = np.mgrid[0:h, 0:w]
+    for x1, y1, x2, y2, colour, half, kind, _ in rows.tolist():
+        if kind == 1:
+            r = max(half, 0)
+            covered = (xx - x1) ** 2 + (yy - y1) ** 2 <= r * r
+        else:
+            hw = max(half, 0)
+            outer = (xx >= x1 - hw) & (xx <= x2 + hw) & (yy >= y1 - hw) & (yy <= y2 + hw)
+            inner = (xx > x1 + hw) & (xx < x2 - hw) & (yy > y1 + hw) & (yy < y2 - hw)
+            covered = outer & ~(inner if half >= 0 else np.zeros_like(inner))
+        out[covered] = list((colour & 0xFFFFFFFF).to_bytes(4, "little")[:channels])
+    return out
+
+
+@pytest.mark.parametrize("order", ["bgr", "rgba"])
+@pytest.mark.parametrize("thickness", [None, 1, 3])
+def test_cuda_shapes_are_the_opencv_picture(order: str, thickness: int | None) -> None:
+    """What CudaAnnotator hands the kernel draws OpenCV's boxes and dots, pixel for pixel
+    (checked here through a numpy model of the kernel; tests/gpu runs the kernel)."""
+    from framelens.core.stages.draw.cuda import shape_rows
+
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (240, 320, 3), dtype=np.uint8)
+    lms = np.full((4, 5, 2), np.nan, np.float32)
+    lms[3] = [[60, 80], [120, 80], [90, 110], [70, 140], [319.4, 0.2]]
+    dets = _dets(
+        [[40, 60, 200, 180], [0, 0, 90, 50], [250.5, 190.5, 330, 260], [45, 70, 150, 150]],
+        [0, 1, 2, 0],
+        lms,
+    )
+    style = OverlayStyle(labels=False, scores=False, thickness=thickness)
+    ref = annotate(img, dets, LABELS, style)
+    rows = shape_rows(layout(dets, LABELS, style, 320, 240), order)
+    if order == "bgr":
+        got = _emulate_draw_kernel(img, rows)
+    else:
+        rgba = np.dstack([img[:, :, ::-1], np.full((240, 320), 255, np.uint8)])
+        got = _emulate_draw_kernel(rgba, rows)[:, :, 2::-1]
+    assert np.array_equal(got, ref)

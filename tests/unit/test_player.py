@@ -14,7 +14,7 @@ from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams
 from framelens.core.types import FrameResult

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec
-from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.types import Image
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from framelens.core.stages.draw.opencv import auto_font_scale, auto_thickness
+from framelens.core.stages.draw.style import auto_font_scale, auto_thickness
 from framelens.core.stages.tasks.detect.agreement import FrameMatch, match_frame
 from framelens.core.types import Detections, Image
 

@@ -1,0 +1,370 @@
+"""What an overlay looks like, decided once for every painter.
+
+``OverlayStyle`` says what to draw; ``layout`` turns detections into an ``Overlay``:
+integer pixel geometry (inclusive coordinates) and colours for one image size, in
+painting order. The painters only put that on their surface:
+
+* OpenCV (``framelens.core.stages.draw.opencv``): export, snapshots, host frames;
+* QPainter (``framelens.gui.canvas``): the canvas' overlay over frames kept on the GPU;
+* CUDA (``framelens.core.stages.draw.cuda``): boxes and landmark dots straight into a
+  device image. Label text is drawn by the host painters only.
+
+Everything that decides the picture lives here: per-class colour, the tag's text
+("person 0.87"), line thickness and font scale from the image size, where a tag goes
+(above the box, inside when there is no room at the top edge), landmark dots. Tag
+sizes are measured with OpenCV's Hershey font, so every painter fills the same tag
+rectangle; the QPainter fits its own font's glyphs into the measured text box.
+
+Shapes are plain filled rectangles, so all painters colour exactly the same pixels:
+a box outline is the band of width ``2 * half + 1`` centred on the box's edges
+(what ``cv2.rectangle(thickness, LINE_8)`` covers, with square outer corners), a
+landmark is the disc ``dx**2 + dy**2 <= r**2`` (what ``cv2.circle(r, FILLED, LINE_8)``
+covers), drawn as one rectangle a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import cv2
+from framelens.core.types import Detections
+
+BGR = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class OverlayStyle:
+    """What to draw. ``None`` sizes are derived from the frame size."""
+
+    boxes: bool = True
+    labels: bool = True
+    scores: bool = True
+    landmarks: bool = True
+    thickness: int | None = None
+    font_scale: float | None = None
+
+    @property
+    def tagged(self) -> bool:
+        """Whether boxes get a "label score" tag."""
+        return self.labels or self.scores
+
+    @property
+    def anything(self) -> bool:
+        return self.boxes or self.labels or self.scores or self.landmarks
+
+
+DEFAULT_STYLE = OverlayStyle()
+"""The default style (frozen: one shared instance is safe as a default argument)."""
+
+
+# BGR. Neighbouring ids get well separated hues so adjacent classes (person, bicycle,
+# car...) are told apart at a glance; an id always maps to the same colour.
+PALETTE: tuple[BGR, ...] = (
+    (56, 56, 255),
+    (151, 157, 255),
+    (31, 112, 255),
+    (29, 178, 255),
+    (49, 210, 207),
+    (10, 249, 72),
+    (23, 204, 146),
+    (134, 219, 61),
+    (52, 147, 26),
+    (187, 212, 0),
+    (168, 153, 44),
+    (255, 194, 0),
+    (147, 69, 52),
+    (255, 115, 100),
+    (236, 24, 0),
+    (255, 56, 132),
+    (133, 0, 82),
+    (255, 56, 203),
+    (200, 149, 255),
+    (199, 55, 255),
+)
+
+# Eyes, nose, mouth corners: distinct colours show a face's orientation (BGR).
+LANDMARK_COLOURS: tuple[BGR, ...] = (
+    (255, 0, 0),
+    (0, 0, 255),
+    (0, 255, 0),
+    (255, 0, 255),
+    (0, 255, 255),
+)
+
+FONT = cv2.FONT_HERSHEY_SIMPLEX
+"""The font tags are measured (and drawn by OpenCV) in."""
+
+
+def class_colour(class_id: int) -> BGR:
+    """The BGR colour used for ``class_id``."""
+    return PALETTE[class_id % len(PALETTE)]
+
+
+def text_colour(bg: BGR) -> BGR:
+    """Black or white (BGR), whichever reads better on ``bg``."""
+    b, g, r = bg
+    return (0, 0, 0) if 0.114 * b + 0.587 * g + 0.299 * r > 140 else (255, 255, 255)
+
+
+def tag_text(cid: int, score: float, labels: Sequence[str], style: OverlayStyle) -> str:
+    """The "label score" text of a detection, as the overlay shows it."""
+    name = labels[cid] if 0 <= cid < len(labels) else str(cid)
+    if style.labels and style.scores:
+        return f"{name} {score:.2f}"
+    return name if style.labels else f"{score:.2f}"
+
+
+def auto_thickness(width: int, height: int) -> int:
+    """Line width that stays visible without hiding small objects: 2 px at 432p, 4 at 1080p."""
+    return max(1, round(min(width, height) / 240))
+
+
+def auto_font_scale(width: int, height: int) -> float:
+    return max(0.35, min(width, height) / 900)
+
+
+def outline_half_width(thickness: int) -> int:
+    """Half-width of the band cv2.rectangle(thickness, LINE_8) covers: 1 -> 0, t -> (t+1)//2."""
+    return 0 if thickness <= 1 else (thickness + 1) // 2
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Line and text sizes of an overlay on one image size."""
+
+    thickness: int
+    font_scale: float
+    font_thickness: int
+    pad: int  # around a tag's text
+    landmark_radius: int
+
+    @property
+    def half(self) -> int:
+        return outline_half_width(self.thickness)
+
+
+def sizes(style: OverlayStyle, width: int, height: int) -> Sizes:
+    """``style``'s sizes on a ``width`` x ``height`` image (auto ones from the size)."""
+    thick = style.thickness if style.thickness is not None else auto_thickness(width, height)
+    thick = max(1, thick)
+    scale = style.font_scale if style.font_scale is not None else auto_font_scale(width, height)
+    return Sizes(thick, scale, max(1, thick // 2), max(1, thick), max(1, thick))
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    """Pixels x1..x2, y1..y2, both ends included."""
+
+    x1: int
+    y1: int
+    x2: int
+    y2: int
+
+    @property
+    def empty(self) -> bool:
+        return self.x2 < self.x1 or self.y2 < self.y1
+
+    @property
+    def width(self) -> int:
+        return self.x2 - self.x1 + 1
+
+    @property
+    def height(self) -> int:
+        return self.y2 - self.y1 + 1
+
+    def clipped(self, width: int, height: int) -> Rect:
+        return Rect(
+            max(0, self.x1), max(0, self.y1), min(width - 1, self.x2), min(height - 1, self.y2)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A filled background rectangle with a text in it.
+
+    ``origin`` is the left end of the text's baseline; the text's ink spans
+    ``text_size`` (width, height above the baseline) from there, as Hershey measures it.
+    """
+
+    rect: Rect
+    text: str
+    origin: tuple[int, int]
+    text_size: tuple[int, int]
+    colour: BGR
+    text_colour: BGR
+    font_scale: float
+    font_thickness: int
+
+
+@dataclass(frozen=True, slots=True)
+class BoxMark:
+    """A detection's outline (``box`` rounded and clipped, band ``half`` wide) and tag."""
+
+    box: Rect
+    half: int
+    colour: BGR
+    class_id: int
+    tag: Tag | None  # None: no tag (style) - the outline is drawn when ``outline``
+    outline: bool
+
+    def bands(self, width: int, height: int) -> list[Rect]:
+        """The outline as up to four filled rectangles inside a ``width`` x ``height`` image."""
+        b, h = self.box, self.half
+        outer = Rect(b.x1 - h, b.y1 - h, b.x2 + h, b.y2 + h).clipped(width, height)
+        inner = Rect(b.x1 + h + 1, b.y1 + h + 1, b.x2 - h - 1, b.y2 - h - 1)
+        if inner.empty:
+            return [outer]
+        parts = [
+            Rect(outer.x1, outer.y1, outer.x2, inner.y1 - 1),
+            Rect(outer.x1, inner.y2 + 1, outer.x2, outer.y2),
+            Rect(outer.x1, inner.y1, inner.x1 - 1, inner.y2),
+            Rect(inner.x2 + 1, inner.y1, outer.x2, inner.y2),
+        ]
+        return [p for p in parts if not p.empty]
+
+
+@dataclass(frozen=True, slots=True)
+class Dot:
+    """A landmark: the disc of ``radius`` around pixel (x, y)."""
+
+    x: int
+    y: int
+    radius: int
+    colour: BGR
+
+    def spans(self, width: int, height: int) -> list[Rect]:
+        """The disc as one rectangle a row, inside a ``width`` x ``height`` image."""
+        r, out = self.radius, []
+        for dy in range(-r, r + 1):
+            y = self.y + dy
+            if not 0 <= y < height:
+                continue
+            dx = 0
+            while (dx + 1) ** 2 + dy * dy <= r * r:
+                dx += 1
+            span = Rect(self.x - dx, y, self.x + dx, y).clipped(width, height)
+            if not span.empty:
+                out.append(span)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Overlay:
+    """Everything to paint on one ``width`` x ``height`` image, in painting order:
+    each box's outline then its tag, box after box, then the landmark dots."""
+
+    width: int
+    height: int
+    boxes: tuple[BoxMark, ...]
+    dots: tuple[Dot, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.boxes or self.dots)
+
+
+def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
+    """The tag above the box's top-left corner, moved inside so it is never cut."""
+    (tw, th), baseline = cv2.getTextSize(text, FONT, s.font_scale, s.font_thickness)
+    bw, bh = tw + 2 * s.pad, th + baseline + 2 * s.pad
+    top = y - bh if y - bh >= 0 else y  # no room above the box: put it just inside
+    top = max(0, min(top, height - bh))
+    left = max(0, min(x, width - bw))
+    rect = Rect(left, top, min(width - 1, left + bw - 1), min(height - 1, top + bh - 1))
+    return Tag(
+        rect,
+        text,
+        (left + s.pad, top + s.pad + th),
+        (tw, th),
+        colour,
+        text_colour(colour),
+        s.font_scale,
+        s.font_thickness,
+    )
+
+
+def layout(
+    detections: Detections, labels: Sequence[str], style: OverlayStyle, width: int, height: int
+) -> Overlay:
+    """What ``style`` draws of ``detections`` on a ``width`` x ``height`` image.
+
+    Boxes are rounded (half to even) and clipped to the image; boxes wholly outside
+    it, or with NaN corners, are left out.
+    """
+    n = len(detections)
+    if n == 0 or not style.anything or width <= 0 or height <= 0:
+        return Overlay(width, height, (), ())
+    s = sizes(style, width, height)
+    marks: list[BoxMark] = []
+    if style.boxes or style.tagged:
+        # tolist() once: Python floats are far cheaper to index than numpy scalars.
+        boxes = detections.boxes.tolist()
+        scores = detections.scores.tolist()
+        class_ids = detections.class_ids.tolist()
+        for i in range(n):
+            x1f, y1f, x2f, y2f = boxes[i]
+            if not (x2f >= 0 and y2f >= 0 and x1f <= width - 1 and y1f <= height - 1):
+                continue  # entirely outside the frame (or NaN): nothing sensible to draw
+            box = Rect(round(x1f), round(y1f), round(x2f), round(y2f)).clipped(width, height)
+            cid = int(class_ids[i])
+            colour = class_colour(cid)
+            tag = None
+            if style.tagged:
+                text = tag_text(cid, scores[i], labels, style)
+                tag = _tag(text, box.x1, box.y1, colour, s, width, height)
+            marks.append(BoxMark(box, s.half, colour, cid, tag, style.boxes))
+    dots: list[Dot] = []
+    if style.landmarks and detections.landmarks is not None:
+        for face in detections.landmarks.tolist():
+            for k, (px, py) in enumerate(face):
+                if 0 <= px < width and 0 <= py < height:
+                    colour = LANDMARK_COLOURS[k % len(LANDMARK_COLOURS)]
+                    dots.append(Dot(round(px), round(py), s.landmark_radius, colour))
+    return Overlay(width, height, tuple(marks), tuple(dots))
+
+
+ImageT = TypeVar("ImageT")
+
+
+class Annotator(Protocol[ImageT]):
+    """A painter of overlays (supervision's annotators are the model).
+
+    ``annotate`` draws what ``layout(detections, labels, style, w, h)`` describes on
+    ``image`` and returns the image drawn on: a new host array (OpenCV), a QImage
+    (QPainter), or the same device image, drawn on asynchronously (CUDA: boxes and
+    landmarks only, no label text).
+    """
+
+    def annotate(
+        self,
+        image: ImageT,
+        detections: Detections,
+        labels: Sequence[str],
+        style: OverlayStyle = DEFAULT_STYLE,
+    ) -> ImageT: ...
+
+
+__all__ = [
+    "BGR",
+    "DEFAULT_STYLE",
+    "FONT",
+    "LANDMARK_COLOURS",
+    "PALETTE",
+    "Annotator",
+    "BoxMark",
+    "Dot",
+    "Overlay",
+    "OverlayStyle",
+    "Rect",
+    "Sizes",
+    "Tag",
+    "auto_font_scale",
+    "auto_thickness",
+    "class_colour",
+    "layout",
+    "outline_half_width",
+    "sizes",
+    "tag_text",
+    "text_colour",
+]
