@@ -103,11 +103,13 @@ class GpuPipelineBench:
     """The product's GPU run path (decode thread, N GPU pipelines, in-order delivery),
     built once and warmed up, then timed over the same frames as the other loops."""
 
-    def __init__(self, path: str, spec: Any, workers: int, non_blocking: bool = True) -> None:
+    def __init__(
+        self, path: str, spec: Any, workers: int, non_blocking: bool = True, batch: int = 1
+    ) -> None:
         from framelens.core.pipeline import build
         from framelens.core.pipeline.settings import PipelineSettings
 
-        settings = PipelineSettings(spec, device="cuda:0")
+        settings = build.resolve(PipelineSettings(spec, device="cuda:0", batch=batch))
         self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
         self.source, self.decoder = build.open_frames(path, self.pipelines[0])
         self.workers = workers
@@ -174,6 +176,13 @@ def main() -> int:
         blocking = [bench.run(frames) for _ in range(args.repeats)]
     finally:
         bench.close()
+    by_batch: dict[int, list[dict[str, Any]]] = {1: pipes}
+    for batch in (4, 8):  # frames of the one stream batched into one engine call
+        bench = GpuPipelineBench(video, spec, 2, batch=batch)
+        try:
+            by_batch[batch] = [bench.run(frames) for _ in range(args.repeats)]
+        finally:
+            bench.close()
     decodes = [nvdec_fps(video, ctx, frames) for _ in range(args.repeats)]
     engine = [engine_only_fps(spec, ctx, 1000) for _ in range(args.repeats)]
     h, w = spec.input_size
@@ -205,6 +214,7 @@ def main() -> int:
         "stage_ms": best["stage_ms"],
         "pipeline_path": f"gpu pipeline, 2 streams/workers, decoder {decoder_path}",
         "pipeline_fps_by_workers": {w: median_of(r, "fps") for w, r in by_workers.items()},
+        "pipeline_fps_by_batch": {b: median_of(r, "fps") for b, r in by_batch.items()},
         "pipeline_fps_blocking_streams": median_of(blocking, "fps"),
         "decoder": decodes[0]["decoder"],
         "engine_ms_median": round(statistics.median(e["ms_median"] for e in engine), 3),

@@ -91,6 +91,7 @@ class PipelineRunner:
             self.source,
             [PipelineWorker(p, draw, copy=False) for p in self.workers],
             batch=batch,
+            depth=2 * self.queue_size,
             decode_depth=self.queue_size,
         )
         start = time.perf_counter()
