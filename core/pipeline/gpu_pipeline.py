@@ -42,6 +42,7 @@ from framelens.core.pipeline.frame_pipeline import (
     with_precision_model,
 )
 from framelens.core.stages.draw.opencv import annotate
+from framelens.core.stages.engines.base import DeviceEngine
 from framelens.core.stages.sources.nvdec import DeviceNV12Frame
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.stages.timing import now_ms
@@ -158,7 +159,7 @@ class GpuFramePipeline:
         self._rgba: DevicePool | None = None
         self._upload: PinnedPool | None = None
         self._bgr: DevicePool | None = None
-        self.engine: Any = None
+        self.engine: DeviceEngine | None = None
         cuda = cuda_driver()
         try:
             self.kernels = kernels_for(ctx)
@@ -196,6 +197,7 @@ class GpuFramePipeline:
         layout = PreprocessLayout.from_spec(self._settings.model, w, h, self._dtype)
         blank = DevicePool.linear(self.ctx, layout.nbytes, 1, kind="warm-up input")
         try:
+            assert self.engine is not None
             with self.ctx.active():
                 cuda_driver().memset_d8_async(blank.buffers[0].ptr, 0, layout.nbytes, self.stream)
             self.engine.infer_device(blank.buffers[0].ptr, layout.shape, layout.numpy_dtype)
@@ -259,7 +261,7 @@ class GpuFramePipeline:
         if os.environ.get(FAULT_ENV) == str(frame.index):
             raise GpuError(f"frame {frame.index}: injected fault ({FAULT_ENV})")
         layout = self._buffers_for(frame.width, frame.height)
-        assert self._input is not None and self._rgba is not None
+        assert self._input is not None and self._rgba is not None and self.engine is not None
         stream, (e0, e1, e2, e3) = self.stream, self._events
         model_input = self._input.buffers[0]
         with self.ctx.active():
