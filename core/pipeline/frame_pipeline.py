@@ -134,7 +134,7 @@ class FramePipeline:
         with stage(times, "inference"):
             outputs = self.engine.infer(tensor)
         with stage(times, "postprocess"):
-            dets = self._decode(outputs, pre.geometry, s.conf, s.iou, s.classes)
+            dets = self._decode(outputs, [pre.geometry], s.conf, s.iou, s.classes)[0]
         return FrameResult(frame, dets, times)
 
     def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:

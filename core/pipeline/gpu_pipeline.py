@@ -278,7 +278,9 @@ class GpuFramePipeline:
             times.draw = e1.time_till(e2)
             times.inference = e2.time_till(e3)
         t0 = now_ms()
-        dets = self._decode([o.host for o in outputs], layout.letterbox, s.conf, s.iou, s.classes)
+        dets = self._decode(
+            [o.host for o in outputs], [layout.letterbox], s.conf, s.iou, s.classes
+        )[0]
         times.postprocess = now_ms() - t0
         return FrameResult(Frame(None, frame.index, frame.pts, device=image), dets, times)
 

@@ -333,7 +333,7 @@ class _Trials:
         dets = []
         for tensor, geometry in zip(frames.tensors, frames.geometries, strict=True):
             out = self.session.run(self.output_names, {self.input_name: tensor, **gates})
-            dets.append(self.decode(out, geometry, conf, iou, None))
+            dets.append(self.decode(out, [geometry], conf, iou, None)[0])
         return dets
 
 
@@ -498,7 +498,7 @@ def search_and_write(
     final_name = final.get_inputs()[0].name
     decode = make_decoder(spec, [o.name for o in final.get_outputs()])
     dets = [
-        decode(final.run(None, {final_name: t}), g, conf, settings.nms_iou, None)
+        decode(final.run(None, {final_name: t}), [g], conf, settings.nms_iou, None)[0]
         for t, g in zip(frames.tensors, frames.geometries, strict=True)
     ]
     final_f1 = agreement(reference, dets).f1
