@@ -194,6 +194,7 @@ def make_batch_dynamic(model: Any, name: str = "model") -> tuple[Any, tuple[str,
             )
         _set_batch(output)
     del graph.value_info[:]  # shapes inferred for batch 1: stale
+    _sort_nodes(graph, name)
 
     constants = _constant_shapes(out)
     init_names = {i.name for i in graph.initializer}
@@ -252,6 +253,31 @@ def make_batch_dynamic(model: Any, name: str = "model") -> tuple[Any, tuple[str,
             f"{name}: the batch-dynamic graph is not valid: {_one_line(exc)}"
         ) from None
     return out, tuple(rewritten)
+
+
+def _sort_nodes(graph: Any, name: str) -> None:
+    """Order the nodes topologically (stable), as onnx.checker and shape inference need:
+    converters append nodes where they like (the FP16 converter's input Casts at the
+    end), which ONNX Runtime accepts and the checker does not."""
+    available = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    available.add("")  # an omitted optional input
+    pending = list(graph.node)
+    ordered: list[Any] = []
+    while pending:
+        ready = [n for n in pending if all(i in available for i in n.input)]
+        if not ready:
+            raise ModelError(f"{name}: the graph has a cycle or an input no node makes")
+        ready_ids = {id(n) for n in ready}
+        pending = [n for n in pending if id(n) not in ready_ids]
+        for node in ready:
+            ordered.append(node)
+            available.update(node.output)
+    if [id(n) for n in ordered] != [id(n) for n in graph.node]:
+        copies = [type(n)() for n in ordered]
+        for copy, node in zip(copies, ordered, strict=True):
+            copy.CopyFrom(node)
+        del graph.node[:]
+        graph.node.extend(copies)
 
 
 def _drop_unused_initializers(model: Any) -> None:
