@@ -36,6 +36,9 @@ def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> No
     p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "tensorrt"])
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    p.add_argument(
+        "--batch", type=int, default=1, metavar="N", help="frames per engine call (default 1)"
+    )
     p.add_argument("--conf", type=float, default=0.25, help="confidence threshold")
     p.add_argument("--iou", type=float, default=0.45, help="NMS IoU threshold")
     p.add_argument("--classes", default=None, help="comma-separated class names to keep")
@@ -124,6 +127,8 @@ def _settings(args: argparse.Namespace) -> Any:
         raise ConfigError(f"--task {args.task} contradicts model {spec.name} ({spec.task})")
     if not 0.0 <= args.conf <= 1.0 or not 0.0 <= args.iou <= 1.0:
         raise ConfigError("--conf and --iou must be between 0 and 1")
+    if not 1 <= args.batch <= 64:
+        raise ConfigError("--batch must be between 1 and 64")
     return PipelineSettings(
         model=spec,
         params=DetectParams(args.conf, args.iou, _class_ids(args.classes, spec.labels)),
@@ -131,6 +136,7 @@ def _settings(args: argparse.Namespace) -> Any:
         device=resolve_device(args.device),
         precision=args.precision,
         threads=args.threads,
+        batch=args.batch,
     )
 
 

@@ -62,7 +62,7 @@ def naive_loop(
             start = time.perf_counter()
         tensor, geometry = letterbox(image, spec)
         outputs = session.run(None, {name: tensor})
-        detections += len(decode(outputs, geometry, conf, iou, None))
+        detections += len(decode(outputs, [geometry], conf, iou, None)[0])
         done += 1
     wall = time.perf_counter() - start
     cap.release()

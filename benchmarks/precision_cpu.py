@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     dets: dict[str, list[Detections]] = {p: [] for p in PRECISIONS}
     for tensor, geometry in zip(tensors, geometries, strict=True):
         for p, engine in engines.items():
-            dets[p].append(decode(engine.infer(tensor), geometry, CONF, 0.45, None))
+            dets[p].append(decode(engine.infer(tensor), [geometry], CONF, 0.45, None)[0])
     agreement: dict[str, Any] = {}
     for p in PRECISIONS[1:]:
         totals = AgreementTotals()

@@ -25,6 +25,7 @@ from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import create_engine
+from framelens.core.stages.engines.base import DeviceEngine
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.tasks import task_for
 
@@ -41,12 +42,19 @@ def resolve(settings: PipelineSettings) -> PipelineSettings:
     """Settings whose model is the graph of their precision (precision lives in the graph):
     fp16 loads the cached, or freshly converted, variant; int8 must have been prepared on
     a source (core.precision.prepare_variant) and its spec passed in, else ConfigError.
+    For ``batch`` > 1, a graph fixed at batch 1 is rewritten to a dynamic batch (cached).
     Call before building; constructors never convert graphs."""
-    if settings.precision == "fp32":
-        return settings
-    from framelens.core.precision import model_for
+    if settings.precision != "fp32":
+        from framelens.core.precision import model_for
 
-    return replace(settings, model=model_for(settings.model, settings.precision))
+        settings = replace(settings, model=model_for(settings.model, settings.precision))
+    if settings.batch > 1:
+        # a fixed batch-1 graph (YOLOX-Nano) gets its batch-N variant, cached; a graph
+        # with a batch dimension (YuNet) comes back as it is
+        from framelens.core.precision import batch_variant
+
+        settings = replace(settings, model=batch_variant(settings.model))
+    return settings
 
 
 def after_gpu_failure(settings: PipelineSettings) -> PipelineSettings:
@@ -88,6 +96,7 @@ def host_pipeline(settings: PipelineSettings, *, spinning: bool = True) -> Frame
         spinning=spinning,
         precision=settings.precision,
         spec=settings.model,
+        max_batch=settings.batch,
     )
     try:
         return FramePipeline(settings, engine, task_for(settings.model, engine.output_names))
@@ -147,13 +156,20 @@ def _gpu_pipeline(settings: PipelineSettings, ctx: Any, spinning: bool, non_bloc
         raise GpuError(f"GPU pipeline: {cuda_message(exc)}") from exc
 
 
-def _device_engine(settings: PipelineSettings, ctx: Any, stream: Any, spinning: bool) -> Any:
+def _device_engine(
+    settings: PipelineSettings, ctx: Any, stream: Any, spinning: bool
+) -> DeviceEngine:
     """The engine that runs on device buffers and ``stream``: TensorRT or ONNX Runtime."""
     if settings.backend == "tensorrt":
         from framelens.core.stages.engines.tensorrt import TensorRtEngine
 
         return TensorRtEngine(
-            settings.model.path, ctx, stream, precision=settings.precision, spec=settings.model
+            settings.model.path,
+            ctx,
+            stream,
+            precision=settings.precision,
+            spec=settings.model,
+            max_batch=settings.batch,
         )
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 

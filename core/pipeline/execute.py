@@ -109,11 +109,12 @@ class Executor(Generic[T]):
         batch: int = 1,
         depth: int | None = None,
         decode_depth: int = 4,
+        limit: int | None = None,
     ) -> Executor[T]:
         """An executor with a decode-ahead thread of its own over ``source``."""
         decoder = DecodeAhead(source, max(decode_depth, batch))
         try:
-            return cls(decoder, workers, batch=batch, depth=depth)
+            return cls(decoder, workers, batch=batch, depth=depth, limit=limit)
         except BaseException:
             decoder.close()
             raise
@@ -125,6 +126,7 @@ class Executor(Generic[T]):
         *,
         batch: int = 1,
         depth: int | None = None,
+        limit: int | None = None,
     ) -> None:
         if not workers:
             raise ValueError("an Executor needs at least one worker")
@@ -134,6 +136,9 @@ class Executor(Generic[T]):
         self._workers = list(workers)
         self._batch = batch
         self._depth = depth or 2 * len(workers) * batch
+        # frames to take in all (a run's range): none is decoded into work beyond it, so
+        # no worker holds buffers for results nobody will take
+        self._limit = limit
         self._take = threading.Lock()  # one worker takes the next frames and their numbers
         self._cond = threading.Condition()  # guards everything below
         self._generation = 0
@@ -196,7 +201,13 @@ class Executor(Generic[T]):
         up (a live source never holds a frame back to fill a batch).
         """
         taken: list[_Taken] = []
-        while len(taken) < self._batch:
+        want = self._batch
+        if self._limit is not None:
+            with self._cond:
+                want = min(want, self._limit - self._next_seq)
+            if want <= 0:
+                return taken, End()
+        while len(taken) < want:
             item = self._decoder.get(0.05 if not taken else 0.005)
             if item is None:
                 break
@@ -259,6 +270,9 @@ class Executor(Generic[T]):
         """
         with self._cond:
             self._stop = True
+            # results nobody will take: their buffers go back now, so a worker waiting
+            # for one (a GPU pipeline's display frames) finishes its batch
+            self._done.clear()
             self._cond.notify_all()
         for t in self._threads:
             t.join(timeout=10)

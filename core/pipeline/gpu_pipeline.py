@@ -33,6 +33,7 @@ from framelens.core.gpu.images import RgbaDeviceImage
 from framelens.core.gpu.kernels import PreprocessLayout
 from framelens.core.gpu.shared_kernels import kernels_for
 from framelens.core.pipeline.settings import PipelineSettings, with_changes
+from framelens.core.stages.engines.base import DeviceEngine
 from framelens.core.stages.preprocess.cuda import CudaPreprocessor, DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
@@ -59,14 +60,14 @@ class GpuFramePipeline:
         settings: PipelineSettings,
         ctx: GpuContext,
         stream: Any,
-        engine: Any,
+        engine: DeviceEngine,
         task: AnyTask,
     ) -> None:
         self._settings = settings
         self._lock = threading.Lock()
         self.ctx = ctx
         self.stream = stream
-        self.engine = engine
+        self.engine: DeviceEngine | None = engine
         self._task = task
         self._layout: PreprocessLayout | None = None
         self._input: DevicePool | None = None
@@ -97,6 +98,7 @@ class GpuFramePipeline:
         process), which belongs to loading the model, not to the first frame."""
         h, w = self._settings.model.input_size
         layout = PreprocessLayout.from_spec(self._settings.model, w, h, self._dtype)
+        assert self.engine is not None, "warm_up() on a closed pipeline"
         n = self._settings.batch
         blank = DevicePool.linear(self.ctx, layout.nbytes * n, 1, kind="warm-up input")
         try:
@@ -169,6 +171,8 @@ class GpuFramePipeline:
         self, frames: Sequence[DeviceFrame], times_each: Sequence[StageTimes]
     ) -> list[FrameResult]:
         s = self._settings
+        if self.engine is None:
+            raise GpuError("the GPU pipeline is closed")
         if len(frames) > s.batch:
             raise GpuError(f"a batch of {len(frames)} frames; the pipeline takes {s.batch}")
         for frame in frames:

@@ -91,8 +91,8 @@ class PipelineRunner:
             self.source,
             [PipelineWorker(p, draw, copy=False) for p in self.workers],
             batch=batch,
-            depth=2 * self.queue_size,
             decode_depth=self.queue_size,
+            limit=rng.count,
         )
         start = time.perf_counter()
         try:

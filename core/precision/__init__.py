@@ -8,6 +8,9 @@ ONNX Runtime runs on the CPU (and TensorRT builds as a strongly typed network):
 * int8: a Q/DQ graph calibrated on frames of the user's own source, with a per-layer
   sensitivity analysis and mixed precision (see int8.py and report.py).
 
+Besides precision, ``batch_variant`` (batch.py) rewrites a batch-1 graph, of any
+precision, to take a batch of N frames in one call; cached the same way.
+
 ``prepare_variant`` returns a cached variant or builds one; entries live under the
 user cache directory (or $FRAMELENS_CACHE_DIR), keyed by the model's hash, the
 calibration frames and the settings, and appear complete or not at all.
@@ -27,6 +30,7 @@ from framelens.core.cache import MODEL_FILE, digest, read_entry, staging, varian
 from framelens.core.errors import Cancelled, ConfigError
 from framelens.core.models.catalog import model_sha256
 from framelens.core.models.spec import ModelSpec
+from framelens.core.precision.batch import BatchVariant, batch_variant, prepare_batch_variant
 from framelens.core.precision.calibration import (
     CalibrationFrames,
     read_calibration_frames,
@@ -46,6 +50,7 @@ from framelens.core.precision.report import LayerSensitivity, SearchStep, Sensit
 
 __all__ = [
     "PRECISIONS",
+    "BatchVariant",
     "CalibrationFrames",
     "CalibrationSettings",
     "Cancelled",
@@ -53,8 +58,10 @@ __all__ = [
     "SearchStep",
     "SensitivityReport",
     "VariantInfo",
+    "batch_variant",
     "cached_variant",
     "model_for",
+    "prepare_batch_variant",
     "prepare_variant",
     "read_calibration_frames",
     "spread_indices",

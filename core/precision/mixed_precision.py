@@ -106,7 +106,7 @@ def search_and_write(
     final_name = final.get_inputs()[0].name
     decode = make_decoder(spec, [o.name for o in final.get_outputs()])
     dets = [
-        decode(final.run(None, {final_name: t}), g, conf, settings.nms_iou, None)
+        decode(final.run(None, {final_name: t}), [g], conf, settings.nms_iou, None)[0]
         for t, g in zip(frames.tensors, frames.geometries, strict=True)
     ]
     final_f1 = agreement(reference, dets).f1

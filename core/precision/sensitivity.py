@@ -99,7 +99,7 @@ class Trials:
         dets = []
         for tensor, geometry in zip(frames.tensors, frames.geometries, strict=True):
             out = self.session.run(self.output_names, {self.input_name: tensor, **gates})
-            dets.append(self.decode(out, geometry, conf, iou, None))
+            dets.append(self.decode(out, [geometry], conf, iou, None)[0])
         return dets
 
 

@@ -211,8 +211,8 @@ def test_fp16_graph_takes_fp16_input(
             raw = float(np.abs(got.host.astype(np.float32) - want).max())
             # fp16 arithmetic moves raw outputs (tensor cores, fp16 accumulation): what
             # must hold is that the detections are those of the fp32 model
-            ours = decode([got.host.astype(np.float32)], prep.geometry, 0.3, 0.45, None)
-            ref = decode([want], prep.geometry, 0.3, 0.45, None)
+            ours = decode([got.host.astype(np.float32)], [prep.geometry], 0.3, 0.45, None)[0]
+            ref = decode([want], [prep.geometry], 0.3, 0.45, None)[0]
             match = totals.add_frame(ref, ours)
             worst_score = max(worst_score, *match.score_diffs, 0.0)
             print(f"fp16 on cuda, frame {index}: raw max |diff| {raw:.3g}, {match}")

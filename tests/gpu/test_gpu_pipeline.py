@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.nvdec import open_gpu_source
+from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections, StageTimes
 
@@ -35,9 +37,10 @@ def detections_by_frame(
 
     got: dict[int, Detections] = {}
     settings = PipelineSettings(
-        resolve_model(DEFAULT_MODEL), device=device, conf=0.3, backend=backend
+        resolve_model(DEFAULT_MODEL), device=device, params=DetectParams(conf=0.3), backend=backend
     )
-    source, pipelines, path = run.open_pipelines(SAMPLE, settings, [])
+    source, workers = run.open_pipelines(SAMPLE, settings, [])
+    pipelines = workers.pipelines
     runner = run.PipelineRunner(
         source,
         pipelines[0],
@@ -48,11 +51,10 @@ def detections_by_frame(
     try:
         runner.run(run.RunRange(start, frames))
     finally:
-        for p in pipelines:
-            p.close()
+        workers.close()
         source.close()
     if device.startswith("cuda"):
-        assert path.startswith("gpu pipeline"), path
+        assert workers.path.startswith("gpu pipeline"), workers.path
     return got
 
 
@@ -132,10 +134,11 @@ def test_stage_times_come_from_cuda_events(gpu_ctx: GpuContext) -> None:
             assert frame is not None
             result = pipeline.infer(frame, StageTimes(decode=1.0))
         t = result.times
-        for name in ("preprocess", "inference", "postprocess", "draw"):
+        for name in ("preprocess", "inference", "postprocess", "display"):
             value = getattr(t, name)
             assert 0 < value < 1000, (name, value)
         assert t.preprocess < t.inference  # a 1-pass kernel against a network
+        assert math.isnan(t.draw)  # overlays are drawn by the canvas, not into the frame
     finally:
         pipeline.close()
         source.close()

@@ -23,6 +23,7 @@ from framelens.core.pipeline.gpu_pipeline import FAULT_ENV
 from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections, FrameResult, StageTimes
 
@@ -99,7 +100,9 @@ def cpu_detections(settings: PipelineSettings, frames: int) -> dict[int, Detecti
 def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_gpu_fault(
     gpu_ctx: GpuContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0", conf=0.3)
+    settings = PipelineSettings(
+        resolve_model(DEFAULT_MODEL), device="cuda:0", params=DetectParams(conf=0.3)
+    )
     shown = Shown()
     player = Player(shown.on_result, shown.on_state, shown.on_error)
     try:
@@ -121,7 +124,7 @@ def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_g
         cpu = cpu_detections(settings, PLAYED + 1)
         totals = AgreementTotals()
         for index in range(PLAYED + 1):
-            totals.add_frame(cpu[index], shown.output[index])
+            totals.add_frame(cpu[index], shown.detections[index])
         print(f"player on cuda:0, NVDEC, {PLAYED + 1} frames: {totals.as_dict()}")
         assert sum(len(d) for d in cpu.values()) > 50
         assert totals.f1 >= 0.99

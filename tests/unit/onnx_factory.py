@@ -90,3 +90,61 @@ def ultralytics_metadata(
 def yolov5_repo_metadata(names: Sequence[str]) -> dict[str, str]:
     """The YOLOv5 repository's export.py writes only these two keys."""
     return {"stride": "32", "names": str(dict(enumerate(names)))}
+
+
+def batched_model(
+    path: Path,
+    outputs: Mapping[str, npt.NDArray[np.float32]],
+    deltas: Mapping[str, npt.NDArray[np.float32]],
+    *,
+    input_name: str = "images",
+    input_shape: Dims = ("batch", 3, 320, 320),
+    metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """A model whose outputs depend on each image of the batch: for image i,
+    ``output[i] = value[0] + mean(image i) * delta[0]``.
+
+    ``outputs`` and ``deltas`` hold (1, ...) arrays of one shape per output; outputs are
+    declared ("batch", ...). Different frames thus give different (but known) boxes and
+    scores, and a batch must give each frame what it gives alone.
+    """
+    nodes = [
+        # One mean per image: (N, 1, 1, 1), then flat (N,) to reshape per output rank.
+        helper.make_node("ReduceMean", [input_name], ["image_mean"], axes=[1, 2, 3], keepdims=1),
+        helper.make_node("Reshape", ["image_mean", "flat_shape"], ["mean_flat"]),
+    ]
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "flat_shape")]
+    graph_outputs = []
+    for name, value in outputs.items():
+        value = np.asarray(value, dtype=np.float32)
+        delta = np.asarray(deltas[name], dtype=np.float32)
+        if value.shape != delta.shape or value.shape[0] != 1:
+            raise ValueError(f"{name}: value and delta must both be (1, ...), one shape")
+        rank = value.ndim
+        inits += [
+            numpy_helper.from_array(value, f"{name}_value"),
+            numpy_helper.from_array(delta, f"{name}_delta"),
+            numpy_helper.from_array(np.array([-1] + [1] * (rank - 1), np.int64), f"{name}_rs"),
+        ]
+        nodes += [
+            helper.make_node("Reshape", ["mean_flat", f"{name}_rs"], [f"{name}_mean"]),
+            helper.make_node("Mul", [f"{name}_mean", f"{name}_delta"], [f"{name}_shift"]),
+            helper.make_node("Add", [f"{name}_value", f"{name}_shift"], [name]),
+        ]
+        dims = ["batch", *value.shape[1:]]
+        graph_outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, dims))
+    graph = helper.make_graph(
+        nodes,
+        "framelens_batch_test",
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, list(input_shape))],
+        graph_outputs,
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    for key, text in (metadata or {}).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, text
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path

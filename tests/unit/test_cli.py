@@ -134,3 +134,22 @@ def test_doctor_reports_every_stage_and_why_the_gpu_path_cannot_run() -> None:
     gpu = report["GPU pipeline (cuda:0)"]
     assert gpu == "usable" or gpu.startswith("not usable (")
     assert report["libx264"] == "yes"  # the encoder fallback is always there
+
+
+def test_run_in_batches_of_four_writes_what_batch_one_writes(tmp_path: Path) -> None:
+    """--batch 4: four frames per engine call (the bundled YOLOX-Nano gets its batch
+    variant); the detections file is the same as frame by frame, frame for frame."""
+    outputs = {}
+    for batch in (1, 4):
+        out = tmp_path / f"b{batch}.json"
+        args = ["run", SAMPLE, "--start", "296", "--frames", "18", "--quiet"]
+        assert main([*args, "--batch", str(batch), "--detections", str(out)]) == 0
+        outputs[batch] = json.loads(out.read_text())["frames"]
+    one, four = outputs[1], outputs[4]
+    assert [f["index"] for f in four] == [f["index"] for f in one] == list(range(296, 314))
+    assert sum(len(f["detections"]) for f in one) > 0
+    for a, b in zip(one, four, strict=True):
+        assert [d["label"] for d in a["detections"]] == [d["label"] for d in b["detections"]]
+        for da, db in zip(a["detections"], b["detections"], strict=True):
+            assert all(abs(x - y) <= 0.02 for x, y in zip(da["box"], db["box"], strict=True))
+            assert abs(da["score"] - db["score"]) <= 1e-3

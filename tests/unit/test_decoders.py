@@ -62,7 +62,7 @@ def run(spec: ModelSpec, conf: float = CONF, classes: frozenset[int] | None = No
     with OnnxRuntimeEngine(spec.path, threads=1) as engine:
         outputs = engine.infer(pre(image))
         decode = make_decoder(spec, engine.output_names)
-    return decode(outputs, pre.geometry, conf, IOU, classes)
+    return decode(outputs, [pre.geometry], conf, IOU, classes)[0]
 
 
 def assert_found(dets: Detections, expected: list[tuple[tuple[int, ...], int, float]]) -> None:
@@ -236,14 +236,14 @@ def test_yunet_decode(yunet_like: tuple[ModelSpec, list[Face]]) -> None:
     with OnnxRuntimeEngine(spec.path) as engine:
         outputs = engine.infer(pre(image))
     decode = make_decoder(spec)  # output names read from the file
-    dets = decode(outputs, pre.geometry, 0.5, 0.3, None)
+    dets = decode(outputs, [pre.geometry], 0.5, 0.3, None)[0]
     kept = [faces[0], faces[2]]
     np.testing.assert_allclose(dets.boxes, [f[0] for f in kept], atol=1e-3)
     np.testing.assert_allclose(dets.scores, [f[2] for f in kept], rtol=1e-5)
     assert dets.landmarks is not None and dets.landmarks.shape == (2, 5, 2)
     np.testing.assert_allclose(dets.landmarks, [f[1] for f in kept], atol=1e-3)
     assert dets.class_ids.tolist() == [0, 0]
-    none = decode(outputs, pre.geometry, 0.5, 0.3, frozenset({1}))
+    none = decode(outputs, [pre.geometry], 0.5, 0.3, frozenset({1}))[0]
     assert none.landmarks is not None and none.landmarks.shape == (0, 5, 2)
 
 

@@ -109,7 +109,7 @@ def test_yolox_finds_the_person(frames: dict[int, Image]) -> None:
     with create_engine(spec.path, threads=2) as engine:
         outputs = engine.infer(pre(image))
     decode = make_decoder(spec)
-    dets = decode(outputs, pre.geometry, 0.25, 0.45, None)
+    dets = decode(outputs, [pre.geometry], 0.25, 0.45, None)[0]
     people = dets.select(dets.class_ids == spec.labels.index("person"))
     assert len(people) >= 1 and people.scores[0] > 0.5
     x1, y1, x2, y2 = people.boxes[0]
@@ -117,8 +117,8 @@ def test_yolox_finds_the_person(frames: dict[int, Image]) -> None:
     assert 0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h
     assert (y2 - y1) > 0.6 * h and 1.5 < (y2 - y1) / (x2 - x1) < 4
     # The class filter keeps only what was asked for.
-    assert len(decode(outputs, pre.geometry, 0.25, 0.45, frozenset({2}))) == 0
-    assert len(decode(outputs, pre.geometry, 0.25, 0.45, frozenset({0}))) == len(people)
+    assert len(decode(outputs, [pre.geometry], 0.25, 0.45, frozenset({2}))[0]) == 0
+    assert len(decode(outputs, [pre.geometry], 0.25, 0.45, frozenset({0}))[0]) == len(people)
 
 
 def test_yunet_matches_opencv(frames: dict[int, Image]) -> None:
@@ -130,7 +130,7 @@ def test_yunet_matches_opencv(frames: dict[int, Image]) -> None:
     pre = Preprocessor(spec, w, h)
     with create_engine(spec.path) as engine:
         decode = make_decoder(spec, engine.output_names)
-        dets = decode(engine.infer(pre(image)), pre.geometry, 0.5, 0.3, None)
+        dets = decode(engine.infer(pre(image)), [pre.geometry], 0.5, 0.3, None)[0]
     ref = cv2.FaceDetectorYN.create(str(spec.path), "", (w, h), 0.5, 0.3, 5000)
     _, faces = ref.detect(image)
     assert faces is not None and len(dets) == len(faces) >= 1
@@ -148,7 +148,7 @@ def test_yunet_default_size_is_well_formed(frames: dict[int, Image]) -> None:
     pre = Preprocessor(spec, image.shape[1], image.shape[0])
     assert (pre.input_h, pre.input_w) == (384, 640)
     with create_engine(spec.path) as engine:
-        dets = make_decoder(spec)(engine.infer(pre(image)), pre.geometry, 0.3, 0.3, None)
+        dets = make_decoder(spec)(engine.infer(pre(image)), [pre.geometry], 0.3, 0.3, None)[0]
     assert dets.landmarks is not None and dets.landmarks.shape == (len(dets), 5, 2)
     assert len(dets) >= 1 and set(dets.class_ids.tolist()) == {0}
 

@@ -73,7 +73,7 @@ def detect(path: Path, frames: tuple[Tensors, list[Letterbox]]) -> list[Detectio
     decode = make_decoder(SPEC)
     with OnnxRuntimeEngine(path, spinning=False) as engine:
         return [
-            decode(engine.infer(t), g, CONF, 0.45, None)
+            decode(engine.infer(t), [g], CONF, 0.45, None)[0]
             for t, g in zip(frames[0], frames[1], strict=True)
         ]
 

@@ -72,6 +72,61 @@ def test_unsupported_inputs_are_one_line_model_errors() -> None:
     assert unknown.accepts((1, 3, 1080, 1920)) and unknown.accepts((1, 3, 32, 32))
 
 
+def test_a_dynamic_batch_is_built_for_1_to_max_batch_optimised_for_max_batch(
+    tmp_path: Path,
+) -> None:
+    from framelens.core.precision.batch import batch_variant
+
+    spec = batch_variant(resolve_model("yolox-nano"), cache_dir=tmp_path)
+    _, shape = onnx_input_shape(spec.path)
+    assert shape == (None, 3, 416, 416)
+    for max_batch in (1, 3, 8):
+        shapes = shape_range(shape, spec, max_batch)
+        assert shapes.min == (1, 3, 416, 416)
+        assert shapes.opt == shapes.max == (max_batch, 3, 416, 416)
+        assert shapes.batches == (1, max_batch)
+        assert shapes.static == (max_batch == 1)
+        assert all(shapes.accepts((n, 3, 416, 416)) for n in range(1, max_batch + 1))
+        assert not shapes.accepts((max_batch + 1, 3, 416, 416))
+        assert not shapes.accepts((0, 3, 416, 416))
+        assert not shapes.accepts((max_batch, 3, 416, 448))  # the size stays fixed
+    assert shape_range(shape, spec).max == (1, 3, 416, 416)  # default: batch 1
+
+
+def test_dynamic_batch_and_size_together() -> None:
+    spec = resolve_model("yunet")
+    _, shape = onnx_input_shape(spec.path)
+    assert shape[0] is None  # YuNet's batch is dynamic too
+    shapes = shape_range(shape, spec, max_batch=4)
+    assert shapes.min[:2] == (1, 3) and shapes.opt == (4, 3, *spec.input_size)
+    assert shapes.max[0] == 4 and shapes.batches == (1, 4)
+    for w, h in [(1920, 1080), (640, 480), (33, 17)]:
+        ih, iw = input_size_for(spec, w, h)
+        assert all(shapes.accepts((n, 3, ih, iw)) for n in (1, 2, 4))
+        assert not shapes.accepts((5, 3, ih, iw))
+
+
+def test_a_fixed_batch_is_built_only_for_that_batch() -> None:
+    shapes = shape_range((4, 3, 416, 416), max_batch=4)  # a graph exported at batch 4
+    assert shapes.static and shapes.batches == (4, 4)
+    assert not shapes.accepts((1, 3, 416, 416))
+    spec = resolve_model("yolox-nano")
+    _, shape = onnx_input_shape(spec.path)
+    with pytest.raises(ModelError, match="fixed batch 1, the pipeline runs batch 8") as err:
+        shape_range(shape, spec, max_batch=8)
+    assert "\n" not in str(err.value) and "core.precision.batch" in str(err.value)
+    with pytest.raises(ModelError, match="at least 1"):
+        shape_range((None, 3, 416, 416), max_batch=0)
+
+
+def test_plans_for_other_batch_ranges_are_other_plans() -> None:
+    shape = (None, 3, 416, 416)
+    keys = {plan_key("a" * 64, "10.13.0", H200, shape_range(shape, None, b)) for b in (1, 2, 8)}
+    assert len(keys) == 3
+    again = plan_key("a" * 64, "10.13.0", H200, shape_range(shape, None, 8))
+    assert again in keys
+
+
 def test_a_plan_is_reused_only_for_the_same_graph_tensorrt_gpu_and_shapes() -> None:
     shapes = ShapeRange((1, 3, 416, 416), (1, 3, 416, 416), (1, 3, 416, 416))
     key = plan_key("a" * 64, "10.13.0", H200, shapes)

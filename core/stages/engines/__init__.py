@@ -6,9 +6,9 @@ import os
 
 from framelens.core.errors import EngineError
 from framelens.core.models.spec import ModelSpec
-from framelens.core.stages.engines.base import Engine
+from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, Engine
 
-__all__ = ["BACKENDS", "Engine", "create_engine"]
+__all__ = ["BACKENDS", "DeviceEngine", "DeviceOutput", "Engine", "create_engine"]
 
 BACKENDS = ("onnxruntime", "tensorrt")
 
@@ -22,11 +22,14 @@ def create_engine(
     spinning: bool = True,
     precision: str = "fp32",
     spec: ModelSpec | None = None,
+    max_batch: int = 1,
 ) -> Engine:
     """An Engine for an ONNX file; raises ModelError or EngineError with one line.
 
     ``precision`` (the graph's) and ``spec`` (shape ranges of dynamic models) matter to
-    TensorRT only, which builds an engine from the graph (core.engines.tensorrt_engine).
+    TensorRT only, which builds an engine from the graph (core.engines.tensorrt_engine);
+    so does ``max_batch``, the largest batch TensorRT builds a batch-dynamic graph for
+    (ONNX Runtime runs any batch such a graph takes).
     """
     if backend == "onnxruntime":
         from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
@@ -44,5 +47,5 @@ def create_engine(
         from framelens.core.gpu.context import get_context
 
         ctx = get_context(device)
-        return TensorRtEngine(model_path, ctx, precision=precision, spec=spec)
+        return TensorRtEngine(model_path, ctx, precision=precision, spec=spec, max_batch=max_batch)
     raise EngineError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")

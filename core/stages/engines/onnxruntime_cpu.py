@@ -134,7 +134,13 @@ class OnnxRuntimeEngine(Engine):
     def infer(self, tensor: npt.NDArray[np.float32]) -> list[npt.NDArray[Any]]:
         if self._session is None:
             raise EngineError("the engine is closed")
-        try:
+        if tensor.ndim != len(self.input_shape):
+            raise EngineError(
+                f"input of shape {tuple(tensor.shape)} does not fit the model's "
+                f"{len(self.input_shape)}-d input"
+            )
+        self.check_batch(int(tensor.shape[0]))
+        try:  # the whole batch in one run
             outputs = self._session.run(self.output_names, {self.input_name: tensor})
         except Exception as exc:
             raise EngineError(f"inference failed: {ort_message(exc)}") from exc

@@ -11,9 +11,13 @@ ONNX Runtime uses the CUDA runtime API, i.e. the device's primary context: the b
 handed in must be allocated in it, which is what ``framelens.core.gpu.context`` gives
 every GPU component. Every call here makes that context current.
 
-Outputs with a fully static shape are bound once to device buffers of our own; outputs
-with a dynamic dimension are allocated by ONNX Runtime on the device at each run and
-staged through page-locked buffers that grow when needed. ``DeviceOutput.host`` and
+A batch of N frames is one ``run_with_iobinding``: the input's shape[0] is N. Outputs
+with a fully static shape are bound once to device buffers of our own; outputs whose
+only dynamic dimension is the input's batch dimension (a batch variant's, see
+core.precision.batch) are bound at each run to device buffers of our own that grow to
+the largest batch seen; outputs with other dynamic dimensions are allocated by ONNX
+Runtime on the device at each run. All are staged through page-locked buffers that grow
+when needed. ``DeviceOutput.host`` and
 ``.ptr`` stay valid until the next ``infer_device`` call (like ``Preprocessor``'s tensor):
 copy what you keep.
 """
@@ -22,7 +26,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,7 +33,17 @@ import numpy.typing as npt
 from framelens.core.errors import EngineError
 from framelens.core.gpu.buffers import DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
+from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine, ort_message
+
+__all__ = [
+    "DeviceBinding",
+    "DeviceOutput",
+    "OnnxRuntimeCudaEngine",
+    "OutputBuffers",
+    "check_input_dtype",
+    "ort_dtype",
+]
 
 # ONNX tensor type (as ORT names it) -> numpy dtype.
 ORT_DTYPES: dict[str, type[np.generic]] = {
@@ -53,21 +66,6 @@ def ort_dtype(type_name: str) -> np.dtype[Any]:
         raise EngineError(f"tensors of type {type_name} are not supported here") from None
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceOutput:
-    """One model output after ``infer_device``: on the device and on the host.
-
-    ``ptr`` is the device pointer, ``host`` a page-locked numpy view of the same values;
-    both valid until the next ``infer_device``.
-    """
-
-    name: str
-    ptr: int
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-    host: npt.NDArray[Any]
-
-
 def check_input_dtype(model: np.dtype[Any], given: npt.DTypeLike) -> None:
     """EngineError (one line) when a device input's dtype is not the model's."""
     if np.dtype(given) != model:
@@ -77,14 +75,30 @@ def check_input_dtype(model: np.dtype[Any], given: npt.DTypeLike) -> None:
 
 
 class OutputBuffers:
-    """One output's buffers: static ones (our device + host buffers, bound once) or
-    dynamic ones (ORT allocates on the device; TensorRT: grown by ``device_ptr``)."""
+    """One output's buffers: static ones (our device + host buffers, bound once),
+    batch ones (only the leading batch dim is dynamic: our device buffer, grown to the
+    batch and bound at each run) or dynamic ones (ORT allocates on the device;
+    TensorRT: grown by ``device_ptr``)."""
 
-    def __init__(self, name: str, shape: tuple[int | None, ...], dtype: np.dtype[Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        shape: tuple[int | None, ...],
+        dtype: np.dtype[Any],
+        *,
+        batched: bool = False,
+    ) -> None:
         self.name = name
         self.dtype = dtype
         self.static_shape: tuple[int, ...] | None = (
             tuple(d for d in shape if d is not None) if None not in shape else None
+        )
+        # batched: dim 0 is the input's (dynamic) batch dim; per_item the dims after it,
+        # when those are all static
+        self.per_item: tuple[int, ...] | None = (
+            tuple(d for d in shape[1:] if d is not None)
+            if batched and len(shape) >= 1 and shape[0] is None and None not in shape[1:]
+            else None
         )
         self.device: DevicePool | None = None
         self.pinned: PinnedPool | None = None  # one flat buffer, regrown for dynamic outputs
@@ -161,10 +175,19 @@ class DeviceBinding:
         try:
             with ctx.active():
                 self._io = session.io_binding()
+                batch_symbol = inp.shape[0] if inp.shape and isinstance(inp.shape[0], str) else None
                 for out in session.get_outputs():
                     shape = tuple(d if isinstance(d, int) else None for d in out.shape)
                     dtype = ort_dtype(str(out.type))
-                    self._outputs.append(OutputBuffers(str(out.name), shape, dtype))
+                    # the output's dim 0 is the batch when it is the input's batch symbol
+                    batched = (
+                        batch_symbol is not None
+                        and bool(out.shape)
+                        and (out.shape[0] == batch_symbol)
+                    )
+                    self._outputs.append(
+                        OutputBuffers(str(out.name), shape, dtype, batched=batched)
+                    )
                 for output in self._outputs:
                     self._bind_output(output)
                 self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
@@ -218,13 +241,9 @@ class DeviceBinding:
                     int(input_ptr),
                 )
                 self._values = []
-                for output in self._outputs:
-                    if output.static_shape is None:
-                        # Unbound again each run: IOBinding would otherwise hand the last
-                        # run's value (and shape) back to ORT as a preallocated output.
-                        self._io.bind_output(output.name, self._device_type, self._device_id)
-                self._session.run_with_iobinding(self._io)
-                results = self._copy_out()
+                bound = self._bind_batch_outputs(shape[0])
+                self._session.run_with_iobinding(self._io)  # the whole batch: one run
+                results = self._copy_out(bound)
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
                     stream.wait_for_event(self._done)
@@ -235,8 +254,40 @@ class DeviceBinding:
             raise EngineError(f"inference failed: {ort_message(exc)}") from exc
         return results
 
+    def _bind_batch_outputs(self, n: int) -> dict[int, tuple[tuple[int, ...], int]]:
+        """Bind every output that is not static for this run: batch outputs to our device
+        buffer grown to ``n`` items, the others to ORT's allocator. Returns the shape and
+        pointer of each output bound to our buffers here, by output index."""
+        bound: dict[int, tuple[tuple[int, ...], int]] = {}
+        for i, output in enumerate(self._outputs):
+            if output.static_shape is not None:
+                continue
+            if output.per_item is not None:
+                shape = (n, *output.per_item)
+                nbytes = int(np.prod(shape)) * output.dtype.itemsize
+                ptr = output.device_ptr(self._ctx, nbytes)
+                self._io.bind_output(
+                    output.name,
+                    self._device_type,
+                    self._device_id,
+                    output.dtype.type,
+                    list(shape),
+                    ptr,
+                )
+                bound[i] = (shape, ptr)
+            else:
+                # Unbound again each run: IOBinding would otherwise hand the last
+                # run's value (and shape) back to ORT as a preallocated output.
+                self._io.bind_output(output.name, self._device_type, self._device_id)
+        return bound
+
     def _check_input(self, shape: Sequence[int], dtype: npt.DTypeLike) -> tuple[int, ...]:
         got = tuple(int(d) for d in shape)
+        fixed = self.input_shape[0] if self.input_shape else None
+        if got and fixed is not None and got[0] != fixed:
+            raise batch_error(fixed, got[0])
+        if got and got[0] < 1:
+            raise EngineError(f"a batch holds at least one frame, got {got[0]}")
         if len(got) != len(self.input_shape) or any(
             want is not None and want != d for want, d in zip(self.input_shape, got, strict=True)
         ):
@@ -245,13 +296,16 @@ class DeviceBinding:
         check_input_dtype(self.input_dtype, dtype)
         return got
 
-    def _copy_out(self) -> list[DeviceOutput]:
-        """Queue device-to-host copies of every output on our stream (synchronised later)."""
+    def _copy_out(self, bound: Mapping[int, tuple[tuple[int, ...], int]]) -> list[DeviceOutput]:
+        """Queue device-to-host copies of every output on our stream (synchronised later).
+        ``bound``: the outputs bound to our batch buffers this run (``_bind_batch_outputs``)."""
         values: list[Any] | None = None
         results = []
         for i, output in enumerate(self._outputs):
             if output.static_shape is not None and output.device is not None:
                 shape, ptr = output.static_shape, output.device.buffers[0].ptr
+            elif i in bound:
+                shape, ptr = bound[i]
             else:
                 if values is None:
                     values = self._values = list(self._io.get_outputs())
@@ -273,7 +327,7 @@ class DeviceBinding:
         self._outputs = []
 
 
-class OnnxRuntimeCudaEngine(OnnxRuntimeEngine):
+class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
     """ONNX Runtime on CUDA device ``ctx.index``, running on ``stream``, fed device buffers.
 
     ``cuda_options``: more CUDA provider options (``cudnn_conv_algo_search``, ...).
@@ -326,14 +380,8 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine):
         input_dtype: npt.DTypeLike,
         stream: Any = None,
     ) -> list[DeviceOutput]:
-        """Run on the (1, 3, H, W) tensor at device pointer ``input_ptr``.
-
-        ``input_dtype`` must be the model's (``input_dtype``). ``stream``: where the
-        input was written, if not the engine's stream; the engine waits for it there
-        and that stream then waits for the outputs. Returns the outputs in
-        ``output_names`` order once their host copies are complete. EngineError (one
-        line) on failure.
-        """
+        """Run once on the (N, 3, H, W) batch at device pointer ``input_ptr``; see
+        ``DeviceEngine.infer_device``."""
         if self._binding is None:
             raise EngineError("the engine is closed")
         return self._binding.run(input_ptr, input_shape, input_dtype, stream)

@@ -8,9 +8,13 @@ TensorRT before 10 is refused with a message.
 
 A plan is cached under ``<cache root>/tensorrt/<key>/`` (core.precision.cache: written
 whole or not at all), keyed by the graph's SHA-256, the TensorRT version, the GPU and its
-compute capability and the input shape range; a timing cache per GPU and TensorRT version
-makes rebuilds of other graphs faster. The first build of a model takes tens of seconds;
-every later start deserializes the plan.
+compute capability and the input shape range (the batch range included); a timing cache
+per GPU and TensorRT version makes rebuilds of other graphs faster. The first build of a
+model takes tens of seconds; every later start deserializes the plan.
+
+Batches: a graph with a dynamic batch dimension (core.precision.batch makes one of a
+batch-1 graph) is built for batches 1..``max_batch``, optimised for ``max_batch`` (what the
+pipeline asks for); a fixed-batch graph is built for its one batch.
 
 Like ``OnnxRuntimeCudaEngine``, ``infer_device(ptr, shape, dtype)`` reads the input from
 a device buffer in the primary context (core.gpu.context) and returns each output on the
@@ -39,12 +43,8 @@ from framelens.core.gpu.buffers import cuda_driver, cuda_message
 from framelens.core.gpu.context import DeviceProperties, GpuContext
 from framelens.core.models.catalog import model_sha256
 from framelens.core.models.spec import ModelSpec
-from framelens.core.stages.engines.base import Engine
-from framelens.core.stages.engines.onnxruntime_cuda import (
-    DeviceOutput,
-    OutputBuffers,
-    check_input_dtype,
-)
+from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
+from framelens.core.stages.engines.onnxruntime_cuda import OutputBuffers, check_input_dtype
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def tensorrt_unavailable() -> str | None:
 @dataclass(frozen=True, slots=True)
 class ShapeRange:
     """The input shapes an engine accepts: one shape for static models, a range for
-    models with dynamic height and width (an optimization profile)."""
+    models with a dynamic batch, height or width (an optimization profile)."""
 
     min: tuple[int, ...]
     opt: tuple[int, ...]
@@ -93,29 +93,43 @@ class ShapeRange:
     def static(self) -> bool:
         return self.min == self.opt == self.max
 
+    @property
+    def batches(self) -> tuple[int, int]:
+        """The smallest and largest batch the engine runs."""
+        return self.min[0], self.max[0]
+
     def accepts(self, shape: Sequence[int]) -> bool:
         return len(shape) == len(self.min) and all(
             lo <= d <= hi for lo, d, hi in zip(self.min, shape, self.max, strict=True)
         )
 
 
-def shape_range(onnx_shape: Sequence[int | None], spec: ModelSpec | None = None) -> ShapeRange:
+def shape_range(
+    onnx_shape: Sequence[int | None], spec: ModelSpec | None = None, max_batch: int = 1
+) -> ShapeRange:
     """The shape range to build for an NCHW input whose dynamic dims are None.
 
-    Batch is 1. Dynamic height/width (YuNet keeps the source's aspect, see
-    core.preprocess.input_size_for) range from one stride to the longest side the
-    preprocessing can ask for, optimised for the model's nominal input size.
+    A dynamic batch ranges from 1 to ``max_batch``, optimised for ``max_batch`` (the batch
+    the pipeline runs); a fixed batch must be ``max_batch``. Dynamic height/width (YuNet
+    keeps the source's aspect, see core.preprocess.input_size_for) range from one stride
+    to the longest side the preprocessing can ask for, optimised for the model's nominal
+    input size.
     """
     if len(onnx_shape) != 4:
         raise ModelError(f"TensorRT backend: the input must be NCHW, the model's is {onnx_shape}")
     n, c, h, w = onnx_shape
     if c is None:
         raise ModelError("TensorRT backend: the input's channel count must be fixed")
-    if n is not None and n != 1:
-        raise ModelError(f"TensorRT backend: batch {n} models are not supported (batch 1)")
+    if max_batch < 1:
+        raise ModelError(f"TensorRT backend: the batch must be at least 1, not {max_batch}")
+    if n is not None and n != max_batch:
+        raise ModelError(
+            f"TensorRT backend: the graph has a fixed batch {n}, the pipeline runs batch "
+            f"{max_batch} (core.precision.batch makes a batch variant of a batch-1 graph)"
+        )
+    lo_n, hi_n = (n, n) if n is not None else (1, max_batch)
     if h is not None and w is not None:
-        shape = (1, c, h, w)
-        return ShapeRange(shape, shape, shape)
+        return ShapeRange((lo_n, c, h, w), (hi_n, c, h, w), (hi_n, c, h, w))
     if spec is not None:
         stride = max(1, spec.stride_multiple)
         opt_h, opt_w = spec.input_size
@@ -125,15 +139,16 @@ def shape_range(onnx_shape: Sequence[int | None], spec: ModelSpec | None = None)
         low, opt, side = DYNAMIC_DEFAULT
         opt_h = opt_w = opt
     return ShapeRange(
-        (1, c, h or low, w or low),
-        (1, c, h or opt_h, w or opt_w),
-        (1, c, h or side, w or side),
+        (lo_n, c, h or low, w or low),
+        (hi_n, c, h or opt_h, w or opt_w),
+        (hi_n, c, h or side, w or side),
     )
 
 
 def plan_key(graph_sha256: str, trt_version: str, gpu: DeviceProperties, shapes: ShapeRange) -> str:
     """The cache key of a plan: a plan only runs on the TensorRT version and GPU
-    architecture it was built for, and only on the shapes of its profile."""
+    architecture it was built for, and only on the shapes of its profile (the batch
+    range is their leading dimension, so a plan for another ``max_batch`` is another)."""
     return digest(
         "tensorrt-plan",
         graph_sha256,
@@ -273,11 +288,12 @@ def cached_plan(
     precision: str,
     spec: ModelSpec | None,
     cache_dir: str | os.PathLike[str] | None = None,
+    max_batch: int = 1,
 ) -> tuple[bytes, ShapeRange, bool]:
-    """The plan for ``path`` on ``gpu``: from the cache, else built and cached.
-    Returns (plan, shape range, whether it was built now)."""
+    """The plan for ``path`` on ``gpu`` for batches up to ``max_batch``: from the cache,
+    else built and cached. Returns (plan, shape range, whether it was built now)."""
     _, shape = onnx_input_shape(path)
-    shapes = shape_range(shape, spec)
+    shapes = shape_range(shape, spec, max_batch)
     key = plan_key(model_sha256(path), str(trt.__version__), gpu, shapes)
     entry = plans_dir(cache_dir) / key
     if read_entry(entry) is not None:
@@ -295,6 +311,7 @@ def cached_plan(
                 "gpu": gpu.name,
                 "compute_capability": list(gpu.compute_capability),
                 "shapes": {"min": shapes.min, "opt": shapes.opt, "max": shapes.max},
+                "max_batch": shapes.max[0],
             }
         )
     return plan, shapes, True
@@ -303,11 +320,13 @@ def cached_plan(
 # ---- running -------------------------------------------------------------------------------
 
 
-class TensorRtEngine(Engine):
+class TensorRtEngine(DeviceEngine):
     """A TensorRT engine for an ONNX graph on CUDA device ``ctx.index``, run on ``stream``.
 
     ``precision`` is the graph's ("fp32", "fp16", "int8"), recorded with the cached plan
     (the graph's own types decide). ``spec`` gives dynamic models their shape range.
+    ``max_batch``: the largest batch one call runs (a graph with a dynamic batch is built
+    for 1..max_batch; a fixed-batch graph must have that batch).
     """
 
     backend = "tensorrt"
@@ -321,6 +340,7 @@ class TensorRtEngine(Engine):
         precision: str = "fp32",
         spec: ModelSpec | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        max_batch: int = 1,
     ) -> None:
         trt = import_tensorrt()
         self._trt = trt
@@ -339,8 +359,9 @@ class TensorRtEngine(Engine):
             with ctx.active():
                 self.stream = stream if stream is not None else cuda.Stream()
                 plan, self.shapes, self.built = cached_plan(
-                    trt, self._log, self.path, ctx.properties, precision, spec, cache_dir
-                )
+                    trt, self._log, self.path, ctx.properties, precision, spec, cache_dir,
+                    max_batch,
+                )  # fmt: skip
                 del self._log.errors[:]
                 self._runtime = trt.Runtime(self._log)
                 self._engine = self._runtime.deserialize_cuda_engine(plan)
@@ -376,7 +397,7 @@ class TensorRtEngine(Engine):
         self.input_shape = tuple(
             None if d < 0 else int(d) for d in engine.get_tensor_shape(self.input_name)
         )
-        self.input_dtype: np.dtype[Any] = np.dtype(
+        self._input_dtype: np.dtype[Any] = np.dtype(
             trt.nptype(engine.get_tensor_dtype(self.input_name))
         )
         self.output_names = [str(n) for n in outputs]
@@ -389,6 +410,31 @@ class TensorRtEngine(Engine):
             for n in outputs
         ]
 
+    @property
+    def input_dtype(self) -> np.dtype[Any]:
+        return self._input_dtype
+
+    @property
+    def batch(self) -> int | None:
+        """The one batch the plan runs, or None when it runs a range (``shapes.batches``)."""
+        lo, hi = self.shapes.batches
+        return lo if lo == hi else None
+
+    def accepts_batch(self, n: int) -> bool:
+        lo, hi = self.shapes.batches
+        return lo <= n <= hi
+
+    def check_batch(self, n: int) -> None:
+        if self.accepts_batch(n):
+            return
+        lo, hi = self.shapes.batches
+        if lo == hi and self.input_shape[0] is not None:
+            raise batch_error(lo, n)
+        raise EngineError(
+            f"the engine was built for batches {lo}..{hi} and cannot run a batch of {n} "
+            "(create it with a larger max_batch)"
+        )
+
     def infer_device(
         self,
         input_ptr: int,
@@ -396,10 +442,13 @@ class TensorRtEngine(Engine):
         input_dtype: npt.DTypeLike,
         stream: Any = None,
     ) -> list[DeviceOutput]:
-        """Run on the (1, 3, H, W) tensor at ``input_ptr``; see OnnxRuntimeCudaEngine."""
+        """Run once on the (N, 3, H, W) batch at ``input_ptr``; see
+        ``DeviceEngine.infer_device``."""
         if self._context is None:
             raise EngineError("the engine is closed")
         shape = tuple(int(d) for d in input_shape)
+        if shape:
+            self.check_batch(shape[0])
         if not self.shapes.accepts(shape):
             raise EngineError(
                 f"input shape {shape} is outside the engine's range "
@@ -445,9 +494,11 @@ class TensorRtEngine(Engine):
         return results
 
     def infer(self, tensor: npt.NDArray[np.float32]) -> list[npt.NDArray[Any]]:
-        """The host-array path (FramePipeline): upload, run, copies of the outputs."""
+        """The host-array path (FramePipeline): upload, run once, copies of the outputs."""
         if self._context is None:
             raise EngineError("the engine is closed")
+        if tensor.ndim >= 1:
+            self.check_batch(int(tensor.shape[0]))
         data = np.ascontiguousarray(tensor, dtype=self.input_dtype)
         cuda = cuda_driver()
         try:

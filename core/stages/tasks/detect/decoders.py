@@ -24,21 +24,23 @@ __all__ = ["MAX_DETECTIONS", "Decoder", "make_decoder", "nms"]
 
 
 class Decoder(Protocol):
-    """Turns one frame's engine outputs into Detections.
+    """Turns the engine outputs of a batch of N frames into one Detections per frame.
 
-    outputs are in the model's output order; geometry is the frame's letterbox;
-    rows scoring at most ``conf`` are dropped before NMS at ``iou``; ``classes``
-    keeps only those class ids (None keeps all).
+    outputs are in the model's output order, each with leading dim N (one engine call);
+    geometries are the N frames' letterboxes, in batch order; rows scoring at most
+    ``conf`` are dropped before NMS at ``iou``; ``classes`` keeps only those class ids
+    (None keeps all). Returns N Detections in batch order, each what a batch of one
+    would give. ModelError when the outputs do not hold N frames.
     """
 
     def __call__(
         self,
         outputs: Outputs,
-        geometry: Letterbox,
+        geometries: Sequence[Letterbox],
         conf: float,
         iou: float,
         classes: frozenset[int] | None,
-    ) -> Detections: ...
+    ) -> list[Detections]: ...
 
 
 def graph_output_names(path: Path) -> list[str]:

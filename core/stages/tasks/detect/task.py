@@ -45,10 +45,7 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch]):
     def decode(
         self, outputs: EngineOutputs, geometries: Sequence[Letterbox], params: DetectParams
     ) -> list[Detections]:
-        if len(geometries) != 1:
-            raise ValueError("batched decoding arrives with the batch-N decoders")
-        d = self._decoder(list(outputs), geometries[0], params.conf, params.iou, params.classes)
-        return [d]
+        return self._decoder(list(outputs), geometries, params.conf, params.iou, params.classes)
 
     def empty(self) -> Detections:
         return Detections.empty(with_landmarks=self.spec.layout == "yunet")

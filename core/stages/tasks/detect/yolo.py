@@ -2,6 +2,10 @@
 
 Each decoder thresholds first and decodes only the rows that pass, so the cost
 per frame follows the number of candidates, not the thousands of anchors.
+
+Decoders take a batch: outputs with leading dim N (one engine call for N frames) and
+the N frames' letterboxes, and return one Detections per frame, in order. Each frame is
+decoded exactly as a batch of one would be.
 """
 
 from __future__ import annotations
@@ -21,18 +25,38 @@ from framelens.core.types import Detections
 F32 = npt.NDArray[np.float32]
 I32 = npt.NDArray[np.int32]
 Outputs = Sequence[npt.NDArray[Any]]
+Classes = frozenset[int] | None
 
 YOLOX_STRIDES = (8, 16, 32)
 
 
-def _first_output(outputs: Outputs, spec: ModelSpec, rank3_min_last: int) -> F32:
-    """Output 0 without its batch dim, as float32 (fp16 engines return float16)."""
+def batch_size(geometries: Sequence[Letterbox], spec: ModelSpec) -> int:
+    """The batch size N: one letterbox per frame, at least one."""
+    if not geometries:
+        raise ModelError(f"{spec.name}: a batch needs at least one frame's letterbox")
+    return len(geometries)
+
+
+def check_leading(out: npt.NDArray[Any], n: int, spec: ModelSpec) -> None:
+    """ModelError unless the output holds a batch of ``n`` (its leading dim)."""
+    if out.ndim < 1 or out.shape[0] != n:
+        raise ModelError(
+            f"{spec.name}: output is {list(out.shape)}, but the batch has {n} frame(s)"
+        )
+
+
+def _first_output(
+    outputs: Outputs, spec: ModelSpec, rank3_min_last: int, geometries: Sequence[Letterbox]
+) -> F32:
+    """Output 0 of a batch: (N, rows, cols) float32 (fp16 engines return float16)."""
+    n = batch_size(geometries, spec)
     out = outputs[0]
-    if out.ndim != 3 or out.shape[0] != 1 or out.shape[2] < rank3_min_last:
+    if out.ndim != 3 or out.shape[2] < rank3_min_last:
         raise ModelError(
             f"{spec.name}: output is {list(out.shape)}, which the {spec.layout} layout cannot read"
         )
-    return np.asarray(out[0], dtype=np.float32)
+    check_leading(out, n, spec)
+    return np.asarray(out, dtype=np.float32)
 
 
 def cxcywh_to_xyxy(b: F32) -> F32:
@@ -69,7 +93,7 @@ def _best_class(
 
 
 class Yolov5Decoder:
-    """[1, N, 5+C]: cx, cy, w, h in network pixels, objectness, class scores."""
+    """[B, N, 5+C]: cx, cy, w, h in network pixels, objectness, class scores."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
@@ -81,12 +105,20 @@ class Yolov5Decoder:
     def __call__(
         self,
         outputs: Outputs,
-        geometry: Letterbox,
+        geometries: Sequence[Letterbox],
         conf: float,
         iou: float,
         classes: frozenset[int] | None,
+    ) -> list[Detections]:
+        batch = _first_output(outputs, self.spec, 6, geometries)
+        return [
+            self._one(pred, geometry, conf, iou, classes)
+            for pred, geometry in zip(batch, geometries, strict=True)
+        ]
+
+    def _one(
+        self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes
     ) -> Detections:
-        pred = _first_output(outputs, self.spec, 6)
         # score = obj * cls <= obj, so objectness alone rules out most rows cheaply.
         cand = np.flatnonzero(pred[:, 4] > conf)
         rows = pred[cand]
@@ -114,7 +146,7 @@ def stride_grid(height: int, width: int, strides: tuple[int, ...]) -> tuple[F32,
 
 
 class YoloxDecoder(Yolov5Decoder):
-    """[1, N, 5+C] like YOLOv5, but x, y, w, h are offsets on the stride 8/16/32 grids."""
+    """[B, N, 5+C] like YOLOv5, but x, y, w, h are offsets on the stride 8/16/32 grids."""
 
     def _boxes(self, rows: F32, index: npt.NDArray[np.intp], n: int, geometry: Letterbox) -> F32:
         h, w = input_size_for(self.spec, geometry.src_width, geometry.src_height)
@@ -131,7 +163,7 @@ class YoloxDecoder(Yolov5Decoder):
 
 
 class Yolov8Decoder:
-    """[1, 4+C, N]: cx, cy, w, h in network pixels then class scores, no objectness.
+    """[B, 4+C, N]: cx, cy, w, h in network pixels then class scores, no objectness.
 
     Extra rows after the class scores (mask coefficients of -seg exports) are ignored
     when the labels say how many classes there are.
@@ -143,18 +175,28 @@ class Yolov8Decoder:
     def __call__(
         self,
         outputs: Outputs,
-        geometry: Letterbox,
+        geometries: Sequence[Letterbox],
         conf: float,
         iou: float,
         classes: frozenset[int] | None,
-    ) -> Detections:
-        pred = outputs[0]
-        if pred.ndim != 3 or pred.shape[0] != 1 or pred.shape[1] < 5:
+    ) -> list[Detections]:
+        n = batch_size(geometries, self.spec)
+        batch = outputs[0]
+        if batch.ndim != 3 or batch.shape[1] < 5:
             raise ModelError(
-                f"{self.spec.name}: output is {list(pred.shape)}, "
+                f"{self.spec.name}: output is {list(batch.shape)}, "
                 "which the yolov8 layout cannot read"
             )
-        pred = np.asarray(pred[0], dtype=np.float32)  # (4+C, N), not transposed: no copy
+        check_leading(batch, n, self.spec)
+        batch = np.asarray(batch, dtype=np.float32)  # (B, 4+C, N), not transposed: no copy
+        return [
+            self._one(pred, geometry, conf, iou, classes)
+            for pred, geometry in zip(batch, geometries, strict=True)
+        ]
+
+    def _one(
+        self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes
+    ) -> Detections:
         n_cls = len(self.spec.labels) or pred.shape[0] - 4
         cls = pred[4 : 4 + n_cls]
         cand = np.flatnonzero(cls.max(axis=0) > conf)
@@ -164,7 +206,7 @@ class Yolov8Decoder:
 
 
 class End2EndDecoder:
-    """[1, N, 6]: x1, y1, x2, y2, score, class id; NMS already ran inside the graph."""
+    """[B, N, 6]: x1, y1, x2, y2, score, class id; NMS already ran inside the graph."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
@@ -172,12 +214,20 @@ class End2EndDecoder:
     def __call__(
         self,
         outputs: Outputs,
-        geometry: Letterbox,
+        geometries: Sequence[Letterbox],
         conf: float,
         iou: float,
         classes: frozenset[int] | None,
+    ) -> list[Detections]:
+        batch = _first_output(outputs, self.spec, 6, geometries)
+        return [
+            self._one(pred, geometry, conf, iou, classes)
+            for pred, geometry in zip(batch, geometries, strict=True)
+        ]
+
+    def _one(
+        self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes
     ) -> Detections:
-        pred = _first_output(outputs, self.spec, 6)
         keep = pred[:, 4] > conf
         ids = np.rint(pred[:, 5]).astype(np.int32)
         mask = class_mask(ids, classes)

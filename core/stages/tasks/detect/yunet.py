@@ -1,7 +1,7 @@
 """Decoder for YuNet face detectors (libfacedetection.train ONNX exports).
 
-Per stride s in 8, 16, 32 the model emits cls_s and obj_s [1, HW, 1], bbox_s
-[1, HW, 4] and kps_s [1, HW, 10] over an (H/s) x (W/s) grid, row-major. The
+Per stride s in 8, 16, 32 the model emits cls_s and obj_s [B, HW, 1], bbox_s
+[B, HW, 4] and kps_s [B, HW, 10] over an (H/s) x (W/s) grid, row-major. The
 decode is OpenCV's cv2.FaceDetectorYN's: score = sqrt(cls * obj),
 centre = (cell + offset) * s, size = exp(log size) * s, landmark = (cell + offset) * s.
 Outputs are matched by name because exporters do not agree on their order.
@@ -19,6 +19,8 @@ from framelens.core.stages.tasks.detect.nms import finish
 from framelens.core.stages.tasks.detect.yolo import (
     F32,
     Outputs,
+    batch_size,
+    check_leading,
     class_mask,
     cxcywh_to_xyxy,
     stride_grid,
@@ -48,11 +50,27 @@ class YunetDecoder:
         self._index = {name: i for i, name in enumerate(output_names)}
 
     def _head(self, outputs: Outputs, head: str, width: int) -> F32:
-        """One head concatenated over the strides: (N, width) float32."""
+        """One frame's head concatenated over the strides: (N, width) float32."""
         parts = [outputs[self._index[f"{head}_{s}"]] for s in YUNET_STRIDES]
         return np.concatenate([np.asarray(p, dtype=np.float32).reshape(-1, width) for p in parts])
 
     def __call__(
+        self,
+        outputs: Outputs,
+        geometries: Sequence[Letterbox],
+        conf: float,
+        iou: float,
+        classes: frozenset[int] | None,
+    ) -> list[Detections]:
+        n = batch_size(geometries, self.spec)
+        for name in yunet_output_names():
+            check_leading(outputs[self._index[name]], n, self.spec)
+        return [
+            self._one([out[i] for out in outputs], geometry, conf, iou, classes)
+            for i, geometry in enumerate(geometries)
+        ]
+
+    def _one(
         self,
         outputs: Outputs,
         geometry: Letterbox,
@@ -60,6 +78,7 @@ class YunetDecoder:
         iou: float,
         classes: frozenset[int] | None,
     ) -> Detections:
+        """One frame: ``outputs`` without their batch dim."""
         h, w = input_size_for(self.spec, geometry.src_width, geometry.src_height)
         cells, cell_strides = stride_grid(h, w, YUNET_STRIDES)
         strides = cell_strides[:, None]
