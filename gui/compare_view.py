@@ -18,12 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.errors import FrameLensError
-from framelens.core.pipeline.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
-from framelens.core.pipeline.devices import DeviceChoice
-from framelens.core.precision import PRECISIONS
-from framelens.core.stages.tasks.detect.diff import REF_ONLY_COLOUR, TEST_ONLY_COLOUR
-from framelens.core.types import Image
+from framelens.core.api import (
+    MAX_PANES,
+    MIN_PANES,
+    PRECISIONS,
+    DeviceChoice,
+    FrameLensError,
+    Image,
+    PaneSpec,
+    difference_colours,
+)
 from framelens.gui.compare_controller import CompareFrame, CompareSession, PaneRequest
 from framelens.gui.controller import Controller
 from framelens.gui.plots import themed_plot
@@ -79,23 +83,17 @@ METRIC_TIPS = {
 }
 
 
-def _hex(bgr: tuple[int, int, int]) -> str:
-    b, g, r = bgr
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
 def diff_note(counts: tuple[int, int], reference: str) -> str:
     """The difference view's header note: what this frame's pane lacks and adds."""
     missed, extra = counts
     if not missed and not extra:
         return '<span style="color:#6b7382">no difference on this frame</span>'
+    colours = difference_colours()
     parts = []
     if missed:
-        parts.append(
-            f'<span style="color:{_hex(REF_ONLY_COLOUR)}">{missed} only in {reference}</span>'
-        )
+        parts.append(f'<span style="color:{colours.ref_only}">{missed} only in {reference}</span>')
     if extra:
-        parts.append(f'<span style="color:{_hex(TEST_ONLY_COLOUR)}">{extra} only here</span>')
+        parts.append(f'<span style="color:{colours.test_only}">{extra} only here</span>')
     return " · ".join(parts)
 
 
@@ -422,9 +420,10 @@ class CompareWindow(QMainWindow):
         bar.addActions([self.start_action, self.play_action, self.edit_action, self.add_action])
         bar.addSeparator()
         bar.addAction(self.diff_action)
+        colours = difference_colours()
         self.diff_legend = QLabel(
-            f'<span style="color:{_hex(REF_ONLY_COLOUR)}">┅ only in the reference</span>'
-            f'&nbsp;&nbsp;<span style="color:{_hex(TEST_ONLY_COLOUR)}">▭ only in the pane</span>'
+            f'<span style="color:{colours.ref_only}">┅ only in the reference</span>'
+            f'&nbsp;&nbsp;<span style="color:{colours.test_only}">▭ only in the pane</span>'
         )
         self.diff_legend.setObjectName("diffLegend")
         self.diff_legend_action = bar.addWidget(self.diff_legend)

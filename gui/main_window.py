@@ -9,14 +9,17 @@ import time
 from pathlib import Path
 from typing import cast
 
-from framelens.core import __version__
-from framelens.core.errors import FrameLensError
-from framelens.core.gpu.interop import DeviceFrame
-from framelens.core.models.spec import ModelSpec
-from framelens.core.pipeline.player import PlayerState, error_message
-from framelens.core.precision import SensitivityReport
-from framelens.core.stages.draw.opencv import OverlayStyle
-from framelens.core.types import FrameResult
+from framelens.core.api import (
+    DeviceFrame,
+    FrameLensError,
+    FrameResult,
+    ModelSpec,
+    OverlayStyle,
+    PlayerState,
+    SensitivityReport,
+    __version__,
+    error_message,
+)
 from framelens.gui.canvas import VideoCanvas
 from framelens.gui.compare_view import CompareWindow
 from framelens.gui.controller import Controller
