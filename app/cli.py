@@ -1,6 +1,7 @@
 """The `framelens` command: run, compare, models, doctor, bench, gui.
 
-Every FrameLensError becomes one line on stderr and exit code 2, here and nowhere else.
+Every FrameLensError becomes one line on stderr (core.errors.error_message) and exit
+code 2, here and nowhere else.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core import __version__
-from framelens.core.errors import ConfigError, FrameLensError
+from framelens.core.errors import ConfigError, FrameLensError, error_message
 
 SAMPLE_VIDEO = Path(__file__).resolve().parent.parent / "resources" / "samples"
 
@@ -285,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[command](args)
     except FrameLensError as exc:
-        print(f"framelens: error: {exc}", file=sys.stderr)
+        print(f"framelens: error: {error_message(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("framelens: interrupted", file=sys.stderr)

@@ -1,4 +1,7 @@
-"""The error hierarchy. CLI and GUI turn any FrameLensError into one line, in one place."""
+"""The error hierarchy, and the one place an error becomes the line a user reads.
+
+CLI and GUI turn every exception into one line with ``error_message``.
+"""
 
 
 class FrameLensError(Exception):
@@ -31,3 +34,16 @@ class GpuError(EngineError):
 
 class Cancelled(FrameLensError):
     """The run was cancelled by the user; partial outputs were discarded."""
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for the user: a FrameLensError's first line as is, anything else named.
+
+    An unexpected exception reads "unexpected error: Type: text" (its first line), so a
+    bug is told apart from a problem the user can fix; an empty text gives the type name.
+    """
+    if isinstance(exc, FrameLensError):
+        text = str(exc)
+    else:
+        text = f"unexpected error: {type(exc).__name__}: {exc}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

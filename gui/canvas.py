@@ -22,22 +22,21 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import shiboken6
-from framelens.core.gpu.interop import (
-    INTEROP_PATH,
-    DeviceFrame,
-    DeviceFrameUploader,
-    fallback_path,
-)
-from framelens.core.stages.draw.style import (
+from framelens.core.api import (
     BGR,
     DEFAULT_STYLE,
+    INTEROP_PATH,
+    Detections,
+    DeviceFrame,
+    DeviceFrameUploader,
+    Image,
     Overlay,
     OverlayStyle,
     Rect,
     Tag,
+    fallback_path,
     layout,
 )
-from framelens.core.types import Detections, Image
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (

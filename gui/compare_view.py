@@ -11,271 +11,42 @@ worker; this window only draws, at most ten times a second.
 from __future__ import annotations
 
 import math
-import statistics
-from collections import deque
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pyqtgraph as pg
-from framelens.core.errors import FrameLensError
-from framelens.core.pipeline.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
-from framelens.core.pipeline.devices import DeviceChoice
-from framelens.core.precision import PRECISIONS
-from framelens.core.stages.tasks.detect.diff import REF_ONLY_COLOUR, TEST_ONLY_COLOUR
-from framelens.core.types import Image
+from framelens.core.api import (
+    MAX_PANES,
+    MIN_PANES,
+    FrameLensError,
+    Image,
+    PaneSpec,
+)
+from framelens.gui.compare_agreement import (
+    NONE,
+    AgreementPlots,
+    AgreementTable,
+    PaneStats,
+    number,
+)
 from framelens.gui.compare_controller import CompareFrame, CompareSession, PaneRequest
+from framelens.gui.compare_panes import PaneCard, diff_note
+from framelens.gui.compare_toolbar import CompareToolbar
 from framelens.gui.controller import Controller
-from framelens.gui.plots import themed_plot
 from framelens.gui.widgets import icon, set_text
-from PySide6.QtCore import QRectF, QSize, Qt, QTimer, QUrl, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QImage, QKeySequence, QPainter, QPaintEvent
+from PySide6.QtCore import Qt, QTimer, QUrl, Slot
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QComboBox,
     QFileDialog,
-    QFrame,
     QGridLayout,
-    QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMainWindow,
-    QProgressBar,
-    QSizePolicy,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
-    QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
-PANE_COLOURS = ("#5aa9e6", "#4cc9a0", "#f4a259", "#c58fe0")
+__all__ = ["NONE", "CompareWindow"]
+
 REFRESH_MS = 100  # panes, table and plots repaint at most 10 times a second
-LATENCY_WINDOW = 30  # the title's latency: median of the last frames
-HISTORY = 600  # frames kept in the plots
-NONE = "—"
-
-# The agreement table has one column per pane and one row per measure.
-METRICS = (
-    "Inference ms",
-    "F1",
-    "Precision",
-    "Recall",
-    "Mean IoU",
-    "Mean |Δscore|",
-    "PSNR dB",
-    "SSIM",
-)
-METRIC_TIPS = {
-    "Inference ms": f"Median inference time over the last {LATENCY_WINDOW} frames",
-    "F1": "Detection agreement with the reference (matched at IoU 0.5, same class)",
-    "Precision": "Share of this pane's detections that the reference also has",
-    "Recall": "Share of the reference's detections that this pane also has",
-    "Mean IoU": "Mean overlap of matched boxes",
-    "Mean |Δscore|": "Mean absolute score difference of matched boxes",
-    "PSNR dB": "Image agreement of the model's output image (super-resolution only)",
-    "SSIM": "Structural similarity of the model's output image (super-resolution only)",
-}
-
-
-def _hex(bgr: tuple[int, int, int]) -> str:
-    b, g, r = bgr
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
-def diff_note(counts: tuple[int, int], reference: str) -> str:
-    """The difference view's header note: what this frame's pane lacks and adds."""
-    missed, extra = counts
-    if not missed and not extra:
-        return '<span style="color:#6b7382">no difference on this frame</span>'
-    parts = []
-    if missed:
-        parts.append(
-            f'<span style="color:{_hex(REF_ONLY_COLOUR)}">{missed} only in {reference}</span>'
-        )
-    if extra:
-        parts.append(f'<span style="color:{_hex(TEST_ONLY_COLOUR)}">{extra} only here</span>')
-    return " · ".join(parts)
-
-
-def number(value: float | None, digits: int = 3) -> str:
-    """A table cell: the value, or "—" when there is none (NaN, None, no PSNR)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return NONE
-    if math.isinf(value):
-        return "∞"
-    return f"{value:.{digits}f}"
-
-
-class FrameView(QWidget):
-    """A BGR frame scaled to fit (aspect kept) with plain QPainter: cheap under llvmpipe."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("frameView")
-        self.setMinimumSize(240, 150)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self._image: QImage | None = None
-        self._array: Image | None = None  # keeps the QImage's memory alive
-        self.placeholder = ""  # drawn over a dimmed image, or alone
-        self.dimmed = False
-
-    def set_image(self, image: Image | None) -> None:
-        if image is None:
-            self._image = self._array = None
-        else:
-            array = np.ascontiguousarray(image)
-            h, w = array.shape[:2]
-            self._array = array
-            self._image = QImage(array.data, w, h, array.strides[0], QImage.Format.Format_BGR888)
-        self.update()
-
-    @property
-    def has_image(self) -> bool:
-        return self._image is not None
-
-    def show_placeholder(self, text: str, dimmed: bool = True) -> None:
-        """``text`` over the (dimmed) image on screen, e.g. a preview before the start."""
-        self.placeholder, self.dimmed = text, dimmed
-        self.update()
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        p = QPainter(self)
-        p.fillRect(self.rect(), QColor("#0f1115"))
-        if self._image is not None:
-            w, h = self._image.width(), self._image.height()
-            scale = min(self.width() / w, self.height() / h)
-            tw, th = w * scale, h * scale
-            target = QRectF((self.width() - tw) / 2, (self.height() - th) / 2, tw, th)
-            p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
-            p.drawImage(target, self._image)
-            if self.dimmed:
-                p.fillRect(target, QColor(15, 17, 21, 175))
-        if self.placeholder and (self._image is None or self.dimmed):
-            p.setPen(QColor("#aab2bf") if self._image is not None else QColor("#6b7382"))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
-
-
-class PaneCard(QFrame):
-    """One pane: a header (its set-up, or its label and latency) over its frame."""
-
-    def __init__(
-        self,
-        index: int,
-        models: Sequence[tuple[str, str | None]],
-        devices: Sequence[DeviceChoice],
-        device: str,
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.setObjectName("paneCard")
-        self.index = index
-        self.chip = QLabel("●")
-        self.chip.setObjectName("paneChip")
-        self.title = QLabel("")
-        self.title.setObjectName("paneTitle")
-        self.note = QLabel("")
-        self.note.setObjectName("paneNote")
-        self.note.setTextFormat(Qt.TextFormat.RichText)
-        self.note.hide()
-        self.latency = QLabel("")
-        self.latency.setObjectName("paneLatency")
-        self.latency.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-
-        self.precision_combo = QComboBox()
-        for p in PRECISIONS:
-            self.precision_combo.addItem(p.upper(), p)
-        self.precision_combo.setToolTip("Precision variant (INT8 is calibrated on this video)")
-        self.model_combo = QComboBox()
-        for text, key in models:
-            self.model_combo.addItem(text, key)
-        self.model_combo.setToolTip("Model from the catalogue")
-        self.device_combo = QComboBox()
-        for choice in devices:
-            self.device_combo.addItem(choice.label, choice.id)
-            if choice.unavailable is not None:
-                row = self.device_combo.count() - 1
-                self.device_combo.model().item(row).setEnabled(False)  # type: ignore[attr-defined]
-                self.device_combo.setItemData(row, choice.unavailable, Qt.ItemDataRole.ToolTipRole)
-        i = self.device_combo.findData(device)
-        self.device_combo.setCurrentIndex(max(0, i))
-        self.device_combo.setToolTip("Where this pane's inference runs")
-        for combo, chars in ((self.model_combo, 6), (self.device_combo, 3)):
-            combo.setSizeAdjustPolicy(
-                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-            )
-            combo.setMinimumContentsLength(chars)
-        self.remove_button = QToolButton()
-        self.remove_button.setText("✕")
-        self.remove_button.setObjectName("removeButton")
-        self.remove_button.setToolTip("Remove this pane")
-        self.remove_button.setFixedSize(26, 26)
-        self.setup_row = QWidget()
-        sl = QHBoxLayout(self.setup_row)
-        sl.setContentsMargins(0, 0, 0, 0)
-        sl.setSpacing(4)
-        sl.addWidget(self.precision_combo)
-        sl.addWidget(self.model_combo, 1)
-        sl.addWidget(self.device_combo)
-        sl.addWidget(self.remove_button)
-
-        self.view = FrameView()
-        header = QHBoxLayout()
-        header.setSpacing(6)
-        header.addWidget(self.chip)
-        header.addWidget(self.title)
-        header.addWidget(self.setup_row, 1)
-        header.addWidget(self.note)
-        header.addWidget(self.latency, 1)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 4, 6, 6)
-        lay.setSpacing(4)
-        lay.addLayout(header)
-        lay.addWidget(self.view, 1)
-        self.set_index(index)
-        self.set_editing(True)
-
-    def set_index(self, index: int) -> None:
-        self.index = index
-        colour = PANE_COLOURS[index % len(PANE_COLOURS)]
-        self.chip.setStyleSheet(f"color: {colour};")
-        if self.setup_row.isVisible() or not self.title.text():
-            self.title.setText("Reference" if index == 0 else f"Pane {index + 1}")
-
-    def set_editing(self, editing: bool) -> None:
-        self.setup_row.setVisible(editing)
-        self.latency.setVisible(not editing)
-        if editing:
-            self.title.setText("Reference" if self.index == 0 else f"Pane {self.index + 1}")
-            self.view.show_placeholder("Press Start to compare")
-
-    def request(self) -> PaneRequest:
-        key = self.model_combo.currentData()
-        return PaneRequest(
-            precision=str(self.precision_combo.currentData()),
-            model=None if key is None else str(key),
-            device=str(self.device_combo.currentData()),
-        )
-
-    def set_precision(self, precision: str) -> None:
-        self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(precision)))
-
-
-class _PaneStats:
-    """What the view keeps of one pane between repaints."""
-
-    def __init__(self) -> None:
-        self.x: deque[float] = deque(maxlen=HISTORY)
-        self.latency: deque[float] = deque(maxlen=HISTORY)
-        self.f1: deque[float] = deque(maxlen=HISTORY)
-        self.recent: deque[float] = deque(maxlen=LATENCY_WINDOW)
-        self.psnr: list[float] = []
-        self.ssim: list[float] = []
-
-    def median_latency(self) -> float:
-        finite = [v for v in self.recent if math.isfinite(v)]
-        return statistics.median(finite) if finite else math.nan
 
 
 class CompareWindow(QMainWindow):
@@ -305,7 +76,7 @@ class CompareWindow(QMainWindow):
         self.session = CompareSession(base, controller.resolve, controller.calibration, self)
         self.labels: list[str] = []
         self.frames_seen = 0
-        self._stats: list[_PaneStats] = []
+        self._stats: list[PaneStats] = []
         self._latest: CompareFrame | None = None
         self._run = 0
         self._dirty = False
@@ -333,14 +104,9 @@ class CompareWindow(QMainWindow):
         for precision in ("fp32", first):
             self.add_pane(precision)
 
-        self.table = self._build_table()
-        self.latency_plot = themed_plot("Inference latency per frame", "ms")
-        self.f1_plot = themed_plot("Running F1 against the reference", "F1")
-        for plot in (self.latency_plot, self.f1_plot):
-            plot.setMinimumHeight(150)
-            plot.getPlotItem().setLabel("bottom", "frame", color="#aab2bf")
-        self.latency_curves: list[pg.PlotDataItem] = []
-        self.f1_curves: list[pg.PlotDataItem] = []
+        self.table = AgreementTable()
+        self.plots = AgreementPlots()
+        self.latency_plot, self.f1_plot = self.plots.latency_plot, self.plots.f1_plot
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.table)
         bottom.addWidget(self.latency_plot)
@@ -379,106 +145,22 @@ class CompareWindow(QMainWindow):
 
     # ---- construction ---------------------------------------------------------------
 
-    def _action(self, text: str, slot: object, shortcut: str = "", tip: str = "") -> QAction:
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-        if tip:
-            action.setToolTip(f"{tip} ({shortcut})" if shortcut else tip)
-        action.triggered.connect(slot)
-        self.addAction(action)
-        return action
-
     def _build_toolbar(self) -> None:
-        bar = self.addToolBar("Compare")
-        bar.setObjectName("compareToolBar")
-        bar.setMovable(False)
-        bar.setIconSize(QSize(18, 18))
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.start_action = self._action(
-            "Start", self.start, "Ctrl+Return", "Prepare the panes and play them in lock-step"
+        bar = self.toolbar = CompareToolbar(
+            self,
+            start=self.start,
+            toggle=self.session_toggle,
+            edit=self.edit_panes,
+            add=lambda: self.add_pane(),
+            differences=self._on_differences,
+            report=lambda: self.save_report(),
+            cancel=self.cancel,
         )
-        self.start_action.setIcon(icon("play"))
-        self.play_action = self._action("Pause", self.session_toggle, "Space", "Play or pause")
-        self.play_action.setIcon(icon("pause"))
-        self.edit_action = self._action("Edit Panes", self.edit_panes, "", "Stop and change panes")
-        self.add_action = self._action(
-            "Add Pane", lambda: self.add_pane(), "Ctrl+N", f"Up to {MAX_PANES} panes"
-        )
-        self.diff_action = self._action(
-            "Differences",
-            self._on_differences,
-            "D",
-            "Show the detections present in one pane only: missed or added against the reference",
-        )
-        self.diff_action.setCheckable(True)
-        self.report_action = self._action(
-            "Save Report…",
-            lambda: self.save_report(),
-            "Ctrl+S",
-            "Write an HTML report (summary, CSV, plots) of the frames compared so far",
-        )
-        self.report_action.setIcon(icon("export"))
-        bar.addActions([self.start_action, self.play_action, self.edit_action, self.add_action])
-        bar.addSeparator()
-        bar.addAction(self.diff_action)
-        self.diff_legend = QLabel(
-            f'<span style="color:{_hex(REF_ONLY_COLOUR)}">┅ only in the reference</span>'
-            f'&nbsp;&nbsp;<span style="color:{_hex(TEST_ONLY_COLOUR)}">▭ only in the pane</span>'
-        )
-        self.diff_legend.setObjectName("diffLegend")
-        self.diff_legend_action = bar.addWidget(self.diff_legend)
-        self.diff_legend_action.setVisible(False)
-        bar.addSeparator()
-        bar.addAction(self.report_action)
-        spacer = QWidget()
-        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        bar.addWidget(spacer)
-        self.progress_text = QLabel("")
-        self.progress_text.setObjectName("plotSummary")
-        self.progress = QProgressBar()
-        self.progress.setObjectName("compareProgress")
-        self.progress.setRange(0, 1000)
-        self.progress.setFixedWidth(180)
-        self.progress.setTextVisible(False)
-        self.progress.setFixedHeight(8)
-        self.cancel_button = QToolButton()
-        self.cancel_button.setText("Cancel")
-        self.cancel_button.setObjectName("smallButton")
-        self.cancel_button.clicked.connect(self.cancel)
-        self._progress_actions = [
-            bar.addWidget(self.progress_text),
-            bar.addWidget(self.progress),
-            bar.addWidget(self.cancel_button),
-        ]
-
-    def _build_table(self) -> QTableWidget:
-        table = QTableWidget(len(METRICS), 0)
-        table.setObjectName("agreementTable")
-        table.setVerticalHeaderLabels(list(METRICS))
-        for i, name in enumerate(METRICS):
-            item = table.verticalHeaderItem(i)
-            if item is not None:
-                item.setToolTip(METRIC_TIPS[name])
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        table.setShowGrid(False)
-        table.setAlternatingRowColors(True)
-        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        rows = table.verticalHeader()
-        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        rows.setDefaultSectionSize(rows.fontMetrics().height() + 9)
-        rows.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-        table.setMinimumWidth(400)
-        table.setMinimumHeight(
-            table.horizontalHeader().sizeHint().height()
-            + len(METRICS) * rows.defaultSectionSize()
-            + 4
-        )
-        return table
+        self.addToolBar(bar)
+        self.start_action, self.play_action = bar.start_action, bar.play_action
+        self.edit_action, self.add_action = bar.edit_action, bar.add_action
+        self.diff_action, self.report_action = bar.diff_action, bar.report_action
+        self.diff_legend_action = bar.diff_legend_action
 
     # ---- panes ---------------------------------------------------------------------
 
@@ -607,49 +289,21 @@ class CompareWindow(QMainWindow):
     @Slot(object)
     def _on_ready(self, panes: list[PaneSpec]) -> None:
         self.labels = [p.label for p in panes]
-        self._stats = [_PaneStats() for _ in panes]
+        self._stats = [PaneStats() for _ in panes]
         for card, pane in zip(self.cards, panes, strict=False):
             s = pane.settings
             card.title.setText(f"{pane.label} · reference" if card.index == 0 else pane.label)
             card.title.setToolTip(f"{s.model.name} · {s.precision.upper()} · {s.device}")
             card.view.show_placeholder("Waiting for the first frame…")
-        self._build_table_columns(panes)
-        self._build_curves()
-
-    def _build_table_columns(self, panes: list[PaneSpec]) -> None:
-        self.table.setColumnCount(len(panes))
-        for col, pane in enumerate(panes):
-            head = QTableWidgetItem(f"● {pane.label}" + (" (ref.)" if col == 0 else ""))
-            head.setForeground(QColor(PANE_COLOURS[col % len(PANE_COLOURS)]))
-            head.setToolTip("the reference" if col == 0 else f"{pane.label} against the reference")
-            self.table.setHorizontalHeaderItem(col, head)
-            for row in range(len(METRICS)):
-                item = QTableWidgetItem(NONE)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-                self.table.setItem(row, col, item)
-
-    def _build_curves(self) -> None:
-        for plot in (self.latency_plot, self.f1_plot):
-            plot.getPlotItem().clear()
-        legend = self.latency_plot.getPlotItem().legend
-        if legend is None:
-            legend = self.latency_plot.getPlotItem().addLegend(
-                offset=(8, 4), labelTextColor="#aab2bf", colCount=MAX_PANES
-            )
-            legend.setBrush(pg.mkBrush(22, 24, 29, 200))
-        legend.clear()
-        self.latency_curves, self.f1_curves = [], []
-        for i, label in enumerate(self.labels):
-            pen = pg.mkPen(PANE_COLOURS[i % len(PANE_COLOURS)], width=1.6)
-            self.latency_curves.append(self.latency_plot.plot(pen=pen, name=label))
-            self.f1_curves.append(self.f1_plot.plot(pen=pen))
+        self.table.set_panes(panes)
+        self.plots.set_labels(self.labels)
 
     @Slot(object)
     def _on_frame(self, frame: CompareFrame) -> None:
         """Every frame feeds the history; the screen catches up at the next tick."""
         if frame.run != self._run:
             self._run = frame.run
-            self._stats = [_PaneStats() for _ in self._stats]
+            self._stats = [PaneStats() for _ in self._stats]
         self.frames_seen += 1
         index = float(frame.step.frame.index)
         for stats, pane in zip(self._stats, frame.step.panes, strict=False):
@@ -727,15 +381,10 @@ class CompareWindow(QMainWindow):
         set_text(self.status, text)
 
     def _show_progress(self, text: str, fraction: float) -> None:
-        for action in self._progress_actions:
-            action.setVisible(True)
-        set_text(self.progress_text, text if len(text) <= 70 else text[:69] + "…")
-        self.progress_text.setToolTip(text)
-        self.progress.setValue(round(1000 * max(0.0, min(1.0, fraction))))
+        self.toolbar.show_progress(text, fraction)
 
     def _hide_progress(self) -> None:
-        for action in self._progress_actions:
-            action.setVisible(False)
+        self.toolbar.hide_progress()
 
     # ---- drawing ----------------------------------------------------------------------
 
@@ -774,61 +423,25 @@ class CompareWindow(QMainWindow):
             card.note.setVisible(self.differences and counts is not None)
             if self.differences and counts is not None:
                 set_text(card.note, diff_note(counts, self.labels[0] if self.labels else ""))
-        self._fill_table(frame)
-        self.themed_plot()
+        self.table.fill(frame.step, self._stats)
+        self.plots.refresh(self._stats)
         set_text(self.frame_label, f"frame {step.frame.index} · {self.frames_seen} compared")
-
-    def _fill_table(self, frame: CompareFrame) -> None:
-        for col, pane in enumerate(frame.step.panes):
-            if col >= self.table.columnCount() or col >= len(self._stats):
-                break
-            stats, r = self._stats[col], pane.running
-            psnr = statistics.fmean(stats.psnr) if stats.psnr else None
-            ssim = statistics.fmean(stats.ssim) if stats.ssim else None
-            values = (
-                number(stats.median_latency(), 1),
-                number(r.f1),
-                number(r.precision),
-                number(r.recall),
-                number(r.mean_iou),
-                number(r.mean_score_diff),
-                number(psnr, 2),
-                number(ssim),
-            )
-            for row, text in enumerate(values):
-                item = self.table.item(row, col)
-                if item is not None and item.text() != text:
-                    item.setText(text)
-
-    def themed_plot(self) -> None:
-        lo, hi, f1_lo = math.inf, -math.inf, 1.0
-        lat_hi = 0.0
-        for i, stats in enumerate(self._stats):
-            if i >= len(self.latency_curves) or not stats.x:
-                continue
-            x = np.fromiter(stats.x, dtype=np.float64)
-            lat = np.fromiter(stats.latency, dtype=np.float64)
-            f1 = np.fromiter(stats.f1, dtype=np.float64)
-            self.latency_curves[i].setData(x, lat, connect="finite")
-            self.f1_curves[i].setData(x, f1)
-            lo, hi = min(lo, float(x[0])), max(hi, float(x[-1]))
-            finite = lat[np.isfinite(lat)]
-            if len(finite):
-                lat_hi = max(lat_hi, float(np.percentile(finite, 98)))
-            f1_lo = min(f1_lo, float(f1.min()))
-        if not math.isfinite(lo):
-            return
-        hi = max(hi, lo + 10.0)
-        # headroom above the curves for the legend
-        self.latency_plot.setRange(xRange=(lo, hi), yRange=(0.0, lat_hi * 1.35 or 1.0))
-        self.f1_plot.setRange(xRange=(lo, hi), yRange=(max(0.0, f1_lo - 0.05), 1.02))
 
     # ---- numbers for tests and the report ----------------------------------------------
 
+    @property
+    def latency_curves(self) -> list[pg.PlotDataItem]:
+        """The latency plot's curves, one per pane."""
+        return self.plots.latency_curves
+
+    @property
+    def f1_curves(self) -> list[pg.PlotDataItem]:
+        """The running F1 plot's curves, one per pane."""
+        return self.plots.f1_curves
+
     def table_value(self, pane: int, metric: str) -> str:
         """The agreement table's cell for ``pane`` (0 = reference) and a METRICS name."""
-        item = self.table.item(METRICS.index(metric), pane)
-        return item.text() if item is not None else ""
+        return self.table.value(pane, metric)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._timer.stop()

@@ -10,94 +10,40 @@ plots see every frame.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
-from framelens.core.errors import Cancelled, ExportError, FrameLensError
-from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
-from framelens.core.models.spec import ModelSpec
-from framelens.core.pipeline.devices import (
-    DeviceChoice,
-    backend_choices,
-    device_choices,
-    resolve_device,
-)
-from framelens.core.pipeline.player import Player, PlayerState, error_message
-from framelens.core.pipeline.run import run_to_outputs
-from framelens.core.pipeline.settings import PipelineSettings, with_changes
-from framelens.core.precision import (
+from framelens.core.api import (
+    DEFAULT_MODEL,
     PRECISIONS,
     CalibrationSettings,
+    Cancelled,
+    DeviceChoice,
+    FrameLensError,
+    FrameResult,
+    ModelSpec,
+    OverlayStyle,
+    PipelineSettings,
+    Player,
+    PlayerState,
     SensitivityReport,
     VariantInfo,
-    cached_variant,
-    prepare_variant,
+    backend_choices,
+    device_choices,
+    error_message,
+    fp32_variant,
+    load_catalog,
+    resolve_device,
+    resolve_model,
+    save_frame_snapshot,
+    with_changes,
 )
-from framelens.core.stages.draw.opencv import OverlayStyle, annotate
-from framelens.core.stages.sinks import save_snapshot
-from framelens.core.types import FrameResult
+from framelens.gui.export_runner import ExportJob, ExportRequest, default_output
+from framelens.gui.precision_jobs import PrecisionJob, prepare_job
 from PySide6.QtCore import QObject, Signal, Slot
 
+__all__ = ["Controller", "ExportJob", "ExportRequest", "default_output"]
+
 _IN_FLIGHT = 3  # results emitted but not yet taken by the GUI thread
-
-ProgressFn = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class ExportRequest:
-    """What File > Export asks for. ``count`` None = to the end of the source."""
-
-    source: str
-    video_path: str | None
-    detections_path: str | None = None
-    start: int = 0
-    count: int | None = None
-
-
-class ExportJob:
-    """Runs a source range through its own pipeline into the exporters, on a thread.
-
-    Independent of the player (its own source, engine and outputs), so export
-    and playback do not disturb each other. A cancelled or failed job leaves no file.
-    """
-
-    def __init__(self, request: ExportRequest, settings: PipelineSettings) -> None:
-        self.request = request
-        self.settings = settings
-        self._cancelled = threading.Event()
-
-    def cancel(self) -> None:
-        self._cancelled.set()
-
-    def run(self, progress: ProgressFn) -> str:
-        """Export; returns the path written (the video, else the detections file)."""
-        req = self.request
-        if not req.video_path and not req.detections_path:
-            raise ExportError("choose a video file or a detections file to export")
-        summary = run_to_outputs(
-            req.source,
-            self.settings,
-            export=req.video_path,
-            detections=req.detections_path,
-            start=req.start,
-            frames=req.count,
-            progress=False,
-            on_progress=progress,
-            cancel=self._cancelled,
-        )
-        return str(summary["outputs"][0])
-
-
-@dataclass
-class PrecisionJob:
-    """One background preparation of a precision variant (see Controller.set_precision)."""
-
-    precision: str
-    token: int
-    cancel: threading.Event
-    cached_only: bool = False
-    fallback: bool = False  # a model switch waits on it: on failure, switch at FP32
 
 
 class Controller(QObject):
@@ -307,11 +253,11 @@ class Controller(QObject):
             self.precisionChanged.emit(p, self.report)  # nothing to do: say what is active
             return
         if p == "fp32":
-            self._apply(VariantInfo("fp32", self._base().path, self._base(), "", False))
+            self._apply(fp32_variant(self._base()))
             return
         if p == "int8" and self.source is None:
             if fallback:
-                self._apply(VariantInfo("fp32", self._base().path, self._base(), "", False))
+                self._apply(fp32_variant(self._base()))
             self.precisionFailed.emit(p, "open a video first: INT8 is calibrated on its frames")
             return
         self._start_job(p, cached_only=cached_only, fallback=fallback)
@@ -352,33 +298,20 @@ class Controller(QObject):
         calibration: CalibrationSettings,
     ) -> None:
         """Worker thread: the variant, from the cache or built; the result goes by signal."""
-        name = job.precision.upper()
 
         def progress(text: str, fraction: float) -> None:
-            if job.token == self._job_token:
-                self.precisionProgress.emit(f"{name}: {text}", float(fraction))
+            if job.token == self._job_token:  # a superseded job's progress is not shown
+                self.precisionProgress.emit(text, fraction)
 
-        try:
-            if job.cached_only:
-                variant: VariantInfo | None = cached_variant(
-                    spec, job.precision, source=source, settings=calibration, cancel=job.cancel
-                )
-            else:
-                progress("preparing", 0.0)
-                variant = prepare_variant(
-                    spec,
-                    job.precision,
-                    source=source,
-                    settings=calibration,
-                    on_progress=progress,
-                    cancel=job.cancel,
-                )
-        except Cancelled:
-            self._variantFailed.emit(job.token, "cancelled")
-        except BaseException as exc:
-            self._variantFailed.emit(job.token, error_message(exc))
-        else:
-            self._variantReady.emit(job.token, variant)
+        prepare_job(
+            job,
+            spec,
+            source,
+            calibration,
+            on_progress=progress,
+            on_ready=lambda variant: self._variantReady.emit(job.token, variant),
+            on_failed=lambda message: self._variantFailed.emit(job.token, message),
+        )
 
     @Slot(int, object)
     def _on_variant_ready(self, token: int, variant: VariantInfo | None) -> None:
@@ -489,12 +422,8 @@ class Controller(QObject):
             self.errorOccurred.emit("nothing to save: open a video first")
             return
         try:
-            image = result.annotated
-            if image is None:  # the GPU path draws overlays on screen, not into frames
-                labels = self.settings.model.labels if self.settings is not None else ()
-                style = self.settings.overlay if self.settings is not None else OverlayStyle()
-                image = annotate(result.frame.image, result.output, labels, style)
-            written = save_snapshot(image, path)
+            # the GPU path draws overlays on screen, not into frames: drawn for the file
+            written = save_frame_snapshot(result, path, self.settings)
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
             return
@@ -540,10 +469,3 @@ class Controller(QObject):
         self.cancel_export()
         self._drop_job()
         self.player.close()
-
-
-def default_output(source: str, suffix: str) -> str:
-    """``clip.mp4`` -> ``clip_annotated.mp4`` next to it (or in the home folder)."""
-    p = Path(source)
-    folder = p.parent if p.parent.is_dir() else Path.home()
-    return str(folder / f"{p.stem or 'capture'}_annotated{suffix}")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT
-from framelens.gui.controller import Controller, ExportRequest, default_output
+from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT
+from framelens.gui.controller import Controller
+from framelens.gui.export_runner import ExportRequest, default_output
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QCheckBox,

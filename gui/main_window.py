@@ -1,51 +1,44 @@
 """The main window: canvas, transport bar, model panel, plots, menus and status bar.
 
-Widgets only send intents to the Controller and draw what its signals bring.
+Widgets only send intents to the Controller and draw what its signals bring. The
+window is built here (layout, docks, status bar, wiring, saved settings) and shows
+results and state; its other jobs are mixins: actions and menus (main_actions),
+opening sources, snapshot and export (main_sources), model choice (main_models) and
+precision switching (main_precision).
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import cast
 
-from framelens.core import __version__
-from framelens.core.errors import FrameLensError
-from framelens.core.gpu.interop import DeviceFrame
-from framelens.core.models.spec import ModelSpec
-from framelens.core.pipeline.player import PlayerState, error_message
-from framelens.core.precision import SensitivityReport
-from framelens.core.stages.draw.opencv import OverlayStyle
-from framelens.core.types import FrameResult
+from framelens.core.api import (
+    DeviceFrame,
+    FrameLensError,
+    FrameResult,
+    OverlayStyle,
+    PlayerState,
+    error_message,
+)
 from framelens.gui.canvas import VideoCanvas
 from framelens.gui.compare_view import CompareWindow
 from framelens.gui.controller import Controller
-from framelens.gui.dialogs import (
-    VIDEO_FILTER,
-    ExportDialog,
-    ImportModelDialog,
-    OpenCameraDialog,
-    OpenUrlDialog,
-)
+from framelens.gui.main_actions import MainActions
+from framelens.gui.main_models import ModelChoice
+from framelens.gui.main_precision import PrecisionSwitching
+from framelens.gui.main_sources import SourceOpening, camera_spec, display_name
 from framelens.gui.model_panel import OVERLAYS, ModelPanel
 from framelens.gui.plots import StagePlots
-from framelens.gui.precision_toggle import PRECISION_NAMES
 from framelens.gui.sensitivity import SensitivityDialog
 from framelens.gui.settings import Settings
 from framelens.gui.transport import TransportBar
 from framelens.gui.widgets import icon, set_text
-from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Slot
+from PySide6.QtCore import QByteArray, Qt, QTimer, Slot
 from PySide6.QtGui import (
-    QAction,
-    QActionGroup,
     QCloseEvent,
-    QDragEnterEvent,
-    QDropEvent,
-    QKeySequence,
 )
 from PySide6.QtWidgets import (
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -68,23 +61,7 @@ REFRESH_RATES = {
 }
 
 
-def camera_spec(index: int) -> str:
-    """What open_source() reads as a camera: its index."""
-    return str(index)
-
-
-def display_name(spec: str) -> str:
-    """What a source is called in the title and the recent menu."""
-    if spec.isdigit():
-        return f"Camera {spec}"
-    if spec.startswith("/dev/video"):
-        return f"Camera {spec.removeprefix('/dev/video')}"
-    if "://" in spec:
-        return QUrl(spec).fileName() or spec
-    return Path(spec).name
-
-
-class MainWindow(QMainWindow):
+class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QMainWindow):
     """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
 
     def __init__(
@@ -200,149 +177,6 @@ class MainWindow(QMainWindow):
         ):
             bar.addPermanentWidget(label)
 
-    def _action(
-        self,
-        text: str,
-        slot: object,
-        shortcut: str | QKeySequence.StandardKey = "",
-        icon_name: str = "",
-        tip: str = "",
-    ) -> QAction:
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-        if icon_name:
-            action.setIcon(icon(icon_name))
-        if tip:
-            action.setStatusTip(tip)
-        action.triggered.connect(slot)
-        self.addAction(action)  # shortcuts work with the menu bar hidden (full screen)
-        return action
-
-    def _build_actions(self) -> None:
-        c = self.controller
-        self.open_action = self._action("&Open Video…", self.choose_file, "Ctrl+O", "open")
-        self.camera_action = self._action(
-            "Open &Camera…", self.choose_camera, "Ctrl+Shift+O", "camera"
-        )
-        self.url_action = self._action("Open &URL…", self.choose_url, "Ctrl+U", "stream")
-        self.export_action = self._action(
-            "&Export…",
-            self.open_export_dialog,
-            "Ctrl+E",
-            "export",
-            "Export annotated video and detections",
-        )
-        self.snapshot_action = self._action(
-            "Save &Snapshot…",
-            lambda: self.save_snapshot(),
-            "F12",
-            "snapshot",
-            "Save the annotated frame as PNG",
-        )
-        self.snapshot_action.setShortcuts([QKeySequence("F12"), QKeySequence("Ctrl+Shift+S")])
-        self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
-        self.play_action = self._action("&Play / Pause", c.toggle_play, "Space", "play")
-        self.back_action = self._action("Step &Back", lambda: c.step(-1), "Left", "step-back")
-        self.forward_action = self._action(
-            "Step &Forward", lambda: c.step(1), "Right", "step-forward"
-        )
-        self.start_action = self._action("Go to &Start", lambda: c.seek(0), "Home")
-        self.end_action = self._action("Go to &End", self.seek_end, "End")
-        self.fullscreen_action = self._action("&Full Screen", self.toggle_fullscreen, "F11")
-        self.reset_view_action = self._action("&Reset Zoom", self.canvas.reset_view, "Ctrl+0")
-        self.about_action = self._action("&About FrameLens", self.about)
-        self.precision_group = QActionGroup(self)
-        self.precision_group.setExclusive(True)
-        self.precision_actions: dict[str, QAction] = {}
-        for i, name in enumerate(PRECISION_NAMES):
-            action = self._action(
-                f"Run at {name.upper()}",
-                lambda _checked=False, p=name: self.choose_precision(p),
-                f"Ctrl+{i + 1}",
-                tip=f"Switch the model to its {name.upper()} variant while playing",
-            )
-            action.setCheckable(True)
-            self.precision_group.addAction(action)
-            self.precision_actions[name] = action
-        self.precision_actions["fp32"].setChecked(True)
-        self.sensitivity_action = self._action(
-            "INT8 Layer &Sensitivity…",
-            self.show_sensitivity,
-            tip="Sensitivity per layer of the active INT8 variant, and the layers kept in float",
-        )
-        self.sensitivity_action.setEnabled(False)
-        self.compare_action = self._action(
-            "&Compare…",
-            self.open_compare,
-            "Ctrl+K",
-            "compare",
-            "Play 2 to 4 precisions or models side by side on the same frames",
-        )
-        for a in (
-            self.play_action,
-            self.back_action,
-            self.forward_action,
-            self.start_action,
-            self.end_action,
-        ):
-            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-
-    def _build_menus(self) -> None:
-        mb = self.menuBar()
-        file_menu = mb.addMenu("&File")
-        file_menu.addActions([self.open_action, self.camera_action, self.url_action])
-        self.recent_menu = file_menu.addMenu("Open &Recent")
-        file_menu.addSeparator()
-        file_menu.addActions([self.export_action, self.snapshot_action])
-        file_menu.addSeparator()
-        file_menu.addAction(self.quit_action)
-        play_menu = mb.addMenu("&Playback")
-        play_menu.addActions(
-            [
-                self.play_action,
-                self.back_action,
-                self.forward_action,
-                self.start_action,
-                self.end_action,
-            ]
-        )
-        play_menu.addSeparator()
-        self.realtime_action = QAction("&Real-time Pacing", self, checkable=True)
-        self.realtime_action.toggled.connect(self.transport.realtime_button.setChecked)
-        self.transport.realtime_button.toggled.connect(self.realtime_action.setChecked)
-        play_menu.addAction(self.realtime_action)
-        view_menu = mb.addMenu("&View")
-        view_menu.addActions([self.fullscreen_action, self.reset_view_action])
-        view_menu.addSeparator()
-        view_menu.addActions(
-            [self.panel_dock.toggleViewAction(), self.plots_dock.toggleViewAction()]
-        )
-        analysis_menu = mb.addMenu("&Analysis")
-        analysis_menu.addActions(list(self.precision_actions.values()))
-        analysis_menu.addSeparator()
-        analysis_menu.addActions([self.sensitivity_action, self.compare_action])
-        help_menu = mb.addMenu("&Help")
-        help_menu.addAction(self.about_action)
-        self._rebuild_recent(self.settings.recent)
-
-    def _build_toolbar(self) -> None:
-        bar = self.addToolBar("Main")
-        bar.setObjectName("mainToolBar")
-        bar.setMovable(False)
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.open_action.setIconText("Open")
-        self.camera_action.setIconText("Camera")
-        self.url_action.setIconText("Stream")
-        self.export_action.setIconText("Export")
-        self.snapshot_action.setIconText("Snapshot")
-        self.compare_action.setIconText("Compare")
-        bar.addActions([self.open_action, self.camera_action, self.url_action])
-        bar.addSeparator()
-        bar.addActions([self.export_action, self.snapshot_action])
-        bar.addSeparator()
-        bar.addAction(self.compare_action)
-
     def _connect(self) -> None:
         c, t, p = self.controller, self.transport, self.panel
         c.resultReady.connect(self._on_result)
@@ -422,147 +256,6 @@ class MainWindow(QMainWindow):
             self._restore_precision = "int8"
 
     # ---- sources -----------------------------------------------------------------
-
-    def open_source(self, spec: str) -> None:
-        """Open a file, URL or camera spec and start playing it."""
-        self.source = spec
-        self._pending_recent = spec
-        self.results_shown = 0
-        self.canvas.reset_view()
-        self.plots.clear()
-        self.setWindowTitle(f"FrameLens — {display_name(spec)}")
-        self.statusBar().showMessage(f"Opening {spec}…")
-        self.controller.open_source(spec)
-        self.controller.play()
-        if self._restore_precision is not None and self.controller.preparing is None:
-            # the last session's INT8, if this video's calibration is cached
-            self.controller.set_precision(self._restore_precision, cached_only=True)
-            self._sync_precision()
-
-    def choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Open video", self.settings.last_dir, VIDEO_FILTER
-        )
-        if path:
-            self.settings.last_dir = str(Path(path).parent)
-            self.open_source(path)
-
-    def choose_camera(self) -> None:
-        dialog = OpenCameraDialog(self)
-        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted:
-            self.open_source(camera_spec(dialog.index))
-
-    def choose_url(self) -> None:
-        dialog = OpenUrlDialog(self.settings.recent, self)
-        if dialog.exec() == OpenUrlDialog.DialogCode.Accepted and dialog.url:
-            self.open_source(dialog.url)
-
-    def _rebuild_recent(self, items: list[str]) -> None:
-        menu = self.recent_menu
-        menu.clear()
-        for i, spec in enumerate(items):
-            label = f"&{i + 1}  {display_name(spec)}" if i < 9 else display_name(spec)
-            action = menu.addAction(label)
-            action.setToolTip(spec)
-            action.setStatusTip(spec)
-            action.triggered.connect(lambda _checked=False, s=spec: self.open_source(s))
-        if items:
-            menu.addSeparator()
-            menu.addAction("Clear Recent", self._clear_recent)
-        menu.setEnabled(bool(items))
-
-    def _clear_recent(self) -> None:
-        self.settings.clear_recent()
-        self._rebuild_recent([])
-
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if event.mimeData().hasUrls():
-            event.acceptProposedAction()
-
-    def dropEvent(self, event: QDropEvent) -> None:
-        urls = event.mimeData().urls()
-        if urls:
-            url = urls[0]
-            self.open_source(url.toLocalFile() if url.isLocalFile() else url.toString())
-            event.acceptProposedAction()
-
-    # ---- models -------------------------------------------------------------------
-
-    def _load_model(
-        self,
-        key: str,
-        layout: str | None = None,
-        labels: str | None = None,
-        task: str | None = None,
-        quiet: bool = False,
-    ) -> bool:
-        try:
-            spec = self.controller.resolve(key, layout, labels, task)
-        except FrameLensError as exc:
-            if not quiet:
-                self.show_error(error_message(exc))
-            return False
-        self._model_key = key
-        self.settings.model = key
-        self.settings.set_model_options(layout, labels, task)
-        self.controller.use_model(spec)
-        return True
-
-    def choose_device(self, device: str) -> None:
-        if self.controller.set_device(device):
-            self.settings.device = device
-        else:
-            self.panel.select_device(self.settings.device)
-
-    def choose_backend(self, backend: str) -> None:
-        if self.controller.set_backend(backend):
-            self.settings.backend = backend
-        else:
-            self.panel.select_backend(self.settings.backend)
-
-    def choose_model(self, key: str) -> None:
-        if key != self._model_key and not self._load_model(key):
-            self._reselect_model()
-
-    def import_model(self, path: str | None = None) -> None:
-        """Ask for an ONNX file; ask for layout and labels when it is not recognised."""
-        if path is None:
-            path, _ = QFileDialog.getOpenFileName(
-                self,
-                "Import ONNX model",
-                self.settings.last_dir,
-                "ONNX models (*.onnx);;All files (*)",
-            )
-        if not path:
-            self._reselect_model()
-            return
-        try:
-            self.controller.resolve(path)
-        except FrameLensError as exc:
-            dialog = ImportModelDialog(path, error_message(exc), self)
-            while dialog.exec() == ImportModelDialog.DialogCode.Accepted:
-                args = (dialog.model_path, dialog.layout_name, dialog.labels_file, dialog.task)
-                try:
-                    self.controller.resolve(*args)
-                except FrameLensError as again:
-                    dialog.show_message(error_message(again))
-                    continue
-                self._load_model(*args)
-                return
-            self._reselect_model()
-            return
-        self._load_model(path)
-
-    def _reselect_model(self) -> None:
-        i = self.panel.model_combo.findData(self._model_key)
-        if i >= 0:
-            self.panel.model_combo.setCurrentIndex(i)
-
-    @Slot(object)
-    def _on_model(self, spec: ModelSpec) -> None:
-        self.panel.show_model(self._model_key or spec.name, spec)
-        set_text(self.model_label, spec.name)
-
     # ---- thresholds, overlay, playback settings ------------------------------------
 
     def _on_conf(self, value: float) -> None:
@@ -684,82 +377,6 @@ class MainWindow(QMainWindow):
         set_text(self.busy_label, text)
         self.busy_label.setVisible(bool(text))
 
-    # ---- precision ----------------------------------------------------------------------
-
-    def choose_precision(self, precision: str) -> None:
-        """FP32 / FP16 / INT8 from the toggle, the menu or Ctrl+1/2/3; playback goes on."""
-        self._asked_precision = precision
-        self._restore_precision = None  # the user's choice now
-        self.controller.set_precision(precision)
-        self._sync_precision()
-
-    def _sync_precision(self) -> None:
-        """Toggle, menu and sensitivity action show the active variant (or the one coming)."""
-        c, toggle = self.controller, self.panel.precision
-        preparing = c.preparing
-        if preparing is not None:
-            if toggle.progress_row.isHidden():
-                toggle.show_preparing(preparing)
-        else:
-            loading = self.state.loading_model and self.state.precision != c.precision
-            toggle.show_active(c.precision, c.report, loading=loading)
-        shown = preparing or c.precision
-        self.precision_actions[shown].setChecked(True)
-        self.sensitivity_action.setEnabled(c.precision == "int8" and c.report is not None)
-        self._update_busy()
-
-    @Slot(str, float)
-    def _on_precision_progress(self, text: str, fraction: float) -> None:
-        self.panel.precision.show_progress(text, fraction)
-        self._update_busy(f"Preparing {text.split(':')[0]} {100 * fraction:.0f}%")
-
-    @Slot(str, object)
-    def _on_precision_changed(self, precision: str, report: SensitivityReport | None) -> None:
-        if precision == self._asked_precision or precision == self._restore_precision:
-            self.settings.precision = precision
-            self._asked_precision = self._restore_precision = None
-        self._sync_precision()
-        if report is not None and self.sensitivity_dialog is not None:
-            self.sensitivity_dialog.set_report(report, self.state.model)
-        self.statusBar().showMessage(f"Running at {precision.upper()}", 3000)
-
-    @Slot(str, str)
-    def _on_precision_failed(self, precision: str, message: str) -> None:
-        restoring = precision == self._restore_precision
-        self._asked_precision = self._restore_precision = None
-        self._sync_precision()
-        self.panel.precision.show_failed()
-        name = precision.upper()
-        if message == "cancelled":
-            self.statusBar().showMessage(
-                f"{name} cancelled; still at {self.controller.precision.upper()}", 5000
-            )
-        elif restoring:
-            self.statusBar().showMessage(
-                f"{name} of the last session is not prepared for this video: "
-                f"press {name} to calibrate it",
-                10000,
-            )
-        else:
-            self.show_error(message if name in message else f"{name}: {message}")
-
-    def show_sensitivity(self) -> SensitivityDialog | None:
-        """The INT8 variant's sensitivity per layer (non-modal)."""
-        report = self.controller.report
-        if report is None:
-            self.statusBar().showMessage("Switch to INT8 to see its layer sensitivity", 5000)
-            return None
-        model = self.state.model or (
-            self.controller.settings.model.name if self.controller.settings else ""
-        )
-        if self.sensitivity_dialog is None:
-            self.sensitivity_dialog = SensitivityDialog(report, model, self)
-        else:
-            self.sensitivity_dialog.set_report(report, model)
-        self.sensitivity_dialog.show()
-        self.sensitivity_dialog.raise_()
-        return self.sensitivity_dialog
-
     def open_compare(self) -> CompareWindow | None:
         """The compare view on the open video, from the frame on screen; playback pauses."""
         if self.source is None or self.state.source is None:
@@ -813,52 +430,6 @@ class MainWindow(QMainWindow):
         self.error_box.setText(message)
         self.error_box.show()
 
-    # ---- snapshot, export, view ----------------------------------------------------------
-
-    def save_snapshot(self, path: str | None = None) -> None:
-        if self.controller.last_result is None:
-            self.show_error("nothing to save: open a video first")
-            return
-        if path is None:
-            index = self.controller.last_result.frame.index
-            stem = Path(display_name(self.source or "frame")).stem or "frame"
-            suggested = str(Path(self.settings.last_dir or Path.home()) / f"{stem}_{index:06d}.png")
-            path, _ = QFileDialog.getSaveFileName(
-                self, "Save snapshot", suggested, "PNG image (*.png)"
-            )
-            if not path:
-                return
-        self.controller.save_snapshot(path)
-
-    def open_export_dialog(self) -> ExportDialog | None:
-        if self.source is None or self.state.source is None:
-            self.show_error("nothing to export: open a video first")
-            return None
-        if not self.state.source.seekable and self.state.source.kind != "file":
-            self.show_error("export works on files; record a camera or stream first")
-            return None
-        dialog = ExportDialog(
-            self.controller, self.source, self.state.frame_count, max(0, self.state.index), self
-        )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        return dialog
-
-    def toggle_fullscreen(self) -> None:
-        if self.isFullScreen():
-            self.showNormal()
-        else:
-            self.showFullScreen()
-
-    def about(self) -> None:
-        QMessageBox.about(
-            self,
-            "About FrameLens",
-            f"<b>FrameLens {__version__}</b><p>A workbench for video analysis: run a "
-            "detector over a video, watch overlays and per-stage timings live, export "
-            "annotated video and detections.</p>",
-        )
-
     def closeEvent(self, event: QCloseEvent) -> None:
         for child in (self.compare_window, self.sensitivity_dialog):
             if child is not None:
@@ -870,4 +441,4 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
-__all__ = ["MainWindow", "ModelPanel", "TransportBar"]
+__all__ = ["MainWindow", "ModelPanel", "TransportBar", "camera_spec", "display_name"]

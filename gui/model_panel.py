@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from framelens.core.models.spec import ModelSpec
-from framelens.core.pipeline.devices import DeviceChoice
-from framelens.core.stages.draw.opencv import OverlayStyle
+from framelens.core.api import DeviceChoice, ModelSpec, OverlayStyle
 from framelens.gui.precision_toggle import PrecisionToggle
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (

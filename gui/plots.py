@@ -14,7 +14,7 @@ from collections import deque
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.types import FrameResult
+from framelens.core.api import FrameResult
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 

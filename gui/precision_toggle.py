@@ -7,7 +7,7 @@ bar with Cancel appears; on failure the toggle returns to the active variant.
 
 from __future__ import annotations
 
-from framelens.core.precision import SensitivityReport
+from framelens.core.api import SensitivityReport
 from framelens.gui.widgets import set_text
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.precision import LayerSensitivity, SensitivityReport
+from framelens.core.api import LayerSensitivity, SensitivityReport
 from framelens.gui.plots import themed_plot
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (

@@ -6,7 +6,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from framelens.core.errors import FrameLensError
+from framelens.core.errors import error_message as error_message  # re-exported
 from framelens.core.types import SourceInfo
 
 
@@ -31,15 +31,6 @@ class PlayerState:
     @property
     def playing(self) -> bool:
         return self.status == "playing"
-
-
-def error_message(exc: BaseException) -> str:
-    """One line for the user: FrameLensError text as is, anything else named."""
-    if isinstance(exc, FrameLensError):
-        text = str(exc)
-    else:
-        text = f"unexpected error: {type(exc).__name__}: {exc}"
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 class RateMeter:

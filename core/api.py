@@ -1,0 +1,252 @@
+"""The public API of core for the GUI: everything framelens.gui uses, and nothing else.
+
+The GUI imports core only through this module (an import-linter contract says so),
+so core's internals can move without touching the GUI. Most names are re-exported
+from where they live; where the GUI used to reach into an internal (OpenCV drawing,
+the difference view's colours, the report folder rules) a function here says what
+it needs instead. Groups:
+
+* errors: the hierarchy, ``Cancelled``, and ``error_message`` (the one line a user reads)
+* types: frames, results, detections, images
+* models: the catalogue, resolving a name or an ONNX file, layouts
+* devices and backends: what can run here, and why not
+* playback and runs: the Player, its settings and state, export runs, snapshots
+* precision: FP32/FP16/INT8 variants, calibration, the INT8 sensitivity report
+* compare: panes in lock-step, their difference overlays, the HTML report
+* sources: opening a video, camera or stream (the compare worker decodes itself)
+* display: device frames to the screen (CUDA-GL interop); the one overlay style
+  (colours, tags, layout into shapes) that the canvas paints like core draws
+
+Like the rest of core, this module imports no Qt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from framelens.core import __version__
+from framelens.core.errors import (
+    Cancelled,
+    ConfigError,
+    ExportError,
+    FrameLensError,
+    error_message,
+)
+from framelens.core.gpu.interop import (
+    INTEROP_PATH,
+    DeviceFrame,
+    DeviceFrameUploader,
+    fallback_path,
+)
+from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
+from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
+from framelens.core.pipeline.compare.panes import (
+    MAX_PANES,
+    MIN_PANES,
+    CompareRunner,
+    CompareStep,
+    PaneSpec,
+)
+from framelens.core.pipeline.compare.report import REPORT_FILES
+from framelens.core.pipeline.compare.session import compare_to_report
+from framelens.core.pipeline.compare.variants import prepare_pane
+from framelens.core.pipeline.devices import (
+    DeviceChoice,
+    backend_choices,
+    device_choices,
+    resolve_device,
+)
+from framelens.core.pipeline.player import Player, PlayerState
+from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings, with_changes
+from framelens.core.precision import (
+    PRECISIONS,
+    CalibrationSettings,
+    LayerSensitivity,
+    SensitivityReport,
+    VariantInfo,
+    cached_variant,
+    prepare_variant,
+)
+from framelens.core.stages.draw.opencv import annotate
+from framelens.core.stages.draw.style import (
+    BGR,
+    DEFAULT_STYLE,
+    Overlay,
+    OverlayStyle,
+    Rect,
+    Tag,
+    layout,
+)
+from framelens.core.stages.sinks import save_snapshot
+from framelens.core.stages.sinks.atomic_dir import check_dir_target
+from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.tasks.detect.diff import (
+    REF_ONLY_COLOUR,
+    TEST_ONLY_COLOUR,
+    draw_difference,
+)
+from framelens.core.stages.timing import now_ms
+from framelens.core.types import Detections, FrameResult, Image
+
+__all__ = [
+    "BGR",
+    "DEFAULT_MODEL",
+    "DEFAULT_STYLE",
+    "INTEROP_PATH",
+    "LAYOUTS",
+    "MAX_PANES",
+    "MIN_PANES",
+    "PRECISIONS",
+    "TASK_OF_LAYOUT",
+    "CalibrationSettings",
+    "Cancelled",
+    "CompareRunner",
+    "CompareStep",
+    "ConfigError",
+    "Detections",
+    "DeviceChoice",
+    "DeviceFrame",
+    "DeviceFrameUploader",
+    "DifferenceColours",
+    "ExportError",
+    "FrameLensError",
+    "FrameResult",
+    "Image",
+    "LayerSensitivity",
+    "ModelSpec",
+    "Overlay",
+    "OverlayStyle",
+    "PaneDifferences",
+    "PaneSpec",
+    "PipelineSettings",
+    "Player",
+    "PlayerState",
+    "Rect",
+    "SensitivityReport",
+    "Source",
+    "Tag",
+    "VariantInfo",
+    "__version__",
+    "backend_choices",
+    "cached_variant",
+    "compare_report_folder",
+    "compare_to_report",
+    "device_choices",
+    "difference_colours",
+    "draw_pane_differences",
+    "error_message",
+    "fallback_path",
+    "fp32_variant",
+    "layout",
+    "load_catalog",
+    "now_ms",
+    "open_source",
+    "prepare_pane",
+    "prepare_variant",
+    "resolve_device",
+    "resolve_model",
+    "run_to_outputs",
+    "save_frame_snapshot",
+    "with_changes",
+]
+
+# ---- precision --------------------------------------------------------------------
+
+
+def fp32_variant(spec: ModelSpec) -> VariantInfo:
+    """The model as it is, as a variant: switching back to FP32 needs no preparation."""
+    return VariantInfo("fp32", spec.path, spec, "", False)
+
+
+# ---- playback: snapshots ----------------------------------------------------------
+
+
+def save_frame_snapshot(
+    result: FrameResult, path: str | Path, settings: PipelineSettings | None = None
+) -> Path:
+    """Save ``result``'s frame as PNG with its overlays and return the path written.
+
+    The CPU path hands annotated frames; the GPU path leaves the overlays to the screen,
+    so they are drawn here with ``settings``' labels and overlay style. Raises
+    ExportError (a FrameLensError) when the file cannot be written.
+    """
+    image = result.annotated
+    if image is None:
+        labels = settings.model.labels if settings is not None else ()
+        style = settings.overlay if settings is not None else DEFAULT_STYLE
+        image = annotate(result.frame.image, result.output, labels, style)
+    return save_snapshot(image, path)
+
+
+# ---- compare: differences and the report ------------------------------------------
+
+
+@dataclass(frozen=True)
+class DifferenceColours:
+    """The difference view's two colours as "#rrggbb", for legends and notes."""
+
+    ref_only: str  # the reference found it, the pane missed it (drawn dashed)
+    test_only: str  # only the pane found it
+
+
+def _hex(bgr: tuple[int, int, int]) -> str:
+    b, g, r = bgr
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def difference_colours() -> DifferenceColours:
+    """The colours draw_pane_differences uses, for text that refers to them."""
+    return DifferenceColours(_hex(REF_ONLY_COLOUR), _hex(TEST_ONLY_COLOUR))
+
+
+@dataclass(frozen=True)
+class PaneDifferences:
+    """One compare step's difference overlays, per pane (None for the reference).
+
+    ``images[i]``: the reference's detections that pane i missed and pane i's that the
+    reference lacks, drawn on the plain frame. ``counts[i]``: (only in the reference,
+    only in pane i).
+    """
+
+    images: tuple[Image | None, ...]
+    counts: tuple[tuple[int, int] | None, ...]
+
+
+def draw_pane_differences(step: CompareStep, panes: Sequence[PaneSpec]) -> PaneDifferences:
+    """Each pane's difference overlay against the reference, and how many of each."""
+    ref = step.panes[step.reference].label
+    images: list[Image | None] = []
+    counts: list[tuple[int, int] | None] = []
+    for i, pane in enumerate(step.panes):
+        if i == step.reference:
+            images.append(None)
+            counts.append(None)
+            continue
+        diff = step.difference(i)
+        labels = panes[i].settings.model.labels
+        images.append(draw_difference(step.frame.image, diff, labels, (ref, pane.label)))
+        counts.append((len(diff.ref_only), len(diff.test_only)))
+    return PaneDifferences(tuple(images), tuple(counts))
+
+
+def compare_report_folder(folder: str | Path, stem: str) -> Path:
+    """Where a compare report chosen to go in ``folder`` is written.
+
+    ``folder`` itself when it is empty or holds an earlier report (overwritten), else a
+    new ``<stem>_compare`` subfolder in it (``_2``, ``_3``... when taken).
+    """
+    try:
+        return check_dir_target(folder, REPORT_FILES)
+    except ExportError:
+        base = Path(folder) / f"{stem or 'video'}_compare"
+        target, n = base, 2
+        while target.exists():
+            try:
+                return check_dir_target(target, REPORT_FILES)
+            except ExportError:
+                target = base.with_name(f"{base.name}_{n}")
+                n += 1
+        return check_dir_target(target, REPORT_FILES)

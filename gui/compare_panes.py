@@ -1,0 +1,198 @@
+"""The compare view's panes: each one's set-up, header and frame.
+
+A PaneCard is one pane of the compare window: while setting up, its precision,
+model and device; while comparing, its label and latency over its frame (a
+FrameView), with a note of the differences against the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from framelens.core.api import PRECISIONS, DeviceChoice, Image, difference_colours
+from framelens.gui.compare_worker import PaneRequest
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+__all__ = ["PANE_COLOURS", "FrameView", "PaneCard", "diff_note"]
+
+PANE_COLOURS = ("#5aa9e6", "#4cc9a0", "#f4a259", "#c58fe0")
+
+
+def diff_note(counts: tuple[int, int], reference: str) -> str:
+    """The difference view's header note: what this frame's pane lacks and adds."""
+    missed, extra = counts
+    if not missed and not extra:
+        return '<span style="color:#6b7382">no difference on this frame</span>'
+    colours = difference_colours()
+    parts = []
+    if missed:
+        parts.append(f'<span style="color:{colours.ref_only}">{missed} only in {reference}</span>')
+    if extra:
+        parts.append(f'<span style="color:{colours.test_only}">{extra} only here</span>')
+    return " · ".join(parts)
+
+
+class FrameView(QWidget):
+    """A BGR frame scaled to fit (aspect kept) with plain QPainter: cheap under llvmpipe."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("frameView")
+        self.setMinimumSize(240, 150)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self._image: QImage | None = None
+        self._array: Image | None = None  # keeps the QImage's memory alive
+        self.placeholder = ""  # drawn over a dimmed image, or alone
+        self.dimmed = False
+
+    def set_image(self, image: Image | None) -> None:
+        if image is None:
+            self._image = self._array = None
+        else:
+            array = np.ascontiguousarray(image)
+            h, w = array.shape[:2]
+            self._array = array
+            self._image = QImage(array.data, w, h, array.strides[0], QImage.Format.Format_BGR888)
+        self.update()
+
+    @property
+    def has_image(self) -> bool:
+        return self._image is not None
+
+    def show_placeholder(self, text: str, dimmed: bool = True) -> None:
+        """``text`` over the (dimmed) image on screen, e.g. a preview before the start."""
+        self.placeholder, self.dimmed = text, dimmed
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor("#0f1115"))
+        if self._image is not None:
+            w, h = self._image.width(), self._image.height()
+            scale = min(self.width() / w, self.height() / h)
+            tw, th = w * scale, h * scale
+            target = QRectF((self.width() - tw) / 2, (self.height() - th) / 2, tw, th)
+            p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+            p.drawImage(target, self._image)
+            if self.dimmed:
+                p.fillRect(target, QColor(15, 17, 21, 175))
+        if self.placeholder and (self._image is None or self.dimmed):
+            p.setPen(QColor("#aab2bf") if self._image is not None else QColor("#6b7382"))
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
+
+
+class PaneCard(QFrame):
+    """One pane: a header (its set-up, or its label and latency) over its frame."""
+
+    def __init__(
+        self,
+        index: int,
+        models: Sequence[tuple[str, str | None]],
+        devices: Sequence[DeviceChoice],
+        device: str,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("paneCard")
+        self.index = index
+        self.chip = QLabel("●")
+        self.chip.setObjectName("paneChip")
+        self.title = QLabel("")
+        self.title.setObjectName("paneTitle")
+        self.note = QLabel("")
+        self.note.setObjectName("paneNote")
+        self.note.setTextFormat(Qt.TextFormat.RichText)
+        self.note.hide()
+        self.latency = QLabel("")
+        self.latency.setObjectName("paneLatency")
+        self.latency.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+        self.precision_combo = QComboBox()
+        for p in PRECISIONS:
+            self.precision_combo.addItem(p.upper(), p)
+        self.precision_combo.setToolTip("Precision variant (INT8 is calibrated on this video)")
+        self.model_combo = QComboBox()
+        for text, key in models:
+            self.model_combo.addItem(text, key)
+        self.model_combo.setToolTip("Model from the catalogue")
+        self.device_combo = QComboBox()
+        for choice in devices:
+            self.device_combo.addItem(choice.label, choice.id)
+            if choice.unavailable is not None:
+                row = self.device_combo.count() - 1
+                self.device_combo.model().item(row).setEnabled(False)  # type: ignore[attr-defined]
+                self.device_combo.setItemData(row, choice.unavailable, Qt.ItemDataRole.ToolTipRole)
+        i = self.device_combo.findData(device)
+        self.device_combo.setCurrentIndex(max(0, i))
+        self.device_combo.setToolTip("Where this pane's inference runs")
+        for combo, chars in ((self.model_combo, 6), (self.device_combo, 3)):
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(chars)
+        self.remove_button = QToolButton()
+        self.remove_button.setText("✕")
+        self.remove_button.setObjectName("removeButton")
+        self.remove_button.setToolTip("Remove this pane")
+        self.remove_button.setFixedSize(26, 26)
+        self.setup_row = QWidget()
+        sl = QHBoxLayout(self.setup_row)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(4)
+        sl.addWidget(self.precision_combo)
+        sl.addWidget(self.model_combo, 1)
+        sl.addWidget(self.device_combo)
+        sl.addWidget(self.remove_button)
+
+        self.view = FrameView()
+        header = QHBoxLayout()
+        header.setSpacing(6)
+        header.addWidget(self.chip)
+        header.addWidget(self.title)
+        header.addWidget(self.setup_row, 1)
+        header.addWidget(self.note)
+        header.addWidget(self.latency, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 4, 6, 6)
+        lay.setSpacing(4)
+        lay.addLayout(header)
+        lay.addWidget(self.view, 1)
+        self.set_index(index)
+        self.set_editing(True)
+
+    def set_index(self, index: int) -> None:
+        self.index = index
+        colour = PANE_COLOURS[index % len(PANE_COLOURS)]
+        self.chip.setStyleSheet(f"color: {colour};")
+        if self.setup_row.isVisible() or not self.title.text():
+            self.title.setText("Reference" if index == 0 else f"Pane {index + 1}")
+
+    def set_editing(self, editing: bool) -> None:
+        self.setup_row.setVisible(editing)
+        self.latency.setVisible(not editing)
+        if editing:
+            self.title.setText("Reference" if self.index == 0 else f"Pane {self.index + 1}")
+            self.view.show_placeholder("Press Start to compare")
+
+    def request(self) -> PaneRequest:
+        key = self.model_combo.currentData()
+        return PaneRequest(
+            precision=str(self.precision_combo.currentData()),
+            model=None if key is None else str(key),
+            device=str(self.device_combo.currentData()),
+        )
+
+    def set_precision(self, precision: str) -> None:
+        self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(precision)))

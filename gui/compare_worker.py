@@ -1,0 +1,256 @@
+"""The compare view's Qt-free worker: pane set-up, and the lock-step loop on a thread.
+
+CompareWorker runs on its own thread: it prepares the panes' variants (prepare_panes),
+decodes each frame of the source once and hands it to core's CompareRunner, which
+runs the 2 to 4 panes in lock-step; it also draws the difference overlays so the
+GUI thread only shows images. The Qt side is compare_controller.CompareSession.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from framelens.core.api import (
+    MAX_PANES,
+    MIN_PANES,
+    CalibrationSettings,
+    Cancelled,
+    CompareRunner,
+    CompareStep,
+    ConfigError,
+    Image,
+    ModelSpec,
+    PaneSpec,
+    PipelineSettings,
+    Source,
+    compare_report_folder,
+    draw_pane_differences,
+    error_message,
+    now_ms,
+    open_source,
+    prepare_pane,
+    resolve_device,
+)
+
+__all__ = [
+    "CompareFrame",
+    "CompareWorker",
+    "PaneRequest",
+    "Resolve",
+    "pane_labels",
+    "prepare_panes",
+    "report_target",
+]
+
+Resolve = Callable[[str], ModelSpec]
+
+
+@dataclass(frozen=True)
+class PaneRequest:
+    """What the user chose for one pane; None = as in the main window."""
+
+    precision: str = "fp32"
+    model: str | None = None  # catalogue name or ONNX path
+    device: str | None = None  # "auto" | "cpu" | "cuda:N"
+
+
+@dataclass(frozen=True)
+class CompareFrame:
+    """One lock-step frame for the view: core's step and the difference overlays.
+
+    ``differences[i]``: the reference's detections that pane i missed and pane i's
+    that the reference lacks, drawn on the plain frame (None for the reference); they
+    are drawn for every frame (a millisecond each) so the view's toggle is instant.
+    ``diff_counts[i]``: how many of each. ``run`` counts restarts from the
+    beginning, so the view knows when to clear its history.
+    """
+
+    step: CompareStep
+    differences: tuple[Image | None, ...]
+    run: int
+    diff_counts: tuple[tuple[int, int] | None, ...] = ()  # (only in reference, only in pane)
+
+
+def pane_labels(requests: Sequence[PaneRequest], model_names: Sequence[str]) -> list[str]:
+    """Short unique labels: the precision, with the model and device where panes differ."""
+    show_model = len(set(model_names)) > 1
+    show_device = len({r.device for r in requests}) > 1
+    labels: list[str] = []
+    for r, model in zip(requests, model_names, strict=True):
+        parts = [r.precision.upper()]
+        if show_model:
+            parts.insert(0, model)
+        if show_device and r.device:
+            parts.append(r.device.upper() if r.device == "cpu" else r.device)
+        label = " ".join(parts)
+        n = 2
+        while label in labels:
+            label = f"{' '.join(parts)} #{n}"
+            n += 1
+        labels.append(label)
+    return labels
+
+
+def report_target(folder: str, stem: str) -> Path:
+    """``folder`` itself when it is empty or an earlier report, else a new subfolder in it."""
+    return compare_report_folder(folder, stem)
+
+
+def prepare_panes(
+    base: PipelineSettings,
+    requests: Sequence[PaneRequest],
+    source: str,
+    resolve: Resolve,
+    *,
+    calibration: CalibrationSettings | None = None,
+    on_prepare: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> list[PaneSpec]:
+    """One PaneSpec per request, its variant taken from the cache or prepared now."""
+    if not MIN_PANES <= len(requests) <= MAX_PANES:
+        raise ConfigError(f"a comparison needs {MIN_PANES} to {MAX_PANES} panes")
+    models = [base.model if r.model is None else resolve(r.model) for r in requests]
+    labels = pane_labels(requests, [m.name for m in models])
+    panes: list[PaneSpec] = []
+    n = len(requests)
+    for i, (r, model, label) in enumerate(zip(requests, models, labels, strict=True)):
+        device = base.device if r.device is None else resolve_device(r.device)
+        params = base.params if model == base.model else replace(base.params, classes=None)
+        settings = replace(base, model=model, device=device, precision=r.precision, params=params)
+
+        def report(text: str, fraction: float, i: int = i) -> None:
+            if on_prepare is not None:  # the pane's share of the whole preparation
+                on_prepare(text, (i + fraction) / n)
+
+        panes.append(
+            prepare_pane(
+                label,
+                settings,
+                source=source,
+                progress=False,
+                on_prepare=report,
+                cancel=cancel,
+                calibration=calibration,
+            )
+        )
+    return panes
+
+
+class CompareWorker:
+    """Prepares the panes, then steps them through the source in lock-step; no Qt.
+
+    Commands (play, pause, stop) may come from any thread. The callbacks run on the
+    worker's thread: ``on_ready(panes)`` once prepared, ``on_frame(CompareFrame)``
+    per frame, ``on_state(text)`` ("playing", "paused", "ended", "stopped"),
+    ``on_progress(text, 0..1)`` while preparing, ``on_error(one line)``.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        start: int,
+        make_panes: Callable[[Callable[[str, float], None], threading.Event], list[PaneSpec]],
+        *,
+        on_ready: Callable[[list[PaneSpec]], None],
+        on_frame: Callable[[CompareFrame], None],
+        on_state: Callable[[str], None],
+        on_progress: Callable[[str, float], None],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self.source = source
+        self.start_index = max(0, start)
+        self._make_panes = make_panes
+        self._on_ready, self._on_frame, self._on_state = on_ready, on_frame, on_state
+        self._on_progress, self._on_error = on_progress, on_error
+        self._commands: queue.Queue[str] = queue.Queue()
+        self._cancel = threading.Event()
+        self._playing = True
+        self._run = 0
+        self.first_index = -1
+        self.last_index = -1
+        self._thread = threading.Thread(target=self._main, name="fl-compare", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def play(self) -> None:
+        self._commands.put("play")
+
+    def pause(self) -> None:
+        self._commands.put("pause")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop (cancelling a preparation) and wait for the thread to end."""
+        self._cancel.set()
+        self._commands.put("stop")
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _main(self) -> None:
+        try:
+            panes = self._make_panes(self._on_progress, self._cancel)
+            if self._cancel.is_set():
+                raise Cancelled("cancelled")
+            with open_source(self.source) as source, CompareRunner(panes, draw=True) as runner:
+                self._on_ready(panes)
+                self._seek(source, self.start_index)
+                self._on_state("playing")
+                self._loop(source, runner, panes)
+        except Cancelled:
+            pass
+        except BaseException as exc:
+            self._on_error(error_message(exc))
+        finally:
+            self._on_state("stopped")
+
+    def _seek(self, source: Source, index: int) -> None:
+        count = source.info.frame_count
+        if count:
+            index = min(index, count - 1)
+        if index > 0 and source.info.seekable:
+            source.seek(index)
+
+    def _loop(self, source: Source, runner: CompareRunner, panes: list[PaneSpec]) -> None:
+        ended = False
+        while not self._cancel.is_set():
+            try:
+                command = self._commands.get_nowait() if self._playing else self._commands.get()
+            except queue.Empty:
+                command = ""
+            if command == "stop":
+                return
+            if command == "pause" and self._playing:
+                self._playing = False
+                self._on_state("paused")
+            elif command == "play" and not self._playing:
+                if ended:  # from the top again, with fresh totals
+                    ended = False
+                    if source.info.seekable:
+                        source.seek(0)
+                    runner.reset_totals()
+                    self._run += 1
+                self._playing = True
+                self._on_state("playing")
+            if not self._playing:
+                continue
+            t0 = now_ms()
+            frame = source.read()
+            decode_ms = now_ms() - t0
+            if frame is None:
+                ended, self._playing = True, False
+                self._on_state("ended")
+                continue
+            step = runner.step(frame, decode_ms)
+            if self.first_index < 0 or frame.index < self.first_index:
+                self.first_index = frame.index
+            self.last_index = max(self.last_index, frame.index)
+            drawn = draw_pane_differences(step, panes)
+            self._on_frame(CompareFrame(step, drawn.images, self._run, drawn.counts))

@@ -1,0 +1,70 @@
+"""File > Export's job: a source range through its own pipeline into the exporters.
+
+No Qt: the controller runs an ExportJob on a thread and turns its progress and end
+into signals.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from framelens.core.api import ExportError, PipelineSettings, run_to_outputs
+
+__all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_output"]
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What File > Export asks for. ``count`` None = to the end of the source."""
+
+    source: str
+    video_path: str | None
+    detections_path: str | None = None
+    start: int = 0
+    count: int | None = None
+
+
+class ExportJob:
+    """Runs a source range through its own pipeline into the exporters, on a thread.
+
+    Independent of the player (its own source, engine and outputs), so export
+    and playback do not disturb each other. A cancelled or failed job leaves no file.
+    """
+
+    def __init__(self, request: ExportRequest, settings: PipelineSettings) -> None:
+        self.request = request
+        self.settings = settings
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def run(self, progress: ProgressFn) -> str:
+        """Export; returns the path written (the video, else the detections file)."""
+        req = self.request
+        if not req.video_path and not req.detections_path:
+            raise ExportError("choose a video file or a detections file to export")
+        summary = run_to_outputs(
+            req.source,
+            self.settings,
+            export=req.video_path,
+            detections=req.detections_path,
+            start=req.start,
+            frames=req.count,
+            progress=False,
+            on_progress=progress,
+            cancel=self._cancelled,
+        )
+        return str(summary["outputs"][0])
+
+
+def default_output(source: str, suffix: str) -> str:
+    """``clip.mp4`` -> ``clip_annotated.mp4`` next to it (or in the home folder)."""
+    p = Path(source)
+    folder = p.parent if p.parent.is_dir() else Path.home()
+    return str(folder / f"{p.stem or 'capture'}_annotated{suffix}")

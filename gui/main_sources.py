@@ -1,0 +1,129 @@
+"""Opening sources in the main window, and saving what it shows.
+
+File, camera and URL dialogs, drag and drop, the Open Recent menu, and the
+snapshot and export dialogs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
+from framelens.gui.main_window_parts import MainWindowParts
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QFileDialog
+
+__all__ = ["SourceOpening", "camera_spec", "display_name"]
+
+
+def camera_spec(index: int) -> str:
+    """What open_source() reads as a camera: its index."""
+    return str(index)
+
+
+def display_name(spec: str) -> str:
+    """What a source is called in the title and the recent menu."""
+    if spec.isdigit():
+        return f"Camera {spec}"
+    if spec.startswith("/dev/video"):
+        return f"Camera {spec.removeprefix('/dev/video')}"
+    if "://" in spec:
+        return QUrl(spec).fileName() or spec
+    return Path(spec).name
+
+
+class SourceOpening(MainWindowParts):
+    """Open a file, camera or stream (dialogs, drops, recent files); snapshot and export."""
+
+    def open_source(self, spec: str) -> None:
+        """Open a file, URL or camera spec and start playing it."""
+        self.source = spec
+        self._pending_recent = spec
+        self.results_shown = 0
+        self.canvas.reset_view()
+        self.plots.clear()
+        self.setWindowTitle(f"FrameLens — {display_name(spec)}")
+        self.statusBar().showMessage(f"Opening {spec}…")
+        self.controller.open_source(spec)
+        self.controller.play()
+        if self._restore_precision is not None and self.controller.preparing is None:
+            # the last session's INT8, if this video's calibration is cached
+            self.controller.set_precision(self._restore_precision, cached_only=True)
+            self._sync_precision()
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open video", self.settings.last_dir, VIDEO_FILTER
+        )
+        if path:
+            self.settings.last_dir = str(Path(path).parent)
+            self.open_source(path)
+
+    def choose_camera(self) -> None:
+        dialog = OpenCameraDialog(self)
+        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted:
+            self.open_source(camera_spec(dialog.index))
+
+    def choose_url(self) -> None:
+        dialog = OpenUrlDialog(self.settings.recent, self)
+        if dialog.exec() == OpenUrlDialog.DialogCode.Accepted and dialog.url:
+            self.open_source(dialog.url)
+
+    def _rebuild_recent(self, items: list[str]) -> None:
+        menu = self.recent_menu
+        menu.clear()
+        for i, spec in enumerate(items):
+            label = f"&{i + 1}  {display_name(spec)}" if i < 9 else display_name(spec)
+            action = menu.addAction(label)
+            action.setToolTip(spec)
+            action.setStatusTip(spec)
+            action.triggered.connect(lambda _checked=False, s=spec: self.open_source(s))
+        if items:
+            menu.addSeparator()
+            menu.addAction("Clear Recent", self._clear_recent)
+        menu.setEnabled(bool(items))
+
+    def _clear_recent(self) -> None:
+        self.settings.clear_recent()
+        self._rebuild_recent([])
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        urls = event.mimeData().urls()
+        if urls:
+            url = urls[0]
+            self.open_source(url.toLocalFile() if url.isLocalFile() else url.toString())
+            event.acceptProposedAction()
+
+    def save_snapshot(self, path: str | None = None) -> None:
+        if self.controller.last_result is None:
+            self.show_error("nothing to save: open a video first")
+            return
+        if path is None:
+            index = self.controller.last_result.frame.index
+            stem = Path(display_name(self.source or "frame")).stem or "frame"
+            suggested = str(Path(self.settings.last_dir or Path.home()) / f"{stem}_{index:06d}.png")
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Save snapshot", suggested, "PNG image (*.png)"
+            )
+            if not path:
+                return
+        self.controller.save_snapshot(path)
+
+    def open_export_dialog(self) -> ExportDialog | None:
+        if self.source is None or self.state.source is None:
+            self.show_error("nothing to export: open a video first")
+            return None
+        if not self.state.source.seekable and self.state.source.kind != "file":
+            self.show_error("export works on files; record a camera or stream first")
+            return None
+        dialog = ExportDialog(
+            self.controller, self.source, self.state.frame_count, max(0, self.state.index), self
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog

@@ -1,0 +1,80 @@
+"""What the main window's parts share: its widgets, controller, settings and state.
+
+MainWindow (main_window.py) is assembled from one mixin per job: its actions and
+menus (main_actions.py), opening sources and saving what it shows (main_sources.py),
+choosing the model, device and backend (main_models.py) and switching precision
+(main_precision.py). MainWindowParts, their common base, declares what they read of
+each other for the type checker; at run time it is a plain object, and MainWindow
+(a QMainWindow) builds everything declared here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from framelens.core.api import PlayerState
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu
+
+if TYPE_CHECKING:
+    from framelens.gui.canvas import VideoCanvas
+    from framelens.gui.compare_view import CompareWindow
+    from framelens.gui.controller import Controller
+    from framelens.gui.dialogs import ExportDialog
+    from framelens.gui.model_panel import ModelPanel
+    from framelens.gui.plots import StagePlots
+    from framelens.gui.sensitivity import SensitivityDialog
+    from framelens.gui.settings import Settings
+    from framelens.gui.transport import TransportBar
+
+    _Window = QMainWindow
+else:
+    _Window = object
+
+__all__ = ["MainWindowParts"]
+
+
+class MainWindowParts(_Window):
+    """The main window's shared attributes and cross-part methods, declared only."""
+
+    settings: Settings
+    controller: Controller
+    state: PlayerState
+    source: str | None
+    results_shown: int
+    canvas: VideoCanvas
+    transport: TransportBar
+    panel: ModelPanel
+    plots: StagePlots
+    panel_dock: QDockWidget
+    plots_dock: QDockWidget
+    model_label: QLabel
+    recent_menu: QMenu
+    precision_actions: dict[str, QAction]
+    sensitivity_action: QAction
+    sensitivity_dialog: SensitivityDialog | None
+    _pending_recent: str | None
+    _model_key: str
+    _asked_precision: str | None  # chosen by the user, being prepared
+    _restore_precision: str | None  # saved INT8: looked up once a video opens
+
+    if TYPE_CHECKING:
+        # main_window.py
+        def show_error(self, message: str) -> None: ...
+        def seek_end(self) -> None: ...
+        def open_compare(self) -> CompareWindow | None: ...
+        def _update_busy(self, progress: str = "") -> None: ...
+
+        # main_sources.py
+        def open_source(self, spec: str) -> None: ...
+        def choose_file(self) -> None: ...
+        def choose_camera(self) -> None: ...
+        def choose_url(self) -> None: ...
+        def _rebuild_recent(self, items: list[str]) -> None: ...
+        def save_snapshot(self, path: str | None = None) -> None: ...
+        def open_export_dialog(self) -> ExportDialog | None: ...
+
+        # main_precision.py
+        def choose_precision(self, precision: str) -> None: ...
+        def show_sensitivity(self) -> SensitivityDialog | None: ...
+        def _sync_precision(self) -> None: ...
