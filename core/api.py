@@ -12,8 +12,8 @@ it needs instead. Groups:
 * devices and backends: what can run here, and why not
 * playback and runs: the Player, its settings and state, export runs, snapshots
 * precision: FP32/FP16/INT8 variants, calibration, the INT8 sensitivity report
-* compare: panes in lock-step, their difference overlays, the HTML report
-* sources: opening a video, camera or stream (the compare worker decodes itself)
+* compare: panes in lock-step (fed by the executor), their difference overlays, the report
+* sources: opening a video, camera or stream
 * display: device frames to the screen (CUDA-GL interop); the one overlay style
   (colours, tags, layout into shapes) that the canvas paints like core draws
 
@@ -49,9 +49,11 @@ from framelens.core.pipeline.compare.panes import (
     CompareStep,
     PaneSpec,
 )
+from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.report import REPORT_FILES
 from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import prepare_pane
+from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.devices import (
     DeviceChoice,
     backend_choices,
@@ -105,6 +107,8 @@ __all__ = [
     "Cancelled",
     "CompareRunner",
     "CompareStep",
+    "End",
+    "LockstepFeed",
     "ConfigError",
     "Detections",
     "DeviceChoice",

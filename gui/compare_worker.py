@@ -21,6 +21,8 @@ from framelens.core.api import (
     Cancelled,
     CompareRunner,
     CompareStep,
+    End,
+    LockstepFeed,
     ConfigError,
     Image,
     ModelSpec,
@@ -30,7 +32,6 @@ from framelens.core.api import (
     compare_report_folder,
     draw_pane_differences,
     error_message,
-    now_ms,
     open_source,
     prepare_pane,
     resolve_device,
@@ -203,7 +204,11 @@ class CompareWorker:
                 self._on_ready(panes)
                 self._seek(source, self.start_index)
                 self._on_state("playing")
-                self._loop(source, runner, panes)
+                feed = LockstepFeed(source, runner)
+                try:
+                    self._loop(feed, panes)
+                finally:
+                    feed.close()
         except Cancelled:
             pass
         except BaseException as exc:
@@ -218,7 +223,7 @@ class CompareWorker:
         if index > 0 and source.info.seekable:
             source.seek(index)
 
-    def _loop(self, source: Source, runner: CompareRunner, panes: list[PaneSpec]) -> None:
+    def _loop(self, feed: LockstepFeed, panes: list[PaneSpec]) -> None:
         ended = False
         while not self._cancel.is_set():
             try:
@@ -233,24 +238,22 @@ class CompareWorker:
             elif command == "play" and not self._playing:
                 if ended:  # from the top again, with fresh totals
                     ended = False
-                    if source.info.seekable:
-                        source.seek(0)
-                    runner.reset_totals()
+                    feed.restart()
                     self._run += 1
                 self._playing = True
                 self._on_state("playing")
             if not self._playing:
                 continue
-            t0 = now_ms()
-            frame = source.read()
-            decode_ms = now_ms() - t0
-            if frame is None:
+            step = feed.next(timeout=0.05)
+            if step is None:
+                continue
+            if isinstance(step, End):
                 ended, self._playing = True, False
                 self._on_state("ended")
                 continue
-            step = runner.step(frame, decode_ms)
-            if self.first_index < 0 or frame.index < self.first_index:
-                self.first_index = frame.index
-            self.last_index = max(self.last_index, frame.index)
+            index = step.frame.index
+            if self.first_index < 0 or index < self.first_index:
+                self.first_index = index
+            self.last_index = max(self.last_index, index)
             drawn = draw_pane_differences(step, panes)
             self._on_frame(CompareFrame(step, drawn.images, self._run, drawn.counts))

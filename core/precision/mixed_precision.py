@@ -17,7 +17,7 @@ from framelens.core.precision.qdq import cpu_session, quantize_qdq
 from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
 from framelens.core.precision.sensitivity import Analysis, Prepared, Trials
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
-from framelens.core.stages.tasks.detect.decoders import make_decoder
+from framelens.core.stages.tasks import DetectionTask, DetectParams, task_for
 from framelens.core.types import Detections
 
 MIN_REFERENCE_DETECTIONS = 10
@@ -25,10 +25,13 @@ MIN_REFERENCE_DETECTIONS = 10
 agreement threshold is then lowered (down to 0.05) until there are enough."""
 
 
-def agreement(ref: Sequence[Detections], test: Sequence[Detections]) -> AgreementTotals:
+def agreement(
+    ref: Sequence[Detections], test: Sequence[Detections], task: DetectionTask
+) -> AgreementTotals:
+    """The task's agreement (the compare view's rule), summed over the frames."""
     totals = AgreementTotals()
     for r, t in zip(ref, test, strict=True):
-        totals.add_frame(r, t)
+        totals.add(task.agree(r, t))
     return totals
 
 
@@ -74,7 +77,7 @@ def search_and_write(
     def evaluate(floats: list[str]) -> tuple[float, float]:
         int8 = frozenset(quantizable) - set(floats)
         dets = trials.detections(int8, frames, conf, settings.nms_iou)
-        return agreement(reference, dets).f1, sum(macs[n] for n in int8) / total
+        return agreement(reference, dets, trials.task).f1, sum(macs[n] for n in int8) / total
 
     floats: list[str] = []
     budget = settings.max_search_steps
@@ -104,12 +107,13 @@ def search_and_write(
     progress("quantize", 0.7, "verifying")
     final = cpu_session(out, settings.threads)
     final_name = final.get_inputs()[0].name
-    decode = make_decoder(spec, [o.name for o in final.get_outputs()])
+    task = task_for(spec, [o.name for o in final.get_outputs()])
+    params = DetectParams(conf, settings.nms_iou)
     dets = [
-        decode(final.run(None, {final_name: t}), [g], conf, settings.nms_iou, None)[0]
+        task.decode(final.run(None, {final_name: t}), [g], params)[0]
         for t, g in zip(frames.tensors, frames.geometries, strict=True)
     ]
-    final_f1 = agreement(reference, dets).f1
+    final_f1 = agreement(reference, dets, task).f1
     chosen_set = set(chosen)
     dw_names = {c.name for c in dw}
     layers = [

@@ -27,7 +27,7 @@ from framelens.core.precision.graph import (
 )
 from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
 from framelens.core.precision.qdq import cpu_session, input_name_of, quantize_qdq
-from framelens.core.stages.tasks.detect.decoders import make_decoder
+from framelens.core.stages.tasks import DetectParams, task_for
 from framelens.core.types import Detections
 
 
@@ -81,7 +81,7 @@ class Trials:
             str(i.name) for i in self.session.get_inputs() if i.name not in gate_names
         )
         self.output_names = [o.name for o in self.session.get_outputs()]
-        self.decode = make_decoder(spec, self.output_names)
+        self.task = task_for(spec, self.output_names)  # decodes as the pipelines do
 
     def outputs(
         self, int8: frozenset[str], tensors: Sequence[npt.NDArray[np.float32]]
@@ -99,7 +99,7 @@ class Trials:
         dets = []
         for tensor, geometry in zip(frames.tensors, frames.geometries, strict=True):
             out = self.session.run(self.output_names, {self.input_name: tensor, **gates})
-            dets.append(self.decode(out, [geometry], conf, iou, None)[0])
+            dets.append(self.task.decode(out, [geometry], DetectParams(conf, iou))[0])
         return dets
 
 
