@@ -42,6 +42,7 @@ from framelens.core.gpu.interop import (
 )
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
+from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
     MIN_PANES,
@@ -49,7 +50,6 @@ from framelens.core.pipeline.compare.panes import (
     CompareStep,
     PaneSpec,
 )
-from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.report import REPORT_FILES
 from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import prepare_pane
@@ -107,19 +107,19 @@ __all__ = [
     "Cancelled",
     "CompareRunner",
     "CompareStep",
-    "End",
-    "LockstepFeed",
     "ConfigError",
     "Detections",
     "DeviceChoice",
     "DeviceFrame",
     "DeviceFrameUploader",
     "DifferenceColours",
+    "End",
     "ExportError",
     "FrameLensError",
     "FrameResult",
     "Image",
     "LayerSensitivity",
+    "LockstepFeed",
     "ModelSpec",
     "Overlay",
     "OverlayStyle",

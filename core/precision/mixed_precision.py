@@ -16,8 +16,8 @@ from framelens.core.precision.int8_settings import CalibrationSettings, StagePro
 from framelens.core.precision.qdq import cpu_session, quantize_qdq
 from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
 from framelens.core.precision.sensitivity import Analysis, Prepared, Trials
-from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.stages.tasks import DetectionTask, DetectParams, task_for
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections
 
 MIN_REFERENCE_DETECTIONS = 10

@@ -10,7 +10,8 @@ decoded exactly as a batch of one would be.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -45,11 +46,40 @@ def check_leading(out: npt.NDArray[Any], n: int, spec: ModelSpec) -> None:
         )
 
 
-def _first_output(
-    outputs: Outputs, spec: ModelSpec, rank3_min_last: int, geometries: Sequence[Letterbox]
-) -> F32:
+class BatchDecoder(ABC):
+    """A decoder of one layout: splits a batch's outputs by frame and decodes each frame
+    as a batch of one would be."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+
+    def __call__(
+        self,
+        outputs: Outputs,
+        geometries: Sequence[Letterbox],
+        conf: float,
+        iou: float,
+        classes: frozenset[int] | None,
+    ) -> list[Detections]:
+        frames = self._frames(outputs, batch_size(geometries, self.spec))
+        return [
+            self._one(out, geometry, conf, iou, classes)
+            for out, geometry in zip(frames, geometries, strict=True)
+        ]
+
+    @abstractmethod
+    def _frames(self, outputs: Outputs, n: int) -> Iterable[Any]:
+        """Each frame's outputs (ModelError when they do not hold ``n`` frames)."""
+
+    @abstractmethod
+    def _one(
+        self, out: Any, geometry: Letterbox, conf: float, iou: float, classes: Classes
+    ) -> Detections:
+        """One frame's detections."""
+
+
+def _first_output(outputs: Outputs, spec: ModelSpec, rank3_min_last: int, n: int) -> F32:
     """Output 0 of a batch: (N, rows, cols) float32 (fp16 engines return float16)."""
-    n = batch_size(geometries, spec)
     out = outputs[0]
     if out.ndim != 3 or out.shape[2] < rank3_min_last:
         raise ModelError(
@@ -92,29 +122,15 @@ def _best_class(
     return rows, scores[rows], ids[rows]
 
 
-class Yolov5Decoder:
+class Yolov5Decoder(BatchDecoder):
     """[B, N, 5+C]: cx, cy, w, h in network pixels, objectness, class scores."""
-
-    def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
 
     def _boxes(self, rows: F32, index: npt.NDArray[np.intp], n: int, geometry: Letterbox) -> F32:
         """xyxy boxes of the selected rows; index = their row numbers among all n."""
         return cxcywh_to_xyxy(rows[:, :4])
 
-    def __call__(
-        self,
-        outputs: Outputs,
-        geometries: Sequence[Letterbox],
-        conf: float,
-        iou: float,
-        classes: frozenset[int] | None,
-    ) -> list[Detections]:
-        batch = _first_output(outputs, self.spec, 6, geometries)
-        return [
-            self._one(pred, geometry, conf, iou, classes)
-            for pred, geometry in zip(batch, geometries, strict=True)
-        ]
+    def _frames(self, outputs: Outputs, n: int) -> F32:
+        return _first_output(outputs, self.spec, 6, n)
 
     def _one(
         self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes
@@ -162,25 +178,14 @@ class YoloxDecoder(Yolov5Decoder):
         return cxcywh_to_xyxy(np.concatenate([xy, wh], axis=1))
 
 
-class Yolov8Decoder:
+class Yolov8Decoder(BatchDecoder):
     """[B, 4+C, N]: cx, cy, w, h in network pixels then class scores, no objectness.
 
     Extra rows after the class scores (mask coefficients of -seg exports) are ignored
     when the labels say how many classes there are.
     """
 
-    def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-
-    def __call__(
-        self,
-        outputs: Outputs,
-        geometries: Sequence[Letterbox],
-        conf: float,
-        iou: float,
-        classes: frozenset[int] | None,
-    ) -> list[Detections]:
-        n = batch_size(geometries, self.spec)
+    def _frames(self, outputs: Outputs, n: int) -> F32:
         batch = outputs[0]
         if batch.ndim != 3 or batch.shape[1] < 5:
             raise ModelError(
@@ -188,11 +193,7 @@ class Yolov8Decoder:
                 "which the yolov8 layout cannot read"
             )
         check_leading(batch, n, self.spec)
-        batch = np.asarray(batch, dtype=np.float32)  # (B, 4+C, N), not transposed: no copy
-        return [
-            self._one(pred, geometry, conf, iou, classes)
-            for pred, geometry in zip(batch, geometries, strict=True)
-        ]
+        return np.asarray(batch, dtype=np.float32)  # (B, 4+C, N), not transposed: no copy
 
     def _one(
         self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes
@@ -205,25 +206,11 @@ class Yolov8Decoder:
         return finish(boxes, scores, ids, geometry, iou)
 
 
-class End2EndDecoder:
+class End2EndDecoder(BatchDecoder):
     """[B, N, 6]: x1, y1, x2, y2, score, class id; NMS already ran inside the graph."""
 
-    def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-
-    def __call__(
-        self,
-        outputs: Outputs,
-        geometries: Sequence[Letterbox],
-        conf: float,
-        iou: float,
-        classes: frozenset[int] | None,
-    ) -> list[Detections]:
-        batch = _first_output(outputs, self.spec, 6, geometries)
-        return [
-            self._one(pred, geometry, conf, iou, classes)
-            for pred, geometry in zip(batch, geometries, strict=True)
-        ]
+    def _frames(self, outputs: Outputs, n: int) -> F32:
+        return _first_output(outputs, self.spec, 6, n)
 
     def _one(
         self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes

@@ -18,8 +18,8 @@ from framelens.core.models.spec import ModelSpec, input_size_for
 from framelens.core.stages.tasks.detect.nms import finish
 from framelens.core.stages.tasks.detect.yolo import (
     F32,
+    BatchDecoder,
     Outputs,
-    batch_size,
     check_leading,
     class_mask,
     cxcywh_to_xyxy,
@@ -36,11 +36,11 @@ def yunet_output_names() -> tuple[str, ...]:
     return tuple(f"{head}_{s}" for head in YUNET_HEADS for s in YUNET_STRIDES)
 
 
-class YunetDecoder:
+class YunetDecoder(BatchDecoder):
     """Faces with five landmarks (eyes, nose tip, mouth corners); class id 0."""
 
     def __init__(self, spec: ModelSpec, output_names: Sequence[str]) -> None:
-        self.spec = spec
+        super().__init__(spec)
         missing = [n for n in yunet_output_names() if n not in output_names]
         if missing:
             raise ModelError(
@@ -54,21 +54,10 @@ class YunetDecoder:
         parts = [outputs[self._index[f"{head}_{s}"]] for s in YUNET_STRIDES]
         return np.concatenate([np.asarray(p, dtype=np.float32).reshape(-1, width) for p in parts])
 
-    def __call__(
-        self,
-        outputs: Outputs,
-        geometries: Sequence[Letterbox],
-        conf: float,
-        iou: float,
-        classes: frozenset[int] | None,
-    ) -> list[Detections]:
-        n = batch_size(geometries, self.spec)
+    def _frames(self, outputs: Outputs, n: int) -> list[Outputs]:
         for name in yunet_output_names():
             check_leading(outputs[self._index[name]], n, self.spec)
-        return [
-            self._one([out[i] for out in outputs], geometry, conf, iou, classes)
-            for i, geometry in enumerate(geometries)
-        ]
+        return [[out[i] for out in outputs] for i in range(n)]
 
     def _one(
         self,
