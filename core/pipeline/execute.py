@@ -15,7 +15,7 @@ change made stale; a seek invalidates everything in flight.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
@@ -244,6 +244,23 @@ class Executor(Generic[T]):
         if isinstance(item, Done) and isinstance(item.value, FrameResult):
             item.value.times.e2e = now_ms() - item.start_ms
         return item
+
+    def in_order(
+        self, count: int | None = None, stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[Done[T]]:
+        """Items in decode order until the end of the source, ``count`` items, or ``stop()``;
+        a worker's or the decoder's failure is raised here."""
+        handed = 0
+        while (count is None or handed < count) and not stop():
+            item = self.get(0.1)
+            if item is None:
+                continue
+            if isinstance(item, End):
+                return
+            if isinstance(item, Failed):
+                raise item.error
+            handed += 1
+            yield item
 
     def update(self, **changes: object) -> None:
         """Apply parameter/overlay changes to every worker; results made before are stale."""

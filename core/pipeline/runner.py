@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from framelens.core.errors import Cancelled, SourceError
-from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import Done, DrawPolicy, Executor, PipelineWorker
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
@@ -96,16 +95,7 @@ class PipelineRunner:
         )
         start = time.perf_counter()
         try:
-            while rng.count is None or self.frames_done < rng.count:
-                if self._cancel_requested:
-                    break
-                item = executor.get(0.1)
-                if item is None:
-                    continue
-                if isinstance(item, End):
-                    break
-                if isinstance(item, Failed):
-                    raise item.error
+            for item in executor.in_order(rng.count, lambda: self._cancel_requested):
                 self._deliver(item)
         finally:
             # the source is the caller's: stop the threads, leave it open

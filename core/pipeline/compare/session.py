@@ -24,7 +24,6 @@ from framelens.core.pipeline.compare.panes import (
 )
 from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import Executor
 from framelens.core.pipeline.runner import RunRange, seek_to_start
 from framelens.core.stages.sinks.atomic import StrPath
@@ -130,19 +129,13 @@ def _run_lockstep(
     seek_to_start(source, rng)
     executor = Executor.open(source, [LockstepWorker(runner)], decode_depth=2)
     done = 0
+    cancelled = cancel.is_set if cancel is not None else lambda: False
     try:
-        while rng.count is None or done < rng.count:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            item = executor.get(0.1)
-            if item is None:
-                continue
-            if isinstance(item, End):
-                break
-            if isinstance(item, Failed):
-                raise item.error
+        for item in executor.in_order(rng.count, cancelled):
             on_step(item.value)
             done += 1
+        if cancelled():
+            raise Cancelled("cancelled")
     finally:
         executor.close()
         executor.decoder.stop()
