@@ -53,3 +53,26 @@ def letterbox_geometry(
     else:
         pad_x, pad_y = 0, 0
     return ratio, new_w, new_h, pad_x, pad_y
+
+
+@dataclass(frozen=True, slots=True)
+class InputGeometry:
+    """Where a source frame goes in the network input: the input's size, the resized
+    frame's size and place in it, and the letterbox that maps results back."""
+
+    input_h: int
+    input_w: int
+    new_w: int
+    new_h: int
+    pad_x: int
+    pad_y: int
+    letterbox: Letterbox
+
+
+def letterbox_input(
+    src_w: int, src_h: int, input_h: int, input_w: int, align: str
+) -> InputGeometry:
+    """The geometry of a letterbox of a ``src_w`` x ``src_h`` frame into that input."""
+    ratio, nw, nh, px, py = letterbox_geometry(src_w, src_h, input_w, input_h, align)
+    box = Letterbox(ratio, float(px), float(py), src_w, src_h)
+    return InputGeometry(input_h, input_w, nw, nh, px, py, box)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from framelens.core.geometry import Letterbox, letterbox_geometry
-from framelens.core.models.spec import ModelSpec, input_size_for
+from framelens.core.geometry import InputGeometry, Letterbox
+from framelens.core.models.spec import ModelSpec, input_geometry
 
 # -- colour matrices -------------------------------------------------------------------------
 
@@ -122,19 +122,23 @@ class PreprocessLayout:
         *,
         mean: tuple[float, float, float] | None = None,
         std: tuple[float, float, float] | None = None,
+        geometry: InputGeometry | None = None,
     ) -> PreprocessLayout:
         """Layout of a ``src_w`` x ``src_h`` frame for ``spec``.
 
         ``mean``/``std`` (in scaled units, model channel order) add a normalisation
         ``(pixel * input_scale - mean) / std``; ModelSpec has none, so by default the
         values are ``pixel * input_scale`` exactly as ``Preprocessor`` computes them.
+        ``geometry``: where the frame goes in the input (the task's; by default the
+        letterbox of ``spec``).
         """
         if dtype not in OUTPUT_DTYPES:
             raise ValueError(f"dtype must be one of {OUTPUT_DTYPES}, not {dtype!r}")
         if src_w <= 0 or src_h <= 0:
             raise ValueError(f"source size must be positive, not {src_w}x{src_h}")
-        h, w = input_size_for(spec, src_w, src_h)
-        ratio, nw, nh, px, py = letterbox_geometry(src_w, src_h, w, h, spec.letterbox)
+        g = geometry if geometry is not None else input_geometry(spec, src_w, src_h)
+        h, w, nw, nh, px, py = g.input_h, g.input_w, g.new_w, g.new_h, g.pad_x, g.pad_y
+        ratio = g.letterbox.ratio
         m = mean if mean is not None else (0.0, 0.0, 0.0)
         s = std if std is not None else (1.0, 1.0, 1.0)
         scale = tuple(spec.input_scale / s[c] for c in range(3))

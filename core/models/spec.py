@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from framelens.core.geometry import InputGeometry, letterbox_input
+
 LAYOUTS = ("yolox", "yolov5", "yolov8", "end2end", "yunet")
 """Output layouts FrameLens decodes.
 
@@ -64,3 +66,9 @@ def input_size_for(spec: ModelSpec, src_w: int, src_h: int) -> tuple[int, int]:
     scale = min(1.0, max(h, w) / max(src_w, src_h))
     tw, th = round(src_w * scale), round(src_h * scale)
     return (-(-th // m) * m, -(-tw // m) * m)
+
+
+def input_geometry(spec: ModelSpec, src_w: int, src_h: int) -> InputGeometry:
+    """The letterbox of a source frame into ``spec``'s input (detection's geometry)."""
+    h, w = input_size_for(spec, src_w, src_h)
+    return letterbox_input(src_w, src_h, h, w, spec.letterbox)

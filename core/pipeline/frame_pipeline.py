@@ -51,12 +51,16 @@ class FramePipeline:
             self._settings = with_changes(self._settings, changes)
 
     def _preprocessor(self, slot: int, frame: Frame) -> Preprocessor:
-        """The preprocessor of a batch position (each owns the tensor it returns)."""
-        while len(self._pre) <= slot:
-            self._pre.append(Preprocessor(self._settings.model, frame.width, frame.height))
-        pre = self._pre[slot]
-        if (pre.src_w, pre.src_h) != (frame.width, frame.height):
-            pre = self._pre[slot] = Preprocessor(self._settings.model, frame.width, frame.height)
+        """The preprocessor of a batch position (each owns the tensor it returns), laid
+        out by the task's input geometry."""
+        w, h = frame.width, frame.height
+        if slot < len(self._pre) and (self._pre[slot].src_w, self._pre[slot].src_h) == (w, h):
+            return self._pre[slot]
+        pre = Preprocessor(self._settings.model, w, h, self._task.input_geometry(w, h))
+        if slot < len(self._pre):
+            self._pre[slot] = pre
+        else:
+            self._pre.append(pre)
         return pre
 
     def infer_batch(

@@ -125,7 +125,10 @@ class GpuFramePipeline:
         if layout is not None and (layout.src_w, layout.src_h) == (width, height):
             return layout
         self._free_frame_buffers()
-        layout = PreprocessLayout.from_spec(self._settings.model, width, height, self._dtype)
+        geometry = self._task.input_geometry(width, height)
+        layout = PreprocessLayout.from_spec(
+            self._settings.model, width, height, self._dtype, geometry=geometry
+        )
         batch = self._settings.batch
         self._input = DevicePool.linear(self.ctx, layout.nbytes * batch, 1, kind="model input")
         self._rgba = DevicePool.pitched(

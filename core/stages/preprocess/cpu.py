@@ -5,8 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import numpy.typing as npt
-from framelens.core.geometry import Letterbox, letterbox_geometry
-from framelens.core.models.spec import ModelSpec, input_size_for
+from framelens.core.geometry import InputGeometry, Letterbox
+from framelens.core.models.spec import ModelSpec, input_geometry
 from framelens.core.types import Image
 
 
@@ -22,13 +22,17 @@ class Preprocessor:
     The returned tensor is reused on the next call: consume it before calling again.
     """
 
-    def __init__(self, spec: ModelSpec, src_w: int, src_h: int) -> None:
+    def __init__(
+        self, spec: ModelSpec, src_w: int, src_h: int, geometry: InputGeometry | None = None
+    ) -> None:
+        """``geometry``: where the frame goes in the input (the task's; by default the
+        letterbox of ``spec``)."""
         self.spec = spec
         self.src_w, self.src_h = src_w, src_h
-        h, w = input_size_for(spec, src_w, src_h)
+        g = geometry if geometry is not None else input_geometry(spec, src_w, src_h)
+        h, w, nw, nh = g.input_h, g.input_w, g.new_w, g.new_h
         self.input_h, self.input_w = h, w
-        ratio, nw, nh, px, py = letterbox_geometry(src_w, src_h, w, h, spec.letterbox)
-        self.geometry = Letterbox(ratio, float(px), float(py), src_w, src_h)
+        self.geometry: Letterbox = g.letterbox
         self._new_size = (nw, nh)
         self._source = np.empty((src_h, src_w, 3), dtype=np.float32)
         self._canvas = np.full((h, w, 3), spec.pad_value, dtype=np.float32)

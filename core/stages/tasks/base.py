@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.geometry import Letterbox
-from framelens.core.models.spec import ModelSpec
+from framelens.core.geometry import InputGeometry, Letterbox
+from framelens.core.models.spec import ModelSpec, input_geometry
 from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.types import Image
@@ -39,6 +39,12 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT]):
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
+
+    def input_geometry(self, src_w: int, src_h: int) -> InputGeometry:
+        """Where a ``src_w`` x ``src_h`` frame goes in the model's input; both
+        preprocessors (CPU and CUDA) lay frames out by it, and ``decode`` receives its
+        letterbox. Detection letterboxes into the spec's input size."""
+        return input_geometry(self.spec, src_w, src_h)
 
     @abstractmethod
     def default_params(self) -> ParamsT:
