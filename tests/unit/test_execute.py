@@ -13,7 +13,7 @@ from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.runner import PipelineRunner, RunRange
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
-from framelens.core.types import Frame, FrameResult, StageTimes
+from framelens.core.types import Frame, FrameResult, Image, StageTimes
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
@@ -72,3 +72,61 @@ def test_a_seek_hands_out_nothing_decoded_before_it() -> None:
         assert after.value.frame.index == 300 and after.value.times.e2e > 0
     finally:
         executor.close(close_workers=True, close_source=True)
+
+
+class Held:
+    """A pooled device image stand-in: what a GPU pipeline's result frame holds."""
+
+    def __init__(self, width: int, height: int, image: Image) -> None:
+        self.width, self.height, self._image = width, height, image
+
+    def to_host_bgr(self) -> Image:
+        return self._image
+
+
+def test_back_to_back_runs_on_one_source_never_wait_for_buffers_held_past_a_range() -> None:
+    """Like the GPU pipeline's display frames, each result here holds one of a few pooled
+    buffers until it is dropped. Runs of a range, back to back on the same source (the
+    benchmark's pattern), must never leave a worker waiting for a buffer that a result
+    nobody will take still holds, nor a worker thread running into the next run."""
+    import threading
+    import weakref
+
+    settings = replace(PipelineSettings(resolve_model(DEFAULT_MODEL)), threads=1)
+    waits: list[bool] = []
+    processed: list[int] = []
+
+    def pooled(pipeline: FrameProcessor, buffers: int = 4) -> FrameProcessor:
+        pool = threading.BoundedSemaphore(buffers)
+        real = pipeline.infer_batch
+
+        def infer_batch(frames: list[Frame], times: list[StageTimes]) -> list[FrameResult]:
+            results = real(frames, times)
+            processed.append(len(results))
+            for result in results:
+                got = pool.acquire(timeout=2.0)
+                waits.append(not got)
+                if got:  # the buffer goes back when the result's frame is dropped
+                    f = result.frame
+                    held = Held(f.width, f.height, f.image)
+                    weakref.finalize(held, pool.release)
+                    result.frame = Frame(f.image, f.index, f.pts, device=held)
+            return results
+
+        pipeline.infer_batch = infer_batch  # type: ignore[method-assign]
+        return pipeline
+
+    pipelines = [pooled(build.host_pipeline(settings)) for _ in range(2)]
+    alive_before = threading.active_count()
+    try:
+        with open_source(SAMPLE) as source:
+            for _ in range(3):
+                source.seek(0)
+                runner = PipelineRunner(source, pipelines[0], extra_pipelines=pipelines[1:])
+                assert runner.run(RunRange(0, 12)) == 12
+                assert threading.active_count() <= alive_before  # every worker stopped
+    finally:
+        for p in pipelines:
+            p.close()
+    assert waits and not any(waits), "a worker waited for a buffer held past the range"
+    assert sum(processed) == 3 * 12  # nothing decoded into work past each range
