@@ -85,12 +85,12 @@ from framelens.core.stages.draw.style import (
 from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.tasks import task_for
 from framelens.core.stages.tasks.detect.diff import (
     REF_ONLY_COLOUR,
     TEST_ONLY_COLOUR,
     draw_difference,
 )
-from framelens.core.stages.timing import now_ms
 from framelens.core.types import Detections, FrameResult, Image
 
 __all__ = [
@@ -146,7 +146,6 @@ __all__ = [
     "fp32_variant",
     "layout",
     "load_catalog",
-    "now_ms",
     "open_source",
     "prepare_pane",
     "prepare_variant",
@@ -178,10 +177,11 @@ def save_frame_snapshot(
     ExportError (a FrameLensError) when the file cannot be written.
     """
     image = result.annotated
-    if image is None:
-        labels = settings.model.labels if settings is not None else ()
-        style = settings.overlay if settings is not None else DEFAULT_STYLE
-        image = annotate(result.frame.image, result.output, labels, style)
+    if image is None and settings is not None:  # the task draws its own overlay
+        task = task_for(settings.model)
+        image = task.annotate(result.frame.image, result.output, settings.overlay)
+    elif image is None:
+        image = annotate(result.frame.image, result.output, (), DEFAULT_STYLE)
     return save_snapshot(image, path)
 
 
