@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import EngineError, FrameLensError, GpuError
+from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.engines import create_engine
-from framelens.core.stages.engines.base import DeviceEngine
+from framelens.core.stages.engines import BACKENDS
+from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.tasks import task_for
 
@@ -79,6 +80,47 @@ def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
             thing.close()
         except Exception as exc:
             log.warning("closing %r failed: %s", thing, exc)
+
+
+# ---- engines: the one place a backend is chosen ------------------------------------------
+
+
+def create_engine(
+    model_path: str | os.PathLike[str],
+    backend: str = "onnxruntime",
+    device: str = "cpu",
+    threads: int | None = None,
+    *,
+    spinning: bool = True,
+    precision: str = "fp32",
+    spec: ModelSpec | None = None,
+    max_batch: int = 1,
+) -> Engine:
+    """An Engine for an ONNX file; raises ModelError or EngineError with one line.
+
+    ``precision`` (the graph's) and ``spec`` (shape ranges of dynamic models) matter to
+    TensorRT only, which builds an engine from the graph (core/stages/engines/tensorrt.py);
+    so does ``max_batch``, the largest batch TensorRT builds a batch-dynamic graph for
+    (ONNX Runtime runs any batch such a graph takes).
+    """
+    if backend == "onnxruntime":
+        from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
+
+        return OnnxRuntimeEngine(model_path, device=device, threads=threads, spinning=spinning)
+    if backend == "tensorrt":
+        if not device.startswith("cuda"):
+            raise EngineError(
+                f"TensorRT runs on NVIDIA GPUs, not on {device}: use --device cuda "
+                "or --backend onnxruntime"
+            )
+        from framelens.core.stages.engines.tensorrt import TensorRtEngine, import_tensorrt
+
+        import_tensorrt()  # its message before any CUDA setup
+        from framelens.core.gpu.context import get_context
+
+        ctx = get_context(device)
+        return TensorRtEngine(model_path, ctx, precision=precision, spec=spec, max_batch=max_batch)
+    raise EngineError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
 
 
 # ---- single pipelines ---------------------------------------------------------------------

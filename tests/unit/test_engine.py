@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from framelens.core.errors import EngineError, ModelError
 from framelens.core.models.catalog import resolve_model
+from framelens.core.pipeline.build import create_engine
 from framelens.core.pipeline.devices import cuda_available
-from framelens.core.stages.engines import create_engine
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
 from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.tasks.detect.decoders import make_decoder

@@ -19,7 +19,7 @@ from framelens.core.errors import EngineError, ModelError
 from framelens.core.gpu.context import DeviceProperties
 from framelens.core.models.catalog import resolve_model
 from framelens.core.models.spec import input_size_for
-from framelens.core.stages.engines import create_engine
+from framelens.core.pipeline.build import create_engine
 from framelens.core.stages.engines.tensorrt import (
     ShapeRange,
     one_line,
