@@ -41,7 +41,6 @@ __all__ = [
     "CompareStep",
     "PaneResult",
     "PaneSpec",
-    "model_output_image",
 ]
 
 MIN_PANES, MAX_PANES = 2, 4
@@ -61,17 +60,6 @@ class PaneSpec:
         """A pane labelled ``label`` or, by default, "model precision backend"."""
         s = settings
         return PaneSpec(label or f"{s.model.name} {s.precision} {s.backend}", settings)
-
-
-def model_output_image(result: FrameResult) -> Image | None:
-    """The image a model produced for ``result`` (super-resolution), compared by PSNR/SSIM.
-
-    Detectors produce none, so this is None for every model the pipeline runs today;
-    when FrameResult gains a model output image, return it here and PSNR/SSIM follow
-    in the live steps, the CSV, the plots and summary.json.
-    """
-    del result
-    return None
 
 
 @dataclass(frozen=True)
@@ -143,7 +131,8 @@ class CompareRunner:
     """Feeds each frame to every pane in turn and measures agreement with the reference.
 
     ``draw``: also render each pane's overlays (``result.annotated``), for a GUI.
-    ``image_of``: which image of a result PSNR/SSIM compare (default: the model's
+    ``image_of``: which image of a result PSNR/SSIM compare (default: the image the
+    pane's task outputs, ``Task.output_image``; detectors output none, so
     output image, none for detectors).
     """
 
@@ -153,7 +142,7 @@ class CompareRunner:
         *,
         reference: int | str = 0,
         draw: bool = False,
-        image_of: ImageOf = model_output_image,
+        image_of: ImageOf | None = None,
     ) -> None:
         self.reference = check_panes(panes, reference)
         self.draw = draw
@@ -196,16 +185,21 @@ class CompareRunner:
         result.times.e2e = own_ms if math.isnan(decode_ms) else decode_ms + own_ms
         return result
 
+    def _image(self, pane: _Pane, result: FrameResult) -> Image | None:
+        if self._image_of is not None:
+            return self._image_of(result)
+        return pane.pipeline.task.output_image(result.output)
+
     def step(self, frame: Frame, decode_ms: float = math.nan) -> CompareStep:
         """Process one frame in every pane; returns per-pane results and agreement."""
         results = [self._run_pane(p, frame, decode_ms) for p in self._panes]
         ref = results[self.reference]
         ref_task = self._panes[self.reference].pipeline.task
-        ref_image = self._image_of(ref)
+        ref_image = self._image(self._panes[self.reference], ref)
         out = []
         for pane, result in zip(self._panes, results, strict=True):
             match = pane.totals.add(ref_task.agree(ref.output, result.output))
-            image = self._image_of(result)
+            image = self._image(pane, result)
             metrics = None
             if ref_image is not None and image is not None:
                 metrics = image_agreement(ref_image, image)

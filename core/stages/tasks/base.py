@@ -60,6 +60,12 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT]):
     def empty(self) -> OutputT:
         """The output of a frame no model ran on (a video opened before its model)."""
 
+    def output_image(self, output: OutputT) -> Image | None:
+        """The image the model produced (super-resolution), which compare measures by
+        PSNR/SSIM; None for tasks whose output is not an image (detection)."""
+        del output
+        return None
+
     @abstractmethod
     def annotate(
         self, image: Image, output: OutputT, style: OverlayStyle, *, copy: bool = True
