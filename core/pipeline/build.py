@@ -346,7 +346,10 @@ def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str
             stream = cuda_driver().Stream()
     except Exception as exc:
         raise GpuError(f"CUDA stream: {cuda_message(exc)}") from exc
-    source = open_gpu_source(spec, ctx, stream, pool_size=DECODE_BUFFERS)
+    # frames in flight: the decode queue, every worker's batch, one being read
+    batch = pipeline.settings.batch if pipeline is not None else 1
+    pool = max(DECODE_BUFFERS, 4 + (GPU_WORKERS + 2) * batch + 1)
+    source = open_gpu_source(spec, ctx, stream, pool_size=pool)
     name = source.decoder_name
     if source.fallback_reason:
         name += f" ({source.fallback_reason})"

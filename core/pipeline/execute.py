@@ -25,6 +25,10 @@ from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Frame, FrameResult, StageTimes
 
+STOP_TIMEOUT_S = 30.0
+"""How long a worker may take to finish its batch when stopped: longer than a GPU
+pipeline waits for a display buffer (10 s), so a stop never overtakes that wait."""
+
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
@@ -187,7 +191,7 @@ class Executor(Generic[T]):
                     self._next_seq += len(taken) + (tail is not None)
             done = self._run(worker, taken, version)
             with self._cond:
-                if gen == self._generation:
+                if gen == self._generation and not self._stop:
                     for i, item in enumerate(done):
                         self._done[first + i] = item
                     if tail is not None:
@@ -224,8 +228,8 @@ class Executor(Generic[T]):
         try:
             values = worker.run([(t.frame, t.decode_ms) for t in taken])
         except BaseException as exc:  # handed to the consumer, reported there
-            failed: list[Done[T] | Failed] = [Failed(exc) for _ in taken]
-            return failed
+            # no local keeps the list: the traceback's frames must not hold the batch
+            return [Failed(exc) for _ in taken]
         return [
             Done(value, t.frame, t.start_ms, version)
             for value, t in zip(values, taken, strict=True)
@@ -292,7 +296,7 @@ class Executor(Generic[T]):
             self._done.clear()
             self._cond.notify_all()
         for t in self._threads:
-            t.join(timeout=10)
+            t.join(timeout=STOP_TIMEOUT_S)
         return not any(t.is_alive() for t in self._threads)
 
     @property

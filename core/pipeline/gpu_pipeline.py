@@ -153,6 +153,8 @@ class GpuFramePipeline:
         try:
             return self._infer(frames, times_each)
         except BaseException as exc:
+            self._timer.reset()  # this batch's events are not the next one's times
+            self._host_timer.reset()
             # whatever failed, the decoder's buffers go back, so a pipeline that
             # survives an error does not run its source dry
             for frame in frames:
@@ -214,6 +216,8 @@ class GpuFramePipeline:
         assert self._rgba is not None
         rgba: DeviceBuffer = self._rgba.acquire(stream, timeout=10.0)
         try:
+            if isinstance(frame, DeviceNV12Frame):
+                frame.wait(stream)  # the decoder's write, before the timed stage
             with self._timer.stage("preprocess"):
                 self._pre.model_input(frame, layout, dst_ptr, stream)
             with self._timer.stage("display"):

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from framelens.core.errors import Cancelled, SourceError
+from framelens.core.errors import Cancelled, EngineError, SourceError
 from framelens.core.pipeline.execute import Done, DrawPolicy, Executor, PipelineWorker
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
@@ -99,9 +99,11 @@ class PipelineRunner:
                 self._deliver(item)
         finally:
             # the source is the caller's: stop the threads, leave it open
-            executor.close()
+            stopped = executor.close()
             executor.decoder.stop()
             self.wall_s = time.perf_counter() - start
+        if not stopped:  # its pipeline is still in use: no second thread may take it
+            raise EngineError("an inference worker did not stop; its pipelines are still busy")
         if self._cancel_requested:
             raise Cancelled("cancelled")
         return self.frames_done

@@ -41,7 +41,12 @@ class StageTimer(ABC):
 
     @abstractmethod
     def collect(self, times_each: Sequence[StageTimes]) -> None:
-        """Write each stage timed since the last collect into every frame's times."""
+        """Write each stage timed since the last collect into every frame's times (a
+        batch's stage time goes to each of its frames: the latency each one saw)."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget what was timed since the last collect (a batch that failed)."""
 
 
 class HostStageTimer(StageTimer):
@@ -62,6 +67,9 @@ class HostStageTimer(StageTimer):
         for name, ms in self._measured.items():
             for times in times_each:
                 setattr(times, name, ms)
+        self._measured.clear()
+
+    def reset(self) -> None:
         self._measured.clear()
 
 
@@ -104,5 +112,9 @@ class CudaStageTimer(StageTimer):
             ms = sum(float(s.time_till(e)) for s, e in self._events[name][:n])
             for times in times_each:
                 setattr(times, name, ms)
+        self._used.clear()
+        self._last = None
+
+    def reset(self) -> None:
         self._used.clear()
         self._last = None

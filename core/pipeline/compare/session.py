@@ -127,7 +127,7 @@ def _run_lockstep(
     """The range through the panes on the executor (decoding ahead); frames handed to
     ``on_step`` in order. Raises Cancelled once ``cancel`` is set."""
     seek_to_start(source, rng)
-    executor = Executor.open(source, [LockstepWorker(runner)], decode_depth=2)
+    executor = Executor.open(source, [LockstepWorker(runner)], decode_depth=2, limit=rng.count)
     done = 0
     cancelled = cancel.is_set if cancel is not None else lambda: False
     try:

@@ -38,10 +38,10 @@ class CudaPreprocessor:
     ) -> None:
         """Queue the fused preprocessing of ``frame`` into the input at ``dst_ptr``.
 
-        An NVDEC frame is waited for on ``stream`` first; a host frame is uploaded.
+        The caller makes ``stream`` wait for an NVDEC frame first (``frame.wait``), so
+        the decoder's time is not counted as preprocessing; a host frame is uploaded.
         """
         if isinstance(frame, DeviceNV12Frame):
-            frame.wait(stream)
             self.kernels.preprocess_nv12(
                 *_planes(frame), frame.width, frame.height, dst_ptr, layout, stream,
                 matrix=yuv_matrix(frame.matrix, frame.full_range),
