@@ -45,6 +45,8 @@ __all__ = ["Player", "PlayerState", "error_message"]
 
 log = logging.getLogger(__name__)
 
+_STALE = "stale"  # a decoder the player must not reuse: no pipeline wants frames from it
+
 
 class Player(PlayerCore):
     """Plays a source through the executor's pipelines on a worker thread.
@@ -242,6 +244,9 @@ class Player(PlayerCore):
         stopped = self._stop_workers()
         if not stopped:
             log.warning("an inference worker did not stop; its pipeline is left open")
+            # it may still take frames from the decoder: the new workers get a source
+            # of their own (the next line's _match_source reopens it)
+            self._source_wants = _STALE
         # quietly: after a GPU failure the old pipelines' teardown may fail too
         build.close_quietly(
             [*(self._workers if stopped else []), *([old] if old is not None else [])]
