@@ -21,6 +21,7 @@ medians are reported:
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import statistics
 import sys
@@ -113,6 +114,7 @@ class GpuPipelineBench:
         self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
         self.source, self.decoder = build.open_frames(path, self.pipelines[0])
         self.workers = workers
+        self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")
         self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
 
     def run(self, frames: int) -> dict[str, Any]:
@@ -129,7 +131,9 @@ class GpuPipelineBench:
             extra_pipelines=self.pipelines[1:],
         )
         done = runner.run(RunRange(0, frames))
-        return {"fps": done / runner.wall_s, "frames": done, "stage_ms": stats.medians(skip=10)}
+        fps = done / runner.wall_s
+        print(f"  {self.label}: {done} frames, {fps:.1f} fps", file=sys.stderr, flush=True)
+        return {"fps": fps, "frames": done, "stage_ms": stats.medians(skip=10)}
 
     def close(self) -> None:
         for p in self.pipelines:
@@ -144,6 +148,8 @@ def main() -> int:
     parser.add_argument("--video", help="a 1080p video to use instead of making one")
     parser.add_argument("--output")
     args = parser.parse_args()
+    # a run that stalls shows where: every thread's stack, every two minutes, on stderr
+    faulthandler.dump_traceback_later(120, repeat=True, file=sys.stderr)
 
     from framelens.core.gpu.context import get_context
     from framelens.core.gpu.kernel_bench import measure_preprocess_bandwidth
