@@ -148,7 +148,8 @@ decode      the source's read (PyAV, NVDEC) of one frame
 preprocess  letterbox, colour order, scaling, HWC->CHW into the model input
 inference   the engine call (for a batch: the whole call, recorded on each of its frames)
 postprocess the task's decoding (boxes, NMS)
-display     the frame converted for the canvas (the GPU's RGBA kernel; the CPU shows BGR as is)
+display     the frame made ready for the screen: the GPU's RGBA kernel (the CPU path shows
+            BGR as it is); the window adds its canvas's upload and paint
 draw        the task's overlay drawn into the frame (export, snapshots)
 encode      the exporter's write
 e2e         decode start to result ready

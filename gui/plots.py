@@ -23,8 +23,9 @@ REFRESH_MS = 100
 SUMMARY_INTERVAL_S = 1.0  # the medians line: a re-layout each time, and steadier to read
 FPS_WINDOW = 30  # results the fps of a point is measured over
 
-# Stage -> (label, colour). "display" is the canvas's upload + paint (VideoCanvas.drawTimeMs);
-# "draw" is drawing the overlay into the frame.
+# Stage -> (label, colour). "display" is getting the frame on screen: the pipeline's own
+# display stage (the GPU's RGBA kernel) plus the canvas's upload + paint
+# (VideoCanvas.drawTimeMs); "draw" is drawing the overlay into the frame.
 STAGE_STYLE: dict[str, tuple[str, str]] = {
     "decode": ("decode", "#5aa9e6"),
     "preprocess": ("preprocess", "#7fc8a9"),
@@ -120,7 +121,8 @@ class StagePlots(QWidget):
         self._x.append(self._count)
         self._fps.append(self._measured_fps())
         times = result.times.as_dict()
-        times["display"] = self._display_ms
+        converted = times.get("display", math.nan)
+        times["display"] = self._display_ms + (0.0 if math.isnan(converted) else converted)
         for name, values in self._stages.items():
             values.append(times.get(name, math.nan))
         self._dirty = True
