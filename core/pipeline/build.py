@@ -126,10 +126,14 @@ def create_engine(
 # ---- single pipelines ---------------------------------------------------------------------
 
 
-def host_pipeline(settings: PipelineSettings, *, spinning: bool = True) -> FramePipeline:
+def host_pipeline(
+    settings: PipelineSettings, *, spinning: bool = True, resolved: bool = False
+) -> FramePipeline:
     """A pipeline for host frames: ONNX Runtime on the CPU or on CUDA, or TensorRT, fed
-    host tensors."""
-    settings = resolve(settings)
+    host tensors. ``resolved``: the settings come from ``resolve`` already (which hashes
+    and reads the graph, so a set of workers does it once)."""
+    if not resolved:
+        settings = resolve(settings)
     engine = create_engine(
         settings.model.path,
         backend=settings.backend,
@@ -153,12 +157,15 @@ def gpu_pipelines(
     *,
     spinning: bool = True,
     non_blocking: bool = True,
+    resolved: bool = False,
 ) -> list[FrameProcessor]:
     """``count`` GPU pipelines on their own streams, warmed up; GpuError when the GPU
-    path is unusable (no context, kernels, provider or memory)."""
+    path is unusable (no context, kernels, provider or memory). ``resolved``: as for
+    ``host_pipeline``."""
     from framelens.core.gpu.context import get_context
 
-    settings = resolve(settings)
+    if not resolved:
+        settings = resolve(settings)
     ctx = get_context(settings.device if settings.device != "auto" else "cuda:0")
     built: list[FrameProcessor] = []
     try:
@@ -241,10 +248,10 @@ def pane_pipeline(settings: PipelineSettings) -> FrameProcessor:
     settings = resolve(settings)
     if settings.device.startswith("cuda") and gpu_unavailable(settings) is None:
         try:
-            return gpu_pipelines(settings, 1, spinning=False)[0]
+            return gpu_pipelines(settings, 1, spinning=False, resolved=True)[0]
         except GpuError as exc:
             log.warning("compare pane on %s without the GPU pipeline: %s", settings.device, exc)
-    return host_pipeline(settings, spinning=False)
+    return host_pipeline(settings, spinning=False, resolved=True)
 
 
 # ---- worker sets: the run path and playback --------------------------------------------
@@ -288,7 +295,9 @@ def workers(
         reason = gpu_unavailable(settings) if gpu_pipeline else "its source failed"
         if reason is None:
             try:
-                pipes = gpu_pipelines(settings, GPU_WORKERS + extra, spinning=spinning)
+                pipes = gpu_pipelines(
+                    settings, GPU_WORKERS + extra, spinning=spinning, resolved=True
+                )
                 return Workers(pipes, "gpu pipeline")
             except GpuError as exc:
                 reason = str(exc)
@@ -306,7 +315,7 @@ def workers(
     built: list[FrameProcessor] = []
     try:
         for s in each:
-            built.append(host_pipeline(s, spinning=spinning))
+            built.append(host_pipeline(s, spinning=spinning, resolved=True))
     except BaseException:
         close_quietly(built)
         raise
