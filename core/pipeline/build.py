@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -263,7 +263,6 @@ class Workers:
 
     pipelines: list[FrameProcessor]
     path: str  # "gpu pipeline", "host pipeline, cuda inference", "cpu pipeline"
-    notes: list[str] = field(default_factory=list)
 
     @property
     def on_device(self) -> bool:
@@ -290,7 +289,6 @@ def workers(
     per core. ``gpu_pipeline=False`` skips the GPU pipeline (its source failed).
     """
     settings = resolve(settings)  # an INT8 not prepared is one error, whatever the device
-    notes: list[str] = []
     if settings.device.startswith("cuda"):
         reason = gpu_unavailable(settings) if gpu_pipeline else "its source failed"
         if reason is None:
@@ -301,11 +299,8 @@ def workers(
                 return Workers(pipes, "gpu pipeline")
             except GpuError as exc:
                 reason = str(exc)
-        if gpu_pipeline:
-            note = f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing"
-            notes.append(note)
-            if notify is not None:
-                notify(note)
+        if gpu_pipeline and notify is not None:
+            notify(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
         each = [settings] * (GPU_WORKERS + extra)
         path = "host pipeline, cuda inference"
     else:
@@ -319,7 +314,7 @@ def workers(
     except BaseException:
         close_quietly(built)
         raise
-    return Workers(built, path, notes)
+    return Workers(built, path)
 
 
 # ---- sources that suit the pipelines -----------------------------------------------------

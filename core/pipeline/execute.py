@@ -118,10 +118,12 @@ class Executor(Generic[T]):
         """An executor with a decode-ahead thread of its own over ``source``."""
         decoder = DecodeAhead(source, max(decode_depth, batch))
         try:
-            return cls(decoder, workers, batch=batch, depth=depth, limit=limit)
+            executor = cls(decoder, workers, batch=batch, depth=depth, limit=limit)
         except BaseException:
             decoder.close()
             raise
+        executor._owns_decoder = True
+        return executor
 
     def __init__(
         self,
@@ -137,6 +139,7 @@ class Executor(Generic[T]):
         if batch < 1:
             raise ValueError("batch must be at least 1")
         self._decoder = decoder
+        self._owns_decoder = False  # made by open(): its thread stops with the executor
         self._workers = list(workers)
         self._batch = batch
         self._depth = depth or 2 * len(workers) * batch
@@ -304,12 +307,15 @@ class Executor(Generic[T]):
         return self._decoder
 
     def close(self, *, close_workers: bool = False, close_source: bool = False) -> bool:
-        """Stop the workers; then close the decoder and its source, and the workers'
-        pipelines, if asked (only those whose threads stopped: a busy pipeline is not
-        pulled from under it)."""
+        """Stop the workers, and the decode-ahead thread ``open`` made; then close the
+        source and the workers' pipelines if asked (only those whose threads stopped: a
+        busy pipeline is not pulled from under it). Returns False when a worker did not
+        stop."""
         stopped = self.stop_workers()
         if close_source:
             self._decoder.close()
+        elif self._owns_decoder:
+            self._decoder.stop()
         with self._cond:
             self._done.clear()
         if close_workers and stopped:

@@ -9,7 +9,7 @@ writer) and then to the observers (stats, progress). Bounded queues keep memory 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from framelens.core.errors import Cancelled, EngineError, SourceError
@@ -17,7 +17,7 @@ from framelens.core.pipeline.execute import Done, DrawPolicy, Executor, Pipeline
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
-from framelens.core.types import Frame, FrameResult
+from framelens.core.types import FrameResult
 
 ResultSink = Callable[[FrameResult], None]
 
@@ -26,20 +26,6 @@ ResultSink = Callable[[FrameResult], None]
 class RunRange:
     start: int = 0
     count: int | None = None  # None = to the end of the source
-
-
-def iter_range(source: Source, rng: RunRange) -> Iterator[tuple[Frame, float, float]]:
-    """Frames of the range with their decode time (ms) and decode start (ms clock), read
-    on the caller's thread (calibration and tests; runs go through the executor)."""
-    seek_to_start(source, rng)
-    produced = 0
-    while rng.count is None or produced < rng.count:
-        t0 = now_ms()
-        frame = source.read()
-        if frame is None:
-            return
-        yield frame, now_ms() - t0, t0
-        produced += 1
 
 
 def seek_to_start(source: Source, rng: RunRange) -> None:
@@ -100,7 +86,6 @@ class PipelineRunner:
         finally:
             # the source is the caller's: stop the threads, leave it open
             stopped = executor.close()
-            executor.decoder.stop()
             self.wall_s = time.perf_counter() - start
         if not stopped:  # its pipeline is still in use: no second thread may take it
             raise EngineError("an inference worker did not stop; its pipelines are still busy")

@@ -19,12 +19,12 @@ import pytest
 from framelens.cli import sample_video
 from framelens.core.errors import Cancelled, ConfigError, ExportError
 from framelens.core.models.catalog import resolve_model
+from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec, check_panes
 from framelens.core.pipeline.compare.records import VARIANT_KEYS, CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_csv
 from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import parse_precisions
-from framelens.core.pipeline.runner import RunRange, iter_range
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams
@@ -43,8 +43,16 @@ def steps(panes: list[PaneSpec], frames: int, **runner_args: object) -> list[Com
         open_source(SAMPLE) as source,
         CompareRunner(panes, **runner_args) as runner,  # type: ignore[arg-type]
     ):
-        pairs = ((f, d) for f, d, _ in iter_range(source, RunRange(START, frames)))
-        assert runner.run(pairs, out.append) == frames
+        source.seek(START)
+        feed = LockstepFeed(source, runner)  # the executor, as the product drives panes
+        try:
+            while len(out) < frames:
+                step = feed.next(30.0)
+                assert isinstance(step, CompareStep), step  # neither a timeout nor the end
+                out.append(step)
+        finally:
+            feed.close()
+    assert len(out) == frames
     return out
 
 

@@ -58,7 +58,6 @@ class LockstepFeed:
 
     def _stop(self) -> None:
         self._executor.close()
-        self._executor.decoder.stop()
 
     def close(self) -> None:
         self._stop()

@@ -18,11 +18,10 @@ A CompareRunner is not thread-safe: one thread (a CLI loop, a GUI worker) calls
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.errors import ConfigError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -205,29 +204,6 @@ class CompareRunner:
                 metrics = image_agreement(ref_image, image)
             out.append(PaneResult(pane.spec.label, result, match, replace(pane.totals), metrics))
         return CompareStep(frame, tuple(out), self.reference)
-
-    def run(
-        self,
-        frames: Iterable[tuple[Frame, float]],
-        on_step: Callable[[CompareStep], None] | None = None,
-        cancel: threading.Event | None = None,
-    ) -> int:
-        """Step through ``(frame, decode_ms)`` pairs; returns the number processed.
-
-        Raises Cancelled (frames already handed to ``on_step`` stay handed) once
-        ``cancel`` is set.
-        """
-        done = 0
-        for frame, decode_ms in frames:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            step = self.step(frame, decode_ms)
-            done += 1
-            if on_step is not None:
-                on_step(step)
-        if cancel is not None and cancel.is_set():
-            raise Cancelled("cancelled")
-        return done
 
     def close(self) -> None:
         for p in self._panes:

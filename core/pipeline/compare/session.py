@@ -138,5 +138,4 @@ def _run_lockstep(
             raise Cancelled("cancelled")
     finally:
         executor.close()
-        executor.decoder.stop()
     return done
