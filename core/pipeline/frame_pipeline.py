@@ -8,47 +8,26 @@ Threads that overlap decoding, inference and output live in core/pipeline/execut
 
 from __future__ import annotations
 
-import math
-import threading
 from collections.abc import Sequence
 
-from framelens.core.pipeline.settings import PipelineSettings, with_changes
+from framelens.core.pipeline.processor import PipelineBase
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.tasks.base import stack_batch
-from framelens.core.stages.timing import HostStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 
-class FramePipeline:
+class FramePipeline(PipelineBase):
     """Host frames in, FrameResults out. Preprocessors are made per source size, once."""
 
     takes_device_frames = False
 
     def __init__(self, settings: PipelineSettings, engine: Engine, task: AnyTask) -> None:
-        self._settings = settings
-        self._lock = threading.Lock()
+        super().__init__(settings, task)
         self.engine = engine
-        self._task = task
-        self._timer = HostStageTimer()
         self._pre: list[Preprocessor] = []
-
-    @property
-    def settings(self) -> PipelineSettings:
-        return self._settings
-
-    @property
-    def task(self) -> AnyTask:
-        return self._task
-
-    def update(self, **changes: object) -> None:
-        """Change the task's parameters or the overlay; applies from the next frame.
-
-        The model, backend, device, precision and batch need a new pipeline.
-        """
-        with self._lock:
-            self._settings = with_changes(self._settings, changes)
 
     def _preprocessor(self, slot: int, frame: Frame) -> Preprocessor:
         """The preprocessor of a batch position (each owns the tensor it returns), laid
@@ -67,7 +46,7 @@ class FramePipeline:
         self, frames: Sequence[Frame], times_each: Sequence[StageTimes]
     ) -> list[FrameResult]:
         """Preprocess each frame, run the engine once on the batch, decode; no drawing."""
-        s, timer = self._settings, self._timer
+        s, timer = self._settings, self._host_timer
         pres = [self._preprocessor(i, f) for i, f in enumerate(frames)]
         with timer.stage("preprocess"):
             batch = stack_batch([pre(f.image) for pre, f in zip(pres, frames, strict=True)])
@@ -79,25 +58,6 @@ class FramePipeline:
         return [
             FrameResult(f, out, t) for f, out, t in zip(frames, decoded, times_each, strict=True)
         ]
-
-    def infer(self, frame: Frame, times: StageTimes) -> FrameResult:
-        return self.infer_batch([frame], [times])[0]
-
-    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
-        with self._timer.stage("draw"):
-            result.annotated = self._task.annotate(
-                result.frame.image, result.output, self._settings.overlay, copy=copy
-            )
-        self._timer.collect([result.times])
-        return result
-
-    def process(
-        self, frame: Frame, decode_ms: float = math.nan, *, draw: bool = True
-    ) -> FrameResult:
-        result = self.infer(frame, StageTimes(decode=decode_ms))
-        if draw:
-            self.draw(result)
-        return result
 
     def close(self) -> None:
         self.engine.close()

@@ -19,9 +19,7 @@ core/pipeline/build.py, which creates the stream and the engine.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,19 +30,20 @@ from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage
 from framelens.core.gpu.kernels import PreprocessLayout
 from framelens.core.gpu.shared_kernels import kernels_for
-from framelens.core.pipeline.settings import PipelineSettings, with_changes
+from framelens.core.pipeline.processor import PipelineBase
+from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import DeviceEngine
 from framelens.core.stages.preprocess.cuda import CudaPreprocessor, DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
-from framelens.core.stages.timing import CudaStageTimer, HostStageTimer
+from framelens.core.stages.timing import CudaStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 FAULT_ENV = "FRAMELENS_GPU_FAULT_AT"
 """Fault injection for tests: a frame index at which every GPU pipeline raises GpuError."""
 
 
-class GpuFramePipeline:
+class GpuFramePipeline(PipelineBase):
     """The host pipeline's job on the GPU; one instance per stream and per worker thread.
 
     ``infer_batch`` takes DeviceNV12Frames (from the NVDEC source) or host Frames
@@ -63,16 +62,13 @@ class GpuFramePipeline:
         engine: DeviceEngine,
         task: AnyTask,
     ) -> None:
-        self._settings = settings
-        self._lock = threading.Lock()
+        super().__init__(settings, task)
         self.ctx = ctx
         self.stream = stream
         self.engine: DeviceEngine | None = engine
-        self._task = task
         self._layout: PreprocessLayout | None = None
         self._input: DevicePool | None = None
         self._rgba: DevicePool | None = None
-        self._host_timer = HostStageTimer()
         try:
             self.kernels = kernels_for(ctx)
             self._pre = CudaPreprocessor(ctx, self.kernels)
@@ -83,14 +79,6 @@ class GpuFramePipeline:
         except Exception as exc:
             raise GpuError(f"GPU pipeline: {cuda_message(exc)}") from exc
         self._dtype = "float16" if engine.input_dtype == np.float16 else "float32"
-
-    @property
-    def settings(self) -> PipelineSettings:
-        return self._settings
-
-    @property
-    def task(self) -> AnyTask:
-        return self._task
 
     def warm_up(self) -> None:
         """One inference on a blank batch of the model's size: the first run of a session
@@ -113,10 +101,6 @@ class GpuFramePipeline:
             raise GpuError(f"warming up the model: {cuda_message(exc)}") from exc
         finally:
             blank.close()
-
-    def update(self, **changes: object) -> None:
-        with self._lock:
-            self._settings = with_changes(self._settings, changes)
 
     # ---- buffers, allocated per source size -----------------------------------------
 
@@ -168,9 +152,6 @@ class GpuFramePipeline:
                 raise GpuError(f"frame {first}: {exc}") from exc
             # pycuda's driver errors (out of memory, launch failure)
             raise GpuError(f"frame {first}: {cuda_message(exc)}") from exc
-
-    def infer(self, frame: DeviceFrame, times: StageTimes) -> FrameResult:
-        return self.infer_batch([frame], [times])[0]
 
     def _infer(
         self, frames: Sequence[DeviceFrame], times_each: Sequence[StageTimes]
@@ -231,18 +212,6 @@ class GpuFramePipeline:
         # reused next batch; the buffer's only by its next user, after this image is gone)
         self._rgba.mark_used(rgba, stream)
         return RgbaDeviceImage(rgba, self._rgba, frame.width, frame.height, self.ctx, rgba.event)
-
-    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
-        """Overlays on the host copy of the frame (for export and snapshots)."""
-        with self._host_timer.stage("draw"):
-            result.annotated = self._task.annotate(
-                result.frame.image, result.output, self._settings.overlay, copy=copy
-            )
-        self._host_timer.collect([result.times])
-        return result
-
-    def process(self, frame: DeviceFrame, decode_ms: float = math.nan) -> FrameResult:
-        return self.infer(frame, StageTimes(decode=decode_ms))
 
     def close(self) -> None:
         """Release the engine and every buffer; safe to call twice."""

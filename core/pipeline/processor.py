@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
 
-from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.settings import PipelineSettings, with_changes
 from framelens.core.stages.tasks import AnyTask
+from framelens.core.stages.timing import HostStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 
@@ -42,3 +45,64 @@ class FrameProcessor(Protocol):
     def update(self, **changes: object) -> None: ...
 
     def close(self) -> None: ...
+
+
+class PipelineBase(ABC):
+    """What the host and the GPU pipeline share: their settings and task, live updates,
+    overlays drawn on the host (export, snapshots) and the one-frame calls."""
+
+    takes_device_frames: bool
+
+    def __init__(self, settings: PipelineSettings, task: AnyTask) -> None:
+        self._settings = settings
+        self._task = task
+        self._lock = threading.Lock()
+        self._host_timer = HostStageTimer()
+
+    @property
+    def settings(self) -> PipelineSettings:
+        return self._settings
+
+    @property
+    def task(self) -> AnyTask:
+        return self._task
+
+    def update(self, **changes: object) -> None:
+        """Change the task's parameters or the overlay; applies from the next frame.
+
+        The model, backend, device, precision and batch need a new pipeline.
+        """
+        with self._lock:
+            self._settings = with_changes(self._settings, changes)
+
+    @abstractmethod
+    def infer_batch(
+        self, frames: Sequence[Frame], times_each: Sequence[StageTimes]
+    ) -> list[FrameResult]:
+        """The batch through preprocessing, one engine call and the task's decoding."""
+
+    def infer(self, frame: Frame, times: StageTimes) -> FrameResult:
+        return self.infer_batch([frame], [times])[0]
+
+    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
+        """The task's overlay on the host copy of the frame."""
+        with self._host_timer.stage("draw"):
+            result.annotated = self._task.annotate(
+                result.frame.image, result.output, self._settings.overlay, copy=copy
+            )
+        self._host_timer.collect([result.times])
+        return result
+
+    def process(
+        self, frame: Frame, decode_ms: float = math.nan, *, draw: bool = True
+    ) -> FrameResult:
+        """One frame; with ``draw``, overlays on frames that stay on the host (the GPU
+        pipeline's stay on the device, where the canvas overlays them)."""
+        result = self.infer(frame, StageTimes(decode=decode_ms))
+        if draw and result.frame.on_host:
+            self.draw(result)
+        return result
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine and the buffers; safe to call twice."""
