@@ -132,8 +132,10 @@ class GpuPipelineBench:
         )
         done = runner.run(RunRange(0, frames))
         fps = done / runner.wall_s
-        print(f"  {self.label}: {done} frames, {fps:.1f} fps", file=sys.stderr, flush=True)
-        return {"fps": fps, "frames": done, "stage_ms": stats.medians(skip=10)}
+        stage_ms = stats.medians(skip=10)
+        line = f"  {self.label}: {done} frames, {fps:.1f} fps, ms {stage_ms}"
+        print(line, file=sys.stderr, flush=True)
+        return {"fps": fps, "frames": done, "stage_ms": stage_ms}
 
     def close(self) -> None:
         for p in self.pipelines:
@@ -166,7 +168,23 @@ def main() -> int:
     naive_loop(video, spec, 30)
     nvdec_fps(video, ctx, 60)
 
+    result: dict[str, Any] = {
+        "device": ctx.properties.name,
+        "command": "python3 benchmarks/h200.py " + " ".join(sys.argv[1:]),
+        "video": "person sample scaled to 1920x1080, H.264 yuv420p, 30 fps (make_1080p.py)",
+        "model": spec.name,
+        "frames": frames,
+        "repeats": args.repeats,
+    }
+
+    def save() -> None:  # after every section: a call cut short keeps what it measured
+        if args.output:
+            text = json.dumps(result, indent=2, default=str)
+            Path(args.output).write_text(text + "\n")
+
     naive = [naive_loop(video, spec, frames) for _ in range(args.repeats)]
+    naive_fps = median_of(naive, "fps")
+    result["naive_fps"] = naive_fps
     by_workers: dict[int, list[dict[str, Any]]] = {}
     decoder_path = ""
     for workers in (1, 2, 3):
@@ -176,12 +194,55 @@ def main() -> int:
             by_workers[workers] = [bench.run(frames) for _ in range(args.repeats)]
         finally:
             bench.close()
+        result["pipeline_fps_by_workers"] = {w: median_of(r, "fps") for w, r in by_workers.items()}
+        save()
     pipes = by_workers[2]
+    pipeline_fps = median_of(pipes, "fps")
+    best = sorted(pipes, key=lambda s: s["fps"])[len(pipes) // 2]
+    result.update(
+        pipeline_fps=pipeline_fps,
+        stage_ms=best["stage_ms"],
+        pipeline_path=f"gpu pipeline, 2 streams/workers, decoder {decoder_path}",
+    )
+    decodes = [nvdec_fps(video, ctx, frames) for _ in range(args.repeats)]
+    engine = [engine_only_fps(spec, ctx, 1000) for _ in range(args.repeats)]
+    h, w = spec.input_size
+    bandwidth = measure_preprocess_bandwidth(
+        ctx, 1920, 1080, repeats=200, source="nv12", input_size=(h, w), dtype="float32"
+    )
+    engine_fps = median_of(engine, "fps")
+    decode_fps = median_of(decodes, "fps")
+    slowest = min(engine_fps, decode_fps)
+    result.update(
+        engine_only_fps=engine_fps,
+        nvdec_fps=decode_fps,
+        preprocess_gbps=round(bandwidth["kernel_gbps"], 1),
+        copy_gbps=round(bandwidth["copy_gbps"], 1),
+        peak_copy_gbps=round(bandwidth["peak_copy_gbps"], 1),
+        preprocess_bandwidth=bandwidth,
+        decoder=decodes[0]["decoder"],
+        engine_ms_median=round(statistics.median(e["ms_median"] for e in engine), 3),
+        ratios={
+            "pipeline_over_naive": round(pipeline_fps / naive_fps, 2),
+            "pipeline_over_slowest_stage": round(pipeline_fps / slowest, 3),
+            "preprocess_over_copy": round(bandwidth["kernel_gbps"] / bandwidth["copy_gbps"], 3),
+        },
+        targets={
+            "pipeline_over_naive": 2.0,
+            "pipeline_over_slowest_stage": 0.8,
+            "preprocess_over_copy": 0.5,
+            "nvdec_fps": 500,
+        },
+        runs={"naive": naive, "pipeline": by_workers, "nvdec": decodes, "engine": engine},
+    )
+    save()
     bench = GpuPipelineBench(video, spec, 2, non_blocking=False)
     try:
         blocking = [bench.run(frames) for _ in range(args.repeats)]
     finally:
         bench.close()
+    result["pipeline_fps_blocking_streams"] = median_of(blocking, "fps")
+    save()
     by_batch: dict[int, list[dict[str, Any]]] = {1: pipes}
     for batch in (4, 8):  # frames of the one stream batched into one engine call
         bench = GpuPipelineBench(video, spec, 2, batch=batch)
@@ -189,57 +250,8 @@ def main() -> int:
             by_batch[batch] = [bench.run(frames) for _ in range(args.repeats)]
         finally:
             bench.close()
-    decodes = [nvdec_fps(video, ctx, frames) for _ in range(args.repeats)]
-    engine = [engine_only_fps(spec, ctx, 1000) for _ in range(args.repeats)]
-    h, w = spec.input_size
-    bandwidth = measure_preprocess_bandwidth(
-        ctx, 1920, 1080, repeats=200, source="nv12", input_size=(h, w), dtype="float32"
-    )
-
-    naive_fps = median_of(naive, "fps")
-    pipeline_fps = median_of(pipes, "fps")
-    engine_fps = median_of(engine, "fps")
-    decode_fps = median_of(decodes, "fps")
-    slowest = min(engine_fps, decode_fps)
-    best = sorted(pipes, key=lambda s: s["fps"])[len(pipes) // 2]
-    result = {
-        "device": ctx.properties.name,
-        "command": "python3 benchmarks/h200.py " + " ".join(sys.argv[1:]),
-        "video": "person sample scaled to 1920x1080, H.264 yuv420p, 30 fps (make_1080p.py)",
-        "model": spec.name,
-        "frames": frames,
-        "repeats": args.repeats,
-        "naive_fps": naive_fps,
-        "pipeline_fps": pipeline_fps,
-        "engine_only_fps": engine_fps,
-        "nvdec_fps": decode_fps,
-        "preprocess_gbps": round(bandwidth["kernel_gbps"], 1),
-        "copy_gbps": round(bandwidth["copy_gbps"], 1),
-        "peak_copy_gbps": round(bandwidth["peak_copy_gbps"], 1),
-        "preprocess_bandwidth": bandwidth,
-        "stage_ms": best["stage_ms"],
-        "pipeline_path": f"gpu pipeline, 2 streams/workers, decoder {decoder_path}",
-        "pipeline_fps_by_workers": {w: median_of(r, "fps") for w, r in by_workers.items()},
-        "pipeline_fps_by_batch": {b: median_of(r, "fps") for b, r in by_batch.items()},
-        "pipeline_fps_blocking_streams": median_of(blocking, "fps"),
-        "decoder": decodes[0]["decoder"],
-        "engine_ms_median": round(statistics.median(e["ms_median"] for e in engine), 3),
-        "ratios": {
-            "pipeline_over_naive": round(pipeline_fps / naive_fps, 2),
-            "pipeline_over_slowest_stage": round(pipeline_fps / slowest, 3),
-            "preprocess_over_copy": round(bandwidth["kernel_gbps"] / bandwidth["copy_gbps"], 3),
-        },
-        "targets": {
-            "pipeline_over_naive": 2.0,
-            "pipeline_over_slowest_stage": 0.8,
-            "preprocess_over_copy": 0.5,
-            "nvdec_fps": 500,
-        },
-        "runs": {"naive": naive, "pipeline": by_workers, "nvdec": decodes, "engine": engine},
-    }
-    text = json.dumps(result, indent=2, default=str)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
+        result["pipeline_fps_by_batch"] = {b: median_of(r, "fps") for b, r in by_batch.items()}
+        save()
     summary = {k: result[k] for k in ("naive_fps", "pipeline_fps", "engine_only_fps", "nvdec_fps")}
     print(json.dumps({**summary, "ratios": result["ratios"], "stage_ms": result["stage_ms"]}))
     return 0

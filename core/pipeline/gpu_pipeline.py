@@ -4,7 +4,8 @@ Per batch, on this pipeline's own CUDA stream:
 
     for each frame: wait for the decoder's write -> fused preprocessing kernel into its
     slot of the batch input -> display kernel (RGBA) -> release the NV12 buffer
-    then: one engine call on the batch (ONNX Runtime IOBinding or TensorRT, same stream)
+    then: one engine call on the batch, a short one padded to the pipeline's batch size
+    (ONNX Runtime IOBinding or TensorRT, same stream)
     -> outputs to pinned host memory -> the task decodes them on the host (outputs are small)
 
 A CUDA stage timer times ``preprocess``, ``display`` and ``inference`` with events on the
@@ -115,6 +116,9 @@ class GpuFramePipeline(PipelineBase):
         )
         batch = self._settings.batch
         self._input = DevicePool.linear(self.ctx, layout.nbytes * batch, 1, kind="model input")
+        if batch > 1:  # the padding of a short batch: zeros, not whatever memory held
+            with self.ctx.active():
+                cuda_driver().memset_d8(self._input.buffers[0].ptr, 0, layout.nbytes * batch)
         self._rgba = DevicePool.pitched(
             self.ctx, width * 4, height, self.RGBA_BUFFERS * batch, kind="display frame"
         )
@@ -176,14 +180,18 @@ class GpuFramePipeline(PipelineBase):
                 self._convert(f, layout, base + i * layout.nbytes, stream)
                 for i, f in enumerate(frames)
             ]
+            # a short batch is padded to the pipeline's: the engine sees one shape, so
+            # cuDNN's algorithm search (ORT's default, per input shape) runs once, not
+            # whenever a live source or the end of a range leaves a batch short
             with timer.stage("inference"):
                 outputs = self.engine.infer_device(
-                    base, _batch(layout, len(frames)), layout.numpy_dtype
+                    base, _batch(layout, s.batch), layout.numpy_dtype
                 )
             timer.collect(times_each)
+        n = len(frames)
         with self._host_timer.stage("postprocess"):
-            geometries = [layout.letterbox] * len(frames)
-            decoded = self._task.decode([o.host for o in outputs], geometries, s.params)
+            hosts = [o.host if n == s.batch else o.host[:n] for o in outputs]
+            decoded = self._task.decode(hosts, [layout.letterbox] * n, s.params)
         self._host_timer.collect(times_each)
         return [
             FrameResult(Frame(None, f.index, f.pts, device=image, source_id=f.source_id), out, t)
