@@ -38,7 +38,11 @@ def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> No
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
     p.add_argument(
-        "--batch", type=int, default=1, metavar="N", help="frames per engine call (default 1)"
+        "--batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="frames per engine call (default: 4 for a video file on the GPU, else 1)",
     )
     p.add_argument("--conf", type=float, default=0.25, help="confidence threshold")
     p.add_argument("--iou", type=float, default=0.45, help="NMS IoU threshold")
@@ -128,7 +132,7 @@ def _settings(args: argparse.Namespace) -> Any:
         raise ConfigError(f"--task {args.task} contradicts model {spec.name} ({spec.task})")
     if not 0.0 <= args.conf <= 1.0 or not 0.0 <= args.iou <= 1.0:
         raise ConfigError("--conf and --iou must be between 0 and 1")
-    if not 1 <= args.batch <= 64:
+    if args.batch is not None and not 1 <= args.batch <= 64:
         raise ConfigError("--batch must be between 1 and 64")
     return PipelineSettings(
         model=spec,
@@ -137,7 +141,7 @@ def _settings(args: argparse.Namespace) -> Any:
         device=resolve_device(args.device),
         precision=args.precision,
         threads=args.threads,
-        batch=args.batch,
+        batch=args.batch or 1,
     )
 
 
@@ -147,6 +151,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
+    if args.batch is None:
+        from framelens.core.pipeline.build import default_batch
+
+        settings = default_batch(settings, args.source)
     settings, variant = _prepare_precision(args, settings)
     summary = run_to_outputs(
         args.source,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from framelens.core.errors import EngineError, FrameLensError, GpuError
+from framelens.core.errors import EngineError, FrameLensError, GpuError, ModelError
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.processor import FrameProcessor
@@ -35,6 +35,11 @@ log = logging.getLogger(__name__)
 GPU_WORKERS = 2  # two streams, two threads: upload/preprocess of N+1 overlaps inference of N
 DECODE_BUFFERS = 12  # NV12 frames in flight: the decode queue, the workers and one being read
 MAX_CPU_WORKERS = 4
+GPU_FILE_BATCH = 4
+"""Frames per engine call for a video file on CUDA when no batch is asked for: on the
+H200 batches of 4 ran at NVDEC's ceiling (531 fps against 465 at batch 1, two workers;
+benchmarks/results/h200-2026-12-02.json), results equal to batch 1 frame by frame
+(tests/gpu/test_batch_gpu.py). Live sources stay at 1: a frame is never held back."""
 
 Notify = Callable[[str], None]
 
@@ -56,6 +61,22 @@ def resolve(settings: PipelineSettings) -> PipelineSettings:
 
         settings = replace(settings, model=batch_variant(settings.model))
     return settings
+
+
+def default_batch(settings: PipelineSettings, spec: str) -> PipelineSettings:
+    """``settings`` with the batch a run of ``spec`` gets when none is asked for:
+    GPU_FILE_BATCH for a video file on CUDA whose graph takes (or can be given) a batch
+    dimension, else 1."""
+    if not settings.device.startswith("cuda") or not decodes_on_device(spec):
+        return replace(settings, batch=1)
+    batched = replace(settings, batch=GPU_FILE_BATCH)
+    try:
+        from framelens.core.precision import batch_variant
+
+        batch_variant(batched.model)  # cached: the run resolves the same graph
+    except ModelError:
+        return replace(settings, batch=1)  # a graph fixed at batch 1 runs as it is
+    return batched
 
 
 def after_gpu_failure(settings: PipelineSettings) -> PipelineSettings:

@@ -407,3 +407,30 @@ def test_graphs_that_cannot_be_batched_safely_are_refused_in_one_line(tmp_path: 
         assert "\n" not in str(err.value)
     # nothing half-made is left in the cache
     assert not list((tmp_path / "cache" / "variants").iterdir())
+
+
+def test_a_video_file_on_cuda_runs_in_batches_a_live_source_never(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from framelens.core.pipeline.build import GPU_FILE_BATCH, default_batch
+    from framelens.core.pipeline.settings import PipelineSettings
+
+    on_gpu = PipelineSettings(resolve_model("yolox-nano"), device="cuda:0")
+    assert default_batch(on_gpu, str(SAMPLE)).batch == GPU_FILE_BATCH
+    # a camera, a stream, a folder of images: a frame is never held back to fill a batch
+    for live in ("0", "rtsp://127.0.0.1:8554/cam", str(SAMPLE.parent)):
+        assert default_batch(on_gpu, live).batch == 1
+    assert default_batch(replace(on_gpu, device="cpu"), str(SAMPLE)).batch == 1
+    # a graph that cannot take a batch runs at 1 instead of failing the run
+    flat = numpy_helper.from_array(np.array([-1], np.int64), "flat")
+    one = numpy_helper.from_array(np.array([1, 192], np.int64), "one")
+    folded = _graph(
+        [
+            helper.make_node("Reshape", ["images", "flat"], ["f"]),
+            helper.make_node("Reshape", ["f", "one"], ["out"]),
+        ],
+        [1, 192],
+        [flat, one],
+    )
+    spec = save_spec(tmp_path / "folded.onnx", folded)
+    assert default_batch(replace(on_gpu, model=spec), str(SAMPLE)).batch == 1
