@@ -25,6 +25,6 @@ if [[ $what == tests || $what == all ]]; then
     status=${PIPESTATUS[0]}
 fi
 if [[ $what == bench || $what == all ]]; then
-    python3 benchmarks/h200.py --output "$OUT/h200-$(date +%F).json" 2>&1 | tee "$OUT/bench.log" | tail -40
+    python3 benchmarks/h200.py ${BENCH_ARGS:-} --output "$OUT/h200-$(date +%F).json" 2>&1 | tee "$OUT/bench.log" | tail -40
 fi
 exit "$status"
