@@ -31,7 +31,14 @@ def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> No
     p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
     p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
     p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
-    p.add_argument("--task", choices=["detect", "faces"], help="follows from the model")
+    p.add_argument("--task", choices=["detect", "faces", "superres"], help="follows from the model")
+    p.add_argument(
+        "--tile",
+        type=int,
+        default=0,
+        metavar="PX",
+        help="superres: the largest input side run at once (default: from the model and device)",
+    )
     if precision:  # compare takes --precisions instead
         p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
     p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "tensorrt"])
@@ -84,10 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-export", action="store_true", help="leave encoding out")
     bench.add_argument("--output", metavar="FILE.json", help="also write the JSON here")
 
-    compare = sub.add_parser("compare", help="precisions side by side on the same frames")
+    compare = sub.add_parser(
+        "compare", help="precisions side by side, or super-resolution models against bicubic"
+    )
     compare.add_argument("source", help="file, camera index, rtsp/http URL or image folder")
     _add_model_args(compare, precision=False)
-    compare.add_argument("--precisions", required=True, help="2 to 4, e.g. fp32,fp16,int8")
+    compare.add_argument(
+        "--precisions",
+        default=None,
+        help="2 to 4, e.g. fp32,fp16,int8 (--task superres: 1 or more, default fp32)",
+    )
+    compare.add_argument(
+        "--models",
+        default=None,
+        help="--task superres: models to measure, e.g. espcn-x2,fsrcnn-x2,PATH.onnx",
+    )
     compare.add_argument("--reference", default=None, help="default: the first precision")
     compare.add_argument("--report", metavar="DIR", required=True, help="report directory")
     compare.add_argument("--start", type=int, default=0, help="first frame index")
@@ -120,13 +138,15 @@ def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | Non
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
     from framelens.core.pipeline.devices import resolve_device
-    from framelens.core.pipeline.settings import PipelineSettings
-    from framelens.core.stages.tasks import DetectParams
+    from framelens.core.pipeline.settings import PipelineSettings, TaskParams
+    from framelens.core.stages.tasks import DetectParams, SuperResParams
+    from framelens.core.stages.tasks.superres.tiling import DEFAULT_OVERLAP
 
+    default = DEFAULT_SUPERRES_MODEL if args.task == "superres" else DEFAULT_MODEL
     spec = resolve_model(
-        args.model or DEFAULT_MODEL, layout=args.layout, labels_file=args.labels, task=args.task
+        args.model or default, layout=args.layout, labels_file=args.labels, task=args.task
     )
     if args.task and args.task != spec.task:
         raise ConfigError(f"--task {args.task} contradicts model {spec.name} ({spec.task})")
@@ -134,9 +154,19 @@ def _settings(args: argparse.Namespace) -> Any:
         raise ConfigError("--conf and --iou must be between 0 and 1")
     if args.batch is not None and not 1 <= args.batch <= 64:
         raise ConfigError("--batch must be between 1 and 64")
+    tile = getattr(args, "tile", 0)
+    params: TaskParams
+    if spec.task == "superres":
+        if tile and tile <= 2 * DEFAULT_OVERLAP:
+            raise ConfigError(f"--tile must be 0 (automatic) or more than {2 * DEFAULT_OVERLAP}")
+        params = SuperResParams(tile=tile)
+    else:
+        if tile:
+            raise ConfigError(f"--tile applies to super-resolution models, not {spec.name}")
+        params = DetectParams(args.conf, args.iou, _class_ids(args.classes, spec.labels))
     return PipelineSettings(
         model=spec,
-        params=DetectParams(args.conf, args.iou, _class_ids(args.classes, spec.labels)),
+        params=params,
         backend=args.backend,
         device=resolve_device(args.device),
         precision=args.precision,
@@ -199,11 +229,12 @@ def cmd_models(_: argparse.Namespace) -> int:
 
     for name, spec in load_catalog().items():
         mark = "*" if name == DEFAULT_MODEL else " "
-        print(
-            f"{mark} {name:<12} {spec.task:<7} {spec.layout:<8} "
-            f"{spec.input_size[1]}x{spec.input_size[0]}  {len(spec.labels)} classes  "
-            f"{spec.licence}"
-        )
+        if spec.task == "superres":
+            what = f"x{spec.scale}, {'Y channel' if spec.channels == 1 else 'colour'}, any size"
+        else:
+            size = f"{spec.input_size[1]}x{spec.input_size[0]}"
+            what = f"{spec.layout:<8} {size}  {len(spec.labels)} classes"
+        print(f"{mark} {name:<12} {spec.task:<8} {what}  {spec.licence}")
     return 0
 
 
@@ -244,9 +275,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from framelens.core.pipeline.compare.variants import parse_precisions, precision_panes
     from framelens.core.precision import CalibrationSettings
 
-    precisions, reference = parse_precisions(args.precisions, args.reference)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
+    if args.task == "superres" or args.models:
+        return _compare_superres(args)
+    if not args.precisions:
+        raise ConfigError("--precisions is required (2 to 4, e.g. fp32,fp16,int8)")
+    precisions, reference = parse_precisions(args.precisions, args.reference)
     # The fp32 settings every pane starts from; each precision's model comes from its variant.
     base = _settings(argparse.Namespace(**{**vars(args), "precision": "fp32"}))
     calibration = CalibrationSettings(
@@ -261,6 +296,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ),
         args.report,
         reference=reference,
+        start=args.start,
+        frames=args.frames,
+        progress=not args.quiet,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _compare_superres(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.compare.superres_quality import (
+        superres_quality_report,
+        superres_variants,
+    )
+    from framelens.core.precision import PRECISIONS
+
+    if args.task not in (None, "superres"):
+        raise ConfigError("--models compares super-resolution models: use --task superres")
+    given = [m.strip() for m in (args.models or args.model or "").split(",") if m.strip()]
+    if not given:
+        raise ConfigError("--task superres needs --models, e.g. espcn-x2,fsrcnn-x2")
+    precisions = [p.strip().lower() for p in (args.precisions or "fp32").split(",") if p.strip()]
+    unknown = [p for p in precisions if p not in PRECISIONS]
+    if unknown or len(set(precisions)) != len(precisions):
+        raise ConfigError(f"--precisions: one each of {', '.join(PRECISIONS)}")
+    settings, names = [], []
+    for model in given:
+        fields = {**vars(args), "model": model, "task": "superres", "precision": "fp32"}
+        one = _settings(argparse.Namespace(**fields))
+        settings.append(one)
+        names.append(Path(model).stem if model.lower().endswith(".onnx") else model)
+    summary = superres_quality_report(
+        args.source,
+        superres_variants(settings, names, precisions),
+        args.report,
         start=args.start,
         frames=args.frames,
         progress=not args.quiet,

@@ -62,7 +62,7 @@ from framelens.core.pipeline.devices import (
 )
 from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.run import run_to_outputs
-from framelens.core.pipeline.settings import PipelineSettings, with_changes
+from framelens.core.pipeline.settings import PipelineSettings, with_changes, without_classes
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -85,7 +85,7 @@ from framelens.core.stages.draw.style import (
 from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.tasks import task_for
+from framelens.core.stages.tasks import DetectParams, SuperResParams, task_for
 from framelens.core.stages.tasks.detect.diff import (
     REF_ONLY_COLOUR,
     TEST_ONLY_COLOUR,
@@ -108,6 +108,7 @@ __all__ = [
     "CompareRunner",
     "CompareStep",
     "ConfigError",
+    "DetectParams",
     "Detections",
     "DeviceChoice",
     "DeviceFrame",
@@ -131,6 +132,7 @@ __all__ = [
     "Rect",
     "SensitivityReport",
     "Source",
+    "SuperResParams",
     "Tag",
     "VariantInfo",
     "__version__",
@@ -154,6 +156,7 @@ __all__ = [
     "run_to_outputs",
     "save_frame_snapshot",
     "with_changes",
+    "without_classes",
 ]
 
 # ---- precision --------------------------------------------------------------------

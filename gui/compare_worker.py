@@ -35,6 +35,7 @@ from framelens.core.api import (
     open_source,
     prepare_pane,
     resolve_device,
+    without_classes,
 )
 
 __all__ = [
@@ -120,7 +121,7 @@ def prepare_panes(
     n = len(requests)
     for i, (r, model, label) in enumerate(zip(requests, models, labels, strict=True)):
         device = base.device if r.device is None else resolve_device(r.device)
-        params = base.params if model == base.model else replace(base.params, classes=None)
+        params = base.params if model == base.model else without_classes(base.params)
         settings = replace(base, model=model, device=device, precision=r.precision, params=params)
 
         def report(text: str, fraction: float, i: int = i) -> None:

@@ -17,6 +17,7 @@ from framelens.core.api import (
     PRECISIONS,
     CalibrationSettings,
     Cancelled,
+    DetectParams,
     DeviceChoice,
     FrameLensError,
     FrameResult,
@@ -36,6 +37,7 @@ from framelens.core.api import (
     resolve_model,
     save_frame_snapshot,
     with_changes,
+    without_classes,
 )
 from framelens.gui.export_runner import ExportJob, ExportRequest, default_output
 from framelens.gui.precision_jobs import PrecisionJob, prepare_job
@@ -111,7 +113,9 @@ class Controller(QObject):
 
     @staticmethod
     def catalog() -> dict[str, ModelSpec]:
-        return load_catalog()
+        """The bundled models the window plays: the detectors (super-resolution runs from
+        the command line until its canvas views, the wipe and the lens, are built)."""
+        return {k: v for k, v in load_catalog().items() if v.task != "superres"}
 
     @staticmethod
     def default_model() -> str:
@@ -140,6 +144,12 @@ class Controller(QObject):
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
             return False
+        if spec.task == "superres":
+            self.errorOccurred.emit(
+                f"{spec.name} is a super-resolution model: the window plays detectors for now; "
+                f"upscale with: framelens run VIDEO --task superres --model {spec.path}"
+            )
+            return False
         self.use_model(spec)
         return True
 
@@ -157,7 +167,7 @@ class Controller(QObject):
             self.settings = replace(
                 self.settings,
                 model=spec,
-                params=replace(self.settings.params, classes=None),
+                params=without_classes(self.settings.params),
                 precision="fp32",
             )
         self.precision, self.report = "fp32", None
@@ -286,7 +296,8 @@ class Controller(QObject):
             precision, self._job_token, threading.Event(), cached_only, fallback
         )
         assert self.settings is not None
-        calibration = self.calibration or CalibrationSettings(conf=self.settings.params.conf)
+        conf = getattr(self.settings.params, "conf", CalibrationSettings().conf)
+        calibration = self.calibration or CalibrationSettings(conf=conf)
         args = (job, self._base(), self.source, calibration)
         threading.Thread(target=self._prepare, args=args, name="fl-precision", daemon=True).start()
 
@@ -374,7 +385,9 @@ class Controller(QObject):
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""
         if self.settings is not None:
-            params = replace(self.settings.params, conf=conf, iou=iou)
+            params = self.settings.params
+            if isinstance(params, DetectParams):
+                params = replace(params, conf=conf, iou=iou)
             self.settings = replace(self.settings, params=params, overlay=overlay)
 
     # ---- playback -------------------------------------------------------------------

@@ -21,11 +21,20 @@ from framelens.core.models.labels import read_labels
 from framelens.core.models.sidecar import entry_fields
 from framelens.core.models.spec import TASK_OF_LAYOUT, ModelSpec
 
-__all__ = ["DEFAULT_MODEL", "load_catalog", "model_sha256", "read_labels", "resolve_model"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_SUPERRES_MODEL",
+    "load_catalog",
+    "model_sha256",
+    "read_labels",
+    "resolve_model",
+]
 
 DEFAULT_MODEL = "yolox-nano"
+DEFAULT_SUPERRES_MODEL = "espcn-x2"
 _PACKAGE = "framelens.models"
-_REQUIRED = ("file", "layout", "input_size", "labels")
+_REQUIRED = ("file", "layout", "input_size")
+_REQUIRED_BY_TASK = {"detect": ("labels",), "faces": ("labels",), "superres": ("scale", "channels")}
 
 
 def _models_dir() -> Path:
@@ -36,7 +45,8 @@ def _models_dir() -> Path:
 
 def _spec(name: str, entry: dict[str, Any], folder: Path) -> ModelSpec:
     where = f"catalog.toml [{name}]"
-    missing = [k for k in _REQUIRED if k not in entry]
+    task = TASK_OF_LAYOUT.get(str(entry.get("layout")), "")
+    missing = [k for k in (*_REQUIRED, *_REQUIRED_BY_TASK.get(task, ())) if k not in entry]
     if missing:
         raise ModelError(f"{where}: missing {', '.join(missing)}")
     body = {k: v for k, v in entry.items() if k not in ("file", "aliases")}

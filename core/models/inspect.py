@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import ModelError
+from framelens.core.models.inspect_superres import superres_spec
 from framelens.core.models.labels import names_from_value, read_labels
 from framelens.core.models.sidecar import PREP_KEYS, read_sidecar
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
@@ -37,6 +38,7 @@ from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
 Dim = int | str | None  # known size | symbolic name | unknown
 ULTRALYTICS_SCALE = 1.0 / 255.0
 DEFAULT_INPUT = (640, 640)
+DETECTION_LAYOUTS = tuple(k for k, v in TASK_OF_LAYOUT.items() if v != "superres")
 YUNET_OUTPUTS = frozenset(f"{h}_{s}" for h in ("cls", "obj", "bbox", "kps") for s in (8, 16, 32))
 
 
@@ -277,7 +279,7 @@ def undecidable(graph: GraphInfo, name: str) -> ModelError:
     if len(out.dims) != 3 or out.dim(0) not in (1, None):
         return ModelError(
             f"cannot decode {name}: {found}, which fits no detection layout "
-            f"({', '.join(LAYOUTS)}); a classifier or another kind of model?"
+            f"({', '.join(DETECTION_LAYOUTS)}) and is no upscaled image; a classifier?"
         )
     if cols == 6:
         return ModelError(
@@ -313,8 +315,16 @@ def inspect_model(
     if layout is not None and layout not in LAYOUTS:
         raise ModelError(f"unknown layout {layout!r}; use one of {', '.join(LAYOUTS)}")
     graph = read_graph(path)
-    inp = check_input(graph, name)
     sidecar = read_sidecar(path)
+    if task in (None, "superres") and layout in (None, "superres"):
+        sr = superres_spec(path, list(graph.inputs), list(graph.outputs), sidecar)
+        if sr is not None:
+            return sr
+    if task == "superres" or layout == "superres":
+        raise ModelError(
+            f"{name} is not a super-resolution model: its output is not its input upscaled"
+        )
+    inp = check_input(graph, name)
     u = read_ultralytics(graph.metadata, name)
     if u is not None and u.task != "detect":
         raise ModelError(

@@ -4,7 +4,7 @@ A sidecar sits next to the model, named after it plus ``.toml`` (``best.onnx`` -
 ``best.onnx.toml``). Format (TOML, the keys of a models/catalog.toml entry, all
 optional)::
 
-    layout = "yolox"             # yolox | yolov5 | yolov8 | end2end | yunet
+    layout = "yolox"             # yolox | yolov5 | yolov8 | end2end | yunet | superres
     labels = ["cat", "dog"]      # or labels_file = "classes.txt" (next to the sidecar)
     color_order = "bgr"          # bgr | rgb: channel order the network expects
     input_scale = 1.0            # 0..255 pixel values are multiplied by this (1/255: 0.0039215686)
@@ -13,7 +13,9 @@ optional)::
     input_size = [640, 640]      # height, width; only for models with a dynamic input
     dynamic_input = false        # true: feed the frame's own aspect, padded to stride_multiple
     stride_multiple = 32
-    task = "detect"              # detect | faces (must agree with the layout)
+    task = "detect"              # detect | faces | superres (must agree with the layout)
+    scale = 2                    # superres: output = scale x input
+    channels = 3                 # superres: 1 = Y channel of OpenCV YCrCb, 3 = colour
     description = "..."
     licence = "..."
     origin = "..."
@@ -49,6 +51,8 @@ ENTRY_KEYS = (
     "input_size",
     "dynamic_input",
     "stride_multiple",
+    "scale",
+    "channels",
     *_STRINGS,
 )
 
@@ -106,6 +110,15 @@ def entry_fields(entry: Mapping[str, Any], where: str, base_dir: Path) -> dict[s
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise bad("stride_multiple", "a positive integer")
         out["stride_multiple"] = m
+    if "scale" in entry:
+        k = entry["scale"]
+        if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= 8:
+            raise bad("scale", "an integer 2..8")
+        out["scale"] = k
+    if "channels" in entry:
+        if entry["channels"] not in (1, 3) or isinstance(entry["channels"], bool):
+            raise bad("channels", "1 (Y of YCrCb) or 3 (colour)")
+        out["channels"] = entry["channels"]
     if "dynamic_input" in entry:
         if not isinstance(entry["dynamic_input"], bool):
             raise bad("dynamic_input", "true or false")

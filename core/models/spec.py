@@ -7,7 +7,7 @@ from pathlib import Path
 
 from framelens.core.geometry import InputGeometry, letterbox_input
 
-LAYOUTS = ("yolox", "yolov5", "yolov8", "end2end", "yunet")
+LAYOUTS = ("yolox", "yolov5", "yolov8", "end2end", "yunet", "superres")
 """Output layouts FrameLens decodes.
 
 yolox   [1, N, 5+C] raw grid offsets (x, y, log w, log h), objectness and class scores
@@ -15,6 +15,8 @@ yolov5  [1, N, 5+C] boxes already in input pixels (cx, cy, w, h), objectness, cl
 yolov8  [1, 4+C, N] boxes in input pixels (cx, cy, w, h), class scores, no objectness
 end2end [1, N, 6]   x1, y1, x2, y2, score, class id after NMS inside the graph
 yunet   per-stride cls_/obj_/bbox_/kps_ outputs (faces with 5 landmarks)
+superres [1, C, s*H, s*W] the upscaled image of a [1, C, H, W] input (C = ``channels``:
+        1 = the Y channel of OpenCV's YCrCb, 3 = colour in ``color_order``), 0..1
 """
 
 TASK_OF_LAYOUT = {
@@ -23,6 +25,7 @@ TASK_OF_LAYOUT = {
     "yolov8": "detect",
     "end2end": "detect",
     "yunet": "faces",
+    "superres": "superres",
 }
 
 
@@ -31,7 +34,8 @@ class ModelSpec:
     """A model file plus everything needed to feed it and read its output.
 
     input_size is (height, width) of the network input; for models with a
-    dynamic input (YuNet) it is the size FrameLens feeds them.
+    dynamic input (YuNet) it is the size FrameLens feeds them; for super-resolution
+    (any input size) the largest tile it is fed (larger frames are tiled).
     """
 
     name: str
@@ -39,13 +43,15 @@ class ModelSpec:
     layout: str
     task: str
     input_size: tuple[int, int]
-    color_order: str = "bgr"  # "bgr" | "rgb"
+    color_order: str = "bgr"  # "bgr" | "rgb" (super-resolution with channels = 1: Y)
     input_scale: float = 1.0  # multiply 0..255 pixel values by this
     letterbox: str = "topleft"  # "topleft" | "center"
     pad_value: int = 114
     stride_multiple: int = 32  # dynamic inputs are padded to a multiple of this
     dynamic_input: bool = False
     labels: tuple[str, ...] = field(default_factory=tuple)
+    scale: int = 1  # super-resolution: output size = scale x input size
+    channels: int = 3  # super-resolution: 1 = Y channel of YCrCb, 3 = colour
     licence: str = ""
     origin: str = ""
     description: str = ""

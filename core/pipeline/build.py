@@ -166,7 +166,9 @@ def host_pipeline(
         max_batch=settings.batch,
     )
     try:
-        return FramePipeline(settings, engine, task_for(settings.model, engine.output_names))
+        task = task_for(settings.model, engine.output_names)
+        engine = task.host_engine(engine, settings.device, settings.params)
+        return FramePipeline(settings, engine, task)
     except BaseException:
         engine.close()
         raise
@@ -252,6 +254,10 @@ def gpu_unavailable(settings: PipelineSettings) -> str | None:
     """Why the GPU pipeline cannot run for these settings, or None."""
     if not settings.device.startswith("cuda"):
         return f"device is {settings.device}"
+    if settings.model.task == "superres":
+        # its CUDA colour kernels are wrapped (core/gpu/kernels_sr.py), the device
+        # pipeline around them is not built yet: host frames, inference on CUDA
+        return "super-resolution runs on the GPU pipeline in a later version"
     try:
         from framelens.core.gpu.context import get_context
         from framelens.core.gpu.shared_kernels import kernels_for

@@ -9,13 +9,13 @@ Threads that overlap decoding, inference and output live in core/pipeline/execut
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from framelens.core.pipeline.processor import PipelineBase
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import Engine
-from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.tasks import AnyTask
-from framelens.core.stages.tasks.base import stack_batch
+from framelens.core.stages.tasks.base import HostPreprocessor, stack_batch
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 
@@ -27,15 +27,15 @@ class FramePipeline(PipelineBase):
     def __init__(self, settings: PipelineSettings, engine: Engine, task: AnyTask) -> None:
         super().__init__(settings, task)
         self.engine = engine
-        self._pre: list[Preprocessor] = []
+        self._pre: list[HostPreprocessor[Any]] = []
 
-    def _preprocessor(self, slot: int, frame: Frame) -> Preprocessor:
-        """The preprocessor of a batch position (each owns the tensor it returns), laid
-        out by the task's input geometry."""
+    def _preprocessor(self, slot: int, frame: Frame) -> HostPreprocessor[Any]:
+        """The preprocessor of a batch position (each owns the tensor it returns and the
+        geometry it hands the task's decoding), the task's."""
         w, h = frame.width, frame.height
         if slot < len(self._pre) and (self._pre[slot].src_w, self._pre[slot].src_h) == (w, h):
             return self._pre[slot]
-        pre = Preprocessor(self._settings.model, w, h, self._task.input_geometry(w, h))
+        pre = self._task.preprocessor(w, h)
         if slot < len(self._pre):
             self._pre[slot] = pre
         else:

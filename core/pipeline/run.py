@@ -20,7 +20,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
 from framelens.core.stages.sinks.video import VideoExporter, provenance_metadata
 from framelens.core.stages.sources import Source
-from framelens.core.stages.tasks import OutputWriter
+from framelens.core.stages.tasks import DetectParams, OutputWriter
 from framelens.core.stages.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
 from tqdm import tqdm
@@ -59,6 +59,12 @@ def _decoder_name(source: Source) -> str:
 
 def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:
     """The provenance written into detections files and video metadata."""
+    params = settings.params
+    task: dict[str, Any] = (
+        {"conf": params.conf, "iou": params.iou}
+        if isinstance(params, DetectParams)
+        else {"task": "superres", "scale": settings.model.scale}
+    )
     return {
         "app_version": __version__,
         "model": settings.model.name,
@@ -66,8 +72,7 @@ def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[
         "precision": settings.precision,
         "backend": settings.backend,
         "device": settings.device,
-        "conf": settings.params.conf,
-        "iou": settings.params.iou,
+        **task,
         "source": source,
         "source_fps": info.fps,
         "width": info.width,
@@ -106,7 +111,8 @@ def prepare_precision(
 
     try:
         model, precision = settings.model, settings.precision
-        calibration = calibration or CalibrationSettings(conf=settings.params.conf)
+        conf = getattr(settings.params, "conf", CalibrationSettings().conf)
+        calibration = calibration or CalibrationSettings(conf=conf)
         variant = prepare_variant(
             model,
             precision,
@@ -164,19 +170,21 @@ def run_to_outputs(
         info = source.info
         meta = run_meta(source_spec, settings, info)
         fps = info.fps if info.fps > 0 else 30.0
+        task = built.pipelines[0].task
+        if detections:
+            writer = task.open_writer(detections, meta)
         if export:
+            out_w, out_h = task.output_size(info.width, info.height)
             video = VideoExporter(
                 export,
-                width=info.width,
-                height=info.height,
+                width=out_w,
+                height=out_h,
                 fps=fps,
                 metadata=provenance_metadata(meta),
                 audio_source=source_spec if info.has_audio else None,
                 audio_start_s=start / fps,
                 audio_end_s=None if frames is None else (start + frames) / fps,
             )
-        if detections:
-            writer = built.pipelines[0].task.open_writer(detections, meta)
         workers = len(built.pipelines)
         stats = RunStats()
         total = frames

@@ -7,10 +7,11 @@ from typing import Any
 
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.draw.style import OverlayStyle
-from framelens.core.stages.tasks import DetectParams
+from framelens.core.stages.tasks import DetectParams, SuperResParams
 
-TaskParams = DetectParams
-"""The parameters of the tasks FrameLens has (detection's conf/iou/classes)."""
+TaskParams = DetectParams | SuperResParams
+"""The parameters of the tasks FrameLens has (detection's conf/iou/classes,
+super-resolution's tile)."""
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,18 @@ class PipelineSettings:
     batch: int = 1  # frames per engine call
     overlay: OverlayStyle = field(default_factory=OverlayStyle)
 
+    def __post_init__(self) -> None:
+        # the parameters follow the model's task: a super-resolution model given the
+        # default (detection's) parameters gets its own defaults
+        superres = self.model.task == "superres"
+        if superres != isinstance(self.params, SuperResParams):
+            object.__setattr__(self, "params", SuperResParams() if superres else DetectParams())
+
 
 ENGINE_FIELDS = ("model", "backend", "device", "precision", "threads", "batch")
 """Settings a pipeline is built for; changing one needs a new pipeline."""
 
-PARAM_FIELDS = tuple(f.name for f in fields(DetectParams))
+PARAM_FIELDS = tuple(f.name for p in (DetectParams, SuperResParams) for f in fields(p))
 
 
 def with_changes(settings: PipelineSettings, changes: dict[str, object]) -> PipelineSettings:
@@ -43,7 +51,9 @@ def with_changes(settings: PipelineSettings, changes: dict[str, object]) -> Pipe
     fixed = set(ENGINE_FIELDS) & changes.keys()
     if fixed:
         raise ValueError(f"{sorted(fixed)} need a new pipeline")
-    param_changes = {k: v for k, v in changes.items() if k in PARAM_FIELDS}
+    params = changes.get("params", settings.params)
+    own = {f.name for f in fields(params)}  # type: ignore[arg-type]
+    param_changes = {k: v for k, v in changes.items() if k in own}
     rest: dict[str, Any] = {k: v for k, v in changes.items() if k not in PARAM_FIELDS}
     unknown = set(rest) - {"params", "overlay"}
     if unknown:
@@ -51,6 +61,12 @@ def with_changes(settings: PipelineSettings, changes: dict[str, object]) -> Pipe
     if param_changes:
         rest["params"] = replace(rest.get("params", settings.params), **param_changes)
     return replace(settings, **rest)
+
+
+def without_classes(params: TaskParams) -> TaskParams:
+    """``params`` for another model: a detector's class filter dropped (class ids are
+    the model's own)."""
+    return replace(params, classes=None) if isinstance(params, DetectParams) else params
 
 
 def same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:

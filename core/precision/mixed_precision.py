@@ -16,7 +16,7 @@ from framelens.core.precision.int8_settings import CalibrationSettings, StagePro
 from framelens.core.precision.qdq import cpu_session, quantize_qdq
 from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
 from framelens.core.precision.sensitivity import Analysis, Prepared, Trials
-from framelens.core.stages.tasks import DetectionTask, DetectParams, task_for
+from framelens.core.stages.tasks import DetectionTask, DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections
 
@@ -107,7 +107,7 @@ def search_and_write(
     progress("quantize", 0.7, "verifying")
     final = cpu_session(out, settings.threads)
     final_name = final.get_inputs()[0].name
-    task = task_for(spec, [o.name for o in final.get_outputs()])
+    task = trials.task
     params = DetectParams(conf, settings.nms_iou)
     dets = [
         task.decode(final.run(None, {final_name: t}), [g], params)[0]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
+from framelens.core.errors import ConfigError
 from framelens.core.models.spec import ModelSpec
 from framelens.core.precision.calibration import CalibrationFrames
 from framelens.core.precision.graph import (
@@ -27,7 +28,7 @@ from framelens.core.precision.graph import (
 )
 from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
 from framelens.core.precision.qdq import cpu_session, input_name_of, quantize_qdq
-from framelens.core.stages.tasks import DetectParams, task_for
+from framelens.core.stages.tasks import DetectionTask, DetectParams, task_for
 from framelens.core.types import Detections
 
 
@@ -81,7 +82,12 @@ class Trials:
             str(i.name) for i in self.session.get_inputs() if i.name not in gate_names
         )
         self.output_names = [o.name for o in self.session.get_outputs()]
-        self.task = task_for(spec, self.output_names)  # decodes as the pipelines do
+        task = task_for(spec, self.output_names)  # decodes as the pipelines do
+        if not isinstance(task, DetectionTask):
+            raise ConfigError(
+                f"{spec.name}: INT8 calibration of {task.name} models is not built yet"
+            )
+        self.task = task
 
     def outputs(
         self, int8: frozenset[str], tensors: Sequence[npt.NDArray[np.float32]]

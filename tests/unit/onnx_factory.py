@@ -148,3 +148,33 @@ def batched_model(
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return path
+
+
+def upscaling_model(path: Path, scale: int, *, channels: int = 3, dynamic: bool = True) -> Path:
+    """A super-resolution graph whose output is known: nearest-neighbour upscaling by
+    ``scale`` (ONNX Resize), so output pixel (y, x) is input pixel (y // s, x // s).
+    Input [N, C, H, W] (symbolic H, W and N when ``dynamic``), output [N, C, sH, sW]."""
+    dims: Dims = ("N", channels, "H", "W") if dynamic else (1, channels, 24, 32)
+    out_dims: Dims = (
+        ("N", channels, "sH", "sW") if dynamic else (1, channels, 24 * scale, 32 * scale)
+    )
+    scales = numpy_helper.from_array(np.array([1, 1, scale, scale], np.float32), "scales")
+    node = helper.make_node(
+        "Resize",
+        ["input", "", "scales"],
+        ["upscaled"],
+        mode="nearest",
+        nearest_mode="floor",
+        coordinate_transformation_mode="asymmetric",
+    )
+    graph = helper.make_graph(
+        [node],
+        "upscale",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(dims))],
+        [helper.make_tensor_value_info("upscaled", TensorProto.FLOAT, list(out_dims))],
+        [scales],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path

@@ -161,7 +161,7 @@ class CompareLog:
             "precision_mode": s.precision,
             "backend": s.backend,
             "device": s.device,
-            "conf": s.params.conf,
+            "conf": getattr(s.params, "conf", None),
         }
 
     def summary(self, **meta: Any) -> dict[str, Any]:

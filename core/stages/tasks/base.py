@@ -13,26 +13,45 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.geometry import InputGeometry, Letterbox
+from framelens.core.geometry import InputGeometry
 from framelens.core.models.spec import ModelSpec, input_geometry
 from framelens.core.stages.draw.style import OverlayStyle
+from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.types import Image
 
 OutputT = TypeVar("OutputT")
 ParamsT = TypeVar("ParamsT")
 MatchT = TypeVar("MatchT")
+InputT = TypeVar("InputT")
+InputT_co = TypeVar("InputT_co", covariant=True)
 OutputT_contra = TypeVar("OutputT_contra", contravariant=True)
 
 EngineOutputs = Sequence[npt.NDArray[Any]]
 """A batch's engine outputs, in the model's output order, each with a leading batch dim."""
 
 
-class Task(ABC, Generic[OutputT, ParamsT, MatchT]):
-    """One model's task: decoding a batch, its parameters, overlay, agreement and export.
+class HostPreprocessor(Protocol[InputT_co]):
+    """A frame (BGR, host) -> the model's input tensor (1, C, H, W), reused per call; and
+    what the decode step needs of that frame (``geometry``: detection's letterbox)."""
+
+    src_w: int
+    src_h: int
+
+    @property
+    def geometry(self) -> InputT_co: ...
+
+    def __call__(self, image: Image) -> npt.NDArray[np.float32]: ...
+
+
+class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
+    """One model's task: preparing and decoding a batch, its parameters, overlay,
+    agreement and export.
 
     ``params`` are the thresholds a user may change while a pipeline runs (the pipeline
     passes its current ones to every call, so a change applies from the next frame).
+    ``InputT`` is what decoding needs of each frame besides the model's output
+    (detection: the letterbox; super-resolution: the frame's size and chroma).
     """
 
     name: ClassVar[str]
@@ -47,14 +66,29 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT]):
         return input_geometry(self.spec, src_w, src_h)
 
     @abstractmethod
+    def preprocessor(self, src_w: int, src_h: int) -> HostPreprocessor[InputT]:
+        """The host preprocessing of ``src_w`` x ``src_h`` frames (one per batch slot)."""
+
+    def host_engine(self, engine: Engine, device: str, params: ParamsT) -> Engine:
+        """The engine a host pipeline calls: ``engine`` itself, or one around it that
+        this task needs (super-resolution tiles large frames)."""
+        del device, params
+        return engine
+
+    def output_size(self, src_w: int, src_h: int) -> tuple[int, int]:
+        """The (width, height) of the frames this task's export writes."""
+        return src_w, src_h
+
+    @abstractmethod
     def default_params(self) -> ParamsT:
         """The parameters a new pipeline starts with."""
 
     @abstractmethod
     def decode(
-        self, outputs: EngineOutputs, geometries: Sequence[Letterbox], params: ParamsT
+        self, outputs: EngineOutputs, geometries: Sequence[InputT], params: ParamsT
     ) -> list[OutputT]:
-        """One output per image of the batch, in order (geometry: each image's letterbox)."""
+        """One output per image of the batch, in order (geometry: each image's
+        preprocessor's ``geometry``)."""
 
     @abstractmethod
     def empty(self) -> OutputT:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.draw.opencv import OverlayStyle, annotate
+from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.detections import DetectionsWriter
 from framelens.core.stages.tasks.base import EngineOutputs, Task
@@ -30,7 +31,7 @@ class DetectParams:
     classes: frozenset[int] | None = None  # class ids kept; None keeps all
 
 
-class DetectionTask(Task[Detections, DetectParams, FrameMatch]):
+class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
     """Object or face detection: YOLOX, YOLOv5, YOLOv8/11, end-to-end NMS exports, YuNet."""
 
     name: ClassVar[str] = "detect"
@@ -38,6 +39,9 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch]):
     def __init__(self, spec: ModelSpec, output_names: Sequence[str] | None = None) -> None:
         super().__init__(spec)
         self._decoder = make_decoder(spec, output_names)
+
+    def preprocessor(self, src_w: int, src_h: int) -> Preprocessor:
+        return Preprocessor(self.spec, src_w, src_h, self.input_geometry(src_w, src_h))
 
     def default_params(self) -> DetectParams:
         return DetectParams()

@@ -1,0 +1,134 @@
+"""Super-resolution's colour arithmetic on the host: the frame into a model's input and
+the model's output back into a BGR frame. The CUDA kernels (kernels/sr_color.cu) compute
+the same steps on the device.
+
+Y-channel models (ESPCN, FSRCNN), exactly:
+
+1. the frame is cropped to a multiple of the scale (right and bottom columns/rows go);
+2. OpenCV ``COLOR_BGR2YCrCb``; the model's input is Y / 255 as float32, (1, 1, h, w);
+3. the output Y is ``clip(round(255 * out), 0, 255)`` as uint8;
+4. Cr and Cb are resized to the output size by ``cv2.resize(..., INTER_CUBIC)``;
+5. ``COLOR_YCrCb2BGR`` of the merged planes.
+
+Colour models (ESRGAN, Real-ESRGAN and most user exports): the cropped frame in the
+model's channel order, times ``input_scale`` (1/255 for 0..1 models), (1, 3, h, w); the
+output clipped to 0..1 and rounded to uint8 the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+from framelens.core.models.spec import ModelSpec
+from framelens.core.types import Image
+
+F32 = npt.NDArray[np.float32]
+
+
+def cropped_size(width: int, height: int, scale: int) -> tuple[int, int]:
+    """The (width, height) a frame is cropped to: the largest multiple of ``scale``."""
+    return width - width % scale, height - height % scale
+
+
+def output_size(width: int, height: int, scale: int) -> tuple[int, int]:
+    """The (width, height) of the upscaled frame."""
+    w, h = cropped_size(width, height, scale)
+    return w * scale, h * scale
+
+
+def to_uint8(values: F32) -> npt.NDArray[np.uint8]:
+    """A model's 0..1 output as 8-bit levels: clip(round(255 * out))."""
+    levels: npt.NDArray[np.uint8] = np.clip(np.rint(values * np.float32(255.0)), 0, 255).astype(
+        np.uint8
+    )
+    return levels
+
+
+@dataclass(slots=True)
+class SrInput:
+    """What the decode step needs of a frame besides the model's output: the cropped
+    frame's size and, for Y-channel models, its Cr and Cb planes (uint8, cropped size)."""
+
+    width: int
+    height: int
+    chroma: npt.NDArray[np.uint8] | None = None  # (2, h, w): the Cr and Cb planes
+
+
+class SrPreprocessor:
+    """A BGR frame -> the model's input tensor (reused: consume it before the next call),
+    and the frame's ``SrInput`` (``geometry``) for the decode step."""
+
+    def __init__(self, spec: ModelSpec, src_w: int, src_h: int) -> None:
+        self.spec = spec
+        self.src_w, self.src_h = src_w, src_h
+        w, h = cropped_size(src_w, src_h, spec.scale)
+        if w == 0 or h == 0:
+            raise ValueError(f"a {src_w}x{src_h} frame is smaller than the scale {spec.scale}")
+        self.input_w, self.input_h = w, h
+        self._tensor = np.empty((1, spec.channels, h, w), dtype=np.float32)
+        self.geometry = SrInput(w, h)
+
+    def __call__(self, image: Image) -> F32:
+        if image.shape[1] != self.src_w or image.shape[0] != self.src_h:
+            raise ValueError(
+                f"frame is {image.shape[1]}x{image.shape[0]}, preprocessor built for "
+                f"{self.src_w}x{self.src_h}"
+            )
+        crop = image[: self.input_h, : self.input_w]
+        if self.spec.channels == 1:
+            ycrcb = cv2.cvtColor(crop, cv2.COLOR_BGR2YCrCb)
+            np.divide(ycrcb[..., 0], np.float32(255.0), out=self._tensor[0, 0])  # Y / 255
+            chroma = np.ascontiguousarray(ycrcb[..., 1:].transpose(2, 0, 1), dtype=np.uint8)
+            self.geometry = SrInput(self.input_w, self.input_h, chroma)
+            return self._tensor
+        src = crop[..., ::-1] if self.spec.color_order == "rgb" else crop
+        np.copyto(self._tensor[0], src.transpose(2, 0, 1))
+        self._tensor *= np.float32(self.spec.input_scale)
+        self.geometry = SrInput(self.input_w, self.input_h)
+        return self._tensor
+
+
+def merge_output(spec: ModelSpec, out: F32, frame: SrInput) -> Image:
+    """One frame's model output (C, sH, sW) as the upscaled BGR uint8 frame."""
+    s = spec.scale
+    want = (frame.height * s, frame.width * s)
+    if out.ndim != 3 or out.shape[0] != spec.channels or out.shape[1:] != want:
+        raise ValueError(
+            f"{spec.name}: output {list(out.shape)}, expected "
+            f"[{spec.channels}, {want[0]}, {want[1]}] for a {frame.width}x{frame.height} input"
+        )
+    if spec.channels == 1:
+        assert frame.chroma is not None, "a Y-channel frame keeps its chroma"
+        merged = np.empty((*want, 3), dtype=np.uint8)
+        merged[..., 0] = to_uint8(out[0])
+        for i in (1, 2):  # plane by plane: OpenCV's 2-channel cubic path rounds otherwise
+            merged[..., i] = cv2.resize(
+                frame.chroma[i - 1], (want[1], want[0]), interpolation=cv2.INTER_CUBIC
+            )
+        return np.asarray(cv2.cvtColor(merged, cv2.COLOR_YCrCb2BGR), dtype=np.uint8)
+    # colour models: 0..1 out (input_scale 1/255) or 0..255 (input_scale 1)
+    levels = out / np.float32(255.0 * spec.input_scale)
+    image = to_uint8(levels).transpose(1, 2, 0)
+    if spec.color_order == "rgb":
+        image = image[..., ::-1]
+    return np.ascontiguousarray(image)
+
+
+def bicubic_upscale(image: Image, scale: int) -> Image:
+    """The baseline every model is measured against: the cropped frame, INTER_CUBIC."""
+    h, w = image.shape[:2]
+    cw, ch = cropped_size(w, h, scale)
+    up = cv2.resize(image[:ch, :cw], (cw * scale, ch * scale), interpolation=cv2.INTER_CUBIC)
+    return np.asarray(up, dtype=np.uint8)
+
+
+def bicubic_downscale(image: Image, scale: int) -> Image:
+    """A frame cropped to a multiple of ``scale`` and shrunk by it (INTER_CUBIC): the
+    low-resolution input whose original is known (compare's quality numbers)."""
+    h, w = image.shape[:2]
+    cw, ch = cropped_size(w, h, scale)
+    down = cv2.resize(image[:ch, :cw], (cw // scale, ch // scale), interpolation=cv2.INTER_CUBIC)
+    return np.asarray(down, dtype=np.uint8)

@@ -1,0 +1,132 @@
+"""Super-resolution as a task: the frame upscaled by the model's scale.
+
+Y-channel models (ESPCN, FSRCNN) and colour models (ESRGAN, user exports), any input
+size (the frame is cropped to a multiple of the scale; frames larger than the model's
+tile run tiled, see tiling.py). The colour arithmetic is color.py's. The output is the
+upscaled BGR frame: what export writes, the canvas shows and compare measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from framelens.core.errors import ConfigError, ModelError
+from framelens.core.geometry import InputGeometry, Letterbox
+from framelens.core.models.spec import ModelSpec
+from framelens.core.stages.draw.style import OverlayStyle
+from framelens.core.stages.engines.base import Engine
+from framelens.core.stages.sinks.atomic import StrPath
+from framelens.core.stages.tasks.base import EngineOutputs, OutputWriter, Task
+from framelens.core.stages.tasks.superres.color import (
+    SrInput,
+    SrPreprocessor,
+    cropped_size,
+    merge_output,
+    output_size,
+)
+from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
+from framelens.core.stages.tasks.superres.tiling import TiledEngine, default_tile
+from framelens.core.types import Image
+
+
+@dataclass(frozen=True)
+class SuperResParams:
+    """``tile``: the largest input side run at once (0: chosen from the model and the
+    device); read when a pipeline is built."""
+
+    tile: int = 0
+
+
+@dataclass(slots=True)
+class Upscaled:
+    """One frame's super-resolution output: the upscaled BGR frame (None: no model ran)."""
+
+    image: Image | None
+    scale: int
+
+    def __len__(self) -> int:  # frames with output count like frames with detections
+        return 0 if self.image is None else 1
+
+
+class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
+    """Super-resolution by ``spec.scale``: channels 1 (Y of YCrCb) or 3 (colour)."""
+
+    name: ClassVar[str] = "superres"
+
+    def __init__(self, spec: ModelSpec) -> None:
+        if spec.scale < 2 or spec.channels not in (1, 3):
+            raise ModelError(
+                f"{spec.name}: a super-resolution model needs a scale of 2 or more and 1 or 3 "
+                f"channels (scale {spec.scale}, channels {spec.channels})"
+            )
+        super().__init__(spec)
+
+    @property
+    def scale(self) -> int:
+        return self.spec.scale
+
+    def input_geometry(self, src_w: int, src_h: int) -> InputGeometry:
+        """The frame cropped to a multiple of the scale, unscaled and unpadded."""
+        w, h = cropped_size(src_w, src_h, self.scale)
+        return InputGeometry(h, w, w, h, 0, 0, Letterbox(1.0, 0.0, 0.0, src_w, src_h))
+
+    def preprocessor(self, src_w: int, src_h: int) -> SrPreprocessor:
+        return SrPreprocessor(self.spec, src_w, src_h)
+
+    def output_size(self, src_w: int, src_h: int) -> tuple[int, int]:
+        return output_size(src_w, src_h, self.scale)
+
+    def host_engine(self, engine: Engine, device: str, params: SuperResParams) -> TiledEngine:
+        tile = (params.tile, params.tile) if params.tile else default_tile(self.spec, device)
+        return TiledEngine(engine, self.scale, tile)
+
+    def default_params(self) -> SuperResParams:
+        return SuperResParams()
+
+    def decode(
+        self, outputs: EngineOutputs, geometries: Sequence[SrInput], params: SuperResParams
+    ) -> list[Upscaled]:
+        del params
+        if not outputs:
+            raise ModelError(f"{self.spec.name}: the model returned no output")
+        out = np.asarray(outputs[0], dtype=np.float32)
+        if out.ndim != 4 or out.shape[0] != len(geometries):
+            raise ModelError(
+                f"{self.spec.name}: output is {list(out.shape)}, but the batch has "
+                f"{len(geometries)} frame(s)"
+            )
+        try:
+            return [
+                Upscaled(merge_output(self.spec, out[i], g), self.scale)
+                for i, g in enumerate(geometries)
+            ]
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+
+    def empty(self) -> Upscaled:
+        return Upscaled(None, self.scale)
+
+    def output_image(self, output: Upscaled) -> Image | None:
+        return output.image
+
+    def annotate(
+        self, image: Image, output: Upscaled, style: OverlayStyle, *, copy: bool = True
+    ) -> Image:
+        """The upscaled frame (no overlay: the image is the result)."""
+        del style, copy
+        return image if output.image is None else output.image
+
+    def agree(self, reference: Upscaled, output: Upscaled) -> ImageAgreement:
+        if reference.image is None or output.image is None:
+            raise ModelError("super-resolution agreement needs two upscaled frames")
+        return image_agreement(reference.image, output.image)
+
+    def open_writer(self, path: StrPath, meta: Mapping[str, Any]) -> OutputWriter[Upscaled]:
+        del meta
+        raise ConfigError(
+            f"super-resolution has no detections to write to {path}; --export writes the "
+            "upscaled video"
+        )
