@@ -66,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="detect on a video, camera, stream or image folder")
     run.add_argument("source", help="file, camera index, rtsp/http URL or image folder")
     _add_model_args(run)
-    run.add_argument("--export", metavar="OUT.mp4", help="write the annotated video")
+    run.add_argument(
+        "--export", metavar="OUT.mp4|DIR/", help="write the annotated video (DIR/: PNG frames)"
+    )
+    run.add_argument(
+        "--lossless", action="store_true", help="with --export OUT.mkv: FFV1, bit-exact frames"
+    )
     run.add_argument("--detections", metavar="OUT.json|OUT.csv", help="write the detections")
     run.add_argument("--start", type=int, default=0, help="first frame index")
     run.add_argument("--frames", type=int, default=None, help="number of frames to process")
@@ -191,6 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings,
         export=args.export,
         detections=args.detections,
+        lossless=args.lossless,
         start=args.start,
         frames=args.frames,
         progress=not args.quiet,

@@ -18,7 +18,8 @@ from framelens.core.pipeline.build import Workers
 from framelens.core.pipeline.runner import PipelineRunner, RunRange
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
-from framelens.core.stages.sinks.video import VideoExporter, provenance_metadata
+from framelens.core.stages.sinks.lossless import FrameExporter, open_exporter
+from framelens.core.stages.sinks.video import provenance_metadata
 from framelens.core.stages.sources import Source
 from framelens.core.stages.tasks import DetectParams, OutputWriter
 from framelens.core.stages.timing import stage
@@ -132,6 +133,7 @@ def run_to_outputs(
     *,
     export: str | None = None,
     detections: str | None = None,
+    lossless: bool = False,
     start: int = 0,
     frames: int | None = None,
     progress: bool = True,
@@ -145,6 +147,8 @@ def run_to_outputs(
     ``progress`` draws a terminal bar; ``on_progress(done, total)`` (total 0 when
     unknown) is called at most ten times a second and at the end; setting
     ``cancel`` stops the run with Cancelled and removes the partial outputs.
+    ``export``: a video file, ``DIR/`` for one PNG per frame, or with ``lossless`` an
+    ``.mkv`` in FFV1 (both lossless: decoding gives back the exact pixels).
     ``on_message`` receives one-line notes (a GPU failure and the switch to the CPU).
     If the GPU fails mid-run, the run goes on from the same frame on the CPU.
     For fp16/int8 the variant is prepared first (see prepare_precision; INT8
@@ -160,7 +164,7 @@ def run_to_outputs(
         if on_message is not None:
             on_message(text)
 
-    video: VideoExporter | None = None
+    video: FrameExporter | None = None
     writer: OutputWriter[Any] | None = None
     source, built = open_pipelines(source_spec, settings, notes)
     for text in notes:
@@ -175,12 +179,14 @@ def run_to_outputs(
             writer = task.open_writer(detections, meta)
         if export:
             out_w, out_h = task.output_size(info.width, info.height)
-            video = VideoExporter(
+            video = open_exporter(
                 export,
+                lossless=lossless,
                 width=out_w,
                 height=out_h,
                 fps=fps,
-                metadata=provenance_metadata(meta),
+                meta=meta,
+                tags=provenance_metadata(meta),
                 audio_source=source_spec if info.has_audio else None,
                 audio_start_s=start / fps,
                 audio_end_s=None if frames is None else (start + frames) / fps,
