@@ -104,3 +104,19 @@ def write_undecodable(path: Path) -> Path:
     path.write_bytes(data.replace(b"FMP4", b"AVS2"))
     tmp.unlink()
     return path
+
+
+def sample_frames(path: Path, indices: tuple[int, ...]) -> list[npt.NDArray[np.uint8]]:
+    """Copies of the frames at ``indices`` of a real video (decoded by FrameLens' file
+    source, as a run decodes them), in the order given."""
+    from framelens.core.stages.sources.file import FileSource
+
+    found: dict[int, npt.NDArray[np.uint8]] = {}
+    with FileSource(path) as src:
+        for frame in src:
+            if frame.index in indices:
+                found[frame.index] = frame.image.copy()
+            if len(found) == len(set(indices)):
+                break
+    assert len(found) == len(set(indices)), f"{path} has no frames {sorted(indices)}"
+    return [found[i] for i in indices]

@@ -32,9 +32,9 @@ from framelens.core.precision.batch import (
 )
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
 from framelens.core.stages.preprocess.cpu import Preprocessor
-from framelens.core.stages.sources.file import FileSource
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Detections, Image
+from media_factory import sample_frames
 from onnx import TensorProto, helper, numpy_helper
 from onnx_factory import batched_model, ultralytics_metadata, yolov5_repo_metadata
 
@@ -52,15 +52,7 @@ F32 = npt.NDArray[np.float32]
 
 @pytest.fixture(scope="module")
 def images() -> list[Image]:
-    found: dict[int, Image] = {}
-    with FileSource(SAMPLE) as src:
-        for frame in src:
-            if frame.index in FRAMES:
-                found[frame.index] = frame.image.copy()
-            if len(found) == len(FRAMES):
-                break
-    assert len(found) == len(FRAMES)
-    return [found[i] for i in FRAMES]
+    return sample_frames(SAMPLE, FRAMES)
 
 
 @pytest.fixture(scope="module")
@@ -383,11 +375,11 @@ def save_spec(path: Path, model: Any) -> ModelSpec:
     return ModelSpec(name=path.stem, path=path, layout="end2end", task="detect", input_size=(8, 8))
 
 
-def test_graphs_that_cannot_be_batched_safely_are_refused_in_one_line(tmp_path: Path) -> None:
+def _folded_graph() -> Any:
+    """Flattened over the batch, then reshaped to [1, 192]: the batch is folded away."""
     flat = numpy_helper.from_array(np.array([-1], np.int64), "flat")
     one = numpy_helper.from_array(np.array([1, 192], np.int64), "one")
-    # flattened over the batch, then reshaped to [1, 192]: the batch is folded away
-    folded = _graph(
+    return _graph(
         [
             helper.make_node("Reshape", ["images", "flat"], ["f"]),
             helper.make_node("Reshape", ["f", "one"], ["out"]),
@@ -395,6 +387,10 @@ def test_graphs_that_cannot_be_batched_safely_are_refused_in_one_line(tmp_path: 
         [1, 192],
         [flat, one],
     )
+
+
+def test_graphs_that_cannot_be_batched_safely_are_refused_in_one_line(tmp_path: Path) -> None:
+    folded = _folded_graph()
     # softmax across the batch: the shapes are all right, the values mix the frames
     mixing = _graph([helper.make_node("Softmax", ["images"], ["out"], axis=0)], [1, 3, 8, 8], [])
     for name, model, message in [
@@ -422,15 +418,5 @@ def test_a_video_file_on_cuda_runs_in_batches_a_live_source_never(tmp_path: Path
         assert default_batch(on_gpu, live).batch == 1
     assert default_batch(replace(on_gpu, device="cpu"), str(SAMPLE)).batch == 1
     # a graph that cannot take a batch runs at 1 instead of failing the run
-    flat = numpy_helper.from_array(np.array([-1], np.int64), "flat")
-    one = numpy_helper.from_array(np.array([1, 192], np.int64), "one")
-    folded = _graph(
-        [
-            helper.make_node("Reshape", ["images", "flat"], ["f"]),
-            helper.make_node("Reshape", ["f", "one"], ["out"]),
-        ],
-        [1, 192],
-        [flat, one],
-    )
-    spec = save_spec(tmp_path / "folded.onnx", folded)
+    spec = save_spec(tmp_path / "folded.onnx", _folded_graph())
     assert default_batch(replace(on_gpu, model=spec), str(SAMPLE)).batch == 1

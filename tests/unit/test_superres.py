@@ -25,7 +25,6 @@ from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline import build
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
-from framelens.core.stages.sources.file import FileSource
 from framelens.core.stages.tasks import SuperResParams, SuperResTask, task_for
 from framelens.core.stages.tasks.superres.color import (
     bicubic_downscale,
@@ -35,6 +34,7 @@ from framelens.core.stages.tasks.superres.color import (
 from framelens.core.stages.tasks.superres.metrics import psnr
 from framelens.core.stages.tasks.superres.tiling import TiledEngine, tile_starts
 from framelens.core.types import Frame, Image, StageTimes
+from media_factory import sample_frames
 from onnx_factory import upscaling_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,14 +46,7 @@ SR_MODELS = [name for name, spec in load_catalog().items() if spec.task == "supe
 
 @pytest.fixture(scope="module")
 def images() -> list[Image]:
-    found: dict[int, Image] = {}
-    with FileSource(SAMPLE) as src:
-        for frame in src:
-            if frame.index in FRAMES:
-                found[frame.index] = frame.image.copy()
-            if len(found) == len(FRAMES):
-                break
-    return [found[i] for i in FRAMES]
+    return sample_frames(SAMPLE, FRAMES)
 
 
 def upscale(spec: ModelSpec, image: Image, **params: int) -> Image:
