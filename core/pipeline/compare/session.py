@@ -58,8 +58,7 @@ def compare_to_report(
     """
     if not callable(panes):
         check_panes(panes, reference)
-    staging = AtomicDir(report, REPORT_FILES)
-    try:
+    with AtomicDir(report, REPORT_FILES) as staging:
         specs = panes() if callable(panes) else panes
         reference_index = check_panes(specs, reference)
         log = _compare(
@@ -74,9 +73,6 @@ def compare_to_report(
         summary = log.summary(source=source_spec, start=start, app_version=__version__)
         write_report_files(staging.tmp, log, summary)
         path = staging.commit()
-    except BaseException:
-        staging.discard()
-        raise
     return {**summary, "report": str(path)}
 
 

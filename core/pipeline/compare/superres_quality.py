@@ -125,16 +125,12 @@ def superres_quality_report(
     not_sr = [v.name for v in variants if v.settings.model.task != "superres"]
     if not_sr:
         raise ConfigError(f"{', '.join(not_sr)}: not super-resolution models")
-    staging = AtomicDir(report, REPORT_FILES)
-    try:
+    with AtomicDir(report, REPORT_FILES) as staging:
         summary, rows = _measure_range(
             source_spec, variants, RunRange(start, frames), progress, on_progress, cancel
         )
         _write(staging.tmp, summary, rows, variants)
         path = staging.commit()
-    except BaseException:
-        staging.discard()
-        raise
     return {**summary, "report": str(path)}
 
 

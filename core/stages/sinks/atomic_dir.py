@@ -81,6 +81,14 @@ class AtomicDir:
         self.done = True
         return self.target
 
+    def __enter__(self) -> AtomicDir:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        """An exception (an error, Ctrl+C, a cancel) inside the block leaves nothing."""
+        if exc_type is not None:
+            self.discard()
+
     def discard(self) -> None:
         """Remove the staging directory and what it holds; safe to call more than once."""
         self.done = True
