@@ -8,7 +8,7 @@ Threads that overlap decoding, inference and output live in core/pipeline/execut
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from framelens.core.pipeline.processor import PipelineBase
@@ -27,19 +27,21 @@ class FramePipeline(PipelineBase):
     def __init__(self, settings: PipelineSettings, engine: Engine, task: AnyTask) -> None:
         super().__init__(settings, task)
         self.engine = engine
-        self._pre: list[HostPreprocessor[Any]] = []
+        self._pre: list[tuple[Hashable, HostPreprocessor[Any]]] = []
 
-    def _preprocessor(self, slot: int, frame: Frame) -> HostPreprocessor[Any]:
+    def _preprocessor(self, slot: int, frame: Frame, params: Any) -> HostPreprocessor[Any]:
         """The preprocessor of a batch position (each owns the tensor it returns and the
-        geometry it hands the task's decoding), the task's."""
+        geometry it hands the task's decoding), the task's, made again when the frame
+        size (or what else the task's ``preprocess_key`` names) changes."""
         w, h = frame.width, frame.height
-        if slot < len(self._pre) and (self._pre[slot].src_w, self._pre[slot].src_h) == (w, h):
-            return self._pre[slot]
-        pre = self._task.preprocessor(w, h)
+        key = self._task.preprocess_key(w, h, params)
+        if slot < len(self._pre) and self._pre[slot][0] == key:
+            return self._pre[slot][1]
+        pre = self._task.preprocessor(w, h, params)
         if slot < len(self._pre):
-            self._pre[slot] = pre
+            self._pre[slot] = (key, pre)
         else:
-            self._pre.append(pre)
+            self._pre.append((key, pre))
         return pre
 
     def infer_batch(
@@ -47,7 +49,7 @@ class FramePipeline(PipelineBase):
     ) -> list[FrameResult]:
         """Preprocess each frame, run the engine once on the batch, decode; no drawing."""
         s, timer = self._settings, self._host_timer
-        pres = [self._preprocessor(i, f) for i, f in enumerate(frames)]
+        pres = [self._preprocessor(i, f, s.params) for i, f in enumerate(frames)]
         with timer.stage("preprocess"):
             batch = stack_batch([pre(f.image) for pre, f in zip(pres, frames, strict=True)])
         with timer.stage("inference"):

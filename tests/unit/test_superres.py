@@ -30,6 +30,7 @@ from framelens.core.stages.tasks.superres.color import (
     bicubic_downscale,
     bicubic_upscale,
     cropped_size,
+    output_size,
 )
 from framelens.core.stages.tasks.superres.metrics import psnr
 from framelens.core.stages.tasks.superres.tiling import TiledEngine, tile_starts
@@ -291,3 +292,36 @@ def test_compare_refuses_a_detector_as_super_resolution(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "yolox-nano" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_a_region_of_interest_upscales_only_that_region_and_follows_live_changes(
+    images: list[Image],
+) -> None:
+    """ROI mode: the region (clamped to a multiple of the scale) upscaled exactly as if it
+    were the whole frame; a new region applies from the next frame of the same pipeline."""
+    spec = resolve_model("espcn-x2")
+    image = images[3]
+    pipeline = build.host_pipeline(
+        PipelineSettings(spec, params=SuperResParams(region=(101, 40, 161, 90)))
+    )
+    try:
+        first = pipeline.infer(Frame(image, 0, 0.0), StageTimes()).output
+        assert first.region == (101, 40, 160, 90)  # width cut to a multiple of 2
+        crop = np.ascontiguousarray(image[40:130, 101:261])
+        assert first.image is not None and first.image.shape == (180, 320, 3)
+        assert np.array_equal(first.image, reference_y_merge(crop, spec.path, 2))
+        # a region hanging off the bottom right moves inside the frame
+        pipeline.update(
+            params=SuperResParams(region=(image.shape[1] - 20, image.shape[0] - 10, 64, 64))
+        )
+        second = pipeline.infer(Frame(image, 1, 0.0), StageTimes()).output
+        assert second.region is not None
+        x, y, w, h = second.region
+        assert (w, h) == (20, 10) and x + w <= image.shape[1] and y + h <= image.shape[0]
+        assert second.size == (40, 20)
+        pipeline.update(params=SuperResParams())  # back to the whole frame
+        whole = pipeline.infer(Frame(image, 2, 0.0), StageTimes()).output
+        assert whole.region is None
+        assert whole.size == output_size(image.shape[1], image.shape[0], 2)
+    finally:
+        pipeline.close()

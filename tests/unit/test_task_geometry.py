@@ -37,9 +37,9 @@ def test_the_pipeline_preprocesses_and_decodes_by_the_tasks_geometry() -> None:
     assert frame is not None
     usual = plain.infer(frame, StageTimes()).output
     moved = centred.infer(frame, StageTimes()).output
-    geometry = centred._pre[0].geometry
+    geometry = centred._pre[0][1].geometry
     assert geometry.pad_y > 0 and geometry.pad_x == 0  # centred: padding above the frame
-    assert plain._pre[0].geometry.pad_y == 0  # the spec's top-left letterbox
+    assert plain._pre[0][1].geometry.pad_y == 0  # the spec's top-left letterbox
     # the same person, mapped back to the same place in source pixels
     assert len(usual) == len(moved) >= 1
     best_usual = usual.boxes[int(np.argmax(usual.scores))]

@@ -8,7 +8,7 @@ what the model computes; the task does. Detection is the first task
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -66,8 +66,15 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         return input_geometry(self.spec, src_w, src_h)
 
     @abstractmethod
-    def preprocessor(self, src_w: int, src_h: int) -> HostPreprocessor[InputT]:
-        """The host preprocessing of ``src_w`` x ``src_h`` frames (one per batch slot)."""
+    def preprocessor(self, src_w: int, src_h: int, params: ParamsT) -> HostPreprocessor[InputT]:
+        """The host preprocessing of ``src_w`` x ``src_h`` frames (one per batch slot),
+        for ``params`` as far as ``preprocess_key`` says they matter."""
+
+    def preprocess_key(self, src_w: int, src_h: int, params: ParamsT) -> Hashable:
+        """What a preprocessor is made for: a pipeline makes a new one when this changes
+        (the frame size; super-resolution's region of interest too)."""
+        del params
+        return (src_w, src_h)
 
     def host_engine(self, engine: Engine, device: str, params: ParamsT) -> Engine:
         """The engine a host pipeline calls: ``engine`` itself, or one around it that

@@ -40,7 +40,8 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
         super().__init__(spec)
         self._decoder = make_decoder(spec, output_names)
 
-    def preprocessor(self, src_w: int, src_h: int) -> Preprocessor:
+    def preprocessor(self, src_w: int, src_h: int, params: DetectParams) -> Preprocessor:
+        del params
         return Preprocessor(self.spec, src_w, src_h, self.input_geometry(src_w, src_h))
 
     def default_params(self) -> DetectParams:

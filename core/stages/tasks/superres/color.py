@@ -39,6 +39,29 @@ def output_size(width: int, height: int, scale: int) -> tuple[int, int]:
     return w * scale, h * scale
 
 
+Region = tuple[int, int, int, int]
+"""(x, y, width, height) of a frame in source pixels: the part super-resolution upscales."""
+
+
+def clamp_region(region: Region | None, width: int, height: int, scale: int) -> Region | None:
+    """``region`` inside a ``width`` x ``height`` frame, cropped to a multiple of
+    ``scale`` and at least ``scale`` square; None (the whole frame) for no region or one
+    outside the frame."""
+    if region is None:
+        return None
+    x, y, w, h = (int(v) for v in region)
+    x0, y0 = max(0, min(x, width)), max(0, min(y, height))
+    x1, y1 = max(0, min(x + w, width)), max(0, min(y + h, height))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    w, h = max(scale, x1 - x0), max(scale, y1 - y0)
+    w, h = min(w - w % scale, width - width % scale), min(h - h % scale, height - height % scale)
+    x0, y0 = min(x0, width - w), min(y0, height - h)  # a region at the edge moves inside
+    if (x0, y0, w, h) == (0, 0, *cropped_size(width, height, scale)):
+        return None
+    return x0, y0, w, h
+
+
 def to_uint8(values: F32) -> npt.NDArray[np.uint8]:
     """A model's 0..1 output as 8-bit levels: clip(round(255 * out))."""
     levels: npt.NDArray[np.uint8] = np.clip(np.rint(values * np.float32(255.0)), 0, 255).astype(
@@ -55,21 +78,29 @@ class SrInput:
     width: int
     height: int
     chroma: npt.NDArray[np.uint8] | None = None  # (2, h, w): the Cr and Cb planes
+    region: Region | None = None  # the part of the frame upscaled; None: all of it
 
 
 class SrPreprocessor:
     """A BGR frame -> the model's input tensor (reused: consume it before the next call),
-    and the frame's ``SrInput`` (``geometry``) for the decode step."""
+    and the frame's ``SrInput`` (``geometry``) for the decode step. With a ``region``
+    (clamped by ``clamp_region``) only that part of the frame goes in."""
 
-    def __init__(self, spec: ModelSpec, src_w: int, src_h: int) -> None:
+    def __init__(
+        self, spec: ModelSpec, src_w: int, src_h: int, region: Region | None = None
+    ) -> None:
         self.spec = spec
         self.src_w, self.src_h = src_w, src_h
         w, h = cropped_size(src_w, src_h, spec.scale)
         if w == 0 or h == 0:
             raise ValueError(f"a {src_w}x{src_h} frame is smaller than the scale {spec.scale}")
+        self.region = clamp_region(region, src_w, src_h, spec.scale)
+        self._x, self._y = 0, 0
+        if self.region is not None:
+            self._x, self._y, w, h = self.region
         self.input_w, self.input_h = w, h
         self._tensor = np.empty((1, spec.channels, h, w), dtype=np.float32)
-        self.geometry = SrInput(w, h)
+        self.geometry = SrInput(w, h, region=self.region)
 
     def __call__(self, image: Image) -> F32:
         if image.shape[1] != self.src_w or image.shape[0] != self.src_h:
@@ -77,17 +108,18 @@ class SrPreprocessor:
                 f"frame is {image.shape[1]}x{image.shape[0]}, preprocessor built for "
                 f"{self.src_w}x{self.src_h}"
             )
-        crop = image[: self.input_h, : self.input_w]
+        x, y = self._x, self._y
+        crop = image[y : y + self.input_h, x : x + self.input_w]
         if self.spec.channels == 1:
             ycrcb = cv2.cvtColor(crop, cv2.COLOR_BGR2YCrCb)
             np.divide(ycrcb[..., 0], np.float32(255.0), out=self._tensor[0, 0])  # Y / 255
             chroma = np.ascontiguousarray(ycrcb[..., 1:].transpose(2, 0, 1), dtype=np.uint8)
-            self.geometry = SrInput(self.input_w, self.input_h, chroma)
+            self.geometry = SrInput(self.input_w, self.input_h, chroma, self.region)
             return self._tensor
         src = crop[..., ::-1] if self.spec.color_order == "rgb" else crop
         np.copyto(self._tensor[0], src.transpose(2, 0, 1))
         self._tensor *= np.float32(self.spec.input_scale)
-        self.geometry = SrInput(self.input_w, self.input_h)
+        self.geometry = SrInput(self.input_w, self.input_h, region=self.region)
         return self._tensor
 
 

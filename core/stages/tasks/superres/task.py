@@ -8,7 +8,7 @@ upscaled BGR frame: what export writes, the canvas shows and compare measures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,34 +21,71 @@ from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.tasks.base import EngineOutputs, OutputWriter, Task
 from framelens.core.stages.tasks.superres.color import (
+    Region,
     SrInput,
     SrPreprocessor,
+    clamp_region,
     cropped_size,
     merge_output,
     output_size,
 )
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
 from framelens.core.stages.tasks.superres.tiling import TiledEngine, default_tile
-from framelens.core.types import Image
+from framelens.core.types import DeviceImage, Image
 
 
 @dataclass(frozen=True)
 class SuperResParams:
     """``tile``: the largest input side run at once (0: chosen from the model and the
-    device); read when a pipeline is built."""
+    device); read when a pipeline is built. ``region``: (x, y, width, height) in source
+    pixels, the only part upscaled (region-of-interest mode; None: the whole frame),
+    changeable while a pipeline runs."""
 
     tile: int = 0
+    region: Region | None = None
 
 
-@dataclass(slots=True)
 class Upscaled:
-    """One frame's super-resolution output: the upscaled BGR frame (None: no model ran)."""
+    """One frame's super-resolution output: the upscaled frame, on the host (``image``,
+    BGR) or in device memory (``device``, RGBA; the GPU path: ``image`` downloads it on
+    first use); both None when no model ran. ``region``: the part of the source frame
+    upscaled (None: the whole frame, cropped to a multiple of the scale)."""
 
-    image: Image | None
-    scale: int
+    __slots__ = ("_image", "device", "region", "scale")
+
+    def __init__(
+        self,
+        image: Image | None,
+        scale: int,
+        *,
+        device: DeviceImage | None = None,
+        region: Region | None = None,
+    ) -> None:
+        self._image = image
+        self.device = device
+        self.scale = scale
+        self.region = region
+
+    @property
+    def image(self) -> Image | None:
+        if self._image is None and self.device is not None:
+            self._image = self.device.to_host_bgr()
+        return self._image
+
+    @property
+    def size(self) -> tuple[int, int] | None:
+        """(width, height) of the upscaled frame, without downloading it."""
+        if self.device is not None:
+            return int(self.device.width), int(self.device.height)
+        if self._image is not None:
+            return int(self._image.shape[1]), int(self._image.shape[0])
+        return None
 
     def __len__(self) -> int:  # frames with output count like frames with detections
-        return 0 if self.image is None else 1
+        return 0 if self._image is None and self.device is None else 1
+
+    def __repr__(self) -> str:
+        return f"Upscaled(scale={self.scale}, size={self.size}, region={self.region})"
 
 
 class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
@@ -73,8 +110,11 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
         w, h = cropped_size(src_w, src_h, self.scale)
         return InputGeometry(h, w, w, h, 0, 0, Letterbox(1.0, 0.0, 0.0, src_w, src_h))
 
-    def preprocessor(self, src_w: int, src_h: int) -> SrPreprocessor:
-        return SrPreprocessor(self.spec, src_w, src_h)
+    def preprocessor(self, src_w: int, src_h: int, params: SuperResParams) -> SrPreprocessor:
+        return SrPreprocessor(self.spec, src_w, src_h, params.region)
+
+    def preprocess_key(self, src_w: int, src_h: int, params: SuperResParams) -> Hashable:
+        return (src_w, src_h, clamp_region(params.region, src_w, src_h, self.scale))
 
     def output_size(self, src_w: int, src_h: int) -> tuple[int, int]:
         return output_size(src_w, src_h, self.scale)
@@ -100,7 +140,7 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
             )
         try:
             return [
-                Upscaled(merge_output(self.spec, out[i], g), self.scale)
+                Upscaled(merge_output(self.spec, out[i], g), self.scale, region=g.region)
                 for i, g in enumerate(geometries)
             ]
         except ValueError as exc:
