@@ -16,6 +16,9 @@ it needs instead. Groups:
 * sources: opening a video, camera or stream
 * display: device frames to the screen (CUDA-GL interop); the one overlay style
   (colours, tags, layout into shapes) that the canvas paints like core draws
+* super-resolution: its output and parameters (the region of interest), bicubic for
+  comparison, detections enlarged by a model (``crop_upscaler``) and one frame's
+  PSNR/SSIM against bicubic (``measure_frame_quality``)
 
 Like the rest of core, this module imports no Qt.
 """
@@ -23,7 +26,7 @@ Like the rest of core, this module imports no Qt.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from framelens.core import __version__
@@ -42,6 +45,8 @@ from framelens.core.gpu.interop import (
 )
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
+from framelens.core.pipeline.build import create_engine
+from framelens.core.pipeline.build import resolve as resolve_settings
 from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
@@ -85,20 +90,38 @@ from framelens.core.stages.draw.style import (
 from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.tasks import DetectParams, SuperResParams, task_for
+from framelens.core.stages.tasks import (
+    DetectParams,
+    SuperResParams,
+    SuperResTask,
+    Upscaled,
+    task_for,
+)
 from framelens.core.stages.tasks.detect.diff import (
     REF_ONLY_COLOUR,
     TEST_ONLY_COLOUR,
     draw_difference,
 )
+from framelens.core.stages.tasks.superres.color import Region, bicubic_upscale, clamp_region
+from framelens.core.stages.tasks.superres.crops import (
+    DEFAULT_MARGIN,
+    MAX_CROPS,
+    CropUpscaler,
+    EnlargedCrop,
+    HostUpscaler,
+)
+from framelens.core.stages.tasks.superres.frame_quality import FrameQuality, frame_quality
+from framelens.core.stages.tasks.superres.metrics import ImageAgreement
 from framelens.core.types import Detections, FrameResult, Image
 
 __all__ = [
     "BGR",
+    "DEFAULT_MARGIN",
     "DEFAULT_MODEL",
     "DEFAULT_STYLE",
     "INTEROP_PATH",
     "LAYOUTS",
+    "MAX_CROPS",
     "MAX_PANES",
     "MIN_PANES",
     "PRECISIONS",
@@ -108,6 +131,7 @@ __all__ = [
     "CompareRunner",
     "CompareStep",
     "ConfigError",
+    "CropUpscaler",
     "DetectParams",
     "Detections",
     "DeviceChoice",
@@ -115,10 +139,14 @@ __all__ = [
     "DeviceFrameUploader",
     "DifferenceColours",
     "End",
+    "EnlargedCrop",
     "ExportError",
     "FrameLensError",
+    "FrameQuality",
     "FrameResult",
+    "HostUpscaler",
     "Image",
+    "ImageAgreement",
     "LayerSensitivity",
     "LockstepFeed",
     "ModelSpec",
@@ -130,16 +158,21 @@ __all__ = [
     "Player",
     "PlayerState",
     "Rect",
+    "Region",
     "SensitivityReport",
     "Source",
     "SuperResParams",
     "Tag",
+    "Upscaled",
     "VariantInfo",
     "__version__",
     "backend_choices",
+    "bicubic_upscale",
     "cached_variant",
+    "clamp_region",
     "compare_report_folder",
     "compare_to_report",
+    "crop_upscaler",
     "device_choices",
     "difference_colours",
     "draw_pane_differences",
@@ -148,6 +181,7 @@ __all__ = [
     "fp32_variant",
     "layout",
     "load_catalog",
+    "measure_frame_quality",
     "open_source",
     "prepare_pane",
     "prepare_variant",
@@ -155,6 +189,7 @@ __all__ = [
     "resolve_model",
     "run_to_outputs",
     "save_frame_snapshot",
+    "sr_upscaler",
     "with_changes",
     "without_classes",
 ]
@@ -257,3 +292,51 @@ def compare_report_folder(folder: str | Path, stem: str) -> Path:
                 target = base.with_name(f"{base.name}_{n}")
                 n += 1
         return check_dir_target(target, REPORT_FILES)
+
+
+# ---- super-resolution: detections enlarged, one frame's quality -----------------------
+
+
+def sr_upscaler(settings: PipelineSettings) -> HostUpscaler:
+    """The super-resolution model of ``settings`` (its precision, device and backend) as
+    a function of images: a BGR image in, the upscaled image out. Close it when done.
+    ConfigError for a model that is not a super-resolution model."""
+    if settings.model.task != "superres":
+        raise ConfigError(f"{settings.model.name} is not a super-resolution model")
+    s = resolve_settings(replace(settings, batch=1, params=SuperResParams()))
+    engine = create_engine(
+        s.model.path,
+        backend=s.backend,
+        device=s.device,
+        threads=s.threads,
+        spinning=False,
+        precision=s.precision,
+        spec=s.model,
+    )
+    try:
+        task = SuperResTask(s.model)
+        return HostUpscaler(task, task.host_engine(engine, s.device, SuperResParams()), s.device)
+    except BaseException:
+        engine.close()
+        raise
+
+
+def crop_upscaler(
+    settings: PipelineSettings,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    max_crops: int = MAX_CROPS,
+    buckets: Sequence[int] | None = None,
+) -> CropUpscaler:
+    """Detections enlarged by the super-resolution model of ``settings`` (see
+    core/stages/tasks/superres/crops.py). Close it when done."""
+    return CropUpscaler(sr_upscaler(settings), margin=margin, max_crops=max_crops, buckets=buckets)
+
+
+def measure_frame_quality(image: Image, settings: PipelineSettings) -> FrameQuality:
+    """PSNR and SSIM of ``settings``' model (at its precision) and of bicubic against
+    ``image``, shrunk by the model's scale and upscaled again (compare's method on one
+    frame). Builds the model for the call: a fraction of a second, run it off the GUI
+    thread."""
+    with sr_upscaler(settings) as upscaler:
+        return frame_quality(image, upscaler, upscaler.scale)
