@@ -11,13 +11,14 @@
 #define DESCALE(x) (((x) + (1 << (YUV_SHIFT - 1))) >> YUV_SHIFT)
 
 // cv2 RGB2YCrCb_i<uchar>: Y is rounded first, then Cr and Cb are taken from it.
+// src_channels 3 (BGR or RGB) or 4 (BGRA or RGBA: the display frame; alpha unread).
 extern "C" __global__ void __launch_bounds__(256) fl_packed_to_ycrcb_planes(
-    const u8* __restrict__ src, int src_pitch, int w, int h, int src_rgb,
+    const u8* __restrict__ src, int src_pitch, int w, int h, int src_rgb, int src_channels,
     float* __restrict__ y_out, u8* __restrict__ cr_out, u8* __restrict__ cb_out) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
-    const u8* p = src + (size_t)y * src_pitch + (size_t)x * 3;
+    const u8* p = src + (size_t)y * src_pitch + (size_t)x * src_channels;
     const int c0 = __ldg(p), c1 = __ldg(p + 1), c2 = __ldg(p + 2);
     const int b = src_rgb ? c2 : c0;
     const int r = src_rgb ? c0 : c2;
@@ -97,5 +98,53 @@ extern "C" __global__ void __launch_bounds__(256) fl_merge_ycrcb(
         p[0] = (u8)(r_first ? r : b);
         p[1] = (u8)g;
         p[2] = (u8)(r_first ? b : r);
+    }
+}
+
+// Colour SR models (ESRGAN, Real-ESRGAN): packed uint8 (3 or 4 channels, B first or R
+// first) -> the model's planar float input, 3 contiguous w x h planes in the model's
+// order (R first with dst_rgb), each value times `scale` (the spec's input_scale).
+extern "C" __global__ void __launch_bounds__(256) fl_packed_to_planar(
+    const u8* __restrict__ src, int src_pitch, int w, int h, int src_rgb, int src_channels,
+    float* __restrict__ dst, int dst_rgb, float scale) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    const u8* p = src + (size_t)y * src_pitch + (size_t)x * src_channels;
+    const float c0 = ld8(p), c1 = ld8(p + 1), c2 = ld8(p + 2);
+    const bool swap = src_rgb != dst_rgb;
+    const size_t plane = (size_t)w * h, i = (size_t)y * w + x;
+    dst[i] = (swap ? c2 : c0) * scale;
+    dst[plane + i] = c1 * scale;
+    dst[2 * plane + i] = (swap ? c0 : c2) * scale;
+}
+
+// A colour SR model's planar float output (3 contiguous W x H planes, R first with
+// src_rgb) -> packed uint8 (3 or 4 channels, R first with r_first; 4: alpha 255, rows
+// 4-byte aligned). Levels as on the host: clip(rint((v / divisor) * 255)), divisor
+// being 255 * input_scale (1 for 0..1 models); NaN becomes 0.
+extern "C" __global__ void __launch_bounds__(256) fl_planar_to_packed(
+    const float* __restrict__ src, int W, int H, int src_rgb, float divisor,
+    u8* __restrict__ dst, int dst_pitch, int dst_channels, int r_first) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= W || y >= H) return;
+    const size_t plane = (size_t)W * H, i = (size_t)y * W + x;
+    const float p0 = q8((__ldg(src + i) / divisor) * 255.0f);
+    const float p1 = q8((__ldg(src + plane + i) / divisor) * 255.0f);
+    const float p2 = q8((__ldg(src + 2 * plane + i) / divisor) * 255.0f);
+    const float r = src_rgb ? p0 : p2, g = p1, b = src_rgb ? p2 : p0;
+    u8* row = dst + (size_t)y * dst_pitch;
+    if (dst_channels == 4) {
+        if (r_first) {
+            store_rgba(row, x, r, g, b);
+        } else {
+            store_rgba(row, x, b, g, r);
+        }
+    } else {
+        u8* q = row + (size_t)x * 3;
+        q[0] = (u8)(r_first ? r : b);
+        q[1] = (u8)g;
+        q[2] = (u8)(r_first ? b : r);
     }
 }

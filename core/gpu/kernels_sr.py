@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from framelens.core.gpu.kernel_build import KernelError
 from framelens.core.gpu.kernel_launch import (
     BLOCK,
@@ -47,12 +48,15 @@ class SrColourLaunchers:
         stream: Any = None,
         *,
         src_order: str = "bgr",
+        src_channels: int = 3,
     ) -> None:
-        """Packed BGR (or RGB) -> contiguous planes: Y / 255 float32 (the SR model's
-        [1, 1, h, w] input), Cr and Cb uint8 (cv2.COLOR_BGR2YCrCb, exactly).
-        ``cr_ptr`` / ``cb_ptr`` may be 0 to skip that plane."""
+        """Packed BGR (or RGB; with ``src_channels`` 4, BGRA or RGBA: the display frame)
+        -> contiguous planes: Y / 255 float32 (the SR model's [1, 1, h, w] input), Cr and
+        Cb uint8 (cv2.COLOR_BGR2YCrCb, exactly). ``cr_ptr`` / ``cb_ptr`` may be 0 to skip
+        that plane."""
         check_order(src_order)
-        check_image("source", src_ptr, src_pitch, width, height, 3)
+        _check_channels(src_channels)
+        check_image("source", src_ptr, src_pitch, width, height, src_channels)
         if not y_ptr or y_ptr % 4:
             raise KernelError("Y plane pointer must be non-null and 4-byte aligned (float32)")
         self._launch(
@@ -65,9 +69,91 @@ class SrColourLaunchers:
             width,
             height,
             int(src_order == "rgb"),
+            src_channels,
             y_ptr,
             cr_ptr,
             cb_ptr,
+        )
+
+    def packed_to_planar(
+        self,
+        src_ptr: int,
+        src_pitch: int,
+        width: int,
+        height: int,
+        dst_ptr: int,
+        stream: Any = None,
+        *,
+        src_order: str = "bgr",
+        src_channels: int = 3,
+        dst_order: str = "rgb",
+        scale: float = 1.0 / 255.0,
+    ) -> None:
+        """Packed uint8 (3 or 4 channels) -> a colour SR model's input: 3 contiguous
+        float32 planes in ``dst_order``, times ``scale`` (the spec's input_scale)."""
+        check_order(src_order)
+        check_order(dst_order)
+        _check_channels(src_channels)
+        check_image("source", src_ptr, src_pitch, width, height, src_channels)
+        if not dst_ptr or dst_ptr % 4:
+            raise KernelError("planar pointer must be non-null and 4-byte aligned (float32)")
+        self._launch(
+            "fl_packed_to_planar",
+            grid(width, height),
+            BLOCK,
+            stream,
+            src_ptr,
+            src_pitch,
+            width,
+            height,
+            int(src_order == "rgb"),
+            src_channels,
+            dst_ptr,
+            int(dst_order == "rgb"),
+            float(scale),
+        )
+
+    def planar_to_packed(
+        self,
+        src_ptr: int,
+        width: int,
+        height: int,
+        dst_ptr: int,
+        dst_pitch: int,
+        stream: Any = None,
+        *,
+        src_order: str = "rgb",
+        input_scale: float = 1.0 / 255.0,
+        order: str = "rgba",
+    ) -> None:
+        """A colour SR model's output (3 contiguous float32 planes in ``src_order``) ->
+        packed uint8 in ``order`` ("bgr", "rgb", "bgra", "rgba"), rounded and clipped
+        as on the host: clip(rint(v / (255 * input_scale) * 255))."""
+        check_order(src_order)
+        if order not in MERGE_ORDERS:
+            raise KernelError(f"order must be one of {sorted(MERGE_ORDERS)}, not {order!r}")
+        channels, r_first = MERGE_ORDERS[order]
+        if channels == 4:
+            check_rgba("destination", dst_ptr, dst_pitch, width, height)
+        else:
+            check_image("destination", dst_ptr, dst_pitch, width, height, 3)
+        if not src_ptr or src_ptr % 4:
+            raise KernelError("planar pointer must be non-null and 4-byte aligned (float32)")
+        divisor = float(np.float32(255.0 * input_scale))  # as the host computes it
+        self._launch(
+            "fl_planar_to_packed",
+            grid(width, height),
+            BLOCK,
+            stream,
+            src_ptr,
+            width,
+            height,
+            int(src_order == "rgb"),
+            divisor,
+            dst_ptr,
+            dst_pitch,
+            channels,
+            r_first,
         )
 
     def upscale_chroma(
@@ -185,3 +271,8 @@ class SrColourLaunchers:
             stream,
             order="rgba",
         )
+
+
+def _check_channels(channels: int) -> None:
+    if channels not in (3, 4):
+        raise KernelError(f"packed images have 3 or 4 channels, not {channels}")

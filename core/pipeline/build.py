@@ -28,7 +28,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.tasks import task_for
+from framelens.core.stages.tasks import SuperResParams, task_for
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,11 @@ def default_batch(settings: PipelineSettings, spec: str) -> PipelineSettings:
     """``settings`` with the batch a run of ``spec`` gets when none is asked for:
     GPU_FILE_BATCH for a video file on CUDA whose graph takes (or can be given) a batch
     dimension, else 1."""
-    if not settings.device.startswith("cuda") or not decodes_on_device(spec):
+    if (
+        not settings.device.startswith("cuda")
+        or not decodes_on_device(spec)
+        or settings.model.task == "superres"  # an image per frame: batches gain nothing
+    ):
         return replace(settings, batch=1)
     batched = replace(settings, batch=GPU_FILE_BATCH)
     try:
@@ -205,6 +209,8 @@ def gpu_pipelines(
 def _gpu_pipeline(settings: PipelineSettings, ctx: Any, spinning: bool, non_blocking: bool) -> Any:
     from framelens.core.gpu.buffers import cuda_driver, cuda_message
     from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
+    from framelens.core.pipeline.gpu_superres import GpuSuperResPipeline
+    from framelens.core.stages.tasks import SuperResTask
 
     engine: Any = None
     try:
@@ -215,6 +221,8 @@ def _gpu_pipeline(settings: PipelineSettings, ctx: Any, spinning: bool, non_bloc
             stream = cuda_driver().Stream(flags=1 if non_blocking else 0)
         engine = _device_engine(settings, ctx, stream, spinning)
         task = task_for(settings.model, engine.output_names)
+        if isinstance(task, SuperResTask):
+            return GpuSuperResPipeline(settings, ctx, stream, engine, task)
         return GpuFramePipeline(settings, ctx, stream, engine, task)
     except BaseException as exc:
         if engine is not None:
@@ -254,10 +262,10 @@ def gpu_unavailable(settings: PipelineSettings) -> str | None:
     """Why the GPU pipeline cannot run for these settings, or None."""
     if not settings.device.startswith("cuda"):
         return f"device is {settings.device}"
-    if settings.model.task == "superres":
-        # its CUDA colour kernels are wrapped (core/gpu/kernels_sr.py), the device
-        # pipeline around them is not built yet: host frames, inference on CUDA
-        return "super-resolution runs on the GPU pipeline in a later version"
+    params = settings.params
+    if isinstance(params, SuperResParams) and params.tile:
+        # the GPU pipeline runs frames whole (device memory is what tiles save)
+        return f"a tile of {params.tile} px runs tiled on the host pipeline"
     try:
         from framelens.core.gpu.context import get_context
         from framelens.core.gpu.shared_kernels import kernels_for

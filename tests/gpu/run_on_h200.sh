@@ -2,7 +2,7 @@
 # On the H200 test machine, from the checkout root, after the kit pieces were stashed
 # (see ../shared/device/README.md: base, av, pnvc, ort0..ort5, each in its own call):
 #
-#   bash tests/gpu/run_on_h200.sh [tests|bench|all] [pytest args...]
+#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|all] [pytest args...]
 #
 # Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
 # the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
@@ -13,6 +13,10 @@ bash .device/bin/ondevice.sh setup 2>&1 | tail -8
 . /tmp/kit/env.sh
 python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/kit/site . \
     2>&1 | grep -v -i "warning" | tail -3
+# pure-Python wheels the kit lacks, carried in .device/extra (onnxconverter-common: FP16)
+for w in .device/extra/*.whl; do
+    [[ -f $w ]] && python3 -m pip install -q --no-deps --target /tmp/kit/site "$w" 2>&1 | tail -1
+done
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv
 status=0
@@ -23,6 +27,9 @@ if [[ $what == tests || $what == all ]]; then
         -o faulthandler_timeout=240 --junitxml="$OUT/gpu-tests.xml" \
         "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -60
     status=${PIPESTATUS[0]}
+fi
+if [[ $what == srbench ]]; then
+    python3 benchmarks/superres.py ${BENCH_ARGS:-} --output "$OUT/h200-superres-$(date +%F).json" 2>&1 | tee "$OUT/srbench.log" | tail -40
 fi
 if [[ $what == bench || $what == all ]]; then
     python3 benchmarks/h200.py ${BENCH_ARGS:-} --output "$OUT/h200-$(date +%F).json" 2>&1 | tee "$OUT/bench.log" | tail -40

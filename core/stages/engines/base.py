@@ -75,7 +75,8 @@ class Engine(Closing, ABC):
 
 @dataclass(frozen=True, slots=True)
 class DeviceOutput:
-    """One model output after ``infer_device``: on the device and on the host.
+    """One model output after ``infer_device``: on the device and (unless the call said
+    ``to_host=False``) on the host.
 
     ``ptr`` is the device pointer, ``host`` a page-locked numpy view of the same values;
     both valid until the next ``infer_device``.
@@ -85,7 +86,13 @@ class DeviceOutput:
     ptr: int
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    host: npt.NDArray[Any]
+    host_copy: npt.NDArray[Any] | None
+
+    @property
+    def host(self) -> npt.NDArray[Any]:
+        if self.host_copy is None:
+            raise EngineError(f"output {self.name} stayed on the device (to_host=False)")
+        return self.host_copy
 
 
 class DeviceEngine(Engine):
@@ -107,13 +114,18 @@ class DeviceEngine(Engine):
         input_shape: Sequence[int],
         input_dtype: npt.DTypeLike,
         stream: Any = None,
+        *,
+        to_host: bool = True,
     ) -> list[DeviceOutput]:
-        """Run once on the (N, 3, H, W) batch at device pointer ``input_ptr``.
+        """Run once on the (N, C, H, W) batch at device pointer ``input_ptr``.
 
         ``input_dtype`` must be the model's (``input_dtype``). ``stream``: where the
         input was written, if not the engine's stream; the engine waits for it there
         and that stream then waits for the outputs. Returns the outputs (leading dim N)
         in ``output_names`` order once their host copies are complete; they stay valid
-        until the next call. EngineError (one line) on failure or a batch the graph
-        does not take.
+        until the next call. With ``to_host=False`` (outputs that are images: super-
+        resolution) nothing is copied and nothing waits: the outputs are complete in
+        stream order, so read them with work queued on the engine's stream (or on
+        ``stream``) before the next call. EngineError (one line) on failure or a batch
+        the graph does not take.
         """

@@ -125,10 +125,13 @@ class OutputBuffers:
         return int(self.device.buffers[0].ptr)
 
     def copy_to_host(
-        self, ctx: GpuContext, stream: Any, ptr: int, shape: tuple[int, ...]
+        self, ctx: GpuContext, stream: Any, ptr: int, shape: tuple[int, ...], *, copy: bool = True
     ) -> DeviceOutput:
         """Queue the device-to-host copy of the output at ``ptr`` on ``stream``; the
-        result's ``host`` is valid once the stream is synchronised."""
+        result's ``host`` is valid once the stream is synchronised. Without ``copy``, the
+        output as it is on the device only."""
+        if not copy:
+            return DeviceOutput(self.name, ptr, shape, self.dtype, None)
         nbytes = int(np.prod(shape)) * self.dtype.itemsize
         flat = self.host_buffer(ctx, nbytes)
         if nbytes:
@@ -221,6 +224,8 @@ class DeviceBinding:
         input_shape: Sequence[int],
         input_dtype: npt.DTypeLike,
         stream: Any = None,
+        *,
+        to_host: bool = True,
     ) -> list[DeviceOutput]:
         """Run on the input at ``input_ptr``; see ``OnnxRuntimeCudaEngine.infer_device``."""
         if self._io is None:
@@ -243,11 +248,12 @@ class DeviceBinding:
                 self._values = []
                 bound = self._bind_batch_outputs(shape[0])
                 self._session.run_with_iobinding(self._io)  # the whole batch: one run
-                results = self._copy_out(bound)
+                results = self._copy_out(bound, to_host)
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
                     stream.wait_for_event(self._done)
-                self._done.synchronize()
+                if to_host:
+                    self._done.synchronize()
         except EngineError:
             raise
         except Exception as exc:
@@ -296,7 +302,9 @@ class DeviceBinding:
         check_input_dtype(self.input_dtype, dtype)
         return got
 
-    def _copy_out(self, bound: Mapping[int, tuple[tuple[int, ...], int]]) -> list[DeviceOutput]:
+    def _copy_out(
+        self, bound: Mapping[int, tuple[tuple[int, ...], int]], to_host: bool = True
+    ) -> list[DeviceOutput]:
         """Queue device-to-host copies of every output on our stream (synchronised later).
         ``bound``: the outputs bound to our batch buffers this run (``_bind_batch_outputs``)."""
         values: list[Any] | None = None
@@ -311,7 +319,7 @@ class DeviceBinding:
                     values = self._values = list(self._io.get_outputs())
                 value = values[i]
                 shape, ptr = tuple(int(d) for d in value.shape()), int(value.data_ptr())
-            results.append(output.copy_to_host(self._ctx, self._stream, ptr, shape))
+            results.append(output.copy_to_host(self._ctx, self._stream, ptr, shape, copy=to_host))
         return results
 
     def close(self) -> None:
@@ -379,12 +387,14 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
         input_shape: Sequence[int],
         input_dtype: npt.DTypeLike,
         stream: Any = None,
+        *,
+        to_host: bool = True,
     ) -> list[DeviceOutput]:
-        """Run once on the (N, 3, H, W) batch at device pointer ``input_ptr``; see
+        """Run once on the (N, C, H, W) batch at device pointer ``input_ptr``; see
         ``DeviceEngine.infer_device``."""
         if self._binding is None:
             raise EngineError("the engine is closed")
-        return self._binding.run(input_ptr, input_shape, input_dtype, stream)
+        return self._binding.run(input_ptr, input_shape, input_dtype, stream, to_host=to_host)
 
     def close(self) -> None:
         with self._ctx.active():

@@ -186,8 +186,10 @@ class TensorRtEngine(DeviceEngine):
         input_shape: Sequence[int],
         input_dtype: npt.DTypeLike,
         stream: Any = None,
+        *,
+        to_host: bool = True,
     ) -> list[DeviceOutput]:
-        """Run once on the (N, 3, H, W) batch at ``input_ptr``; see
+        """Run once on the (N, C, H, W) batch at ``input_ptr``; see
         ``DeviceEngine.infer_device``."""
         if self._context is None:
             raise EngineError("the engine is closed")
@@ -225,13 +227,14 @@ class TensorRtEngine(DeviceEngine):
                 if not context.execute_async_v3(int(self.stream.handle)):
                     raise EngineError(f"TensorRT inference failed: {one_line(self._log.errors)}")
                 results = [
-                    output.copy_to_host(ctx, self.stream, ptr, out_shape)
+                    output.copy_to_host(ctx, self.stream, ptr, out_shape, copy=to_host)
                     for output, out_shape, ptr in staged
                 ]
                 self._done.record(self.stream)
                 if other:
                     stream.wait_for_event(self._done)
-                self._done.synchronize()
+                if to_host:
+                    self._done.synchronize()
         except EngineError:
             raise
         except Exception as exc:

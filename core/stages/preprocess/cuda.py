@@ -52,10 +52,15 @@ class CudaPreprocessor:
                 bgr.ptr, bgr.pitch, frame.width, frame.height, dst_ptr, layout, stream
             )
 
+    def upload(self, frame: Frame, stream: Any) -> None:
+        """Queue the upload of a host frame, which ``rgba`` then converts (for pipelines
+        that need no model input from the frame itself: super-resolution)."""
+        self._upload_bgr(frame.image, stream)
+
     def rgba(self, frame: DeviceFrame, dst: DeviceBuffer, stream: Any) -> None:
         """Queue the display conversion of the frame ``model_input`` just converted.
 
-        For a host frame it reads the device copy ``model_input`` uploaded.
+        For a host frame it reads the device copy ``model_input`` (or ``upload``) made.
         """
         if isinstance(frame, DeviceNV12Frame):
             self.kernels.nv12_to_rgba(

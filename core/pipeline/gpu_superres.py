@@ -1,0 +1,309 @@
+"""Super-resolution on the GPU: NVDEC frames -> upscaled RGBA display frames, on the device.
+
+Per frame, on this pipeline's own CUDA stream, nothing leaving the device:
+
+    wait for the decoder's write (or upload a host frame through pinned memory)
+    -> the display kernel: the original as RGBA (what the canvas shows beside the result)
+    -> the colour split of the frame (or of the region of interest) from that RGBA:
+       Y / 255 and the Cr, Cb planes for Y-channel models (kernels/sr_color.cu, OpenCV's
+       integer YCrCb), planar float x input_scale for colour models
+    -> the engine on the device buffer (ONNX Runtime IOBinding or TensorRT), its output
+       left on the device
+    -> the merge: model Y + chroma upscaled bicubically in the same kernel (or the colour
+       model's planes) into an RGBA buffer at scale x size: the display frame, which the
+       canvas draws through CUDA-OpenGL interop and export downloads.
+
+The arithmetic is the host path's (core/stages/tasks/superres/color.py) step by step;
+tests/gpu holds the two to the same pixels. A CUDA stage timer times ``preprocess``
+(original + split), ``inference`` and ``display`` (the merge). Frames run one engine call
+each and untiled (a tile asked for with --tile runs on the host pipeline, build.py).
+Built by core/pipeline/build.py, which creates the stream and the engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from framelens.core.errors import EngineError, GpuError
+from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
+from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.images import RgbaDeviceImage
+from framelens.core.gpu.shared_kernels import kernels_for
+from framelens.core.pipeline.processor import PipelineBase
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.engines.base import DeviceEngine
+from framelens.core.stages.preprocess.cuda import CudaPreprocessor, DeviceFrame
+from framelens.core.stages.sources.nv12 import DeviceNV12Frame
+from framelens.core.stages.tasks import SuperResParams, SuperResTask, Upscaled
+from framelens.core.stages.tasks.superres.color import clamp_region, cropped_size
+from framelens.core.stages.timing import CudaStageTimer
+from framelens.core.types import Frame, FrameResult, StageTimes
+
+WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first frame
+
+
+class _CropBuffers:
+    """The model input, chroma planes and output frames of one crop size."""
+
+    def __init__(self, ctx: GpuContext, width: int, height: int, channels: int, scale: int) -> None:
+        self.size = (width, height)
+        plane = width * height
+        self.input = DevicePool.linear(ctx, plane * channels * 4, 1, kind="SR model input")
+        self.chroma = (
+            DevicePool.linear(ctx, plane * 2, 1, kind="SR chroma") if channels == 1 else None
+        )
+        try:
+            self.output = DevicePool.pitched(
+                ctx,
+                width * scale * 4,
+                height * scale,
+                GpuSuperResPipeline.RGBA_BUFFERS,
+                kind="upscaled frame",
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for pool in (self.input, self.chroma, getattr(self, "output", None)):
+            if pool is not None:
+                pool.close()
+
+
+class GpuSuperResPipeline(PipelineBase):
+    """The super-resolution task on the GPU; one instance per stream and worker thread.
+
+    Results carry the original frame as an RGBA device image (``result.frame.device``)
+    and the upscaled frame as another (``result.output.device``, ``Upscaled.image``
+    downloads it); ``draw`` (export) downloads only the upscaled one.
+    """
+
+    takes_device_frames = True
+    RGBA_BUFFERS = 8  # frames a consumer may hold (queues, reorder, canvas) per pipeline
+
+    def __init__(
+        self,
+        settings: PipelineSettings,
+        ctx: GpuContext,
+        stream: Any,
+        engine: DeviceEngine,
+        task: SuperResTask,
+    ) -> None:
+        super().__init__(settings, task)
+        if engine.input_dtype != np.float32:
+            raise GpuError(
+                f"the GPU super-resolution path takes float32 models, this graph takes "
+                f"{engine.input_dtype.name}"
+            )
+        self.ctx = ctx
+        self.stream = stream
+        self.engine: DeviceEngine | None = engine
+        self._sr = task
+        self._src: tuple[int, int] | None = None
+        self._orig: DevicePool | None = None
+        self._crop: _CropBuffers | None = None
+        try:
+            self.kernels = kernels_for(ctx)
+            self._pre = CudaPreprocessor(ctx, self.kernels)
+            with ctx.active():
+                self._timer = CudaStageTimer(stream, cuda_driver().Event)
+        except EngineError as exc:
+            raise GpuError(str(exc)) from exc
+        except Exception as exc:
+            raise GpuError(f"GPU super-resolution pipeline: {cuda_message(exc)}") from exc
+
+    def warm_up(self) -> None:
+        """One inference on a small blank: loads cuDNN before the first frame (the
+        algorithm search for the frame's own size still runs on its first frame)."""
+        assert self.engine is not None, "warm_up() on a closed pipeline"
+        side, c = WARM_UP_SIDE, self._sr.spec.channels
+        nbytes = side * side * c * 4
+        blank = DevicePool.linear(self.ctx, nbytes, 1, kind="warm-up input")
+        try:
+            with self.ctx.active():
+                cuda_driver().memset_d8_async(blank.buffers[0].ptr, 0, nbytes, self.stream)
+            self.engine.infer_device(blank.buffers[0].ptr, (1, c, side, side), np.float32)
+        except EngineError as exc:
+            raise GpuError(f"warming up the model: {exc}") from exc
+        except Exception as exc:
+            raise GpuError(f"warming up the model: {cuda_message(exc)}") from exc
+        finally:
+            blank.close()
+
+    # ---- buffers --------------------------------------------------------------------------
+
+    def _buffers_for(self, width: int, height: int, crop_w: int, crop_h: int) -> _CropBuffers:
+        if self._src != (width, height) or self._orig is None:
+            if self._orig is not None:
+                self._orig.close()
+            self._orig = None
+            self._orig = DevicePool.pitched(
+                self.ctx, width * 4, height, self.RGBA_BUFFERS, kind="display frame"
+            )
+            self._src = (width, height)
+        if self._crop is None or self._crop.size != (crop_w, crop_h):
+            if self._crop is not None:
+                self._crop.close()
+            self._crop = None
+            spec = self._sr.spec
+            self._crop = _CropBuffers(self.ctx, crop_w, crop_h, spec.channels, spec.scale)
+        return self._crop
+
+    def _free_frame_buffers(self) -> None:
+        if self._orig is not None:
+            self._orig.close()
+        if self._crop is not None:
+            self._crop.close()
+        self._orig, self._crop, self._src = None, None, None
+        self._pre.free()
+
+    # ---- frames ---------------------------------------------------------------------------
+
+    def infer_batch(
+        self, frames: Sequence[DeviceFrame], times_each: Sequence[StageTimes]
+    ) -> list[FrameResult]:
+        results: list[FrameResult] = []
+        try:
+            for frame, times in zip(frames, times_each, strict=True):
+                results.append(self._upscale(frame, times))
+            return results
+        except BaseException as exc:
+            self._timer.reset()
+            # the decoder's buffers of frames not reached go back, so a pipeline that
+            # survives an error does not run its source dry
+            for frame in frames[len(results) :]:
+                if isinstance(frame, DeviceNV12Frame):
+                    with contextlib.suppress(Exception):
+                        frame.release()
+            if isinstance(exc, GpuError) or not isinstance(exc, Exception):
+                raise
+            index = frames[len(results)].index if len(results) < len(frames) else -1
+            if isinstance(exc, EngineError):
+                raise GpuError(f"frame {index}: {exc}") from exc
+            raise GpuError(f"frame {index}: {cuda_message(exc)}") from exc
+
+    def _upscale(self, frame: DeviceFrame, times: StageTimes) -> FrameResult:
+        if self.engine is None:
+            raise GpuError("the GPU pipeline is closed")
+        spec, timer = self._sr.spec, self._timer
+        width, height = frame.width, frame.height
+        params = self._settings.params
+        asked = params.region if isinstance(params, SuperResParams) else None
+        region = clamp_region(asked, width, height, spec.scale)
+        x, y, cw, ch = (
+            region if region is not None else (0, 0, *cropped_size(width, height, spec.scale))
+        )
+        if cw == 0 or ch == 0:
+            raise GpuError(f"a {width}x{height} frame is smaller than the scale {spec.scale}")
+        crop = self._buffers_for(width, height, cw, ch)
+        assert self._orig is not None
+        with self.ctx.active():
+            original = self._original(frame)
+            source = original.ptr + y * original.pitch + x * 4
+            with timer.stage("preprocess"):
+                self._split(source, original.pitch, cw, ch, crop)
+            with timer.stage("inference"):
+                out = self.engine.infer_device(
+                    crop.input.buffers[0].ptr, (1, spec.channels, ch, cw), np.float32,
+                    to_host=False,
+                )[0]  # fmt: skip
+            want = (1, spec.channels, ch * spec.scale, cw * spec.scale)
+            if tuple(out.shape) != want or out.dtype != np.float32:
+                raise GpuError(
+                    f"{spec.name}: output {list(out.shape)} {out.dtype.name}, expected "
+                    f"{list(want)} float32"
+                )
+            upscaled = self._merge(out.ptr, cw * spec.scale, ch * spec.scale, crop)
+            timer.collect([times])
+        return FrameResult(
+            Frame(None, frame.index, frame.pts, device=original.image, source_id=frame.source_id),
+            Upscaled(None, spec.scale, device=upscaled, region=region),
+            times,
+        )
+
+    def _original(self, frame: DeviceFrame) -> _Original:
+        """The frame as RGBA in a display buffer (an NVDEC frame is released after)."""
+        assert self._orig is not None
+        stream = self.stream
+        rgba: DeviceBuffer = self._orig.acquire(stream, timeout=10.0)
+        try:
+            if isinstance(frame, DeviceNV12Frame):
+                frame.wait(stream)  # the decoder's write, before the timed stage
+            else:
+                self._pre.upload(frame, stream)
+            with self._timer.stage("preprocess"):
+                self._pre.rgba(frame, rgba, stream)
+        except BaseException:
+            self._orig.release(rgba)
+            raise
+        if isinstance(frame, DeviceNV12Frame):
+            frame.release(stream)  # the decoder may reuse it once the kernel ran
+        self._orig.mark_used(rgba, stream)
+        image = RgbaDeviceImage(rgba, self._orig, frame.width, frame.height, self.ctx, rgba.event)
+        return _Original(image, rgba.ptr, rgba.pitch)
+
+    def _split(self, src_ptr: int, pitch: int, cw: int, ch: int, crop: _CropBuffers) -> None:
+        spec, k = self._sr.spec, self.kernels
+        y_ptr = crop.input.buffers[0].ptr
+        if crop.chroma is not None:
+            cr = crop.chroma.buffers[0].ptr
+            k.bgr_to_ycrcb_planes(
+                src_ptr, pitch, cw, ch, y_ptr, cr, cr + cw * ch, self.stream,
+                src_order="rgb", src_channels=4,
+            )  # fmt: skip
+        else:
+            k.packed_to_planar(
+                src_ptr, pitch, cw, ch, y_ptr, self.stream, src_order="rgb", src_channels=4,
+                dst_order=spec.color_order, scale=spec.input_scale,
+            )  # fmt: skip
+
+    def _merge(self, out_ptr: int, w: int, h: int, crop: _CropBuffers) -> RgbaDeviceImage:
+        spec, k, stream = self._sr.spec, self.kernels, self.stream
+        dst: DeviceBuffer = crop.output.acquire(stream, timeout=10.0)
+        try:
+            with self._timer.stage("display"):
+                if crop.chroma is not None:
+                    cw, ch = crop.size
+                    cr = crop.chroma.buffers[0].ptr
+                    k.merge_ycrcb_to_rgba(
+                        out_ptr, w, h, cr, cr + cw * ch, cw, ch, dst.ptr, dst.pitch, stream
+                    )
+                else:
+                    k.planar_to_packed(
+                        out_ptr, w, h, dst.ptr, dst.pitch, stream,
+                        src_order=spec.color_order, input_scale=spec.input_scale, order="rgba",
+                    )  # fmt: skip
+        except BaseException:
+            crop.output.release(dst)
+            raise
+        crop.output.mark_used(dst, stream)
+        return RgbaDeviceImage(dst, crop.output, w, h, self.ctx, dst.event)
+
+    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
+        """Export's frame: the upscaled one, downloaded (the original stays on the device)."""
+        del copy
+        with self._host_timer.stage("draw"):
+            result.annotated = result.output.image
+        self._host_timer.collect([result.times])
+        return result
+
+    def close(self) -> None:
+        """Release the engine and every buffer; safe to call twice."""
+        engine, self.engine = self.engine, None
+        try:
+            if engine is not None:
+                engine.close()
+        finally:
+            self._free_frame_buffers()
+
+
+class _Original:
+    """The original frame's display image and where its pixels are (for the split)."""
+
+    __slots__ = ("image", "pitch", "ptr")
+
+    def __init__(self, image: RgbaDeviceImage, ptr: int, pitch: int) -> None:
+        self.image, self.ptr, self.pitch = image, ptr, pitch

@@ -1,0 +1,163 @@
+"""Super-resolution on the GPU (core/pipeline/gpu_superres.py) against the host path.
+
+The same host frames of the sample go through the host pipeline on the CPU and through
+the GPU pipeline (uploaded, split, inferred, merged on the device, downloaded only here
+to compare). Stated bounds: a colour model whose arithmetic is exact in float (nearest-
+neighbour upscaling, onnx_factory) gives identical pixels; the bundled Y-channel models
+differ only where ONNX Runtime's CUDA and CPU convolutions round a Y level differently
+(at most 2 levels, >= 50 dB PSNR); ESRGAN (carried from ../shared, not bundled) >= 45 dB.
+From NVDEC, the colour conversion differs too (NVDEC's NV12 through our kernel against
+FFmpeg's), so the run path is held to >= 35 dB against the CPU run on the same frames.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from framelens.core.gpu.context import GpuContext
+from framelens.core.models.catalog import load_catalog, resolve_model
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline import build
+from framelens.core.pipeline.gpu_superres import GpuSuperResPipeline
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.tasks import SuperResParams
+from framelens.core.stages.tasks.superres.color import bicubic_downscale, output_size
+from framelens.core.stages.tasks.superres.metrics import psnr
+from framelens.core.types import Frame, Image, StageTimes
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+FRAMES = (0, 150, 330)
+SR_MODELS = [name for name, spec in load_catalog().items() if spec.task == "superres"]
+ESRGAN_DIRS = (ROOT.parent / "shared" / "models", ROOT / ".device" / "models")
+
+
+def esrgan(name: str) -> Path | None:
+    for folder in ESRGAN_DIRS:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+@pytest.fixture(scope="module")
+def images() -> list[Image]:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from media_factory import sample_frames
+
+    return sample_frames(SAMPLE, FRAMES)
+
+
+def upscale_both(
+    spec: ModelSpec, images: list[Image], params: SuperResParams | None = None
+) -> list[tuple[Image, Image, Image]]:
+    """(host result, GPU result, GPU original) per image."""
+    params = params or SuperResParams()
+    host = build.host_pipeline(PipelineSettings(spec, params=params))
+    gpu = build.gpu_pipelines(PipelineSettings(spec, device="cuda:0", params=params), 1)[0]
+    assert isinstance(gpu, GpuSuperResPipeline)
+    out = []
+    try:
+        for i, image in enumerate(images):
+            want = host.infer(Frame(image, i, 0.0), StageTimes()).output
+            got = gpu.infer(Frame(image, i, 0.0), StageTimes())
+            assert got.output.device is not None  # stayed on the device until asked
+            assert got.output.size == want.size
+            assert got.output.region == want.region
+            assert got.times.inference > 0 and got.times.display > 0
+            out.append((want.image, got.output.image, got.frame.image))
+    finally:
+        host.close()
+        gpu.close()
+    return out
+
+
+@pytest.mark.parametrize("name", SR_MODELS)
+def test_gpu_superres_equals_the_host_path(
+    gpu_ctx: GpuContext, images: list[Image], name: str
+) -> None:
+    spec = resolve_model(name)
+    for (want, got, original), image in zip(upscale_both(spec, images), images, strict=True):
+        assert np.array_equal(original, image)  # the display copy of the original
+        assert (
+            got.shape
+            == want.shape
+            == (*output_size(image.shape[1], image.shape[0], spec.scale)[::-1], 3)
+        )
+        diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+        print(
+            f"{name}: max {diff.max()}, {np.count_nonzero(diff) / diff.size:.2e} differ, "
+            f"{psnr(want, got):.1f} dB"
+        )
+        assert diff.max() <= 2
+        assert psnr(want, got) >= 50.0
+
+
+def test_a_colour_model_is_exact_on_the_gpu(
+    gpu_ctx: GpuContext, images: list[Image], tmp_path: Path
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from onnx_factory import upscaling_model
+
+    spec = resolve_model(str(upscaling_model(tmp_path / "nearest_x2.onnx", 2)))
+    assert spec.channels == 3
+    for want, got, _ in upscale_both(spec, images):
+        assert np.array_equal(got, want)
+
+
+def test_a_region_of_interest_on_the_gpu(gpu_ctx: GpuContext, images: list[Image]) -> None:
+    spec = resolve_model("espcn-x2")
+    params = SuperResParams(region=(801, 300, 251, 181))
+    for want, got, _ in upscale_both(spec, images, params):
+        assert got.shape == want.shape == (180 * 2, 250 * 2, 3)
+        assert np.abs(got.astype(np.int16) - want.astype(np.int16)).max() <= 2
+
+
+@pytest.mark.skipif(esrgan("esrgan_thick_x2.onnx") is None, reason="ESRGAN not carried")
+def test_esrgan_on_the_gpu(gpu_ctx: GpuContext, images: list[Image]) -> None:
+    path = esrgan("esrgan_thick_x2.onnx")
+    assert path is not None
+    spec = resolve_model(str(path))
+    small = [bicubic_downscale(image, 4) for image in images[1:]]  # 480x270: quick on the CPU
+    for want, got, _ in upscale_both(spec, small, SuperResParams(tile=0)):
+        print(f"ESRGAN GPU vs CPU: {psnr(want, got):.1f} dB")
+        assert psnr(want, got) >= 45.0
+
+
+def test_the_run_path_upscales_nvdec_frames_on_the_device(
+    gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """``framelens run --task superres --device cuda``: NVDEC frames, the GPU pipeline,
+    an export at scale x size close to the CPU run's."""
+    import av
+    from framelens.core.pipeline.run import run_to_outputs
+
+    spec = resolve_model("espcn-x2")
+    frames = 24
+    outputs = {}
+    for device in ("cpu", "cuda:0"):
+        path = tmp_path / f"{device.replace(':', '')}.mkv"
+        summary = run_to_outputs(
+            str(SAMPLE),
+            PipelineSettings(spec, device=device),
+            export=str(path),
+            lossless=True,
+            frames=frames,
+        )
+        print(device, summary)
+        assert summary["frames"] == frames
+        if device.startswith("cuda"):
+            assert summary["path"] == "gpu pipeline", summary
+        with av.open(str(path)) as container:
+            outputs[device] = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
+    assert len(outputs["cpu"]) == len(outputs["cuda:0"]) == frames
+    for cpu, gpu in zip(outputs["cpu"], outputs["cuda:0"], strict=True):
+        assert cpu.shape == gpu.shape == (432 * 2, 768 * 2, 3)  # scale x the sample's size
+        assert psnr(cpu, gpu) >= 35.0
