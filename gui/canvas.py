@@ -1,10 +1,10 @@
 """The video canvas: an OpenGL texture of the annotated frame, with zoom and pan.
 
 Fixed-function OpenGL (compatibility profile) keeps it working everywhere,
-Mesa's llvmpipe under Xvfb included. The texture (RGBA8) is allocated once per
-frame size and then updated with glTexSubImage2D. The canvas times its own
-upload and paint and reports it through ``drawTimeMs``, so display is measured
-like any other stage.
+Mesa's llvmpipe under Xvfb included. The texture (RGBA8, gl_texture.py) is
+allocated once per frame size and then updated with glTexSubImage2D. The canvas
+times its own upload and paint and reports it through ``drawTimeMs``, so display
+is measured like any other stage.
 
 Frames come as host BGR arrays (CPU path) or as device frames (GPU path,
 ``framelens.core.gpu.interop.DeviceFrame``). Device frames are written by the
@@ -12,135 +12,50 @@ display kernel into a GL pixel buffer registered with CUDA and the texture is
 filled from it, without a host round trip; where interop cannot run (no NVIDIA
 OpenGL, pycuda without GL) they go through host memory instead. ``display_path``
 says which, and why, for the status bar.
+
+Subclasses (sr_canvas.py) draw more than one texture: they list them in
+``_textures`` and paint in ``_paint_content``; ``_view_area`` is the part of the
+widget the image is fitted into.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-import numpy as np
 import shiboken6
 from framelens.core.api import (
-    BGR,
-    DEFAULT_STYLE,
     INTEROP_PATH,
     Detections,
     DeviceFrame,
-    DeviceFrameUploader,
     Image,
-    Overlay,
     OverlayStyle,
-    Rect,
-    Tag,
     fallback_path,
     layout,
 )
+from framelens.gui.gl_texture import GlTexture
+from framelens.gui.overlay_paint import QPainterAnnotator, paint_overlay
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
-    QFont,
-    QFontMetricsF,
     QHideEvent,
     QImage,
     QKeyEvent,
     QMouseEvent,
     QPainter,
-    QPainterPath,
     QWheelEvent,
 )
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QWidget
 
+__all__ = ["QPainterAnnotator", "VideoCanvas", "paint_overlay"]
+
 _BACKGROUND = (0.075, 0.082, 0.098)
-_ZOOM_STEP = 1.15
-_ZOOM_RANGE = (0.1, 64.0)
-_PIXELATED_ABOVE = 3.0  # screen pixels per image pixel: show pixels sharp when zoomed in
-
-
-_FONT_PROBE_PX = 64  # font size at which a font's cap height is measured
-
-
-def _qcolour(bgr: BGR) -> QColor:
-    b, g, r = bgr
-    return QColor(r, g, b)
-
-
-def _paint_text(painter: QPainter, tag: Tag) -> None:
-    """The tag's text fitted into the box Hershey measured for it: baseline at ``origin``,
-    cap height = its height, advance = its width (Qt's font near that size, its outline
-    stretched the rest of the way, filled antialiased)."""
-    tw, th = tag.text_size
-    if tw <= 0 or th <= 0 or not tag.text:
-        return
-    font = QFont(painter.font())
-    font.setPixelSize(_FONT_PROBE_PX)
-    cap = QFontMetricsF(font).capHeight()
-    if cap <= 0:
-        return
-    font.setPixelSize(max(1, round(_FONT_PROBE_PX * th / cap)))
-    metrics = QFontMetricsF(font)
-    advance, cap = metrics.horizontalAdvance(tag.text), metrics.capHeight()
-    if advance <= 0 or cap <= 0:
-        return
-    path = QPainterPath()
-    path.addText(0.0, 0.0, font, tag.text)
-    painter.save()
-    painter.translate(tag.origin[0], tag.origin[1])
-    painter.scale(tw / advance, th / cap)
-    painter.fillPath(path, _qcolour(tag.text_colour))
-    painter.restore()
-
-
-def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
-    """Paint ``overlay`` with ``painter``, whose coordinates are image pixels.
-
-    The shapes are ``framelens.core.stages.draw.style``'s filled rectangles, in its
-    order, so the same pixels get the same colours as in OpenCV's drawing; only the
-    tag text differs (Qt's font fitted into the box of OpenCV's Hershey text).
-    """
-    w, h = overlay.width, overlay.height
-
-    def fill(rect: Rect, colour: QColor) -> None:
-        painter.fillRect(QRectF(rect.x1, rect.y1, rect.width, rect.height), colour)
-
-    painter.save()
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    for mark in overlay.boxes:
-        colour = _qcolour(mark.colour)
-        if mark.outline:
-            for band in mark.bands(w, h):
-                fill(band, colour)
-        if mark.tag is not None:
-            fill(mark.tag.rect, colour)
-            _paint_text(painter, mark.tag)
-    for dot in overlay.dots:
-        colour = _qcolour(dot.colour)
-        for span in dot.spans(w, h):
-            fill(span, colour)
-    painter.restore()
-
-
-class QPainterAnnotator:
-    """``Annotator`` of QImages: the canvas' overlay painting on an image of its own."""
-
-    def annotate(
-        self,
-        image: QImage,
-        detections: Detections,
-        labels: Sequence[str],
-        style: OverlayStyle = DEFAULT_STYLE,
-    ) -> QImage:
-        """A copy of ``image`` with the overlay painted on, in image pixels."""
-        out = image.copy()
-        overlay = layout(detections, labels, style, out.width(), out.height())
-        if overlay:
-            painter = QPainter(out)
-            paint_overlay(painter, overlay)
-            painter.end()
-        return out
+ZOOM_STEP = 1.15
+ZOOM_RANGE = (0.1, 64.0)
 
 
 def _release_gpu_of(canvas: VideoCanvas) -> Callable[[], None]:
@@ -172,15 +87,10 @@ class VideoCanvas(QOpenGLWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setCursor(Qt.CursorShape.OpenHandCursor)
         self.placeholder = "Open a video (Ctrl+O), a camera or a stream — or drop a file here"
-        self._frame: Image | DeviceFrame | None = None  # the latest frame, not uploaded yet
+        self._main = GlTexture()  # the frame shown
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
-        self._shown: Image | None = None  # host frame uploaded last (for a new GL context)
-        self._texture = 0
-        self._texture_size = (0, 0)
-        self._uploader = DeviceFrameUploader()
         self._gl_ready = False
-        self._via_interop = False  # the last frame shown came through CUDA-GL interop
         self._display_path = self._describe_path()
         self._zoom = 1.0
         self._pan = QPointF(0.0, 0.0)
@@ -188,19 +98,16 @@ class VideoCanvas(QOpenGLWidget):
         self.renderer = ""  # GL_RENDERER, known once the context exists
         self.software_gl = False  # llvmpipe & co: every repaint costs CPU
 
+    def _textures(self) -> tuple[GlTexture, ...]:
+        """Every texture the canvas holds (created, uploaded and released together)."""
+        return (self._main,)
+
     # ---- content ---------------------------------------------------------------
 
     @property
     def image_size(self) -> tuple[int, int] | None:
         """(width, height) of what is shown, or None."""
-        frame = self._frame
-        if isinstance(frame, np.ndarray):
-            return int(frame.shape[1]), int(frame.shape[0])
-        if frame is not None:
-            return int(frame.width), int(frame.height)
-        if self._texture_size != (0, 0):
-            return self._texture_size
-        return None
+        return self._main.frame_size
 
     def set_image(
         self,
@@ -212,13 +119,13 @@ class VideoCanvas(QOpenGLWidget):
         ``overlay`` (detections, labels, style) is painted over the frame by the canvas:
         the GPU path keeps frames on the device, so overlays are not drawn into them.
         """
-        self._frame = np.ascontiguousarray(image) if isinstance(image, np.ndarray) else image
+        self._main.set(image)
         self._overlay = overlay
         self.update()
 
     def clear(self) -> None:
-        self._frame = self._shown = None
-        self._texture_size = (0, 0)
+        for texture in self._textures():
+            texture.clear()
         self.update()
 
     @property
@@ -227,11 +134,11 @@ class VideoCanvas(QOpenGLWidget):
         return self._display_path
 
     def _describe_path(self) -> str:
-        if self._via_interop:
+        if self._main.via_interop:
             return INTEROP_PATH
         if not self._gl_ready:
             return fallback_path("no OpenGL context yet")
-        reason = self._uploader.check()  # GL context current: initializeGL/paintGL only
+        reason = self._main.uploader.check()  # GL context current: initializeGL/paintGL only
         return fallback_path(reason or "frames arrive in host memory")
 
     def _update_display_path(self) -> None:
@@ -256,13 +163,25 @@ class VideoCanvas(QOpenGLWidget):
         self.zoomChanged.emit(self._zoom)
         self.update()
 
+    def set_pixel_scale(self, screen_per_pixel: float = 1.0) -> None:
+        """Zoom so that one image pixel is ``screen_per_pixel`` screen pixels, centred."""
+        size = self.image_size
+        if size is None:
+            return
+        area = self._view_area()
+        fitted = min(area.width() / size[0], area.height() / size[1])
+        self._zoom = min(max(screen_per_pixel / fitted, ZOOM_RANGE[0]), ZOOM_RANGE[1])
+        self._pan = QPointF(0.0, 0.0)
+        self.zoomChanged.emit(self._zoom)
+        self.update()
+
     def zoom_at(self, factor: float, at: QPointF) -> None:
         """Zoom by ``factor`` keeping the image point under ``at`` in place."""
         size = self.image_size
         if size is None:
             return
         old = self.image_rect()
-        new_zoom = min(max(self._zoom * factor, _ZOOM_RANGE[0]), _ZOOM_RANGE[1])
+        new_zoom = min(max(self._zoom * factor, ZOOM_RANGE[0]), ZOOM_RANGE[1])
         u = (at.x() - old.x()) / old.width()
         v = (at.y() - old.y()) / old.height()
         self._zoom = new_zoom
@@ -273,14 +192,22 @@ class VideoCanvas(QOpenGLWidget):
         self.zoomChanged.emit(self._zoom)
         self.update()
 
+    def _view_area(self) -> QRectF:
+        """The part of the widget the image is fitted into (all of it here)."""
+        return QRectF(0.0, 0.0, self.width(), self.height())
+
     def image_rect(self, pan: QPointF | None = None) -> QRectF:
-        """Where the image lies in widget coordinates (logical pixels)."""
+        """Where the image lies in widget coordinates (logical pixels); its top-left corner
+        on a whole pixel, so that at integer zooms pixels land on pixels."""
         size = self.image_size or (16, 9)
         iw, ih = size
-        scale = min(self.width() / iw, self.height() / ih) * self._zoom
+        area = self._view_area()
+        scale = min(area.width() / iw, area.height() / ih) * self._zoom
         w, h = iw * scale, ih * scale
         p = self._pan if pan is None else pan
-        return QRectF((self.width() - w) / 2 + p.x(), (self.height() - h) / 2 + p.y(), w, h)
+        x = math.floor(area.x() + (area.width() - w) / 2 + p.x() + 1e-6)
+        y = math.floor(area.y() + (area.height() - h) / 2 + p.y() + 1e-6)
+        return QRectF(x, y, w, h)
 
     def map_to_image(self, point: QPointF) -> tuple[int, int] | None:
         """Image pixel under a widget point, or None outside the image."""
@@ -288,8 +215,8 @@ class VideoCanvas(QOpenGLWidget):
         if size is None:
             return None
         r = self.image_rect()
-        x = int((point.x() - r.x()) / r.width() * size[0])
-        y = int((point.y() - r.y()) / r.height() * size[1])
+        x = math.floor((point.x() - r.x()) / r.width() * size[0])
+        y = math.floor((point.y() - r.y()) / r.height() * size[1])
         return (x, y) if 0 <= x < size[0] and 0 <= y < size[1] else None
 
     # ---- GL --------------------------------------------------------------------
@@ -301,36 +228,25 @@ class VideoCanvas(QOpenGLWidget):
             name in self.renderer.lower() for name in ("llvmpipe", "softpipe", "swiftshader")
         )
         GL.glClearColor(*_BACKGROUND, 1.0)
-        self._texture = int(GL.glGenTextures(1))
-        self._texture_size = (0, 0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self._texture)
-        for param in (GL.GL_TEXTURE_WRAP_S, GL.GL_TEXTURE_WRAP_T):
-            GL.glTexParameteri(GL.GL_TEXTURE_2D, param, GL.GL_CLAMP_TO_EDGE)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        # A new context (first show, or re-parenting) needs new CUDA registrations.
-        self._uploader = DeviceFrameUploader()
+        for texture in self._textures():
+            texture.create()  # a new context (first show, or re-parenting): new textures
         context = self.context()
         if context is not None:
             context.aboutToBeDestroyed.connect(_release_gpu_of(self))
         self._gl_ready = True
-        if self._frame is None:
-            self._frame = self._shown  # the new texture is empty
-        self._via_interop = False
         self._update_display_path()
 
     def _release_gpu(self, texture_too: bool = False) -> None:
-        """Unregister the pixel buffer from CUDA and free it, while the GL context exists.
+        """Unregister the pixel buffers from CUDA and free them, while the GL context exists.
 
-        The uploader sets up again on the next device frame.
+        The uploaders set up again on the next device frame.
         """
         if not self._gl_ready:
             return
         self.makeCurrent()
         try:
-            self._uploader.close()
-            if texture_too and self._texture:
-                GL.glDeleteTextures(1, [self._texture])  # shared contexts keep it otherwise
-                self._texture = 0
+            for texture in self._textures():
+                texture.release(texture_too)
         finally:
             self.doneCurrent()
         if texture_too:
@@ -347,80 +263,35 @@ class VideoCanvas(QOpenGLWidget):
         ratio = self.devicePixelRatioF()
         GL.glViewport(0, 0, round(self.width() * ratio), round(self.height() * ratio))
         GL.glClear(GL.GL_COLOR_BUFFER_BIT)
-        uploaded = self._upload()
-        if self._texture_size == (0, 0):
+        uploaded = False
+        for texture in self._textures():
+            uploaded = texture.upload() or uploaded
+        self._update_display_path()
+        if self._main.size == (0, 0):
             self._paint_placeholder()
             return
-        self._paint_quad()
-        if self._overlay is not None:
-            self._paint_overlay(*self._overlay)
-        if uploaded:
-            GL.glFlush()
-            self.drawTimeMs.emit((time.perf_counter() - start) * 1000.0)
-
-    def _upload(self) -> bool:
-        """Send a new frame to the texture; True when one was sent."""
-        frame, self._frame = self._frame, None
-        if frame is None:
-            return False
-        # A device frame is not kept: its buffer goes back to the pipeline's pool.
-        self._shown = frame if isinstance(frame, np.ndarray) else None
-        if isinstance(frame, np.ndarray):
-            self._fill_texture(int(frame.shape[1]), int(frame.shape[0]), frame)
-            self._via_interop = False
-        else:
-            self._fill_texture(frame.width, frame.height, None)
-            self._via_interop = self._uploader.upload(frame, self._texture)
-        self._update_display_path()
-        return True
-
-    def _fill_texture(self, w: int, h: int, bgr: Image | None) -> None:
-        """Allocate the RGBA8 texture for w x h; upload ``bgr`` into it when given."""
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self._texture)
-        GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)  # rows of w*3 bytes are not 4-aligned
-        if self._texture_size != (w, h):
-            GL.glTexImage2D(
-                GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, w, h, 0, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, bgr
-            )
-            self._texture_size = (w, h)
-        elif bgr is not None:
-            GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, w, h, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, bgr)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-
-    def _paint_quad(self) -> None:
-        r = self.image_rect()
-        per_pixel = r.width() / max(1, self._texture_size[0]) * self.devicePixelRatioF()
-        filt = GL.GL_NEAREST if per_pixel >= _PIXELATED_ABOVE else GL.GL_LINEAR
         GL.glMatrixMode(GL.GL_PROJECTION)
         GL.glLoadIdentity()
         GL.glOrtho(0, self.width(), self.height(), 0, -1, 1)
         GL.glMatrixMode(GL.GL_MODELVIEW)
         GL.glLoadIdentity()
-        GL.glEnable(GL.GL_TEXTURE_2D)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self._texture)
-        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_LINEAR)
-        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, filt)
-        GL.glColor4f(1.0, 1.0, 1.0, 1.0)
-        x0, y0, x1, y1 = r.left(), r.top(), r.right(), r.bottom()
-        GL.glBegin(GL.GL_QUADS)
-        for (u, v), (x, y) in (
-            ((0, 0), (x0, y0)),
-            ((1, 0), (x1, y0)),
-            ((1, 1), (x1, y1)),
-            ((0, 1), (x0, y1)),
-        ):
-            GL.glTexCoord2f(u, v)
-            GL.glVertex2f(x, y)
-        GL.glEnd()
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        GL.glDisable(GL.GL_TEXTURE_2D)
+        self._paint_content()
+        if uploaded:
+            GL.glFlush()
+            self.drawTimeMs.emit((time.perf_counter() - start) * 1000.0)
+
+    def _paint_content(self) -> None:
+        """The frame and the overlay over it."""
+        self._main.draw(self.image_rect(), ratio=self.devicePixelRatioF())
+        if self._overlay is not None:
+            self._paint_overlay(*self._overlay)
 
     def _paint_overlay(
         self, dets: Detections, labels: tuple[str, ...], style: OverlayStyle
     ) -> None:
         """The overlay annotate() draws into host frames, painted in image pixels through
         the image's place on screen (so at 1:1 it is the same picture, pixel for pixel)."""
-        w, h = self._texture_size
+        w, h = self._main.size
         if not len(dets) or w == 0:
             return
         overlay = layout(dets, labels, style, w, h)
@@ -447,7 +318,7 @@ class VideoCanvas(QOpenGLWidget):
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120.0
         if steps:
-            self.zoom_at(_ZOOM_STEP**steps, event.position())
+            self.zoom_at(ZOOM_STEP**steps, event.position())
         event.accept()
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
@@ -479,9 +350,9 @@ class VideoCanvas(QOpenGLWidget):
             self.reset_view()
             return
         if event.key() in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
-            self.zoom_at(_ZOOM_STEP, QPointF(self.width() / 2, self.height() / 2))
+            self.zoom_at(ZOOM_STEP, QPointF(self.width() / 2, self.height() / 2))
             return
         if event.key() == Qt.Key.Key_Minus:
-            self.zoom_at(1 / _ZOOM_STEP, QPointF(self.width() / 2, self.height() / 2))
+            self.zoom_at(1 / ZOOM_STEP, QPointF(self.width() / 2, self.height() / 2))
             return
         super().keyPressEvent(event)

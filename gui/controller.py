@@ -26,7 +26,9 @@ from framelens.core.api import (
     PipelineSettings,
     Player,
     PlayerState,
+    Region,
     SensitivityReport,
+    SuperResParams,
     VariantInfo,
     backend_choices,
     device_choices,
@@ -113,9 +115,8 @@ class Controller(QObject):
 
     @staticmethod
     def catalog() -> dict[str, ModelSpec]:
-        """The bundled models the window plays: the detectors (super-resolution runs from
-        the command line until its canvas views, the wipe and the lens, are built)."""
-        return {k: v for k, v in load_catalog().items() if v.task != "superres"}
+        """The bundled models the window plays: detectors and super-resolution models."""
+        return dict(load_catalog())
 
     @staticmethod
     def default_model() -> str:
@@ -143,12 +144,6 @@ class Controller(QObject):
             spec = self.resolve(name_or_path, layout, labels_file, task)
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
-            return False
-        if spec.task == "superres":
-            self.errorOccurred.emit(
-                f"{spec.name} is a super-resolution model: the window plays detectors for now; "
-                f"upscale with: framelens run VIDEO --task superres --model {spec.path}"
-            )
             return False
         self.use_model(spec)
         return True
@@ -381,6 +376,17 @@ class Controller(QObject):
 
     def set_overlay(self, overlay: OverlayStyle) -> None:
         self._update(overlay=overlay)
+
+    def set_region(self, region: Region | None) -> None:
+        """Super-resolution's region of interest (x, y, w, h in source pixels; None: the
+        whole frame); the current frame is upscaled again. No effect on detectors."""
+        if self.settings is not None and isinstance(self.settings.params, SuperResParams):
+            self._update(region=region)
+
+    @property
+    def superres(self) -> bool:
+        """True while a super-resolution model is loaded."""
+        return self.settings is not None and self.settings.model.task == "superres"
 
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""

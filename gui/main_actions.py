@@ -142,6 +142,7 @@ class MainActions(MainWindowParts):
         analysis_menu.addActions(list(self.precision_actions.values()))
         analysis_menu.addSeparator()
         analysis_menu.addActions([self.sensitivity_action, self.compare_action])
+        self.view_menu, self.analysis_menu = view_menu, analysis_menu  # the SR parts add to them
         help_menu = mb.addMenu("&Help")
         help_menu.addAction(self.about_action)
         self._rebuild_recent(self.settings.recent)

@@ -89,3 +89,7 @@ class ModelChoice(MainWindowParts):
     def _on_model(self, spec: ModelSpec) -> None:
         self.panel.show_model(self._model_key or spec.name, spec)
         set_text(self.model_label, spec.name)
+        if spec.task != "superres":  # back from super-resolution: the saved thresholds
+            s = self.settings
+            self.controller.configure(conf=s.conf, iou=s.iou, overlay=self.panel.overlay())
+        self._sync_superres(spec)

@@ -18,19 +18,21 @@ from framelens.core.api import (
     FrameResult,
     OverlayStyle,
     PlayerState,
+    Upscaled,
     error_message,
 )
-from framelens.gui.canvas import VideoCanvas
 from framelens.gui.compare_view import CompareWindow
 from framelens.gui.controller import Controller
 from framelens.gui.main_actions import MainActions
 from framelens.gui.main_models import ModelChoice
 from framelens.gui.main_precision import PrecisionSwitching
 from framelens.gui.main_sources import SourceOpening, camera_spec, display_name
+from framelens.gui.main_superres import SuperResolution
 from framelens.gui.model_panel import OVERLAYS, ModelPanel
 from framelens.gui.plots import StagePlots
 from framelens.gui.sensitivity import SensitivityDialog
 from framelens.gui.settings import Settings
+from framelens.gui.sr_canvas import SrCanvas
 from framelens.gui.transport import TransportBar
 from framelens.gui.widgets import icon, set_text
 from PySide6.QtCore import QByteArray, Qt, QTimer, Slot
@@ -61,7 +63,9 @@ REFRESH_RATES = {
 }
 
 
-class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QMainWindow):
+class MainWindow(
+    MainActions, SourceOpening, ModelChoice, PrecisionSwitching, SuperResolution, QMainWindow
+):
     """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
 
     def __init__(
@@ -96,19 +100,19 @@ class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QM
             QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
         )
 
-        self.canvas = VideoCanvas()
+        self.canvas = SrCanvas()  # with the super-resolution views (main_superres.py)
         self.transport = TransportBar()
+        self.panel = ModelPanel()
         central = QWidget()
         cl = QVBoxLayout(central)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.setSpacing(0)
-        cl.addWidget(self.canvas, 1)
+        cl.addWidget(self._build_superres(), 1)  # the canvas, the ROI view, the crop strip
         cl.addWidget(self.transport)
         self.setCentralWidget(central)
 
         # The side panel runs the full height; the plots sit under the video only.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.panel = ModelPanel()
         scroll = QScrollArea()
         scroll.setWidget(self.panel)
         scroll.setWidgetResizable(True)
@@ -130,9 +134,12 @@ class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QM
 
         self._build_status_bar()
         self._build_actions()
+        self._build_sr_actions()
         self._build_menus()
         self._build_toolbar()
+        self._build_sr_menus(self.view_menu, self.analysis_menu)
         self._connect()
+        self._connect_superres()
         self._restore()
 
     # ---- construction ---------------------------------------------------------------
@@ -221,6 +228,7 @@ class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QM
         else:
             self.resizeDocks([self.panel_dock], [300], Qt.Orientation.Horizontal)
             self.resizeDocks([self.plots_dock], [250], Qt.Orientation.Vertical)
+        self._restore_superres()
         self.panel.set_thresholds(s.conf, s.iou)
         self.panel.set_overlay(OverlayStyle(**{n: s.overlay(n) for n in OVERLAYS}))
         speed_index = self.transport.speed_combo.findData(s.speed)
@@ -313,7 +321,9 @@ class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QM
         result, self._latest = self._latest, None
         if result is not None:
             frame = result.frame
-            if result.annotated is None and frame.device is not None:
+            if isinstance(result.output, Upscaled):
+                self._show_superres(result)  # the view chosen (main_superres.py)
+            elif result.annotated is None and frame.device is not None:
                 # the GPU path: the display kernel's RGBA frame goes to the canvas on the
                 # device (CUDA-GL interop when possible); the canvas paints the overlays
                 settings = self.controller.settings
@@ -325,6 +335,7 @@ class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QM
             else:
                 image = result.annotated if result.annotated is not None else frame.image
                 self.canvas.set_image(image)
+            self._feed_crops(result)  # enlarged detections, when asked for
             self.transport.show_position(result.frame.index, result.frame.pts)
             self.shown_index = result.frame.index
         now = time.perf_counter()
@@ -437,6 +448,7 @@ class MainWindow(MainActions, SourceOpening, ModelChoice, PrecisionSwitching, QM
         self.settings.geometry = QByteArray(self.saveGeometry())
         self.settings.window_state = QByteArray(self.saveState())
         self.settings.sync()
+        self.crop_worker.close()
         self.controller.shutdown()
         super().closeEvent(event)
 

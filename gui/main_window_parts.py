@@ -3,7 +3,8 @@
 MainWindow (main_window.py) is assembled from one mixin per job: its actions and
 menus (main_actions.py), opening sources and saving what it shows (main_sources.py),
 choosing the model, device and backend (main_models.py) and switching precision
-(main_precision.py). MainWindowParts, their common base, declares what they read of
+(main_precision.py) and the super-resolution views, PSNR on demand and enlarged
+detections (main_superres.py). MainWindowParts, their common base, declares what they read of
 each other for the type checker; at run time it is a plain object, and MainWindow
 (a QMainWindow) builds everything declared here.
 """
@@ -12,12 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from framelens.core.api import PlayerState
-from PySide6.QtGui import QAction
+from framelens.core.api import ModelSpec, PlayerState
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu
 
 if TYPE_CHECKING:
-    from framelens.gui.canvas import VideoCanvas
     from framelens.gui.compare_view import CompareWindow
     from framelens.gui.controller import Controller
     from framelens.gui.dialogs import ExportDialog
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from framelens.gui.plots import StagePlots
     from framelens.gui.sensitivity import SensitivityDialog
     from framelens.gui.settings import Settings
+    from framelens.gui.sr_canvas import SrCanvas
     from framelens.gui.transport import TransportBar
 
     _Window = QMainWindow
@@ -42,7 +43,7 @@ class MainWindowParts(_Window):
     state: PlayerState
     source: str | None
     results_shown: int
-    canvas: VideoCanvas
+    canvas: SrCanvas
     transport: TransportBar
     panel: ModelPanel
     plots: StagePlots
@@ -59,6 +60,19 @@ class MainWindowParts(_Window):
     _restore_precision: str | None  # saved INT8: looked up once a video opens
 
     if TYPE_CHECKING:
+        # main_actions.py
+        def _action(
+            self,
+            text: str,
+            slot: object,
+            shortcut: str | QKeySequence.StandardKey = "",
+            icon_name: str = "",
+            tip: str = "",
+        ) -> QAction: ...
+
+        # main_superres.py
+        def _sync_superres(self, spec: ModelSpec) -> None: ...
+
         # main_window.py
         def show_error(self, message: str) -> None: ...
         def seek_end(self) -> None: ...

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 OVERLAYS = ("boxes", "labels", "scores", "landmarks")
 IMPORT_ITEM = "Import ONNX…"
+SR_HEADER = "Super-resolution"
 
 
 class ModelPanel(QWidget):
@@ -119,12 +120,23 @@ class ModelPanel(QWidget):
         for i, check in enumerate(self.overlay_checks.values()):
             ol.addWidget(check, i // 2, i % 2)
 
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
-        lay.addWidget(model_box)
-        lay.addWidget(thr_box)
-        lay.addWidget(cls_box, 1)
-        lay.addWidget(ov_box)
+        # what only detectors have: hidden while a super-resolution model is loaded
+        self.detection_boxes = (thr_box, cls_box, ov_box)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(6, 6, 6, 6)
+        self._layout.addWidget(model_box)
+        self._layout.addWidget(thr_box)
+        self._layout.addWidget(cls_box, 1)
+        self._layout.addWidget(ov_box)
+
+    def add_section(self, widget: QWidget, stretch: int = 0) -> None:
+        """Another group under the panel's own (the window's super-resolution sections)."""
+        self._layout.addWidget(widget, stretch)
+
+    def show_task(self, superres: bool) -> None:
+        """Thresholds, classes and overlay only for detectors."""
+        for box in self.detection_boxes:
+            box.setVisible(not superres)
 
     def set_devices(self, choices: list[DeviceChoice], current: str) -> None:
         """Fill the device menu; devices that cannot be used are shown greyed with the reason."""
@@ -177,16 +189,29 @@ class ModelPanel(QWidget):
     # ---- model ---------------------------------------------------------------
 
     def set_models(self, catalog: dict[str, ModelSpec]) -> None:
+        """Detectors first, then the super-resolution models under their own heading."""
         self.model_combo.blockSignals(True)
         self.model_combo.clear()
-        for name, spec in catalog.items():
-            self.model_combo.addItem(name, name)
-            self.model_combo.setItemData(
-                self.model_combo.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
-            )
+        detectors = {k: v for k, v in catalog.items() if v.task != "superres"}
+        upscalers = {k: v for k, v in catalog.items() if v.task == "superres"}
+        for name, spec in detectors.items():
+            self._add_model(name, name, spec)
+        if upscalers:
+            self.model_combo.insertSeparator(self.model_combo.count())
+            self.model_combo.addItem(SR_HEADER, None)
+            header = self.model_combo.model().item(self.model_combo.count() - 1)  # type: ignore[attr-defined]
+            header.setEnabled(False)  # a heading, not a choice
+            for name, spec in upscalers.items():
+                self._add_model(f"  {name}  (×{spec.scale})", name, spec)
         self.model_combo.insertSeparator(self.model_combo.count())
         self.model_combo.addItem(IMPORT_ITEM, None)
         self.model_combo.blockSignals(False)
+
+    def _add_model(self, text: str, name: str, spec: ModelSpec) -> None:
+        self.model_combo.addItem(text, name)
+        self.model_combo.setItemData(
+            self.model_combo.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
+        )
 
     def show_model(self, key: str, spec: ModelSpec) -> None:
         """Select ``key`` (adding it for an imported file) and show its labels."""
@@ -197,10 +222,15 @@ class ModelPanel(QWidget):
             self.model_combo.setItemData(i, key, Qt.ItemDataRole.ToolTipRole)
         self.model_combo.setCurrentIndex(i)
         h, w = spec.input_size
-        self.model_info.setText(
-            f"{spec.task} · {spec.layout} · {w}×{h} · {len(spec.labels)} classes"
-        )
+        if spec.task == "superres":
+            channels = "Y channel" if spec.channels == 1 else "colour"
+            self.model_info.setText(f"super-resolution · ×{spec.scale} · {channels}")
+        else:
+            self.model_info.setText(
+                f"{spec.task} · {spec.layout} · {w}×{h} · {len(spec.labels)} classes"
+            )
         self.set_labels(spec.labels)
+        self.show_task(spec.task == "superres")
 
     def _on_model_activated(self, index: int) -> None:
         key = self.model_combo.itemData(index)

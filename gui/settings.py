@@ -148,6 +148,71 @@ class Settings:
     def realtime(self, value: bool) -> None:
         self.store.setValue("playback/realtime", bool(value))
 
+    # ---- super-resolution views and enlarged detections ------------------------
+    @property
+    def sr_mode(self) -> str:
+        """The super-resolution view (gui/sr_canvas.py MODES)."""
+        return self._str("superres/view", "upscaled")
+
+    @sr_mode.setter
+    def sr_mode(self, value: str) -> None:
+        self.store.setValue("superres/view", value)
+
+    @property
+    def sr_divider(self) -> float:
+        """The wipe's divider, a fraction of the canvas's width."""
+        return min(1.0, max(0.0, self._float("superres/divider", 0.5)))
+
+    @sr_divider.setter
+    def sr_divider(self, value: float) -> None:
+        self.store.setValue("superres/divider", float(value))
+
+    @property
+    def sr_lens_zoom(self) -> int:
+        return int(self._float("superres/lens_zoom", 4))
+
+    @sr_lens_zoom.setter
+    def sr_lens_zoom(self, value: int) -> None:
+        self.store.setValue("superres/lens_zoom", int(value))
+
+    @property
+    def sr_original_filter(self) -> str:
+        """How the original is enlarged for comparison: "bicubic" or "nearest"."""
+        value = self._str("superres/original", "bicubic")
+        return value if value in ("bicubic", "nearest") else "bicubic"
+
+    @sr_original_filter.setter
+    def sr_original_filter(self, value: str) -> None:
+        self.store.setValue("superres/original", value)
+
+    @property
+    def crops_enabled(self) -> bool:
+        return self._bool("crops/enabled", False)
+
+    @crops_enabled.setter
+    def crops_enabled(self, value: bool) -> None:
+        self.store.setValue("crops/enabled", bool(value))
+
+    @property
+    def crops_model(self) -> str:
+        return self._str("crops/model", "espcn-x2")
+
+    @crops_model.setter
+    def crops_model(self, value: str) -> None:
+        self.store.setValue("crops/model", value)
+
+    @property
+    def crops_classes(self) -> list[str]:
+        """Class names whose boxes are enlarged."""
+        value = self.store.value("crops/classes", ["person", "face"])
+        if isinstance(value, str):  # QSettings returns a lone string for one item
+            value = [value]
+        return [str(v) for v in value] if isinstance(value, list) else ["person", "face"]
+
+    @crops_classes.setter
+    def crops_classes(self, value: list[str]) -> None:
+        self.store.setValue("crops/classes", list(value))
+
     # ---- recent sources --------------------------------------------------------
     @property
     def recent(self) -> list[str]:
