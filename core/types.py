@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -173,8 +173,10 @@ class StageTimes:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-TaskOutput = Detections
-"""What a task produces for one frame (detection: Detections; super-resolution next)."""
+TaskOutput = Any
+"""What a task produces for one frame: Detections (detection), Upscaled
+(super-resolution). Only the task and the sinks made for it look inside, so it is not
+narrowed here (core/stages/tasks imports this module, not the other way round)."""
 
 
 @dataclass(slots=True)

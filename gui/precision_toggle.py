@@ -45,8 +45,8 @@ def report_tip(report: SensitivityReport) -> str:
     return (
         f"Calibrated on {report.calibration_frames} frames of the video ({report.method}).\n"
         f"Kept in float: {kept}.\n"
-        f"Agreement with FP32: F1 {report.agreement_f1:.3f} "
-        f"(target {report.agreement_target:g}, {reached})."
+        f"Agreement with FP32: {report.agreement_text()} "
+        f"(target {report.target_text()}, {reached})."
     )
 
 

@@ -138,8 +138,8 @@ class SensitivityChart(QWidget):
             f"{100 * report.int8_mac_fraction:.1f}%</span><br>"
             f"of {report.total_macs / 1e6:.0f} M MACs run in INT8 "
             f"(minimum {100 * report.min_int8_mac_fraction:.0f}%)<br><br>"
-            f"F1 against FP32 <b>{report.agreement_f1:.3f}</b> at conf "
-            f"{report.agreement_conf:g}<br>target {report.agreement_target:g}: {reached}"
+            f"against FP32: <b>{report.agreement_text()}</b><br>"
+            f"target {report.target_text()}: {reached}"
         )
         self.details.setText(
             f"{len(layers)} convolutions · calibrated on {report.calibration_frames} frames "

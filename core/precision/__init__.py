@@ -214,6 +214,7 @@ def _int8(
         settings.frames,
         on_progress=lambda done, n: progress("frames", done / n, f"{done} of {n}"),
         cancel=progress.cancel,
+        patch=settings.patch,
     )
     base, key, entry = _int8_entry(spec, model_hash, frames, settings, root)
     cached = _cached_int8(spec, key, entry)
@@ -319,7 +320,9 @@ def cached_variant(
         return None
     settings = settings or CalibrationSettings()
     settings.validate()
-    frames = read_calibration_frames(spec, source, settings.frames, cancel=cancel)
+    frames = read_calibration_frames(
+        spec, source, settings.frames, cancel=cancel, patch=settings.patch
+    )
     _, key, entry = _int8_entry(spec, model_hash, frames, settings, root)
     return _cached_int8(spec, key, entry)
 

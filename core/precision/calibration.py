@@ -6,15 +6,15 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import Cancelled, SourceError
-from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.types import Frame
+from framelens.core.types import Frame, Image
 
 MIN_FRAMES = 2
 
@@ -23,8 +23,8 @@ MIN_FRAMES = 2
 class CalibrationFrames:
     """Model-ready tensors of the calibration frames, with what is needed to decode them."""
 
-    tensors: list[npt.NDArray[np.float32]]  # (1, 3, H, W) each, own copies
-    geometries: list[Letterbox]
+    tensors: list[npt.NDArray[np.float32]]  # (1, C, H, W) each, own copies
+    geometries: list[Any]  # what the task's decode needs of each: detection's Letterbox
     indices: list[int]  # source frame indices
     digest: str  # SHA-256 of the decoded frames and their indices: the cache identity
     source: str
@@ -88,6 +88,26 @@ def _frames_of(
     return frames
 
 
+def superres_patch(
+    spec: ModelSpec, image: Image, patch: int
+) -> tuple[npt.NDArray[np.float32], Any]:
+    """A super-resolution model's input for the most detailed ``patch``-square of the
+    frame (the largest luma variance on a grid of candidates), and its SrInput."""
+    from framelens.core.stages.tasks.superres.color import SrPreprocessor
+
+    h, w = image.shape[:2]
+    side = max(spec.scale, min(patch, w, h))
+    grey = image.mean(axis=2) if image.ndim == 3 else image
+    best, where = -1.0, (0, 0)
+    for y in np.linspace(0, h - side, 4).astype(int):
+        for x in np.linspace(0, w - side, 6).astype(int):
+            variance = float(grey[y : y + side, x : x + side].var())
+            if variance > best:
+                best, where = variance, (int(x), int(y))
+    pre = SrPreprocessor(spec, w, h, (*where, side, side))
+    return pre(image).copy(), pre.geometry
+
+
 def read_calibration_frames(
     spec: ModelSpec,
     source: str,
@@ -95,8 +115,10 @@ def read_calibration_frames(
     *,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
+    patch: int = 128,
 ) -> CalibrationFrames:
-    """Decode ``n`` frames spread over ``source`` and preprocess them for ``spec``.
+    """Decode ``n`` frames spread over ``source`` and preprocess them for ``spec`` (for
+    a super-resolution model: the most detailed ``patch`` x ``patch`` square of each).
 
     Files and image folders are sampled evenly over their whole length (by seeking);
     cameras and streams give about one frame a second. SourceError when fewer than
@@ -109,16 +131,20 @@ def read_calibration_frames(
 
     digest = hashlib.sha256()
     tensors: list[npt.NDArray[np.float32]] = []
-    geometries: list[Letterbox] = []
+    geometries: list[Any] = []
     indices: list[int] = []
     with open_source(source) as src:
         frames = _frames_of(src, n, on_frame, cancel)
         pre: Preprocessor | None = None
         for frame in frames:
-            if pre is None or (pre.src_w, pre.src_h) != (frame.width, frame.height):
-                pre = Preprocessor(spec, frame.width, frame.height)
-            tensors.append(pre(frame.image).copy())
-            geometries.append(pre.geometry)
+            if spec.task == "superres":
+                tensor, geometry = superres_patch(spec, frame.image, patch)
+            else:
+                if pre is None or (pre.src_w, pre.src_h) != (frame.width, frame.height):
+                    pre = Preprocessor(spec, frame.width, frame.height)
+                tensor, geometry = pre(frame.image).copy(), pre.geometry
+            tensors.append(tensor)
+            geometries.append(geometry)
             indices.append(frame.index)
             digest.update(f"{frame.index}:{frame.width}x{frame.height}:".encode())
             digest.update(np.ascontiguousarray(frame.image).tobytes())

@@ -16,7 +16,8 @@ and so does quantizing the head's Sigmoid/Mul/Concat. What works here:
    the noise-to-signal ratio of the model outputs is measured on a few frames.
 4. Mixed precision: the most sensitive layers are moved back to float, one at a
    time, until detections agree with FP32 on the calibration frames at the target
-   F1, while at least ``min_int8_mac_fraction`` of the convolution MACs stay INT8.
+   F1 (super-resolution: until the output images reach the target PSNR against
+   FP32's), while at least ``min_int8_mac_fraction`` of the convolution MACs stay INT8.
 
 The steps live in their own modules: int8_settings (CalibrationSettings, progress),
 qdq (ONNX Runtime's quantizer and CPU sessions), sensitivity (steps 2 and 3) and
@@ -25,17 +26,14 @@ mixed_precision (step 4); this module gathers their entry points.
 
 from __future__ import annotations
 
+from framelens.core.precision.agreement import MIN_REFERENCE_DETECTIONS, agreement
 from framelens.core.precision.int8_settings import (
     METHODS,
     CalibrationSettings,
     Progress,
     StageProgress,
 )
-from framelens.core.precision.mixed_precision import (
-    MIN_REFERENCE_DETECTIONS,
-    agreement,
-    search_and_write,
-)
+from framelens.core.precision.mixed_precision import search_and_write
 from framelens.core.precision.qdq import onnxruntime_version
 from framelens.core.precision.sensitivity import (
     Analysis,

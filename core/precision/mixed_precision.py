@@ -1,51 +1,21 @@
 """Mixed precision: the most sensitive convolutions go back to float, one at a time,
-until detections agree with FP32; then the final Q/DQ graph is written and verified
-(step 4 in int8.py)."""
+until the outputs agree with FP32 (detections by F1, super-resolution by PSNR: see
+agreement.py); then the final Q/DQ graph is written and verified (step 4 in int8.py)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import onnx
 from framelens.core.models.spec import ModelSpec
+from framelens.core.precision.agreement import agreement_for
 from framelens.core.precision.calibration import CalibrationFrames
 from framelens.core.precision.graph import equalize_depthwise, gated_model
 from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
 from framelens.core.precision.qdq import cpu_session, quantize_qdq
 from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
 from framelens.core.precision.sensitivity import Analysis, Prepared, Trials
-from framelens.core.stages.tasks import DetectionTask, DetectParams
-from framelens.core.stages.tasks.detect.agreement import AgreementTotals
-from framelens.core.types import Detections
-
-MIN_REFERENCE_DETECTIONS = 10
-"""Fewer FP32 detections than this on the calibration frames make F1 meaningless; the
-agreement threshold is then lowered (down to 0.05) until there are enough."""
-
-
-def agreement(
-    ref: Sequence[Detections], test: Sequence[Detections], task: DetectionTask
-) -> AgreementTotals:
-    """The task's agreement (the compare view's rule), summed over the frames."""
-    totals = AgreementTotals()
-    for r, t in zip(ref, test, strict=True):
-        totals.add(task.agree(r, t))
-    return totals
-
-
-def _agreement_conf(
-    trials: Trials, frames: CalibrationFrames, settings: CalibrationSettings
-) -> tuple[float, list[Detections]]:
-    """The confidence used for agreement, and the FP32 detections at it (see
-    MIN_REFERENCE_DETECTIONS)."""
-    conf = settings.conf
-    while True:
-        ref = trials.detections(frozenset(), frames, conf, settings.nms_iou)
-        if sum(len(d) for d in ref) >= MIN_REFERENCE_DETECTIONS or conf <= 0.05:
-            return conf, ref
-        conf = max(0.05, conf / 2)
 
 
 def search_and_write(
@@ -72,12 +42,12 @@ def search_and_write(
     macs = {c.name: c.macs for c in prep.convs}
     total = sum(macs.values())
     quantizable = [c.name for c in prep.convs if c.name in set(trials.gated.convs)]
-    conf, reference = _agreement_conf(trials, frames, settings)
+    measure = agreement_for(trials, frames, settings)
+    target = measure.target
 
     def evaluate(floats: list[str]) -> tuple[float, float]:
         int8 = frozenset(quantizable) - set(floats)
-        dets = trials.detections(int8, frames, conf, settings.nms_iou)
-        return agreement(reference, dets, trials.task).f1, sum(macs[n] for n in int8) / total
+        return measure.of_trial(int8), sum(macs[n] for n in int8) / total
 
     floats: list[str] = []
     budget = settings.max_search_steps
@@ -86,7 +56,7 @@ def search_and_write(
     best_f1, best_floats = f1, list(floats)
     order = sorted(quantizable, key=lambda n: -sensitivity.get(n, 0.0))
     for name in order:
-        if f1 >= settings.agreement_target or len(floats) >= budget:
+        if f1 >= target or len(floats) >= budget:
             break
         if fraction - macs[name] / total < settings.min_int8_mac_fraction:
             continue  # over the MAC budget: try the next, smaller one
@@ -96,7 +66,7 @@ def search_and_write(
         steps.append(SearchStep(len(floats), name, fraction, f1))
         if f1 > best_f1:
             best_f1, best_floats = f1, list(floats)
-    chosen = floats if f1 >= settings.agreement_target else best_floats
+    chosen = floats if f1 >= target else best_floats
     progress("quantize", 0.0)
 
     # The final graph: equalisation only where the conv stays INT8 (in float it is moot).
@@ -105,15 +75,7 @@ def search_and_write(
     onnx.save(final_float, str(work / "final_float.onnx"))
     quantize_qdq(work / "final_float.onnx", out, work / "ranges.json", settings, exclude=chosen)
     progress("quantize", 0.7, "verifying")
-    final = cpu_session(out, settings.threads)
-    final_name = final.get_inputs()[0].name
-    task = trials.task
-    params = DetectParams(conf, settings.nms_iou)
-    dets = [
-        task.decode(final.run(None, {final_name: t}), [g], params)[0]
-        for t, g in zip(frames.tensors, frames.geometries, strict=True)
-    ]
-    final_f1 = agreement(reference, dets, task).f1
+    final_f1 = measure.of_session(cpu_session(out, settings.threads))
     chosen_set = set(chosen)
     dw_names = {c.name for c in dw}
     layers = [
@@ -130,14 +92,15 @@ def search_and_write(
     progress("quantize", 1.0)
     return SensitivityReport(
         layers=layers,
-        agreement_target=settings.agreement_target,
+        agreement_target=target,
         agreement_f1=final_f1,
-        agreement_conf=conf,
-        target_reached=final_f1 >= settings.agreement_target,
+        agreement_conf=measure.conf,
+        target_reached=final_f1 >= target,
         min_int8_mac_fraction=settings.min_int8_mac_fraction,
         calibration_frames=len(frames),
         sensitivity_frames=min(settings.sensitivity_frames, len(frames)),
         method=settings.method,
         search=steps,
-        reference_detections=sum(len(d) for d in reference),
+        reference_detections=measure.reference_count,
+        agreement_metric=measure.metric,
     )

@@ -38,7 +38,7 @@ class SearchStep:
     float_layers: int
     added: str | None  # the layer moved to float at this step (None for the all-INT8 start)
     int8_mac_fraction: float
-    f1: float
+    f1: float  # the agreement at this step: detection F1, or PSNR in dB (agreement_metric)
 
 
 @dataclass
@@ -57,6 +57,19 @@ class SensitivityReport:
     metric: str = SENSITIVITY_METRIC
     search: list[SearchStep] = field(default_factory=list)
     reference_detections: int = 0  # FP32 detections on the calibration frames at agreement_conf
+    # "f1" (detection: agreement_f1 is the F1) or "psnr_db" (super-resolution: it is the
+    # PSNR in dB of the INT8 output against FP32's, agreement_target the dB aimed for)
+    agreement_metric: str = "f1"
+
+    def agreement_text(self) -> str:
+        """The agreement in words: "F1 0.981 at conf 0.3" or "PSNR 43.2 dB"."""
+        if self.agreement_metric == "psnr_db":
+            return f"PSNR {self.agreement_f1:.1f} dB"
+        return f"F1 {self.agreement_f1:.3f} at conf {self.agreement_conf:g}"
+
+    def target_text(self) -> str:
+        unit = " dB" if self.agreement_metric == "psnr_db" else ""
+        return f"{self.agreement_target:g}{unit}"
 
     @property
     def total_macs(self) -> int:
@@ -85,6 +98,7 @@ class SensitivityReport:
             "int8_mac_fraction": round(self.int8_mac_fraction, 4),
             "kept_float": self.kept_float,
             "agreement_f1": round(self.agreement_f1, 4),
+            "agreement_metric": self.agreement_metric,
             "agreement_target": self.agreement_target,
             "target_reached": self.target_reached,
             "calibration_frames": self.calibration_frames,
@@ -146,7 +160,6 @@ class SensitivityReport:
         )
         lines.append(
             f"agreement with FP32 on {self.calibration_frames} calibration frames: "
-            f"F1 {self.agreement_f1:.3f} at conf {self.agreement_conf:g} "
-            f"(target {self.agreement_target:g}, {reached})"
+            f"{self.agreement_text()} (target {self.target_text()}, {reached})"
         )
         return "\n".join(lines)

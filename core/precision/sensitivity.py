@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
-from framelens.core.errors import ConfigError
 from framelens.core.models.spec import ModelSpec
 from framelens.core.precision.calibration import CalibrationFrames
 from framelens.core.precision.graph import (
@@ -28,7 +27,7 @@ from framelens.core.precision.graph import (
 )
 from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
 from framelens.core.precision.qdq import cpu_session, input_name_of, quantize_qdq
-from framelens.core.stages.tasks import DetectionTask, DetectParams, task_for
+from framelens.core.stages.tasks import AnyTask, DetectionTask, DetectParams, task_for
 from framelens.core.types import Detections
 
 
@@ -82,12 +81,7 @@ class Trials:
             str(i.name) for i in self.session.get_inputs() if i.name not in gate_names
         )
         self.output_names = [o.name for o in self.session.get_outputs()]
-        task = task_for(spec, self.output_names)  # decodes as the pipelines do
-        if not isinstance(task, DetectionTask):
-            raise ConfigError(
-                f"{spec.name}: INT8 calibration of {task.name} models is not built yet"
-            )
-        self.task = task
+        self.task: AnyTask = task_for(spec, self.output_names)  # decodes as pipelines do
 
     def outputs(
         self, int8: frozenset[str], tensors: Sequence[npt.NDArray[np.float32]]
@@ -101,6 +95,7 @@ class Trials:
     def detections(
         self, int8: frozenset[str], frames: CalibrationFrames, conf: float, iou: float
     ) -> list[Detections]:
+        assert isinstance(self.task, DetectionTask), "detections of a detection model"
         gates = self.gated.gates(int8)
         dets = []
         for tensor, geometry in zip(frames.tensors, frames.geometries, strict=True):

@@ -114,7 +114,7 @@ def test_a_colour_model_is_exact_on_the_gpu(
 
 def test_a_region_of_interest_on_the_gpu(gpu_ctx: GpuContext, images: list[Image]) -> None:
     spec = resolve_model("espcn-x2")
-    params = SuperResParams(region=(801, 300, 251, 181))
+    params = SuperResParams(region=(301, 100, 251, 181))
     for want, got, _ in upscale_both(spec, images, params):
         assert got.shape == want.shape == (180 * 2, 250 * 2, 3)
         assert np.abs(got.astype(np.int16) - want.astype(np.int16)).max() <= 2
@@ -154,7 +154,7 @@ def test_the_run_path_upscales_nvdec_frames_on_the_device(
         print(device, summary)
         assert summary["frames"] == frames
         if device.startswith("cuda"):
-            assert summary["path"] == "gpu pipeline", summary
+            assert summary["path"].startswith("gpu pipeline"), summary
         with av.open(str(path)) as container:
             outputs[device] = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
     assert len(outputs["cpu"]) == len(outputs["cuda:0"]) == frames

@@ -125,6 +125,18 @@ def superres_quality_report(
     not_sr = [v.name for v in variants if v.settings.model.task != "superres"]
     if not_sr:
         raise ConfigError(f"{', '.join(not_sr)}: not super-resolution models")
+    from framelens.core.pipeline.run import prepare_precision
+
+    # FP16 and INT8 variants first (INT8 calibrates on this source), cached
+    variants = [
+        replace(
+            v,
+            settings=prepare_precision(source_spec, v.settings, progress=progress, cancel=cancel)[
+                0
+            ],
+        )
+        for v in variants
+    ]
     with AtomicDir(report, REPORT_FILES) as staging:
         summary, rows = _measure_range(
             source_spec, variants, RunRange(start, frames), progress, on_progress, cancel
