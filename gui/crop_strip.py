@@ -167,6 +167,7 @@ class CropStrip(QWidget):
             )
             painter.drawImage(rect, image)
             painter.setPen(QColor(200, 206, 216))
-            text = QRectF(rect.left(), rect.bottom() + 2, max(rect.width(), 60), 18)
+            width = max(rect.width(), painter.fontMetrics().horizontalAdvance(caption) + 4)
+            text = QRectF(rect.left(), rect.bottom() + 2, width, 18)
             painter.drawText(text, int(Qt.AlignmentFlag.AlignLeft), caption)
         painter.end()

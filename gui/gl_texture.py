@@ -89,6 +89,7 @@ class GlTexture:
             self.size = (w, h)
         elif bgr is not None:
             GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, w, h, GL.GL_BGR, GL.GL_UNSIGNED_BYTE, bgr)
+        GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 4)  # the default Qt's glyph cache relies on
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
 
     def draw(

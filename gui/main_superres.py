@@ -62,6 +62,8 @@ class SuperResolution(MainWindowParts):
     actual_pixels_action: QAction
     sr_toolbar: QToolBar
     last_quality: FrameQuality | None
+    _sr_row: QSplitter
+    _sr_column: QSplitter
 
     # ---- construction ---------------------------------------------------------------
 
@@ -86,11 +88,24 @@ class SuperResolution(MainWindowParts):
         row = QSplitter(Qt.Orientation.Horizontal)
         row.addWidget(column)
         row.addWidget(self.roi_view)
-        row.setStretchFactor(0, 3)
-        row.setStretchFactor(1, 2)
         self.roi_view.hide()
         self.crop_strip.hide()
+        self._sr_row, self._sr_column = row, column
         return row
+
+    def _show_beside(self, on: bool) -> None:
+        """The region of interest beside the video, a third of the width."""
+        if on and not self.roi_view.isVisible():
+            total = max(600, self._sr_row.width())
+            self._sr_row.setSizes([total * 2 // 3, total // 3])
+        self.roi_view.setVisible(on)
+
+    def _show_below(self, on: bool) -> None:
+        """The enlarged detections under the video, a third of the height."""
+        if on and not self.crop_strip.isVisible():
+            total = max(300, self._sr_column.height())
+            self._sr_column.setSizes([total * 3 // 5, total * 2 // 5])
+        self.crop_strip.setVisible(on)
 
     def _build_sr_actions(self) -> None:
         group = QActionGroup(self)
@@ -186,10 +201,10 @@ class SuperResolution(MainWindowParts):
         self.sr_toolbar.setVisible(sr)
         self.sr_panel.setVisible(sr)
         self.crop_panel.setVisible(not sr)
-        self.roi_view.setVisible(sr and self.canvas.mode == "roi")
+        self._show_beside(sr and self.canvas.mode == "roi")
         self.sr_panel.quality_label.setText("")
         if sr:
-            self.crop_strip.hide()
+            self._show_below(False)
             self.crop_worker.configure(None)
             self.controller.set_region(self.canvas.region if self.canvas.mode == "roi" else None)
         else:
@@ -207,7 +222,7 @@ class SuperResolution(MainWindowParts):
         self.settings.sr_mode = mode
         self._show_sr_mode(mode)
         sr = self.controller.superres
-        self.roi_view.setVisible(sr and mode == "roi")
+        self._show_beside(sr and mode == "roi")
         self.clear_region_action.setEnabled(sr and mode == "roi")
         self.controller.set_region(self.canvas.region if mode == "roi" else None)
         last = self.controller.last_result
@@ -221,6 +236,7 @@ class SuperResolution(MainWindowParts):
 
     def _on_original_filter(self, key: str) -> None:
         self.settings.sr_original_filter = key
+        self.sr_panel.show_filter(key)
         last = self.controller.last_result
         if last is not None and isinstance(last.output, Upscaled):
             self._show_superres(last)
@@ -314,7 +330,7 @@ class SuperResolution(MainWindowParts):
 
     def _configure_crops(self) -> None:
         on = self.settings.crops_enabled and not self.controller.superres
-        self.crop_strip.setVisible(on)
+        self._show_below(on)
         if not on:
             self.crop_worker.configure(None)
             self.crop_strip.set_crops([], [])

@@ -278,10 +278,7 @@ class SrCanvas(VideoCanvas):
         assert self._lens_at is not None
         rects = lens_rects(self._lens_at, self.width(), self.height())
         k = self.lens_zoom
-        captions = (
-            f"{self.captions[0]} · {100 * k * self.scale}%",
-            f"{self.captions[1]} · {100 * k}%",
-        )
+        captions = (f"Original · {100 * k * self.scale}%", f"{self.captions[1]} · {100 * k}%")
         paint_lens(painter, panes, rects, captions)
         self.last_lens = (panes, rects)
 
