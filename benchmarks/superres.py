@@ -96,7 +96,10 @@ def esrgan_ms(path: Path, device: str, precision: str, repeats: int, source: str
     if precision == "int8":
         from framelens.core.precision import CalibrationSettings, prepare_variant
 
-        calibration = CalibrationSettings(frames=8, sensitivity_frames=2, max_search_steps=8)
+        # ESRGAN has ~350 convolutions, each scored alone: small patches keep this minutes
+        calibration = CalibrationSettings(
+            frames=8, sensitivity_frames=2, max_search_steps=8, patch=64
+        )
         variant = prepare_variant(settings.model, "int8", source=source, settings=calibration)
         settings = replace(settings, model=variant.spec)
     settings = build.resolve(settings)

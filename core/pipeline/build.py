@@ -41,6 +41,11 @@ H200 batches of 4 ran at NVDEC's ceiling (531 fps against 465 at batch 1, two wo
 benchmarks/results/h200-2026-12-02.json), results equal to batch 1 frame by frame
 (tests/gpu/test_batch_gpu.py). Live sources stay at 1: a frame is never held back."""
 
+SUPERRES_CUDA_OPTIONS = {"prefer_nhwc": "1"}
+"""ONNX Runtime CUDA options of super-resolution engines: NHWC convolutions, which cuDNN
+runs on tensor cores without layout transposes around every layer
+(benchmarks/esrgan_profile.py measured both layouts on the H200)."""
+
 Notify = Callable[[str], None]
 
 
@@ -254,7 +259,12 @@ def _device_engine(
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 
     return OnnxRuntimeCudaEngine(
-        settings.model.path, ctx, stream, threads=settings.threads, spinning=spinning
+        settings.model.path,
+        ctx,
+        stream,
+        threads=settings.threads,
+        spinning=spinning,
+        cuda_options=SUPERRES_CUDA_OPTIONS if settings.model.task == "superres" else None,
     )
 
 

@@ -1,0 +1,104 @@
+"""Where ESRGAN-thick x2's time goes on a GPU, by ONNX Runtime's own profiler.
+
+    python3 benchmarks/esrgan_profile.py --model esrgan_thick_x2.onnx --output profile.json
+
+One 960x540 frame on device buffers (IOBinding: input and output on the GPU), per
+precision graph (FP32 and the product's FP16 variant) and per CUDA provider layout
+(NCHW, ONNX Runtime's default, and ``prefer_nhwc``, which lets cuDNN use tensor-core
+friendly layouts): the median latency of ``--repeats`` calls after a warm-up, then one
+profiled call whose kernel time is summed by operator type. Written as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TFLOP_PER_FRAME = 7.5  # ESRGAN-thick x2, 960x540 -> 1920x1080 (as stated in the issue)
+
+
+def session(path: Path, options: dict[str, str], profile_dir: str | None) -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    if profile_dir:
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(profile_dir) / "ort")
+    return ort.InferenceSession(
+        str(path), so, providers=[("CUDAExecutionProvider", options), "CPUExecutionProvider"]
+    )
+
+
+def measure(path: Path, options: dict[str, str], repeats: int) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    x = np.random.default_rng(0).random((1, 3, 540, 960), dtype=np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        sess = session(path, options, tmp)
+        io = sess.io_binding()
+        value = ort.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+        io.bind_ortvalue_input(sess.get_inputs()[0].name, value)
+        io.bind_output(sess.get_outputs()[0].name, "cuda", 0)
+        sess.run_with_iobinding(io)  # warm-up: cuDNN's algorithm search
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            sess.run_with_iobinding(io)
+            times.append((time.perf_counter() - t0) * 1000)
+        profile = sess.end_profiling()
+        events = json.loads(Path(profile).read_text())
+    by_op: collections.Counter[str] = collections.Counter()
+    last_run = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    runs = repeats + 1
+    for e in last_run:
+        by_op[e.get("args", {}).get("op_name", "?")] += e["dur"] / 1000 / runs
+    ms = statistics.median(times)
+    return {
+        "median_ms": round(ms, 2),
+        "tflops": round(TFLOP_PER_FRAME / (ms / 1000), 1),
+        "kernel_ms_by_op": {k: round(v, 2) for k, v in by_op.most_common(8)},
+        "kernel_ms_total": round(sum(by_op.values()), 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--output")
+    args = parser.parse_args()
+
+    from framelens.core.models.catalog import resolve_model
+    from framelens.core.precision import model_for
+
+    spec = resolve_model(args.model)
+    graphs = {"fp32": spec.path, "fp16": model_for(spec, "fp16").path}
+    layouts = {"nchw": {}, "nhwc": {"prefer_nhwc": "1"}}
+    result: dict[str, Any] = {
+        "command": "python3 benchmarks/esrgan_profile.py " + " ".join(sys.argv[1:]),
+        "input": [1, 3, 540, 960],
+    }
+    for precision, path in graphs.items():
+        for layout, options in layouts.items():
+            key = f"{precision}_{layout}"
+            try:
+                result[key] = measure(Path(path), options, args.repeats)
+            except Exception as exc:
+                result[key] = {"error": f"{type(exc).__name__}: {exc}"}
+            print(key, result[key], flush=True)
+            if args.output:
+                Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
