@@ -74,6 +74,11 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument(
+        "--product-options",
+        action="store_true",
+        help="the CUDA options FrameLens' engine sets, one at a time",
+    )
     parser.add_argument("--output")
     args = parser.parse_args()
 
@@ -82,7 +87,25 @@ def main() -> int:
 
     spec = resolve_model(args.model)
     graphs = {"fp32": spec.path, "fp16": model_for(spec, "fp16").path}
-    layouts = {"nchw": {}, "nhwc": {"prefer_nhwc": "1"}}
+    layouts: dict[str, dict[str, str]] = {"nchw": {}, "nhwc": {"prefer_nhwc": "1"}}
+    if args.product_options:
+        # what FrameLens' engine adds: full-FP32 math (no TF32) and its own CUDA stream
+        import pycuda.driver as cuda
+        from framelens.core.gpu.context import get_context
+
+        ctx = get_context("cuda:0")
+        with ctx.active():
+            stream = cuda.Stream()
+        handle = str(int(stream.handle))
+        layouts = {
+            "nhwc_no_tf32": {"prefer_nhwc": "1", "use_tf32": "0"},
+            "nhwc_stream": {"prefer_nhwc": "1", "user_compute_stream": handle},
+            "nhwc_no_tf32_stream": {
+                "prefer_nhwc": "1",
+                "use_tf32": "0",
+                "user_compute_stream": handle,
+            },
+        }
     result: dict[str, Any] = {
         "command": "python3 benchmarks/esrgan_profile.py " + " ".join(sys.argv[1:]),
         "input": [1, 3, 540, 960],

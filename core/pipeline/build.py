@@ -29,6 +29,7 @@ from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.tasks import SuperResParams, task_for
+from framelens.core.stages.tasks.superres.tiling import cuda_options as sr_cuda_options
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,6 @@ GPU_FILE_BATCH = 4
 H200 batches of 4 ran at NVDEC's ceiling (531 fps against 465 at batch 1, two workers;
 benchmarks/results/h200-2026-12-02.json), results equal to batch 1 frame by frame
 (tests/gpu/test_batch_gpu.py). Live sources stay at 1: a frame is never held back."""
-
-SUPERRES_CUDA_OPTIONS = {"prefer_nhwc": "1"}
-"""ONNX Runtime CUDA options of super-resolution engines: NHWC convolutions, which cuDNN
-runs on tensor cores without layout transposes around every layer
-(benchmarks/esrgan_profile.py measured both layouts on the H200)."""
 
 Notify = Callable[[str], None]
 
@@ -264,7 +260,7 @@ def _device_engine(
         stream,
         threads=settings.threads,
         spinning=spinning,
-        cuda_options=SUPERRES_CUDA_OPTIONS if settings.model.task == "superres" else None,
+        cuda_options=sr_cuda_options(settings.model),  # {} unless a heavy SR model
     )
 
 

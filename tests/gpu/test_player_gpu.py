@@ -169,3 +169,37 @@ def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_g
         player.close()
     errors = [m for m in shown.errors if not m.startswith("GPU failed (frame 530")]
     assert errors == [], errors
+
+
+def test_player_upscales_on_the_device_and_follows_a_region_while_playing(
+    gpu_ctx: GpuContext,
+) -> None:
+    """What the window does with an SR model on CUDA: NVDEC frames upscaled by the GPU
+    pipeline, original and upscaled frames both on the device (the canvas draws them by
+    interop), a region of interest applied live from a later frame."""
+    from framelens.core.stages.tasks import SuperResParams, Upscaled
+
+    spec = resolve_model("espcn-x2")
+    shown = Shown()
+    player = Player(shown.on_result, shown.on_state, shown.on_error)
+    try:
+        player.open(SAMPLE, PipelineSettings(spec, device="cuda:0"))
+        shown.wait(lambda: shown.last is not None)
+        assert shown.state.decoder.startswith("nvdec"), shown.state
+        player.set_realtime(False)
+        player.play()
+        shown.wait(lambda: shown.index >= 30)
+        last = shown.last
+        assert shown.errors == [], shown.errors
+        assert last is not None and isinstance(last.output, Upscaled)
+        assert last.output.device is not None and last.output.size == (1536, 864)
+        assert last.frame.device is not None and not last.frame.on_host
+        player.update(params=SuperResParams(region=(300, 100, 128, 96)))
+        shown.wait(lambda: shown.last is not None and shown.last.output.region is not None)
+        out = shown.last.output
+        assert out.region == (300, 100, 128, 96) and out.size == (256, 192)
+        player.pause()
+        assert shown.errors == []
+        assert shown.device_frames == len(shown.indices), "a frame took a host round trip"
+    finally:
+        player.close()

@@ -325,3 +325,17 @@ def test_a_region_of_interest_upscales_only_that_region_and_follows_live_changes
         assert whole.size == output_size(image.shape[1], image.shape[0], 2)
     finally:
         pipeline.close()
+
+
+def test_heavy_sr_models_run_nhwc_on_cuda_and_light_ones_do_not(tmp_path: Path) -> None:
+    """The layout measured on the H200: NHWC helps ESRGAN-sized graphs, hurts ESPCN."""
+    from dataclasses import replace
+
+    from framelens.core.stages.tasks.superres.tiling import HEAVY_MODEL_BYTES, cuda_options
+
+    light = resolve_model("espcn-x2")
+    heavy_file = tmp_path / "heavy.onnx"
+    heavy_file.write_bytes(b"\0" * (HEAVY_MODEL_BYTES + 1))
+    assert cuda_options(light) == {}
+    assert cuda_options(replace(light, path=heavy_file)) == {"prefer_nhwc": "1"}
+    assert cuda_options(replace(resolve_model("yolox-nano"), path=heavy_file)) == {}
