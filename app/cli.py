@@ -1,4 +1,4 @@
-"""The `framelens` command: run, compare, models, doctor, bench, gui.
+"""The `framelens` command: run, compare, models, doctor, bench, engines, gui.
 
 Every FrameLensError becomes one line on stderr (core.errors.error_message) and exit
 code 2, here and nowhere else.
@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
     )
+
+    from framelens.cli_engines import add_parser as add_engines
+
+    add_engines(sub)
 
     gui = sub.add_parser("gui", help="open the desktop application (the default)")
     gui.add_argument("source", nargs="?", default=None)
@@ -344,6 +348,12 @@ def _compare_superres(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_engines(args: argparse.Namespace) -> int:
+    from framelens.cli_engines import cmd_engines
+
+    return cmd_engines(args)
+
+
 def cmd_gui(args: argparse.Namespace) -> int:
     # imported here: commands that never open a window do not pay for loading Qt
     from framelens.gui.app import main as run_gui
@@ -358,6 +368,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "bench": cmd_bench,
     "gui": cmd_gui,
+    "engines": _cmd_engines,
 }
 
 

@@ -45,8 +45,7 @@ from framelens.core.gpu.interop import (
 )
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
-from framelens.core.pipeline.build import create_engine
-from framelens.core.pipeline.build import resolve as resolve_settings
+from framelens.core.pipeline.build import host_pipeline
 from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
@@ -303,22 +302,14 @@ def sr_upscaler(settings: PipelineSettings) -> HostUpscaler:
     ConfigError for a model that is not a super-resolution model."""
     if settings.model.task != "superres":
         raise ConfigError(f"{settings.model.name} is not a super-resolution model")
-    s = resolve_settings(replace(settings, batch=1, params=SuperResParams()))
-    engine = create_engine(
-        s.model.path,
-        backend=s.backend,
-        device=s.device,
-        threads=s.threads,
-        spinning=False,
-        precision=s.precision,
-        spec=s.model,
-    )
-    try:
-        task = SuperResTask(s.model)
-        return HostUpscaler(task, task.host_engine(engine, s.device, SuperResParams()), s.device)
-    except BaseException:
-        engine.close()
-        raise
+    # built where every pipeline is (build.py): the precision variant, the device's
+    # engine and the task's tiling; the upscaler runs the pipeline's task and engine
+    pipeline = host_pipeline(replace(settings, batch=1, params=SuperResParams()), spinning=False)
+    task = pipeline.task
+    if not isinstance(task, SuperResTask):  # the model's task decides: checked above
+        pipeline.close()
+        raise ConfigError(f"{settings.model.name} is not a super-resolution model")
+    return HostUpscaler(task, pipeline.engine, pipeline.settings.device)
 
 
 def crop_upscaler(

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU stack of FrameLens into ./.venv, on a machine with an NVIDIA driver and the
 # CUDA toolkit (nvcc): pycuda built with OpenGL interop, PyNvVideoCodec (NVDEC into
-# device memory) and, when its wheels can be reached, TensorRT.
+# device memory) and the TensorRT flavour the GPU runs (TensorRT-RTX or TensorRT 10/11).
 #   installer/gpu.sh              (setup.sh calls it when an NVIDIA GPU is present)
 # Each part is optional: what fails is reported, and FrameLens falls back (texture upload
 # instead of interop, PyAV decoding instead of NVDEC, ONNX Runtime instead of TensorRT).
@@ -34,6 +34,18 @@ fi
 
 $PIP install -q "PyNvVideoCodec>=1.0" && echo "PyNvVideoCodec installed" \
   || echo "gpu.sh: PyNvVideoCodec not installed; decoding falls back to PyAV" >&2
-$PIP install -q "tensorrt>=10" && echo "TensorRT installed" \
-  || echo "gpu.sh: TensorRT not installed; inference uses ONNX Runtime's CUDA provider" >&2
+# TensorRT: the flavour the GPU runs. TensorRT-RTX (pip, public wheels) runs RTX GPUs,
+# compute capability 7.5, 8.0, 8.6, 8.9 and 12.x; TensorRT 10/11 runs the others (data
+# centre GPUs such as the H100/H200, 9.0) where NVIDIA's wheels can be reached.
+CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+case "$CC" in
+  7.5|8.0|8.6|8.9|12.*)
+    $PIP install -q "tensorrt-rtx-cu13>=1.7" && echo "TensorRT-RTX installed (GPU compute capability $CC)" \
+      || echo "gpu.sh: TensorRT-RTX not installed; inference uses ONNX Runtime's CUDA provider" >&2 ;;
+  "")
+    echo "gpu.sh: no GPU compute capability from nvidia-smi; TensorRT not installed" >&2 ;;
+  *)
+    $PIP install -q "tensorrt>=10" && echo "TensorRT installed (GPU compute capability $CC: not an RTX target)" \
+      || echo "gpu.sh: TensorRT not installed (compute capability $CC needs TensorRT 10/11, not TensorRT-RTX); inference uses ONNX Runtime's CUDA provider" >&2 ;;
+esac
 .venv/bin/framelens doctor || true

@@ -84,6 +84,30 @@ def default_batch(settings: PipelineSettings, spec: str) -> PipelineSettings:
     return batched
 
 
+def tensorrt_reason(device: str) -> str | None:
+    """Why TensorRT cannot run on ``device`` (not installed, or its flavour does not run
+    this GPU: TensorRT-RTX on the H200), or None."""
+    from framelens.core.gpu.context import cuda_usable, get_context
+    from framelens.core.stages.engines.tensorrt_plans import tensorrt_unavailable
+
+    if cuda_usable(device) is not None:
+        return tensorrt_unavailable()
+    return tensorrt_unavailable(get_context(device).properties)
+
+
+def usable_backend(settings: PipelineSettings, notify: Notify | None = None) -> PipelineSettings:
+    """``settings`` with ONNX Runtime instead of TensorRT on a GPU where TensorRT cannot
+    run, and a one-line note saying why (the same graph runs either way)."""
+    if settings.backend != "tensorrt" or not settings.device.startswith("cuda"):
+        return settings
+    reason = tensorrt_reason(settings.device)
+    if reason is None:
+        return settings
+    if notify is not None:
+        notify(f"TensorRT not used ({reason}); running ONNX Runtime CUDA")
+    return replace(settings, backend="onnxruntime")
+
+
 def after_gpu_failure(settings: PipelineSettings) -> PipelineSettings:
     """What a run or playback goes on with after a GPU failure: the CPU, with ONNX
     Runtime (TensorRT runs on GPUs only)."""
@@ -286,7 +310,7 @@ def pane_pipeline(settings: PipelineSettings) -> FrameProcessor:
     """One compare pane's pipeline: the path playback would take (the GPU pipeline on a
     GPU, fed the host frames every pane shares), without spinning threads (panes take
     turns on the same cores)."""
-    settings = resolve(settings)
+    settings = usable_backend(resolve(settings))
     if settings.device.startswith("cuda") and gpu_unavailable(settings) is None:
         try:
             return gpu_pipelines(settings, 1, spinning=False, resolved=True)[0]
@@ -330,6 +354,7 @@ def workers(
     per core. ``gpu_pipeline=False`` skips the GPU pipeline (its source failed).
     """
     settings = resolve(settings)  # an INT8 not prepared is one error, whatever the device
+    settings = usable_backend(settings, notify)
     if settings.device.startswith("cuda"):
         reason = gpu_unavailable(settings) if gpu_pipeline else "its source failed"
         if reason is None:

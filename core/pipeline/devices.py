@@ -77,9 +77,9 @@ def device_choices() -> list[DeviceChoice]:
 
 def backend_choices() -> list[DeviceChoice]:
     """ONNX Runtime, and TensorRT with the reason when it cannot run here."""
-    from framelens.core.stages.engines.tensorrt import tensorrt_unavailable
+    from framelens.core.pipeline.build import tensorrt_reason
 
-    why = tensorrt_unavailable()
+    why = tensorrt_reason("cuda:0")
     if why is None and not cuda_available():
         why = "TensorRT runs on NVIDIA GPUs and CUDA is not usable here"
     return [DeviceChoice("onnxruntime", "ONNX Runtime"), DeviceChoice("tensorrt", "TensorRT", why)]

@@ -75,16 +75,33 @@ def _gpu_pipeline() -> str:
 
 
 def _tensorrt_backend() -> str:
-    """Whether --backend tensorrt can build and run engines here, or why not."""
+    """The TensorRT flavours installed, the GPU's compute capability and whether their
+    engines can run here, or why not."""
     try:
-        from framelens.core.stages.engines.tensorrt import tensorrt_unavailable
+        from framelens.core.gpu.context import cuda_usable, get_context
+        from framelens.core.stages.engines.tensorrt_flavour import (
+            flavour_for_gpu,
+            installed_flavours,
+        )
 
-        reason = tensorrt_unavailable()
+        flavours = installed_flavours()
+        if not flavours:
+            from framelens.core.stages.engines.tensorrt_plans import tensorrt_unavailable
+
+            return f"not usable ({tensorrt_unavailable()})"
+        names = ", ".join(f.label for f in flavours)
+        aot = [f for f in flavours if f.ahead_of_time]
+        builds = f"; builds ahead of time for {', '.join(aot[0].targets)}" if aot else ""
+        if cuda_usable("cuda:0") is not None:
+            return f"{names}: no GPU here to run engines{builds}"
+        gpu = get_context("cuda:0").properties
+        cc = f"compute capability {gpu.compute_capability[0]}.{gpu.compute_capability[1]}"
+        flavour, reason = flavour_for_gpu(gpu.compute_capability)
+        if flavour is None:
+            return f"{names}: engines cannot run on {gpu.name} ({reason}){builds}"
+        return f"{flavour.label}: engines run on {gpu.name}, {cc}{builds}"
     except Exception as exc:  # doctor reports, it never fails
-        reason = f"{type(exc).__name__}: {exc}"
-    if reason is not None:
-        return f"not usable ({reason})"
-    return "usable (strongly typed builds; engines cached after the first build)"
+        return f"not usable ({type(exc).__name__}: {exc})"
 
 
 def diagnose() -> dict[str, str]:
@@ -107,6 +124,7 @@ def diagnose() -> dict[str, str]:
         "pycuda OpenGL interop": _gl_interop(),
         "GPU pipeline (cuda:0)": _gpu_pipeline(),
         "tensorrt": _version("tensorrt"),
+        "tensorrt-rtx": _version("tensorrt_rtx"),
         "TensorRT backend": _tensorrt_backend(),
         "onnxruntime": _version("onnxruntime"),
         "onnxruntime providers": ", ".join(onnxruntime_providers()) or "none",

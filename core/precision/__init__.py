@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 PRECISIONS = ("fp32", "fp16", "int8")
-FORMAT_VERSION = 1  # bump when a change makes old cache entries wrong
+FORMAT_VERSION = 2  # bump when a change makes old cache entries wrong (2: float biases)
 REPORT_FILE = "sensitivity.json"
 
 

@@ -131,6 +131,9 @@ def quantize_qdq(
                 "ActivationSymmetric": True,
                 "WeightSymmetric": True,
                 "OpTypesToExcludeOutputQuantization": ["Conv"],
+                # biases stay float: TensorRT takes no Int32 DequantizeLinear (and fuses
+                # the float bias into the INT8 convolution itself)
+                "QuantizeBias": False,
             },
         )
 

@@ -171,6 +171,20 @@ def test_player_on_cuda_decodes_with_nvdec_shows_cpu_detections_and_survives_a_g
     assert errors == [], errors
 
 
+class ShownImages(Shown):
+    """A canvas showing super-resolution: it keeps the last result only (an Upscaled
+    holds a display buffer of the pipeline's pool, as a frame does), and per frame what
+    was shown: the size and region of the upscaled image."""
+
+    def on_result(self, result: FrameResult) -> None:
+        with self._cond:
+            self.indices.append(result.frame.index)
+            self.device_frames += result.frame.device is not None and not result.frame.on_host
+            self.device_frames -= result.output.device is None  # an upscaled frame on the host
+            self.last = result
+            self._cond.notify_all()
+
+
 def test_player_upscales_on_the_device_and_follows_a_region_while_playing(
     gpu_ctx: GpuContext,
 ) -> None:
@@ -180,7 +194,7 @@ def test_player_upscales_on_the_device_and_follows_a_region_while_playing(
     from framelens.core.stages.tasks import SuperResParams, Upscaled
 
     spec = resolve_model("espcn-x2")
-    shown = Shown()
+    shown = ShownImages()
     player = Player(shown.on_result, shown.on_state, shown.on_error)
     try:
         player.open(SAMPLE, PipelineSettings(spec, device="cuda:0"))

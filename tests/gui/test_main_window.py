@@ -246,17 +246,18 @@ def test_device_menu_persists_and_explains_missing_cuda(
 def test_backend_menu_offers_tensorrt_only_where_it_runs(
     qtbot: QtBot, settings_file: Path, app_settings: Settings
 ) -> None:
-    from framelens.core.stages.engines.tensorrt import tensorrt_unavailable
+    from framelens.core.pipeline.devices import backend_choices
 
+    why = next(c.unavailable for c in backend_choices() if c.id == "tensorrt")
     app_settings.backend = "tensorrt"  # saved on a machine that had TensorRT, say
     first = MainWindow(settings=app_settings)
     qtbot.addWidget(first)
     combo = first.panel.backend_combo
     ids = [combo.itemData(i) for i in range(combo.count())]
     assert ids == ["onnxruntime", "tensorrt"]
-    if tensorrt_unavailable() is not None:  # this machine: greyed, the reason as tooltip
+    if why is not None:  # this machine (no GPU): greyed, the reason as tooltip
         assert not combo.model().item(1).isEnabled()
-        assert "TensorRT is not installed" in combo.itemData(1, Qt.ItemDataRole.ToolTipRole)
+        assert combo.itemData(1, Qt.ItemDataRole.ToolTipRole) == why
         assert combo.currentData() == "onnxruntime"  # the saved choice fell back
         messages: list[str] = []
         first.controller.errorOccurred.connect(messages.append)

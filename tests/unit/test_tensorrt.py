@@ -26,16 +26,12 @@ from framelens.core.stages.engines.tensorrt import (
     onnx_input_shape,
     plan_key,
     shape_range,
-    tensorrt_unavailable,
 )
+from framelens.core.stages.engines.tensorrt_plans import BuildFor
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
 H200 = DeviceProperties(0, "NVIDIA H200", (9, 0), 141 << 30, 132)
-
-needs_no_tensorrt = pytest.mark.skipif(
-    tensorrt_unavailable() is None, reason="TensorRT is installed here"
-)
 
 
 def test_static_models_are_built_for_their_one_shape() -> None:
@@ -121,23 +117,39 @@ def test_a_fixed_batch_is_built_only_for_that_batch() -> None:
 
 def test_plans_for_other_batch_ranges_are_other_plans() -> None:
     shape = (None, 3, 416, 416)
-    keys = {plan_key("a" * 64, "10.13.0", H200, shape_range(shape, None, b)) for b in (1, 2, 8)}
+    on_h200 = BuildFor(gpu=H200)
+    keys = {
+        plan_key("a" * 64, "tensorrt 10.13.0", on_h200, shape_range(shape, None, b), "fp32")
+        for b in (1, 2, 8)
+    }
     assert len(keys) == 3
-    again = plan_key("a" * 64, "10.13.0", H200, shape_range(shape, None, 8))
+    again = plan_key("a" * 64, "tensorrt 10.13.0", on_h200, shape_range(shape, None, 8), "fp32")
     assert again in keys
 
 
-def test_a_plan_is_reused_only_for_the_same_graph_tensorrt_gpu_and_shapes() -> None:
+def test_a_plan_is_reused_only_for_the_same_graph_flavour_target_and_shapes() -> None:
     shapes = ShapeRange((1, 3, 416, 416), (1, 3, 416, 416), (1, 3, 416, 416))
-    key = plan_key("a" * 64, "10.13.0", H200, shapes)
-    assert key == plan_key("a" * 64, "10.13.0", H200, shapes)
+    gpu = BuildFor(gpu=H200)
+    key = plan_key("a" * 64, "tensorrt 10.13.0", gpu, shapes, "fp32")
+    assert key == plan_key("a" * 64, "tensorrt 10.13.0", gpu, shapes, "fp32")
     others = {
-        plan_key("b" * 64, "10.13.0", H200, shapes),  # another graph (FP16, INT8, a new model)
-        plan_key("a" * 64, "11.4.1", H200, shapes),  # plans do not cross TensorRT versions
-        plan_key("a" * 64, "10.13.0", replace(H200, compute_capability=(8, 9)), shapes),
-        plan_key("a" * 64, "10.13.0", H200, replace(shapes, max=(1, 3, 640, 640))),
+        plan_key("b" * 64, "tensorrt 10.13.0", gpu, shapes, "fp32"),  # another graph
+        plan_key("a" * 64, "tensorrt 11.4.1", gpu, shapes, "fp32"),  # another version
+        plan_key("a" * 64, "tensorrt-rtx 1.7.1.116", gpu, shapes, "fp32"),  # another flavour
+        plan_key("a" * 64, "tensorrt 10.13.0", gpu, shapes, "fp16"),  # another precision
+        plan_key(
+            "a" * 64,
+            "tensorrt 10.13.0",
+            BuildFor(gpu=replace(H200, compute_capability=(8, 9))),
+            shapes,
+            "fp32",
+        ),
+        plan_key("a" * 64, "tensorrt 10.13.0", gpu, replace(shapes, max=(1, 3, 640, 640)), "fp32"),
+        # ahead of time: the targets are the key, not a GPU
+        plan_key("a" * 64, "tensorrt-rtx 1.7.1.116", BuildFor(("sm_86",)), shapes, "fp32"),
+        plan_key("a" * 64, "tensorrt-rtx 1.7.1.116", BuildFor(("sm_86", "sm_89")), shapes, "fp32"),
     }
-    assert key not in others and len(others) == 4
+    assert key not in others and len(others) == 8
 
 
 def test_tensorrt_messages_become_one_line() -> None:
@@ -148,8 +160,10 @@ def test_tensorrt_messages_become_one_line() -> None:
     assert one_line([]) == "no message from TensorRT"
 
 
-@needs_no_tensorrt
-def test_asking_for_tensorrt_without_it_says_what_to_do() -> None:
+def test_asking_for_tensorrt_without_it_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    from framelens.core.stages.engines import tensorrt_flavour
+
+    monkeypatch.setattr(tensorrt_flavour, "installed_flavours", lambda: ())  # neither flavour
     spec = resolve_model("yolox-nano")
     with pytest.raises(EngineError) as missing:
         create_engine(spec.path, backend="tensorrt", device="cuda:0")
@@ -160,7 +174,6 @@ def test_asking_for_tensorrt_without_it_says_what_to_do() -> None:
         create_engine(spec.path, backend="tensorrt", device="cpu")
 
 
-@needs_no_tensorrt
 def test_cli_run_with_tensorrt_fails_with_one_line_and_no_output(tmp_path: Path) -> None:
     out = tmp_path / "dets.json"
     proc = subprocess.run(

@@ -39,16 +39,20 @@ from framelens.core.gpu.context import GpuContext
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
 from framelens.core.stages.engines.onnxruntime_cuda import OutputBuffers, check_input_dtype
+from framelens.core.stages.engines.tensorrt_build import logger_for, one_line
+from framelens.core.stages.engines.tensorrt_flavour import import_flavour
 from framelens.core.stages.engines.tensorrt_plans import (
-    ShapeRange,
-    _logger,
+    LAYERS_FILE,
+    BuildFor,
     cached_plan,
     import_tensorrt,
-    one_line,
-    onnx_input_shape,
     plan_key,
-    shape_range,
     tensorrt_unavailable,
+)
+from framelens.core.stages.engines.tensorrt_shapes import (
+    ShapeRange,
+    onnx_input_shape,
+    shape_range,
 )
 
 __all__ = [
@@ -87,7 +91,11 @@ class TensorRtEngine(DeviceEngine):
         cache_dir: str | os.PathLike[str] | None = None,
         max_batch: int = 1,
     ) -> None:
-        trt = import_tensorrt()
+        flavour = import_flavour()
+        refused = flavour.cannot_run(ctx.properties.compute_capability)
+        if refused is not None:  # before building anything: the plan would not load
+            raise EngineError(refused)
+        trt = flavour.module
         self._trt = trt
         self._ctx = ctx
         self.path = Path(path)
@@ -99,22 +107,23 @@ class TensorRtEngine(DeviceEngine):
         self._outputs: list[OutputBuffers] = []
         self._input = OutputBuffers("input", (), np.dtype(np.uint8))  # the host path's staging
         cuda = cuda_driver()
-        self._log = _logger(trt)
+        self._log = logger_for(trt)
         try:
             with ctx.active():
                 self.stream = stream if stream is not None else cuda.Stream()
-                plan, self.shapes, self.built = cached_plan(
-                    trt, self._log, self.path, ctx.properties, precision, spec, cache_dir,
-                    max_batch,
+                plan, self.shapes, self.built, entry = cached_plan(
+                    flavour, self.path, BuildFor.this_gpu(ctx.properties, flavour), precision,
+                    spec, cache_dir=cache_dir, max_batch=max_batch,
                 )  # fmt: skip
                 del self._log.errors[:]
                 self._runtime = trt.Runtime(self._log)
                 self._engine = self._runtime.deserialize_cuda_engine(plan)
                 if self._engine is None:
                     raise EngineError(
-                        f"TensorRT could not load the plan of {self.path.name}: "
+                        f"{flavour.label} could not load the plan of {self.path.name}: "
                         f"{one_line(self._log.errors)}"
                     )
+                _save_layers(trt, self._engine, entry / LAYERS_FILE)
                 self._context = self._engine.create_execution_context()
                 if self._context is None:
                     raise EngineError(
@@ -271,3 +280,19 @@ class TensorRtEngine(DeviceEngine):
         except Exception as exc:  # a broken device: its memory goes with it
             log.warning("closing the TensorRT engine failed: %s", cuda_message(exc))
         self._outputs = []
+
+
+def _save_layers(trt: Any, engine: Any, path: Path) -> None:
+    """The engine inspector's layer list (which layers run in which precision) beside the
+    plan, once: what the INT8 sensitivity chart shows as "TensorRT kept this layer in
+    float". Best effort: a plan without it still runs."""
+    if path.exists():
+        return
+    try:
+        inspector = engine.create_engine_inspector()
+        text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
+        from framelens.core.stages.sinks.atomic import write_bytes_atomic
+
+        write_bytes_atomic(path, str(text).encode("utf-8"))
+    except Exception as exc:
+        log.info("no layer list for %s: %s", path.parent.name, exc)
