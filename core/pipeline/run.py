@@ -167,6 +167,8 @@ def run_to_outputs(
     video: FrameExporter | None = None
     writer: OutputWriter[Any] | None = None
     source, built = open_pipelines(source_spec, settings, notes)
+    # what runs: TensorRT where its flavour cannot run the GPU became ONNX Runtime
+    settings = replace(settings, backend=built.pipelines[0].settings.backend)
     for text in notes:
         if on_message is not None:
             on_message(text)

@@ -13,6 +13,19 @@ bash .device/bin/ondevice.sh setup 2>&1 | tail -8
 . /tmp/kit/env.sh
 python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/kit/site . \
     2>&1 | grep -v -i "warning" | tail -3
+# TensorRT-RTX, stashed earlier as .device/trtx0 and .device/trtx1 (its 95 MB libs wheel
+# in 45 MiB parts, the bindings wheel and the meta package): installed once per machine
+S=/tmp/kit/stage
+if ls $S/trtxpart* >/dev/null 2>&1 && [[ ! -d /tmp/kit/site/tensorrt_rtx ]]; then
+    libs=/tmp/kit/tensorrt_rtx_cu13_libs-1.7.1.116-py3-none-manylinux_2_28_x86_64.whl
+    cat $S/trtxpart* > $libs
+    if [[ "$(md5sum $libs | cut -d' ' -f1)" == "$(cat $S/trtx.md5)" ]]; then
+        python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/kit/site \
+            $libs $S/tensorrt_rtx_cu13_bindings-*.whl $S/tensorrt_rtx_cu13-1*.whl 2>&1 | tail -2
+    else
+        echo "tensorrt-rtx: parts missing or corrupt ($(ls $S/trtxpart* | wc -l) of 3)"
+    fi
+fi
 # pure-Python wheels the kit lacks, carried in .device/extra (onnxconverter-common: FP16)
 for w in .device/extra/*.whl; do
     [[ -f $w ]] && python3 -m pip install -q --no-deps --target /tmp/kit/site "$w" 2>&1 | tail -1

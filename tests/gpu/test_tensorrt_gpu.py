@@ -1,5 +1,6 @@
-"""The TensorRT backend on a GPU with TensorRT installed (skipped where it is missing,
-which is every machine this project has had so far: the H200 included)."""
+"""The TensorRT backend on a GPU whose installed TensorRT flavour runs it: TensorRT 10/11
+anywhere, TensorRT-RTX on RTX GPUs. Skipped, with the reason, where none does (the H200
+with TensorRT-RTX: test_tensorrt_rtx_gpu.py tests the refusal and the fallback there)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,13 @@ SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
 
 
 @pytest.fixture(scope="module")
-def trt() -> Any:
-    return pytest.importorskip("tensorrt", reason="TensorRT is not installed here")
+def trt(gpu_ctx: GpuContext) -> Any:
+    from framelens.core.stages.engines.tensorrt_flavour import flavour_for_gpu
+
+    flavour, reason = flavour_for_gpu(gpu_ctx.properties.compute_capability)
+    if flavour is None:
+        pytest.skip(reason or "no TensorRT flavour runs this GPU")
+    return flavour.module
 
 
 def test_engine_is_built_once_cached_and_equals_onnx_runtime(
