@@ -64,6 +64,7 @@ from framelens.core.pipeline.devices import (
     device_choices,
     resolve_device,
 )
+from framelens.core.pipeline.engines import EngineBuild, build_engine
 from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings, with_changes, without_classes
@@ -86,6 +87,7 @@ from framelens.core.stages.draw.style import (
     Tag,
     layout,
 )
+from framelens.core.stages.engines.tensorrt_flavour import Flavour, installed_flavours
 from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sources import Source, open_source
@@ -138,6 +140,7 @@ __all__ = [
     "DeviceFrameUploader",
     "DifferenceColours",
     "End",
+    "EngineBuild",
     "EnlargedCrop",
     "ExportError",
     "FrameLensError",
@@ -167,6 +170,8 @@ __all__ = [
     "__version__",
     "backend_choices",
     "bicubic_upscale",
+    "build_engine",
+    "bundled_sample",
     "cached_variant",
     "clamp_region",
     "compare_report_folder",
@@ -189,6 +194,7 @@ __all__ = [
     "run_to_outputs",
     "save_frame_snapshot",
     "sr_upscaler",
+    "tensorrt_flavours",
     "with_changes",
     "without_classes",
 ]
@@ -331,3 +337,15 @@ def measure_frame_quality(image: Image, settings: PipelineSettings) -> FrameQual
     thread."""
     with sr_upscaler(settings) as upscaler:
         return frame_quality(image, upscaler, upscaler.scale)
+
+
+def tensorrt_flavours() -> tuple[Flavour, ...]:
+    """The TensorRT flavours installed here (TensorRT 10/11, TensorRT-RTX), none maybe."""
+    return installed_flavours()
+
+
+def bundled_sample() -> str:
+    """The demo clip shipped with FrameLens (CC BY 4.0, resources/samples/ATTRIBUTION.md)."""
+    from importlib.resources import files
+
+    return str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4")

@@ -92,6 +92,11 @@ class MainActions(MainWindowParts):
             tip="Sensitivity per layer of the active INT8 variant, and the layers kept in float",
         )
         self.sensitivity_action.setEnabled(False)
+        self.engine_action = self._action(
+            "Build TensorRT &Engine…",
+            self.open_engine_builder,
+            tip="Build a TensorRT plan of a model before playing (ahead of time with TensorRT-RTX)",
+        )
         self.compare_action = self._action(
             "&Compare…",
             self.open_compare,
@@ -142,6 +147,7 @@ class MainActions(MainWindowParts):
         analysis_menu.addActions(list(self.precision_actions.values()))
         analysis_menu.addSeparator()
         analysis_menu.addActions([self.sensitivity_action, self.compare_action])
+        analysis_menu.addAction(self.engine_action)
         self.view_menu, self.analysis_menu = view_menu, analysis_menu  # the SR parts add to them
         help_menu = mb.addMenu("&Help")
         help_menu.addAction(self.about_action)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from framelens.core.api import SensitivityReport
+from framelens.core.api import SensitivityReport, bundled_sample
+from framelens.gui.engine_dialog import EngineBuildDialog
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.sensitivity import SensitivityDialog
 from PySide6.QtCore import Slot
@@ -69,6 +70,19 @@ class PrecisionSwitching(MainWindowParts):
             )
         else:
             self.show_error(message if name in message else f"{name}: {message}")
+
+    def open_engine_builder(self) -> EngineBuildDialog:
+        """Analysis > Build TensorRT Engine…: the current model preselected; INT8
+        calibrates on the open video (else the bundled sample)."""
+        settings = self.controller.settings
+        model = settings.model.name if settings is not None else ""
+        source = self.state.source
+        calibration = source.uri if source is not None and source.kind == "file" else None
+        dialog = EngineBuildDialog(
+            sorted(self.controller.catalog()), model, calibration or bundled_sample(), self
+        )
+        dialog.show()
+        return dialog
 
     def show_sensitivity(self) -> SensitivityDialog | None:
         """The INT8 variant's sensitivity per layer (non-modal)."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from framelens.gui.compare_view import CompareWindow
     from framelens.gui.controller import Controller
     from framelens.gui.dialogs import ExportDialog
+    from framelens.gui.engine_dialog import EngineBuildDialog
     from framelens.gui.model_panel import ModelPanel
     from framelens.gui.plots import StagePlots
     from framelens.gui.sensitivity import SensitivityDialog
@@ -54,6 +55,7 @@ class MainWindowParts(_Window):
     precision_actions: dict[str, QAction]
     sensitivity_action: QAction
     sensitivity_dialog: SensitivityDialog | None
+    engine_action: QAction
     _pending_recent: str | None
     _model_key: str
     _asked_precision: str | None  # chosen by the user, being prepared
@@ -91,4 +93,5 @@ class MainWindowParts(_Window):
         # main_precision.py
         def choose_precision(self, precision: str) -> None: ...
         def show_sensitivity(self) -> SensitivityDialog | None: ...
+        def open_engine_builder(self) -> EngineBuildDialog: ...
         def _sync_precision(self) -> None: ...
