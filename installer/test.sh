@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/setup.sh --dev
+# TensorRT 10's published stubs, for mypy on the TensorRT backend (types only, no
+# runtime; their own dependencies are the CUDA 12 TensorRT wheels, hence --no-deps)
+.venv/bin/python -m pip install -q --no-deps "tensorrt-stubs==10.13.0.35.1"
+.venv/bin/python installer/tensorrt_stubs.py
 .venv/bin/ruff check app core gui tests benchmarks
 .venv/bin/lint-imports
 # type-check the installed package (entry layer, core and gui, all strict) so framelens.* imports resolve

@@ -18,6 +18,17 @@ def _version(module: str) -> str:
     return str(getattr(mod, "__version__", "installed"))
 
 
+def _flavour_version(name: str) -> str:
+    """A TensorRT flavour's version, when it imports and is the real library (the type
+    stubs install a ``tensorrt`` folder with no library in it)."""
+    from framelens.core.stages.engines.tensorrt_flavour import installed_flavours
+
+    for flavour in installed_flavours():
+        if flavour.name == name:
+            return flavour.version
+    return "not available"
+
+
 def _nvidia_smi() -> str:
     exe = shutil.which("nvidia-smi")
     if exe is None:
@@ -123,8 +134,8 @@ def diagnose() -> dict[str, str]:
         "pycuda": _version("pycuda"),
         "pycuda OpenGL interop": _gl_interop(),
         "GPU pipeline (cuda:0)": _gpu_pipeline(),
-        "tensorrt": _version("tensorrt"),
-        "tensorrt-rtx": _version("tensorrt_rtx"),
+        "tensorrt": _flavour_version("tensorrt"),
+        "tensorrt-rtx": _flavour_version("tensorrt-rtx"),
         "TensorRT backend": _tensorrt_backend(),
         "onnxruntime": _version("onnxruntime"),
         "onnxruntime providers": ", ".join(onnxruntime_providers()) or "none",

@@ -18,11 +18,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framelens.core.errors import Cancelled, EngineError, FrameLensError, ModelError
 from framelens.core.stages.engines.tensorrt_flavour import Flavour
 from framelens.core.stages.engines.tensorrt_shapes import ShapeRange
+
+if TYPE_CHECKING:
+    # TensorRT 10's published stubs (tensorrt-stubs, installed for mypy in CI): both
+    # flavours share this API; what only TensorRT-RTX has (ahead-of-time compute
+    # capabilities) is called through ``rtx_config`` below, typed Any on purpose
+    import tensorrt as trt_api
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +135,7 @@ class BuiltPlan:
     targets: tuple[str, ...]  # compute capabilities built for ahead of time; () = this GPU
 
 
-def parse_errors(parser: Any) -> list[str]:
+def parse_errors(parser: trt_api.OnnxParser) -> list[str]:
     """The parser's errors, one per node: "node 12 (Conv_7, Conv): message"."""
     out = []
     for i in range(parser.num_errors):
@@ -174,26 +180,32 @@ def build_plan(
         raise EngineError(f"{flavour.label} builds for the GPU it runs on, not for targets")
     start = time.perf_counter()
     del logger.errors[:]
-    builder = trt.Builder(logger)
-    network = builder.create_network(1 << int(strongly))
-    parser = trt.OnnxParser(network, logger)
+    builder: trt_api.Builder = trt.Builder(logger)
+    network: trt_api.INetworkDefinition = builder.create_network(1 << int(strongly))
+    parser: trt_api.OnnxParser = trt.OnnxParser(network, logger)
     if not parser.parse_from_file(str(path)):
         raise ModelError(
             f"{flavour.label} cannot parse {path.name}: {one_line(parse_errors(parser))}"
         )
-    config = builder.create_builder_config()
+    config: trt_api.IBuilderConfig = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
     config.builder_optimization_level = optimization_level
     if targets:
-        config.num_compute_capabilities = len(targets)
+        # TensorRT-RTX only (not in TensorRT 10/11's API, hence not in its stubs)
+        rtx_config: Any = config
+        rtx_config.num_compute_capabilities = len(targets)
         for i, target in enumerate(targets):
-            if not config.set_compute_capability(flavour.target_enum(target), i):
+            if not rtx_config.set_compute_capability(flavour.target_enum(target), i):
                 raise EngineError(f"{flavour.label} refused the target {target}")
     # no precision flags: the graph's types decide (FP16 graph, Q/DQ nodes for INT8)
-    if not shapes.static or -1 in tuple(network.get_input(0).shape):
+    graph_input = network.get_input(0)
+    dims = [graph_input.shape[i] for i in range(len(graph_input.shape))]
+    if not shapes.static or -1 in dims:
         # a dynamic dimension needs a profile, even one fixed to a single shape
-        profile = builder.create_optimization_profile()
-        profile.set_shape(network.get_input(0).name, shapes.min, shapes.opt, shapes.max)
+        profile: trt_api.IOptimizationProfile = builder.create_optimization_profile()
+        profile.set_shape(
+            graph_input.name, trt.Dims(shapes.min), trt.Dims(shapes.opt), trt.Dims(shapes.max)
+        )
         config.add_optimization_profile(profile)
     # TensorRT-RTX deprecated timing caches (no-ops there: it tunes at run time with its
     # runtime cache), so only the flavour that builds for its own GPU keeps one
@@ -215,7 +227,7 @@ def build_plan(
     return BuiltPlan(bytes(plan), time.perf_counter() - start, tuple(targets))
 
 
-def _use_timing_cache(config: Any, path: Path | None) -> None:
+def _use_timing_cache(config: trt_api.IBuilderConfig, path: Path | None) -> None:
     previous = b""
     if path is not None:
         with contextlib.suppress(OSError):
@@ -226,7 +238,7 @@ def _use_timing_cache(config: Any, path: Path | None) -> None:
         config.set_timing_cache(config.create_timing_cache(b""), ignore_mismatch=True)
 
 
-def _save_timing_cache(config: Any, path: Path) -> None:
+def _save_timing_cache(config: trt_api.IBuilderConfig, path: Path) -> None:
     from framelens.core.stages.sinks.atomic import write_bytes_atomic
 
     cache = config.get_timing_cache()
