@@ -29,7 +29,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,9 @@ __all__ = [
     "tensorrt_unavailable",
 ]
 
+if TYPE_CHECKING:  # TensorRT 10's published stubs, the API both flavours share
+    import tensorrt as trt_api
+
 log = logging.getLogger(__name__)
 
 
@@ -101,9 +104,9 @@ class TensorRtEngine(DeviceEngine):
         self.path = Path(path)
         self.device = f"cuda:{ctx.index}"
         self.providers = ["TensorRT"]
-        self._runtime: Any = None
-        self._engine: Any = None
-        self._context: Any = None
+        self._runtime: trt_api.Runtime | None = None
+        self._engine: trt_api.ICudaEngine | None = None
+        self._context: trt_api.IExecutionContext | None = None
         self._outputs: list[OutputBuffers] = []
         self._input = OutputBuffers("input", (), np.dtype(np.uint8))  # the host path's staging
         cuda = cuda_driver()
@@ -116,15 +119,15 @@ class TensorRtEngine(DeviceEngine):
                     spec, cache_dir=cache_dir, max_batch=max_batch,
                 )  # fmt: skip
                 del self._log.errors[:]
-                self._runtime = trt.Runtime(self._log)
-                self._engine = self._runtime.deserialize_cuda_engine(plan)
-                if self._engine is None:
+                self._runtime = runtime = trt.Runtime(self._log)
+                self._engine = engine = runtime.deserialize_cuda_engine(plan)
+                if engine is None:
                     raise EngineError(
                         f"{flavour.label} could not load the plan of {self.path.name}: "
                         f"{one_line(self._log.errors)}"
                     )
-                _save_layers(trt, self._engine, entry / LAYERS_FILE)
-                self._context = self._engine.create_execution_context()
+                _save_layers(trt, engine, entry / LAYERS_FILE)
+                self._context = engine.create_execution_context()
                 if self._context is None:
                     raise EngineError(
                         f"TensorRT could not create an execution context for "
@@ -142,6 +145,7 @@ class TensorRtEngine(DeviceEngine):
 
     def _bind_names(self, trt: Any) -> None:
         engine = self._engine
+        assert engine is not None, "names are bound after deserialization"
         names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
         inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         outputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
@@ -149,7 +153,7 @@ class TensorRtEngine(DeviceEngine):
             raise ModelError(f"{self.path.name}: the TensorRT backend takes models with one input")
         self.input_name = str(inputs[0])
         self.input_shape = tuple(
-            None if d < 0 else int(d) for d in engine.get_tensor_shape(self.input_name)
+            None if d < 0 else int(d) for d in _dims(engine.get_tensor_shape(self.input_name))
         )
         self._input_dtype: np.dtype[Any] = np.dtype(
             trt.nptype(engine.get_tensor_dtype(self.input_name))
@@ -158,7 +162,7 @@ class TensorRtEngine(DeviceEngine):
         self._outputs = [
             OutputBuffers(
                 str(n),
-                tuple(None if d < 0 else int(d) for d in engine.get_tensor_shape(n)),
+                tuple(None if d < 0 else int(d) for d in _dims(engine.get_tensor_shape(n))),
                 np.dtype(trt.nptype(engine.get_tensor_dtype(n))),
             )
             for n in outputs
@@ -223,7 +227,7 @@ class TensorRtEngine(DeviceEngine):
                 context.set_tensor_address(self.input_name, int(input_ptr))
                 staged = []
                 for output in self._outputs:
-                    out_shape = tuple(int(d) for d in context.get_tensor_shape(output.name))
+                    out_shape = tuple(_dims(context.get_tensor_shape(output.name)))
                     if any(d < 0 for d in out_shape):
                         raise EngineError(
                             f"output {output.name} has a data-dependent shape, not supported"
@@ -280,6 +284,11 @@ class TensorRtEngine(DeviceEngine):
         except Exception as exc:  # a broken device: its memory goes with it
             log.warning("closing the TensorRT engine failed: %s", cuda_message(exc))
         self._outputs = []
+
+
+def _dims(dims: trt_api.Dims) -> list[int]:
+    """A TensorRT Dims as ints (it iterates at run time; the stubs only index it)."""
+    return [int(dims[i]) for i in range(len(dims))]
 
 
 def _save_layers(trt: Any, engine: Any, path: Path) -> None:
