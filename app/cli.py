@@ -64,7 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="detect on a video, camera, stream or image folder")
-    run.add_argument("source", help="file, camera index, rtsp/http URL or image folder")
+    run.add_argument(
+        "source",
+        nargs="+",
+        help="file, camera index, rtsp/http URL or image folder; several with --export-dir",
+    )
     _add_model_args(run)
     run.add_argument(
         "--export", metavar="OUT.mp4|DIR/", help="write the annotated video (DIR/: PNG frames)"
@@ -73,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--lossless", action="store_true", help="with --export OUT.mkv: FFV1, bit-exact frames"
     )
     run.add_argument("--detections", metavar="OUT.json|OUT.csv", help="write the detections")
+    run.add_argument(
+        "--export-dir",
+        metavar="DIR",
+        help="several sources in one run: DIR/<name>.mp4 and DIR/<name>.json for each",
+    )
     run.add_argument("--start", type=int, default=0, help="first frame index")
     run.add_argument("--frames", type=int, default=None, help="number of frames to process")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -187,9 +196,13 @@ def _settings(args: argparse.Namespace) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     from framelens.core.pipeline.run import run_to_outputs
 
+    sources: list[str] = list(args.source)
+    args.source = sources[0]  # one source, or the one INT8 calibrates on
     settings = _settings(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
+    if len(sources) > 1 or args.export_dir:
+        return _run_many(args, sources, settings)
     if args.batch is None:
         from framelens.core.pipeline.build import default_batch
 
@@ -210,6 +223,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary["variant"] = variant.summary()
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> int:
+    from framelens.core.pipeline.multi_run import run_many
+
+    if not args.export_dir:
+        raise ConfigError("several sources need --export-dir DIR (DIR/<name>.mp4 and .json each)")
+    if args.export or args.detections:
+        raise ConfigError("--export and --detections name one source's outputs: use --export-dir")
+    if args.start:
+        raise ConfigError("--start needs one source; several are read from their starts")
+    settings, variant = _prepare_precision(args, settings)  # INT8: on the first source
+    summary = run_many(
+        sources,
+        settings,
+        args.export_dir,
+        lossless=args.lossless,
+        frames=args.frames,
+        progress=not args.quiet,
+        on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
+    )
+    if variant is not None:
+        summary["variant"] = variant.summary()
+    print(json.dumps(summary, indent=2))
+    return 0 if all("error" not in s for s in summary["sources"]) else 1
 
 
 def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, Any]:

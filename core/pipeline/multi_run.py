@@ -1,0 +1,228 @@
+"""Many sources in one run: ``framelens run SRC1 SRC2 ... --export-dir DIR``.
+
+Every source keeps its own decoder (NVDEC on the GPU) and its own outputs; frames of all
+of them go through one executor, whose workers take up to ``batch`` frames at a time
+from whichever sources have them (core/stages/sources/merged.py), so one engine call
+serves several sources: DeepStream's nvstreammux -> nvinfer -> nvstreamdemux. Results
+are handed back per source, in each source's frame order, to that source's exporter
+(``DIR/<name>.mp4``) and detections (``DIR/<name>.json``, as ``--detections`` writes for
+one source). File sources are read to their end, every frame. A source that fails is
+reported and the others go on; its partial outputs are discarded, never renamed in.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from framelens.core.errors import ConfigError, SourceError, error_message
+from framelens.core.pipeline import build
+from framelens.core.pipeline.run import run_meta
+from framelens.core.pipeline.runner import PipelineRunner, RunRange
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.stats import RunStats
+from framelens.core.stages.sinks.lossless import FrameExporter, open_exporter
+from framelens.core.stages.sinks.video import provenance_metadata
+from framelens.core.stages.sources import Source
+from framelens.core.stages.sources.merged import MergedSource
+from framelens.core.stages.tasks.base import OutputWriter
+from framelens.core.types import FrameResult
+from tqdm import tqdm
+
+MULTI_BATCH = 8
+"""Frames per engine call, across sources, when none is asked for: batches fill with the
+frames that are ready (never waiting for a late source), so this is an upper bound."""
+
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+def source_name(spec: str) -> str:
+    """What a source's outputs are called: a file's stem, a URL's host and path, a
+    camera's index ("camera-0")."""
+    text = spec.strip()
+    if text.isdigit():
+        return f"camera-{text}"
+    if text.startswith("/dev/video"):
+        return f"camera-{text.removeprefix('/dev/video')}"
+    if _URL.match(text):
+        rest = _URL.sub("", text).split("?")[0].strip("/")
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", rest).strip("-")
+        return name or "stream"
+    return Path(text.rstrip("/\\")).stem or "source"
+
+
+def output_names(specs: Sequence[str]) -> list[str]:
+    """``source_name`` of each, clashes numbered "-2", "-3" in the order given."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for spec in specs:
+        base = source_name(spec)
+        count = seen.get(base, 0) + 1
+        seen[base] = count
+        name = base if count == 1 else f"{base}-{count}"
+        while name in names:  # "a-2" given as a file of its own
+            count += 1
+            name = f"{base}-{count}"
+        names.append(name)
+    return names
+
+
+class _SourceOutputs:
+    """One source's exporter and detections writer, fed its results in frame order."""
+
+    def __init__(self, video: FrameExporter | None, writer: OutputWriter[Any] | None) -> None:
+        self.video, self.writer = video, writer
+        self.frames = 0
+
+    def add(self, result: FrameResult) -> None:
+        if self.video is not None and result.annotated is not None:
+            self.video.write(result.annotated, result.frame.pts)
+        if self.writer is not None:
+            self.writer.add(result.frame.index, result.frame.pts, result.output)
+        self.frames += 1
+
+    def close(self) -> list[str]:
+        return [str(w.close()) for w in (self.video, self.writer) if w is not None]
+
+    def abort(self) -> None:
+        for w in (self.video, self.writer):
+            if w is not None:
+                w.abort()
+
+
+def run_many(
+    specs: Sequence[str],
+    settings: PipelineSettings,
+    export_dir: str,
+    *,
+    videos: bool = True,
+    lossless: bool = False,
+    frames: int | None = None,
+    progress: bool = True,
+    on_message: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
+
+    ``frames``: at most that many of each source. Returns a summary with one entry per
+    source (its outputs, frames, and why it stopped early if it did)."""
+    if len(specs) < 1:
+        raise ConfigError("give at least one source")
+    out_dir = Path(export_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
+    names = output_names(specs)
+    all_specs, all_names = list(specs), list(names)
+    if settings.batch == 1 and len(specs) > 1:
+        settings = replace(settings, batch=MULTI_BATCH)
+    notes: list[str] = []
+    built = build.workers(settings, notify=notes.append)
+    opened: list[Source] = []
+    outputs: list[_SourceOutputs] = []
+    merged: MergedSource | None = None
+    unopened: dict[int, str] = {}  # a source that cannot be opened: reported, the rest run
+    try:
+        for i, spec in enumerate(specs):
+            try:
+                source, _ = build.open_frames(spec, built.pipelines[0])
+            except SourceError as exc:
+                unopened[i] = error_message(exc)
+                continue
+            opened.append(source)
+        if not opened:
+            raise SourceError(f"no source could be opened: {'; '.join(unopened.values())}")
+        live = [i for i in range(len(specs)) if i not in unopened]
+        specs, names = [specs[i] for i in live], [names[i] for i in live]
+        merged = MergedSource(opened, limit=frames)
+        task = built.pipelines[0].task
+        ran = built.pipelines[0].settings
+        for spec, name, source in zip(specs, names, opened, strict=True):
+            info = source.info
+            meta = run_meta(spec, replace(settings, backend=ran.backend), info)
+            video = None
+            if videos:
+                out_w, out_h = task.output_size(info.width, info.height)
+                suffix = ".mkv" if lossless else ".mp4"
+                video = open_exporter(
+                    out_dir / f"{name}{suffix}", lossless=lossless, width=out_w, height=out_h,
+                    fps=info.fps if info.fps > 0 else 30.0, meta=meta,
+                    tags=provenance_metadata(meta),
+                )  # fmt: skip
+            writer = None
+            if task.name != "superres":
+                writer = task.open_writer(out_dir / f"{name}.json", meta)
+            outputs.append(_SourceOutputs(video, writer))
+        for text in notes:
+            if on_message is not None:
+                on_message(text)
+        stats = RunStats()
+        bar = tqdm(
+            total=merged.info.frame_count, unit="frame", disable=not progress or None,
+            file=sys.stderr,
+        )  # fmt: skip
+
+        def sink(result: FrameResult) -> None:
+            outputs[result.frame.source_id].add(result)
+
+        def report(_: FrameResult) -> None:
+            bar.update()
+            if cancel is not None and cancel.is_set():
+                runner.cancel()
+
+        runner = PipelineRunner(
+            merged, built.pipelines[0], [sink], observers=[stats, report],
+            draw=videos, extra_pipelines=built.pipelines[1:],
+        )  # fmt: skip
+        try:
+            runner.run(RunRange(0, None))
+        finally:
+            bar.close()
+        stats.stop()
+        per_source = []
+        for i, (spec, name, out) in enumerate(zip(specs, names, outputs, strict=True)):
+            failed = merged.failures.get(i)
+            entry: dict[str, Any] = {"source": spec, "name": name, "frames": out.frames}
+            if failed is not None:
+                out.abort()  # a partial video is no evidence: nothing renamed in
+                entry["error"] = failed
+                if on_message is not None:
+                    on_message(f"{spec} failed after {out.frames} frames: {failed}")
+            else:
+                entry["outputs"] = out.close()
+            per_source.append(entry)
+        for i, why in sorted(unopened.items()):
+            per_source.insert(i, {"source": all_specs[i], "name": all_names[i], "frames": 0,
+                                  "error": why})  # fmt: skip
+            if on_message is not None:
+                on_message(f"{all_specs[i]} not opened: {why}")
+        return {
+            "sources": per_source,
+            "frames": sum(o.frames for o in outputs),
+            "fps": round(stats.fps, 2),
+            "stage_ms": stats.medians(),
+            "batch": built.pipelines[0].settings.batch,
+            "inference_workers": len(built.pipelines),
+            "path": built.path,
+            "notes": notes,
+            "model": settings.model.name,
+            "precision": settings.precision,
+            "backend": ran.backend,
+            "device": settings.device,
+        }
+    except BaseException:
+        for out in outputs:
+            out.abort()
+        raise
+    finally:
+        built.close()
+        if merged is not None:
+            merged.close()  # its reader threads, then every source
+        elif opened:
+            build.close_quietly(opened)

@@ -1,0 +1,162 @@
+"""Many sources in one run (the CPU half of "Many streams at once"): real videos through
+PyAV, a real image folder that breaks mid-run, the real YOLOX-Nano, batches across
+sources, outputs per source exactly as single runs write them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.multi_run import output_names, run_many, source_name
+from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sources import open_source
+from framelens.core.stages.sources.merged import MergedSource
+from media_factory import sample_frames
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+FRAMES = 24
+START = 290  # the person is in view: detections to compare
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Four sources: three 24-frame clips of the sample cut at different places (so each
+    has its own detections) and one at a different size (768x432 -> 640x360)."""
+    import av
+
+    folder = tmp_path_factory.mktemp("clips")
+    paths = []
+    for n, (start, size) in enumerate([(290, None), (320, None), (600, None), (300, (640, 360))]):
+        path = folder / f"clip{n}.mp4"
+        frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("libx264", rate=10)
+            w, h = size or (frames[0].shape[1], frames[0].shape[0])
+            stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+            for image in frames:
+                image = cv2.resize(image, (w, h)) if size else image
+                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        paths.append(str(path))
+    return paths
+
+
+def detections(path: Path) -> list[dict[str, object]]:
+    frames: list[dict[str, object]] = json.loads(path.read_text())["frames"]
+    return frames
+
+
+def assert_same_detections(a: list[dict[str, object]], b: list[dict[str, object]]) -> None:
+    assert [f["index"] for f in a] == [f["index"] for f in b]
+    for fa, fb in zip(a, b, strict=True):
+        da, db = fa["detections"], fb["detections"]
+        assert isinstance(da, list) and isinstance(db, list) and len(da) == len(db), fa["index"]
+        for x, y in zip(da, db, strict=True):
+            assert x["label"] == y["label"]
+            assert (
+                np.allclose(x["box"], y["box"], atol=0.05) and abs(x["score"] - y["score"]) < 1e-3
+            )
+
+
+def test_four_sources_give_the_detections_of_four_single_runs(
+    clips: list[str], tmp_path: Path
+) -> None:
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    summary = run_many(clips, settings, str(tmp_path / "all"), progress=False)
+    assert summary["batch"] > 1  # frames of several sources per engine call
+    assert [s["frames"] for s in summary["sources"]] == [FRAMES] * 4  # every frame, no drops
+    found = 0
+    for clip, entry in zip(clips, summary["sources"], strict=True):
+        alone = tmp_path / f"{Path(clip).stem}-alone.json"
+        run_to_outputs(clip, settings, detections=str(alone), progress=False)
+        together = tmp_path / "all" / f"{entry['name']}.json"
+        assert (
+            str(together) in entry["outputs"]
+            and (tmp_path / "all" / f"{entry['name']}.mp4").is_file()
+        )
+        assert_same_detections(detections(together), detections(alone))
+        found += sum(len(f["detections"]) for f in detections(alone))  # type: ignore[arg-type]
+    assert found > 40  # the clips show the person: the comparison compared something
+
+
+def test_a_source_that_breaks_mid_run_is_reported_and_the_others_finish(
+    clips: list[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i, image in enumerate(sample_frames(SAMPLE, tuple(range(300, 310)))):
+        cv2.imwrite(str(folder / f"{i:03d}.jpg"), image)
+    (folder / "005.jpg").write_bytes(b"not a jpeg")  # the camera's card went bad here
+    out = tmp_path / "out"
+    notes: list[str] = []
+    summary = run_many(
+        [clips[0], str(folder), clips[1]], PipelineSettings(resolve_model(DEFAULT_MODEL)),
+        str(out), progress=False, on_message=notes.append,
+    )  # fmt: skip
+    broken = summary["sources"][1]
+    assert broken["name"] == "frames" and "005.jpg" in broken["error"]
+    assert broken["frames"] == 5  # what it gave before it broke
+    assert not (out / "frames.mp4").exists() and not (out / "frames.json").exists()
+    assert not list(out.glob(".*"))  # no staging left behind
+    assert [s["frames"] for s in (summary["sources"][0], summary["sources"][2])] == [FRAMES] * 2
+    assert any("005.jpg" in n for n in notes)
+
+
+def test_the_merged_source_reads_every_frame_of_each_in_order_and_takes_turns(
+    clips: list[str],
+) -> None:
+    merged = MergedSource([open_source(c) for c in clips[:3]], limit=10)
+    try:
+        got = [(f.source_id, f.index) for f in merged]
+    finally:
+        merged.close()
+    for sid in range(3):
+        assert [i for s, i in got if s == sid] == list(range(10))
+    first_round = {s for s, _ in got[:6]}
+    assert first_round == {0, 1, 2}  # nobody waits for another source to finish
+    assert merged.failures == {}
+
+
+def test_output_names_from_stems_addresses_and_cameras() -> None:
+    assert source_name("/data/cam/front door.mp4") == "front door"
+    assert source_name("rtsp://10.0.0.5:554/live/ch1?token=x") == "10.0.0.5-554-live-ch1"
+    assert source_name("0") == "camera-0" and source_name("/dev/video2") == "camera-2"
+    assert output_names(["a/x.mp4", "b/x.mp4", "x-2.mp4", "c/x.mkv"]) == [
+        "x", "x-2", "x-2-2", "x-3",
+    ]  # fmt: skip
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "framelens", "run", *args],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_cli_several_sources_need_an_export_dir_and_write_one_pair_each(
+    clips: list[str], tmp_path: Path
+) -> None:
+    missing = _cli(clips[0], clips[1], "--quiet")
+    assert missing.returncode == 2 and "--export-dir" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
+    shutil.copy(clips[0], tmp_path / "clip0.mp4")  # the same stem twice
+    done = _cli(
+        clips[0], str(tmp_path / "clip0.mp4"), "--export-dir", str(tmp_path / "o"), "--quiet"
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert [s["name"] for s in summary["sources"]] == ["clip0", "clip0-2"]
+    for name in ("clip0", "clip0-2"):
+        assert (tmp_path / "o" / f"{name}.mp4").stat().st_size > 1000
+        assert len(detections(tmp_path / "o" / f"{name}.json")) == FRAMES
