@@ -40,6 +40,8 @@ from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.timing import CudaStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
 
+MAX_SIZES = 8  # source sizes whose buffers a pipeline keeps at once (several sources)
+
 FAULT_ENV = "FRAMELENS_GPU_FAULT_AT"
 """Fault injection for tests: a frame index at which every GPU pipeline raises GpuError."""
 
@@ -67,9 +69,7 @@ class GpuFramePipeline(PipelineBase):
         self.ctx = ctx
         self.stream = stream
         self.engine: DeviceEngine | None = engine
-        self._layout: PreprocessLayout | None = None
-        self._input: DevicePool | None = None
-        self._rgba: DevicePool | None = None
+        self._sizes: dict[tuple[int, int], _SizeBuffers] = {}  # by source size, LRU
         try:
             self.kernels = kernels_for(ctx)
             self._pre = CudaPreprocessor(ctx, self.kernels)
@@ -105,32 +105,39 @@ class GpuFramePipeline(PipelineBase):
 
     # ---- buffers, allocated per source size -----------------------------------------
 
-    def _buffers_for(self, width: int, height: int) -> PreprocessLayout:
-        layout = self._layout
-        if layout is not None and (layout.src_w, layout.src_h) == (width, height):
-            return layout
-        self._free_frame_buffers()
+    def _buffers_for(self, width: int, height: int) -> _SizeBuffers:
+        """The model input and display buffers for frames of this size: kept for the
+        last MAX_SIZES sizes (several sources of different sizes in one run)."""
+        key = (width, height)
+        found = self._sizes.pop(key, None)
+        if found is not None:
+            self._sizes[key] = found  # most recently used last
+            return found
+        while len(self._sizes) >= MAX_SIZES:
+            self._sizes.pop(next(iter(self._sizes))).close()  # held frames stay valid
         geometry = self._task.input_geometry(width, height)
         layout = PreprocessLayout.from_spec(
             self._settings.model, width, height, self._dtype, geometry=geometry
         )
         batch = self._settings.batch
-        self._input = DevicePool.linear(self.ctx, layout.nbytes * batch, 1, kind="model input")
-        if batch > 1:  # the padding of a short batch: zeros, not whatever memory held
-            with self.ctx.active():
-                cuda_driver().memset_d8(self._input.buffers[0].ptr, 0, layout.nbytes * batch)
-        self._rgba = DevicePool.pitched(
-            self.ctx, width * 4, height, self.RGBA_BUFFERS * batch, kind="display frame"
-        )
-        self._layout = layout
-        return layout
+        model_input = DevicePool.linear(self.ctx, layout.nbytes * batch, 1, kind="model input")
+        try:
+            if batch > 1:  # the padding of a short batch: zeros, not whatever memory held
+                with self.ctx.active():
+                    cuda_driver().memset_d8(model_input.buffers[0].ptr, 0, layout.nbytes * batch)
+            rgba = DevicePool.pitched(
+                self.ctx, width * 4, height, self.RGBA_BUFFERS * batch, kind="display frame"
+            )
+        except BaseException:
+            model_input.close()
+            raise
+        buffers = self._sizes[key] = _SizeBuffers(layout, model_input, rgba)
+        return buffers
 
     def _free_frame_buffers(self) -> None:
-        for pool in (self._input, self._rgba):
-            if pool is not None:
-                pool.close()
-        self._input = self._rgba = None
-        self._layout = None
+        sizes, self._sizes = self._sizes, {}
+        for buffers in sizes.values():
+            buffers.close()
         self._pre.free()
 
     # ---- one batch ----------------------------------------------------------------------
@@ -168,16 +175,30 @@ class GpuFramePipeline(PipelineBase):
         for frame in frames:
             if os.environ.get(FAULT_ENV) == str(frame.index):
                 raise GpuError(f"frame {frame.index}: injected fault ({FAULT_ENV})")
-        width, height = frames[0].width, frames[0].height
-        if any((f.width, f.height) != (width, height) for f in frames):
-            raise GpuError("the frames of a batch differ in size")
-        layout = self._buffers_for(width, height)
-        assert self._input is not None
+        sizes = list(dict.fromkeys((f.width, f.height) for f in frames))
+        if len(sizes) == 1:
+            return self._infer_same_size(frames, times_each)
+        # frames of sources of different sizes: one engine call per size, in order
+        results: list[FrameResult | None] = [None] * len(frames)
+        for size in sizes:
+            picks = [i for i, f in enumerate(frames) if (f.width, f.height) == size]
+            done = self._infer_same_size([frames[i] for i in picks], [times_each[i] for i in picks])
+            for i, result in zip(picks, done, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    def _infer_same_size(
+        self, frames: Sequence[DeviceFrame], times_each: Sequence[StageTimes]
+    ) -> list[FrameResult]:
+        s = self._settings
+        assert self.engine is not None
+        sized = self._buffers_for(frames[0].width, frames[0].height)
+        layout = sized.layout
         stream, timer = self.stream, self._timer
-        base = self._input.buffers[0].ptr
+        base = sized.input.buffers[0].ptr
         with self.ctx.active():
             images = [
-                self._convert(f, layout, base + i * layout.nbytes, stream)
+                self._convert(f, sized, base + i * layout.nbytes, stream)
                 for i, f in enumerate(frames)
             ]
             # a short batch is padded to the pipeline's: the engine sees one shape, so
@@ -199,11 +220,11 @@ class GpuFramePipeline(PipelineBase):
         ]
 
     def _convert(
-        self, frame: DeviceFrame, layout: PreprocessLayout, dst_ptr: int, stream: Any
+        self, frame: DeviceFrame, sized: _SizeBuffers, dst_ptr: int, stream: Any
     ) -> RgbaDeviceImage:
         """Queue the preprocessing and display kernels; the RGBA frame as an image."""
-        assert self._rgba is not None
-        rgba: DeviceBuffer = self._rgba.acquire(stream, timeout=10.0)
+        layout, pool = sized.layout, sized.rgba
+        rgba: DeviceBuffer = pool.acquire(stream, timeout=10.0)
         try:
             if isinstance(frame, DeviceNV12Frame):
                 frame.wait(stream)  # the decoder's write, before the timed stage
@@ -212,14 +233,14 @@ class GpuFramePipeline(PipelineBase):
             with self._timer.stage("display"):
                 self._pre.rgba(frame, rgba, stream)
         except BaseException:
-            self._rgba.release(rgba)
+            pool.release(rgba)
             raise
         if isinstance(frame, DeviceNV12Frame):
             frame.release(stream)  # the decoder may reuse it once the kernels ran
         # the buffer's own event marks the RGBA frame complete (the timer's events are
         # reused next batch; the buffer's only by its next user, after this image is gone)
-        self._rgba.mark_used(rgba, stream)
-        return RgbaDeviceImage(rgba, self._rgba, frame.width, frame.height, self.ctx, rgba.event)
+        pool.mark_used(rgba, stream)
+        return RgbaDeviceImage(rgba, pool, frame.width, frame.height, self.ctx, rgba.event)
 
     def close(self) -> None:
         """Release the engine and every buffer; safe to call twice."""
@@ -234,3 +255,16 @@ class GpuFramePipeline(PipelineBase):
 def _batch(layout: PreprocessLayout, n: int) -> tuple[int, int, int, int]:
     _, c, h, w = layout.shape
     return (n, c, h, w)
+
+
+class _SizeBuffers:
+    """The model input and the display frames of one source size."""
+
+    __slots__ = ("input", "layout", "rgba")
+
+    def __init__(self, layout: PreprocessLayout, model_input: DevicePool, rgba: DevicePool) -> None:
+        self.layout, self.input, self.rgba = layout, model_input, rgba
+
+    def close(self) -> None:
+        for pool in (self.input, self.rgba):
+            pool.close()

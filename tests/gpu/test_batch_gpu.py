@@ -222,3 +222,34 @@ def test_a_fixed_batch_graph_on_the_device_refuses_another_batch_in_one_line(
             gpu.infer(batch)
         (out,) = gpu.infer_device(ptr, (1, 3, 416, 416), np.float32)  # batch 1 still runs
         assert out.shape == (1, 3549, 85) and counted.calls == 1
+
+
+def test_a_batch_of_frames_of_two_sizes_equals_each_size_alone(
+    gpu_ctx: GpuContext, images: list[Image]
+) -> None:
+    """Several sources of different sizes in one run: the GPU pipeline takes a batch
+    that mixes them (one engine call per size) and gives each frame what a batch of its
+    own size gives it."""
+    import cv2
+    from framelens.core.models.catalog import DEFAULT_MODEL
+    from framelens.core.pipeline import build
+    from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.types import Frame, StageTimes
+
+    small = [np.ascontiguousarray(cv2.resize(im, (640, 360))) for im in images[:4]]
+    mixed = [images[4], small[0], images[5], small[1]]  # 768x432 and 640x360 in turns
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0", batch=4)
+    pipeline = build.gpu_pipelines(settings, 1)[0]
+    try:
+        together = pipeline.infer_batch(
+            [Frame(im, i, 0.0, source_id=i % 2) for i, im in enumerate(mixed)],
+            [StageTimes() for _ in mixed],
+        )
+        alone = [pipeline.infer(Frame(im, i, 0.0), StageTimes()) for i, im in enumerate(mixed)]
+    finally:
+        pipeline.close()
+    assert [r.frame.source_id for r in together] == [0, 1, 0, 1]
+    for a, b in zip(together, alone, strict=True):
+        assert (a.frame.width, a.frame.height) == (b.frame.width, b.frame.height)
+        assert len(a.output) == len(b.output)
+        assert np.allclose(a.output.boxes, b.output.boxes, atol=0.05)
