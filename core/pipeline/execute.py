@@ -149,6 +149,8 @@ class Executor(Generic[T]):
         self._take = threading.Lock()  # one worker takes the next frames and their numbers
         self._cond = threading.Condition()  # guards everything below
         self._generation = 0
+        self.batches_run = 0  # engine calls taken so far, and the frames in them:
+        self.frames_run = 0  # their ratio is the batch size the load gave (mean_batch)
         self._next_seq = 0  # number given to the next item taken
         self._expected = 0  # number the consumer gets next
         self._done: dict[int, Done[T] | End | Failed] = {}
@@ -192,6 +194,9 @@ class Executor(Generic[T]):
                 with self._cond:
                     gen, version, first = self._generation, self._version, self._next_seq
                     self._next_seq += len(taken) + (tail is not None)
+                    if taken:
+                        self.batches_run += 1
+                        self.frames_run += len(taken)
             done = self._run(worker, taken, version)
             with self._cond:
                 if gen == self._generation and not self._stop:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from framelens.core.errors import ConfigError, SourceError, error_message
 from framelens.core.pipeline import build
 from framelens.core.pipeline.run import run_meta
@@ -37,6 +38,8 @@ from tqdm import tqdm
 MULTI_BATCH = 8
 """Frames per engine call, across sources, when none is asked for: batches fill with the
 frames that are ready (never waiting for a late source), so this is an upper bound."""
+
+MAX_BATCH = 32
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -121,7 +124,8 @@ def run_many(
     names = output_names(specs)
     all_specs, all_names = list(specs), list(names)
     if settings.batch == 1 and len(specs) > 1:
-        settings = replace(settings, batch=MULTI_BATCH)
+        # as DeepStream's batch-size: one slot per source, at least MULTI_BATCH, capped
+        settings = replace(settings, batch=min(MAX_BATCH, max(MULTI_BATCH, len(specs))))
     notes: list[str] = []
     built = build.workers(settings, notify=notes.append)
     opened: list[Source] = []
@@ -171,7 +175,10 @@ def run_many(
         def sink(result: FrameResult) -> None:
             outputs[result.frame.source_id].add(result)
 
-        def report(_: FrameResult) -> None:
+        latency: list[list[float]] = [[] for _ in specs]  # end to end, ms, per source
+
+        def report(result: FrameResult) -> None:
+            latency[result.frame.source_id].append(result.times.e2e)
             bar.update()
             if cancel is not None and cancel.is_set():
                 runner.cancel()
@@ -189,6 +196,9 @@ def run_many(
         for i, (spec, name, out) in enumerate(zip(specs, names, outputs, strict=True)):
             failed = merged.failures.get(i)
             entry: dict[str, Any] = {"source": spec, "name": name, "frames": out.frames}
+            if latency[i]:
+                p50, p99 = np.percentile(latency[i], [50, 99])
+                entry["p50_ms"], entry["p99_ms"] = round(float(p50), 2), round(float(p99), 2)
             if failed is not None:
                 out.abort()  # a partial video is no evidence: nothing renamed in
                 entry["error"] = failed
@@ -208,6 +218,7 @@ def run_many(
             "fps": round(stats.fps, 2),
             "stage_ms": stats.medians(),
             "batch": built.pipelines[0].settings.batch,
+            "mean_batch": round(runner.mean_batch, 2),
             "inference_workers": len(built.pipelines),
             "path": built.path,
             "notes": notes,

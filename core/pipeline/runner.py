@@ -65,6 +65,7 @@ class PipelineRunner:
         self._cancel_requested = False
         self.frames_done = 0
         self.wall_s = 0.0
+        self.mean_batch = 0.0  # frames per engine call over the last run
 
     def cancel(self) -> None:
         """Stop the run from any thread (Ctrl+C, GUI); run() then raises Cancelled."""
@@ -94,6 +95,8 @@ class PipelineRunner:
             # the source is the caller's: stop the threads, leave it open
             stopped = executor.close()
             self.wall_s = time.perf_counter() - start
+            if executor.batches_run:
+                self.mean_batch = executor.frames_run / executor.batches_run
         if not stopped:  # its pipeline is still in use: no second thread may take it
             raise EngineError("an inference worker did not stop; its pipelines are still busy")
         if self._cancel_requested:

@@ -1,0 +1,173 @@
+"""Many streams on one device: aggregate detection throughput against its ceilings.
+
+    python3 benchmarks/streams.py --sources 1,4,8,16 --output h200-streams-<date>.json
+    python3 benchmarks/streams.py --device cpu --sources 1,2 --frames 20     # the same, small
+
+For each number of sources N, in one process, on the 1080p H.264 video made from the
+person sample (make_1080p.py), each measurement warmed up first:
+
+- aggregate_fps: ``framelens run`` with N copies of the video (run_many: N decoders,
+  batches across sources, one engine call per batch, detections written per source;
+  no video export), total frames over wall time; p50_ms / p99_ms: end-to-end latency
+  per frame (median of the sources' p50, worst of their p99); mean_batch: frames per
+  engine call the load gave;
+- nvdec_only_fps: N bare decoders in threads, no inference (on CUDA PyNvVideoCodec
+  into device memory; on the CPU PyAV);
+- engine_only_fps: the batched engine alone at the run's batch size (device buffers
+  on CUDA), images per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from make_1080p import make_1080p  # noqa: E402
+
+
+def decode_only_fps(video: str, n: int, frames: int, device: str) -> float:
+    """N decoders in threads, each reading ``frames`` frames; frames per second in all."""
+    from framelens.core.stages.sources import open_source
+
+    def reader(out: list[int]) -> None:
+        if device.startswith("cuda"):
+            import pycuda.driver as cuda
+            from framelens.core.gpu.context import get_context
+            from framelens.core.stages.sources.nvdec import open_gpu_source
+
+            ctx = get_context(device)
+            with ctx.active():
+                stream = cuda.Stream()
+            source = open_gpu_source(video, ctx, stream, pool_size=8)
+        else:
+            source = open_source(video)
+        try:
+            count = 0
+            while count < frames and (frame := source.read()) is not None:
+                release = getattr(frame, "release", None)
+                if release is not None:
+                    release()  # an NVDEC buffer back to the decoder's pool at once
+                count += 1
+            out.append(count)
+        finally:
+            source.close()
+
+    done: list[int] = []
+    threads = [threading.Thread(target=reader, args=(done,)) for _ in range(n)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / (time.perf_counter() - start)
+
+
+def engine_only_fps(settings: Any, calls: int = 50) -> float:
+    """The batched engine alone: images per second at ``settings.batch``."""
+    from framelens.core.pipeline import build
+
+    b = settings.batch
+    h, w = settings.model.input_size
+    if not settings.device.startswith("cuda"):
+        pipeline = build.host_pipeline(settings)
+        x = np.zeros((b, 3, h, w), dtype=np.float32)
+        try:
+            pipeline.engine.infer(x)
+            start = time.perf_counter()
+            for _ in range(calls):
+                pipeline.engine.infer(x)
+            return b * calls / (time.perf_counter() - start)
+        finally:
+            pipeline.close()
+    import pycuda.driver as cuda
+
+    pipeline: Any = build.gpu_pipelines(settings, 1)[0]
+    try:
+        with pipeline.ctx.active():
+            buf = cuda.mem_alloc(b * 3 * h * w * 4)
+            cuda.memset_d8(buf, 0, b * 3 * h * w * 4)
+        shape = (b, 3, h, w)
+        pipeline.engine.infer_device(int(buf), shape, np.float32)
+        start = time.perf_counter()
+        for _ in range(calls):
+            pipeline.engine.infer_device(int(buf), shape, np.float32)
+        return b * calls / (time.perf_counter() - start)
+    finally:
+        pipeline.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--sources", default="1,4,8,16")
+    parser.add_argument("--frames", type=int, default=300, help="frames of each source")
+    parser.add_argument("--video", help="a 1080p video to use instead of making one")
+    parser.add_argument("--output")
+    args = parser.parse_args()
+
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.pipeline.multi_run import run_many
+    from framelens.core.pipeline.settings import PipelineSettings
+
+    video = args.video or str(Path(tempfile.gettempdir()) / "framelens-person-1080p.mp4")
+    if not Path(video).is_file():
+        make_1080p(video, frames=args.frames + 30)
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=args.device)
+    result: dict[str, Any] = {
+        "command": "python3 benchmarks/streams.py " + " ".join(sys.argv[1:]),
+        "device": args.device,
+        "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)",
+        "frames_per_source": args.frames,
+        "streams": [],
+    }
+
+    def save() -> None:
+        if args.output:
+            Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_many([video], settings, tmp, videos=False, frames=10, progress=False)  # warm-up
+        for n in (int(x) for x in args.sources.split(",")):
+            summary = run_many(
+                [video] * n, settings, str(Path(tmp) / f"n{n}"), videos=False,
+                frames=args.frames, progress=False,
+            )  # fmt: skip
+            per = summary["sources"]
+            batch = int(summary["batch"])
+            row = {
+                "sources": n,
+                "aggregate_fps": summary["fps"],
+                "nvdec_only_fps": round(decode_only_fps(video, n, args.frames, args.device), 1),
+                "engine_only_fps": round(engine_only_fps(replace(settings, batch=batch)), 1),
+                "p50_ms": round(statistics.median(s["p50_ms"] for s in per), 2),
+                "p99_ms": round(max(s["p99_ms"] for s in per), 2),
+                "mean_batch": summary["mean_batch"],
+                "batch": batch,
+                "path": summary["path"],
+                "frames": summary["frames"],
+            }
+            row["of_nvdec_ceiling"] = round(row["aggregate_fps"] / row["nvdec_only_fps"], 3)
+            result["streams"].append(row)
+            print(json.dumps(row), flush=True)
+            save()
+    result["targets"] = {"aggregate_fps_16": 2400, "of_nvdec_ceiling_16": 0.8}
+    save()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
