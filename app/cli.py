@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--detections", metavar="OUT.json|OUT.csv", help="write the detections")
     run.add_argument(
+        "--batch-wait",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="several sources: how long a batch waits for more frames (default 5 ms)",
+    )
+    run.add_argument(
         "--export-dir",
         metavar="DIR",
         help="several sources in one run: DIR/<name>.mp4 and DIR/<name>.json for each",
@@ -234,6 +241,8 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         raise ConfigError("--export and --detections name one source's outputs: use --export-dir")
     if args.start:
         raise ConfigError("--start needs one source; several are read from their starts")
+    if args.batch_wait is not None and args.batch_wait < 0:
+        raise ConfigError("--batch-wait must not be negative")
     settings, variant = _prepare_precision(args, settings)  # INT8: on the first source
     summary = run_many(
         sources,
@@ -243,6 +252,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         frames=args.frames,
         progress=not args.quiet,
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
+        max_wait_ms=args.batch_wait,
     )
     if variant is not None:
         summary["variant"] = variant.summary()

@@ -15,6 +15,7 @@ change made stale; a seek invalidates everything in flight.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
@@ -24,6 +25,10 @@ from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Frame, FrameResult, StageTimes
+
+DEFAULT_MAX_WAIT_MS = 5.0
+"""How long a batch waits for more frames after its first: short, so a live source's
+frame is never held back for long; several sources fill a batch within it."""
 
 STOP_TIMEOUT_S = 30.0
 """How long a worker may take to finish its batch when stopped: longer than a GPU
@@ -114,11 +119,15 @@ class Executor(Generic[T]):
         depth: int | None = None,
         decode_depth: int = 4,
         limit: int | None = None,
+        max_wait_ms: float | None = None,
     ) -> Executor[T]:
         """An executor with a decode-ahead thread of its own over ``source``."""
         decoder = DecodeAhead(source, max(decode_depth, batch))
+        wait = DEFAULT_MAX_WAIT_MS if max_wait_ms is None else max_wait_ms
         try:
-            executor = cls(decoder, workers, batch=batch, depth=depth, limit=limit)
+            executor = cls(
+                decoder, workers, batch=batch, depth=depth, limit=limit, max_wait_ms=wait
+            )
         except BaseException:
             decoder.close()
             raise
@@ -133,6 +142,7 @@ class Executor(Generic[T]):
         batch: int = 1,
         depth: int | None = None,
         limit: int | None = None,
+        max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     ) -> None:
         if not workers:
             raise ValueError("an Executor needs at least one worker")
@@ -142,6 +152,9 @@ class Executor(Generic[T]):
         self._owns_decoder = False  # made by open(): its thread stops with the executor
         self._workers = list(workers)
         self._batch = batch
+        if max_wait_ms < 0:
+            raise ValueError("max_wait_ms must not be negative")
+        self._max_wait_s = max_wait_ms / 1000.0
         self._depth = depth or 2 * len(workers) * batch
         # frames to take in all (a run's range): none is decoded into work beyond it, so
         # no worker holds buffers for results nobody will take
@@ -209,8 +222,9 @@ class Executor(Generic[T]):
     def _take_batch(self) -> tuple[list[_Taken], End | Failed | None]:
         """Up to ``batch`` consecutive frames, and the end or failure that cut it short.
 
-        The first frame is waited for briefly; the rest only as long as the decoder keeps
-        up (a live source never holds a frame back to fill a batch).
+        The first frame is waited for briefly; the rest for at most ``max_wait_ms`` in
+        all after it (DeepStream's batched-push-timeout): a batch is sent when full or
+        when that time is up, so a late source never holds the others' frames back.
         """
         taken: list[_Taken] = []
         want = self._batch
@@ -219,10 +233,19 @@ class Executor(Generic[T]):
                 want = min(want, self._limit - self._next_seq)
             if want <= 0:
                 return taken, End()
+        deadline = 0.0
         while len(taken) < want:
-            item = self._decoder.get(0.05 if not taken else 0.005)
+            if not taken:
+                item = self._decoder.get(0.05)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                item = self._decoder.get(left)
             if item is None:
                 break
+            if not taken:
+                deadline = time.monotonic() + self._max_wait_s
             if isinstance(item, End | Failed):
                 return taken, item
             frame, decode_ms, start_ms = item

@@ -109,11 +109,14 @@ def run_many(
     progress: bool = True,
     on_message: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
+    max_wait_ms: float | None = None,
 ) -> dict[str, Any]:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
-    ``frames``: at most that many of each source. Returns a summary with one entry per
-    source (its outputs, frames, and why it stopped early if it did)."""
+    ``frames``: at most that many of each source. ``max_wait_ms``: how long a batch
+    waits for more frames after its first (DeepStream's batched-push-timeout; None: the
+    executor's default of a few ms). Returns a summary with one entry per source (its
+    outputs, frames, and why it stopped early if it did)."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     out_dir = Path(export_dir)
@@ -185,7 +188,7 @@ def run_many(
 
         runner = PipelineRunner(
             merged, built.pipelines[0], [sink], observers=[stats, report],
-            draw=videos, extra_pipelines=built.pipelines[1:],
+            draw=videos, extra_pipelines=built.pipelines[1:], max_wait_ms=max_wait_ms,
         )  # fmt: skip
         try:
             runner.run(RunRange(0, None))

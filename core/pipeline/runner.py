@@ -54,6 +54,7 @@ class PipelineRunner:
         draw: bool = True,
         queue_size: int = 4,
         extra_pipelines: Iterable[FrameProcessor] = (),
+        max_wait_ms: float | None = None,
     ) -> None:
         self.source = source
         self.pipeline = pipeline
@@ -62,6 +63,7 @@ class PipelineRunner:
         self.observers = list(observers)  # see the finished result (stats, progress)
         self.draw = draw
         self.queue_size = queue_size
+        self.max_wait_ms = max_wait_ms  # a batch's wait for more frames (None: default)
         self._cancel_requested = False
         self.frames_done = 0
         self.wall_s = 0.0
@@ -86,6 +88,7 @@ class PipelineRunner:
             decode_depth=self.queue_size,
             depth=RUN_DEPTH * len(self.workers) * batch,
             limit=rng.count,
+            max_wait_ms=self.max_wait_ms,
         )
         start = time.perf_counter()
         try:

@@ -8,6 +8,8 @@ import json
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -19,7 +21,8 @@ from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.merged import MergedSource
-from media_factory import sample_frames
+from loopback_server import LoopbackStreamServer
+from media_factory import sample_frames, write_clip
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -160,3 +163,51 @@ def test_cli_several_sources_need_an_export_dir_and_write_one_pair_each(
     for name in ("clip0", "clip0-2"):
         assert (tmp_path / "o" / f"{name}.mp4").stat().st_size > 1000
         assert len(detections(tmp_path / "o" / f"{name}.json")) == FRAMES
+
+
+@pytest.fixture
+def slow_stream(tmp_path: Path) -> Iterator[LoopbackStreamServer]:
+    """A live HTTP stream on 127.0.0.1 that plays a 5 fps clip in real time."""
+    path = tmp_path / "live.ts"
+    write_clip(path, frames=40, fps=5, size=(160, 128), gop=5)
+    payload = path.read_bytes()
+    server = LoopbackStreamServer(payload, bytes_per_s=len(payload) / 8.0)  # 40 frames in 8 s
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_slow_live_source_does_not_stall_a_file_beside_it(
+    clips: list[str], slow_stream: LoopbackStreamServer
+) -> None:
+    """The muxer hands out whatever source has a frame: the file's 24 frames come out at
+    decoding speed while the live stream trickles in at 5 fps."""
+    merged = MergedSource([open_source(slow_stream.url), open_source(clips[0])], limit=FRAMES)
+    start = time.monotonic()
+    when: dict[int, list[float]] = {0: [], 1: []}
+    try:
+        for frame in merged:
+            when[frame.source_id].append(time.monotonic() - start)
+            if len(when[1]) == FRAMES and len(when[0]) >= 5:
+                break
+    finally:
+        merged.close()
+    assert len(when[1]) == FRAMES  # every frame of the file
+    assert when[1][-1] < 2.0  # not paced by the stream
+    assert len(when[0]) >= 5 and when[0][4] > when[1][-1]  # the stream was still trickling
+
+
+def test_a_batch_waits_no_longer_than_asked_for_a_late_source(
+    clips: list[str], slow_stream: LoopbackStreamServer, tmp_path: Path
+) -> None:
+    """DeepStream's batched-push-timeout: with a live stream at 5 fps beside a file, the
+    file's frames are not held back waiting for the stream to fill a batch."""
+    summary = run_many(
+        [clips[0], slow_stream.url], PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1),
+        str(tmp_path / "o"), videos=False, frames=10, progress=False, max_wait_ms=5,
+    )  # fmt: skip
+    file_entry, stream_entry = summary["sources"]
+    assert file_entry["frames"] == stream_entry["frames"] == 10
+    assert summary["batch"] == 8 and summary["mean_batch"] < 8  # batches sent before full
+    # ~0.3 s of CPU inference a batch; waiting for 8 of the stream's frames would be 1.6 s
+    assert file_entry["p99_ms"] < 1000
