@@ -42,7 +42,11 @@ def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> No
     if precision:  # compare takes --precisions instead
         p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
     p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "tensorrt"])
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="auto | cpu | cuda[:N]; run with several sources: a list, cuda:0,cuda:1",
+    )
     p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
     p.add_argument(
         "--batch",
@@ -205,6 +209,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     sources: list[str] = list(args.source)
     args.source = sources[0]  # one source, or the one INT8 calibrates on
+    devices = [d.strip() for d in args.device.split(",") if d.strip()]
+    if len(devices) > 1 and not (len(sources) > 1 or args.export_dir):
+        raise ConfigError("a list of devices spreads several sources: add them and --export-dir")
+    args.device = devices[0] if devices else args.device
+    args.devices = devices if len(devices) > 1 else None
     settings = _settings(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
@@ -243,11 +252,15 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         raise ConfigError("--start needs one source; several are read from their starts")
     if args.batch_wait is not None and args.batch_wait < 0:
         raise ConfigError("--batch-wait must not be negative")
+    from framelens.core.pipeline.devices import resolve_device
+
+    devices = [resolve_device(d) for d in args.devices] if args.devices else None
     settings, variant = _prepare_precision(args, settings)  # INT8: on the first source
     summary = run_many(
         sources,
         settings,
         args.export_dir,
+        devices=devices,
         lossless=args.lossless,
         frames=args.frames,
         progress=not args.quiet,

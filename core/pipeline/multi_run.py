@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -103,6 +104,7 @@ def run_many(
     settings: PipelineSettings,
     export_dir: str,
     *,
+    devices: Sequence[str] | None = None,
     videos: bool = True,
     lossless: bool = False,
     frames: int | None = None,
@@ -113,10 +115,13 @@ def run_many(
 ) -> dict[str, Any]:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
-    ``frames``: at most that many of each source. ``max_wait_ms``: how long a batch
-    waits for more frames after its first (DeepStream's batched-push-timeout; None: the
-    executor's default of a few ms). Returns a summary with one entry per source (its
-    outputs, frames, and why it stopped early if it did)."""
+    ``devices``: several ("cuda:0", "cuda:1", ... or the same one twice: two device
+    slots) spread the sources round robin, one batcher, engine and set of workers per
+    device, all running at once; None: ``settings.device``. ``frames``: at most that many
+    of each source. ``max_wait_ms``: how long a batch waits for more frames after its
+    first (DeepStream's batched-push-timeout; None: the executor's default of a few ms).
+    Returns a summary with one entry per source (its outputs, frames, and why it stopped
+    early if it did) and, with several devices, one per device."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     out_dir = Path(export_dir)
@@ -125,6 +130,122 @@ def run_many(
     except OSError as exc:
         raise ConfigError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
     names = output_names(specs)
+    slots = list(devices) if devices else [settings.device]
+    groups = [list(range(k, len(specs), len(slots))) for k in range(len(slots))]
+    groups = [g for g in groups if g]
+    bar = tqdm(total=None, unit="frame", disable=not progress or None, file=sys.stderr)
+    start = time.perf_counter()
+    try:
+        if len(groups) == 1:
+            parts = [
+                _run_group(
+                    [specs[i] for i in groups[0]], [names[i] for i in groups[0]],
+                    replace(settings, device=slots[0]), out_dir, videos=videos,
+                    lossless=lossless, frames=frames, bar=bar, on_message=on_message,
+                    cancel=cancel, max_wait_ms=max_wait_ms,
+                )
+            ]  # fmt: skip
+        else:
+            parts = _run_groups(
+                groups, slots, specs, names, settings, out_dir, videos=videos,
+                lossless=lossless, frames=frames, bar=bar, on_message=on_message,
+                cancel=cancel, max_wait_ms=max_wait_ms,
+            )  # fmt: skip
+    finally:
+        bar.close()
+    wall = time.perf_counter() - start
+    by_index: dict[int, dict[str, Any]] = {}
+    for group, part in zip(groups, parts, strict=True):
+        for i, entry in zip(group, part["sources"], strict=True):
+            by_index[i] = entry
+    total = sum(int(p["frames"]) for p in parts)
+    batches = sum(float(p["mean_batch"]) * float(p["batches"]) for p in parts)
+    calls = sum(float(p["batches"]) for p in parts)
+    first = parts[0]
+    summary: dict[str, Any] = {
+        "sources": [by_index[i] for i in range(len(specs))],
+        "frames": total,
+        "fps": round(total / wall, 2) if wall > 0 else 0.0,
+        "stage_ms": first["stage_ms"],
+        "batch": first["batch"],
+        "mean_batch": round(batches / calls, 2) if calls else 0.0,
+        "inference_workers": sum(int(p["inference_workers"]) for p in parts),
+        "path": first["path"],
+        "notes": [n for p in parts for n in p["notes"]],
+        "model": settings.model.name,
+        "precision": settings.precision,
+        "backend": first["backend"],
+        "device": ",".join(slots),
+    }
+    if len(parts) > 1:
+        summary["devices"] = [
+            {
+                "device": slots[k],
+                "sources": [names[i] for i in group],
+                "frames": part["frames"],
+                "fps": part["fps"],
+                "mean_batch": part["mean_batch"],
+                "path": part["path"],
+            }
+            for k, (group, part) in enumerate(zip(groups, parts, strict=True))
+        ]
+    return summary
+
+
+def _run_groups(
+    groups: list[list[int]],
+    slots: Sequence[str],
+    specs: Sequence[str],
+    names: Sequence[str],
+    settings: PipelineSettings,
+    out_dir: Path,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """Each device's group of sources on a thread of its own; the first error of any
+    group is raised once all have stopped."""
+    parts: list[dict[str, Any] | None] = [None] * len(groups)
+    errors: list[BaseException] = []
+    cancel = options.get("cancel") or threading.Event()
+    options["cancel"] = cancel
+
+    def run(k: int) -> None:
+        try:
+            parts[k] = _run_group(
+                [specs[i] for i in groups[k]], [names[i] for i in groups[k]],
+                replace(settings, device=slots[k]), out_dir, **options,
+            )  # fmt: skip
+        except BaseException as exc:  # the others are told to stop; raised below
+            errors.append(exc)
+            cancel.set()
+
+    threads = [
+        threading.Thread(target=run, args=(k,), name=f"fl-device-{k}", daemon=True)
+        for k in range(len(groups))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [p for p in parts if p is not None]
+
+
+def _run_group(
+    specs: Sequence[str],
+    names: Sequence[str],
+    settings: PipelineSettings,
+    out_dir: Path,
+    *,
+    videos: bool,
+    lossless: bool,
+    frames: int | None,
+    bar: Any,
+    on_message: Callable[[str], None] | None,
+    cancel: threading.Event | None,
+    max_wait_ms: float | None,
+) -> dict[str, Any]:
+    """One device's sources through one executor: the run of ``run_many`` for them."""
     all_specs, all_names = list(specs), list(names)
     if settings.batch == 1 and len(specs) > 1:
         # as DeepStream's batch-size: one slot per source, at least MULTI_BATCH, capped
@@ -170,10 +291,6 @@ def run_many(
             if on_message is not None:
                 on_message(text)
         stats = RunStats()
-        bar = tqdm(
-            total=merged.info.frame_count, unit="frame", disable=not progress or None,
-            file=sys.stderr,
-        )  # fmt: skip
 
         def sink(result: FrameResult) -> None:
             outputs[result.frame.source_id].add(result)
@@ -190,10 +307,7 @@ def run_many(
             merged, built.pipelines[0], [sink], observers=[stats, report],
             draw=videos, extra_pipelines=built.pipelines[1:], max_wait_ms=max_wait_ms,
         )  # fmt: skip
-        try:
-            runner.run(RunRange(0, None))
-        finally:
-            bar.close()
+        runner.run(RunRange(0, None))
         stats.stop()
         per_source = []
         for i, (spec, name, out) in enumerate(zip(specs, names, outputs, strict=True)):
@@ -222,6 +336,7 @@ def run_many(
             "stage_ms": stats.medians(),
             "batch": built.pipelines[0].settings.batch,
             "mean_batch": round(runner.mean_batch, 2),
+            "batches": (runner.frames_done / runner.mean_batch) if runner.mean_batch else 0,
             "inference_workers": len(built.pipelines),
             "path": built.path,
             "notes": notes,

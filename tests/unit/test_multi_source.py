@@ -211,3 +211,25 @@ def test_a_batch_waits_no_longer_than_asked_for_a_late_source(
     assert summary["batch"] == 8 and summary["mean_batch"] < 8  # batches sent before full
     # ~0.3 s of CPU inference a batch; waiting for 8 of the stream's frames would be 1.6 s
     assert file_entry["p99_ms"] < 1000
+
+
+def test_sources_spread_over_device_slots_give_the_same_detections(
+    clips: list[str], tmp_path: Path
+) -> None:
+    """``--device cuda:0,cuda:1`` spreads the sources round robin, one batcher and engine
+    per device, all at once; written for any number of devices, tested here with two
+    slots on the CPU (tests/gpu: two slots on one GPU)."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    spread = run_many(
+        clips, settings, str(tmp_path / "two"), devices=["cpu", "cpu"], progress=False
+    )
+    one = run_many(clips, settings, str(tmp_path / "one"), progress=False)
+    assert [d["sources"] for d in spread["devices"]] == [["clip0", "clip2"], ["clip1", "clip3"]]
+    assert all(d["frames"] == 2 * FRAMES for d in spread["devices"])
+    assert [s["frames"] for s in spread["sources"]] == [FRAMES] * 4
+    for name in ("clip0", "clip1", "clip2", "clip3"):
+        assert_same_detections(
+            detections(tmp_path / "two" / f"{name}.json"),
+            detections(tmp_path / "one" / f"{name}.json"),
+        )
+    assert spread["device"] == "cpu,cpu" and spread["inference_workers"] > one["inference_workers"]

@@ -1,0 +1,66 @@
+"""Many sources on the H200: NVDEC per source, batches across sources on the GPU
+pipeline, two device slots on one GPU, against the CPU's single-source runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from framelens.core.gpu.context import GpuContext
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.multi_run import run_many
+from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.types import Detections
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+FRAMES = 120
+
+
+def as_detections(path: Path) -> list[Detections]:
+    import numpy as np
+
+    out = []
+    for frame in json.loads(path.read_text())["frames"]:
+        dets = frame["detections"]
+        out.append(
+            Detections(
+                np.array([d["box"] for d in dets], dtype=np.float32).reshape(-1, 4),
+                np.array([d["score"] for d in dets], dtype=np.float32),
+                np.array([d["class_id"] for d in dets], dtype=np.int32),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("slots", [["cuda:0"], ["cuda:0", "cuda:0"]])
+def test_four_sources_on_the_gpu_detect_what_single_cpu_runs_detect(
+    gpu_ctx: GpuContext, tmp_path: Path, slots: list[str]
+) -> None:
+    copies = []
+    for i in range(4):
+        copies.append(tmp_path / f"cam{i}.mp4")
+        copies[-1].write_bytes(SAMPLE.read_bytes())
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    summary = run_many(
+        [str(c) for c in copies], settings, str(tmp_path / "out"), devices=slots,
+        videos=False, frames=FRAMES, progress=False,
+    )  # fmt: skip
+    print({k: summary[k] for k in ("fps", "mean_batch", "path", "device")})
+    assert summary["path"].startswith("gpu pipeline") and summary["mean_batch"] > 1
+    cpu = tmp_path / "cpu.json"
+    run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),
+                   detections=str(cpu), frames=FRAMES, progress=False)  # fmt: skip
+    want = as_detections(cpu)
+    for i in range(4):
+        got = as_detections(tmp_path / "out" / f"cam{i}.json")
+        assert len(got) == FRAMES
+        totals = AgreementTotals()
+        for r, t in zip(want, got, strict=True):
+            totals.add_frame(r, t)
+        assert totals.f1 >= 0.99, (i, totals.as_dict())
