@@ -55,3 +55,34 @@ extern "C" __global__ void __launch_bounds__(256) fl_packed_to_rgba(
         store_rgba(row, x, p.z, p.y, p.x);
     }
 }
+
+// A 4-byte-per-pixel image (RGBA or BGRA, order kept, alpha set to 255) into a
+// dst_w x dst_h rectangle of another (a tile of the video wall: dst points at the
+// tile's first pixel, dst_pitch is the wall's). Bilinear as cv2.resize INTER_LINEAR's
+// geometry, or a plain copy at the same size.
+extern "C" __global__ void __launch_bounds__(256) fl_rgba_resize(
+    const u8* __restrict__ src, int src_pitch, int src_w, int src_h, u8* __restrict__ dst,
+    int dst_pitch, int dst_w, int dst_h, float scale_x, float scale_y, int resample) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= dst_w || y >= dst_h) return;
+    float c[3];
+    if (resample) {
+        const LinearTap tx = linear_tap(x, scale_x, src_w);
+        const LinearTap ty = linear_tap(y, scale_y, src_h);
+        const u8* r0 = src + (size_t)ty.i0 * src_pitch;
+        const u8* r1 = src + (size_t)ty.i1 * src_pitch;
+        const int a = tx.i0 * 4, b = tx.i1 * 4;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            const float top = lerp(ld8(r0 + a + k), ld8(r0 + b + k), tx.w);
+            const float bot = lerp(ld8(r1 + a + k), ld8(r1 + b + k), tx.w);
+            c[k] = q8(lerp(top, bot, ty.w));
+        }
+    } else {
+        const u8* p = src + (size_t)y * src_pitch + (size_t)x * 4;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) c[k] = ld8(p + k);
+    }
+    store_rgba(dst + (size_t)y * dst_pitch, x, c[0], c[1], c[2]);
+}

@@ -53,6 +53,18 @@ class RgbaDeviceImage:
         # the buffer's next user (a display kernel) waits for this copy too
         self._pool.mark_used(self._buffer, stream)
 
+    def read_on(self, stream: Any) -> tuple[int, int, int, int]:
+        """(pointer, pitch, width, height) for a kernel queued next on ``stream`` to read
+        (the video wall's composite): the stream waits for the frame first. Call
+        ``read_done(stream)`` once the reading work is queued."""
+        with self.context.active():
+            stream.wait_for_event(self._ready)
+        return self._buffer.ptr, self._buffer.pitch, self.width, self.height
+
+    def read_done(self, stream: Any) -> None:
+        """The buffer's next user waits for what ``stream`` has queued so far."""
+        self._pool.mark_used(self._buffer, stream)
+
     def to_host_rgba(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
         try:
             return self._download()

@@ -24,6 +24,7 @@ KERNEL_SIGNATURES: dict[str, tuple[str, str]] = {
     "fl_preprocess_nv12_f16": ("preprocess", "PiPiiiPiiiiiiif" + "f" * 12),
     "fl_nv12_to_rgba": ("display", "PiPiiiPiiiffii" + "f" * 6),
     "fl_packed_to_rgba": ("display", "PiiiPiiiffiii"),
+    "fl_rgba_resize": ("display", "PiiiPiiiffi"),
     "fl_packed_to_ycrcb_planes": ("sr_color", "PiiiiiPPP"),
     "fl_packed_to_planar": ("sr_color", "PiiiiiPif"),
     "fl_planar_to_packed": ("sr_color", "PiiifPiii"),

@@ -329,6 +329,40 @@ class GpuKernels(SrColourLaunchers):
             int(bgra),
         )
 
+    def rgba_resize(
+        self,
+        src_ptr: int,
+        src_pitch: int,
+        src_w: int,
+        src_h: int,
+        dst_ptr: int,
+        dst_pitch: int,
+        dst_w: int,
+        dst_h: int,
+        stream: Any = None,
+    ) -> None:
+        """RGBA8 (or BGRA8, order kept) -> a dst_w x dst_h RGBA rectangle at ``dst_ptr``
+        (a tile of a larger image: its pitch), bilinear; alpha 255."""
+        check_rgba("source", src_ptr, src_pitch, src_w, src_h)
+        check_rgba("destination", dst_ptr, dst_pitch, dst_w, dst_h)
+        self._launch(
+            "fl_rgba_resize",
+            grid(dst_w, dst_h),
+            BLOCK,
+            stream,
+            src_ptr,
+            src_pitch,
+            src_w,
+            src_h,
+            dst_ptr,
+            dst_pitch,
+            dst_w,
+            dst_h,
+            src_w / dst_w,
+            src_h / dst_h,
+            int((dst_w, dst_h) != (src_w, src_h)),
+        )
+
     # -- drawing -----------------------------------------------------------------------------
 
     def draw_rects(

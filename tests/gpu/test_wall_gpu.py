@@ -1,0 +1,84 @@
+"""The video wall's composite kernel on the H200 against the host composite: real frames
+of the sample as RGBA device images, tiled into one RGBA buffer by ``fl_rgba_resize``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+from framelens.core.gpu.buffers import DevicePool, cuda_driver
+from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.images import RgbaDeviceImage
+from framelens.core.gpu.shared_kernels import kernels_for
+from framelens.core.gpu.wall import composite_device, composite_host, tile_rects, wall_grid
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+
+
+def upload(ctx: GpuContext, image: Any, stream: Any) -> RgbaDeviceImage:
+    cuda = cuda_driver()
+    h, w = image.shape[:2]
+    pool = DevicePool.pitched(ctx, w * 4, h, 1, kind="test frame")
+    buf = pool.acquire()
+    rgba = np.ascontiguousarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGBA))
+    with ctx.active():
+        copy = cuda.Memcpy2D()
+        copy.set_src_host(rgba)
+        copy.src_pitch = w * 4
+        copy.set_dst_device(buf.ptr)
+        copy.dst_pitch = buf.pitch
+        copy.width_in_bytes = w * 4
+        copy.height = h
+        copy(aligned=False)  # pageable host memory: a synchronous copy
+    pool.mark_used(buf, stream)
+    return RgbaDeviceImage(buf, pool, w, h, ctx, buf.event)
+
+
+@pytest.mark.parametrize("count", [4, 16])
+def test_the_kernel_composite_equals_the_host_composite(
+    gpu_ctx: GpuContext, gpu_stream: Any, count: int
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from media_factory import sample_frames
+
+    base = sample_frames(SAMPLE, (0, 300, 330, 600))
+    frames = [base[i % 4] if i % 3 else cv2.resize(base[i % 4], (640, 480)) for i in range(count)]
+    width, height = 1920, 1080
+    rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], wall_grid(count), width, height)
+    want = composite_host(frames, rects, width, height)
+    cuda = cuda_driver()
+    images = [upload(gpu_ctx, f, gpu_stream) for f in frames]
+    wall = DevicePool.pitched(gpu_ctx, width * 4, height, 1, kind="wall")
+    try:
+        dst = wall.buffers[0]
+        with gpu_ctx.active():
+            cuda.memset_d8_async(dst.ptr, 0, dst.pitch * height, gpu_stream)
+            composite_device(kernels_for(gpu_ctx), images, rects, dst.ptr, dst.pitch, gpu_stream)
+            got = np.empty((height, width, 4), dtype=np.uint8)
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(dst.ptr)
+            copy.src_pitch = dst.pitch
+            copy.set_dst_host(got)
+            copy.dst_pitch = width * 4
+            copy.width_in_bytes = width * 4
+            copy.height = height
+            gpu_stream.synchronize()
+            copy(aligned=False)  # pageable host memory: a synchronous copy
+    finally:
+        wall.close()
+    got_bgr = cv2.cvtColor(got, cv2.COLOR_RGBA2BGR)
+    for rect in rects:
+        assert rect is not None
+        x, y, w, h = rect
+        diff = np.abs(got_bgr[y : y + h, x : x + w].astype(np.int16) - want[y : y + h, x : x + w])
+        assert diff.max() <= 1, rect  # cv2's fixed-point resize against the kernel's float
+        assert (got[y : y + h, x : x + w, 3] == 255).all()
+    assert got[0, 0, 3] == 0  # outside the tiles: untouched (the caller's background)
