@@ -10,7 +10,8 @@ it needs instead. Groups:
 * types: frames, results, detections, images
 * models: the catalogue, resolving a name or an ONNX file, layouts
 * devices and backends: what can run here, and why not
-* playback and runs: the Player, its settings and state, export runs, snapshots
+* playback and runs: the Player, its settings and state, export runs, snapshots; the
+  video wall's WallPlayer (many sources through one executor) and its state
 * precision: FP32/FP16/INT8 variants, calibration, the INT8 sensitivity report
 * compare: panes in lock-step (fed by the executor), their difference overlays, the report
 * sources: opening a video, camera or stream
@@ -68,6 +69,7 @@ from framelens.core.pipeline.engines import EngineBuild, build_engine
 from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings, with_changes, without_classes
+from framelens.core.pipeline.wall import TileState, WallPlayer, WallState
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -165,8 +167,11 @@ __all__ = [
     "Source",
     "SuperResParams",
     "Tag",
+    "TileState",
     "Upscaled",
     "VariantInfo",
+    "WallPlayer",
+    "WallState",
     "__version__",
     "backend_choices",
     "bicubic_upscale",

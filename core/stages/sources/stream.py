@@ -96,6 +96,11 @@ class StreamSource(Source):
         )
         self._thread.start()
 
+    @property
+    def reconnecting(self) -> bool:
+        """True while the stream is down and being reconnected (a wall's tile says so)."""
+        return self._reconnecting
+
     def read(self) -> Frame | None:
         with self._cond:
             deadline = time.monotonic() + self._frame_timeout_s

@@ -1,0 +1,450 @@
+"""The video wall: N sources played at once through ONE executor (the GUI's many streams).
+
+    sources ──PacedSource (each on MergedSource's thread for it)──> MergedSource
+        ──Executor (batches span sources: one engine call)──> collector thread
+        ──per tile, at most ``display_depth`` results──> delivery thread ──> on_result
+
+The workers are built as the CLI's several-source run builds them
+(core/pipeline/multi_run.py): ``build.workers`` with the batch following the number of
+sources (8..32). Pacing happens where each source is read, on its own clock (its pts),
+so a 10 fps file and a 30 fps file each play at their own rate and the executor never
+holds frames back; "as fast as possible" turns that off. The collector drains the
+executor at once, whatever the consumer does: a slow consumer costs dropped frames
+(the oldest of a tile's queue, counted per tile), never a stalled pipeline or latency
+that grows. A source that fails is reported (``on_error``, the source named) and its
+tile says why; the others go on (MergedSource keeps reading them).
+
+Callbacks run on the wall's threads; a GUI marshals them onto its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+from framelens.core.errors import FrameLensError, SourceError, error_message
+from framelens.core.pipeline import build
+from framelens.core.pipeline.decode_ahead import End, Failed
+from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
+from framelens.core.pipeline.multi_run import MAX_BATCH, MULTI_BATCH, output_names
+from framelens.core.pipeline.player_state import RateMeter
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sources import Source
+from framelens.core.stages.sources.merged import MergedSource
+from framelens.core.types import Frame, FrameResult
+
+__all__ = ["DISPLAY_DEPTH", "PacedSource", "TileState", "WallPlayer", "WallState", "wall_batch"]
+
+log = logging.getLogger(__name__)
+
+DISPLAY_DEPTH = 2  # results queued per tile for the consumer; older ones are dropped
+STATE_EVERY_S = 0.5  # state (with the measured rates) at most this often
+_LATE_RESYNC_S = 0.25  # a source further behind its clock than this restarts the clock
+_LATENCY_WINDOW = 30  # results a tile's latency is the median of
+
+ResultCallback = Callable[[FrameResult], None]
+StateCallback = Callable[["WallState"], None]
+ErrorCallback = Callable[[str], None]
+
+
+def wall_batch(settings: PipelineSettings, sources: int) -> PipelineSettings:
+    """The batch of a wall of ``sources``: as the CLI's several-source run, one slot per
+    source, at least MULTI_BATCH, at most MAX_BATCH (a batch asked for is kept)."""
+    if settings.batch == 1 and sources > 1:
+        return replace(settings, batch=min(MAX_BATCH, max(MULTI_BATCH, sources)))
+    return settings
+
+
+@dataclass(frozen=True)
+class TileState:
+    """One source of the wall."""
+
+    name: str  # what the tile is labelled (a file's stem, a camera's index, ...)
+    spec: str  # as opened
+    status: str = "opening"  # "opening" | "playing" | "ended" | "failed" | "reconnecting"
+    reason: str = ""  # why it failed
+    fps: float = 0.0  # results per second of this source
+    latency_ms: float = math.nan  # median end to end (StageTimes.e2e) of the last results
+    frames: int = 0  # results made
+    shown: int = 0  # results handed to on_result
+    dropped: int = 0  # results dropped because the consumer was behind
+    width: int = 0
+    height: int = 0
+
+
+@dataclass(frozen=True)
+class WallState:
+    """A snapshot of the wall, sent on every change and periodically while playing."""
+
+    status: str = "opening"  # "opening" | "playing" | "paused" | "ended" | "failed"
+    tiles: tuple[TileState, ...] = ()
+    fps: float = 0.0  # results per second, all sources together
+    mean_batch: float = 0.0  # frames per engine call since the last state
+    batch: int = 1  # the most frames an engine call may take
+    realtime: bool = True
+    path: str = ""  # how the workers run ("cpu pipeline", "gpu pipeline", ...)
+    model: str = ""
+    batches_run: int = 0  # engine calls so far
+    frames_run: int = 0  # frames in them
+
+    @property
+    def playing(self) -> bool:
+        return self.status == "playing"
+
+
+@dataclass
+class _Pacing:
+    """What every PacedSource of one wall reads: play/pause, real time, stop."""
+
+    playing: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
+    realtime: bool = True
+    epoch: int = 0  # bumped on play and on a pacing change: every clock restarts
+
+
+class PacedSource(Source):
+    """``inner`` read no faster than its frames' pts (when real time is on and the source
+    is a file or a folder; live sources come at their own rate), and not at all while the
+    wall is paused. Runs on MergedSource's thread for this source."""
+
+    def __init__(self, inner: Source, pacing: _Pacing) -> None:
+        self.inner = inner
+        self.info = inner.info
+        self._pacing = pacing
+        self._anchor: tuple[float, float] | None = None  # (wall s, pts s)
+        self._epoch = -1
+        self._paced = inner.info.kind in ("file", "folder") and inner.info.fps > 0
+
+    @property
+    def reconnecting(self) -> bool:
+        return bool(getattr(self.inner, "reconnecting", False))
+
+    def read(self) -> Frame | None:
+        p = self._pacing
+        while not p.playing.is_set():
+            if p.stop.is_set():
+                return None
+            p.playing.wait(0.05)
+        frame = self.inner.read()
+        if frame is None or not self._paced or not p.realtime:
+            return frame
+        wall, pts = time.perf_counter(), float(frame.pts)
+        if self._anchor is None or self._epoch != p.epoch:
+            self._anchor, self._epoch = (wall, pts), p.epoch
+        due = self._anchor[0] + (pts - self._anchor[1])
+        if wall - due > _LATE_RESYNC_S or due - wall > 2.0:
+            self._anchor = (wall, pts)  # fell behind (slow model) or jumped: restart
+            return frame
+        while not p.stop.is_set() and (left := due - time.perf_counter()) > 0:
+            p.stop.wait(min(left, 0.05))
+        return frame
+
+    def seek(self, index: int) -> None:
+        self._anchor = None
+        self.inner.seek(index)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _Tile:
+    """A tile's queue for the consumer and its measurements (guarded by the wall's lock)."""
+
+    def __init__(self, state: TileState) -> None:
+        self.state = state
+        self.queue: deque[FrameResult] = deque()
+        self.rate = RateMeter(window=30)
+        self.latency: deque[float] = deque(maxlen=_LATENCY_WINDOW)
+        self.source: PacedSource | None = None
+
+
+class WallPlayer:
+    """Plays ``specs`` together on threads of its own; ``open`` once, then play/pause,
+    close. ``draw``: overlays drawn into the results' frames ("host"), or left to the
+    consumer ("none": it paints ``result.output``). ``realtime``: files at their own
+    pace; else as fast as the pipeline goes."""
+
+    def __init__(
+        self,
+        on_result: ResultCallback,
+        on_state: StateCallback,
+        on_error: ErrorCallback,
+        *,
+        realtime: bool = True,
+        draw: DrawPolicy = "none",
+        display_depth: int = DISPLAY_DEPTH,
+        spinning: bool = False,
+    ) -> None:
+        if display_depth < 1:
+            raise ValueError("display_depth must be at least 1")
+        self._on_result, self._on_state, self._on_error = on_result, on_state, on_error
+        self._draw: DrawPolicy = draw
+        self._depth = display_depth
+        self._spinning = spinning
+        self._pacing = _Pacing(realtime=realtime)
+        self._lock = threading.Condition()
+        self._tiles: list[_Tile] = []
+        self._state = WallState(realtime=realtime)
+        self._rate = RateMeter(window=120)
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._opened = False
+        self._want_playing = True
+
+    @property
+    def state(self) -> WallState:
+        return self._state
+
+    # ---- commands (any thread) ------------------------------------------------------------
+
+    def open(self, specs: Sequence[str], settings: PipelineSettings, *, play: bool = True) -> None:
+        """Open every source and start (``play``) or hold them; returns at once, the
+        opening happens on the wall's thread (errors through ``on_error``)."""
+        if self._opened:
+            raise RuntimeError("a WallPlayer opens its sources once")
+        if not specs:
+            raise SourceError("no sources for the wall")
+        self._opened = True
+        self._want_playing = play
+        names = output_names(specs)
+        self._tiles = [_Tile(TileState(n, s)) for n, s in zip(names, specs, strict=True)]
+        self._state = replace(self._state, tiles=tuple(t.state for t in self._tiles))
+        self._threads = [
+            threading.Thread(
+                target=self._collect, args=(list(specs), settings), name="fl-wall", daemon=True
+            ),
+            threading.Thread(target=self._deliver, name="fl-wall-show", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def play(self) -> None:
+        self._want_playing = True
+        if self._state.status in ("paused", "opening"):
+            self._pacing.epoch += 1
+            self._pacing.playing.set()
+            if self._state.status == "paused":
+                self._publish(status="playing")
+
+    def pause(self) -> None:
+        self._want_playing = False
+        self._pacing.playing.clear()
+        if self._state.status == "playing":
+            self._publish(status="paused", fps=0.0)
+
+    def toggle(self) -> None:
+        if self._state.playing or (self._state.status == "opening" and self._want_playing):
+            self.pause()
+        else:
+            self.play()
+
+    def set_realtime(self, realtime: bool) -> None:
+        self._pacing.realtime = bool(realtime)
+        self._pacing.epoch += 1
+        self._publish(realtime=bool(realtime))
+
+    def close(self) -> None:
+        """Stop every thread, then release the sources and the pipelines."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pacing.stop.set()
+        self._pacing.playing.set()  # a paused source's reader wakes up and sees stop
+        with self._lock:
+            self._lock.notify_all()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    # ---- the collector thread: opens, drains the executor, measures -------------------
+
+    def _collect(self, specs: list[str], settings: PipelineSettings) -> None:
+        built: build.Workers | None = None
+        merged: MergedSource | None = None
+        executor: Executor[FrameResult] | None = None
+        opened: list[Source] = []
+        try:
+            settings = wall_batch(settings, len(specs))
+            built = build.workers(settings, spinning=self._spinning, notify=self._on_error)
+            live: list[int] = []  # tile of each merged source
+            for i, spec in enumerate(specs):
+                if self._closed:
+                    return
+                try:
+                    source, _ = build.open_frames(spec, built.pipelines[0])
+                except FrameLensError as exc:
+                    self._tile_failed(i, f"cannot open: {error_message(exc)}")
+                    continue
+                paced = PacedSource(source, self._pacing)
+                self._tiles[i].source = paced
+                info = source.info
+                self._set_tile(i, status="playing", width=info.width, height=info.height)
+                opened.append(paced)
+                live.append(i)
+            if not opened:
+                self._publish(status="failed")
+                return
+            merged = MergedSource(opened)
+            ran = built.pipelines[0].settings
+            workers = [PipelineWorker(p, self._draw) for p in built.pipelines]
+            executor = Executor.open(merged, workers, batch=ran.batch, decode_depth=ran.batch)
+            status = "playing" if self._want_playing else "paused"
+            self._publish(status=status, batch=ran.batch, path=built.path, model=ran.model.name)
+            if self._want_playing:
+                self._pacing.playing.set()
+            self._drain(executor, merged, live)
+        except BaseException as exc:
+            if not self._closed:
+                self._on_error(error_message(exc))
+                self._publish(status="failed")
+        finally:
+            self._pacing.stop.set()
+            with self._lock:
+                self._lock.notify_all()
+            stopped = executor.close() if executor is not None else True
+            if merged is not None:
+                merged.close()  # its reader threads, then every source
+            elif opened:
+                build.close_quietly(opened)
+            if built is not None and stopped:
+                built.close()
+
+    def _drain(
+        self, executor: Executor[FrameResult], merged: MergedSource, live: list[int]
+    ) -> None:
+        reported: set[int] = set()
+        errors: set[str] = set()
+        marks = (0, 0)  # (batches, frames) at the last state
+        while not self._closed:
+            item = executor.get(0.05)
+            if isinstance(item, End):
+                self._publish_rates(executor, marks)
+                for i in live:
+                    if self._tiles[i].state.status != "failed":
+                        self._set_tile(i, status="ended", fps=0.0)
+                self._check_failures(merged, live, reported)
+                self._publish(status="ended", fps=0.0)
+                return
+            if isinstance(item, Failed):
+                text = error_message(item.error)
+                if text not in errors:  # once: a batch fails frame by frame
+                    errors.add(text)
+                    self._on_error(text)
+            elif item is not None:
+                self._take(live, item.value)
+            self._check_failures(merged, live, reported)
+            if time.perf_counter() - self._last_state_s >= STATE_EVERY_S:
+                marks = self._publish_rates(executor, marks)
+
+    def _take(self, live: list[int], result: FrameResult) -> None:
+        tile_index = live[result.frame.source_id]
+        result.frame.source_id = tile_index  # which tile: the consumer's numbering
+        tile = self._tiles[tile_index]
+        self._rate.tick()
+        with self._lock:
+            tile.rate.tick()
+            if math.isfinite(result.times.e2e):
+                tile.latency.append(result.times.e2e)
+            tile.state = replace(tile.state, frames=tile.state.frames + 1)
+            count = tile.source.info.frame_count if tile.source is not None else None
+            if count is not None and tile.state.frames >= count:
+                tile.state = replace(tile.state, status="ended", fps=0.0)
+            while len(tile.queue) >= self._depth:  # live: the newest frames, not all
+                tile.queue.popleft()
+                tile.state = replace(tile.state, dropped=tile.state.dropped + 1)
+            tile.queue.append(result)
+            self._lock.notify_all()
+
+    def _check_failures(self, merged: MergedSource, live: list[int], reported: set[int]) -> None:
+        for k, why in list(merged.failures.items()):
+            if k not in reported:
+                reported.add(k)
+                self._tile_failed(live[k], why)
+        for i in live:
+            tile = self._tiles[i]
+            if tile.source is None or tile.state.status not in ("playing", "reconnecting"):
+                continue
+            status = "reconnecting" if tile.source.reconnecting else "playing"
+            if status != tile.state.status:
+                self._set_tile(i, status=status)
+
+    def _tile_failed(self, i: int, why: str) -> None:
+        tile = self._tiles[i]
+        self._set_tile(i, status="failed", reason=why, fps=0.0)
+        self._on_error(f"{tile.state.name} ({tile.state.spec}) failed: {why}")
+
+    # ---- the delivery thread: the consumer's pace, newest frames first ------------------
+
+    def _deliver(self) -> None:
+        turn = 0
+        while True:
+            with self._lock:
+                result: FrameResult | None = None
+                while result is None:
+                    if self._closed:
+                        return
+                    n = len(self._tiles)
+                    for k in range(n):
+                        tile = self._tiles[(turn + k) % n]
+                        if tile.queue:
+                            result = tile.queue.popleft()
+                            tile.state = replace(tile.state, shown=tile.state.shown + 1)
+                            turn = (turn + k + 1) % n
+                            break
+                    else:
+                        if self._pacing.stop.is_set():
+                            break  # the wall has ended and every result was handed out
+                        self._lock.wait(0.1)
+            if result is None:
+                if not self._closed:
+                    self._publish()  # the final counts of what was shown
+                return
+            try:
+                self._on_result(result)
+            except Exception:  # a consumer's bug must not stop the wall
+                log.exception("the wall's consumer failed on a result")
+
+    # ---- state ----------------------------------------------------------------------------
+
+    _last_state_s = 0.0
+
+    def _set_tile(self, i: int, **changes: object) -> None:
+        with self._lock:
+            tile = self._tiles[i]
+            tile.state = replace(tile.state, **cast(dict[str, Any], changes))
+        self._publish()
+
+    def _publish_rates(
+        self, executor: Executor[FrameResult], marks: tuple[int, int]
+    ) -> tuple[int, int]:
+        batches, frames = executor.batches_run, executor.frames_run
+        calls = batches - marks[0]
+        mean = (frames - marks[1]) / calls if calls else self._state.mean_batch
+        playing = self._state.playing
+        with self._lock:
+            for tile in self._tiles:
+                if tile.state.status in ("playing", "reconnecting"):
+                    latency = statistics.median(tile.latency) if tile.latency else math.nan
+                    fps = tile.rate.fps if playing else 0.0
+                    tile.state = replace(tile.state, fps=fps, latency_ms=latency)
+        self._publish(
+            fps=self._rate.fps if playing else 0.0, mean_batch=mean,
+            batches_run=batches, frames_run=frames,
+        )  # fmt: skip
+        return batches, frames
+
+    def _publish(self, **changes: object) -> None:
+        with self._lock:
+            tiles = tuple(t.state for t in self._tiles)
+            if changes.get("status") == "playing":
+                self._rate.reset()
+            self._state = replace(self._state, tiles=tiles, **cast(dict[str, Any], changes))
+            state = self._state
+        self._last_state_s = time.perf_counter()
+        self._on_state(state)

@@ -1,0 +1,203 @@
+"""The video wall's player (core/pipeline/wall.py): real clips cut from the sample with
+PyAV, a real image folder that breaks mid-run, the real YOLOX-Nano, one executor whose
+batches span the sources."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import cv2
+import pytest
+from framelens.core.api import FrameResult, PipelineSettings, WallPlayer, WallState, resolve_model
+from framelens.core.models.catalog import DEFAULT_MODEL
+from media_factory import sample_frames
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+FRAMES = 24
+RATE = 10  # fps of the clips: 2.4 s each in real time
+TIMEOUT_S = 90.0
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Three 24-frame clips of the sample, cut where the person is in view."""
+    import av
+
+    folder = tmp_path_factory.mktemp("wall_clips")
+    paths = []
+    for n, start in enumerate((290, 320, 600)):
+        path = folder / f"clip{n}.mp4"
+        frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("libx264", rate=RATE)
+            stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
+            stream.pix_fmt = "yuv420p"
+            for image in frames:
+                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        paths.append(str(path))
+    return paths
+
+
+class Recorder:
+    """What a consumer of the wall sees: results per tile, states, errors."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.results: dict[int, list[FrameResult]] = defaultdict(list)
+        self.arrived: dict[int, list[float]] = defaultdict(list)
+        self.states: list[WallState] = []
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+
+    def on_result(self, result: FrameResult) -> None:
+        with self.lock:
+            self.results[result.frame.source_id].append(result)
+            self.arrived[result.frame.source_id].append(time.perf_counter())
+        if self.delay_s:
+            time.sleep(self.delay_s)  # a GUI that cannot keep up
+
+    def on_state(self, state: WallState) -> None:
+        with self.lock:
+            self.states.append(state)
+
+    @property
+    def state(self) -> WallState:
+        with self.lock:
+            return self.states[-1] if self.states else WallState()
+
+    def indices(self, tile: int) -> list[int]:
+        with self.lock:
+            return [r.frame.index for r in self.results[tile]]
+
+    def count(self) -> int:
+        with self.lock:
+            return sum(len(v) for v in self.results.values())
+
+
+def wait_for(condition: object, timeout: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def play(specs: list[str], rec: Recorder, **options: object) -> WallPlayer:
+    wall = WallPlayer(rec.on_result, rec.on_state, rec.errors.append, **options)  # type: ignore[arg-type]
+    wall.open(specs, PipelineSettings(resolve_model(DEFAULT_MODEL)))
+    return wall
+
+
+def delivered_all(rec: Recorder) -> bool:
+    s = rec.state
+    return s.status == "ended" and all(t.shown + t.dropped == t.frames for t in s.tiles)
+
+
+def test_every_frame_of_every_source_arrives_in_order_through_shared_engine_calls(
+    clips: list[str],
+) -> None:
+    rec = Recorder()
+    wall = play(clips, rec, realtime=False, display_depth=FRAMES)
+    try:
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    state = rec.state
+    assert [t.name for t in state.tiles] == ["clip0", "clip1", "clip2"]
+    for tile in range(3):
+        assert rec.indices(tile) == list(range(FRAMES))  # all of them, in order
+    assert [(t.frames, t.shown, t.dropped) for t in state.tiles] == [(FRAMES, FRAMES, 0)] * 3
+    assert state.batch == 8  # as the CLI's several-source run: 8..32
+    assert state.frames_run == 3 * FRAMES and state.frames_run > state.batches_run
+    assert all(t.latency_ms > 0 for t in state.tiles)  # end-to-end per source, measured
+    people = sum(len(r.output) for rs in rec.results.values() for r in rs)
+    assert people > 40  # the model ran on every tile's frames: the person is in view
+    assert all(r.annotated is None for rs in rec.results.values() for r in rs)  # left to the GUI
+    assert not rec.errors
+
+
+def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
+    rec = Recorder()
+    wall = play(clips[:2], rec, display_depth=FRAMES)
+    try:
+        wait_for(lambda: rec.count() >= 2 and rec.state.fps > 0, timeout=30)
+        playing = rec.state
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    for tile in range(2):
+        span = rec.arrived[tile][-1] - rec.arrived[tile][0]
+        assert (FRAMES - 1) / RATE * 0.8 < span < (FRAMES - 1) / RATE * 2.0, span
+        assert rec.indices(tile) == list(range(FRAMES))
+    assert playing.playing and playing.realtime
+    assert 0 < playing.fps < 2 * RATE * 1.6  # two 10 fps sources, not as fast as possible
+
+
+def test_a_failing_source_is_reported_by_name_and_the_others_go_on(
+    clips: list[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i, image in enumerate(sample_frames(SAMPLE, tuple(range(300, 310)))):
+        cv2.imwrite(str(folder / f"{i:03d}.jpg"), image)
+    (folder / "005.jpg").write_bytes(b"not a jpeg")  # the card went bad here
+    missing = str(tmp_path / "gone.mp4")
+    rec = Recorder()
+    wall = play([clips[0], str(folder), clips[1], missing], rec, realtime=False, display_depth=64)
+    try:
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    tiles = rec.state.tiles
+    assert tiles[1].status == "failed" and "005.jpg" in tiles[1].reason
+    assert rec.indices(1) == list(range(5))  # what it gave before it broke
+    assert tiles[3].status == "failed" and tiles[3].reason.startswith("cannot open")
+    assert any(e.startswith("frames (") and "005.jpg" in e for e in rec.errors)
+    assert any(e.startswith("gone (") for e in rec.errors)
+    assert rec.indices(0) == list(range(FRAMES)) and rec.indices(2) == list(range(FRAMES))
+    assert tiles[0].status == tiles[2].status == "ended"
+
+
+def test_a_slow_consumer_sees_the_newest_frames_and_the_drops_are_counted(
+    clips: list[str],
+) -> None:
+    rec = Recorder(delay_s=0.15)
+    wall = play(clips[:2], rec, realtime=False)
+    try:
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    tiles = rec.state.tiles
+    for tile in range(2):
+        got = rec.indices(tile)
+        assert got == sorted(set(got))  # in order, none twice
+        assert got[-1] == FRAMES - 1  # the newest frame is never the one dropped
+        assert tiles[tile].frames == FRAMES  # the pipeline processed every frame
+        assert tiles[tile].dropped > 0 and tiles[tile].shown == len(got)
+        assert tiles[tile].dropped + len(got) == FRAMES
+
+
+def test_pause_stops_the_wall_and_play_resumes_it(clips: list[str]) -> None:
+    rec = Recorder()
+    wall = play(clips[:2], rec, display_depth=FRAMES)
+    try:
+        wait_for(lambda: rec.count() >= 4, timeout=30)
+        wall.pause()
+        time.sleep(1.0)  # what was read ahead before the pause drains
+        held = rec.count()
+        time.sleep(1.0)
+        assert rec.count() == held < 2 * FRAMES
+        assert rec.state.status == "paused"
+        wall.play()
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    assert rec.indices(0) == list(range(FRAMES)) and rec.indices(1) == list(range(FRAMES))
