@@ -60,8 +60,15 @@ def _codec_opens(name: str) -> str:
         ctx.time_base = Fraction(1, 25)
         ctx.open()
     except Exception as exc:  # FFmpeg says why (no device, not permitted, ...)
-        return f"present, does not open ({str(exc).splitlines()[0][:60]})"
+        return f"in FFmpeg, but does not open here ({_reason(exc)})"
     return "yes"
+
+
+def _reason(exc: BaseException) -> str:
+    """FFmpeg's reason in words, whole: "Operation not permitted" rather than the errno
+    and the call it came from."""
+    text = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+    return str(text).strip() or type(exc).__name__
 
 
 def _gl_interop() -> str:
@@ -119,17 +126,21 @@ def diagnose() -> dict[str, str]:
     from framelens.core import __version__
     from framelens.core.pipeline.devices import onnxruntime_providers
 
+    gpu = _nvidia_smi()
+    has_gpu = shutil.which("nvidia-smi") is not None and not gpu.startswith(("nvidia-smi", "no "))
     try:
         import av
 
         hwdecoders = ", ".join(c for c in ("h264_cuvid", "hevc_cuvid") if c in av.codecs_available)
     except ImportError:
         hwdecoders = ""
-    return {
+    if hwdecoders and not has_gpu:  # FFmpeg was built with them; nothing here runs them
+        hwdecoders = f"no GPU here (FFmpeg has {hwdecoders})"
+    report = {
         "framelens": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "gpu": _nvidia_smi(),
+        "gpu": gpu,
         "cuda compiler": shutil.which("nvcc") or "nvcc not found",
         "pycuda": _version("pycuda"),
         "pycuda OpenGL interop": _gl_interop(),
@@ -146,3 +157,31 @@ def diagnose() -> dict[str, str]:
         "libx264": _codec_opens("libx264"),
         "opencv": _version("cv2"),
     }
+    report["verdict"] = verdict(report)
+    return report
+
+
+def verdict(report: dict[str, str]) -> str:
+    """One line at the end: where FrameLens runs here, and why not the GPU pipeline."""
+    providers = report.get("onnxruntime providers", "")
+    cuda = "CUDAExecutionProvider" in providers
+    gpu_line = report.get("GPU pipeline (cuda:0)", "")
+    runs = ["CUDA (ONNX Runtime)" if cuda else "CPU (ONNX Runtime)"]
+    if report.get("TensorRT backend", "").startswith(("tensorrt ", "tensorrt-rtx ")) and (
+        ": engines run on" in report["TensorRT backend"]
+    ):
+        runs.append("TensorRT")
+    gpu = report.get("gpu", "")
+    if gpu_line == "usable":
+        gpu_part = "GPU pipeline: yes (NVDEC, CUDA kernels, device buffers)"
+    elif gpu.startswith(("no ", "nvidia-smi")):  # the first reason: no GPU at all
+        gpu_part = (
+            f"GPU pipeline: no, because there is {gpu}"
+            if gpu.startswith("no ")
+            else (f"GPU pipeline: no, because {gpu}")
+        )
+    else:
+        why = gpu_line.removeprefix("not usable (").removesuffix(")") or "unknown"
+        gpu_part = f"GPU pipeline: no, because {why}"
+    encoder = "NVENC" if report.get("NVENC (h264_nvenc)") == "yes" else "libx264"
+    return f"runs on: {', '.join(runs)}; {gpu_part}; exports encode with {encoder}"

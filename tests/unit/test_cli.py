@@ -154,3 +154,23 @@ def test_run_in_batches_of_four_writes_what_batch_one_writes(tmp_path: Path) -> 
         for da, db in zip(a["detections"], b["detections"], strict=True):
             assert all(abs(x - y) <= 0.02 for x, y in zip(da["box"], db["box"], strict=True))
             assert abs(da["score"] - db["score"]) <= 1e-3
+
+
+def test_doctor_ends_with_a_verdict_and_says_what_it_means() -> None:
+    """Rough edge 11: no line cut mid-word, no NVDEC offered without a GPU, a verdict."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "framelens", "doctor"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    report = dict(
+        line.split(None, 1) if "  " not in line else line.split("  ", 1) for line in lines
+    )
+    last = lines[-1]
+    assert last.startswith("verdict") and "runs on: " in last and "GPU pipeline: " in last
+    nvenc = next(line for line in lines if line.startswith("NVENC"))
+    assert nvenc.rstrip().endswith((")", "yes", "build")), nvenc  # whole, not cut
+    nvdec = next(line for line in lines if line.startswith("NVDEC"))
+    if "no NVIDIA driver" in proc.stdout:  # this machine, CI: nothing here decodes on a GPU
+        assert "no GPU here" in nvdec
+        assert "GPU pipeline: no, because there is no NVIDIA driver" in last
