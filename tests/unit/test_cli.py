@@ -163,9 +163,6 @@ def test_doctor_ends_with_a_verdict_and_says_what_it_means() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    report = dict(
-        line.split(None, 1) if "  " not in line else line.split("  ", 1) for line in lines
-    )
     last = lines[-1]
     assert last.startswith("verdict") and "runs on: " in last and "GPU pipeline: " in last
     nvenc = next(line for line in lines if line.startswith("NVENC"))
