@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--workers", type=int, default=2, help="pipeline inference workers")
     bench.add_argument("--no-export", action="store_true", help="leave encoding out")
     bench.add_argument("--output", metavar="FILE.json", help="also write the JSON here")
+    bench.add_argument("--quiet", action="store_true", help="no progress bars")
 
     compare = sub.add_parser(
         "compare", help="precisions side by side, or super-resolution models against bicubic"
@@ -331,6 +332,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         threads=args.threads,
         export=not args.no_export,
         workers=args.workers,
+        progress=not args.quiet,
     )
     text = json.dumps(result, indent=2)
     print(text)

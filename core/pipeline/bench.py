@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ from framelens.core.stages.sinks.video import VideoExporter
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.timing import now_ms, stage
 from framelens.core.types import FrameResult, StageTimes
+from tqdm import tqdm
 
 WARMUP_FRAMES = 20
 
@@ -60,8 +62,15 @@ def _bench_setup(
         source.close()
 
 
+Tick = Callable[[FrameResult], None]
+
+
 def naive_loop(
-    source_spec: str, settings: PipelineSettings, frames: int, out: Path | None
+    source_spec: str,
+    settings: PipelineSettings,
+    frames: int,
+    out: Path | None,
+    tick: Tick | None = None,
 ) -> RunStats:
     """Read, preprocess, infer, postprocess, draw, encode: one after the other."""
     stats = RunStats()
@@ -75,6 +84,8 @@ def naive_loop(
             encode(result)
             result.times.e2e = now_ms() - t0
             stats(result)
+            if tick is not None:
+                tick(result)
         stats.stop()
     return stats
 
@@ -85,12 +96,14 @@ def pipeline_run(
     frames: int,
     out: Path | None,
     workers: int = 1,
+    tick: Tick | None = None,
 ) -> RunStats:
     """The threaded runner: decode thread, ``workers`` inference threads, encode on the caller."""
     stats = RunStats()
+    observers: list[Tick] = [stats] if tick is None else [stats, tick]
     with _bench_setup(source_spec, settings, out, workers) as (source, pipelines, encode):
         runner = PipelineRunner(
-            source, pipelines[0], [encode], observers=[stats], extra_pipelines=pipelines[1:]
+            source, pipelines[0], [encode], observers=observers, extra_pipelines=pipelines[1:]
         )
         runner.run(RunRange(0, frames))
         stats.stop()
@@ -104,15 +117,26 @@ def run_bench(
     threads: int | None = None,
     export: bool = True,
     workers: int = 1,
+    progress: bool = True,
 ) -> dict[str, Any]:
+    """The naive loop and the pipeline on the same frames; ``progress``: a bar per step
+    on the terminal (stderr, shown only where it is a terminal)."""
     spec = resolve_model(DEFAULT_MODEL)
     settings = PipelineSettings(model=spec, threads=threads)
+
+    def bar(what: str, total: int) -> Any:
+        return tqdm(total=total, desc=what, unit="frame", file=sys.stderr, leave=False,
+                    disable=None if progress else True)  # fmt: skip
+
     with tempfile.TemporaryDirectory(prefix="framelens-bench-") as tmp:
         out = Path(tmp) / "bench.mp4" if export else None
-        naive_loop(source_spec, settings, WARMUP_FRAMES, out)  # warm caches and the model
+        with bar("warm-up", WARMUP_FRAMES) as b:  # warm caches and the model
+            naive_loop(source_spec, settings, WARMUP_FRAMES, out, lambda _: b.update())
         t = time.perf_counter()
-        naive = naive_loop(source_spec, settings, frames, out)
-        pipe = pipeline_run(source_spec, settings, frames, out, workers)
+        with bar("naive loop", frames) as b:
+            naive = naive_loop(source_spec, settings, frames, out, lambda _: b.update())
+        with bar(f"pipeline, {workers} workers", frames) as b:
+            pipe = pipeline_run(source_spec, settings, frames, out, workers, lambda _: b.update())
         elapsed = time.perf_counter() - t
     return {
         "app_version": __version__,

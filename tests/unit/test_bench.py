@@ -21,3 +21,40 @@ def test_bench_writes_fps_of_both_loops_and_stage_medians(tmp_path: Path) -> Non
             stages
         )
         assert stages["e2e"] >= stages["inference"] > 0
+
+
+def test_bench_shows_progress_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> None:
+    """Rough edge 12: each step of the bench has a progress bar where stderr is a
+    terminal (a real pseudo-terminal here); piped output stays clean."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "framelens", "bench", "--frames", "8", "--no-export"]
+    master, slave = pty.openpty()
+    import fcntl
+    import struct
+    import termios
+
+    # a terminal 120 columns wide (a fresh pseudo-terminal has none: bars would be empty)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave, close_fds=True)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out, _ = proc.communicate(timeout=300)
+    os.close(master)
+    assert proc.returncode == 0
+    text = seen.decode(errors="replace")
+    assert "naive loop" in text and "pipeline, 2 workers" in text and "frame" in text
+    assert json.loads(out)["pipeline_fps"] > 0  # stdout is still the JSON alone
+    piped = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0 and "naive loop" not in piped.stderr
