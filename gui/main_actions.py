@@ -46,6 +46,17 @@ class MainActions(MainWindowParts):
             "Open &Camera…", self.choose_camera, "Ctrl+Shift+O", "camera"
         )
         self.url_action = self._action("Open &URL…", self.choose_url, "Ctrl+U", "stream")
+        self.several_action = self._action(
+            "Open &Several…",
+            self.choose_several,
+            "Ctrl+Alt+O",
+            "open",
+            "Play several videos at once in a video wall (one engine call for all)",
+        )
+        self.back_to_wall_action = self._action(
+            "Back to &Wall", self.back_to_wall, "Esc", tip="Return to the video wall"
+        )
+        self.back_to_wall_action.setEnabled(False)
         self.export_action = self._action(
             "&Export…",
             self.open_export_dialog,
@@ -116,7 +127,9 @@ class MainActions(MainWindowParts):
     def _build_menus(self) -> None:
         mb = self.menuBar()
         file_menu = mb.addMenu("&File")
-        file_menu.addActions([self.open_action, self.camera_action, self.url_action])
+        file_menu.addActions(
+            [self.open_action, self.camera_action, self.url_action, self.several_action]
+        )
         self.recent_menu = file_menu.addMenu("Open &Recent")
         file_menu.addSeparator()
         file_menu.addActions([self.export_action, self.snapshot_action])
@@ -138,7 +151,9 @@ class MainActions(MainWindowParts):
         self.transport.realtime_button.toggled.connect(self.realtime_action.setChecked)
         play_menu.addAction(self.realtime_action)
         view_menu = mb.addMenu("&View")
-        view_menu.addActions([self.fullscreen_action, self.reset_view_action])
+        view_menu.addActions(
+            [self.fullscreen_action, self.reset_view_action, self.back_to_wall_action]
+        )
         view_menu.addSeparator()
         view_menu.addActions(
             [self.panel_dock.toggleViewAction(), self.plots_dock.toggleViewAction()]

@@ -94,7 +94,10 @@ class SourceOpening(MainWindowParts):
 
     def dropEvent(self, event: QDropEvent) -> None:
         urls = event.mimeData().urls()
-        if urls:
+        if len(urls) > 1:  # several files: a video wall
+            self.open_wall([u.toLocalFile() if u.isLocalFile() else u.toString() for u in urls])
+            event.acceptProposedAction()
+        elif urls:
             url = urls[0]
             self.open_source(url.toLocalFile() if url.isLocalFile() else url.toString())
             event.acceptProposedAction()

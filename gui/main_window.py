@@ -28,12 +28,14 @@ from framelens.gui.main_models import ModelChoice
 from framelens.gui.main_precision import PrecisionSwitching
 from framelens.gui.main_sources import SourceOpening, camera_spec, display_name
 from framelens.gui.main_superres import SuperResolution
+from framelens.gui.main_wall import WallOpening
 from framelens.gui.model_panel import OVERLAYS, ModelPanel
 from framelens.gui.plots import StagePlots
 from framelens.gui.sensitivity import SensitivityDialog
 from framelens.gui.settings import Settings
 from framelens.gui.sr_canvas import SrCanvas
 from framelens.gui.transport import TransportBar
+from framelens.gui.wall_window import WallWindow
 from framelens.gui.widgets import icon, set_text
 from PySide6.QtCore import QByteArray, Qt, QTimer, Slot
 from PySide6.QtGui import (
@@ -64,7 +66,13 @@ REFRESH_RATES = {
 
 
 class MainWindow(
-    MainActions, SourceOpening, ModelChoice, PrecisionSwitching, SuperResolution, QMainWindow
+    MainActions,
+    SourceOpening,
+    WallOpening,
+    ModelChoice,
+    PrecisionSwitching,
+    SuperResolution,
+    QMainWindow,
 ):
     """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
 
@@ -92,6 +100,7 @@ class MainWindow(
         self._restore_precision: str | None = None  # saved INT8: looked up once a video opens
         self.compare_window: CompareWindow | None = None
         self.sensitivity_dialog: SensitivityDialog | None = None
+        self.wall_window: WallWindow | None = None
 
         self.setWindowTitle("FrameLens")
         self.setWindowIcon(icon("framelens"))
@@ -442,7 +451,7 @@ class MainWindow(
         self.error_box.show()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        for child in (self.compare_window, self.sensitivity_dialog):
+        for child in (self.compare_window, self.sensitivity_dialog, self.wall_window):
             if child is not None:
                 child.close()
         self.settings.geometry = QByteArray(self.saveGeometry())

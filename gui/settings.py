@@ -148,6 +148,17 @@ class Settings:
     def realtime(self, value: bool) -> None:
         self.store.setValue("playback/realtime", bool(value))
 
+    # ---- video wall ------------------------------------------------------------
+    @property
+    def wall_layout(self) -> str:
+        """The wall's grid: "1", "2x2", "3x3", "4x4" or "auto" (by the number of sources)."""
+        value = self._str("wall/layout", "auto")
+        return value if value in ("1", "2x2", "3x3", "4x4", "auto") else "auto"
+
+    @wall_layout.setter
+    def wall_layout(self, value: str) -> None:
+        self.store.setValue("wall/layout", value)
+
     # ---- super-resolution views and enlarged detections ------------------------
     @property
     def sr_mode(self) -> str:

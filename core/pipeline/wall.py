@@ -34,7 +34,6 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
 from framelens.core.pipeline.multi_run import MAX_BATCH, MULTI_BATCH, output_names
-from framelens.core.pipeline.player_state import RateMeter
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
@@ -48,6 +47,7 @@ DISPLAY_DEPTH = 2  # results queued per tile for the consumer; older ones are dr
 STATE_EVERY_S = 0.5  # state (with the measured rates) at most this often
 _LATE_RESYNC_S = 0.25  # a source further behind its clock than this restarts the clock
 _LATENCY_WINDOW = 30  # results a tile's latency is the median of
+_RATE_SAMPLES = 6  # states the rates are measured over (about 2.5 s)
 
 ResultCallback = Callable[[FrameResult], None]
 StateCallback = Callable[["WallState"], None]
@@ -160,7 +160,6 @@ class _Tile:
     def __init__(self, state: TileState) -> None:
         self.state = state
         self.queue: deque[FrameResult] = deque()
-        self.rate = RateMeter(window=30)
         self.latency: deque[float] = deque(maxlen=_LATENCY_WINDOW)
         self.source: PacedSource | None = None
 
@@ -192,7 +191,8 @@ class WallPlayer:
         self._lock = threading.Condition()
         self._tiles: list[_Tile] = []
         self._state = WallState(realtime=realtime)
-        self._rate = RateMeter(window=120)
+        # (time, results per tile) at the last few states: rates over a few seconds
+        self._samples: deque[tuple[float, tuple[int, ...]]] = deque(maxlen=_RATE_SAMPLES)
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._opened = False
@@ -293,7 +293,10 @@ class WallPlayer:
             merged = MergedSource(opened)
             ran = built.pipelines[0].settings
             workers = [PipelineWorker(p, self._draw) for p in built.pipelines]
-            executor = Executor.open(merged, workers, batch=ran.batch, decode_depth=ran.batch)
+            executor = Executor.open(
+                merged, workers, batch=ran.batch, decode_depth=ran.batch,
+                depth=len(workers) * ran.batch,  # every worker busy, no more: live latency
+            )  # fmt: skip
             status = "playing" if self._want_playing else "paused"
             self._publish(status=status, batch=ran.batch, path=built.path, model=ran.model.name)
             if self._want_playing:
@@ -346,9 +349,7 @@ class WallPlayer:
         tile_index = live[result.frame.source_id]
         result.frame.source_id = tile_index  # which tile: the consumer's numbering
         tile = self._tiles[tile_index]
-        self._rate.tick()
         with self._lock:
-            tile.rate.tick()
             if math.isfinite(result.times.e2e):
                 tile.latency.append(result.times.e2e)
             tile.state = replace(tile.state, frames=tile.state.frames + 1)
@@ -427,14 +428,20 @@ class WallPlayer:
         calls = batches - marks[0]
         mean = (frames - marks[1]) / calls if calls else self._state.mean_batch
         playing = self._state.playing
+        now = time.perf_counter()
         with self._lock:
-            for tile in self._tiles:
+            counts = tuple(t.state.frames for t in self._tiles)
+            self._samples.append((now, counts))
+            t0, first = self._samples[0]
+            span = now - t0
+            for tile, n0, n1 in zip(self._tiles, first, counts, strict=True):
                 if tile.state.status in ("playing", "reconnecting"):
                     latency = statistics.median(tile.latency) if tile.latency else math.nan
-                    fps = tile.rate.fps if playing else 0.0
+                    fps = (n1 - n0) / span if playing and span > 0 else 0.0
                     tile.state = replace(tile.state, fps=fps, latency_ms=latency)
+            total = sum(counts) - sum(first)
         self._publish(
-            fps=self._rate.fps if playing else 0.0, mean_batch=mean,
+            fps=total / span if playing and span > 0 else 0.0, mean_batch=mean,
             batches_run=batches, frames_run=frames,
         )  # fmt: skip
         return batches, frames
@@ -443,7 +450,7 @@ class WallPlayer:
         with self._lock:
             tiles = tuple(t.state for t in self._tiles)
             if changes.get("status") == "playing":
-                self._rate.reset()
+                self._samples.clear()  # a pause is no part of the rate
             self._state = replace(self._state, tiles=tiles, **cast(dict[str, Any], changes))
             state = self._state
         self._last_state_s = time.perf_counter()

@@ -1,0 +1,275 @@
+"""The video wall window: many sources at once, one GL canvas, throughput plots.
+
+The window owns a WallPlayer (core: every source through one executor, batches across
+sources) through a small session object that moves its callbacks onto the GUI thread.
+The session holds back the wall's delivery thread while the GUI has not taken the last
+few results, so a slow screen costs dropped frames in core (counted per tile), never a
+queue that grows. The toolbar picks the layout (saved in the settings) and plays or
+pauses; a click on a tile asks the main window to focus that source
+(``focusRequested``), which plays it in its single-source player with the usual
+controls, and brings the wall back after.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+import numpy as np
+from framelens.core.api import (
+    FrameResult,
+    PipelineSettings,
+    WallPlayer,
+    WallState,
+)
+from framelens.gui.plots import themed_plot
+from framelens.gui.settings import Settings
+from framelens.gui.wall_canvas import LAYOUTS, WallCanvas
+from framelens.gui.widgets import icon
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QSplitter, QWidget
+
+__all__ = ["LAYOUT_SHORTCUTS", "WallPlots", "WallSession", "WallWindow"]
+
+_IN_FLIGHT = 4  # results emitted but not yet taken by the GUI thread
+REPAINT_HZ = 25.0
+HISTORY = 240  # state points in the plots (two a second: two minutes)
+
+LAYOUT_SHORTCUTS = {"1": "Alt+1", "2x2": "Alt+2", "3x3": "Alt+3", "4x4": "Alt+4", "auto": "Alt+0"}
+
+
+class WallSession(QObject):
+    """A WallPlayer whose results, states and errors arrive as signals on the GUI thread."""
+
+    resultReady = Signal(object)  # FrameResult; frame.source_id is the tile
+    stateChanged = Signal(object)  # WallState
+    errorOccurred = Signal(str)
+
+    _deliver = Signal(object)
+
+    def __init__(self, realtime: bool, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._slots = threading.Semaphore(_IN_FLIGHT)
+        self._closed = threading.Event()
+        self._deliver.connect(self._on_deliver)
+        self.player = WallPlayer(
+            self._from_wall, self.stateChanged.emit, self.errorOccurred.emit, realtime=realtime
+        )
+
+    def _from_wall(self, result: FrameResult) -> None:
+        # the wall's delivery thread waits for the GUI; meanwhile core drops old frames
+        while not self._closed.is_set():
+            if self._slots.acquire(timeout=0.2):
+                self._deliver.emit(result)
+                return
+
+    @Slot(object)
+    def _on_deliver(self, result: FrameResult) -> None:
+        self._slots.release()
+        self.resultReady.emit(result)
+
+    def close(self) -> None:
+        self._closed.set()
+        self.player.close()
+
+
+class WallPlots(QWidget):
+    """Aggregate throughput (results/s, all sources) beside the mean batch per engine call."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._t: deque[float] = deque(maxlen=HISTORY)
+        self._fps: deque[float] = deque(maxlen=HISTORY)
+        self._batch: deque[float] = deque(maxlen=HISTORY)
+        self._start = time.perf_counter()
+        self._limit = 1
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.fps_plot = themed_plot("Throughput, all sources", "fps")
+        self.batch_plot = themed_plot("Frames per engine call", "batch")
+        self.fps_curve = self.fps_plot.plot(pen="#5aa9e6")
+        self.batch_curve = self.batch_plot.plot(pen="#f4a259")
+        self.limit_line = self.batch_plot.plot(
+            pen={"color": "#3a3f4b", "style": Qt.PenStyle.DashLine}
+        )
+        row.addWidget(self.fps_plot, 1)
+        row.addWidget(self.batch_plot, 1)
+
+    def add_state(self, state: WallState) -> None:
+        if not state.playing:
+            return
+        self._t.append(time.perf_counter() - self._start)
+        self._fps.append(state.fps)
+        self._batch.append(state.mean_batch)
+        self._limit = state.batch
+
+    def refresh(self) -> None:
+        if not self._t:
+            return
+        t = np.fromiter(self._t, float)
+        fps, batch = np.fromiter(self._fps, float), np.fromiter(self._batch, float)
+        span = (float(t[0]), max(float(t[-1]), float(t[0]) + 1.0))
+        self.fps_curve.setData(t, fps)
+        self.batch_curve.setData(t, batch)
+        self.limit_line.setData(list(span), [self._limit, self._limit])
+        self.fps_plot.getPlotItem().setRange(
+            xRange=span, yRange=(0, max(1.0, float(fps.max()) * 1.15)), padding=0
+        )
+        self.batch_plot.getPlotItem().setRange(xRange=span, yRange=(0, self._limit + 1), padding=0)
+
+
+class WallWindow(QMainWindow):
+    """``specs`` played together with ``settings``' model; the layout saved in ``settings``."""
+
+    focusRequested = Signal(str)  # the spec of the tile clicked
+
+    def __init__(
+        self,
+        specs: list[str],
+        settings: PipelineSettings,
+        app_settings: Settings,
+        parent: QWidget | None = None,
+        *,
+        realtime: bool = True,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowFlag(Qt.WindowType.Window)
+        self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
+        self.setWindowIcon(icon("framelens"))
+        self.specs = list(specs)
+        self.app_settings = app_settings
+        self.pipeline_settings = settings
+        self.state = WallState()
+        self.results_shown = 0
+        self.errors: list[str] = []
+        self._dirty = False
+
+        self.canvas = WallCanvas()
+        self.canvas.set_sources([f"source {i + 1}" for i in range(len(specs))])
+        self.plots = WallPlots()
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.canvas)
+        split.addWidget(self.plots)
+        split.setStretchFactor(0, 4)
+        split.setStretchFactor(1, 1)
+        self.setCentralWidget(split)
+        self.summary_label = QLabel("Opening…")
+        self.statusBar().addPermanentWidget(self.summary_label)
+        self._build_toolbar(realtime)
+
+        self.session = WallSession(realtime, self)
+        self.session.resultReady.connect(self._on_result)
+        self.session.stateChanged.connect(self._on_state)
+        self.session.errorOccurred.connect(self._on_error)
+        self.canvas.tileClicked.connect(self._on_tile_clicked)
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self._tick)
+        self._timer.start(round(1000.0 / REPAINT_HZ))
+        self.set_layout(app_settings.wall_layout, save=False)
+        self.resize(1280, 860)
+        self.session.player.open(self.specs, settings)
+
+    def _build_toolbar(self, realtime: bool) -> None:
+        bar = self.addToolBar("Wall")
+        bar.setObjectName("wallToolBar")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.play_action = QAction(icon("pause"), "Pause", self)
+        self.play_action.setShortcut(QKeySequence("Space"))
+        self.play_action.triggered.connect(self.toggle_play)
+        self.realtime_action = QAction(icon("realtime"), "Real time", self, checkable=True)
+        self.realtime_action.setChecked(realtime)
+        self.realtime_action.setStatusTip("Play files at their own pace; off: as fast as possible")
+        self.realtime_action.toggled.connect(lambda on: self.session.player.set_realtime(on))
+        bar.addActions([self.play_action, self.realtime_action])
+        bar.addSeparator()
+        bar.addWidget(QLabel(" Layout "))
+        self.layout_group = QActionGroup(self)
+        self.layout_actions: dict[str, QAction] = {}
+        for name in LAYOUTS:
+            action = QAction("Auto" if name == "auto" else name, self, checkable=True)
+            action.setShortcut(QKeySequence(LAYOUT_SHORTCUTS[name]))
+            action.setStatusTip(f"Show the wall as {name} tiles ({LAYOUT_SHORTCUTS[name]})")
+            action.triggered.connect(lambda _checked=False, n=name: self.set_layout(n))
+            self.layout_group.addAction(action)
+            self.layout_actions[name] = action
+            bar.addAction(action)
+        for action in [self.play_action, self.realtime_action, *self.layout_actions.values()]:
+            self.addAction(action)
+
+    # ---- intents ---------------------------------------------------------------------
+
+    def set_layout(self, name: str, *, save: bool = True) -> None:
+        """Show the wall as ``name`` (see wall_canvas.LAYOUTS); remembered when ``save``."""
+        self.canvas.set_layout(name)
+        self.layout_actions[name].setChecked(True)
+        if save:
+            self.app_settings.wall_layout = name
+
+    def toggle_play(self) -> None:
+        self.session.player.toggle()
+
+    def pause(self) -> None:
+        self.session.player.pause()
+
+    def resume(self) -> None:
+        self.session.player.play()
+
+    @Slot(int)
+    def _on_tile_clicked(self, tile: int) -> None:
+        if 0 <= tile < len(self.specs):
+            self.focusRequested.emit(self.specs[tile])
+
+    # ---- from the wall ---------------------------------------------------------------
+
+    @Slot(object)
+    def _on_result(self, result: FrameResult) -> None:
+        s = self.pipeline_settings
+        overlay = (result.output, tuple(s.model.labels), s.overlay)
+        image = result.annotated if result.annotated is not None else result.frame.image
+        self.canvas.set_frame(result.frame.source_id, image, overlay)
+        self.results_shown += 1
+        self._dirty = True
+
+    @Slot(object)
+    def _on_state(self, state: WallState) -> None:
+        previous, self.state = self.state, state
+        if [t.name for t in previous.tiles] != [t.name for t in state.tiles]:
+            self.canvas.set_sources([t.name for t in state.tiles])
+        self.canvas.set_states(state.tiles)
+        self.plots.add_state(state)
+        self.play_action.setText("Pause" if state.playing or state.status == "opening" else "Play")
+        self.play_action.setIcon(icon("pause" if state.playing else "play"))
+        failed = sum(t.status == "failed" for t in state.tiles)
+        parts = [f"{len(state.tiles)} sources", f"{state.fps:.1f} fps in all"]
+        if state.batches_run:
+            parts.append(f"batch {state.mean_batch:.1f} of {state.batch}")
+        dropped = sum(t.dropped for t in state.tiles)
+        if dropped:
+            parts.append(f"{dropped} frames not shown")
+        if failed:
+            parts.append(f"{failed} failed")
+        if state.path:
+            parts.append(state.path)
+        if state.status in ("ended", "paused", "failed"):
+            parts.append(state.status)
+        self.summary_label.setText(" · ".join(parts))
+        self._dirty = True
+
+    @Slot(str)
+    def _on_error(self, message: str) -> None:
+        self.errors.append(message)
+        self.statusBar().showMessage(message, 10000)
+
+    def _tick(self) -> None:
+        if self._dirty and self.isVisible():
+            self._dirty = False
+            self.canvas.update()
+            self.plots.refresh()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self._timer.stop()
+        self.session.close()
+        super().closeEvent(event)

@@ -1,0 +1,220 @@
+"""The video wall under Xvfb: real clips cut from the sample, the real YOLOX-Nano, one GL
+canvas drawing every tile, the layout choice saved, a tile focused in the player."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+from framelens.core.stages.sources.file import FileSource
+from framelens.gui.main_window import MainWindow
+from framelens.gui.settings import Settings
+from framelens.gui.wall_window import WallWindow
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
+from PySide6.QtGui import QImage, QPainter
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+DOCS = ROOT / "docs"
+STARTS = (40, 300, 640, 1000)  # four places in the sample: four different pictures
+FRAMES = 150
+TIMEOUT_MS = 90_000
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Four clips of the sample (384x216, 15 fps, 10 s), each from another place."""
+    wanted = {s + k: n for n, s in enumerate(STARTS) for k in range(FRAMES)}
+    frames: dict[int, list[np.ndarray]] = {n: [] for n in range(len(STARTS))}
+    with FileSource(SAMPLE) as src:
+        for frame in src:
+            if frame.index in wanted:
+                frames[wanted[frame.index]].append(cv2.resize(frame.image, (384, 216)))
+            if frame.index > max(wanted):
+                break
+    folder = tmp_path_factory.mktemp("wall_gui")
+    paths = []
+    for n, images in frames.items():
+        path = folder / f"cam{n + 1}.mp4"
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("libx264", rate=15)
+            stream.width, stream.height, stream.pix_fmt = 384, 216, "yuv420p"
+            for image in images:
+                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        paths.append(str(path))
+    return paths
+
+
+def image_array(image: QImage) -> np.ndarray:
+    img = image.convertToFormat(QImage.Format.Format_RGB888)
+    w, h, stride = img.width(), img.height(), img.bytesPerLine()
+    data = np.frombuffer(img.constBits(), dtype=np.uint8, count=stride * h)
+    return data.reshape(h, stride)[:, : w * 3].reshape(h, w, 3).copy()
+
+
+def open_wall(window: MainWindow, qtbot: QtBot, specs: list[str], shown: int = 2) -> WallWindow:
+    wall = window.open_wall(specs)
+    assert wall is not None
+    qtbot.addWidget(wall)
+    qtbot.waitExposed(wall)
+    qtbot.waitUntil(
+        lambda: (
+            len(wall.state.tiles) == len(specs)
+            and all(t.shown >= shown or t.status == "failed" for t in wall.state.tiles)
+        ),
+        timeout=TIMEOUT_MS,
+    )
+    return wall
+
+
+def tiles_pixels(wall: WallWindow) -> list[np.ndarray]:
+    """Each tile's frame as the canvas rendered it (inside its letterbox, captions off)."""
+    canvas = wall.canvas
+    wall.canvas.update()
+    pixels = image_array(canvas.grab_frame_image())
+    ratio = pixels.shape[1] / canvas.width()
+    out = []
+    for i in range(canvas.tile_count):
+        r = canvas.image_rect(i)
+        x0, x1 = int((r.left() + 2) * ratio), int((r.right() - 2) * ratio)
+        y0, y1 = int((r.top() + 24) * ratio), int((r.bottom() - 2) * ratio)
+        out.append(pixels[y0:y1, x0:x1].astype(np.int16))
+    return out
+
+
+def save_screenshot(wall: WallWindow, name: str) -> Path:
+    DOCS.mkdir(exist_ok=True)
+    path = DOCS / name
+    shot = wall.grab()
+    # the window's grab misses what QPainter drew into the GL canvas: the canvas's own
+    # framebuffer (tiles, overlays, captions) goes over its place
+    painter = QPainter(shot)
+    canvas = wall.canvas
+    where = QRect(canvas.mapTo(wall, QPoint(0, 0)), canvas.size())
+    painter.drawImage(where, canvas.grab_frame_image())
+    painter.end()
+    shot.save(str(path))
+    while path.stat().st_size > 300_000:
+        shot = shot.scaledToWidth(
+            int(shot.width() * 0.85), Qt.TransformationMode.SmoothTransformation
+        )
+        shot.save(str(path))
+    return path
+
+
+def assert_tiles_show_their_sources(wall: WallWindow, source_of: list[int]) -> None:
+    tiles = tiles_pixels(wall)
+    for i, tile in enumerate(tiles):
+        assert tile.size and tile.std() > 12, f"tile {i} looks blank"
+    for a, b in itertools.combinations(range(len(tiles)), 2):
+        if source_of[a] != source_of[b]:
+            h = min(len(tiles[a]), len(tiles[b]))
+            w = min(tiles[a].shape[1], tiles[b].shape[1])
+            diff = np.abs(tiles[a][:h, :w] - tiles[b][:h, :w]).mean()
+            assert diff > 8, f"tiles {a} and {b} show different sources but look alike"
+
+
+def test_a_wall_of_four_draws_each_source_in_its_tile(
+    window: MainWindow, qtbot: QtBot, clips: list[str]
+) -> None:
+    wall = open_wall(window, qtbot, clips, shown=4)
+    try:
+        assert wall.canvas.layout_name == "auto" and wall.canvas.grid() == (2, 2)
+        assert wall.canvas.tile_count == 4
+        assert [t.name for t in wall.state.tiles] == ["cam1", "cam2", "cam3", "cam4"]
+        qtbot.waitUntil(lambda: all(t.fps > 0 for t in wall.state.tiles), timeout=TIMEOUT_MS)
+        assert_tiles_show_their_sources(wall, [0, 1, 2, 3])
+        assert wall.state.batch == 8 and wall.state.frames_run >= 16
+        qtbot.waitUntil(lambda: wall.plots.fps_curve.getData()[0] is not None, timeout=10_000)
+        assert "4 sources" in wall.summary_label.text()
+        qtbot.waitUntil(lambda: wall.state.fps > 0, timeout=TIMEOUT_MS)
+        qtbot.wait(2500)  # a few points in the throughput plot for the screenshot
+        save_screenshot(wall, "wall-4.png")
+    finally:
+        wall.close()
+
+
+def test_a_wall_of_sixteen_draws_sixteen_tiles_in_one_canvas(
+    window: MainWindow, qtbot: QtBot, clips: list[str]
+) -> None:
+    specs = clips * 4  # tile k shows clip k % 4
+    wall = open_wall(window, qtbot, specs, shown=1)
+    try:
+        assert wall.canvas.grid() == (4, 4) and wall.canvas.tile_count == 16
+        assert [t.name for t in wall.state.tiles][:6] == [
+            "cam1", "cam2", "cam3", "cam4", "cam1-2", "cam2-2",
+        ]  # fmt: skip
+        assert_tiles_show_their_sources(wall, [k % 4 for k in range(16)])
+        assert wall.state.batch == 16  # one slot per source
+        save_screenshot(wall, "wall-16.png")
+    finally:
+        wall.close()
+
+
+def test_the_layout_switch_changes_the_tiles_and_is_remembered(
+    window: MainWindow, qtbot: QtBot, clips: list[str], settings_file: Path
+) -> None:
+    wall = open_wall(window, qtbot, clips, shown=1)
+    try:
+        wall.layout_actions["1"].trigger()
+        assert wall.canvas.tile_count == 1
+        assert_tiles_show_their_sources(wall, [0])  # the one tile fills the canvas
+        assert wall.canvas.image_rect(0).width() > wall.canvas.width() * 0.6
+        wall.layout_actions["3x3"].trigger()
+        assert wall.canvas.grid() == (3, 3) and wall.canvas.tile_count == 4
+    finally:
+        wall.close()
+    window.settings.sync()
+    assert Settings(QSettings(str(settings_file), QSettings.Format.IniFormat)).wall_layout == "3x3"
+    again = open_wall(window, qtbot, clips[:2], shown=1)
+    try:
+        assert again.canvas.layout_name == "3x3" and again.layout_actions["3x3"].isChecked()
+    finally:
+        again.close()
+
+
+def test_clicking_a_tile_plays_that_source_in_the_player_and_esc_returns(
+    window: MainWindow, qtbot: QtBot, clips: list[str]
+) -> None:
+    wall = open_wall(window, qtbot, clips, shown=1)
+    try:
+        centre = wall.canvas.cell_rect(2).center()
+        qtbot.mouseClick(
+            wall.canvas, Qt.MouseButton.LeftButton, pos=QPoint(int(centre.x()), int(centre.y()))
+        )
+        assert window.source == clips[2] and not wall.isVisible()
+        qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=TIMEOUT_MS)
+        assert window.state.source is not None and window.state.source.uri.endswith("cam3.mp4")
+        assert window.back_to_wall_action.isEnabled()
+        window.back_to_wall_action.trigger()
+        qtbot.waitUntil(lambda: wall.isVisible() and wall.state.playing, timeout=10_000)
+        qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    finally:
+        wall.close()
+
+
+def test_a_source_that_cannot_be_opened_says_so_on_its_tile(
+    window: MainWindow, qtbot: QtBot, clips: list[str], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "door.mp4")
+    wall = open_wall(window, qtbot, [clips[0], missing], shown=2)
+    try:
+        tile = wall.state.tiles[1]
+        assert tile.status == "failed" and tile.reason.startswith("cannot open")
+        assert any(e.startswith("door (") for e in wall.errors)
+        assert wall.state.tiles[0].status == "playing"
+        pixels = tiles_pixels(wall)
+        assert pixels[0].std() > 12  # the other source plays on
+        assert "1 failed" in wall.summary_label.text()
+    finally:
+        wall.close()
