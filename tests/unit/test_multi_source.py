@@ -121,13 +121,15 @@ def test_the_merged_source_reads_every_frame_of_each_in_order_and_takes_turns(
 ) -> None:
     merged = MergedSource([open_source(c) for c in clips[:3]], limit=10)
     try:
+        deadline = time.monotonic() + 10
+        while any(q.qsize() < 2 for q in merged._queues) and time.monotonic() < deadline:
+            time.sleep(0.01)  # every reader has frames ready: now turns decide the order
         got = [(f.source_id, f.index) for f in merged]
     finally:
         merged.close()
     for sid in range(3):
         assert [i for s, i in got if s == sid] == list(range(10))
-    first_round = {s for s, _ in got[:6]}
-    assert first_round == {0, 1, 2}  # nobody waits for another source to finish
+    assert [s for s, _ in got[:6]] == [0, 1, 2, 0, 1, 2]  # in turn, nobody waits for another
     assert merged.failures == {}
 
 
