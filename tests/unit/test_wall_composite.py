@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 from framelens.core.errors import ConfigError
-from framelens.core.gpu.wall import BACKGROUND, GAP, composite_host, tile_rects, wall_grid
+from framelens.core.gpu.wall_composite import BACKGROUND, GAP, composite_host, tile_rects, wall_grid
 from media_factory import sample_frames
 
 SAMPLE = (
