@@ -30,14 +30,12 @@ from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cu
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage
 from framelens.core.gpu.kernels import PreprocessLayout
-from framelens.core.gpu.shared_kernels import kernels_for
-from framelens.core.pipeline.processor import PipelineBase
+from framelens.core.pipeline.gpu_base import GpuPipelineBase
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import DeviceEngine
-from framelens.core.stages.preprocess.cuda import CudaPreprocessor, DeviceFrame
+from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
-from framelens.core.stages.timing import CudaStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 MAX_SIZES = 8  # source sizes whose buffers a pipeline keeps at once (several sources)
@@ -46,16 +44,13 @@ FAULT_ENV = "FRAMELENS_GPU_FAULT_AT"
 """Fault injection for tests: a frame index at which every GPU pipeline raises GpuError."""
 
 
-class GpuFramePipeline(PipelineBase):
+class GpuFramePipeline(GpuPipelineBase):
     """The host pipeline's job on the GPU; one instance per stream and per worker thread.
 
     ``infer_batch`` takes DeviceNV12Frames (from the NVDEC source) or host Frames
     (cameras, streams, folders: uploaded through pinned memory). Results carry an RGBA
     device image of the frame; ``draw`` (export) downloads it and draws the overlays.
     """
-
-    takes_device_frames = True
-    RGBA_BUFFERS = 8  # frames a consumer may hold (queues, reorder, canvas) per pipeline
 
     def __init__(
         self,
@@ -65,20 +60,8 @@ class GpuFramePipeline(PipelineBase):
         engine: DeviceEngine,
         task: AnyTask,
     ) -> None:
-        super().__init__(settings, task)
-        self.ctx = ctx
-        self.stream = stream
-        self.engine: DeviceEngine | None = engine
+        super().__init__(settings, ctx, stream, engine, task)
         self._sizes: dict[tuple[int, int], _SizeBuffers] = {}  # by source size, LRU
-        try:
-            self.kernels = kernels_for(ctx)
-            self._pre = CudaPreprocessor(ctx, self.kernels)
-            with ctx.active():
-                self._timer = CudaStageTimer(stream, cuda_driver().Event)
-        except EngineError as exc:
-            raise GpuError(str(exc)) from exc
-        except Exception as exc:
-            raise GpuError(f"GPU pipeline: {cuda_message(exc)}") from exc
         self._dtype = "float16" if engine.input_dtype == np.float16 else "float32"
 
     def warm_up(self) -> None:
@@ -241,15 +224,6 @@ class GpuFramePipeline(PipelineBase):
         # reused next batch; the buffer's only by its next user, after this image is gone)
         pool.mark_used(rgba, stream)
         return RgbaDeviceImage(rgba, pool, frame.width, frame.height, self.ctx, rgba.event)
-
-    def close(self) -> None:
-        """Release the engine and every buffer; safe to call twice."""
-        engine, self.engine = self.engine, None
-        try:
-            if engine is not None:
-                engine.close()
-        finally:
-            self._free_frame_buffers()
 
 
 def _batch(layout: PreprocessLayout, n: int) -> tuple[int, int, int, int]:

@@ -31,15 +31,13 @@ from framelens.core.errors import EngineError, GpuError
 from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage
-from framelens.core.gpu.shared_kernels import kernels_for
-from framelens.core.pipeline.processor import PipelineBase
+from framelens.core.pipeline.gpu_base import GpuPipelineBase
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import DeviceEngine
-from framelens.core.stages.preprocess.cuda import CudaPreprocessor, DeviceFrame
+from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import SuperResParams, SuperResTask, Upscaled
 from framelens.core.stages.tasks.superres.color import clamp_region, cropped_size
-from framelens.core.stages.timing import CudaStageTimer
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first frame
@@ -73,7 +71,7 @@ class _CropBuffers:
                 pool.close()
 
 
-class GpuSuperResPipeline(PipelineBase):
+class GpuSuperResPipeline(GpuPipelineBase):
     """The super-resolution task on the GPU; one instance per stream and worker thread.
 
     Results carry the original frame as an RGBA device image (``result.frame.device``)
@@ -81,8 +79,7 @@ class GpuSuperResPipeline(PipelineBase):
     downloads it); ``draw`` (export) downloads only the upscaled one.
     """
 
-    takes_device_frames = True
-    RGBA_BUFFERS = 8  # frames a consumer may hold (queues, reorder, canvas) per pipeline
+    label = "GPU super-resolution pipeline"
 
     def __init__(
         self,
@@ -92,28 +89,16 @@ class GpuSuperResPipeline(PipelineBase):
         engine: DeviceEngine,
         task: SuperResTask,
     ) -> None:
-        super().__init__(settings, task)
         if engine.input_dtype != np.float32:
             raise GpuError(
                 f"the GPU super-resolution path takes float32 models, this graph takes "
                 f"{engine.input_dtype.name}"
             )
-        self.ctx = ctx
-        self.stream = stream
-        self.engine: DeviceEngine | None = engine
+        super().__init__(settings, ctx, stream, engine, task)
         self._sr = task
         self._src: tuple[int, int] | None = None
         self._orig: DevicePool | None = None
         self._crop: _CropBuffers | None = None
-        try:
-            self.kernels = kernels_for(ctx)
-            self._pre = CudaPreprocessor(ctx, self.kernels)
-            with ctx.active():
-                self._timer = CudaStageTimer(stream, cuda_driver().Event)
-        except EngineError as exc:
-            raise GpuError(str(exc)) from exc
-        except Exception as exc:
-            raise GpuError(f"GPU super-resolution pipeline: {cuda_message(exc)}") from exc
 
     def warm_up(self) -> None:
         """One inference on a small blank: loads cuDNN before the first frame (the
@@ -289,15 +274,6 @@ class GpuSuperResPipeline(PipelineBase):
             result.annotated = result.output.image
         self._host_timer.collect([result.times])
         return result
-
-    def close(self) -> None:
-        """Release the engine and every buffer; safe to call twice."""
-        engine, self.engine = self.engine, None
-        try:
-            if engine is not None:
-                engine.close()
-        finally:
-            self._free_frame_buffers()
 
 
 class _Original:
