@@ -13,7 +13,12 @@ from framelens.core.gpu.buffers import DevicePool, cuda_driver
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage
 from framelens.core.gpu.shared_kernels import kernels_for
-from framelens.core.gpu.wall_composite import composite_device, composite_host, tile_rects, wall_grid
+from framelens.core.gpu.wall_composite import (
+    composite_device,
+    composite_host,
+    tile_rects,
+    wall_grid,
+)
 
 pytestmark = pytest.mark.gpu
 
