@@ -105,3 +105,35 @@ def composite_device(
         kernels.rgba_resize(ptr, pitch, w, h, dst_ptr + y * dst_pitch + x * 4, dst_pitch, tw, th,
                             stream)  # fmt: skip
         frame.read_done(stream)
+
+
+class DeviceWall:
+    """The wall as one device frame (the canvas's ``DeviceFrame`` protocol): drawing it
+    into the canvas's interop buffer queues one memset for the background and one
+    ``fl_rgba_resize`` per tile, nothing else; ``to_host_bgr`` downloads each tile's frame
+    and composites on the host (snapshots, machines without interop)."""
+
+    def __init__(
+        self,
+        kernels: Any,
+        context: Any,
+        frames: Sequence[Any],
+        rects: Sequence[Rect | None],
+        width: int,
+        height: int,
+    ) -> None:
+        if len(frames) != len(rects):
+            raise ConfigError(f"{len(frames)} frames for {len(rects)} tiles")
+        self._kernels, self.context = kernels, context
+        self._frames, self._rects = list(frames), list(rects)
+        self.width, self.height = width, height
+
+    def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
+        from framelens.core.gpu.buffers import cuda_driver
+
+        cuda_driver().memset_d8_async(dst_ptr, 0, dst_pitch * self.height, stream)
+        composite_device(self._kernels, self._frames, self._rects, dst_ptr, dst_pitch, stream)
+
+    def to_host_bgr(self) -> Image:
+        images = [None if f is None else f.to_host_bgr() for f in self._frames]
+        return composite_host(images, self._rects, self.width, self.height)

@@ -87,3 +87,45 @@ def test_the_kernel_composite_equals_the_host_composite(
         assert diff.max() <= 1, rect  # cv2's fixed-point resize against the kernel's float
         assert (got[y : y + h, x : x + w, 3] == 255).all()
     assert got[0, 0, 3] == 0  # outside the tiles: untouched (the caller's background)
+
+
+def test_the_wall_as_one_device_frame_draws_like_its_host_copy(
+    gpu_ctx: GpuContext, gpu_stream: Any
+) -> None:
+    """What the wall canvas hands its interop uploader: one DeviceFrame whose write_rgba
+    composites every tile on the device; its host copy (snapshots) is the same picture."""
+    import sys
+
+    from framelens.core.gpu.wall_composite import DeviceWall
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from media_factory import sample_frames
+
+    frames = sample_frames(SAMPLE, (0, 300, 330))
+    rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], (2, 2), 1280, 720)
+    images = [upload(gpu_ctx, f, gpu_stream) for f in frames]
+    wall = DeviceWall(kernels_for(gpu_ctx), gpu_ctx, images, rects, 1280, 720)
+    cuda = cuda_driver()
+    dst = DevicePool.pitched(gpu_ctx, 1280 * 4, 720, 1, kind="canvas buffer")
+    try:
+        buf = dst.buffers[0]
+        with gpu_ctx.active():
+            wall.write_rgba(buf.ptr, buf.pitch, gpu_stream)
+            gpu_stream.synchronize()
+            got = np.empty((720, 1280, 4), dtype=np.uint8)
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(buf.ptr)
+            copy.src_pitch = buf.pitch
+            copy.set_dst_host(got)
+            copy.dst_pitch = 1280 * 4
+            copy.width_in_bytes = 1280 * 4
+            copy.height = 720
+            copy(aligned=False)
+    finally:
+        dst.close()
+    host = wall.to_host_bgr()
+    diff = np.abs(cv2.cvtColor(got, cv2.COLOR_RGBA2BGR).astype(np.int16) - host)
+    for rect in rects:
+        assert rect is not None
+        x, y, w, h = rect
+        assert diff[y : y + h, x : x + w].max() <= 1

@@ -61,3 +61,23 @@ def test_the_host_composite_puts_each_frame_in_its_tile() -> None:
         want = cv2.resize(frame, (w, h), interpolation=cv2.INTER_LINEAR)
         assert np.array_equal(wall[y : y + h, x : x + w], want)
     assert tuple(wall[0, 639]) == BACKGROUND  # the gap between the columns
+
+
+def test_the_device_wall_checks_its_tiles_and_copies_to_the_host_as_composited() -> None:
+    """DeviceWall's host copy (snapshots, no interop) is the host composite of its frames'
+    host copies; a frame list that does not match the tiles is refused in one line."""
+    from framelens.core.gpu.wall_composite import DeviceWall
+
+    class HostCopy:  # a device frame as the host sees it after a download: its image
+        def __init__(self, image: np.ndarray) -> None:
+            self.image = image
+
+        def to_host_bgr(self) -> np.ndarray:
+            return self.image
+
+    frames = sample_frames(SAMPLE, (0, 300))
+    rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], (2, 1), 800, 300)
+    wall = DeviceWall(None, None, [HostCopy(f) for f in frames], rects, 800, 300)
+    assert np.array_equal(wall.to_host_bgr(), composite_host(frames, rects, 800, 300))
+    with pytest.raises(ConfigError, match="2 frames for 1 tiles"):
+        DeviceWall(None, None, [HostCopy(f) for f in frames], rects[:1], 800, 300)
