@@ -44,6 +44,8 @@ from framelens.core.gpu.interop import (
     DeviceFrameUploader,
     fallback_path,
 )
+from framelens.core.gpu.wall_composite import LAYOUTS as WALL_LAYOUTS
+from framelens.core.gpu.wall_composite import wall_grid
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
 from framelens.core.pipeline.build import host_pipeline
@@ -129,6 +131,7 @@ __all__ = [
     "MIN_PANES",
     "PRECISIONS",
     "TASK_OF_LAYOUT",
+    "WALL_LAYOUTS",
     "CalibrationSettings",
     "Cancelled",
     "CompareRunner",
@@ -200,6 +203,7 @@ __all__ = [
     "save_frame_snapshot",
     "sr_upscaler",
     "tensorrt_flavours",
+    "wall_grid",
     "with_changes",
     "without_classes",
 ]

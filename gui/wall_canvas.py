@@ -14,7 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from framelens.core.api import Detections, Image, OverlayStyle, TileState, layout
+from framelens.core.api import (
+    WALL_LAYOUTS,
+    Detections,
+    Image,
+    OverlayStyle,
+    TileState,
+    layout,
+    wall_grid,
+)
 from framelens.gui.gl_texture import GlTexture
 from framelens.gui.overlay_paint import paint_overlay
 from OpenGL import GL
@@ -25,8 +33,8 @@ from PySide6.QtWidgets import QWidget
 
 __all__ = ["LAYOUTS", "WallCanvas", "grid_size"]
 
-LAYOUTS: dict[str, int] = {"1": 1, "2x2": 2, "3x3": 3, "4x4": 4, "auto": 0}
-"""Layout name -> tiles per side (0: as many as the sources need)."""
+LAYOUTS: dict[str, int] = {**WALL_LAYOUTS, "auto": 0}
+"""Layout name -> tiles per side (0: as many as the sources need); core's wall layouts."""
 
 _BACKGROUND = (0.075, 0.082, 0.098)
 _GAP = 2.0  # pixels between tiles
@@ -37,12 +45,9 @@ TileOverlay = tuple[Detections, tuple[str, ...], OverlayStyle]
 
 def grid_size(name: str, count: int) -> tuple[int, int]:
     """(columns, rows) of layout ``name`` for ``count`` sources; auto: the squarest grid
-    that holds them all (2 -> 2x1, 3 or 4 -> 2x2, 5 -> 3x2, 16 -> 4x4)."""
-    side = LAYOUTS.get(name, 0)
-    if side:
-        return side, side
-    cols = max(1, math.ceil(math.sqrt(max(1, count))))
-    return cols, max(1, math.ceil(max(1, count) / cols))
+    that holds them all (2 -> 2x1, 3 or 4 -> 2x2, 5 -> 3x2, 16 -> 4x4). Core's rule, so
+    the device composite (core.gpu.wall_composite) lays tiles out the same."""
+    return wall_grid(count, name if name in LAYOUTS else "auto")
 
 
 def _caption(state: TileState | None, name: str) -> tuple[str, str]:
