@@ -54,7 +54,11 @@ class MainActions(MainWindowParts):
             "Play several videos at once in a video wall (one engine call for all)",
         )
         self.back_to_wall_action = self._action(
-            "Back to &Wall", self.back_to_wall, "Esc", tip="Return to the video wall"
+            # Alt+Left, "back" as in a browser: Esc clears a super-resolution region
+            "Back to &Wall",
+            self.back_to_wall,
+            "Alt+Left",
+            tip="Return to the video wall",
         )
         self.back_to_wall_action.setEnabled(False)
         self.export_action = self._action(

@@ -58,7 +58,7 @@ class WallOpening(MainWindowParts):
         self.activateWindow()
 
     def back_to_wall(self) -> None:
-        """The wall again (Esc), playing; the player here pauses."""
+        """The wall again (Alt+Left), playing; the player here pauses."""
         wall = self.wall_window
         if wall is None:
             return
