@@ -4,16 +4,45 @@ from __future__ import annotations
 
 from framelens.gui.widgets import format_time, icon
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
     QSlider,
+    QStyle,
+    QStyleOptionSlider,
     QToolButton,
     QWidget,
 )
 
 SPEEDS = (0.25, 0.5, 1.0, 1.5, 2.0, 4.0)
+
+
+class SeekSlider(QSlider):
+    """A slider that seeks where its track is clicked (as every video player does),
+    instead of paging by a step; the handle then follows the drag from there."""
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and self.maximum() > self.minimum():
+            opt = QStyleOptionSlider()
+            self.initStyleOption(opt)
+            style = self.style()
+            handle = style.subControlRect(
+                QStyle.ComplexControl.CC_Slider, opt, QStyle.SubControl.SC_SliderHandle, self
+            )
+            if not handle.contains(event.position().toPoint()):
+                groove = style.subControlRect(
+                    QStyle.ComplexControl.CC_Slider, opt, QStyle.SubControl.SC_SliderGroove, self
+                )
+                span = max(1, groove.width() - handle.width())
+                x = round(event.position().x() - groove.x() - handle.width() / 2)
+                self.setValue(
+                    QStyle.sliderValueFromPosition(
+                        self.minimum(), self.maximum(), x, span, opt.upsideDown
+                    )
+                )  # the handle is under the cursor now: the press below starts a drag
+        super().mousePressEvent(event)
 
 
 class TransportBar(QWidget):
@@ -28,7 +57,7 @@ class TransportBar(QWidget):
         self.play_button = self._button("play", "Play / pause (Space)", "playButton")
         self.back_button = self._button("step-back", "Previous frame (Left)")
         self.forward_button = self._button("step-forward", "Next frame (Right)")
-        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider = SeekSlider(Qt.Orientation.Horizontal)
         self.slider.setObjectName("seekSlider")
         self.slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.slider.setRange(0, 0)
@@ -112,7 +141,9 @@ class TransportBar(QWidget):
             self.slider.setValue(index)
             self.slider.blockSignals(False)
         count = self._frame_count
-        frame = f"{index}/{count - 1}" if count else f"{index}"
+        # one convention in the window: frame N of the count the status bar gives
+        # ("501/1394" beside "1394 frames"), 1-based as a user counts frames
+        frame = f"{index + 1}/{count}" if count else f"{index + 1}"
         total = f" / {format_time((count - 1) / self._fps)}" if count and self._fps > 0 else ""
         self.time_label.setText(f"{frame}  {format_time(pts)}{total}")
 

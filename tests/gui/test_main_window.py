@@ -68,12 +68,40 @@ def test_plays_video_draws_canvas_and_fills_plots(
     assert window.settings.recent[0] == sample
 
 
+def test_clicking_the_seek_track_seeks_where_it_was_clicked(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """Rough edge 2: a click on the track seeks there, as in every video player (a plain
+    QSlider pages by a fixed step instead)."""
+    from PySide6.QtCore import QPoint
+
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    window.show()
+    slider = window.transport.slider
+    qtbot.waitExposed(slider)
+    before = last_index(window)
+    for fraction in (0.75, 0.25):
+        target = round(fraction * slider.maximum())
+        qtbot.mouseClick(
+            slider,
+            Qt.MouseButton.LeftButton,
+            pos=QPoint(round(fraction * slider.width()), slider.height() // 2),
+        )
+        qtbot.waitUntil(
+            lambda t=target: abs(last_index(window) - t) <= 0.04 * slider.maximum(), timeout=20_000
+        )  # type: ignore[misc]
+    assert abs(last_index(window) - before) > 100  # it moved far, not a page step
+
+
 def test_slider_seek_shows_requested_frame(window: MainWindow, qtbot: QtBot, sample: str) -> None:
     start(window, qtbot, sample, frames=3)
     pause(window, qtbot)
     window.transport.slider.setValue(500)
     qtbot.waitUntil(lambda: last_index(window) == 500, timeout=20_000)
-    assert window.transport.time_label.text().startswith("500/1393")
+    # rough edge 3: the counter and the status bar count the same way (frame 501 of 1394)
+    assert window.transport.time_label.text().startswith("501/1394")
+    assert "1394 frames" in window.source_label.text()
     window.back_action.trigger()
     qtbot.waitUntil(lambda: last_index(window) == 499, timeout=20_000)
     window.forward_action.trigger()
