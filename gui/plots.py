@@ -66,6 +66,20 @@ def _span(values: np.ndarray, margin: float = 0.0) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
 
+def _log_span(log_values: np.ndarray) -> tuple[float, float]:
+    """The latency axis' range (log10 of ms): the values with a margin, at least two
+    decades wide, 0.1 to 1000 ms while there are none. Within one decade pyqtgraph's
+    log axis labels every minor tick, and "2 3 4 ... 9" pile up on each other."""
+    finite = log_values[np.isfinite(log_values)]
+    if not len(finite):
+        return (-1.0, 3.0)
+    lo, hi = float(finite.min()) - 0.2, float(finite.max()) + 0.2
+    if hi - lo < 2.0:
+        mid = (lo + hi) / 2
+        lo, hi = mid - 1.0, mid + 1.0
+    return lo, hi
+
+
 class StagePlots(QWidget):
     """An fps plot above a per-stage latency plot, with a one-line median summary."""
 
@@ -86,6 +100,7 @@ class StagePlots(QWidget):
         self.latency_plot = themed_plot("Latency per stage (log scale)", "ms")
         # Stages span 0.1 ms (overlay) to 100+ ms (end to end): only a log axis shows all.
         self.latency_plot.getPlotItem().setLogMode(x=False, y=True)
+        self.latency_plot.setYRange(*_log_span(np.empty(0)), padding=0)  # before any data
         self.stage_curves = {
             name: self.latency_plot.plot(pen=pg.mkPen(colour, width=1.5))
             for name, (_label, colour) in STAGE_STYLE.items()
@@ -165,7 +180,7 @@ class StagePlots(QWidget):
         self.fps_plot.setRange(xRange=(lo, hi), yRange=_span(fps), padding=0.02)
         ms = np.concatenate([v[v > 0] for v in stages.values()])
         log_ms = np.log10(ms) if len(ms) else ms
-        self.latency_plot.setRange(xRange=(lo, hi), yRange=_span(log_ms, 0.2), padding=0.02)
+        self.latency_plot.setRange(xRange=(lo, hi), yRange=_log_span(log_ms), padding=0.02)
         self.fps_curve.setData(x, fps, connect="finite")
         for name, curve in self.stage_curves.items():
             curve.setData(x, stages[name], connect="finite")

@@ -1,0 +1,33 @@
+"""Rough edge 9: the latency plot's log axis never spans less than two decades, so its
+labels are decades (0.1, 1, 10, 100 ms), not the minor ticks "2 3 ... 9" piled up."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from framelens.core.types import Detections, Frame, FrameResult, StageTimes
+from framelens.gui.plots import StagePlots
+from pytestqt.qtbot import QtBot
+
+
+def y_span(plots: StagePlots) -> float:
+    (_lo, _hi), (lo, hi) = plots.latency_plot.getPlotItem().getViewBox().viewRange()
+    return hi - lo
+
+
+def test_an_empty_latency_plot_spans_decades_and_so_does_a_narrow_one(qtbot: QtBot) -> None:
+    plots = StagePlots(auto_refresh=False)
+    qtbot.addWidget(plots)
+    plots.resize(600, 300)
+    plots.show()
+    qtbot.waitExposed(plots)
+    assert y_span(plots) >= 2.0  # before any frame: 0.1 .. 1000 ms
+    frame = Frame(np.zeros((4, 4, 3), np.uint8), 0, 0.0)
+    for i in range(20):  # every stage within 5..8 ms: less than a decade of data
+        t = StageTimes(decode=5.0, preprocess=6.0, inference=7.0 + i % 2, postprocess=5.5, e2e=8.0)
+        plots.add_result(FrameResult(frame, Detections.empty(), t))
+    plots.refresh()
+    assert y_span(plots) >= 2.0 - 1e-6
+    (_x, (lo, hi)) = plots.latency_plot.getPlotItem().getViewBox().viewRange()
+    assert lo < math.log10(5.0) and hi > math.log10(8.0)  # the data is in view
