@@ -443,9 +443,17 @@ class MainWindow(
     @Slot(str)
     def show_error(self, message: str) -> None:
         """One line in the status bar and in a (non-blocking) message box."""
-        if self._pending_recent is not None and self.state.source is None:
+        pending = self._pending_recent
+        if pending is not None and (
+            self.state.source is None or display_name(pending).lower() in message.lower()
+        ):
+            # the open failed: the title and the recent list stay with what plays
             self._pending_recent = None
-            self.setWindowTitle("FrameLens")
+            current = self.state.source
+            self.source = current.uri if current is not None else None
+            self.setWindowTitle(
+                f"FrameLens — {display_name(current.uri)}" if current is not None else "FrameLens"
+            )
         self.statusBar().showMessage(message, 10000)
         self.error_box.setText(message)
         self.error_box.show()

@@ -154,16 +154,35 @@ class Player(PlayerCore):
     # ---- command bodies (worker thread) -----------------------------------------
 
     def _do_open(self, spec: str, settings: PipelineSettings | None) -> None:
-        self._close_source()
-        self._publish(status="empty", index=-1, frame_count=None, source=None, fps=0.0, decoder="")
-        self._spec = spec
-        if settings is not None:
-            # the model first: its pipelines decide the decoder (NVDEC for GPU pipelines)
-            try:
-                self._use_settings(settings)
-            except Exception as exc:  # the video still plays, without a model
-                self._fail(exc)
-        source = self._open_frames(spec)
+        # The new source opens before the current one is let go: one that cannot be
+        # opened (a camera that is not there) is reported and leaves the current source
+        # playing, untouched (not even paused).
+        try:
+            source = self._open_frames(spec)
+        except FrameLensError as exc:
+            self._on_error(error_message(exc))
+            return
+        wants, decoder_name = self._source_wants, self._state.decoder
+        try:
+            self._close_source()
+            self._source_wants = wants
+            self._publish(
+                status="empty", index=-1, frame_count=None, source=None, fps=0.0,
+                decoder=decoder_name,
+            )  # fmt: skip
+            self._spec = spec
+            if settings is not None:
+                try:
+                    self._use_settings(settings)
+                except Exception as exc:  # the video still plays, without a model
+                    self._fail(exc)
+                if build.source_device(self._pipeline, spec) != self._source_wants:
+                    # the new model decodes elsewhere (NVDEC for GPU pipelines)
+                    source.close()
+                    source = self._open_frames(spec)
+        except BaseException:
+            source.close()
+            raise
         self._decoder = DecodeAhead(source, self._depth)
         info = source.info
         self._publish(source=info, frame_count=info.frame_count, status="paused")

@@ -386,3 +386,20 @@ def test_import_unrecognised_onnx_asks_for_layout(
     window.import_model(str(path))
     assert seen and seen[0]  # the dialog explained why it needs help
     assert window.panel.model_combo.currentData() == before
+
+
+def test_a_camera_that_fails_to_open_leaves_the_video_playing(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """Rough edge 1: opening a camera that is not there reports it and leaves the loaded
+    video as it was: its title, source line and slider, still playing, Space still works."""
+    start(window, qtbot, sample, frames=3)
+    title, label = window.windowTitle(), window.source_label.text()
+    window.open_source("7")  # no camera 7 here
+    qtbot.waitUntil(lambda: "camera 7" in window.error_box.text().lower(), timeout=20_000)
+    assert window.windowTitle() == title and window.source_label.text() == label
+    assert window.source == sample and window.settings.recent[0] == sample
+    shown = window.results_shown
+    qtbot.waitUntil(lambda: window.results_shown > shown + 3, timeout=20_000)  # still playing
+    window.play_action.trigger()  # Space
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)

@@ -411,3 +411,25 @@ def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
         assert len(rec.errors) == 1 and rec.state.decoder == "cpu"
     finally:
         player.close()
+
+
+def test_a_source_that_fails_to_open_leaves_the_current_one_playing(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    """Rough edge 1: a camera that is not there ("camera 7 could not be opened") must not
+    drop the video that plays: same source, still playing, still answering commands."""
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.play()
+    rec.wait(lambda: rec.state.playing and rec.state.index >= 5)
+    player.open("7")  # no camera 7 on this machine
+    rec.wait(lambda: any("camera 7" in e for e in rec.errors))
+    at = rec.state.index
+    rec.wait(lambda: rec.state.index >= at + 5)  # frames keep coming
+    state = rec.state
+    assert state.source is not None and state.source.uri.endswith("one-by-one-person-detection.mp4")
+    assert state.frame_count == SAMPLE_FRAMES and state.status == "playing"
+    player.pause()
+    rec.wait(lambda: not rec.state.playing)
+    player.seek(100)
+    rec.wait(lambda: rec.state.index == 100)  # the old source still seeks
