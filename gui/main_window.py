@@ -381,11 +381,20 @@ class MainWindow(
         set_text(self.backend_label, backend)
         self.backend_label.setToolTip(f"Decoding: {state.decoder}" if state.decoder else "")
         if state.model:
-            set_text(self.model_label, f"{state.model} · {state.precision.upper()}")
+            set_text(self.model_label, self._model_text(state))
         set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")
         if (state.precision, state.loading_model) != (previous.precision, previous.loading_model):
             self._sync_precision()
         self._update_busy()
+
+    def _model_text(self, state: PlayerState) -> str:
+        """The model and the precision that runs; while another is prepared (a restored
+        INT8 calibrating, say), that one too, as the panel says."""
+        running = state.precision.upper()
+        coming = self.controller.preparing
+        if coming is not None and coming.upper() != running:
+            return f"{state.model} · {running} → {coming.upper()} (preparing)"
+        return f"{state.model} · {running}"
 
     def _update_busy(self, progress: str = "") -> None:
         if self.state.loading_model:
@@ -396,6 +405,8 @@ class MainWindow(
             text = ""
         set_text(self.busy_label, text)
         self.busy_label.setVisible(bool(text))
+        if self.state.model:
+            set_text(self.model_label, self._model_text(self.state))
 
     def open_compare(self) -> CompareWindow | None:
         """The compare view on the open video, from the frame on screen; playback pauses."""
