@@ -32,11 +32,11 @@ from framelens.gui.compare_controller import CompareFrame, CompareSession, PaneR
 from framelens.gui.compare_panes import PaneCard, diff_note
 from framelens.gui.compare_toolbar import CompareToolbar
 from framelens.gui.controller import Controller
+from framelens.gui.folder_dialog import choose_folder
 from framelens.gui.widgets import icon, set_text
 from PySide6.QtCore import Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QGridLayout,
     QLabel,
     QMainWindow,
@@ -244,9 +244,11 @@ class CompareWindow(QMainWindow):
         """Ask for a folder (empty, or an earlier report; else a subfolder is made)."""
         if folder is None:
             start_dir = str(Path(self.source).parent) if Path(self.source).exists() else ""
-            folder = QFileDialog.getExistingDirectory(self, "Save compare report in", start_dir)
-            if not folder:
+            # an existing folder, or a new name typed in: the report creates it
+            chosen = choose_folder(self, "Save compare report in", start_dir)
+            if not chosen:
                 return
+            folder = chosen
         first, last = self.session.compared
         if first >= 0:
             set_text(self.status, f"Writing the report of frames {first}–{last}…")
