@@ -87,6 +87,9 @@ class MainActions(MainWindowParts):
         self.fullscreen_action = self._action("&Full Screen", self.toggle_fullscreen, "F11")
         self.reset_view_action = self._action("&Reset Zoom", self.canvas.reset_view, "Ctrl+0")
         self.about_action = self._action("&About FrameLens", self.about)
+        self.shortcuts_action = self._action(
+            "&Keyboard Shortcuts", self.show_shortcuts, "Ctrl+/", tip="Every shortcut, by menu"
+        )
         self.precision_group = QActionGroup(self)
         self.precision_group.setExclusive(True)
         self.precision_actions: dict[str, QAction] = {}
@@ -169,6 +172,7 @@ class MainActions(MainWindowParts):
         analysis_menu.addAction(self.engine_action)
         self.view_menu, self.analysis_menu = view_menu, analysis_menu  # the SR parts add to them
         help_menu = mb.addMenu("&Help")
+        help_menu.addAction(self.shortcuts_action)
         help_menu.addAction(self.about_action)
         self._rebuild_recent(self.settings.recent)
 
@@ -194,6 +198,11 @@ class MainActions(MainWindowParts):
             self.showNormal()
         else:
             self.showFullScreen()
+
+    def show_shortcuts(self) -> None:
+        from framelens.gui.shortcuts_dialog import ShortcutsDialog
+
+        ShortcutsDialog(self).show()
 
     def about(self) -> None:
         QMessageBox.about(

@@ -1,0 +1,30 @@
+"""Rough edge 13 (in part): Help > Keyboard Shortcuts lists every shortcut, by menu, as
+the actions really have them."""
+
+from __future__ import annotations
+
+from framelens.gui.main_window import MainWindow
+from framelens.gui.shortcuts_dialog import ShortcutsDialog, shortcut_rows
+from PySide6.QtWidgets import QTreeWidgetItem
+from pytestqt.qtbot import QtBot
+
+
+def test_help_lists_the_shortcuts_of_every_menu(window: MainWindow, qtbot: QtBot) -> None:
+    rows = shortcut_rows(window)
+    keys = {name: k for _menu, name, k in rows}
+    assert keys["Play / Pause"] == "Space"
+    assert keys["Measure PSNR of This Frame"] == "Ctrl+M"
+    assert keys["Keyboard Shortcuts"] == "Ctrl+/"
+    assert {menu for menu, _, _ in rows} >= {"File", "Playback", "View", "Analysis", "Help"}
+    assert len(rows) == len({(m, n) for m, n, _ in rows})  # each once
+    window.shortcuts_action.trigger()
+    dialog = window.findChild(ShortcutsDialog)
+    assert dialog is not None and dialog.isVisible()
+    shown: list[tuple[str, str]] = []
+    for i in range(dialog.tree.topLevelItemCount()):
+        group: QTreeWidgetItem = dialog.tree.topLevelItem(i)
+        shown += [
+            (group.child(j).text(0), group.child(j).text(1)) for j in range(group.childCount())
+        ]
+    assert sorted(shown) == sorted((n, k) for _m, n, k in rows)
+    dialog.close()
