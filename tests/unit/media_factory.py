@@ -120,3 +120,29 @@ def sample_frames(path: Path, indices: tuple[int, ...]) -> list[npt.NDArray[np.u
                 break
     assert len(found) == len(set(indices)), f"{path} has no frames {sorted(indices)}"
     return [found[i] for i in indices]
+
+
+def encode_frames(path: Path, images: list[npt.NDArray[np.uint8]], *, rate: int = 10) -> Path:
+    """Real frames as an H.264 yuv420p video (libx264 through PyAV), frame for frame."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=rate)
+        stream.width, stream.height = images[0].shape[1], images[0].shape[0]
+        stream.pix_fmt = "yuv420p"
+        for image in images:
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def write_broken_folder(folder: Path, sample: Path, start: int, count: int, bad: int) -> Path:
+    """An image folder of ``count`` real frames of ``sample`` whose image ``bad`` is not
+    an image (a camera's card that went bad there): a source that breaks mid-run."""
+    import cv2
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, image in enumerate(sample_frames(sample, tuple(range(start, start + count)))):
+        cv2.imwrite(str(folder / f"{i:03d}.jpg"), image)
+    (folder / f"{bad:03d}.jpg").write_bytes(b"not a jpeg")
+    return folder

@@ -22,7 +22,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.merged import MergedSource
 from loopback_server import LoopbackStreamServer
-from media_factory import sample_frames, write_clip
+from media_factory import encode_frames, sample_frames, write_broken_folder, write_clip
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -34,24 +34,13 @@ START = 290  # the person is in view: detections to compare
 def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Four sources: three 24-frame clips of the sample cut at different places (so each
     has its own detections) and one at a different size (768x432 -> 640x360)."""
-    import av
-
     folder = tmp_path_factory.mktemp("clips")
     paths = []
     for n, (start, size) in enumerate([(290, None), (320, None), (600, None), (300, (640, 360))]):
-        path = folder / f"clip{n}.mp4"
         frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
-        with av.open(str(path), "w") as out:
-            stream = out.add_stream("libx264", rate=10)
-            w, h = size or (frames[0].shape[1], frames[0].shape[0])
-            stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
-            for image in frames:
-                image = cv2.resize(image, (w, h)) if size else image
-                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
-                    out.mux(packet)
-            for packet in stream.encode():
-                out.mux(packet)
-        paths.append(str(path))
+        if size is not None:
+            frames = [np.ascontiguousarray(cv2.resize(f, size)) for f in frames]
+        paths.append(str(encode_frames(folder / f"clip{n}.mp4", frames)))
     return paths
 
 
@@ -96,11 +85,7 @@ def test_four_sources_give_the_detections_of_four_single_runs(
 def test_a_source_that_breaks_mid_run_is_reported_and_the_others_finish(
     clips: list[str], tmp_path: Path
 ) -> None:
-    folder = tmp_path / "frames"
-    folder.mkdir()
-    for i, image in enumerate(sample_frames(SAMPLE, tuple(range(300, 310)))):
-        cv2.imwrite(str(folder / f"{i:03d}.jpg"), image)
-    (folder / "005.jpg").write_bytes(b"not a jpeg")  # the camera's card went bad here
+    folder = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 10, bad=5)
     out = tmp_path / "out"
     notes: list[str] = []
     summary = run_many(

@@ -9,11 +9,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import cv2
 import pytest
 from framelens.core.api import FrameResult, PipelineSettings, WallPlayer, WallState, resolve_model
 from framelens.core.models.catalog import DEFAULT_MODEL
-from media_factory import sample_frames
+from media_factory import encode_frames, sample_frames, write_broken_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -25,23 +24,12 @@ TIMEOUT_S = 90.0
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Three 24-frame clips of the sample, cut where the person is in view."""
-    import av
 
     folder = tmp_path_factory.mktemp("wall_clips")
     paths = []
     for n, start in enumerate((290, 320, 600)):
-        path = folder / f"clip{n}.mp4"
         frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
-        with av.open(str(path), "w") as out:
-            stream = out.add_stream("libx264", rate=RATE)
-            stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
-            stream.pix_fmt = "yuv420p"
-            for image in frames:
-                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
-                    out.mux(packet)
-            for packet in stream.encode():
-                out.mux(packet)
-        paths.append(str(path))
+        paths.append(str(encode_frames(folder / f"clip{n}.mp4", frames, rate=RATE)))
     return paths
 
 
@@ -144,11 +132,7 @@ def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
 def test_a_failing_source_is_reported_by_name_and_the_others_go_on(
     clips: list[str], tmp_path: Path
 ) -> None:
-    folder = tmp_path / "frames"
-    folder.mkdir()
-    for i, image in enumerate(sample_frames(SAMPLE, tuple(range(300, 310)))):
-        cv2.imwrite(str(folder / f"{i:03d}.jpg"), image)
-    (folder / "005.jpg").write_bytes(b"not a jpeg")  # the card went bad here
+    folder = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 10, bad=5)
     missing = str(tmp_path / "gone.mp4")
     rec = Recorder()
     wall = play([clips[0], str(folder), clips[1], missing], rec, realtime=False, display_depth=64)
