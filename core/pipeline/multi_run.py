@@ -135,22 +135,21 @@ def run_many(
     groups = [g for g in groups if g]
     bar = tqdm(total=None, unit="frame", disable=not progress or None, file=sys.stderr)
     start = time.perf_counter()
+    options: dict[str, Any] = {
+        "videos": videos, "lossless": lossless, "frames": frames, "bar": bar,
+        "on_message": on_message, "cancel": cancel, "max_wait_ms": max_wait_ms,
+    }  # fmt: skip
     try:
-        if len(groups) == 1:
+        if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
+            group = groups[0]
             parts = [
                 _run_group(
-                    [specs[i] for i in groups[0]], [names[i] for i in groups[0]],
-                    replace(settings, device=slots[0]), out_dir, videos=videos,
-                    lossless=lossless, frames=frames, bar=bar, on_message=on_message,
-                    cancel=cancel, max_wait_ms=max_wait_ms,
+                    [specs[i] for i in group], [names[i] for i in group],
+                    replace(settings, device=slots[0]), out_dir, **options,
                 )
             ]  # fmt: skip
         else:
-            parts = _run_groups(
-                groups, slots, specs, names, settings, out_dir, videos=videos,
-                lossless=lossless, frames=frames, bar=bar, on_message=on_message,
-                cancel=cancel, max_wait_ms=max_wait_ms,
-            )  # fmt: skip
+            parts = _run_groups(groups, slots, specs, names, settings, out_dir, **options)
     finally:
         bar.close()
     wall = time.perf_counter() - start
@@ -159,8 +158,8 @@ def run_many(
         for i, entry in zip(group, part["sources"], strict=True):
             by_index[i] = entry
     total = sum(int(p["frames"]) for p in parts)
-    batches = sum(float(p["mean_batch"]) * float(p["batches"]) for p in parts)
-    calls = sum(float(p["batches"]) for p in parts)
+    batched = sum(int(p["frames_run"]) for p in parts)
+    calls = sum(int(p["batches_run"]) for p in parts)
     first = parts[0]
     summary: dict[str, Any] = {
         "sources": [by_index[i] for i in range(len(specs))],
@@ -168,7 +167,7 @@ def run_many(
         "fps": round(total / wall, 2) if wall > 0 else 0.0,
         "stage_ms": first["stage_ms"],
         "batch": first["batch"],
-        "mean_batch": round(batches / calls, 2) if calls else 0.0,
+        "mean_batch": round(batched / calls, 2) if calls else 0.0,
         "inference_workers": sum(int(p["inference_workers"]) for p in parts),
         "path": first["path"],
         "notes": [n for p in parts for n in p["notes"]],
@@ -336,7 +335,8 @@ def _run_group(
             "stage_ms": stats.medians(),
             "batch": built.pipelines[0].settings.batch,
             "mean_batch": round(runner.mean_batch, 2),
-            "batches": (runner.frames_done / runner.mean_batch) if runner.mean_batch else 0,
+            "batches_run": runner.batches_run,
+            "frames_run": runner.frames_run,
             "inference_workers": len(built.pipelines),
             "path": built.path,
             "notes": notes,

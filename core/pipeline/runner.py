@@ -67,7 +67,13 @@ class PipelineRunner:
         self._cancel_requested = False
         self.frames_done = 0
         self.wall_s = 0.0
-        self.mean_batch = 0.0  # frames per engine call over the last run
+        self.batches_run = 0  # engine calls of the last run, and the frames in them
+        self.frames_run = 0
+
+    @property
+    def mean_batch(self) -> float:
+        """Frames per engine call over the last run (0 before one)."""
+        return self.frames_run / self.batches_run if self.batches_run else 0.0
 
     def cancel(self) -> None:
         """Stop the run from any thread (Ctrl+C, GUI); run() then raises Cancelled."""
@@ -98,8 +104,7 @@ class PipelineRunner:
             # the source is the caller's: stop the threads, leave it open
             stopped = executor.close()
             self.wall_s = time.perf_counter() - start
-            if executor.batches_run:
-                self.mean_batch = executor.frames_run / executor.batches_run
+            self.batches_run, self.frames_run = executor.batches_run, executor.frames_run
         if not stopped:  # its pipeline is still in use: no second thread may take it
             raise EngineError("an inference worker did not stop; its pipelines are still busy")
         if self._cancel_requested:
