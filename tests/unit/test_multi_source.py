@@ -220,3 +220,18 @@ def test_sources_spread_over_device_slots_give_the_same_detections(
             detections(tmp_path / "one" / f"{name}.json"),
         )
     assert spread["device"] == "cpu,cpu" and spread["inference_workers"] > one["inference_workers"]
+
+
+def test_cli_bad_several_source_options_are_one_line_errors(
+    clips: list[str], tmp_path: Path
+) -> None:
+    for args, says in (
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--batch-wait", "-1"], "--batch-wait"),
+        ([clips[0], "--device", "cpu,cpu"], "list of devices"),
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--start", "5"], "--start"),
+    ):
+        done = _cli(*args, "--quiet")
+        assert done.returncode == 2, (args, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0] and "Traceback" not in done.stderr
+    assert not list(tmp_path.glob("*.mp4"))  # nothing written for a refused run
