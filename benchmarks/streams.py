@@ -160,6 +160,7 @@ def main() -> int:
                 "batch": batch,
                 "path": summary["path"],
                 "frames": summary["frames"],
+                "stage_ms": summary["stage_ms"],  # medians per stage: where the time goes
             }
             row["of_nvdec_ceiling"] = round(row["aggregate_fps"] / row["nvdec_only_fps"], 3)
             result["streams"].append(row)
