@@ -89,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="several sources: how long a batch waits for more frames (default 5 ms)",
     )
     run.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="several sources: inference workers per device (default 2 on CUDA)",
+    )
+    run.add_argument(
         "--export-dir",
         metavar="DIR",
         help="several sources in one run: DIR/<name>.mp4 and DIR/<name>.json for each",
@@ -253,6 +260,8 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         raise ConfigError("--start needs one source; several are read from their starts")
     if args.batch_wait is not None and args.batch_wait < 0:
         raise ConfigError("--batch-wait must not be negative")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers must be at least 1")
     from framelens.core.pipeline.devices import resolve_device
 
     devices = [resolve_device(d) for d in args.devices] if args.devices else None
@@ -267,6 +276,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         progress=not args.quiet,
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         max_wait_ms=args.batch_wait,
+        workers=args.workers,
     )
     if variant is not None:
         summary["variant"] = variant.summary()

@@ -116,6 +116,9 @@ def main() -> int:
     parser.add_argument("--sources", default="1,4,8,16")
     parser.add_argument("--frames", type=int, default=300, help="frames of each source")
     parser.add_argument("--video", help="a 1080p video to use instead of making one")
+    parser.add_argument(
+        "--workers", default="2", help="inference workers per run, a list sweeps: 2,3,4"
+    )
     parser.add_argument("--output")
     args = parser.parse_args()
 
@@ -141,10 +144,11 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         run_many([video], settings, tmp, videos=False, frames=10, progress=False)  # warm-up
-        for n in (int(x) for x in args.sources.split(",")):
+        runs = [(int(n), int(w)) for n in args.sources.split(",") for w in args.workers.split(",")]
+        for n, workers in runs:
             summary = run_many(
-                [video] * n, settings, str(Path(tmp) / f"n{n}"), videos=False,
-                frames=args.frames, progress=False,
+                [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}"), videos=False,
+                frames=args.frames, progress=False, workers=workers,
             )  # fmt: skip
             per = summary["sources"]
             batch = int(summary["batch"])
@@ -158,6 +162,7 @@ def main() -> int:
                 "p99_ms": round(max(s["p99_ms"] for s in per), 2),
                 "mean_batch": summary["mean_batch"],
                 "batch": batch,
+                "workers": summary["inference_workers"],
                 "path": summary["path"],
                 "frames": summary["frames"],
                 "stage_ms": summary["stage_ms"],  # medians per stage: where the time goes

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from framelens.core.errors import EngineError, FrameLensError, GpuError, ModelError
+from framelens.core.errors import ConfigError, EngineError, FrameLensError, GpuError, ModelError
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.processor import FrameProcessor
@@ -345,33 +345,36 @@ def workers(
     spinning: bool = True,
     notify: Notify | None = None,
     gpu_pipeline: bool = True,
+    count: int | None = None,
 ) -> Workers:
     """The executor's pipelines for ``settings`` (resolved here), plus ``extra`` more of
-    the same kind (the player's own, for seeks and refreshes).
+    the same kind (the player's own, for seeks and refreshes). ``count``: how many
+    inference workers instead of the path's default (two on CUDA, one per core on the CPU).
 
     On CUDA: the GPU pipeline when it can run, else ONNX Runtime's CUDA provider with
     host preprocessing, and a note that says why. On the CPU: one single-threaded worker
     per core. ``gpu_pipeline=False`` skips the GPU pipeline (its source failed).
     """
+    if count is not None and count < 1:
+        raise ConfigError(f"inference workers must be at least 1, not {count}")
     settings = resolve(settings)  # an INT8 not prepared is one error, whatever the device
     settings = usable_backend(settings, notify)
+    on_gpu = GPU_WORKERS if count is None else count
     if settings.device.startswith("cuda"):
         reason = gpu_unavailable(settings) if gpu_pipeline else "its source failed"
         if reason is None:
             try:
-                pipes = gpu_pipelines(
-                    settings, GPU_WORKERS + extra, spinning=spinning, resolved=True
-                )
+                pipes = gpu_pipelines(settings, on_gpu + extra, spinning=spinning, resolved=True)
                 return Workers(pipes, "gpu pipeline")
             except GpuError as exc:
                 reason = str(exc)
         if gpu_pipeline and notify is not None:
             notify(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
-        each = [settings] * (GPU_WORKERS + extra)
+        each = [settings] * (on_gpu + extra)
         path = "host pipeline, cuda inference"
     else:
-        worker_settings, count = cpu_workers(settings)
-        each = [settings] * extra + [worker_settings] * count
+        worker_settings, per_core = cpu_workers(settings)
+        each = [settings] * extra + [worker_settings] * (per_core if count is None else count)
         path = "cpu pipeline"
     built: list[FrameProcessor] = []
     try:

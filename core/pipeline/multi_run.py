@@ -112,6 +112,7 @@ def run_many(
     on_message: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
     max_wait_ms: float | None = None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -120,6 +121,8 @@ def run_many(
     device, all running at once; None: ``settings.device``. ``frames``: at most that many
     of each source. ``max_wait_ms``: how long a batch waits for more frames after its
     first (DeepStream's batched-push-timeout; None: the executor's default of a few ms).
+    ``workers``: inference workers (pipelines, each with its stream and thread) per
+    device; None: the run path's default.
     Returns a summary with one entry per source (its outputs, frames, and why it stopped
     early if it did) and, with several devices, one per device; its ``fps`` counts the
     frames over the time they were being processed, ``wall_s`` the whole call (engines
@@ -140,6 +143,7 @@ def run_many(
     options: dict[str, Any] = {
         "videos": videos, "lossless": lossless, "frames": frames, "bar": bar,
         "on_message": on_message, "cancel": cancel, "max_wait_ms": max_wait_ms,
+        "workers": workers,
     }  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -249,6 +253,7 @@ def _run_group(
     on_message: Callable[[str], None] | None,
     cancel: threading.Event | None,
     max_wait_ms: float | None,
+    workers: int | None,
 ) -> dict[str, Any]:
     """One device's sources through one executor: the run of ``run_many`` for them."""
     all_specs, all_names = list(specs), list(names)
@@ -256,7 +261,7 @@ def _run_group(
         # as DeepStream's batch-size: one slot per source, at least MULTI_BATCH, capped
         settings = replace(settings, batch=min(MAX_BATCH, max(MULTI_BATCH, len(specs))))
     notes: list[str] = []
-    built = build.workers(settings, notify=notes.append)
+    built = build.workers(settings, notify=notes.append, count=workers)
     opened: list[Source] = []
     outputs: list[_SourceOutputs] = []
     merged: MergedSource | None = None

@@ -212,7 +212,9 @@ def test_sources_spread_over_device_slots_give_the_same_detections(
     spread = run_many(
         clips, settings, str(tmp_path / "two"), devices=["cpu", "cpu"], progress=False
     )
-    one = run_many(clips, settings, str(tmp_path / "one"), progress=False)
+    # one device, three inference workers taking batches from the one batcher
+    one = run_many(clips, settings, str(tmp_path / "one"), progress=False, workers=3)
+    assert one["inference_workers"] == 3
     assert [d["sources"] for d in spread["devices"]] == [["clip0", "clip2"], ["clip1", "clip3"]]
     assert all(d["frames"] == 2 * FRAMES for d in spread["devices"])
     assert [s["frames"] for s in spread["sources"]] == [FRAMES] * 4
@@ -221,7 +223,7 @@ def test_sources_spread_over_device_slots_give_the_same_detections(
             detections(tmp_path / "two" / f"{name}.json"),
             detections(tmp_path / "one" / f"{name}.json"),
         )
-    assert spread["device"] == "cpu,cpu" and spread["inference_workers"] > one["inference_workers"]
+    assert spread["device"] == "cpu,cpu" and spread["inference_workers"] == 2  # 1 per slot
 
 
 def test_cli_bad_several_source_options_are_one_line_errors(
@@ -231,6 +233,7 @@ def test_cli_bad_several_source_options_are_one_line_errors(
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--batch-wait", "-1"], "--batch-wait"),
         ([clips[0], "--device", "cpu,cpu"], "list of devices"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--start", "5"], "--start"),
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--workers", "0"], "--workers"),
     ):
         done = _cli(*args, "--quiet")
         assert done.returncode == 2, (args, done.stderr)
