@@ -201,6 +201,7 @@ class MainWindow(
         c.modelChanged.connect(self._on_model)
         c.snapshotSaved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 5000))
         self.canvas.drawTimeMs.connect(self.plots.add_display_time)
+        c.stateChanged.connect(lambda state: self.plots.set_dropped(state.dropped))
         self.canvas.zoomChanged.connect(
             lambda z: self.statusBar().showMessage(f"Zoom {z * 100:.0f}%", 1500)
         )

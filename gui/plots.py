@@ -92,11 +92,17 @@ class StagePlots(QWidget):
         self._fps: deque[float] = deque(maxlen=HISTORY)
         self._stages: dict[str, deque[float]] = {k: deque(maxlen=HISTORY) for k in STAGE_STYLE}
         self._display_ms = math.nan
+        self._dropped_total = 0  # the player's count: frames dropped unprocessed, late
+        self._drop_marks: deque[tuple[float, int]] = deque(maxlen=FPS_WINDOW)
+        self._dropped: deque[float] = deque(maxlen=HISTORY)  # dropped per second
         self._dirty = False
         self._summary_at = 0.0
 
         self.fps_plot = themed_plot("Throughput", "fps")
         self.fps_curve = self.fps_plot.plot(pen=pg.mkPen("#4cc9a0", width=2))
+        # real-time playback drops frames it cannot process in time (core player_clock):
+        # their rate in red under the shown rate, so a plot never hides that it skipped
+        self.dropped_curve = self.fps_plot.plot(pen=pg.mkPen("#e05260", width=1.5))
         self.latency_plot = themed_plot("Latency per stage (log scale)", "ms")
         # Stages span 0.1 ms (overlay) to 100+ ms (end to end): only a log axis shows all.
         self.latency_plot.getPlotItem().setLogMode(x=False, y=True)
@@ -135,6 +141,7 @@ class StagePlots(QWidget):
         self._count += 1
         self._x.append(self._count)
         self._fps.append(self._measured_fps())
+        self._dropped.append(self._dropped_rate())
         times = result.times.as_dict()
         converted = times.get("display", math.nan)
         times["display"] = self._display_ms + (0.0 if math.isnan(converted) else converted)
@@ -146,15 +153,33 @@ class StagePlots(QWidget):
         """The canvas's draw time; attached to the next frame recorded."""
         self._display_ms = ms
 
+    def set_dropped(self, total: int) -> None:
+        """The player's count of frames dropped so far (it restarts with each source)."""
+        if total < self._dropped_total:
+            self._drop_marks.clear()
+        self._dropped_total = total
+        self._drop_marks.append((time.perf_counter(), total))
+
+    def _dropped_rate(self) -> float:
+        """Frames dropped per second over the last few state reports; 0 when none."""
+        if len(self._drop_marks) < 2:
+            return 0.0 if self._dropped_total == 0 else math.nan
+        (t0, n0), (t1, n1) = self._drop_marks[0], self._drop_marks[-1]
+        return (n1 - n0) / (t1 - t0) if t1 > t0 else math.nan
+
     def reset_rate(self) -> None:
         """Forget arrival times (after a pause, so the gap does not read as a slow frame)."""
         self._arrivals.clear()
+        self._drop_marks.clear()
 
     def clear(self) -> None:
         self._count = 0
         self._x.clear()
         self._arrivals.clear()
         self._fps.clear()
+        self._dropped.clear()
+        self._drop_marks.clear()
+        self._dropped_total = 0
         for values in self._stages.values():
             values.clear()
         self._dirty = True
@@ -173,15 +198,18 @@ class StagePlots(QWidget):
         self._dirty = False
         x = np.fromiter(self._x, dtype=np.float64, count=len(self._x))
         fps = np.fromiter(self._fps, dtype=np.float64)
+        dropped = np.fromiter(self._dropped, dtype=np.float64)
         stages = {k: np.fromiter(v, dtype=np.float64) for k, v in self._stages.items()}
         # Ranges set here rather than auto-ranged: one repaint per refresh, not three.
         lo = max(0.0, x[-1] - HISTORY) if len(x) else 0.0
         hi = max(lo + 10.0, x[-1] if len(x) else 0.0)
-        self.fps_plot.setRange(xRange=(lo, hi), yRange=_span(fps), padding=0.02)
+        both = np.concatenate([fps, dropped]) if dropped.size and np.any(dropped > 0) else fps
+        self.fps_plot.setRange(xRange=(lo, hi), yRange=_span(both), padding=0.02)
         ms = np.concatenate([v[v > 0] for v in stages.values()])
         log_ms = np.log10(ms) if len(ms) else ms
         self.latency_plot.setRange(xRange=(lo, hi), yRange=_log_span(log_ms), padding=0.02)
         self.fps_curve.setData(x, fps, connect="finite")
+        self.dropped_curve.setData(x, dropped, connect="finite")
         for name, curve in self.stage_curves.items():
             curve.setData(x, stages[name], connect="finite")
         for plot in (self.fps_plot, self.latency_plot):
@@ -213,4 +241,12 @@ class StagePlots(QWidget):
         if not parts:
             return "Play a video to see the time each stage takes."
         fps = f"<b>{medians['fps']:.1f}</b> fps · " if "fps" in medians else ""
-        return f"Median of last {len(self._x)} frames: {fps}" + " &nbsp; ".join(parts) + " ms"
+        dropped = ""
+        if self._dropped_total:
+            dropped = f' · <span style="color:#e05260">{self._dropped_total} dropped</span>'
+        return (
+            f"Median of last {len(self._x)} frames: {fps}"
+            + " &nbsp; ".join(parts)
+            + " ms"
+            + dropped
+        )

@@ -143,6 +143,7 @@ class Executor(Generic[T]):
         depth: int | None = None,
         limit: int | None = None,
         max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
+        skip: Callable[[Frame], bool] | None = None,
     ) -> None:
         if not workers:
             raise ValueError("an Executor needs at least one worker")
@@ -155,6 +156,10 @@ class Executor(Generic[T]):
         if max_wait_ms < 0:
             raise ValueError("max_wait_ms must not be negative")
         self._max_wait_s = max_wait_ms / 1000.0
+        # real-time playback: decoded frames too late to be worth processing are dropped
+        # here, before a worker spends time on them (core/pipeline/player_clock.py)
+        self._skip = skip
+        self.dropped = 0
         self._depth = depth or 2 * len(workers) * batch
         # frames to take in all (a run's range): none is decoded into work beyond it, so
         # no worker holds buffers for results nobody will take
@@ -244,13 +249,23 @@ class Executor(Generic[T]):
                 item = self._decoder.get(left)
             if item is None:
                 break
-            if not taken:
-                deadline = time.monotonic() + self._max_wait_s
             if isinstance(item, End | Failed):
                 return taken, item
             frame, decode_ms, start_ms = item
+            if self._skip is not None and self._skip(frame):
+                self._drop(frame)
+                continue
+            if not taken:
+                deadline = time.monotonic() + self._max_wait_s
             taken.append(_Taken(frame, decode_ms, start_ms))
         return taken, None
+
+    def _drop(self, frame: Frame) -> None:
+        release = getattr(frame, "release", None)
+        if callable(release):
+            release()  # an NVDEC buffer back to its decoder at once
+        with self._cond:
+            self.dropped += 1
 
     @staticmethod
     def _run(worker: Worker[T], taken: list[_Taken], version: int) -> list[Done[T] | Failed]:

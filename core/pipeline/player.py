@@ -64,9 +64,15 @@ class Player(PlayerCore):
         *,
         decode_ahead: int = 2,
         spinning: bool = False,
+        drop_late: bool = True,
     ) -> None:
         super().__init__(
-            on_result, on_state, on_error, decode_ahead=decode_ahead, spinning=spinning
+            on_result,
+            on_state,
+            on_error,
+            decode_ahead=decode_ahead,
+            spinning=spinning,
+            drop_late=drop_late,
         )
         self._thread.start()
 
@@ -185,6 +191,7 @@ class Player(PlayerCore):
             raise
         self._decoder = DecodeAhead(source, self._depth)
         info = source.info
+        self._clock.configure(interval_s=1.0 / info.fps if info.fps > 0 else None)
         self._publish(source=info, frame_count=info.frame_count, status="paused")
         self._start_workers()
         self._show_next()

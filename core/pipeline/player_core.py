@@ -18,6 +18,7 @@ from typing import Any, cast
 from framelens.core.errors import SourceError
 from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
+from framelens.core.pipeline.player_clock import PlaybackClock
 from framelens.core.pipeline.player_state import PlayerState, RateMeter
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import (
@@ -34,7 +35,6 @@ ResultCallback = Callable[[FrameResult], None]
 StateCallback = Callable[["PlayerState"], None]
 ErrorCallback = Callable[[str], None]
 
-_LATE_RESYNC_S = 0.25  # further behind the clock than this, re-anchor instead of rushing
 _STATE_EVERY_S = 0.5  # while playing, state (with the measured fps) at most this often
 
 
@@ -52,8 +52,10 @@ class PlayerCore(ABC):
         *,
         decode_ahead: int = 2,
         spinning: bool = False,
+        drop_late: bool = True,
     ) -> None:
         self._on_result = on_result
+        self._drop_late = drop_late  # False: every frame queues (the benchmark's baseline)
         self._on_state = on_state
         self._on_error = on_error
         self._depth = decode_ahead
@@ -69,7 +71,8 @@ class PlayerCore(ABC):
         self._state = PlayerState()
         self._current: Frame | None = None
         self._ready: FrameResult | None = None  # processed, waiting for its time
-        self._anchor: tuple[float, float] | None = None  # (wall s, pts s) of the clock
+        self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
+        self._dropped_before = 0  # by executors of this source that were replaced
         self._rate = RateMeter()
         self._last_state_s = 0.0
         self._model_token = 0
@@ -128,17 +131,12 @@ class PlayerCore(ABC):
 
     def _due(self, result: FrameResult) -> float:
         """Wall time at which ``result`` should be shown; 0 when not paced."""
-        if not self._state.realtime:
-            return 0.0
-        pts = float(result.frame.pts)
-        wall = now()
-        if self._anchor is None:
-            self._anchor = (wall, pts)
-        due = self._anchor[0] + (pts - self._anchor[1]) / self._state.speed
-        if wall - due > _LATE_RESYNC_S or due - wall > 2.0:
-            self._anchor = (wall, pts)  # fell behind (slow model) or jumped: restart the clock
-            due = wall
-        return due
+        return self._clock.due(float(result.frame.pts))
+
+    def _stale(self, frame: Frame) -> bool:
+        """A decoded frame to drop unprocessed: playing in real time, and already too late
+        (core/pipeline/player_clock.py). Steps and seeks show every frame they ask for."""
+        return self._drop_late and self._state.playing and self._clock.stale(float(frame.pts))
 
     def _fetch_processed(self, timeout: float) -> FrameResult | None:
         item: Done[FrameResult] | DecodeItem | None
@@ -177,12 +175,21 @@ class PlayerCore(ABC):
         return result
 
     def _show(self, result: FrameResult) -> None:
+        if self._state.playing and self._clock.realtime:
+            # what the viewer waits for: from the frame's time (decoded, or due on the
+            # clock if decoded early) to the screen, so queueing behind slow workers shows
+            due_ms = self._clock.due(float(result.frame.pts)) * 1000.0
+            lag = now() * 1000.0 - due_ms
+            if math.isfinite(result.times.e2e) and lag > result.times.e2e:
+                result.times.e2e = lag
         self._current = result.frame
         self._rate.tick()
         self._on_result(result)
         changes: dict[str, object] = {"index": result.frame.index}
         if self._state.playing:
             changes["fps"] = self._rate.fps
+        if self._ahead is not None:
+            changes["dropped"] = self._dropped_before + self._ahead.dropped
         wall = now()
         if not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
             self._publish(**changes)
@@ -214,7 +221,7 @@ class PlayerCore(ABC):
         if self._state.status == "ended":
             self._ahead_seek(0)
             self._ready = None
-        self._anchor = None
+        self._clock.reset()
         self._rate.reset()
         self._publish(status="playing")
 
@@ -242,7 +249,7 @@ class PlayerCore(ABC):
             index = min(index, count - 1)
         index = max(0, index)
         self._ready = None
-        self._anchor = None
+        self._clock.reset()
         self._ahead_seek(index)
         if self._state.status == "ended":
             self._publish(status="paused")
@@ -251,11 +258,11 @@ class PlayerCore(ABC):
     def _do_speed(self, speed: float) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
-        self._anchor = None
+        self._clock.configure(speed=float(speed))
         self._publish(speed=float(speed))
 
     def _do_realtime(self, realtime: bool) -> None:
-        self._anchor = None
+        self._clock.configure(realtime=bool(realtime))
         self._rate.reset()
         self._publish(realtime=bool(realtime))
 
@@ -269,12 +276,13 @@ class PlayerCore(ABC):
         if self._decoder is not None and self._workers and self._ahead is None:
             workers = [PipelineWorker(p, "host") for p in self._workers]
             batch = self._workers[0].settings.batch
-            self._ahead = Executor(self._decoder, workers, batch=batch)
+            self._ahead = Executor(self._decoder, workers, batch=batch, skip=self._stale)
 
     def _stop_workers(self) -> bool:
         """Stop the inference workers; False when one did not stop in time."""
         if self._ahead is not None:
             ahead, self._ahead = self._ahead, None
+            self._dropped_before += ahead.dropped
             return ahead.close()
         return True
 
@@ -284,6 +292,7 @@ class PlayerCore(ABC):
         self._spec = None
         self._source_wants = None
         self._stop_workers()
+        self._dropped_before = 0
         if self._decoder is not None:
             decoder, self._decoder = self._decoder, None
             decoder.close()

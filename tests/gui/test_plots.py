@@ -31,3 +31,26 @@ def test_an_empty_latency_plot_spans_decades_and_so_does_a_narrow_one(qtbot: QtB
     assert y_span(plots) >= 2.0 - 1e-6
     (_x, (lo, hi)) = plots.latency_plot.getPlotItem().getViewBox().viewRange()
     assert lo < math.log10(5.0) and hi > math.log10(8.0)  # the data is in view
+
+
+def test_dropped_frames_show_as_a_rate_and_a_count(qtbot: QtBot) -> None:
+    """Rough edge 8: real-time playback drops late frames; the throughput plot draws
+    their rate beside the shown rate and the summary counts them."""
+    import time
+
+    plots = StagePlots(auto_refresh=False)
+    qtbot.addWidget(plots)
+    plots.resize(600, 300)
+    plots.show()
+    qtbot.waitExposed(plots)
+    frame = Frame(np.zeros((4, 4, 3), np.uint8), 0, 0.0)
+    for i in range(20):
+        plots.set_dropped(3 * i)  # the player's reports: 3 more dropped each time
+        plots.add_result(FrameResult(frame, Detections.empty(), StageTimes(e2e=8.0)))
+        time.sleep(0.01)
+    plots.refresh()
+    _x, rates = plots.dropped_curve.getData()
+    assert rates is not None and np.nanmax(rates) > 0  # dropped per second, drawn
+    assert "57 dropped" in plots.summary.text()
+    plots.clear()  # a new source: the count starts again
+    assert "dropped" not in plots.summary.text()

@@ -1,0 +1,139 @@
+"""Live latency of real-time playback: how far behind its decode + inference a frame is
+when it reaches the screen, with late frames dropped (the product) and with every frame
+queued (the old behaviour), side by side in one run.
+
+    python3 benchmarks/live_latency.py --output benchmarks/results/live-latency-cpu-<date>.json
+    python3 benchmarks/live_latency.py --device cuda:0 --video 1080p.mp4 --speed 4 ...
+
+The player (core, no GUI) plays the video in real time at ``--speed`` (a rate the model
+cannot keep up with where the point is to drop: a file at 4x stands in for a fast
+camera); after a warm-up, for ``--seconds`` each shown frame's end-to-end time is taken
+as the player reports it (from the frame's time, decoded or due, to the screen), and
+its own work (decode + preprocess + inference + postprocess). Reported: medians and p99
+of both, the frame interval, shown and dropped rates, and the lag beyond the work in
+frame intervals (the target: at most 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+
+
+def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) -> dict[str, Any]:
+    from framelens.core.pipeline.player import Player
+    from framelens.core.types import FrameResult
+
+    shown: list[tuple[float, FrameResult]] = []
+    errors: list[str] = []
+    first = threading.Event()
+
+    def on_result(result: FrameResult) -> None:
+        shown.append((time.perf_counter(), result))
+        first.set()
+
+    player = Player(on_result, lambda _state: None, errors.append, drop_late=drop)
+    try:
+        player.open(video, settings)
+        if not first.wait(120):
+            raise SystemExit(f"no first frame: {errors}")
+        player.set_speed(speed)
+        player.play()
+        time.sleep(2.0)  # warm-up: engines, arenas, the clock's first anchor
+        start_index, start = len(shown), time.perf_counter()
+        index0 = shown[-1][1].frame.index
+        time.sleep(seconds)
+        window = shown[start_index:]
+        elapsed = time.perf_counter() - start
+        player.pause()
+        dropped = player.state.dropped
+    finally:
+        player.close()
+    if errors:
+        raise SystemExit(f"playback failed: {errors[0]}")
+    results = [r for _t, r in window]
+    fps_source = settings_fps(video) * speed
+    interval_ms = 1000.0 / fps_source
+    e2e = np.array([r.times.e2e for r in results])
+    work = np.array(
+        [
+            np.nansum([r.times.decode, r.times.preprocess, r.times.inference, r.times.postprocess])
+            for r in results
+        ]
+    )
+    passed = results[-1].frame.index - index0 if results else 0
+    return {
+        "drop_late": drop,
+        "shown": len(results),
+        "shown_fps": round(len(results) / elapsed, 1),
+        "position_fps": round(passed / elapsed, 1),  # frames of the video per second
+        "asked_fps": round(fps_source, 1),
+        "dropped_total": dropped,
+        "interval_ms": round(interval_ms, 2),
+        "e2e_ms_p50": round(float(np.median(e2e)), 2),
+        "e2e_ms_p99": round(float(np.percentile(e2e, 99)), 2),
+        "work_ms_p50": round(float(np.median(work)), 2),
+        "behind_intervals_p50": round(float(np.median(e2e - work)) / interval_ms, 2),
+        "behind_intervals_p99": round(float(np.percentile(e2e - work, 99)) / interval_ms, 2),
+    }
+
+
+def settings_fps(video: str) -> float:
+    from framelens.core.stages.sources import open_source
+
+    source = open_source(video)
+    try:
+        return source.info.fps or 30.0
+    finally:
+        source.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--video", default=str(SAMPLE))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--model", default=None, help="catalogue name or path (default model)")
+    parser.add_argument("--speed", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--output")
+    args = parser.parse_args()
+
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.pipeline.settings import PipelineSettings
+
+    settings = PipelineSettings(resolve_model(args.model or DEFAULT_MODEL), device=args.device)
+    runs = [play(args.video, settings, args.speed, args.seconds, drop) for drop in (True, False)]
+    dropping, queueing = runs
+    result = {
+        "command": "python3 benchmarks/live_latency.py " + " ".join(sys.argv[1:]),
+        "device": args.device,
+        "video": Path(args.video).name,
+        "model": settings.model.name,
+        "speed": args.speed,
+        "runs": runs,
+        "e2e_p50_ratio_queueing_over_dropping": round(
+            queueing["e2e_ms_p50"] / dropping["e2e_ms_p50"], 2
+        ),
+        "target": {"behind_intervals_p50_at_most": 2},
+        "median_of": "frames shown in the timed window",
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The player's clock: when each frame is due on screen, and which frames are too late
+to be worth processing.
+
+Real-time playback shows frame ``pts`` at ``anchor_wall + (pts - anchor_pts) / speed``.
+When processing is slower than the source (a heavy model, a 60 fps camera), frames
+would queue behind the workers and the picture would drift ever further behind: the
+executor asks ``stale(pts)`` before it takes a decoded frame and drops the ones whose
+time has passed by more than ``slack`` frame intervals, so what is on screen stays
+within a couple of intervals of decode + inference. The clock is read from worker
+threads and set from the player thread, hence the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+RESYNC_S = 1.0
+"""Further behind than this (a stalled source, a model swap) or ahead by more than 2 s (a
+jump in the timestamps), the clock restarts from the frame at hand instead of dropping
+everything in between or waiting. Lateness below it is caught up by dropping frames."""
+
+STALE_INTERVALS = 1.0
+"""A decoded frame already later than this many frame intervals is dropped, unprocessed."""
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+class PlaybackClock:
+    """Due times of frames by their timestamps (seconds), at ``speed``; thread-safe."""
+
+    def __init__(self, interval_s: float = 1 / 30) -> None:
+        self._lock = threading.Lock()
+        self._anchor: tuple[float, float] | None = None  # (wall s, pts s)
+        self._speed = 1.0
+        self._realtime = True
+        self._interval_s = interval_s
+
+    def configure(
+        self,
+        *,
+        speed: float | None = None,
+        realtime: bool | None = None,
+        interval_s: float | None = None,
+    ) -> None:
+        """Change what the clock follows; it restarts from the next frame."""
+        with self._lock:
+            if speed is not None:
+                self._speed = speed
+            if realtime is not None:
+                self._realtime = realtime
+            if interval_s is not None and interval_s > 0:
+                self._interval_s = interval_s
+            self._anchor = None
+
+    def reset(self) -> None:
+        """Restart from the next frame (play, seek, a new source)."""
+        with self._lock:
+            self._anchor = None
+
+    @property
+    def realtime(self) -> bool:
+        return self._realtime
+
+    @property
+    def interval_s(self) -> float:
+        """Wall time between two frames at the current speed."""
+        return self._interval_s / self._speed
+
+    def due(self, pts: float) -> float:
+        """Wall time (perf_counter s) at which the frame at ``pts`` should be shown; 0
+        when playback is not paced. The first frame after a reset anchors the clock."""
+        if not self._realtime:
+            return 0.0
+        wall = now()
+        with self._lock:
+            if self._anchor is None:
+                self._anchor = (wall, pts)
+            due = self._anchor[0] + (pts - self._anchor[1]) / self._speed
+            if wall - due > RESYNC_S or due - wall > 2.0:
+                self._anchor = (wall, pts)
+                due = wall
+        return due
+
+    def stale(self, pts: float) -> bool:
+        """True for a frame so late that processing it would only add delay: its due
+        time passed more than ``STALE_INTERVALS`` intervals ago. Never before the clock
+        has started, and never when not paced (a run or a step shows every frame)."""
+        if not self._realtime:
+            return False
+        with self._lock:
+            if self._anchor is None:
+                return False
+            due = self._anchor[0] + (pts - self._anchor[1]) / self._speed
+        return now() - due > STALE_INTERVALS * self.interval_s
