@@ -73,6 +73,8 @@ class PlayerCore(ABC):
         self._ready: FrameResult | None = None  # processed, waiting for its time
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._dropped_before = 0  # by executors of this source that were replaced
+        self._waiting: FrameResult | None = None  # the ready result, since when it waits
+        self._waiting_since = 0.0
         self._rate = RateMeter()
         self._last_state_s = 0.0
         self._model_token = 0
@@ -124,6 +126,7 @@ class PlayerCore(ABC):
             if result is None:
                 return
             self._ready = result
+            self._waiting, self._waiting_since = result, now()  # handed over, not yet due
             if self._due(result) > now():
                 return  # the loop waits on the command queue until it is due
         result, self._ready = self._ready, None
@@ -175,13 +178,20 @@ class PlayerCore(ABC):
         return result
 
     def _show(self, result: FrameResult) -> None:
-        if self._state.playing and self._clock.realtime:
-            # what the viewer waits for: from the frame's time (decoded, or due on the
-            # clock if decoded early) to the screen, so queueing behind slow workers shows
-            due_ms = self._clock.due(float(result.frame.pts)) * 1000.0
-            lag = now() * 1000.0 - due_ms
-            if math.isfinite(result.times.e2e) and lag > result.times.e2e:
-                result.times.e2e = lag
+        if self._state.playing and self._clock.realtime and math.isfinite(result.times.e2e):
+            # what the viewer waits for: from the frame's time to the screen, its time
+            # being when it was decoded or, decoded ahead of the clock, when it was due;
+            # never less than the frame's own work
+            now_s = now()
+            waited_ms = 0.0 if result is not self._waiting else (now_s - self._waiting_since) * 1e3
+            since_decode = result.times.e2e + waited_ms
+            since_due = (now_s - self._clock.due(float(result.frame.pts))) * 1000.0
+            t = result.times
+            work = math.fsum(
+                v for v in (t.decode, t.preprocess, t.inference, t.postprocess) if math.isfinite(v)
+            )
+            result.times.e2e = max(work, min(since_decode, since_due))
+        self._waiting = None
         self._current = result.frame
         self._rate.tick()
         self._on_result(result)
