@@ -18,7 +18,10 @@ done
 QT_PACKAGES="libgl1-mesa-dri libglx-mesa0 libegl-mesa0 libxkbcommon-x11-0 libxcb-cursor0
   libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-xinerama0
   libxcb-randr0 libxcb-shape0 libxcb-xkb1 libfontconfig1 libdbus-1-3"
-[ "$DEV" = 1 ] && QT_PACKAGES="$QT_PACKAGES xvfb"
+# --dev: Xvfb for the GUI tests; GStreamer's RTSP server (run by the system Python) for
+# the stream reconnect tests
+[ "$DEV" = 1 ] && QT_PACKAGES="$QT_PACKAGES xvfb python3-gi gir1.2-gst-rtsp-server-1.0
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good"
 missing=""
 for p in $QT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

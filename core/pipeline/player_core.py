@@ -124,6 +124,7 @@ class PlayerCore(ABC):
         if self._ready is None:
             result = self._fetch_processed(timeout=0.05)
             if result is None:
+                self._follow_reconnect()
                 return
             self._ready = result
             self._waiting, self._waiting_since = result, now()  # handed over, not yet due
@@ -131,6 +132,13 @@ class PlayerCore(ABC):
                 return  # the loop waits on the command queue until it is due
         result, self._ready = self._ready, None
         self._show(result)
+
+    def _follow_reconnect(self) -> None:
+        """Publish a live stream going down (reconnecting with backoff) and coming back."""
+        source = self._decoder.source if self._decoder is not None else None
+        down = bool(getattr(source, "reconnecting", False))
+        if down != self._state.reconnecting:
+            self._publish(reconnecting=down)
 
     def _due(self, result: FrameResult) -> float:
         """Wall time at which ``result`` should be shown; 0 when not paced."""
@@ -200,8 +208,11 @@ class PlayerCore(ABC):
             changes["fps"] = self._rate.fps
         if self._ahead is not None:
             changes["dropped"] = self._dropped_before + self._ahead.dropped
+        back = self._state.reconnecting  # a frame came: the stream is back, say so now
+        if back:
+            changes["reconnecting"] = False
         wall = now()
-        if not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
+        if back or not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
             self._publish(**changes)
         else:
             self._state = replace(self._state, **cast(dict[str, Any], changes))

@@ -18,6 +18,7 @@ class PlayerState:
     index: int = -1  # source index of the frame last shown, -1 before the first
     frame_count: int | None = None
     fps: float = 0.0  # measured rate of results while playing
+    reconnecting: bool = False  # a live stream is down and being reconnected (backoff)
     dropped: int = 0  # frames dropped unprocessed since the source opened (real time, late)
     source: SourceInfo | None = None
     model: str = ""

@@ -1,0 +1,150 @@
+"""Rough edge 16: live streams come back after a cut and after a stall, with backoff,
+over RTSP (a real GStreamer RTSP server on 127.0.0.1, in its own process) and HTTP (the
+loopback server), and the player says so while they are down."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.player import Player, PlayerState
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sources import open_source
+from framelens.core.stages.sources.stream import StreamSource
+from framelens.core.types import Frame, FrameResult
+from loopback_server import LoopbackStreamServer
+from media_factory import read_index, write_clip
+from rtsp_server import RtspServer, unavailable
+
+WHY_NO_RTSP = unavailable()
+needs_rtsp = pytest.mark.skipif(WHY_NO_RTSP is not None, reason=WHY_NO_RTSP or "")
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("rtsp") / "live.mp4"
+    return write_clip(path, frames=250, fps=25, size=(160, 128), gop=25)
+
+
+@pytest.fixture
+def rtsp(clip: Path) -> Iterator[RtspServer]:
+    server = RtspServer(clip)
+    server.start()
+    yield server
+    server.stop()
+
+
+def read(src: StreamSource) -> Frame:
+    frame = src.read()
+    assert frame is not None
+    return frame
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def frames_after(src: StreamSource, index: int, count: int) -> list[Frame]:
+    """``count`` frames numbered after ``index`` (read() blocks through a reconnect)."""
+    got: list[Frame] = []
+    while len(got) < count:
+        frame = read(src)
+        if frame.index > index:
+            got.append(frame)
+    return got
+
+
+@needs_rtsp
+def test_rtsp_stream_comes_back_after_the_server_is_cut(rtsp: RtspServer) -> None:
+    src = open_source(rtsp.url, reconnect_attempts=6, backoff_s=0.2)
+    assert isinstance(src, StreamSource)
+    with src:
+        assert (src.info.kind, src.info.width, src.info.height) == ("stream", 160, 128)
+        before = [read(src) for _ in range(5)]
+        assert 0 <= read_index(before[-1].image) < 250  # the clip's own frames
+        rtsp.stop()
+        wait_until(lambda: src.reconnecting, 15, "the cut to be noticed")
+        time.sleep(0.5)  # an attempt or two fail against the closed port (the backoff)
+        rtsp.start()  # same port
+        after = frames_after(src, before[-1].index, 5)
+        assert src.reconnects == 1 and not src.reconnecting
+        assert [f.index for f in after] == sorted({f.index for f in after})  # numbering goes on
+
+
+@needs_rtsp
+def test_rtsp_stream_comes_back_after_a_stall(rtsp: RtspServer) -> None:
+    # a frozen server keeps the connection open and sends nothing: the read time-out
+    # (1 s here) turns the stall into a drop, reconnects wait for the server to answer
+    with StreamSource(
+        rtsp.url, reconnect_attempts=8, backoff_s=0.2, read_timeout_s=1.0, open_timeout_s=1.0
+    ) as src:
+        last = read(src)
+        rtsp.stall()
+        wait_until(lambda: src.reconnecting, 15, "the stall to be noticed")
+        time.sleep(1.0)
+        rtsp.resume()
+        frames_after(src, last.index, 5)
+        assert src.reconnects >= 1 and not src.reconnecting
+
+
+def test_http_stream_comes_back_after_a_stall(tmp_path: Path) -> None:
+    ts = write_clip(tmp_path / "live.ts", frames=250, fps=25, size=(160, 128), gop=25)
+    data = ts.read_bytes()
+    server = LoopbackStreamServer(data, bytes_per_s=len(data) / 10 * 2)
+    server.start()
+    try:
+        with StreamSource(
+            server.url, reconnect_attempts=8, backoff_s=0.2, read_timeout_s=1.0
+        ) as src:
+            last = read(src)
+            server.stall.set()
+            wait_until(lambda: src.reconnecting, 15, "the stall to be noticed")
+            server.stall.clear()
+            frames_after(src, last.index, 5)
+            assert src.reconnects >= 1 and not src.reconnecting
+            assert server.connections >= 2
+    finally:
+        server.stall.clear()
+        server.stop()
+
+
+@needs_rtsp
+def test_the_player_says_reconnecting_while_a_stream_is_down(rtsp: RtspServer) -> None:
+    states: list[PlayerState] = []
+    results: list[FrameResult] = []
+    errors: list[str] = []
+    cond = threading.Condition()
+
+    def add(items: list[object]) -> Callable[[object], None]:
+        def on(item: object) -> None:
+            with cond:
+                items.append(item)
+                cond.notify_all()
+
+        return on
+
+    def wait(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+        with cond:
+            assert cond.wait_for(predicate, timeout), "timed out"
+
+    player = Player(add(results), add(states), add(errors))  # type: ignore[arg-type]
+    try:
+        player.open(rtsp.url, PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1))
+        wait(lambda: len(results) >= 1)
+        player.play()
+        wait(lambda: len(results) >= 5)
+        rtsp.stop()
+        wait(lambda: bool(states) and states[-1].reconnecting)
+        shown = len(results)
+        rtsp.start()
+        wait(lambda: len(results) > shown + 3 and not states[-1].reconnecting)
+        assert not errors, errors
+    finally:
+        player.close()
