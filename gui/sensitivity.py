@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 INT8_COLOUR = "#4cc9a0"
 FLOAT_COLOUR = "#f4a259"
+TENSORRT_FLOAT_COLOUR = "#b58cf0"  # quantized in the graph, run in float by TensorRT
 BAR_WIDTH = 0.8
 
 
@@ -66,10 +67,17 @@ class SensitivityChart(QWidget):
         self.float_bars = pg.BarGraphItem(
             x=[], height=[], width=BAR_WIDTH, brush=FLOAT_COLOUR, pen=pg.mkPen(None)
         )
+        # quantized in the graph, but TensorRT's engine ran them in float (its layer list)
+        self.tensorrt_bars = pg.BarGraphItem(
+            x=[], height=[], width=BAR_WIDTH, brush=TENSORRT_FLOAT_COLOUR, pen=pg.mkPen(None)
+        )
+        self.tensorrt_float: set[str] = set()
         item.addItem(self.int8_bars)
         item.addItem(self.float_bars)
+        item.addItem(self.tensorrt_bars)
         self.legend.addItem(self.int8_bars, "INT8")
         self.legend.addItem(self.float_bars, "kept in float")
+        self.legend.addItem(self.tensorrt_bars, "TensorRT kept this layer in float")
         self.hover = QLabel("Point at a bar to see its layer.")
         self.hover.setObjectName("plotSummary")
         self.plot.scene().sigMouseMoved.connect(self._on_mouse)
@@ -108,15 +116,26 @@ class SensitivityChart(QWidget):
     @property
     def bar_count(self) -> int:
         """Bars drawn: one per convolution of the report."""
-        return sum(len(b.opts["x"]) for b in (self.int8_bars, self.float_bars))
+        bars = (self.int8_bars, self.float_bars, self.tensorrt_bars)
+        return sum(len(b.opts["x"]) for b in bars)
 
-    def set_report(self, report: SensitivityReport) -> None:
+    def set_report(self, report: SensitivityReport, tensorrt_float: set[str] | None = None) -> None:
+        """``tensorrt_float``: convolutions the graph quantized that a TensorRT engine of
+        it ran in float (core.api.tensorrt_kept_float; empty until a GPU ran one)."""
         self.report = report
+        self.tensorrt_float = set(tensorrt_float or ())
         layers = report.layers
         logs, floor = log_heights(layers)
         x = np.arange(1, len(layers) + 1, dtype=np.float64)
         kept = np.array([layer.kept_float for layer in layers], dtype=bool)
-        for bars, mask in ((self.int8_bars, ~kept), (self.float_bars, kept)):
+        by_trt = np.array([layer.name in self.tensorrt_float for layer in layers], dtype=bool)
+        by_trt &= ~kept
+        masks = (
+            (self.int8_bars, ~kept & ~by_trt),
+            (self.float_bars, kept),
+            (self.tensorrt_bars, by_trt),
+        )
+        for bars, mask in masks:
             bars.setOpts(x=x[mask], y0=floor, height=logs[mask] - floor, width=BAR_WIDTH)
         top = float(logs.max()) if len(logs) else floor + 1
         self.plot.setRange(xRange=(0.0, len(layers) + 1.0), yRange=(floor, top + 0.3), padding=0.01)
@@ -129,9 +148,14 @@ class SensitivityChart(QWidget):
                     f"{_sensitivity_text(layer.sensitivity)}"
                 )
                 QListWidgetItem(text, self.float_list)
-        if not report.kept_float:
+        by_engine = [n.name for n in layers if n.name in self.tensorrt_float and not n.kept_float]
+        for name in by_engine:
+            item = QListWidgetItem(f"{name}   float in TensorRT", self.float_list)
+            item.setToolTip("INT8 in the graph; TensorRT kept this layer in float")
+        if not report.kept_float and not self.tensorrt_float:
             QListWidgetItem("none: every convolution runs in INT8", self.float_list)
-        self.float_title.setText(f"Kept in float ({len(report.kept_float)})")
+        trt = f" + {len(by_engine)} by TensorRT" if by_engine else ""
+        self.float_title.setText(f"Kept in float ({len(report.kept_float)}{trt})")
         reached = "reached" if report.target_reached else "not reached (best kept)"
         self.summary.setText(
             f'<span style="font-size:20pt; color:{INT8_COLOUR}; font-weight:600">'
@@ -161,6 +185,8 @@ class SensitivityChart(QWidget):
         layer = layers[i]
         total = self.report.total_macs or 1
         where = "kept in float" if layer.kept_float else "INT8"
+        if layer.name in self.tensorrt_float and not layer.kept_float:
+            where = "INT8 in the graph; TensorRT kept this layer in float"
         extra = " · depthwise" if layer.depthwise else ""
         self.hover.setText(
             f"#{i + 1} {layer.name} · {100 * layer.macs / total:.2f}% of MACs · "
@@ -185,7 +211,9 @@ class SensitivityDialog(QDialog):
         lay.addWidget(self.chart, 1)
         lay.addWidget(buttons)
 
-    def set_report(self, report: SensitivityReport, model: str = "") -> None:
-        self.chart.set_report(report)
+    def set_report(
+        self, report: SensitivityReport, model: str = "", tensorrt_float: set[str] | None = None
+    ) -> None:
+        self.chart.set_report(report, tensorrt_float)
         if model:
             self.setWindowTitle(f"INT8 layer sensitivity — {model}")

@@ -9,6 +9,7 @@ fallback to ONNX Runtime CUDA).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -184,3 +185,68 @@ def test_cli_engines_build_list_clear(tmp_path: Path) -> None:
     )
     assert _cli("list", cache=tmp_path).stdout.strip() == ""
     assert not any(variants_dir(tmp_path).glob("*fp16*"))  # the FP16 graph built for it too
+
+
+def inspector_json(layers: list[tuple[str, str, str]]) -> str:
+    """The engine inspector's JSON at ProfilingVerbosity.DETAILED, as TensorRT writes it
+    (a GPU writes it beside the plan the first time it runs the engine): one layer per
+    (name, ONNX nodes joined by U+001E, input datatype)."""
+    return json.dumps(
+        {
+            "Layers": [
+                {
+                    "Name": name,
+                    "LayerType": "CaskConvolution",
+                    "Inputs": [{"Name": "in", "Location": "Device", "Format/Datatype": fmt}],
+                    "Outputs": [{"Name": "out", "Location": "Device", "Format/Datatype": fmt}],
+                    "Metadata": "\x1e".join(f"[ONNX Layer: {n}]" for n in nodes.split(",")),
+                }
+                for name, nodes, fmt in layers
+            ],
+            "Bindings": ["images", "output"],
+        }
+    )
+
+
+def test_the_layer_list_of_a_run_plan_says_which_quantized_convs_ran_in_float(
+    tmp_path: Path,
+) -> None:
+    from framelens.core.stages.engines.tensorrt_layers import (
+        kept_in_float,
+        layer_precisions,
+        plan_layer_precisions,
+    )
+    from framelens.core.stages.engines.tensorrt_plans import LAYERS_FILE
+
+    assert rtx is not None
+    spec = resolve_model("yolox-nano")
+    _, _, built, entry = cached_plan(
+        rtx, spec.path, BuildFor(("sm_86",)), "fp32", spec, cache_dir=tmp_path
+    )
+    assert built
+    assert plan_layer_precisions(spec.path, tmp_path) is None  # no GPU has run it yet
+    text = inspector_json(
+        [
+            (
+                "/stem/conv/Conv + /stem/act/Relu",
+                "/stem/conv/Conv,/stem/act/Relu",
+                "Int8 NC/32HW32",
+            ),
+            ("/head/cls/Conv", "/head/cls/Conv", "Half format NHWC8"),
+            ("/head/reg/Conv", "/head/reg/Conv", "Float format NCHW"),
+        ]
+    )
+    (entry / LAYERS_FILE).write_text(text)  # as the engine's first run on a GPU leaves it
+    found = plan_layer_precisions(spec.path, tmp_path)
+    assert found == {
+        "/stem/conv/Conv": "int8",
+        "/stem/act/Relu": "int8",
+        "/head/cls/Conv": "fp16",
+        "/head/reg/Conv": "fp32",
+    }
+    quantized = ["/stem/conv/Conv", "/head/cls/Conv", "/head/reg/Conv"]
+    assert kept_in_float(found, quantized) == {"/head/cls/Conv", "/head/reg/Conv"}
+    # another graph's plans say nothing about this one
+    assert plan_layer_precisions(resolve_model("yunet").path, tmp_path) is None
+    # a plan built with layer names only carries no precisions
+    assert layer_precisions(json.dumps({"Layers": ["/stem/conv/Conv"]})) == {}

@@ -190,6 +190,8 @@ def build_plan(
     config: trt_api.IBuilderConfig = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
     config.builder_optimization_level = optimization_level
+    if hasattr(trt, "ProfilingVerbosity"):  # the inspector's layer list then has formats
+        config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     if targets:
         # TensorRT-RTX only (not in TensorRT 10/11's API, hence not in its stubs)
         rtx_config: Any = config

@@ -220,6 +220,7 @@ def cached_plan(
                 "kind": PLAN_KIND,
                 "model": spec.name if spec is not None else path.stem,
                 "source": str(path),
+                "graph_sha256": graph,  # which graph's layers layers.json describes
                 "precision": precision,
                 "flavour": flavour.label,
                 "version": flavour.version,
