@@ -63,6 +63,33 @@ def test_engine_is_built_once_cached_and_equals_onnx_runtime(
     print(f"TensorRT fp32 vs ONNX Runtime CPU: max |diff| {worst:.3g} of {scale:.3g}")
     assert worst <= 1e-2 * scale  # TF32 may be on in TensorRT's fp32 convolutions
     assert np.array_equal(got, cached)
+    # a static shape on TensorRT-RTX replays as one CUDA graph; the same numbers each call
+    if first.cuda_graphs:
+        print("TensorRT-RTX: whole-graph CUDA graph capture on")
+
+
+def test_a_static_engine_replays_as_a_cuda_graph_where_the_flavour_can(
+    trt: Any, gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """TensorRT-RTX (runtime config, WHOLE_GRAPH_CAPTURE) captures a static-shape
+    engine once and replays it: the results of repeated calls on new inputs equal the
+    uncaptured first call's. TensorRT 10/11 have no such switch (cuda_graphs False)."""
+    from framelens.core.stages.engines.tensorrt import TensorRtEngine
+
+    spec = resolve_model("yolox-nano")
+    rng = np.random.default_rng(3)
+    inputs = [rng.random((1, 3, 416, 416), dtype=np.float32) for _ in range(4)]
+    engine = TensorRtEngine(spec.path, gpu_ctx, spec=spec, cache_dir=tmp_path)
+    try:
+        expect_graphs = hasattr(trt, "CudaGraphStrategy")
+        assert engine.cuda_graphs == expect_graphs
+        first = [engine.infer(x)[0] for x in inputs]
+        again = [engine.infer(x)[0] for x in inputs]  # replays
+    finally:
+        engine.close()
+    for a, b in zip(first, again, strict=True):
+        assert np.array_equal(a, b)
+    assert not np.array_equal(first[0], first[1])  # each call saw its own input
 
 
 def test_gpu_pipeline_on_tensorrt_detects_what_the_cpu_pipeline_detects(

@@ -107,6 +107,7 @@ class TensorRtEngine(DeviceEngine):
         self._runtime: trt_api.Runtime | None = None
         self._engine: trt_api.ICudaEngine | None = None
         self._context: trt_api.IExecutionContext | None = None
+        self.cuda_graphs = False  # the engine replays as one CUDA graph (static shapes, RTX)
         self._outputs: list[OutputBuffers] = []
         self._input = OutputBuffers("input", (), np.dtype(np.uint8))  # the host path's staging
         cuda = cuda_driver()
@@ -127,7 +128,7 @@ class TensorRtEngine(DeviceEngine):
                         f"{one_line(self._log.errors)}"
                     )
                 _save_layers(trt, engine, entry / LAYERS_FILE)
-                self._context = engine.create_execution_context()
+                self._context, self.cuda_graphs = _execution_context(trt, engine, self.shapes)
                 if self._context is None:
                     raise EngineError(
                         f"TensorRT could not create an execution context for "
@@ -284,6 +285,21 @@ class TensorRtEngine(DeviceEngine):
         except Exception as exc:  # a broken device: its memory goes with it
             log.warning("closing the TensorRT engine failed: %s", cuda_message(exc))
         self._outputs = []
+
+
+def _execution_context(trt: Any, engine: Any, shapes: ShapeRange) -> tuple[Any, bool]:
+    """An execution context; with static shapes, one that replays the whole engine as a
+    CUDA graph where the flavour offers it (TensorRT-RTX's runtime configuration,
+    ``CudaGraphStrategy.WHOLE_GRAPH_CAPTURE``: one launch per call instead of one per
+    kernel). TensorRT 10/11 have no such option; their contexts launch kernel by kernel.
+    Returns the context and whether graphs are on. Feature-detected, never by version."""
+    static = shapes.min == shapes.max
+    strategy = getattr(getattr(trt, "CudaGraphStrategy", None), "WHOLE_GRAPH_CAPTURE", None)
+    if static and strategy is not None and hasattr(engine, "create_runtime_config"):
+        config = engine.create_runtime_config()
+        config.cuda_graph_strategy = strategy
+        return engine.create_execution_context(config), True
+    return engine.create_execution_context(), False
 
 
 def _dims(dims: trt_api.Dims) -> list[int]:
