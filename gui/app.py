@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from framelens.gui.settings import APPLICATION, ORGANISATION
+from framelens.gui.theme_style import ThemeStyle
 from PySide6.QtCore import QCoreApplication, QDir, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
@@ -56,7 +57,9 @@ def apply_theme(app: QApplication) -> None:
     icons = str(RESOURCES / "icons")
     if icons not in QDir.searchPaths("icons"):
         QDir.addSearchPath("icons", icons)  # for url(icons:...) in the style sheet
-    app.setStyle("Fusion")
+    if app.property("framelensStyle") is not True:  # once: restyling repolishes every widget
+        app.setStyle(ThemeStyle())  # Fusion, with standard icons readable on the dark theme
+        app.setProperty("framelensStyle", True)
     app.setPalette(dark_palette())
     if STYLE_SHEET.is_file():
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))

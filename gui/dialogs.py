@@ -7,13 +7,13 @@ from pathlib import Path
 from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT
 from framelens.gui.controller import Controller
 from framelens.gui.export_runner import ExportRequest, default_output
+from framelens.gui.file_dialogs import open_file, save_file
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -209,16 +209,12 @@ class ExportDialog(QDialog):
         )
 
     def _browse_video(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export video", self.video_edit.text(), EXPORT_VIDEO_FILTER
-        )
+        path = save_file(self, "Export video", self.video_edit.text(), EXPORT_VIDEO_FILTER)
         if path:
             self.video_edit.setText(path)
 
     def _browse_dets(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export detections", self.dets_edit.text(), DETECTIONS_FILTER
-        )
+        path = save_file(self, "Export detections", self.dets_edit.text(), DETECTIONS_FILTER)
         if path:
             self.dets_edit.setText(path)
             self.dets_check.setChecked(True)
@@ -337,11 +333,11 @@ class ImportModelDialog(QDialog):
 
     def _browse_model(self) -> None:
         start = str(Path(self.model_path).parent) if self.model_path else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Import ONNX model", start, ONNX_FILTER)
+        path = open_file(self, "Import ONNX model", start, ONNX_FILTER)
         if path:
             self.path_edit.setText(path)
 
     def _browse_labels(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Labels file", "", LABELS_FILTER)
+        path = open_file(self, "Labels file", "", LABELS_FILTER)
         if path:
             self.labels_edit.setText(path)

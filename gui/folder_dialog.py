@@ -7,6 +7,7 @@ save dialog for folders: an existing folder, or a new name that the report creat
 
 from __future__ import annotations
 
+from framelens.gui.file_dialogs import file_dialog
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 __all__ = ["choose_folder", "folder_dialog"]
@@ -14,9 +15,7 @@ __all__ = ["choose_folder", "folder_dialog"]
 
 def folder_dialog(parent: QWidget | None, title: str, start_dir: str = "") -> QFileDialog:
     """The dialog, not yet shown (tests drive it; ``choose_folder`` runs it)."""
-    dialog = QFileDialog(parent, title, start_dir)
-    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
-    dialog.setFileMode(QFileDialog.FileMode.AnyFile)  # a name that does not exist yet
+    dialog = file_dialog(parent, title, start_dir, mode="save")  # a name not there yet
     dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
     dialog.setOption(QFileDialog.Option.DontConfirmOverwrite, True)  # a report folder is reused
     dialog.setNameFilter("Folders (*)")
@@ -28,7 +27,8 @@ def folder_dialog(parent: QWidget | None, title: str, start_dir: str = "") -> QF
 def choose_folder(parent: QWidget | None, title: str, start_dir: str = "") -> str | None:
     """An existing folder or a new one's path (the report creates it); None if cancelled."""
     dialog = folder_dialog(parent, title, start_dir)
-    if not dialog.exec():
-        return None
-    files = dialog.selectedFiles()
+    try:
+        files = dialog.selectedFiles() if dialog.exec() else []
+    finally:
+        dialog.deleteLater()
     return files[0] if files else None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from framelens.core.api import FrameLensError, ModelSpec, error_message
-from framelens.gui.dialogs import ImportModelDialog
+from framelens.gui.dialogs import ONNX_FILTER, ImportModelDialog
+from framelens.gui.file_dialogs import open_file
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.widgets import set_text
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import QFileDialog
 
 __all__ = ["ModelChoice"]
 
@@ -54,12 +54,7 @@ class ModelChoice(MainWindowParts):
     def import_model(self, path: str | None = None) -> None:
         """Ask for an ONNX file; ask for layout and labels when it is not recognised."""
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(
-                self,
-                "Import ONNX model",
-                self.settings.last_dir,
-                "ONNX models (*.onnx);;All files (*)",
-            )
+            path = open_file(self, "Import ONNX model", self.settings.last_dir, ONNX_FILTER)
         if not path:
             self._reselect_model()
             return

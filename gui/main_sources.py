@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
+from framelens.gui.file_dialogs import open_file, save_file
 from framelens.gui.main_window_parts import MainWindowParts
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QFileDialog
 
 __all__ = ["SourceOpening", "camera_spec", "display_name"]
 
@@ -53,9 +53,7 @@ class SourceOpening(MainWindowParts):
             self._sync_precision()
 
     def choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Open video", self.settings.last_dir, VIDEO_FILTER
-        )
+        path = open_file(self, "Open video", self.settings.last_dir, VIDEO_FILTER)
         if path:
             self.settings.last_dir = str(Path(path).parent)
             self.open_source(path)
@@ -110,9 +108,7 @@ class SourceOpening(MainWindowParts):
             index = self.controller.last_result.frame.index
             stem = Path(display_name(self.source or "frame")).stem or "frame"
             suggested = str(Path(self.settings.last_dir or Path.home()) / f"{stem}_{index:06d}.png")
-            path, _ = QFileDialog.getSaveFileName(
-                self, "Save snapshot", suggested, "PNG image (*.png)"
-            )
+            path = save_file(self, "Save snapshot", suggested, "PNG image (*.png)")
             if not path:
                 return
         self.controller.save_snapshot(path)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from framelens.gui.dialogs import VIDEO_FILTER
+from framelens.gui.file_dialogs import open_files
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.wall_window import WallWindow
-from PySide6.QtWidgets import QFileDialog
 
 __all__ = ["WallOpening"]
 
@@ -19,9 +19,7 @@ class WallOpening(MainWindowParts):
     wall_window: WallWindow | None
 
     def choose_several(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(
-            self, "Open several videos", self.settings.last_dir, VIDEO_FILTER
-        )
+        paths = open_files(self, "Open several videos", self.settings.last_dir, VIDEO_FILTER)
         if paths:
             self.settings.last_dir = str(Path(paths[0]).parent)
             self.open_wall(paths)

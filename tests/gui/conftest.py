@@ -36,11 +36,13 @@ def qapp_args() -> list[str]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_settings_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Every QSettings of the session, even a default one, lands in a temporary folder."""
+    """Every QSettings of the session, even a default one, lands in a temporary folder
+    (Qt's file dialog keeps its state in a native-format one: ~/.config/QtProject.conf)."""
     root = tmp_path_factory.mktemp("qsettings")
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     for scope in (QSettings.Scope.UserScope, QSettings.Scope.SystemScope):
-        QSettings.setPath(QSettings.Format.IniFormat, scope, str(root))
+        for fmt in (QSettings.Format.IniFormat, QSettings.Format.NativeFormat):
+            QSettings.setPath(fmt, scope, str(root))
     yield root
 
 

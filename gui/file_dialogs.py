@@ -1,0 +1,104 @@
+"""Every file dialog of the app, built one way: Qt's own dialog, themed and with columns
+that fit what they show.
+
+The platform's dialog would follow the desktop's theme, not FrameLens's, and would
+ignore what the folder chooser asks of it (gui/folder_dialog.py), so the app always
+uses Qt's dialog, styled by the application's style: its toolbar icons come from
+``ThemeStyle`` (gui/theme_style.py) and its buttons from ``style.qss``. Qt sizes the
+detail view's columns once for an average name ("44....KiB", "MP...eo" cut): here the
+size, type and date columns follow their contents and the name takes the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QHeaderView, QTreeView, QWidget
+
+__all__ = [
+    "DEFAULT_SIZE",
+    "DialogMode",
+    "file_dialog",
+    "fit_columns",
+    "open_file",
+    "open_files",
+    "save_file",
+]
+
+DialogMode = Literal["open", "open_many", "save"]
+DEFAULT_SIZE = QSize(920, 560)  # room for the name next to size, type and date
+
+
+def file_dialog(
+    parent: QWidget | None,
+    title: str,
+    directory: str = "",
+    name_filter: str = "",
+    mode: DialogMode = "open",
+) -> QFileDialog:
+    """The dialog, not yet shown: tests drive it, the functions below run it."""
+    dialog = QFileDialog(parent, title, directory, name_filter)
+    dialog.setOption(QFileDialog.Option.DontUseNativeDialog, True)
+    if mode == "save":
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+    else:
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        many = mode == "open_many"
+        dialog.setFileMode(
+            QFileDialog.FileMode.ExistingFiles if many else QFileDialog.FileMode.ExistingFile
+        )
+    dialog.setViewMode(QFileDialog.ViewMode.Detail)
+    fit_columns(dialog)
+    dialog.resize(_initial_size(dialog))
+    return dialog
+
+
+def fit_columns(dialog: QFileDialog) -> None:
+    """Size, type and date as wide as their longest visible text; the name the rest."""
+    tree = dialog.findChild(QTreeView, "treeView")
+    if tree is None:  # a platform dialog: nothing of Qt's to size
+        return
+    header = tree.header()
+    header.setStretchLastSection(False)
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+    for column in range(1, header.count()):
+        header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+
+
+def _initial_size(dialog: QFileDialog) -> QSize:
+    size = dialog.size().expandedTo(DEFAULT_SIZE)
+    screen = dialog.screen() or QGuiApplication.primaryScreen()
+    if screen is not None:
+        size = size.boundedTo(screen.availableGeometry().size() * 0.9)
+    return size
+
+
+def _run(dialog: QFileDialog) -> list[str]:
+    try:
+        return dialog.selectedFiles() if dialog.exec() else []
+    finally:
+        dialog.deleteLater()
+
+
+def open_file(
+    parent: QWidget | None, title: str, directory: str = "", name_filter: str = ""
+) -> str:
+    """An existing file's path, or "" if cancelled (as QFileDialog.getOpenFileName)."""
+    files = _run(file_dialog(parent, title, directory, name_filter, "open"))
+    return files[0] if files else ""
+
+
+def open_files(
+    parent: QWidget | None, title: str, directory: str = "", name_filter: str = ""
+) -> list[str]:
+    """Existing files' paths, or [] if cancelled (as QFileDialog.getOpenFileNames)."""
+    return _run(file_dialog(parent, title, directory, name_filter, "open_many"))
+
+
+def save_file(parent: QWidget | None, title: str, path: str = "", name_filter: str = "") -> str:
+    """A path to write (overwriting is confirmed), or "" if cancelled."""
+    files = _run(file_dialog(parent, title, path, name_filter, "save"))
+    return files[0] if files else ""
