@@ -34,6 +34,7 @@ from framelens.gui.plots import StagePlots
 from framelens.gui.sensitivity import SensitivityDialog
 from framelens.gui.settings import Settings
 from framelens.gui.sr_canvas import SrCanvas
+from framelens.gui.status_bar import MainStatusBar
 from framelens.gui.transport import TransportBar
 from framelens.gui.wall_window import WallWindow
 from framelens.gui.widgets import icon, set_text
@@ -43,7 +44,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QDockWidget,
-    QLabel,
     QMainWindow,
     QMessageBox,
     QScrollArea,
@@ -166,32 +166,20 @@ class MainWindow(
         return dock
 
     def _build_status_bar(self) -> None:
-        bar = self.statusBar()
-        self.busy_label = QLabel("")
-        self.busy_label.setObjectName("statusBusy")
-        self.busy_label.hide()
-        self.source_label = QLabel("No source")
-        self.model_label = QLabel("")
-        self.backend_label = QLabel("")
-        self.display_label = QLabel(self.canvas.display_path)  # interop, or upload and why
+        # one field per text, fitted so that none overlaps or is cut (gui/status_bar.py)
+        self.status_bar = bar = MainStatusBar(self)
+        self.setStatusBar(bar)
+        self.busy_label, self.source_label, self.model_label = bar.job, bar.source, bar.model
+        self.backend_label, self.display_label, self.fps_label = bar.backend, bar.display, bar.fps
+        self.source_label.setText("No source")
+        self.display_label.setText(self.canvas.display_path)  # interop, or upload and why
         self.display_label.setToolTip("How frames reach the screen")
         self.canvas.displayPathChanged.connect(lambda path: set_text(self.display_label, path))
-        self.fps_label = QLabel("")
-        self.fps_label.setObjectName("statusFps")
         metrics = self.fps_label.fontMetrics()
         self.fps_label.setFixedSize(
             metrics.horizontalAdvance("0000.0 fps") + 20, metrics.height() + 4
         )
         self.fps_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        for label in (
-            self.busy_label,
-            self.source_label,
-            self.model_label,
-            self.backend_label,
-            self.display_label,
-            self.fps_label,
-        ):
-            bar.addPermanentWidget(label)
 
     def _connect(self) -> None:
         c, t, p = self.controller, self.transport, self.panel
@@ -404,8 +392,7 @@ class MainWindow(
             text = progress or f"Preparing {self.controller.preparing.upper()}…"
         else:
             text = ""
-        set_text(self.busy_label, text)
-        self.busy_label.setVisible(bool(text))
+        set_text(self.busy_label, text)  # shown while it says something
         if self.state.model:
             set_text(self.model_label, self._model_text(self.state))
 
@@ -466,7 +453,7 @@ class MainWindow(
             self.setWindowTitle(
                 f"FrameLens — {display_name(current.uri)}" if current is not None else "FrameLens"
             )
-        self.statusBar().showMessage(message, 10000)
+        self.status_bar.show_error(message, 10000)  # back after any tip shown over it
         self.error_box.setText(message)
         self.error_box.show()
 

@@ -1,0 +1,116 @@
+"""Rough edge 4: status texts overlapped ("End of v..." under "Preparing INT8 5%").
+
+The status bar has a message area and one field per thing it reports (job progress,
+source, model and precision, backend, display path, frame rate); every text is in a
+widget of its own, shown whole, none over another; when the window is narrow the
+least important fields give way instead of being cut. An error outlives the status
+tips shown over it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from framelens.gui.main_window import MainWindow
+from legibility import overlapping, painted_text, save_shot, shown_whole
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtGui import QStatusTipEvent
+from PySide6.QtWidgets import QApplication, QLabel, QStatusBar
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+END = "End of video — Space plays it again"
+
+
+def shown_labels(bar: QStatusBar) -> list[QLabel]:
+    """The status bar's labels that paint a text now."""
+    return [
+        label
+        for label in bar.findChildren(QLabel)
+        if label.isVisible() and painted_text(label) and label.width() > 0
+    ]
+
+
+def assert_all_whole_and_apart(bar: QStatusBar) -> list[str]:
+    labels = shown_labels(bar)
+    for label in labels:
+        assert shown_whole(label), f"{painted_text(label)!r} is cut: {label.width()} px"
+    rects = [(painted_text(lb), QRect(lb.mapTo(bar, QPoint(0, 0)), lb.size())) for lb in labels]
+    assert not overlapping(rects), overlapping(rects)
+    outside = [name for name, rect in rects if not bar.rect().contains(rect)]
+    assert not outside, f"past the status bar's edge: {outside}"
+    return [painted_text(label) for label in labels]
+
+
+def test_job_progress_and_end_of_video_both_show_whole(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=60_000)
+    window.choose_precision("int8")  # calibrates in the background: "Preparing INT8 n%"
+    qtbot.waitUntil(lambda: "%" in window.busy_label.text(), timeout=60_000)
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    window.seek_end()
+    window.controller.play()
+    bar = window.statusBar()
+    qtbot.waitUntil(lambda: bar.currentMessage() == END, timeout=30_000)
+    assert window.controller.preparing == "int8"
+
+    texts = assert_all_whole_and_apart(bar)
+    assert END in texts, f"the message is not shown whole in a widget of its own: {texts}"
+    assert any(t.startswith("Preparing INT8 ") and t.endswith("%") for t in texts), texts
+    assert any("768×432" in t for t in texts), texts
+    assert any("FP32 → INT8" in t for t in texts), texts
+    save_shot(bar.grab(), "status-bar.png")
+
+    # narrower: fields give way (short form, then hidden), the rest stays whole
+    window.resize(960, window.height())
+    qtbot.waitUntil(lambda: bar.width() < 1000, timeout=5000)
+    if bar.currentMessage() != END:  # its 4 s ran out: bring it back
+        bar.showMessage(END, 4000)
+    qtbot.wait(50)
+    texts = assert_all_whole_and_apart(bar)
+    assert END in texts, texts
+    assert any(t.startswith("Preparing INT8 ") for t in texts), texts
+    fields = [f for f in window.status_bar.fields if f.text()]
+    gave_way = [f for f in fields if painted_text(f) != f.text() or f.isHidden()]
+    assert gave_way, "nothing gave way, yet everything fit 960 px?"
+    for field in gave_way:
+        if not field.isHidden():  # a short form: the full text is in its tooltip
+            assert field.text() in QLabel.toolTip(field)
+    window.controller.cancel_precision()
+    qtbot.waitUntil(lambda: window.controller.preparing is None, timeout=60_000)
+
+
+def test_the_fields_come_back_when_the_message_is_gone(window: MainWindow, qtbot: QtBot) -> None:
+    bar = window.statusBar()
+    window.resize(960, window.height())
+    qtbot.waitUntil(lambda: bar.width() < 1000, timeout=5000)
+    shown = assert_all_whole_and_apart(bar)
+    message = "Saved /a/rather/long/path/to/a/snapshot/of/the/video/frame_000123.png"
+    bar.showMessage(message, 5000)
+    qtbot.wait(50)
+    during = assert_all_whole_and_apart(bar)
+    assert message in during
+    assert set(shown) - set(during), "no field made room for the message"
+    bar.clearMessage()
+    qtbot.wait(50)
+    assert assert_all_whole_and_apart(bar) == shown
+
+
+def test_an_error_stays_readable_while_the_pointer_crosses_the_menus(
+    window: MainWindow, qtbot: QtBot
+) -> None:
+    """Hovering a menu shows its status tip, and leaving it clears the message: the
+    error of a moment ago must come back, not vanish."""
+    error = "camera 7 could not be opened"
+    window.show_error(error)
+    window.error_box.hide()
+    bar = window.statusBar()
+    assert bar.currentMessage() == error
+    QApplication.sendEvent(window, QStatusTipEvent("Open a video file"))
+    assert bar.currentMessage() == "Open a video file"
+    QApplication.sendEvent(window, QStatusTipEvent(""))  # the pointer left the menu
+    qtbot.waitUntil(lambda: bar.currentMessage() == error, timeout=2000)
+    assert error in assert_all_whole_and_apart(bar)
