@@ -172,15 +172,20 @@ class MainStatusBar(QStatusBar):
         self.fields = [self.job, self.source, self.model, self.backend, self.display, self.fps]
         self.addPermanentWidget(self.row, 1)
         self._message = ""  # the message as given; the label may show it elided
-        self._error = ""
+        self._error = ""  # the error shown last, until _error_until (time.monotonic)
         self._error_until = 0.0
-        self._error_timer = QTimer(self)
-        self._error_timer.setSingleShot(True)
-        self._error_timer.timeout.connect(self._error_over)
         self.messageChanged.connect(self._on_message)
 
-    def _field(self, name: str, priority: int, **kwargs: object) -> StatusField:
-        field = StatusField(name, priority, **kwargs)  # type: ignore[arg-type]
+    def _field(
+        self,
+        name: str,
+        priority: int,
+        *,
+        short: Callable[[str], str] | None = None,
+        reserve: bool = False,
+        required: bool = False,
+    ) -> StatusField:
+        field = StatusField(name, priority, short=short, reserve=reserve, required=required)
         field.on_change = self.fit
         self.row.layout_.addWidget(field)
         return field
@@ -191,7 +196,6 @@ class MainStatusBar(QStatusBar):
         """An error: shown now, and again after anything shown over it, for its time."""
         self._error = message
         self._error_until = time.monotonic() + timeout_ms / 1000
-        self._error_timer.start(timeout_ms)
         self.showMessage(message, timeout_ms)
 
     def clearMessage(self) -> None:
@@ -199,11 +203,6 @@ class MainStatusBar(QStatusBar):
         (a message's time up, a status tip gone) goes through QStatusBar and does not."""
         self._error = ""
         super().clearMessage()
-
-    def _error_over(self) -> None:
-        if self.currentMessage() == self._error:
-            self.clearMessage()
-        self._error = ""
 
     def _on_message(self, message: str) -> None:
         if not message and self._error:
@@ -268,10 +267,6 @@ class MainStatusBar(QStatusBar):
             shown = label.fontMetrics().elidedText(message, Qt.TextElideMode.ElideRight, inner)
         label.setText(shown)
         label.setToolTip(message if shown != message else "")
-
-    def message_shown(self) -> str:
-        """The message as it is painted (elided only when nothing could give way)."""
-        return self.message_label.text()
 
     def paintEvent(self, event: QPaintEvent) -> None:
         """The panel only: the message is the message label's to paint, not QStatusBar's
