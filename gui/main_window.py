@@ -389,7 +389,10 @@ class MainWindow(
         if self.state.loading_model:
             text = "Loading model…"
         elif self.controller.preparing is not None:
-            text = progress or f"Preparing {self.controller.preparing.upper()}…"
+            coming = f"Preparing {self.controller.preparing.upper()}"
+            if not progress and self.busy_label.text().startswith(f"{coming} "):
+                progress = self.busy_label.text()  # its last percentage, until the next
+            text = progress or f"{coming}…"
         else:
             text = ""
         set_text(self.busy_label, text)  # shown while it says something
