@@ -246,7 +246,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if variant is not None:
         summary["variant"] = variant.summary()
     print(json.dumps(summary, indent=2))
+    _print_written(summary["outputs"], "--export and --detections name the outputs")
     return 0
+
+
+def _print_written(outputs: Sequence[str], hint: str = "") -> None:
+    """The run's last line, on stderr (stdout stays the JSON summary): every output
+    written, or ``hint`` after "nothing written"."""
+    from framelens.core.stages.sinks.written import wrote_line
+
+    sys.stdout.flush()  # the summary first, even when both streams go to one place
+    line = wrote_line(outputs) + (f" ({hint})" if hint and not outputs else "")
+    print(f"framelens: {line}", file=sys.stderr)
 
 
 def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> int:
@@ -281,6 +292,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
     if variant is not None:
         summary["variant"] = variant.summary()
     print(json.dumps(summary, indent=2))
+    _print_written([path for s in summary["sources"] for path in s.get("outputs", [])])
     return 0 if all("error" not in s for s in summary["sources"]) else 1
 
 

@@ -10,13 +10,15 @@ it needs instead. Groups:
 * types: frames, results, detections, images
 * models: the catalogue, resolving a name or an ONNX file, layouts
 * devices and backends: what can run here, and why not
-* playback and runs: the Player, its settings and state, export runs, snapshots; the
-  video wall's WallPlayer (many sources through one executor) and its state
+* playback and runs: the Player, its settings and state, export runs, snapshots, what
+  an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
+  through one executor) and its state
 * precision: FP32/FP16/INT8 variants, calibration, the INT8 sensitivity report
 * compare: panes in lock-step (fed by the executor), their difference overlays, the report
 * sources: opening a video, camera or stream
 * display: device frames to the screen (CUDA-GL interop); the one overlay style
-  (colours, tags, layout into shapes) that the canvas paints like core draws
+  (colours, tags, layout into shapes, ``class_colour``) that the canvas paints like
+  core draws
 * super-resolution: its output and parameters (the region of interest), bicubic for
   comparison, detections enlarged by a model (``crop_upscaler``) and one frame's
   PSNR/SSIM against bicubic (``measure_frame_quality``)
@@ -89,11 +91,13 @@ from framelens.core.stages.draw.style import (
     OverlayStyle,
     Rect,
     Tag,
+    class_colour,
     layout,
 )
 from framelens.core.stages.engines.tensorrt_flavour import Flavour, installed_flavours
 from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
+from framelens.core.stages.sinks.written import describe_outputs
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.tasks import (
     DetectParams,
@@ -182,9 +186,11 @@ __all__ = [
     "bundled_sample",
     "cached_variant",
     "clamp_region",
+    "class_colour",
     "compare_report_folder",
     "compare_to_report",
     "crop_upscaler",
+    "describe_outputs",
     "device_choices",
     "difference_colours",
     "draw_pane_differences",

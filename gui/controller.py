@@ -58,7 +58,7 @@ class Controller(QObject):
     errorOccurred = Signal(str)  # one line
     modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter)
     exportProgress = Signal(int, int)  # done, total (total 0 when unknown)
-    exportFinished = Signal(str)  # path written
+    exportFinished = Signal(list)  # every path written: the video, the detections
     exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
     snapshotSaved = Signal(str)
     precisionProgress = Signal(str, float)  # "INT8: calibrating …", 0..1
@@ -466,7 +466,7 @@ class Controller(QObject):
 
     def _run_export(self, job: ExportJob) -> None:
         try:
-            path = job.run(self.exportProgress.emit)
+            paths = job.run(self.exportProgress.emit)
         except Cancelled:
             self._export = None
             self.exportFailed.emit("cancelled")
@@ -475,7 +475,7 @@ class Controller(QObject):
             self.exportFailed.emit(error_message(exc))
         else:
             self._export = None
-            self.exportFinished.emit(path)
+            self.exportFinished.emit(paths)
 
     @Slot()
     def cancel_export(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT
+from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT, describe_outputs
 from framelens.gui.controller import Controller
 from framelens.gui.export_runner import ExportRequest, default_output
 from framelens.gui.file_dialogs import open_file, save_file
@@ -36,6 +36,14 @@ ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
 LABELS_FILTER = "Label lists (*.txt *.names *.yaml *.yml *.json);;All files (*)"
 
 
+def export_message(paths: list[str]) -> str:
+    """What File > Export says when done: every output written, one per line."""
+    lines = describe_outputs(paths)
+    if len(lines) == 1:
+        return f"Saved {lines[0]}"
+    return "\n".join([f"Saved {len(lines)} files:", *(f"  {line}" for line in lines)])
+
+
 def _path_row(edit: QLineEdit, browse: QPushButton) -> QWidget:
     row = QWidget()
     lay = QHBoxLayout(row)
@@ -65,7 +73,8 @@ class ExportDialog(QDialog):
         self.setMinimumWidth(560)
         self.controller = controller
         self.source = source
-        self.result_path: str | None = None
+        self.result_path: str | None = None  # the first output written
+        self.result_paths: list[str] = []  # every output written, in order
         last = max(0, (frame_count or 1) - 1)
 
         self.video_check = QCheckBox("Annotated video")
@@ -115,6 +124,7 @@ class ExportDialog(QDialog):
         self.progress.setValue(0)
         self.status = QLabel("Ready.")
         self.status.setObjectName("dialogStatus")
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self.buttons = QDialogButtonBox()
         self.export_button = self.buttons.addButton(
@@ -191,12 +201,13 @@ class ExportDialog(QDialog):
         self.progress.setValue(done)
         self.status.setText(f"Exporting… frame {done} of {total}" if total else f"{done} frames")
 
-    @Slot(str)
-    def _on_finished(self, path: str) -> None:
+    @Slot(list)
+    def _on_finished(self, paths: list[str]) -> None:
         self._set_running(False)
-        self.result_path = path
+        self.result_paths = list(paths)
+        self.result_path = paths[0] if paths else None
         self.progress.setValue(self.progress.maximum())
-        self.status.setText(f"Saved {path}")
+        self.status.setText(export_message(paths))
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:

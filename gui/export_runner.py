@@ -44,8 +44,8 @@ class ExportJob:
     def cancel(self) -> None:
         self._cancelled.set()
 
-    def run(self, progress: ProgressFn) -> str:
-        """Export; returns the path written (the video, else the detections file)."""
+    def run(self, progress: ProgressFn) -> list[str]:
+        """Export; returns every path written (the video, then the detections file)."""
         req = self.request
         if not req.video_path and not req.detections_path:
             raise ExportError("choose a video file or a detections file to export")
@@ -60,7 +60,7 @@ class ExportJob:
             on_progress=progress,
             cancel=self._cancelled,
         )
-        return str(summary["outputs"][0])
+        return [str(path) for path in summary["outputs"]]
 
 
 def default_output(source: str, suffix: str) -> str:

@@ -186,12 +186,38 @@ def test_export_dialog_writes_twenty_frames(
     dialog.end_spin.setValue(119)
     with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000) as finished:
         dialog.export_button.click()
-    assert finished.args == [str(out)]
+    assert finished.args == [[str(out), str(dets)]]
     with av.open(str(out)) as container:
         frames = sum(1 for _ in container.decode(video=0))
     assert frames == 20
     assert dets.is_file() and dets.stat().st_size > 0
     qtbot.waitUntil(lambda: dialog.progress.value() == 20, timeout=5000)
+    # rough edge 13: the message names every file written, each one there
+    lines = dialog.status.text().splitlines()
+    assert lines[0] == "Saved 2 files:"
+    assert [Path(line.strip()) for line in lines[1:]] == [out, dets]
+    assert all(Path(line.strip()).is_file() for line in lines[1:])
+    dialog.close()
+
+
+def test_export_of_png_frames_names_the_folder_and_what_it_holds(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    dialog = window.open_export_dialog()
+    assert dialog is not None
+    folder = tmp_path / "frames"
+    dialog.video_edit.setText(f"{folder}/")  # DIR/: one PNG per frame
+    dialog.start_spin.setValue(10)
+    dialog.end_spin.setValue(14)
+    with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
+        dialog.export_button.click()
+    written = sorted(p.name for p in folder.iterdir())
+    assert written == [f"frame_{i:06d}.png" for i in range(5)] + ["provenance.json"]
+    assert dialog.status.text() == (
+        f"Saved {folder}/ (5 PNG frames: frame_000000.png … frame_000004.png and provenance.json)"
+    )
     dialog.close()
 
 

@@ -171,3 +171,58 @@ def test_doctor_ends_with_a_verdict_and_says_what_it_means() -> None:
     if "no NVIDIA driver" in proc.stdout:  # this machine, CI: nothing here decodes on a GPU
         assert "no GPU here" in nvdec
         assert "GPU pipeline: no, because there is no NVIDIA driver" in last
+
+
+def framelens_m(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "framelens", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+def test_the_last_line_of_a_run_names_every_file_written(tmp_path: Path) -> None:
+    """Rough edge 13: the run ends with one line naming each output, on stderr, so stdout
+    stays the JSON summary; a frame folder is named with what it holds."""
+    out, dets, frames = tmp_path / "out.mp4", tmp_path / "out.json", tmp_path / "frames"
+    proc = framelens_m(
+        "run", SAMPLE, "--frames", "3", "--quiet", "--export", str(out), "--detections", str(dets)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["outputs"] == [str(out), str(dets)]
+    assert proc.stderr.splitlines()[-1] == f"framelens: wrote 2 outputs: {out}, {dets}"
+    assert out.is_file() and dets.is_file()
+    proc = framelens_m("run", SAMPLE, "--frames", "2", "--quiet", "--export", f"{frames}/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"framelens: wrote {frames}/ (2 PNG frames: frame_000000.png … frame_000001.png"
+        " and provenance.json)"
+    )
+    assert sorted(p.name for p in frames.iterdir()) == [
+        "frame_000000.png",
+        "frame_000001.png",
+        "provenance.json",
+    ]
+    proc = framelens_m("run", SAMPLE, "--frames", "1", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "framelens: nothing written (--export and --detections name the outputs)"
+    )
+
+
+def test_python_m_framelens_is_the_framelens_command(tmp_path: Path) -> None:
+    """Rough edge 13: `python -m framelens` is the installed command, from any folder."""
+    script = Path(sys.executable).with_name("framelens")
+    assert script.is_file()
+    for args in (["--version"], ["--help"], ["run", "--help"], ["engines", "build", "--help"]):
+        by_module = framelens_m(*args, cwd=tmp_path)
+        by_script = subprocess.run(
+            [str(script), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
+        assert by_module.returncode == by_script.returncode == 0, by_module.stderr
+        assert by_module.stdout == by_script.stdout
+    assert framelens_m("--version").stdout.strip().startswith("framelens ")
+    usage = framelens_m("--help").stdout
+    assert usage.startswith("usage: framelens ") and "__main__" not in usage
