@@ -36,7 +36,7 @@ from framelens.core.api import (
     layout,
 )
 from framelens.gui.gl_texture import GlTexture
-from framelens.gui.overlay_paint import QPainterAnnotator, paint_overlay
+from framelens.gui.overlay_paint import QPainterAnnotator, paint_highlight, paint_overlay
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
@@ -90,6 +90,7 @@ class VideoCanvas(QOpenGLWidget):
         self._main = GlTexture()  # the frame shown
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
+        self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
         self._gl_ready = False
         self._display_path = self._describe_path()
         self._zoom = 1.0
@@ -122,6 +123,19 @@ class VideoCanvas(QOpenGLWidget):
         self._main.set(image)
         self._overlay = overlay
         self.update()
+
+    @property
+    def highlight(self) -> tuple[float, float, float, float] | None:
+        """The box picked in the detections list (x1, y1, x2, y2, source pixels), or None."""
+        return self._highlight
+
+    def set_highlight(self, box: tuple[float, float, float, float] | None) -> None:
+        """Mark one box of the frame: the rest of the frame dimmed, the box outlined.
+
+        Painted over detection frames only (not over the super-resolution views)."""
+        if box != self._highlight:
+            self._highlight = box
+            self.update()
 
     def clear(self) -> None:
         for texture in self._textures():
@@ -285,6 +299,10 @@ class VideoCanvas(QOpenGLWidget):
         self._main.draw(self.image_rect(), ratio=self.devicePixelRatioF())
         if self._overlay is not None:
             self._paint_overlay(*self._overlay)
+        if self._highlight is not None:
+            painter = QPainter(self)
+            paint_highlight(painter, self.image_rect(), self._main.size, self._highlight)
+            painter.end()
 
     def _paint_overlay(
         self, dets: Detections, labels: tuple[str, ...], style: OverlayStyle

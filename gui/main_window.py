@@ -24,6 +24,7 @@ from framelens.core.api import (
 from framelens.gui.compare_view import CompareWindow
 from framelens.gui.controller import Controller
 from framelens.gui.main_actions import MainActions
+from framelens.gui.main_detections import DetectionsList
 from framelens.gui.main_models import ModelChoice
 from framelens.gui.main_precision import PrecisionSwitching
 from framelens.gui.main_sources import SourceOpening, camera_spec, display_name
@@ -72,6 +73,7 @@ class MainWindow(
     ModelChoice,
     PrecisionSwitching,
     SuperResolution,
+    DetectionsList,
     QMainWindow,
 ):
     """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
@@ -150,6 +152,7 @@ class MainWindow(
         self._connect()
         self._connect_superres()
         self._restore()
+        self._build_detections()  # after the restore: it puts the dock back (main_detections)
 
     # ---- construction ---------------------------------------------------------------
 
@@ -334,6 +337,7 @@ class MainWindow(
                 image = result.annotated if result.annotated is not None else frame.image
                 self.canvas.set_image(image)
             self._feed_crops(result)  # enlarged detections, when asked for
+            self._show_detections(result)  # the detections list, when open
             self.transport.show_position(result.frame.index, result.frame.pts)
             self.shown_index = result.frame.index
         now = time.perf_counter()

@@ -1,7 +1,8 @@
 """The overlay painted by Qt: core's overlay layout (shapes in image pixels) drawn with a
 QPainter, the same pixels OpenCV draws into exported frames (tests/gui/
 test_overlay_same_picture.py holds them to that). The canvas paints it over device
-frames; ``QPainterAnnotator`` paints it on a QImage.
+frames; ``QPainterAnnotator`` paints it on a QImage. ``paint_highlight`` marks the box
+picked in the detections list, over whatever the frame shows.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from framelens.core.api import (
     layout,
 )
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 
-__all__ = ["QPainterAnnotator", "paint_overlay"]
+__all__ = ["HIGHLIGHT_COLOUR", "QPainterAnnotator", "paint_highlight", "paint_overlay"]
 
 _FONT_PROBE_PX = 64  # font size at which a font's cap height is measured
+HIGHLIGHT_COLOUR = QColor(255, 255, 255)  # the picked box's outline
+_DIM = QColor(0, 0, 0, 130)  # over the frame outside the picked box
+_HALO = QColor(0, 0, 0, 220)  # under the outline, so it shows on white too
 
 
 def _qcolour(bgr: BGR) -> QColor:
@@ -83,6 +87,38 @@ def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
         colour = _qcolour(dot.colour)
         for span in dot.spans(w, h):
             fill(span, colour)
+    painter.restore()
+
+
+def paint_highlight(
+    painter: QPainter,
+    image_rect: QRectF,
+    image_size: tuple[int, int],
+    box: tuple[float, float, float, float],
+) -> None:
+    """Mark ``box`` (x1, y1, x2, y2 in image pixels) of the image drawn at ``image_rect``
+    (widget coordinates): the image outside the box dimmed and a white outline just
+    outside it, in screen pixels whatever the zoom, so the box's own overlay stays seen."""
+    w, h = image_size
+    if w <= 0 or h <= 0:
+        return
+    sx, sy = image_rect.width() / w, image_rect.height() / h
+    x1, y1 = min(max(box[0], 0.0), w), min(max(box[1], 0.0), h)
+    x2, y2 = min(max(box[2], x1), w), min(max(box[3], y1), h)
+    rect = QRectF(
+        image_rect.x() + x1 * sx, image_rect.y() + y1 * sy, (x2 - x1) * sx, (y2 - y1) * sy
+    )
+    outside = QPainterPath()
+    outside.addRect(image_rect)
+    outside.addRect(rect)  # odd-even fill: the frame less the box
+    painter.save()
+    painter.fillPath(outside, _DIM)
+    ring = rect.adjusted(-3.0, -3.0, 3.0, 3.0)
+    painter.setBrush(QColor(0, 0, 0, 0))
+    painter.setPen(QPen(_HALO, 5.0))
+    painter.drawRect(ring)
+    painter.setPen(QPen(HIGHLIGHT_COLOUR, 2.0))
+    painter.drawRect(ring)
     painter.restore()
 
 

@@ -61,6 +61,15 @@ class Settings:
     def window_state(self, value: QByteArray) -> None:
         self.store.setValue("window/state", value)
 
+    @property
+    def detections_visible(self) -> bool:
+        """View > Detections: the detections list of the frame on screen is shown."""
+        return self._bool("window/detections", False)
+
+    @detections_visible.setter
+    def detections_visible(self, value: bool) -> None:
+        self.store.setValue("window/detections", bool(value))
+
     # ---- model and thresholds --------------------------------------------------
     @property
     def model(self) -> str:
