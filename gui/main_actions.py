@@ -90,6 +90,9 @@ class MainActions(MainWindowParts):
         self.shortcuts_action = self._action(
             "&Keyboard Shortcuts", self.show_shortcuts, "Ctrl+/", tip="Every shortcut, by menu"
         )
+        self.user_guide_action = self._action(
+            "&User Guide", self.show_user_guide, "F1", tip="How to use FrameLens, in one page"
+        )
         self.precision_group = QActionGroup(self)
         self.precision_group.setExclusive(True)
         self.precision_actions: dict[str, QAction] = {}
@@ -172,6 +175,7 @@ class MainActions(MainWindowParts):
         analysis_menu.addAction(self.engine_action)
         self.view_menu, self.analysis_menu = view_menu, analysis_menu  # the SR parts add to them
         help_menu = mb.addMenu("&Help")
+        help_menu.addAction(self.user_guide_action)
         help_menu.addAction(self.shortcuts_action)
         help_menu.addAction(self.about_action)
         self._rebuild_recent(self.settings.recent)
@@ -203,6 +207,13 @@ class MainActions(MainWindowParts):
         from framelens.gui.shortcuts_dialog import ShortcutsDialog
 
         ShortcutsDialog(self).show()
+
+    def show_user_guide(self) -> None:
+        from framelens.gui.user_guide import UserGuideDialog
+
+        dialog = UserGuideDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
 
     def about(self) -> None:
         QMessageBox.about(

@@ -29,6 +29,7 @@ def test_the_wheel_builds_quietly_and_holds_the_apps_data(tmp_path: Path) -> Non
         "framelens/resources/samples/one-by-one-person-detection.mp4",
         "framelens/resources/samples/ATTRIBUTION.md",
         "framelens/resources/icons/play.svg",
+        "framelens/resources/user-guide.md",  # Help > User Guide, installed
         "framelens/models/yolox_nano.onnx",
         "framelens/models/ESPCN_x2.onnx",
         "framelens/models/LICENSES.md",
