@@ -4,8 +4,15 @@ Damage policy, so a long analysis run survives a bad file:
 
 * a file cut short opens (if its index is still there) and ends cleanly where the data
   ends; ``truncated`` tells that this happened;
-* a packet the decoder rejects is skipped and counted in ``decode_errors`` (the first
-  one is logged as a warning); only a file where *no* frame decodes raises SourceError.
+* a packet the decoder rejects is skipped and counted in ``decode_errors``; a file where
+  *no* frame decodes (damaged, or cut before its first frame) fails to open with
+  SourceError. ``damage_note()`` sums the damage up in one line for the run to report;
+* frames larger than ``MAX_FRAME_PIXELS`` are refused before anything allocates them:
+  a header that claims such a size fails at open, and FFmpeg's decoder (``max_pixels``)
+  rejects such a frame mid-stream as undecodable;
+* a frame whose size differs from the size the file opened with (the picture size
+  changed mid-stream) is scaled to that size, so every frame of a source has one size;
+  ``resized`` counts them.
 
 Frame indices count presented frames from 0, except that they jump forward when a
 frame's timestamp is more than 1.5 frame durations later than the count expects: frames
@@ -51,11 +58,33 @@ DEFAULT_FPS = 25.0
 # undecodable metadata and the like.
 AV_ERRORS = (av.FFmpegError, OSError, ValueError)
 
+MAX_FRAME_PIXELS = 8192 * 8192
+"""The largest frame FrameLens decodes (8192x8192, 64 megapixels: 8K UHD fits twice);
+larger ones are refused before FFmpeg or FrameLens allocates them."""
+DECODER_LIMITS = {"max_pixels": str(MAX_FRAME_PIXELS)}
+"""Options for opening and decoding: FFmpeg itself refuses frames past the limit."""
+
 
 def reason(exc: BaseException) -> str:
     """FFmpeg's own wording without PyAV's "[Errno …] …: 'path'" decoration."""
+    if isinstance(exc, av.ExitError):  # the time-out callback stopped a blocking read
+        return "timed out waiting for data"
     text = getattr(exc, "strerror", None)
     return str(text) if text else str(exc) or type(exc).__name__
+
+
+def check_frame_size(uri: str, width: int, height: int) -> None:
+    """SourceError unless ``width`` x ``height`` is a size FrameLens decodes."""
+    if width <= 0 or height <= 0:
+        raise SourceError(
+            f"{uri}: the video declares no usable frame size (damaged, or larger than "
+            f"FrameLens decodes: at most {MAX_FRAME_PIXELS // 1_000_000} megapixels, 8192x8192)"
+        )
+    if width * height > MAX_FRAME_PIXELS:
+        raise SourceError(
+            f"{uri}: frames of {width}x{height} are larger than FrameLens decodes "
+            f"(at most {MAX_FRAME_PIXELS // 1_000_000} megapixels, e.g. 8192x8192)"
+        )
 
 
 def open_container(
@@ -76,14 +105,21 @@ def open_container(
 
 
 def video_stream(container: InputContainer, uri: str) -> VideoStream:
-    """The first real video stream (not cover art), set up for threaded decoding."""
+    """The first real video stream (not cover art), set up for threaded decoding and
+    limited to frames of ``MAX_FRAME_PIXELS``."""
+    if not container.streams:
+        raise SourceError(f"{uri} holds no streams (not a video, or cut short before its index)")
     for stream in container.streams.video:
         if av.stream.Disposition.attached_pic in stream.disposition:
             continue
         # PyAV leaves codec_context unset when FFmpeg has no decoder for the codec.
         if cast(object, stream.codec_context) is None:
-            raise SourceError(f"{uri} uses a video codec that this FFmpeg build cannot decode")
+            raise SourceError(
+                f"{uri} uses a video codec that this FFmpeg build cannot decode "
+                "(or its header is damaged)"
+            )
         stream.codec_context.thread_type = "AUTO"
+        stream.codec_context.options = dict(DECODER_LIMITS)
         return stream
     raise SourceError(f"{uri} has no video stream")
 
@@ -116,12 +152,16 @@ def _opencv_converts(frame: VideoFrame) -> bool:
     )
 
 
-def to_bgr(frame: VideoFrame, uri: str) -> Image:
+def to_bgr(frame: VideoFrame, uri: str, size: tuple[int, int] | None = None) -> Image:
+    """The frame as BGR, scaled to ``size`` (width, height) when given and different."""
     try:
-        if _opencv_converts(frame):
+        if size is not None and (frame.width, frame.height) != size:
+            array = frame.to_ndarray(format="bgr24", width=size[0], height=size[1])
+        elif _opencv_converts(frame):
             planes = frame.to_ndarray()  # (h * 3 / 2, w): Y, then U and V, as I420
             return cast(Image, cv2.cvtColor(planes, cv2.COLOR_YUV2BGR_I420))
-        array = frame.to_ndarray(format="bgr24")
+        else:
+            array = frame.to_ndarray(format="bgr24")
     except AV_ERRORS as exc:
         msg = f"{uri}: cannot convert a {frame.format.name} frame: {reason(exc)}"
         raise SourceError(msg) from exc
@@ -173,10 +213,17 @@ class FileReader(ABC, Generic[DecodedT]):
         uri = os.fspath(path)
         if not Path(uri).exists():
             raise SourceError(f"no such file: {uri}")
+        if Path(uri).is_file() and Path(uri).stat().st_size == 0:
+            raise SourceError(f"{uri} is not a readable video: the file is empty (0 bytes)")
         self._hwaccel = hwaccel
-        self._container = open_container(uri, f"{uri} is not a readable video", hwaccel=hwaccel)
+        self._container = open_container(
+            uri, f"{uri} is not a readable video", options=DECODER_LIMITS, hwaccel=hwaccel
+        )
         try:
             self._stream = video_stream(self._container, uri)
+            check_frame_size(
+                uri, self._stream.codec_context.width, self._stream.codec_context.height
+            )
         except SourceError:
             self._container.close()
             raise
@@ -199,6 +246,7 @@ class FileReader(ABC, Generic[DecodedT]):
         )
         self.decode_errors = 0
         self.truncated = False
+        self.resized = 0  # frames of another size, scaled to the size the file opened with
         self._closed = False
         self._delivered = 0
         self._next_index = 0
@@ -257,15 +305,36 @@ class FileReader(ABC, Generic[DecodedT]):
         return self._next_index
 
     def _at_end(self) -> None:
-        if self._delivered == 0 and self.decode_errors:
-            raise SourceError(
-                f"{self.info.uri}: no frame could be decoded ({self.decode_errors} decode errors)"
-            )
         count = self.info.frame_count
         if self._exact_count and count is not None and self._next_index < count:
             if not self.truncated:
-                log.warning("%s ends at frame %d of %d", self.info.uri, self._next_index, count)
+                log.info("%s ends at frame %d of %d", self.info.uri, self._next_index, count)
             self.truncated = True
+        if self._delivered == 0 and (self.decode_errors or self.truncated):
+            errors = self.decode_errors
+            why = (
+                f"{errors} undecodable packet{'s' if errors != 1 else ''}"
+                if errors
+                else "the file is cut short before its first frame"
+            )
+            raise SourceError(f"{self.info.uri}: no frame could be decoded ({why})")
+
+    def damage_note(self) -> str | None:
+        """The damage met so far as one line for the user (None for a sound file):
+        frames cut off, packets skipped, frames scaled to the opening size."""
+        parts = []
+        count = self.info.frame_count
+        if self.truncated:
+            of = f" of {count}" if self._exact_count and count else ""
+            parts.append(f"cut short or damaged, its frames stop at {self._next_index}{of}")
+        if self.decode_errors:
+            n = self.decode_errors
+            parts.append(f"{n} undecodable packet{'s were' if n != 1 else ' was'} skipped")
+        if self.resized:
+            w, h = self.info.width, self.info.height
+            n = self.resized
+            parts.append(f"{n} frame{'s' if n != 1 else ''} of another size scaled to {w}x{h}")
+        return f"{self.info.uri}: " + "; ".join(parts) if parts else None
 
     def seek(self, index: int) -> None:
         """Make the next read return frame ``index``; SourceError if not possible."""
@@ -337,7 +406,7 @@ class FileReader(ABC, Generic[DecodedT]):
         self._container.close()
         uri = self.info.uri
         self._container = open_container(
-            uri, f"{uri} is not a readable video", hwaccel=self._hwaccel
+            uri, f"{uri} is not a readable video", options=DECODER_LIMITS, hwaccel=self._hwaccel
         )
         self._stream = video_stream(self._container, uri)
         self._repositioned()
@@ -362,12 +431,13 @@ class FileReader(ABC, Generic[DecodedT]):
         except AV_ERRORS as exc:
             # Cut short or damaged container: keep what is there, then end.
             self.truncated = True
-            log.warning("%s: reading stopped early: %s", self.info.uri, reason(exc))
+            log.info("%s: reading stopped early: %s", self.info.uri, reason(exc))
             yield from self._decode_packet(None)
 
     def _decode_failed(self, error: str) -> None:
+        # reported once, by damage_note(), when the run or the player is done with it
         self.decode_errors += 1
-        level = logging.WARNING if self.decode_errors == 1 else logging.DEBUG
+        level = logging.INFO if self.decode_errors == 1 else logging.DEBUG
         log.log(level, "%s: skipped undecodable data: %s", self.info.uri, error)
 
     def _check_open(self) -> None:
@@ -386,17 +456,29 @@ class PyAVFileReader(FileReader[VideoFrame]):
 
 
 class FileSource(PyAVFileReader, Source):
-    """A seekable video file. ``decode_errors`` and ``truncated`` report damage."""
+    """A seekable video file. ``decode_errors``, ``truncated`` and ``resized`` report
+    damage. Opening decodes the first frame: a file without one fails here."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
+        try:
+            first = self.read_decoded()
+            if first is None:
+                raise SourceError(f"{self.info.uri} holds no video frames")
+        except BaseException:
+            self.close()
+            raise
+        self._unread(first)
 
     def read(self) -> Frame | None:
         decoded = self.read_decoded()
         if decoded is None:
             return None
+        size = (self.info.width, self.info.height)
+        if (decoded.item.width, decoded.item.height) != size:
+            self.resized += 1
         return Frame(
-            to_bgr(decoded.item, self.info.uri),
+            to_bgr(decoded.item, self.info.uri, size),
             decoded.index,
             decoded.pts,
             source_id=self.source_id,

@@ -28,6 +28,8 @@ from framelens.core.errors import SourceError
 from framelens.core.stages.sources.base import Source
 from framelens.core.stages.sources.file import (
     AV_ERRORS,
+    DECODER_LIMITS,
+    check_frame_size,
     decode_packet,
     frame_rate,
     open_container,
@@ -69,6 +71,11 @@ class StreamSource(Source):
         self._timeouts = (open_timeout_s, read_timeout_s)
         container, stream = self._connect()
         ctx = stream.codec_context
+        try:
+            check_frame_size(url, ctx.width, ctx.height)
+        except SourceError:
+            container.close()
+            raise
         self.info = SourceInfo(
             uri=url,
             kind="stream",
@@ -121,7 +128,8 @@ class StreamSource(Source):
                         f"stream {self._url}: no frame for {self._frame_timeout_s:g} s"
                     )
                 self._cond.wait(deadline - now)
-        image = to_bgr(latest.frame, self._url)
+        # a feed that changes resolution keeps the size it opened with
+        image = to_bgr(latest.frame, self._url, (self.info.width, self.info.height))
         return Frame(image, latest.index, latest.pts, source_id=self.source_id)
 
     def seek(self, index: int) -> None:
@@ -138,7 +146,7 @@ class StreamSource(Source):
             self._thread.join(timeout=0.5)
 
     def _connect(self) -> tuple[InputContainer, VideoStream]:
-        options = {"analyzeduration": "1000000"}  # open in ~1 s of stream, not 5
+        options = {"analyzeduration": "1000000", **DECODER_LIMITS}  # open in ~1 s, not 5
         if self._url.lower().startswith(("rtsp:", "rtsps:")):
             options["rtsp_transport"] = "tcp"  # UDP loses packets and smears frames
         container = open_container(
