@@ -24,7 +24,7 @@ and end2end follow Ultralytics: RGB, /255, centred, pad 114.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ ULTRALYTICS_SCALE = 1.0 / 255.0
 DEFAULT_INPUT = (640, 640)
 DETECTION_LAYOUTS = tuple(k for k, v in TASK_OF_LAYOUT.items() if v != "superres")
 YUNET_OUTPUTS = frozenset(f"{h}_{s}" for h in ("cls", "obj", "bbox", "kps") for s in (8, 16, 32))
+FLOAT_TYPES = (0, 1, 10, 11)  # onnx.TensorProto: undeclared, float32, float16, float64
 
 
 # Preprocessing by layout family, used when nothing more specific is known.
@@ -93,6 +94,15 @@ def read_graph(path: Path) -> GraphInfo:
     # protobuf accepts some non-ONNX bytes as an empty message: require a real graph.
     if model.ir_version <= 0 or not model.graph.output or not model.graph.node:
         raise ModelError(f"{path.name} is not a valid ONNX model: it has no graph")
+    check_external_data(model, path)
+    made = {o for n in model.graph.node for o in n.output}
+    made |= {v.name for v in model.graph.input} | {i.name for i in model.graph.initializer}
+    for out in model.graph.output:
+        if out.name not in made:
+            raise ModelError(
+                f"{path.name} is not a valid ONNX model: its output '{out.name}' is computed "
+                "by no node (a broken export)"
+            )
 
     def tensor(vi: Any) -> Tensor:
         tt = vi.type.tensor_type
@@ -110,6 +120,43 @@ def read_graph(path: Path) -> GraphInfo:
         outputs=tuple(tensor(v) for v in model.graph.output),
         metadata={p.key: p.value for p in model.metadata_props},
     )
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every TensorProto a graph holds: initializers, constants, subgraphs' too."""
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    yield from graph.initializer
+    for node in graph.node:
+        yield from _node_tensors(node)
+
+
+def _node_tensors(node: Any) -> Iterator[Any]:
+    for attr in node.attribute:
+        if attr.HasField("t"):
+            yield attr.t
+        yield from attr.tensors
+        for sparse in [attr.sparse_tensor, *attr.sparse_tensors]:
+            yield from (sparse.values, sparse.indices)
+        for sub in [attr.g, *attr.graphs]:
+            yield from _tensors(sub)
+
+
+def check_external_data(model: Any, path: Path) -> None:
+    """ModelError for weights stored outside the model's folder (an absolute path, "..",
+    a link out of it) or missing: refused before ONNX Runtime or onnx opens any file."""
+    folder = path.resolve().parent
+    functions = (t for f in model.functions for n in f.node for t in _node_tensors(n))
+    for tensor in (*_tensors(model.graph), *functions):
+        if tensor.data_location != 1:  # onnx.TensorProto.EXTERNAL
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        where = f"{path.name}: weights of '{tensor.name}' are in external data '{location}'"
+        file = (folder / location).resolve()
+        if not location or Path(location).is_absolute() or not file.is_relative_to(folder):
+            raise ModelError(f"{where}, outside the model's folder {folder}: refused")
+        if not file.is_file():
+            raise ModelError(f"{where}, which is not in {folder}")
 
 
 # ---------------------------------------------------------- Ultralytics metadata
@@ -220,6 +267,13 @@ def check_layout(
 
     n_labels, when known, must match the class count the shape implies.
     """
+    decoded = graph.outputs if layout == "yunet" else graph.outputs[:1]
+    for t in decoded:
+        if t.elem_type not in FLOAT_TYPES:
+            raise ModelError(
+                f"{name}: output '{t.name}' is not floating point (ONNX type {t.elem_type}); "
+                f"layout {layout} decodes float32 or float16 outputs"
+            )
     if layout == "yunet":
         missing = sorted(YUNET_OUTPUTS - {o.name for o in graph.outputs})
         if missing:
