@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framelens.core import __version__
@@ -56,6 +58,23 @@ def _decoder_name(source: Source) -> str:
     name = getattr(source, "decoder_name", "cpu")
     reason = getattr(source, "fallback_reason", None)
     return f"{name} ({reason})" if reason else str(name)
+
+
+def _commit_all(writers: list[FrameExporter | OutputWriter[Any]]) -> list[str]:
+    """Close (commit) every output, or leave none: when one cannot be finished (a full
+    disk), those already moved into place are removed before the error goes on."""
+    done: list[Path] = []
+    try:
+        for w in writers:
+            done.append(Path(str(w.close())))
+    except BaseException:
+        for path in done:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        raise
+    return [str(path) for path in done]
 
 
 def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:
@@ -250,7 +269,10 @@ def run_to_outputs(
         if on_progress is not None:
             on_progress(done, max(done, total or 0))
         stats.stop()
-        outputs = [str(w.close()) for w in (video, writer) if w is not None]
+        outputs = _commit_all([w for w in (video, writer) if w is not None])
+        damage = getattr(source, "damage_note", None)
+        if callable(damage) and (text := damage()):  # a damaged file: what the outputs hold
+            note(f"{text}; the outputs hold the {done} frames processed")
         return {
             "source": source_spec,
             "frames": done,

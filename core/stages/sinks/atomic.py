@@ -2,14 +2,20 @@
 
 The temporary file lives in the target's directory (os.replace is only atomic
 within one file system) under a hidden name that keeps the extension, because
-muxers choose the container from it.
+muxers choose the container from it: ``.<stem>.partial-<8 hex><suffix>``. The
+writer holds an advisory lock (flock) on it until it is renamed or removed, so the
+temporaries of a process that was killed are told apart from live ones: the lock
+died with it. Creating the next temporary for the same target removes those.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
+import shutil
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +31,14 @@ def _reason(exc: OSError) -> str:
     return exc.strerror.lower() if exc.strerror else str(exc)
 
 
+def error_text(exc: BaseException) -> str:
+    """An export failure in one line: an OS error's own words ("no space left on device",
+    not the temporary file's name), anything else its text on one line."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return _reason(exc)
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def check_target(path: StrPath) -> Path:
     """Fail early, as one line, when ``path`` cannot be written. Returns it absolute."""
     target = Path(path).expanduser().absolute()
@@ -38,9 +52,56 @@ def check_target(path: StrPath) -> Path:
     return target
 
 
-def create_sibling(target: Path, prefix: str, suffix: str, create: Callable[[Path], None]) -> Path:
+def _lock(path: Path) -> int | None:
+    """An open descriptor of ``path`` holding an exclusive flock, or None when another
+    process holds one (or the file system has no locks, or it is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    if sys.platform != "win32":
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a live writer, or no locking here: not ours to take
+            os.close(fd)
+            return None
+    return fd
+
+
+def remove_stale(target: Path, prefix: str, suffix: str) -> list[Path]:
+    """Remove the temporaries of ``target`` (prefix + 8 hex + suffix) that no live
+    writer holds: left by a killed process. Returns what was removed."""
+    pattern = re.compile(re.escape(prefix) + "[0-9a-f]{8}" + re.escape(suffix))
+    try:
+        names = [p for p in target.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:
+        return []
+    removed = []
+    for path in names:
+        fd = _lock(path)
+        if fd is None:
+            continue
+        try:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def create_sibling(
+    target: Path, prefix: str, suffix: str, create: Callable[[Path], None]
+) -> tuple[Path, int | None]:
     """A new hidden sibling of ``target`` named prefix + random + suffix, made by
-    ``create`` (which must fail with FileExistsError when the name is taken)."""
+    ``create`` (which must fail with FileExistsError when the name is taken), and the
+    descriptor that holds its lock (None without locks): close it when done with it.
+    Stale siblings of earlier, killed writers are removed first."""
+    remove_stale(target, prefix, suffix)
     for _ in range(16):
         tmp = target.with_name(f"{prefix}{secrets.token_hex(4)}{suffix}")
         try:
@@ -49,8 +110,15 @@ def create_sibling(target: Path, prefix: str, suffix: str, create: Callable[[Pat
             continue
         except OSError as exc:
             raise ExportError(f"cannot write {target}: {_reason(exc)}") from None
-        return tmp
+        return tmp, _lock(tmp)
     raise ExportError(f"cannot write {target}: no free temporary name")  # pragma: no cover
+
+
+def release(fd: int | None) -> None:
+    """Close a lock descriptor from create_sibling; safe with None."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class AtomicFile:
@@ -69,7 +137,7 @@ class AtomicFile:
             # as for any ordinarily created file (mkstemp would force 0o600).
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
 
-        self.tmp = create_sibling(self.target, f".{stem}.partial-", suffix, create)
+        self.tmp, self._lock = create_sibling(self.target, f".{stem}.partial-", suffix, create)
         self.done = False
 
     def commit(self) -> Path:
@@ -82,6 +150,8 @@ class AtomicFile:
             self.discard()
             raise ExportError(f"cannot write {self.target}: {_reason(exc)}") from None
         self.done = True
+        release(self._lock)
+        self._lock = None
         return self.target
 
     def discard(self) -> None:
@@ -89,6 +159,8 @@ class AtomicFile:
         self.done = True
         with contextlib.suppress(FileNotFoundError):
             self.tmp.unlink()
+        release(self._lock)
+        self._lock = None
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from framelens.core.errors import ExportError
-from framelens.core.stages.sinks.atomic import StrPath, _reason, create_sibling
+from framelens.core.stages.sinks.atomic import StrPath, _reason, create_sibling, release
 
 
 def check_dir_target(path: StrPath, own_names: Iterable[str] = ()) -> Path:
@@ -52,7 +52,9 @@ class AtomicDir:
     def __init__(self, path: StrPath, own_names: Iterable[str] = ()) -> None:
         self.own_names = frozenset(own_names)
         self.target = check_dir_target(path, self.own_names)
-        self.tmp = create_sibling(self.target, f".{self.target.name}.partial-", "", Path.mkdir)
+        self.tmp, self._lock = create_sibling(
+            self.target, f".{self.target.name}.partial-", "", Path.mkdir
+        )
         self.done = False
 
     def commit(self) -> Path:
@@ -79,6 +81,8 @@ class AtomicDir:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self.done = True
+        release(self._lock)
+        self._lock = None
         return self.target
 
     def __enter__(self) -> AtomicDir:
@@ -93,3 +97,5 @@ class AtomicDir:
         """Remove the staging directory and what it holds; safe to call more than once."""
         self.done = True
         shutil.rmtree(self.tmp, ignore_errors=True)
+        release(self._lock)
+        self._lock = None

@@ -18,6 +18,7 @@ CSV: ``index,pts,class_id,label,score,x1,y1,x2,y2`` and, for faces,
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import weakref
@@ -27,7 +28,7 @@ from typing import Any, TextIO
 
 import numpy as np
 from framelens.core.errors import ExportError
-from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath
+from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath, _reason
 from framelens.core.types import Detections
 
 META_KEYS = (
@@ -81,7 +82,7 @@ class DetectionsWriter(AtomicWriter):
                 self._csv = csv.writer(self._fh, lineterminator="\n")
         except OSError as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
 
     def _write_json_head(self, meta: Mapping[str, Any]) -> None:
         meta_out = {k: _plain(meta.get(k)) for k in META_KEYS}
@@ -114,7 +115,7 @@ class DetectionsWriter(AtomicWriter):
                 self._add_csv(index, pts, box_list, scores, cids, lms)
         except OSError as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
         self.frames_written += 1
 
     def _label(self, cid: int) -> str:
@@ -180,7 +181,7 @@ class DetectionsWriter(AtomicWriter):
             self._fh.close()
         except OSError as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
         self._closed = True
         self._finalizer.detach()
         self._file.commit()
@@ -192,7 +193,8 @@ class DetectionsWriter(AtomicWriter):
         self._aborted = True
         fh = getattr(self, "_fh", None)
         if fh is not None:
-            fh.close()
+            with contextlib.suppress(OSError):  # flushing into a full disk: thrown away
+                fh.close()
         self._finalizer.detach()
         self._file.discard()
 

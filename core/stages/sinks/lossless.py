@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import av
 import cv2
 from framelens.core.errors import ExportError
-from framelens.core.stages.sinks.atomic import AtomicFile, StrPath
+from framelens.core.stages.sinks.atomic import AtomicFile, StrPath, error_text
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.sinks.video import VideoExporter
 from framelens.core.types import Image
@@ -90,7 +90,7 @@ class FfvExporter:
             self._out.start_encoding()
         except (av.FFmpegError, OSError, ValueError) as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {exc}") from None
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
 
     def write(self, image: Image, pts_s: float) -> None:
         _check_frame(self.path, image, self.width, self.height)
@@ -105,7 +105,7 @@ class FfvExporter:
             self._out.mux(self._stream.encode(frame))
         except (av.FFmpegError, OSError) as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {exc}") from None
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
         self.frames_written += 1
 
     def close(self) -> Path:
@@ -117,7 +117,7 @@ class FfvExporter:
             self._out.close()
         except (av.FFmpegError, OSError) as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {exc}") from None
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
         return self._file.commit()
 
     def abort(self) -> None:
@@ -154,9 +154,16 @@ class PngFolderExporter:
     def write(self, image: Image, pts_s: float) -> None:
         _check_frame(self.path, image, self.width, self.height)
         name = self._dir.tmp / f"frame_{self.frames_written:06d}.png"
-        if not cv2.imwrite(str(name), image):
+        ok, png = cv2.imencode(".png", image)
+        try:  # written here, not by OpenCV, so a failure says why (a full disk)
+            if not ok:
+                raise OSError(f"cannot encode {name.name}")
+            name.write_bytes(png.tobytes())
+        except OSError as exc:
             self.abort()
-            raise ExportError(f"cannot write {name.name} in {self.path}")
+            raise ExportError(
+                f"cannot write {name.name} in {self.path}: {error_text(exc)}"
+            ) from None
         self._pts.append(pts_s)
         self.frames_written += 1
 
@@ -165,7 +172,11 @@ class PngFolderExporter:
             self.abort()
             raise ExportError(f"cannot write {self.path}: no frames were written")
         record = {**self._meta, "frames": self.frames_written, "pts_s": self._pts}
-        (self._dir.tmp / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n")
+        try:
+            (self._dir.tmp / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n")
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
         return self._dir.commit()
 
     def abort(self) -> None:

@@ -26,7 +26,7 @@ import cv2
 import numpy as np
 from framelens.core import __version__
 from framelens.core.errors import ExportError
-from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath
+from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath, error_text
 from framelens.core.types import Image
 
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".avi": "avi"}
@@ -153,7 +153,7 @@ class VideoExporter(AtomicWriter):
             raise
         except (av.FFmpegError, OSError) as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {_one_line(exc)}") from None
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
 
     # -- setup -------------------------------------------------------------------------
 
@@ -188,7 +188,7 @@ class VideoExporter(AtomicWriter):
             except av.codec.codec.UnknownCodecError:
                 errors.append(f"{name}: not in this FFmpeg build")
             except (av.FFmpegError, OSError, ValueError) as exc:
-                errors.append(f"{name}: {_one_line(exc)}")
+                errors.append(f"{name}: {error_text(exc)}")
             else:
                 self.encoder_name, self.pix_fmt, self.time_base = name, pix_fmt, tb
                 self._options = options
@@ -247,7 +247,7 @@ class VideoExporter(AtomicWriter):
         try:
             src: Any = av.open(source)
         except (av.FFmpegError, OSError) as exc:
-            raise ExportError(f"cannot read audio from {source}: {_one_line(exc)}") from None
+            raise ExportError(f"cannot read audio from {source}: {error_text(exc)}") from None
         if not src.streams.audio:
             src.close()
             return
@@ -295,7 +295,7 @@ class VideoExporter(AtomicWriter):
                 self._audio.pump(self._last_rel_s)
         except (av.FFmpegError, OSError) as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {_one_line(exc)}") from None
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
 
     def close(self) -> Path:
         """Flush the encoder, finish the container and move it onto the target path."""
@@ -313,7 +313,7 @@ class VideoExporter(AtomicWriter):
             self._out.close()
         except (av.FFmpegError, OSError) as exc:
             self.abort()
-            raise ExportError(f"cannot write {self.path}: {_one_line(exc)}") from None
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
         self._closed = True
         self._finalizer.detach()
         self._file.commit()
@@ -434,7 +434,3 @@ def _encoder_options(
         # No CRF: a bitrate of ~0.2 bit per pixel looks about like x264 at crf 23.
         return {"b": str(int(width * height * fps * 0.2))}
     return {}
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
