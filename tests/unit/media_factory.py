@@ -146,3 +146,114 @@ def write_broken_folder(folder: Path, sample: Path, start: int, count: int, bad:
         cv2.imwrite(str(folder / f"{i:03d}.jpg"), image)
     (folder / f"{bad:03d}.jpg").write_bytes(b"not a jpeg")
     return folder
+
+
+# --- broken inputs (the fuzz corpus, tests/unit/test_fuzz_inputs.py) ---------------------
+
+TRUNCATE_AT = (0.02, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.75, 0.9, 0.99)
+"""Fractions of a faststart MP4 (ftyp, moov, mdat) where ``write_truncated`` cuts it:
+the first ones inside the index (moov), the others inside the frames (mdat)."""
+
+
+def write_truncated(clip: Path, path: Path, fraction: float) -> Path:
+    """``clip`` cut short after ``fraction`` of its bytes (a download that stopped)."""
+    data = clip.read_bytes()
+    path.write_bytes(data[: int(len(data) * fraction)])
+    return path
+
+
+def mp4_boxes(data: bytes) -> dict[str, tuple[int, int]]:
+    """The top-level boxes of an MP4: type -> (offset, size)."""
+    boxes: dict[str, tuple[int, int]] = {}
+    at = 0
+    while at + 8 <= len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        boxes[data[at + 4 : at + 8].decode("latin-1")] = (at, size)
+        if size < 8:
+            break
+        at += size
+    return boxes
+
+
+def write_bit_flipped(
+    clip: Path, path: Path, *, seed: int, flips: int, region: tuple[int, int] | None = None
+) -> Path:
+    """``clip`` with ``flips`` single bits inverted at random (seeded) offsets within
+    ``region`` (start, end) of its bytes, the whole file by default: a bad disk or
+    transfer."""
+    import random
+
+    data = bytearray(clip.read_bytes())
+    rng = random.Random(seed)
+    start, end = region or (0, len(data))
+    for _ in range(flips):
+        data[rng.randrange(start, end)] ^= 1 << rng.randrange(8)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def write_mjpeg_avi(path: Path, *, frames: int = 3, size: tuple[int, int] = (64, 48)) -> Path:
+    """Stamped frames as Motion JPEG in AVI: every frame carries its own size (JPEG SOF0)."""
+    width, height = size
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mjpeg", rate=10)
+        stream.width, stream.height = width, height
+        stream.pix_fmt = "yuvj420p"
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(stamp_index(i, width, height), format="bgr24")
+            frame.pts = i
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return path
+
+
+def write_huge_frame_header(
+    path: Path, width: int = 16384, height: int = 16384, *, from_frame: int = 0
+) -> Path:
+    """A small MJPEG AVI whose frames from ``from_frame`` on claim ``width`` x ``height``
+    in their JPEG header (SOF0), and with ``from_frame`` 0 its AVI headers too (main
+    header, the stream's frame rectangle and bitmap header): a decoder that believes
+    them allocates a frame of that size (16K x 16K: 256 megapixels, ~400 MB as YUV, ~800
+    MB as BGR) for 64x48 worth of data. From a later frame on: the picture size jumps
+    mid-stream."""
+    import struct
+
+    small = write_mjpeg_avi(path.with_suffix(".small.avi"), frames=max(3, from_frame + 2))
+    data = bytearray(small.read_bytes())
+    small.unlink()
+    if from_frame == 0:
+        avih = data.find(b"avih")
+        struct.pack_into("<II", data, avih + 8 + 32, width, height)  # dwWidth, dwHeight
+        strh = data.find(b"strh")
+        struct.pack_into("<hhhh", data, strh + 8 + 48, 0, 0, width & 0x7FFF, height & 0x7FFF)
+        strf = data.find(b"strf")
+        struct.pack_into("<ii", data, strf + 8 + 4, width, height)  # biWidth, biHeight
+    at, seen = 0, 0
+    while (at := data.find(b"\xff\xc0", at)) >= 0:  # SOF0: length, precision, height, width
+        if seen >= from_frame:
+            struct.pack_into(">HH", data, at + 5, height, width)
+        at, seen = at + 2, seen + 1
+    assert seen > from_frame, "no JPEG frame header to patch; update the patch"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def write_y4m_header(path: Path, width: int, height: int) -> Path:
+    """A YUV4MPEG2 file whose plain-text header declares ``width`` x ``height`` raw
+    frames, followed by one small frame's worth of bytes."""
+    head = f"YUV4MPEG2 W{width} H{height} F25:1 Ip A1:1 C420jpeg\nFRAME\n".encode()
+    path.write_bytes(head + bytes(64 * 48 * 3 // 2))
+    return path
+
+
+def write_size_change(path: Path, sizes: tuple[tuple[int, int], ...], frames: int = 6) -> Path:
+    """One MPEG-TS stream whose picture size changes mid-stream: encodes of ``sizes``
+    (``frames`` stamped frames each) joined byte for byte, as a live feed that switches
+    resolution does."""
+    parts = []
+    for i, size in enumerate(sizes):
+        part = write_clip(path.with_suffix(f".part{i}.ts"), frames=frames, size=size, gop=3)
+        parts.append(part.read_bytes())
+        part.unlink()
+    path.write_bytes(b"".join(parts))
+    return path

@@ -178,3 +178,93 @@ def upscaling_model(path: Path, scale: int, *, channels: int = 3, dynamic: bool 
     model.ir_version = 8
     onnx.save(model, str(path))
     return path
+
+
+# --- broken models (the fuzz corpus, tests/unit/test_fuzz_inputs.py) ---------------------
+
+TINY_NAMES = ("person", "car")
+
+
+def tiny_detector(path: Path, *, boxes: int = 1, input_shape: Dims = (1, 3, 64, 64)) -> Path:
+    """A real YOLOv8-layout detector (Ultralytics metadata, 2 classes, 64x64 input) that
+    finds ``boxes`` fixed boxes in every frame: quick to run, detections to write."""
+    anchors = max(84, boxes)
+    out = np.zeros((1, 4 + len(TINY_NAMES), anchors), np.float32)
+    for i in range(boxes):
+        out[0, :4, i] = (20 + i % 5, 20 + i % 7, 16, 12)  # cx, cy, w, h in input pixels
+        out[0, 4 + i % 2, i] = 0.9
+    meta = ultralytics_metadata(TINY_NAMES, imgsz=(64, 64))
+    return constant_model(path, {"output0": out}, input_shape=input_shape, metadata=meta)
+
+
+def missing_output_model(path: Path) -> Path:
+    """The tiny detector whose declared output ("ghost") no node computes (a broken
+    export; onnx.checker would refuse it, so it is saved unchecked)."""
+    model = onnx.load(str(tiny_detector(path)))
+    model.graph.output[0].name = "ghost"
+    onnx.save(model, str(path))
+    return path
+
+
+def wrong_dtype_model(path: Path, where: str) -> Path:
+    """The tiny detector fed uint8 (``where="input"``) or answering int32 boxes and scores
+    (``where="output"``, a real Cast): valid ONNX, types FrameLens does not feed or read."""
+    model = onnx.load(str(tiny_detector(path)))
+    if where == "input":
+        model.graph.input[0].type.tensor_type.elem_type = TensorProto.UINT8
+        model.graph.node.insert(0, helper.make_node("Cast", ["images_u8"], ["images_f"], to=1))
+        model.graph.input[0].name = "images_u8"
+        model.graph.node[1].input[0] = "images_f"  # ReduceMean reads the cast input
+    else:
+        model.graph.node[-1].output[0] = "output0_f"
+        model.graph.node.append(
+            helper.make_node("Cast", ["output0_f"], ["output0"], to=TensorProto.INT32)
+        )
+        model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT32
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def dynamic_model(path: Path) -> Path:
+    """The tiny detector with every dimension symbolic: input [N, C, H, W], output
+    [a, b, c], so its shapes say nothing about how to decode it."""
+    out = np.zeros((1, 4 + len(TINY_NAMES), 84), np.float32)
+    return constant_model(
+        path,
+        {"output0": out},
+        input_shape=("N", "C", "H", "W"),
+        output_dims={"output0": ("a", "b", "c")},
+        metadata=ultralytics_metadata(TINY_NAMES, imgsz=(64, 64)),
+    )
+
+
+def external_data_model(path: Path, location: str) -> Path:
+    """The tiny detector whose boxes are stored as external data at ``location`` (as
+    written in the file: relative to the model's folder, or absolute). Nothing is
+    written there; the model only names it."""
+    model = onnx.load(str(tiny_detector(path)))
+    weights = next(i for i in model.graph.initializer if i.name == "output0_const")
+    length = len(weights.raw_data) or 4 * len(weights.float_data)
+    weights.ClearField("raw_data")
+    weights.ClearField("float_data")
+    weights.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", str(length))):
+        entry = weights.external_data.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(path))
+    return path
+
+
+def tiny_detector_with_external_data(path: Path) -> Path:
+    """The tiny detector with its weights in ``<name>.data`` beside it (a legitimate
+    external-data model, as large exports are saved)."""
+    model = onnx.load(str(tiny_detector(path)))
+    onnx.save(
+        model,
+        str(path),
+        save_as_external_data=True,
+        location=f"{path.stem}.data",
+        size_threshold=0,
+    )
+    return path
