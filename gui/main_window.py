@@ -360,6 +360,9 @@ class MainWindow(
             self.statusBar().clearMessage()
         if info is None and state.status == "empty":
             set_text(self.source_label, "No source")
+        if info is not None and state.reconnecting != previous.reconnecting:
+            text = self._describe_source(state)  # a stream down: backoff until it is back
+            set_text(self.source_label, f"{text} · reconnecting…" if state.reconnecting else text)
         if state.playing != previous.playing:
             self.transport.show_playing(state.playing)
             self.plots.reset_rate()
