@@ -52,6 +52,7 @@ from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_m
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
 from framelens.core.pipeline.build import host_pipeline
 from framelens.core.pipeline.compare.feed import LockstepFeed
+from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
     MIN_PANES,
@@ -60,6 +61,7 @@ from framelens.core.pipeline.compare.panes import (
     PaneSpec,
 )
 from framelens.core.pipeline.compare.report import REPORT_FILES
+from framelens.core.pipeline.compare.saved import save_kept_report
 from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import prepare_pane
 from framelens.core.pipeline.decode_ahead import End
@@ -158,6 +160,7 @@ __all__ = [
     "HostUpscaler",
     "Image",
     "ImageAgreement",
+    "KeptFrames",
     "LayerSensitivity",
     "LockstepFeed",
     "ModelSpec",
@@ -207,6 +210,7 @@ __all__ = [
     "resolve_model",
     "run_to_outputs",
     "save_frame_snapshot",
+    "save_kept_report",
     "sr_upscaler",
     "tensorrt_flavours",
     "wall_grid",

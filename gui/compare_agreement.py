@@ -2,7 +2,8 @@
 
 PaneStats keeps what the view remembers of one pane between repaints (latency and
 running F1 history, image metrics); AgreementTable shows one column per pane and
-one row per measure; AgreementPlots draws every pane's latency and running F1.
+one row per measure, and says why a measure does not apply (PSNR/SSIM of a
+detector); AgreementPlots draws every pane's latency and running F1.
 """
 
 from __future__ import annotations
@@ -23,23 +24,25 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 __all__ = [
     "HISTORY",
-    "LATENCY_WINDOW",
+    "IMAGE_METRICS",
     "METRICS",
     "METRIC_TIPS",
     "NONE",
     "AgreementPlots",
     "AgreementTable",
     "PaneStats",
+    "image_metrics_reason",
     "number",
 ]
 
-LATENCY_WINDOW = 30  # the title's latency: median of the last frames
 HISTORY = 600  # frames kept in the plots
 NONE = "—"
+NO_FRAME_TIP = "No frame compared yet"
 
 # The agreement table has one column per pane and one row per measure.
 METRICS = (
-    "Inference ms",
+    "Inference ms (frame)",
+    "Inference ms (median)",
     "F1",
     "Precision",
     "Recall",
@@ -48,8 +51,10 @@ METRICS = (
     "PSNR dB",
     "SSIM",
 )
+IMAGE_METRICS = ("PSNR dB", "SSIM")
 METRIC_TIPS = {
-    "Inference ms": f"Median inference time over the last {LATENCY_WINDOW} frames",
+    "Inference ms (frame)": "Inference time of the frame on screen",
+    "Inference ms (median)": "Median inference time over every frame compared, as in the report",
     "F1": "Detection agreement with the reference (matched at IoU 0.5, same class)",
     "Precision": "Share of this pane's detections that the reference also has",
     "Recall": "Share of the reference's detections that this pane also has",
@@ -69,6 +74,29 @@ def number(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def image_metrics_reason(panes: Sequence[PaneSpec], pane: int, reference: int = 0) -> str | None:
+    """Why PSNR/SSIM do not apply to ``pane`` (None when they do): they compare the
+    image a model outputs (super-resolution) with the reference's, and a detector
+    outputs boxes."""
+    if panes[pane].settings.model.task != "superres":
+        return "n/a: detection task"
+    if panes[reference].settings.model.task != "superres":
+        return "n/a: reference outputs no image"
+    return None
+
+
+_REASON_TIPS = {
+    "n/a: detection task": (
+        "Detectors output boxes, not an image: PSNR and SSIM measure the image a "
+        "super-resolution model outputs against the reference's"
+    ),
+    "n/a: reference outputs no image": (
+        "PSNR and SSIM compare this pane's image with the reference's, and the "
+        "reference is a detector"
+    ),
+}
+
+
 class PaneStats:
     """What the view keeps of one pane between repaints."""
 
@@ -76,13 +104,10 @@ class PaneStats:
         self.x: deque[float] = deque(maxlen=HISTORY)
         self.latency: deque[float] = deque(maxlen=HISTORY)
         self.f1: deque[float] = deque(maxlen=HISTORY)
-        self.recent: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self.last_latency = math.nan  # inference ms of the latest frame
+        self.median = math.nan  # over every frame compared (the worker's, as reported)
         self.psnr: list[float] = []
         self.ssim: list[float] = []
-
-    def median_latency(self) -> float:
-        finite = [v for v in self.recent if math.isfinite(v)]
-        return statistics.median(finite) if finite else math.nan
 
 
 class AgreementTable(QTableWidget):
@@ -108,6 +133,7 @@ class AgreementTable(QTableWidget):
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         rows.setDefaultSectionSize(rows.fontMetrics().height() + 9)
         rows.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self._reasons: list[str | None] = []
         self.setMinimumWidth(400)
         self.setMinimumHeight(
             self.horizontalHeader().sizeHint().height()
@@ -116,17 +142,28 @@ class AgreementTable(QTableWidget):
         )
 
     def set_panes(self, panes: Sequence[PaneSpec]) -> None:
-        """One column per pane, the reference first, every cell "—"."""
+        """One column per pane, the reference first, every cell "—" until the first
+        frame; a measure that cannot apply says why instead (one cell across the row
+        when it is the same for every pane)."""
+        self.clearSpans()
         self.setColumnCount(len(panes))
+        self._reasons = [image_metrics_reason(panes, col) for col in range(len(panes))]
         for col, pane in enumerate(panes):
             head = QTableWidgetItem(f"● {pane.label}" + (" (ref.)" if col == 0 else ""))
             head.setForeground(QColor(PANE_COLOURS[col % len(PANE_COLOURS)]))
             head.setToolTip("the reference" if col == 0 else f"{pane.label} against the reference")
             self.setHorizontalHeaderItem(col, head)
-            for row in range(len(METRICS)):
-                item = QTableWidgetItem(NONE)
+            for row, metric in enumerate(METRICS):
+                reason = self._reasons[col] if metric in IMAGE_METRICS else None
+                item = QTableWidgetItem(reason or NONE)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                item.setToolTip(_REASON_TIPS.get(reason or "", NO_FRAME_TIP))
+                if reason is not None:
+                    item.setForeground(QColor("#8f99a8"))
                 self.setItem(row, col, item)
+        if len(panes) > 1 and len(set(self._reasons)) == 1 and self._reasons[0] is not None:
+            for metric in IMAGE_METRICS:
+                self.setSpan(METRICS.index(metric), 0, 1, len(panes))
 
     def fill(self, step: CompareStep, stats: Sequence[PaneStats]) -> None:
         """The running numbers of ``step``'s panes (cells that changed only)."""
@@ -136,20 +173,24 @@ class AgreementTable(QTableWidget):
             s, r = stats[col], pane.running
             psnr = statistics.fmean(s.psnr) if s.psnr else None
             ssim = statistics.fmean(s.ssim) if s.ssim else None
+            reason = self._reasons[col] if col < len(self._reasons) else None
             values = (
-                number(s.median_latency(), 1),
+                number(s.last_latency, 1),
+                number(s.median, 1),
                 number(r.f1),
                 number(r.precision),
                 number(r.recall),
                 number(r.mean_iou),
                 number(r.mean_score_diff),
-                number(psnr, 2),
-                number(ssim),
+                reason or number(psnr, 2),
+                reason or number(ssim),
             )
             for row, text in enumerate(values):
                 item = self.item(row, col)
                 if item is not None and item.text() != text:
                     item.setText(text)
+                    if text != NONE and item.toolTip() == NO_FRAME_TIP:
+                        item.setToolTip("")
 
     def value(self, pane: int, metric: str) -> str:
         """The cell for ``pane`` (0 = reference) and a METRICS name."""

@@ -2,7 +2,9 @@
 
 CompareSession owns a worker (compare_worker.py, no Qt) and turns its callbacks
 into queued Qt signals (with the same back-pressure as the main controller), and
-runs "Save report" (core's compare_to_report) on a thread of its own.
+runs "Save report" on a thread of its own: core's save_kept_report writes what the
+worker computed (its KeptFrames), computing only the frames never compared in
+between (a jump such as Home leaves such a gap).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from pathlib import Path
 from framelens.core.api import (
     CalibrationSettings,
     Cancelled,
+    KeptFrames,
     PaneSpec,
     PipelineSettings,
-    compare_to_report,
     error_message,
+    save_kept_report,
 )
 from framelens.gui.compare_worker import (
     CompareFrame,
@@ -36,10 +39,27 @@ __all__ = [
     "CompareWorker",
     "PaneRequest",
     "pane_labels",
+    "report_plan",
+    "report_saved",
     "report_target",
 ]
 
 _IN_FLIGHT = 2  # frames emitted but not yet taken by the GUI thread
+
+
+def report_plan(first: int, last: int, missing: int) -> str:
+    """What Save Report is about to do, for the status line (frames counted from 1)."""
+    frames = f"frames {first + 1}–{last + 1}"
+    if missing:
+        return f"Report of {frames}: {missing} frames in between were not compared, computing them…"
+    return f"Writing the report of {frames}, as compared (nothing to compute)…"
+
+
+def report_saved(computed: int) -> str:
+    """How the report was made: from what was compared, and what had to be computed."""
+    if computed:
+        return f"Report saved ({computed} frames not compared before were computed for it)"
+    return "Report saved (what was compared, nothing recomputed)"
 
 
 class CompareSession(QObject):
@@ -50,8 +70,8 @@ class CompareSession(QObject):
     stateChanged = Signal(str)  # "preparing" | "playing" | "paused" | "ended" | "stopped"
     prepareProgress = Signal(str, float)
     errorOccurred = Signal(str)  # one line
-    reportProgress = Signal(int, int)  # frames done, total
-    reportFinished = Signal(str)  # the report's index.html
+    reportProgress = Signal(int, int)  # missing frames computed, how many are missing
+    reportFinished = Signal(str, int)  # the report's index.html, frames computed for it
     reportFailed = Signal(str)  # one line; "cancelled" after cancel_report()
 
     # From the worker's thread, queued to the GUI thread; tagged with the worker's
@@ -77,6 +97,7 @@ class CompareSession(QObject):
         self.panes: list[PaneSpec] = []
         self._worker: CompareWorker | None = None
         self._generation = 0
+        self._run = 0  # frames of an earlier run (before Home) are dropped
         self._report_cancel: threading.Event | None = None
         self.state = "idle"
         self.stateChanged.connect(self._remember_state)
@@ -93,6 +114,7 @@ class CompareSession(QObject):
         self.stop()
         self.source = source
         self.panes = []
+        self._run = 0
         gen = self._generation
         slots = threading.Semaphore(_IN_FLIGHT)
         base, resolve, calibration = self.base, self._resolve, self.calibration
@@ -155,7 +177,7 @@ class CompareSession(QObject):
     @Slot(int, object, object)
     def _on_deliver(self, generation: int, slots: threading.Semaphore, frame: CompareFrame) -> None:
         slots.release()
-        if self._current(generation):
+        if self._current(generation) and frame.run >= self._run:
             self.frameReady.emit(frame)
 
     @Slot(str)
@@ -167,14 +189,38 @@ class CompareSession(QObject):
         return self._worker is not None and self._worker.alive
 
     @property
+    def kept(self) -> KeptFrames | None:
+        """The numbers of every frame compared so far (None before the panes are ready)."""
+        return self._worker.kept if self._worker is not None else None
+
+    @property
     def compared(self) -> tuple[int, int]:
         """(first, last) source index compared so far; (-1, -1) before any frame."""
-        w = self._worker
-        return (w.first_index, w.last_index) if w is not None else (-1, -1)
+        kept = self.kept
+        span = kept.span if kept is not None else None
+        return span if span is not None else (-1, -1)
+
+    @property
+    def missing(self) -> int:
+        """Frames between the first and last compared that were never computed."""
+        kept = self.kept
+        return sum(g.count or 0 for g in kept.missing()) if kept is not None else 0
 
     @Slot()
     def play(self) -> None:
-        if self._worker is not None:
+        if self.state == "ended":
+            self.home(play=True)  # from the top again
+        elif self._worker is not None:
+            self._worker.play()
+
+    def home(self, play: bool = False) -> None:
+        """Back to the first frame: the next frame shown is frame 0 (paused, it is
+        shown and the comparison stays paused unless ``play``)."""
+        if self._worker is None:
+            return
+        self._run += 1
+        self._worker.home(self._run)
+        if play:
             self._worker.play()
 
     @Slot()
@@ -203,41 +249,32 @@ class CompareSession(QObject):
         return self._report_cancel is not None
 
     def save_report(self, folder: str) -> None:
-        """Write the HTML report for the frames compared so far into ``folder``."""
+        """Write the HTML report of the frames compared so far into ``folder``.
+
+        What was computed is written as it is; only frames never compared between
+        the first and the last are computed (``missing``), with reportProgress.
+        """
         if self._report_cancel is not None:
             self.reportFailed.emit("a report is already being written")
             return
-        first, last = self.compared
-        if not self.panes or self.source is None or first < 0:
+        kept = self.kept
+        if not self.panes or self.source is None or kept is None or not len(kept):
             self.reportFailed.emit("compare a few frames first")
             return
         self.pause()
         cancel = self._report_cancel = threading.Event()
-        args = (self.source, list(self.panes), folder, first, last - first + 1, cancel)
+        args = (self.source, kept, folder, cancel)
         threading.Thread(
             target=self._write_report, args=args, name="fl-report", daemon=True
         ).start()
 
     def _write_report(
-        self,
-        source: str,
-        panes: list[PaneSpec],
-        folder: str,
-        start: int,
-        frames: int,
-        cancel: threading.Event,
+        self, source: str, kept: KeptFrames, folder: str, cancel: threading.Event
     ) -> None:
         try:
             target = report_target(folder, Path(source).stem)
-            summary = compare_to_report(
-                source,
-                panes,
-                target,
-                start=start,
-                frames=frames,
-                progress=False,
-                on_progress=self.reportProgress.emit,
-                cancel=cancel,
+            summary = save_kept_report(
+                source, kept, target, on_progress=self.reportProgress.emit, cancel=cancel
             )
         except Cancelled:
             self._report_cancel = None
@@ -247,7 +284,8 @@ class CompareSession(QObject):
             self.reportFailed.emit(error_message(exc))
         else:
             self._report_cancel = None
-            self.reportFinished.emit(str(Path(summary["report"]) / "index.html"))
+            index = str(Path(summary["report"]) / "index.html")
+            self.reportFinished.emit(index, int(summary["computed_for_report"]))
 
     @Slot()
     def cancel_report(self) -> None:

@@ -1,22 +1,32 @@
 """The compare view's panes: each one's set-up, header and frame.
 
 A PaneCard is one pane of the compare window: while setting up, its precision,
-model and device; while comparing, its label and latency over its frame (a
-FrameView), with a note of the differences against the reference.
+model and device; while comparing, its title (precision, "reference") and what
+runs it (model, backend, device), its inference time on this frame and the median,
+over its frame (a FrameView), with a note of the differences against the reference.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
-from framelens.core.api import PRECISIONS, DeviceChoice, Image, difference_colours
+from framelens.core.api import (
+    PRECISIONS,
+    DeviceChoice,
+    Image,
+    PipelineSettings,
+    difference_colours,
+)
 from framelens.gui.compare_worker import PaneRequest
+from framelens.gui.widgets import set_text
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QSizePolicy,
@@ -25,9 +35,34 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["PANE_COLOURS", "FrameView", "PaneCard", "diff_note"]
+__all__ = [
+    "PANE_COLOURS",
+    "FrameView",
+    "PaneCard",
+    "diff_note",
+    "grid_height",
+    "latency_text",
+    "runs_on",
+]
 
 PANE_COLOURS = ("#5aa9e6", "#4cc9a0", "#f4a259", "#c58fe0")
+BACKENDS = {"onnxruntime": "ONNX Runtime", "tensorrt": "TensorRT"}
+
+
+def runs_on(settings: PipelineSettings) -> str:
+    """What computes a pane, for its header: "yolox-nano · ONNX Runtime · CPU"."""
+    device = "CPU" if settings.device == "cpu" else settings.device.upper()
+    backend = BACKENDS.get(settings.backend, settings.backend)
+    return f"{settings.model.name} · {backend} · {device}"
+
+
+def latency_text(frame_ms: float, median_ms: float) -> str:
+    """The pane header's latency: this frame's, and the median the report gives."""
+
+    def ms(value: float) -> str:
+        return f"{value:.1f}" if math.isfinite(value) else "—"
+
+    return f"Inference {ms(frame_ms)} ms (median {ms(median_ms)})"
 
 
 def diff_note(counts: tuple[int, int], reference: str) -> str:
@@ -111,6 +146,8 @@ class PaneCard(QFrame):
         self.chip.setObjectName("paneChip")
         self.title = QLabel("")
         self.title.setObjectName("paneTitle")
+        self.detail = QLabel("")  # model · backend · device
+        self.detail.setObjectName("paneDetail")
         self.note = QLabel("")
         self.note.setObjectName("paneNote")
         self.note.setTextFormat(Qt.TextFormat.RichText)
@@ -158,16 +195,25 @@ class PaneCard(QFrame):
 
         self.view = FrameView()
         header = QHBoxLayout()
-        header.setSpacing(6)
+        header.setSpacing(10)
         header.addWidget(self.chip)
         header.addWidget(self.title)
         header.addWidget(self.setup_row, 1)
-        header.addWidget(self.note)
-        header.addWidget(self.latency, 1)
+        header.addStretch(0)
+        header.addWidget(self.latency)
+        self.detail_row = QWidget()
+        info = QHBoxLayout(self.detail_row)
+        info.setContentsMargins(0, 0, 0, 0)
+        info.setSpacing(6)
+        info.addWidget(self.detail)
+        info.addStretch(1)
+        info.addWidget(self.note)
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 4, 6, 6)
-        lay.setSpacing(4)
+        lay.setContentsMargins(8, 4, 8, 6)
+        lay.setSpacing(2)
         lay.addLayout(header)
+        lay.addWidget(self.detail_row)
+        lay.addSpacing(2)
         lay.addWidget(self.view, 1)
         self.set_index(index)
         self.set_editing(True)
@@ -182,9 +228,18 @@ class PaneCard(QFrame):
     def set_editing(self, editing: bool) -> None:
         self.setup_row.setVisible(editing)
         self.latency.setVisible(not editing)
+        self.detail_row.setVisible(not editing)
         if editing:
             self.title.setText("Reference" if self.index == 0 else f"Pane {self.index + 1}")
             self.view.show_placeholder("Press Start to compare")
+
+    def show_pane(self, label: str, settings: PipelineSettings) -> None:
+        """The header of a pane that compares: its label (the precision), whether it is
+        the reference, and what computes it."""
+        self.title.setText(f"{label} · reference" if self.index == 0 else label)
+        self.title.setToolTip(f"{settings.model.name} · {settings.precision.upper()}")
+        set_text(self.detail, runs_on(settings))
+        self.detail.setToolTip(f"{settings.model.path}")
 
     def request(self) -> PaneRequest:
         key = self.model_combo.currentData()
@@ -196,3 +251,21 @@ class PaneCard(QFrame):
 
     def set_precision(self, precision: str) -> None:
         self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(precision)))
+
+
+def grid_height(
+    grid: QGridLayout, width: int, cards: Sequence[PaneCard], frame_w: int, frame_h: int
+) -> int:
+    """The height a grid ``width`` wide needs so that frames of ``frame_w`` x ``frame_h``
+    fill their panes' width (3 panes side by side, else 2 a row)."""
+    n = len(cards)
+    columns = 3 if n == 3 else 2
+    rows = (n + columns - 1) // columns
+    margins = grid.contentsMargins()
+    spacing = grid.spacing()
+    inner = width - margins.left() - margins.right()
+    card_w = (inner - (columns - 1) * spacing) / columns - 16
+    # what a card holds above its frame: the header rows, spacing and margins
+    header = max((c.height() - c.view.height() for c in cards), default=40)
+    card_h = card_w * frame_h / max(1, frame_w) + header
+    return int(rows * card_h + (rows - 1) * spacing + margins.top() + margins.bottom())

@@ -1,7 +1,8 @@
 """The compare window's toolbar: its actions, the difference legend and the progress strip.
 
-Start / Play-Pause / Edit Panes / Add Pane, Differences (with its colour legend),
-Save Report, and while preparing or writing a report a progress bar with Cancel.
+Start / Play-Pause / First Frame (Home) / Edit Panes / Add Pane, Differences (with
+its colour legend), Save Report, and while preparing or writing a report a progress
+bar with Cancel.
 The window passes what each action does; every action is added to the window
 too, so its shortcut works wherever the focus is in it.
 """
@@ -30,6 +31,7 @@ class CompareToolbar(QToolBar):
         *,
         start: Slot0,
         toggle: Slot0,
+        home: Slot0,
         edit: Slot0,
         add: Slot0,
         differences: Slot0,
@@ -48,6 +50,10 @@ class CompareToolbar(QToolBar):
         self.start_action.setIcon(icon("play"))
         self.play_action = self._action("Pause", toggle, "Space", "Play or pause")
         self.play_action.setIcon(icon("pause"))
+        self.home_action = self._action(
+            "First Frame", home, "Home", "Compare again from the first frame of the video"
+        )
+        self.home_action.setIcon(icon("step-back"))
         self.edit_action = self._action("Edit Panes", edit, "", "Stop and change panes")
         self.add_action = self._action("Add Pane", add, "Ctrl+N", f"Up to {MAX_PANES} panes")
         self.diff_action = self._action(
@@ -64,7 +70,15 @@ class CompareToolbar(QToolBar):
             "Write an HTML report (summary, CSV, plots) of the frames compared so far",
         )
         self.report_action.setIcon(icon("export"))
-        self.addActions([self.start_action, self.play_action, self.edit_action, self.add_action])
+        self.addActions(
+            [
+                self.start_action,
+                self.play_action,
+                self.home_action,
+                self.edit_action,
+                self.add_action,
+            ]
+        )
         self.addSeparator()
         self.addAction(self.diff_action)
         colours = difference_colours()

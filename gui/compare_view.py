@@ -2,10 +2,12 @@
 
 Each pane is a precision (and optionally another model or device) of the detector;
 the first pane is the reference. The view shows each pane's annotated frame and
-its inference latency, the agreement of every pane with the reference (a table
-and plots of latency and running F1), and a difference view that marks the
-detections present in one pane only. All the work happens in a CompareSession's
-worker; this window only draws, at most ten times a second.
+its inference latency (this frame's and the median), the agreement of every pane
+with the reference (a table and plots of latency and running F1), and a difference
+view that marks the detections present in one pane only. Start plays from the frame
+on the main window's screen, Home from the first frame. All the work happens in a
+CompareSession's worker; this window only draws, at most ten times a second. Save
+Report writes what the session computed (see compare_controller).
 """
 
 from __future__ import annotations
@@ -26,10 +28,15 @@ from framelens.gui.compare_agreement import (
     AgreementPlots,
     AgreementTable,
     PaneStats,
-    number,
 )
-from framelens.gui.compare_controller import CompareFrame, CompareSession, PaneRequest
-from framelens.gui.compare_panes import PaneCard, diff_note
+from framelens.gui.compare_controller import (
+    CompareFrame,
+    CompareSession,
+    PaneRequest,
+    report_plan,
+    report_saved,
+)
+from framelens.gui.compare_panes import PaneCard, diff_note, grid_height, latency_text
 from framelens.gui.compare_toolbar import CompareToolbar
 from framelens.gui.controller import Controller
 from framelens.gui.folder_dialog import choose_folder
@@ -81,11 +88,12 @@ class CompareWindow(QMainWindow):
         self._run = 0
         self._dirty = False
         self.report_path: str | None = None
+        self.report_computed = 0  # frames the last report had to compute
         self.preview = preview
         self._fitted = False
 
-        try:
-            catalog = list(controller.catalog())
+        try:  # detectors: panes measure detection agreement (core's check_panes)
+            catalog = [n for n, m in controller.catalog().items() if m.task != "superres"]
         except FrameLensError:
             catalog = []
         current = model_key or base.model.name
@@ -111,7 +119,7 @@ class CompareWindow(QMainWindow):
         bottom.addWidget(self.table)
         bottom.addWidget(self.latency_plot)
         bottom.addWidget(self.f1_plot)
-        bottom.setSizes([440, 440, 440])
+        bottom.setSizes([520, 400, 400])
         split = self.split = QSplitter(Qt.Orientation.Vertical)
         split.setObjectName("compareSplit")
         split.addWidget(self.grid_host)
@@ -150,6 +158,7 @@ class CompareWindow(QMainWindow):
             self,
             start=self.start,
             toggle=self.session_toggle,
+            home=self.home,
             edit=self.edit_panes,
             add=lambda: self.add_pane(),
             differences=self._on_differences,
@@ -158,6 +167,7 @@ class CompareWindow(QMainWindow):
         )
         self.addToolBar(bar)
         self.start_action, self.play_action = bar.start_action, bar.play_action
+        self.home_action = bar.home_action
         self.edit_action, self.add_action = bar.edit_action, bar.add_action
         self.diff_action, self.report_action = bar.diff_action, bar.report_action
         self.diff_legend_action = bar.diff_legend_action
@@ -212,9 +222,24 @@ class CompareWindow(QMainWindow):
     # ---- intents --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Prepare the panes as set up and play them from the main window's frame."""
+        """Prepare the panes as set up and play them from the main window's frame.
+
+        The frame is the one on the main window's screen now (the window may have
+        been opened at another: Home there, then Start here, starts at frame 0).
+        """
+        c = self.controller
+        shown = c.last_result if c.source == self.source else None
+        if shown is not None:
+            c.pause()  # the comparison gets the cores
+            self.start_index = max(0, shown.frame.index)
+            self.preview = shown.frame.image
         self._clear()
         self.session.start(self.source, self.start_index, self.requests())
+
+    def home(self) -> None:
+        """Back to the first frame (Home): the next frame shown is frame 0."""
+        if self._mode in ("playing", "paused", "ended"):
+            self.session.home()
 
     def session_toggle(self) -> None:
         if self._mode == "setup":
@@ -250,11 +275,14 @@ class CompareWindow(QMainWindow):
                 return
             folder = chosen
         first, last = self.session.compared
+        missing = self.session.missing
         if first >= 0:
-            set_text(self.status, f"Writing the report of frames {first}–{last}…")
+            set_text(self.status, report_plan(first, last, missing))
         self.session.save_report(folder)
         if self.session.reporting:
-            self._show_progress("Report", 0.0)
+            self._show_progress(
+                f"Report: computing {missing} frames" if missing else "Report: writing", 0.0
+            )
 
     @Slot()
     def _on_differences(self) -> None:
@@ -278,6 +306,8 @@ class CompareWindow(QMainWindow):
         self.start_action.setVisible(editing)
         self.play_action.setVisible(not editing)
         self.play_action.setEnabled(mode in ("playing", "paused", "ended"))
+        self.home_action.setVisible(not editing)
+        self.home_action.setEnabled(mode in ("playing", "paused", "ended"))
         self.edit_action.setVisible(not editing)
         self.report_action.setEnabled(mode in ("playing", "paused", "ended", "stopped"))
         playing = mode == "playing"
@@ -293,9 +323,7 @@ class CompareWindow(QMainWindow):
         self.labels = [p.label for p in panes]
         self._stats = [PaneStats() for _ in panes]
         for card, pane in zip(self.cards, panes, strict=False):
-            s = pane.settings
-            card.title.setText(f"{pane.label} · reference" if card.index == 0 else pane.label)
-            card.title.setToolTip(f"{s.model.name} · {s.precision.upper()} · {s.device}")
+            card.show_pane(pane.label, pane.settings)
             card.view.show_placeholder("Waiting for the first frame…")
         self.table.set_panes(panes)
         self.plots.set_labels(self.labels)
@@ -308,32 +336,26 @@ class CompareWindow(QMainWindow):
             self._stats = [PaneStats() for _ in self._stats]
         self.frames_seen += 1
         index = float(frame.step.frame.index)
-        for stats, pane in zip(self._stats, frame.step.panes, strict=False):
+        for i, (stats, pane) in enumerate(zip(self._stats, frame.step.panes, strict=False)):
             stats.x.append(index)
             stats.latency.append(pane.times.inference)
-            stats.recent.append(pane.times.inference)
+            stats.last_latency = pane.times.inference
+            stats.median = frame.medians[i] if i < len(frame.medians) else math.nan
             stats.f1.append(pane.running.f1)
             if pane.image is not None:
                 stats.psnr.append(pane.image.psnr_db)
                 stats.ssim.append(pane.image.ssim)
         self._latest = frame
         self._dirty = True
+        if not self._timer.isActive():  # a frame while paused (Home): shown too
+            self._timer.start()
         if not self._fitted:
             self._fitted = True
             self._fit_panes(frame.step.frame.width, frame.step.frame.height)
 
     def _fit_panes(self, width: int, height: int) -> None:
         """Give the panes the height their frames need; the table and plots the rest."""
-        n = len(self.cards)
-        columns = 3 if n == 3 else 2
-        rows = (n + columns - 1) // columns
-        margins = self.grid.contentsMargins()
-        spacing = self.grid.spacing()
-        inner = self.grid_host.width() - margins.left() - margins.right()
-        card_w = (inner - (columns - 1) * spacing) / columns - 12
-        header = self.cards[0].title.sizeHint().height() + 14 if self.cards else 40
-        card_h = card_w * height / max(1, width) + header
-        top = int(rows * card_h + (rows - 1) * spacing + margins.top() + margins.bottom())
+        top = grid_height(self.grid, self.grid_host.width(), self.cards, width, height)
         total = sum(self.split.sizes())
         low = self.table.minimumHeight() + 8
         bottom = min(max(low, total - top), max(low, 400))  # spare height goes to the panes
@@ -365,16 +387,19 @@ class CompareWindow(QMainWindow):
 
     @Slot(int, int)
     def _on_report_progress(self, done: int, total: int) -> None:
-        self._show_progress(
-            f"Report: frame {done} of {total}" if total else "Report", done / total if total else 0
-        )
+        """Frames not compared before, computed for the report."""
+        text = f"Report: computing frame {done} of {total} not compared yet"
+        self._show_progress(text if total else "Report", done / total if total else 0)
 
-    @Slot(str)
-    def _on_report_finished(self, path: str) -> None:
+    @Slot(str, int)
+    def _on_report_finished(self, path: str, computed: int) -> None:
         self.report_path = path
+        self.report_computed = computed
         self._hide_progress()
         url = QUrl.fromLocalFile(path).toString()
-        self.status.setText(f'Report saved: <a href="{url}" style="color:#4cc9a0">{path}</a>')
+        self.status.setText(
+            f'{report_saved(computed)}: <a href="{url}" style="color:#4cc9a0">{path}</a>'
+        )
 
     @Slot(str)
     def _on_report_failed(self, message: str) -> None:
@@ -419,15 +444,20 @@ class CompareWindow(QMainWindow):
             card.view.set_image(image if image is not None else step.frame.image)
             if card.view.placeholder:
                 card.view.show_placeholder("", dimmed=False)
-            latency = self._stats[i].median_latency() if i < len(self._stats) else math.nan
-            set_text(card.latency, f"inference {number(latency, 1)} ms")
+            if i < len(self._stats):
+                stats = self._stats[i]
+                set_text(card.latency, latency_text(stats.last_latency, stats.median))
             counts = frame.diff_counts[i] if i < len(frame.diff_counts) else None
             card.note.setVisible(self.differences and counts is not None)
             if self.differences and counts is not None:
                 set_text(card.note, diff_note(counts, self.labels[0] if self.labels else ""))
         self.table.fill(frame.step, self._stats)
         self.plots.refresh(self._stats)
-        set_text(self.frame_label, f"frame {step.frame.index} · {self.frames_seen} compared")
+        # one convention with the main window: frame N of the count (1-based)
+        count = f"/{frame.frame_count}" if frame.frame_count else ""
+        kept = self.session.kept
+        compared = len(kept) if kept is not None else self.frames_seen
+        set_text(self.frame_label, f"frame {step.frame.index + 1}{count} · {compared} compared")
 
     # ---- numbers for tests and the report ----------------------------------------------
 

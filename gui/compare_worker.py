@@ -24,6 +24,7 @@ from framelens.core.api import (
     ConfigError,
     End,
     Image,
+    KeptFrames,
     LockstepFeed,
     ModelSpec,
     PaneSpec,
@@ -68,13 +69,17 @@ class CompareFrame:
     that the reference lacks, drawn on the plain frame (None for the reference); they
     are drawn for every frame (a millisecond each) so the view's toggle is instant.
     ``diff_counts[i]``: how many of each. ``run`` counts restarts from the
-    beginning, so the view knows when to clear its history.
+    beginning (Home, Play after the end), so the view knows when to clear its history.
+    ``medians[i]``: pane i's median inference ms over every frame compared so far, the
+    number the report gives. ``frame_count``: the source's, None when unknown.
     """
 
     step: CompareStep
     differences: tuple[Image | None, ...]
     run: int
     diff_counts: tuple[tuple[int, int] | None, ...] = ()  # (only in reference, only in pane)
+    medians: tuple[float, ...] = ()
+    frame_count: int | None = None
 
 
 def pane_labels(requests: Sequence[PaneRequest], model_names: Sequence[str]) -> list[str]:
@@ -145,10 +150,13 @@ def prepare_panes(
 class CompareWorker:
     """Prepares the panes, then steps them through the source in lock-step; no Qt.
 
-    Commands (play, pause, stop) may come from any thread. The callbacks run on the
-    worker's thread: ``on_ready(panes)`` once prepared, ``on_frame(CompareFrame)``
+    Commands (play, pause, home, stop) may come from any thread. The callbacks run on
+    the worker's thread: ``on_ready(panes)`` once prepared, ``on_frame(CompareFrame)``
     per frame, ``on_state(text)`` ("playing", "paused", "ended", "stopped"),
     ``on_progress(text, 0..1)`` while preparing, ``on_error(one line)``.
+
+    ``kept`` holds the numbers of every frame computed (KeptFrames, from the moment
+    the panes are ready): what "Save report" writes without running the panes again.
     """
 
     def __init__(
@@ -168,27 +176,33 @@ class CompareWorker:
         self._make_panes = make_panes
         self._on_ready, self._on_frame, self._on_state = on_ready, on_frame, on_state
         self._on_progress, self._on_error = on_progress, on_error
-        self._commands: queue.Queue[str] = queue.Queue()
+        self._commands: queue.Queue[tuple[str, int]] = queue.Queue()
         self._cancel = threading.Event()
         self._playing = True
         self._run = 0
-        self.first_index = -1
-        self.last_index = -1
+        self.kept: KeptFrames | None = None
+        self.frame_count: int | None = None
         self._thread = threading.Thread(target=self._main, name="fl-compare", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def play(self) -> None:
-        self._commands.put("play")
+        self._commands.put(("play", 0))
 
     def pause(self) -> None:
-        self._commands.put("pause")
+        self._commands.put(("pause", 0))
+
+    def home(self, run: int) -> None:
+        """Back to the first frame, tagging what follows with ``run`` (a number above any
+        before it): nothing computed ahead of the jump is handed out after it. Paused,
+        it shows the first frame and stays paused."""
+        self._commands.put(("home", run))
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop (cancelling a preparation) and wait for the thread to end."""
         self._cancel.set()
-        self._commands.put("stop")
+        self._commands.put(("stop", 0))
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
@@ -202,6 +216,8 @@ class CompareWorker:
             if self._cancel.is_set():
                 raise Cancelled("cancelled")
             with open_source(self.source) as source, CompareRunner(panes, draw=True) as runner:
+                self.kept = KeptFrames(panes, runner.reference)
+                self.frame_count = source.info.frame_count
                 self._on_ready(panes)
                 self._seek(source, self.start_index)
                 self._on_state("playing")
@@ -226,16 +242,25 @@ class CompareWorker:
 
     def _loop(self, feed: LockstepFeed, panes: list[PaneSpec]) -> None:
         ended = False
+        show_one = False  # Home while paused: compute and show the first frame
         while not self._cancel.is_set():
+            busy = self._playing or show_one
             try:
-                command = self._commands.get_nowait() if self._playing else self._commands.get()
+                command, run = self._commands.get_nowait() if busy else self._commands.get()
             except queue.Empty:
-                command = ""
+                command, run = "", 0
             if command == "stop":
                 return
             if command == "pause" and self._playing:
                 self._playing = False
                 self._on_state("paused")
+            elif command == "home":
+                feed.restart()  # drops what was computed ahead of the jump
+                self._run = max(run, self._run + 1)
+                show_one = not self._playing
+                if ended:
+                    ended = False
+                    self._on_state("paused")
             elif command == "play" and not self._playing:
                 if ended:  # from the top again, with fresh totals
                     ended = False
@@ -243,18 +268,24 @@ class CompareWorker:
                     self._run += 1
                 self._playing = True
                 self._on_state("playing")
-            if not self._playing:
+            if not (self._playing or show_one):
                 continue
             step = feed.next(timeout=0.05)
             if step is None:
                 continue
             if isinstance(step, End):
-                ended, self._playing = True, False
+                ended, self._playing, show_one = True, False, False
                 self._on_state("ended")
                 continue
-            index = step.frame.index
-            if self.first_index < 0 or index < self.first_index:
-                self.first_index = index
-            self.last_index = max(self.last_index, index)
-            drawn = draw_pane_differences(step, panes)
-            self._on_frame(CompareFrame(step, drawn.images, self._run, drawn.counts))
+            show_one = False
+            self._deliver(step, panes)
+
+    def _deliver(self, step: CompareStep, panes: list[PaneSpec]) -> None:
+        kept = self.kept
+        assert kept is not None  # set before the loop starts
+        kept.add(step)
+        medians = tuple(kept.inference_median(i) for i in range(len(panes)))
+        drawn = draw_pane_differences(step, panes)
+        self._on_frame(
+            CompareFrame(step, drawn.images, self._run, drawn.counts, medians, self.frame_count)
+        )

@@ -3,22 +3,35 @@
 Variants go to a temporary cache (FRAMELENS_CACHE_DIR), never the user's. INT8 is
 calibrated with a small CalibrationSettings: the point here is the GUI, not the
 quality of the calibration (tests/unit/test_precision.py measures that).
+The compare window's screenshot goes to a temporary folder;
+FRAMELENS_COMPARE_SCREENSHOTS=docs writes the one the README shows.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from framelens.core.precision import CalibrationSettings
+from framelens.gui.compare_agreement import METRICS
+from framelens.gui.compare_controller import CompareFrame
 from framelens.gui.compare_view import NONE, CompareWindow
 from framelens.gui.main_window import MainWindow
 from framelens.gui.sensitivity import SensitivityChart
 from framelens.gui.settings import Settings
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontInfo
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
+
+SHOTS = Path(
+    os.environ.get("FRAMELENS_COMPARE_SCREENSHOTS") or tempfile.mkdtemp(prefix="compare-shots-")
+)
 
 TIMEOUT_MS = 60_000
 SMALL_CALIBRATION = CalibrationSettings(
@@ -131,9 +144,9 @@ def test_compare_view_shows_agreement_plots_and_report(
     assert compare.table_value(0, "F1") == "1.000"  # the reference agrees with itself
     f1 = float(compare.table_value(1, "F1"))
     assert 0.0 <= f1 <= 1.0
-    for column in ("Precision", "Recall", "Mean IoU", "Inference ms"):
+    for column in ("Precision", "Recall", "Mean IoU", "Inference ms (frame)"):
         assert compare.table_value(1, column) != NONE
-    assert compare.table_value(1, "PSNR dB") == NONE  # detectors output no image
+    assert compare.table_value(1, "PSNR dB") == "n/a: detection task"  # no image to compare
     # the plots repaint at 10 Hz: they catch up with the frames seen within a moment
     qtbot.waitUntil(
         lambda: (
@@ -147,10 +160,6 @@ def test_compare_view_shows_agreement_plots_and_report(
 
     compare.diff_action.trigger()  # the difference view
     assert compare.differences and compare.diff_legend_action.isVisible()
-    qtbot.wait(300)
-    target = Path(os.environ.get("FRAMELENS_COMPARE_SCREENSHOT", tmp_path / "compare.png"))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    assert compare.grab().save(str(target))
 
     compare.save_report(str(tmp_path / "report"))
     qtbot.waitUntil(lambda: compare.report_path is not None, timeout=TIMEOUT_MS)
@@ -200,3 +209,204 @@ def test_saved_precision_is_restored_only_when_available(
     assert not window.panel.precision.progress_row.isVisible()
     assert not [p for p in cache.rglob("*int8*") if not p.name.startswith(".")]
     window.close()
+
+
+def open_compare_at(window: MainWindow, qtbot: QtBot, sample: str, index: int) -> CompareWindow:
+    """The compare window opened on the main window's frame ``index`` (or just past it)."""
+    play_fast(window, qtbot, sample, frames=2)
+    window.controller.seek(index)
+    qtbot.waitUntil(lambda: window.state.index >= index, timeout=TIMEOUT_MS)
+    compare = window.open_compare()
+    assert isinstance(compare, CompareWindow)
+    qtbot.addWidget(compare)
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    return compare
+
+
+def shown_frames(compare: CompareWindow) -> list[CompareFrame]:
+    """Every frame the window is handed from now on, in order."""
+    frames: list[CompareFrame] = []
+    compare.session.frameReady.connect(frames.append)
+    return frames
+
+
+def pause_compare(compare: CompareWindow, qtbot: QtBot) -> None:
+    compare.pause()
+    qtbot.waitUntil(lambda: compare.session.state == "paused", timeout=10_000)
+    qtbot.wait(300)  # what was in flight lands, the 10 Hz repaint catches up
+
+
+def csv_rows(report: Path) -> list[dict[str, str]]:
+    with (report / "frames.csv").open(encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def compare_running(
+    window: MainWindow, qtbot: QtBot, sample: str, index: int, precisions: list[str]
+) -> tuple[CompareWindow, list[CompareFrame]]:
+    """The compare window with one pane per precision (the first the reference), paused
+    after 12 frames from the main window's frame ``index``; the frames it was handed."""
+    compare = open_compare_at(window, qtbot, sample, index)
+    for card, precision in zip(compare.cards, precisions, strict=False):
+        card.set_precision(precision)
+    for precision in precisions[len(compare.cards) :]:
+        compare.add_pane(precision)
+    frames = shown_frames(compare)
+    compare.start()
+    qtbot.waitUntil(lambda: len(frames) >= 12, timeout=3 * TIMEOUT_MS)
+    pause_compare(compare, qtbot)
+    return compare, frames
+
+
+def test_pane_titles_are_readable_and_say_what_runs_each_pane(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path
+) -> None:
+    compare, _ = compare_running(window, qtbot, sample, 240, ["fp32", "fp16", "fp32"])
+    body = QFontInfo(compare.table.font()).pixelSize()
+    titles = ("FP32 · reference", "FP16", "FP32 #2")
+    for card, title in zip(compare.cards, titles, strict=True):
+        assert card.title.text() == title
+        assert card.detail.text() == "yolox-nano · ONNX Runtime · CPU"
+        assert QFontInfo(card.title.font()).pixelSize() >= 1.25 * body >= 16
+        for label in (card.title, card.detail, card.latency):  # three across: nothing cut
+            assert label.isVisible() and label.width() >= label.sizeHint().width()
+    # the models a pane offers are detectors (the agreement measured is a detector's)
+    combo = compare.cards[1].model_combo
+    models = [combo.itemText(i) for i in range(combo.count())]
+    assert "yunet" in models and not [m for m in models if m.startswith(("espcn", "fsrcnn"))]
+    compare.close()
+
+
+def test_psnr_and_ssim_say_why_they_are_empty(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path
+) -> None:
+    compare, _ = compare_running(window, qtbot, sample, 240, ["fp32", "fp16"])
+    for metric in ("PSNR dB", "SSIM"):  # detectors output boxes, no image to measure
+        row = METRICS.index(metric)
+        assert compare.table.columnSpan(row, 0) == 2  # said once across the row
+        assert [compare.table_value(i, metric) for i in range(2)] == ["n/a: detection task"] * 2
+        assert "Detectors output boxes" in compare.table.item(row, 0).toolTip()
+    assert compare.table_value(1, "F1") not in (NONE, "n/a: detection task")
+    compare.close()
+
+
+def test_inference_shows_this_frame_and_the_median_the_report_gives(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path, tmp_path: Path
+) -> None:
+    window.controller.calibration = SMALL_CALIBRATION
+    # FP32 (reference), INT8 and FP16 as the README shows them; frames 540.. hold a
+    # person and objects near the threshold, so the difference view has something
+    compare, frames = compare_running(window, qtbot, sample, 540, ["fp32", "int8", "fp16"])
+    last = frames[-1]
+    for i, card in enumerate(compare.cards):
+        now, median = last.step.panes[i].times.inference, last.medians[i]
+        assert card.latency.text() == f"Inference {now:.1f} ms (median {median:.1f})"
+        assert compare.table_value(i, "Inference ms (frame)") == f"{now:.1f}"
+        assert compare.table_value(i, "Inference ms (median)") == f"{median:.1f}"
+
+    compare.diff_action.trigger()  # the difference view, for the screenshot
+    qtbot.wait(300)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert compare.grab().save(str(SHOTS / "compare.png"))
+
+    compare.save_report(str(tmp_path / "report"))
+    qtbot.waitUntil(lambda: compare.report_path is not None, timeout=TIMEOUT_MS)
+    report = Path(str(compare.report_path)).parent
+    summary = json.loads((report / "summary.json").read_text())
+    for i, label in enumerate(("FP32", "INT8", "FP16")):  # the window's median is the report's
+        median = summary["variants"][label]["latency_ms_median"]
+        assert compare.table_value(i, "Inference ms (median)") == f"{median:.1f}"
+    compare.close()
+
+
+def test_save_report_writes_what_was_computed(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path, tmp_path: Path
+) -> None:
+    compare, frames = compare_running(window, qtbot, sample, 240, ["fp32", "fp16"])
+    compare.save_report(str(tmp_path / "report"))
+    assert "nothing to compute" in compare.status.text()
+    qtbot.waitUntil(lambda: compare.report_path is not None, timeout=TIMEOUT_MS)
+    assert compare.report_computed == 0 and "nothing recomputed" in compare.status.text()
+    report = Path(str(compare.report_path)).parent
+    rows = {int(r["index"]): r for r in csv_rows(report)}
+    first, last = compare.session.compared
+    assert list(rows) == list(range(first, last + 1))
+    for frame in frames:  # the timings measured while playing: the frames did not run again
+        row = rows[frame.step.frame.index]
+        for label, pane in zip(("FP32", "FP16"), frame.step.panes, strict=True):
+            assert row[f"{label}_inference_ms"] == f"{pane.times.inference:.3f}"
+            assert int(row[f"{label}_detections"]) == len(pane.result.output)
+    assert json.loads((report / "summary.json").read_text())["computed_for_report"] == 0
+    compare.close()
+
+
+def test_home_compares_from_the_first_frame(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path, tmp_path: Path
+) -> None:
+    compare = open_compare_at(window, qtbot, sample, 60)
+    count = window.state.frame_count
+    assert count
+    frames = shown_frames(compare)
+    compare.start()
+    qtbot.waitUntil(lambda: len(frames) >= 3, timeout=TIMEOUT_MS)
+    assert frames[0].step.frame.index >= 60
+
+    # Home while playing: the next frame shown is the first, nothing queued before it
+    compare.activateWindow()
+    qtbot.waitUntil(compare.isActiveWindow, timeout=5000)
+    del frames[:]
+    qtbot.keyClick(compare, Qt.Key.Key_Home)
+    qtbot.waitUntil(lambda: len(frames) >= 1, timeout=TIMEOUT_MS)
+    assert frames[0].step.frame.index == 0
+    qtbot.waitUntil(lambda: len(frames) >= 3, timeout=TIMEOUT_MS)
+    pause_compare(compare, qtbot)
+    seen = [f.step.frame.index for f in frames]
+    assert seen == list(range(len(seen)))
+
+    # the report covers frames 0..last: only the ones never compared are computed now
+    first, last = compare.session.compared
+    missing = compare.session.missing
+    assert first == 0 and missing > 0
+    computing: list[tuple[int, int]] = []
+    compare.session.reportProgress.connect(lambda done, total: computing.append((done, total)))
+    compare.save_report(str(tmp_path / "report"))
+    assert f"{missing} frames in between were not compared" in compare.status.text()
+    qtbot.waitUntil(lambda: compare.report_path is not None, timeout=TIMEOUT_MS)
+    assert computing and computing[-1] == (missing, missing)
+    assert compare.report_computed == missing
+    assert f"{missing} frames not compared before were computed" in compare.status.text()
+    rows = [int(r["index"]) for r in csv_rows(Path(str(compare.report_path)).parent)]
+    assert rows == list(range(last + 1))
+
+    # paused at Home: the first frame is shown and the comparison stays paused
+    compare.play()
+    qtbot.waitUntil(lambda: compare.session.state == "playing", timeout=10_000)
+    qtbot.waitUntil(lambda: len(frames) >= len(seen) + 5, timeout=TIMEOUT_MS)
+    pause_compare(compare, qtbot)
+    del frames[:]
+    compare.home_action.trigger()
+    qtbot.waitUntil(lambda: len(frames) >= 1, timeout=TIMEOUT_MS)
+    qtbot.wait(500)
+    assert [f.step.frame.index for f in frames] == [0]
+    assert compare.session.state == "paused"
+    qtbot.waitUntil(
+        lambda: compare.frame_label.text().startswith(f"frame 1/{count} "), timeout=5000
+    )
+    compare.close()
+
+    # the window opened at frame 60 again: Home in the main window, then Start, starts at 0
+    window.start_action.trigger()
+    qtbot.waitUntil(
+        lambda: (
+            window.controller.last_result is not None
+            and window.controller.last_result.frame.index == 0
+        ),
+        timeout=TIMEOUT_MS,
+    )
+    again = window.open_compare()
+    assert again is compare
+    frames = shown_frames(compare)
+    compare.start()
+    qtbot.waitUntil(lambda: len(frames) >= 1, timeout=TIMEOUT_MS)
+    assert frames[0].step.frame.index == 0
+    compare.close()

@@ -205,6 +205,10 @@ def test_pane_and_precision_validation() -> None:
         check_panes([PaneSpec("a", LOW), PaneSpec("b", HIGH)], "c")
     assert check_panes([PaneSpec("a", LOW), PaneSpec("b", HIGH)], "b") == 1
     assert PaneSpec.of(LOW).label == "yolox-nano fp32 onnxruntime"
+    # an upscaler's agreement is an image's: one line that says where it is measured
+    upscaler = PipelineSettings(model=resolve_model("espcn-x2"), threads=1)
+    with pytest.raises(ConfigError, match=r"^x2: super-resolution .* --task superres"):
+        CompareRunner([PaneSpec("fp32", LOW), PaneSpec("x2", upscaler)])
 
     assert parse_precisions("fp32,fp16,int8") == (["fp32", "fp16", "int8"], "fp32")
     assert parse_precisions("fp16, FP32", "fp32") == (["fp16", "fp32"], "fp32")

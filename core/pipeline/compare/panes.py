@@ -115,6 +115,13 @@ def check_panes(panes: Sequence[PaneSpec], reference: int | str = 0) -> int:
     duplicates = sorted({x for x in labels if labels.count(x) > 1})
     if duplicates:
         raise ConfigError(f"pane labels must differ: {', '.join(duplicates)} repeated")
+    upscalers = [p.label for p in panes if p.settings.model.task == "superres"]
+    if upscalers:  # their agreement is an image's, not the detection totals panes keep
+        raise ConfigError(
+            f"{', '.join(upscalers)}: super-resolution models are not compared in lock-step "
+            "panes, which measure detection agreement; framelens compare --task superres "
+            "measures them"
+        )
     return _reference_index(labels, reference)
 
 

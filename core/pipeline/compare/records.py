@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from framelens.core.pipeline.compare.panes import MATCH_IOU, CompareStep, PaneSpec
-from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch
 
-__all__ = ["VARIANT_KEYS", "CompareLog", "FrameRow", "PaneRow"]
+__all__ = ["VARIANT_KEYS", "CompareLog", "FrameRow", "PaneRow", "frame_row"]
 
 VARIANT_KEYS = (
     "latency_ms_median",
@@ -70,6 +70,27 @@ class FrameRow:
     index: int
     pts: float
     panes: tuple[PaneRow, ...]
+
+
+def frame_row(step: CompareStep) -> tuple[FrameRow, tuple[FrameMatch, ...]]:
+    """What a log keeps of one step (no images): its row, and each pane's match."""
+    panes = []
+    for pane in step.panes:
+        t = pane.times
+        panes.append(
+            PaneRow(
+                detections=len(pane.result.output),
+                tp=pane.match.tp,
+                fp=pane.match.fp,
+                fn=pane.match.fn,
+                inference_ms=t.inference,
+                e2e_ms=t.e2e,
+                psnr_db=pane.image.psnr_db if pane.image else None,
+                ssim=pane.image.ssim if pane.image else None,
+            )
+        )
+    row = FrameRow(step.frame.index, step.frame.pts, tuple(panes))
+    return row, tuple(pane.match for pane in step.panes)
 
 
 def _number(value: float | None, digits: int) -> float | None:
@@ -116,23 +137,13 @@ class CompareLog:
         return any(p.ssim is not None for r in self.rows for p in r.panes)
 
     def __call__(self, step: CompareStep) -> None:
-        panes = []
-        for totals, pane in zip(self.totals, step.panes, strict=True):
-            totals.add(pane.match)
-            t = pane.times
-            panes.append(
-                PaneRow(
-                    detections=len(pane.result.output),
-                    tp=pane.match.tp,
-                    fp=pane.match.fp,
-                    fn=pane.match.fn,
-                    inference_ms=t.inference,
-                    e2e_ms=t.e2e,
-                    psnr_db=pane.image.psnr_db if pane.image else None,
-                    ssim=pane.image.ssim if pane.image else None,
-                )
-            )
-        self.rows.append(FrameRow(step.frame.index, step.frame.pts, tuple(panes)))
+        self.add(*frame_row(step))
+
+    def add(self, row: FrameRow, matches: Sequence[FrameMatch]) -> None:
+        """One frame kept earlier (frame_row): its row, and each pane's match for the totals."""
+        for totals, match in zip(self.totals, matches, strict=True):
+            totals.add(match)
+        self.rows.append(row)
 
     def pane_rows(self, pane: int) -> list[PaneRow]:
         return [r.panes[pane] for r in self.rows]

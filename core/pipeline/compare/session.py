@@ -31,7 +31,7 @@ from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.sources import Source, open_source
 from tqdm import tqdm
 
-__all__ = ["compare_to_report"]
+__all__ = ["compare_to_report", "run_lockstep"]
 
 PanesOrPrepare = Sequence[PaneSpec] | Callable[[], Sequence[PaneSpec]]
 
@@ -101,7 +101,7 @@ def _compare(
                 on_progress(len(log.rows), total)
 
         try:
-            done = _run_lockstep(source, runner, rng, on_step, cancel)
+            done = run_lockstep(source, runner, rng, on_step, cancel)
         finally:
             bar.close()
     if cancel is not None and cancel.is_set():
@@ -113,7 +113,7 @@ def _compare(
     return log
 
 
-def _run_lockstep(
+def run_lockstep(
     source: Source,
     runner: CompareRunner,
     rng: RunRange,

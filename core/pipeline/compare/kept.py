@@ -1,0 +1,112 @@
+"""What a live comparison has computed, kept frame by frame so its report needs no rerun.
+
+The compare view steps its panes for as long as the user watches; "Save report" then
+writes what was computed instead of running the panes over the frames again. A
+KeptFrames holds one light row per frame (the numbers of records.FrameRow and each
+pane's match against the reference, no images), the latest computation of a frame
+replacing an earlier one (after Home the first frames come round again). The frames
+between the first and the last kept that were never computed (a jump, e.g. Home
+from frame 200 back to 0) are the report's to compute: ``missing`` lists them.
+
+``inference_median`` is the median the report will give (records.CompareLog's
+``latency_ms_median``), kept up to date as frames come in, so a view can show the
+same number while the frames play.
+
+One thread adds (the view's worker), another may read (a report being written):
+every method takes the lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import threading
+from collections.abc import Sequence
+
+from framelens.core.pipeline.compare.panes import CompareStep, PaneSpec
+from framelens.core.pipeline.compare.records import CompareLog, FrameRow, frame_row
+from framelens.core.pipeline.runner import RunRange
+from framelens.core.stages.tasks.detect.agreement import FrameMatch
+
+__all__ = ["KeptFrames"]
+
+_Kept = tuple[FrameRow, tuple[FrameMatch, ...]]
+
+
+class KeptFrames:
+    """Every frame a comparison of ``specs`` computed, by source index (see the module doc)."""
+
+    def __init__(self, specs: Sequence[PaneSpec], reference: int = 0) -> None:
+        self.specs = tuple(specs)
+        self.reference = reference
+        self._frames: dict[int, _Kept] = {}
+        self._sorted: list[list[float]] = [[] for _ in self.specs]  # inference ms, per pane
+        self._lock = threading.Lock()
+
+    def add(self, step: CompareStep) -> None:
+        """Keep ``step``'s numbers (replacing an earlier computation of its frame)."""
+        self.add_row(*frame_row(step))
+
+    def add_row(self, row: FrameRow, matches: Sequence[FrameMatch]) -> None:
+        with self._lock:
+            old = self._frames.get(row.index)
+            if old is not None:
+                for values, pane in zip(self._sorted, old[0].panes, strict=True):
+                    if not math.isnan(pane.inference_ms):
+                        del values[bisect.bisect_left(values, pane.inference_ms)]
+            self._frames[row.index] = (row, tuple(matches))
+            for values, pane in zip(self._sorted, row.panes, strict=True):
+                if not math.isnan(pane.inference_ms):
+                    bisect.insort(values, pane.inference_ms)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._frames)
+
+    def __contains__(self, index: object) -> bool:
+        with self._lock:
+            return index in self._frames
+
+    @property
+    def span(self) -> tuple[int, int] | None:
+        """(first, last) source index kept; None before any frame."""
+        with self._lock:
+            if not self._frames:
+                return None
+            return min(self._frames), max(self._frames)
+
+    def row(self, index: int) -> FrameRow | None:
+        """The numbers kept for frame ``index``, None when it was not computed."""
+        with self._lock:
+            kept = self._frames.get(index)
+        return None if kept is None else kept[0]
+
+    def missing(self) -> list[RunRange]:
+        """The runs of frames between the first and the last kept that were never computed."""
+        with self._lock:
+            indices = sorted(self._frames)
+        gaps: list[RunRange] = []
+        for before, after in itertools.pairwise(indices):
+            if after > before + 1:
+                gaps.append(RunRange(before + 1, after - before - 1))
+        return gaps
+
+    def inference_median(self, pane: int) -> float:
+        """Median inference ms of ``pane`` over the frames kept; NaN before any."""
+        with self._lock:
+            values = self._sorted[pane]  # sorted: the middle, as statistics.median takes it
+            n = len(values)
+            if not n:
+                return math.nan
+            mid = n // 2
+            return values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2
+
+    def log(self) -> CompareLog:
+        """A CompareLog of the frames kept, in frame order: what the report is written from."""
+        log = CompareLog(self.specs, self.reference)
+        with self._lock:
+            kept = [self._frames[i] for i in sorted(self._frames)]
+        for row, matches in kept:
+            log.add(row, matches)
+        return log

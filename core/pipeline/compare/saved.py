@@ -1,0 +1,94 @@
+"""The report of a live comparison: what it computed, written without running it again.
+
+``save_kept_report`` writes the report files (report.py) from a KeptFrames: the frames
+from the first to the last the view compared. Only frames in that range that were
+never computed (a gap left by a jump such as Home) go through the panes now, on a
+runner of the same panes; they are kept too, so a second save computes nothing. The
+summary says how many frames were computed for the report (``computed_for_report``).
+Like compare_to_report, the report appears complete or not at all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from framelens.core import __version__
+from framelens.core.errors import Cancelled, SourceError
+from framelens.core.pipeline.compare.kept import KeptFrames
+from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep
+from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
+from framelens.core.pipeline.compare.session import run_lockstep
+from framelens.core.stages.sinks.atomic import StrPath
+from framelens.core.stages.sinks.atomic_dir import AtomicDir
+from framelens.core.stages.sources import open_source
+
+__all__ = ["save_kept_report"]
+
+
+def save_kept_report(
+    source_spec: str,
+    kept: KeptFrames,
+    report: StrPath,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Write the report of the frames ``kept`` holds; returns the summary and its path.
+
+    ``on_progress(done, total)`` counts the missing frames computed now (at most ten
+    calls a second, and one at the end); nothing is called when none is missing.
+    Setting ``cancel`` stops with Cancelled and no report.
+    """
+    span = kept.span
+    if span is None:
+        raise SourceError("compare a few frames first: nothing to report yet")
+    with AtomicDir(report, REPORT_FILES) as staging:
+        computed = _compute_missing(source_spec, kept, on_progress, cancel)
+        log = kept.log()
+        summary = log.summary(
+            source=source_spec,
+            start=span[0],
+            computed_for_report=computed,
+            app_version=__version__,
+        )
+        write_report_files(staging.tmp, log, summary)
+        path = staging.commit()
+    return {**summary, "report": str(path)}
+
+
+def _compute_missing(
+    source_spec: str,
+    kept: KeptFrames,
+    on_progress: Callable[[int, int], None] | None,
+    cancel: threading.Event | None,
+) -> int:
+    """The frames between the first and last kept that were never computed, computed
+    and kept; returns how many."""
+    gaps = kept.missing()
+    total = sum(g.count or 0 for g in gaps)
+    if not total:
+        return 0
+    done, last_report = 0, 0.0
+
+    def on_step(step: CompareStep) -> None:
+        nonlocal done, last_report
+        kept.add(step)
+        done += 1
+        if on_progress is not None and time.monotonic() - last_report >= 0.1:
+            last_report = time.monotonic()
+            on_progress(done, total)
+
+    with (
+        open_source(source_spec) as source,
+        CompareRunner(kept.specs, reference=kept.reference) as runner,
+    ):
+        for gap in gaps:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            run_lockstep(source, runner, gap, on_step, cancel)
+    if on_progress is not None:
+        on_progress(done, total)
+    return done
