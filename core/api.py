@@ -97,6 +97,7 @@ from framelens.core.stages.draw.style import (
     layout,
 )
 from framelens.core.stages.engines.tensorrt_flavour import Flavour, installed_flavours
+from framelens.core.stages.engines.tensorrt_layers import kept_in_float, plan_layer_precisions
 from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sinks.written import describe_outputs
@@ -213,6 +214,7 @@ __all__ = [
     "save_kept_report",
     "sr_upscaler",
     "tensorrt_flavours",
+    "tensorrt_kept_float",
     "wall_grid",
     "with_changes",
     "without_classes",
@@ -368,3 +370,14 @@ def bundled_sample() -> str:
     from importlib.resources import files
 
     return str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4")
+
+
+def tensorrt_kept_float(report: SensitivityReport, graph: str | Path) -> set[str]:
+    """Convolutions the INT8 graph quantized that TensorRT ran in float, from the layer
+    list of a plan of ``graph`` a GPU has run (empty when none has)."""
+    precisions = plan_layer_precisions(graph)
+    if not precisions:
+        return set()
+    return kept_in_float(
+        precisions, [layer.name for layer in report.layers if not layer.kept_float]
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from framelens.core.api import SensitivityReport, bundled_sample
+from framelens.core.api import SensitivityReport, bundled_sample, tensorrt_kept_float
 from framelens.gui.engine_dialog import EngineBuildDialog
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.sensitivity import SensitivityDialog
@@ -93,10 +93,12 @@ class PrecisionSwitching(MainWindowParts):
         model = self.state.model or (
             self.controller.settings.model.name if self.controller.settings else ""
         )
+        # where a GPU ran a TensorRT engine of this graph: the layers it kept in float
+        settings = self.controller.settings
+        by_trt = tensorrt_kept_float(report, settings.model.path) if settings else set()
         if self.sensitivity_dialog is None:
             self.sensitivity_dialog = SensitivityDialog(report, model, self)
-        else:
-            self.sensitivity_dialog.set_report(report, model)
+        self.sensitivity_dialog.set_report(report, model, by_trt)
         self.sensitivity_dialog.show()
         self.sensitivity_dialog.raise_()
         return self.sensitivity_dialog

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from framelens.core.models.catalog import model_sha256
 from framelens.core.cache import read_entry
+from framelens.core.models.catalog import model_sha256
 from framelens.core.stages.engines.tensorrt_plans import LAYERS_FILE, plans_dir
 
 _ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]]+)\]")
