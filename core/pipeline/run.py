@@ -146,6 +146,10 @@ def prepare_precision(
     return replace(settings, model=variant.spec), variant
 
 
+LIVE_KINDS = ("stream", "camera")
+"""Sources without an end: a run of one stops on Ctrl+C and keeps its outputs."""
+
+
 def run_to_outputs(
     source_spec: str,
     settings: PipelineSettings,
@@ -165,7 +169,8 @@ def run_to_outputs(
 
     ``progress`` draws a terminal bar; ``on_progress(done, total)`` (total 0 when
     unknown) is called at most ten times a second and at the end; setting
-    ``cancel`` stops the run with Cancelled and removes the partial outputs.
+    ``cancel`` stops the run with Cancelled and removes the partial outputs; Ctrl+C does
+    the same to a file run, but ends a camera's or stream's recording and keeps it.
     ``export``: a video file, ``DIR/`` for one PNG per frame, or with ``lossless`` an
     ``.mkv`` in FFV1 (both lossless: decoding gives back the exact pixels).
     ``on_message`` receives one-line notes (a GPU failure and the switch to the CPU).
@@ -254,6 +259,14 @@ def run_to_outputs(
                 left = None if frames is None else frames - done
                 try:
                     done += runner.run(RunRange(start + done, left))
+                    break
+                except KeyboardInterrupt:
+                    if info.kind not in LIVE_KINDS:
+                        raise  # a file run stopped half way: nothing is kept
+                    # a camera or stream has no end: Ctrl+C is how a recording stops,
+                    # and what was recorded is kept, complete
+                    done += runner.frames_done
+                    note(f"stopped by Ctrl+C after {done} frames of the live source")
                     break
                 except GpuError as exc:
                     done += runner.frames_done

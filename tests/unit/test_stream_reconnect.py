@@ -148,3 +148,37 @@ def test_the_player_says_reconnecting_while_a_stream_is_down(rtsp: RtspServer) -
         assert not errors, errors
     finally:
         player.close()
+
+
+def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path) -> None:
+    """A stream has no end: Ctrl+C is how its recording stops, and what was recorded
+    is kept, complete (a file run interrupted keeps nothing: it was cut half way)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    import av
+
+    ts = write_clip(tmp_path / "live.ts", frames=250, fps=25, size=(160, 128), gop=25)
+    data = ts.read_bytes()
+    server = LoopbackStreamServer(data, bytes_per_s=len(data) / 10)
+    server.start()
+    exe = str(Path(sys.executable).with_name("framelens"))
+    out, dets = tmp_path / "rec.mp4", tmp_path / "rec.json"
+    try:
+        proc = subprocess.Popen(
+            [exe, "run", server.url, "--export", str(out), "--detections", str(dets), "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(6.0)  # engine start-up, then a few seconds of the stream
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, err
+    assert "stopped by Ctrl+C after" in err and "Traceback" not in err
+    with av.open(str(out)) as container:
+        frames = sum(1 for _ in container.decode(video=0))
+    assert frames > 5
+    assert len(json.loads(dets.read_text())["frames"]) == frames
