@@ -5,9 +5,10 @@ Real-time playback shows frame ``pts`` at ``anchor_wall + (pts - anchor_pts) / s
 When processing is slower than the source (a heavy model, a 60 fps camera), frames
 would queue behind the workers and the picture would drift ever further behind: the
 executor asks ``stale(pts)`` before it takes a decoded frame and drops the ones whose
-time has passed by more than ``slack`` frame intervals, so what is on screen stays
+time has passed by more than ``STALE_INTERVALS`` frame intervals, so what is on screen stays
 within a couple of intervals of decode + inference. The clock is read from worker
-threads and set from the player thread, hence the lock.
+threads and set from the player thread, hence the lock. The video wall paces each file
+source by one too (core/pipeline/wall.py ``PacedSource``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def now() -> float:
 class PlaybackClock:
     """Due times of frames by their timestamps (seconds), at ``speed``; thread-safe."""
 
-    def __init__(self, interval_s: float = 1 / 30) -> None:
+    def __init__(self, interval_s: float = 1 / 30, *, resync_s: float = RESYNC_S) -> None:
         self._lock = threading.Lock()
+        self._resync_s = resync_s
         self._anchor: tuple[float, float] | None = None  # (wall s, pts s)
         self._speed = 1.0
         self._realtime = True
@@ -78,8 +80,8 @@ class PlaybackClock:
         with self._lock:
             if self._anchor is None:
                 self._anchor = (wall, pts)
-            due = self._anchor[0] + (pts - self._anchor[1]) / self._speed
-            if wall - due > RESYNC_S or due - wall > 2.0:
+            due = self._due_locked(pts)
+            if wall - due > self._resync_s or due - wall > 2.0:
                 self._anchor = (wall, pts)
                 due = wall
         return due
@@ -93,5 +95,9 @@ class PlaybackClock:
         with self._lock:
             if self._anchor is None:
                 return False
-            due = self._anchor[0] + (pts - self._anchor[1]) / self._speed
+            due = self._due_locked(pts)
         return now() - due > STALE_INTERVALS * self.interval_s
+
+    def _due_locked(self, pts: float) -> float:
+        assert self._anchor is not None
+        return self._anchor[0] + (pts - self._anchor[1]) / self._speed

@@ -8,7 +8,6 @@ import logging
 import math
 import queue
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,7 +17,7 @@ from typing import Any, cast
 from framelens.core.errors import SourceError
 from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
-from framelens.core.pipeline.player_clock import PlaybackClock
+from framelens.core.pipeline.player_clock import PlaybackClock, now
 from framelens.core.pipeline.player_state import PlayerState, RateMeter
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import (
@@ -341,7 +340,3 @@ def _close_decoder(decoder: DecodeAhead, name: str) -> None:
         decoder.close()
     except Exception as exc:  # a broken GPU's decoder must not stop the switch
         log.warning("closing the %s decoder failed: %s", name, exc)
-
-
-def now() -> float:
-    return time.perf_counter()

@@ -34,6 +34,7 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
 from framelens.core.pipeline.multi_run import MAX_BATCH, MULTI_BATCH, output_names
+from framelens.core.pipeline.player_clock import PlaybackClock
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
@@ -118,7 +119,8 @@ class PacedSource(Source):
         self.inner = inner
         self.info = inner.info
         self._pacing = pacing
-        self._anchor: tuple[float, float] | None = None  # (wall s, pts s)
+        # fell behind (a slow model) by more than a quarter second: restart, don't rush
+        self._clock = PlaybackClock(resync_s=_LATE_RESYNC_S)
         self._epoch = -1
         self._paced = inner.info.kind in ("file", "folder") and inner.info.fps > 0
 
@@ -135,19 +137,16 @@ class PacedSource(Source):
         frame = self.inner.read()
         if frame is None or not self._paced or not p.realtime:
             return frame
-        wall, pts = time.perf_counter(), float(frame.pts)
-        if self._anchor is None or self._epoch != p.epoch:
-            self._anchor, self._epoch = (wall, pts), p.epoch
-        due = self._anchor[0] + (pts - self._anchor[1])
-        if wall - due > _LATE_RESYNC_S or due - wall > 2.0:
-            self._anchor = (wall, pts)  # fell behind (slow model) or jumped: restart
-            return frame
+        if self._epoch != p.epoch:  # play or a pacing change: the clock restarts
+            self._clock.reset()
+            self._epoch = p.epoch
+        due = self._clock.due(float(frame.pts))  # late or jumped: restarts, due now
         while not p.stop.is_set() and (left := due - time.perf_counter()) > 0:
             p.stop.wait(min(left, 0.05))
         return frame
 
     def seek(self, index: int) -> None:
-        self._anchor = None
+        self._clock.reset()
         self.inner.seek(index)
 
     def close(self) -> None:
