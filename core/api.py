@@ -15,7 +15,8 @@ it needs instead. Groups:
   through one executor) and its state
 * precision: FP32/FP16/INT8 variants, calibration, the INT8 sensitivity report
 * compare: panes in lock-step (fed by the executor), their difference overlays, the report
-* sources: opening a video, camera or stream
+* sources: opening a video, camera or stream; a file's frames at given indices
+  (``frames_at``: the batch results browser's thumbnails)
 * display: device frames to the screen (CUDA-GL interop); the one overlay style
   (colours, tags, layout into shapes, ``class_colour``) that the canvas paints like
   core draws
@@ -28,7 +29,7 @@ Like the rest of core, this module imports no Qt.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from framelens.core.errors import (
     ConfigError,
     ExportError,
     FrameLensError,
+    SourceError,
     error_message,
 )
 from framelens.core.gpu.interop import (
@@ -201,6 +203,7 @@ __all__ = [
     "error_message",
     "fallback_path",
     "fp32_variant",
+    "frames_at",
     "layout",
     "load_catalog",
     "measure_frame_quality",
@@ -381,3 +384,35 @@ def tensorrt_kept_float(report: SensitivityReport, graph: str | Path) -> set[str
     return kept_in_float(
         precisions, [layer.name for layer in report.layers if not layer.kept_float]
     )
+
+
+# ---- sources: frames at given indices ---------------------------------------------
+
+FORWARD_READ = 48
+"""A frame this close after the last one read is reached by reading on, not by seeking
+(a seek decodes from the keyframe before it anyway)."""
+
+
+def frames_at(
+    source: str | Path, indices: Iterable[int]
+) -> Generator[tuple[int, Image], None, None]:
+    """``(index, BGR image)`` of a video file's frames at ``indices``, in increasing
+    order, each decoded once, the file opened once. Close the generator (or exhaust it)
+    to release the file. SourceError (a FrameLensError) when it cannot be opened or a
+    frame is not there."""
+    wanted = sorted({int(i) for i in indices})
+    if not wanted:
+        return
+    with open_source(str(source)) as src:
+        at = 0  # the index the next read returns
+        for index in wanted:
+            if not at <= index <= at + FORWARD_READ:
+                src.seek(index)
+                at = index
+            frame = src.read()
+            while frame is not None and frame.index < index:
+                frame = src.read()
+            if frame is None:
+                raise SourceError(f"frame {index} is not in {source}: the video ends before it")
+            at = frame.index + 1
+            yield index, frame.image

@@ -24,10 +24,11 @@ __all__ = [
     "fit_columns",
     "open_file",
     "open_files",
+    "open_folder",
     "save_file",
 ]
 
-DialogMode = Literal["open", "open_many", "save"]
+DialogMode = Literal["open", "open_many", "save", "folder"]
 DEFAULT_SIZE = QSize(920, 560)  # room for the name next to size, type and date
 
 
@@ -44,6 +45,10 @@ def file_dialog(
     if mode == "save":
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+    elif mode == "folder":  # an existing folder (a new one to write into: folder_dialog)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
     else:
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
         many = mode == "open_many"
@@ -101,4 +106,10 @@ def open_files(
 def save_file(parent: QWidget | None, title: str, path: str = "", name_filter: str = "") -> str:
     """A path to write (overwriting is confirmed), or "" if cancelled."""
     files = _run(file_dialog(parent, title, path, name_filter, "save"))
+    return files[0] if files else ""
+
+
+def open_folder(parent: QWidget | None, title: str, directory: str = "") -> str:
+    """An existing folder's path, or "" if cancelled (as getExistingDirectory)."""
+    files = _run(file_dialog(parent, title, directory, mode="folder"))
     return files[0] if files else ""

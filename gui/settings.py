@@ -168,6 +168,43 @@ class Settings:
     def wall_layout(self, value: str) -> None:
         self.store.setValue("wall/layout", value)
 
+    # ---- batch analysis (File > Batch Analysis…) ---------------------------------
+    @property
+    def batch_output(self) -> str:
+        """The output folder of the last batch (the results browser opens it too)."""
+        return self._str("batch/output", "")
+
+    @batch_output.setter
+    def batch_output(self, value: str) -> None:
+        self.store.setValue("batch/output", value)
+
+    @property
+    def batch_run_mode(self) -> str:
+        """Where a batch runs: "process" (this process), "ray-local" or "ray-cluster"."""
+        value = self._str("batch/run_mode", "process")
+        return value if value in ("process", "ray-local", "ray-cluster") else "process"
+
+    @batch_run_mode.setter
+    def batch_run_mode(self, value: str) -> None:
+        self.store.setValue("batch/run_mode", value)
+
+    @property
+    def batch_address(self) -> str:
+        """The Ray cluster's address for "ray-cluster" (ray://host:10001, say)."""
+        return self._str("batch/address", "")
+
+    @batch_address.setter
+    def batch_address(self, value: str) -> None:
+        self.store.setValue("batch/address", value)
+
+    @property
+    def batch_export_video(self) -> bool:
+        return self._bool("batch/export_video", False)
+
+    @batch_export_video.setter
+    def batch_export_video(self, value: bool) -> None:
+        self.store.setValue("batch/export_video", bool(value))
+
     # ---- super-resolution views and enlarged detections ------------------------
     @property
     def sr_mode(self) -> str:
