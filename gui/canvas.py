@@ -81,13 +81,15 @@ class VideoCanvas(QOpenGLWidget):
     zoomChanged = Signal(float)  # 1.0 = fitted to the widget
     displayPathChanged = Signal(str)  # see display_path
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, interop: bool = True) -> None:
+        """``interop=False`` sends device frames through host memory even where CUDA-GL
+        interop runs (benchmarks/qt_window_gpu.py compares the two paths)."""
         super().__init__(parent)
         self.setMinimumSize(320, 180)  # a 0-sized QOpenGLWidget has no complete framebuffer
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setCursor(Qt.CursorShape.OpenHandCursor)
         self.placeholder = "Open a video (Ctrl+O), a camera or a stream — or drop a file here"
-        self._main = GlTexture()  # the frame shown
+        self._main = GlTexture(interop=interop)  # the frame shown
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
         self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight

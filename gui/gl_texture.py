@@ -24,12 +24,13 @@ Frame = Image | DeviceFrame
 class GlTexture:
     """A texture and the frame waiting to go into it (``pending``, taken by ``upload``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, interop: bool = True) -> None:
+        self.interop = interop  # False: device frames always through host memory
         self.id = 0
         self.size = (0, 0)  # allocated (width, height); (0, 0): nothing yet
         self.pending: Frame | None = None
         self.shown: Image | None = None  # host frame uploaded last (for a new GL context)
-        self.uploader = DeviceFrameUploader()
+        self.uploader = DeviceFrameUploader(interop=interop)
         self.via_interop = False  # the last frame came through CUDA-GL interop
 
     @property
@@ -58,7 +59,8 @@ class GlTexture:
         for param in (GL.GL_TEXTURE_WRAP_S, GL.GL_TEXTURE_WRAP_T):
             GL.glTexParameteri(GL.GL_TEXTURE_2D, param, GL.GL_CLAMP_TO_EDGE)
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        self.uploader = DeviceFrameUploader()  # new CUDA registrations for a new context
+        # new CUDA registrations for a new context
+        self.uploader = DeviceFrameUploader(interop=self.interop)
         if self.pending is None:
             self.pending = self.shown
         self.via_interop = False

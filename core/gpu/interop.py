@@ -284,6 +284,10 @@ class _HostStaging:
             self._stream = None  # destroyed with its context current
 
 
+HOST_COPY_CHOSEN = "host copy chosen"
+"""The reason given when the host path was asked for, not forced by the machine."""
+
+
 class _FrameWriteFailed(Exception):
     """The frame's own write_rgba raised: not a reason to give up interop."""
 
@@ -295,11 +299,12 @@ class DeviceFrameUploader:
     registration or mapping failure later also switches to the host path for
     good. ``reason`` says why interop is not used (None while it is).
     Owned by the GL context's owner: every call needs that context current.
+    ``interop=False`` takes the host path from the start (to compare the two paths).
     """
 
-    def __init__(self) -> None:
-        self._checked = False
-        self.reason: str | None = None
+    def __init__(self, *, interop: bool = True) -> None:
+        self._checked = not interop
+        self.reason: str | None = None if interop else HOST_COPY_CHOSEN
         self._context: GpuContext | None = None
         self._stream: Any = None
         self._buffer: GlPixelBuffer | None = None

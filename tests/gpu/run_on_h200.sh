@@ -2,7 +2,7 @@
 # On the H200 test machine, from the checkout root, after the kit pieces were stashed
 # (see ../shared/device/README.md: base, av, pnvc, ort0..ort5, each in its own call):
 #
-#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|all] [pytest args...]
+#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|window|all] [pytest args...]
 #
 # Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
 # the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
@@ -49,5 +49,43 @@ if [[ $what == srbench ]]; then
 fi
 if [[ $what == bench || $what == all ]]; then
     python3 benchmarks/h200.py ${BENCH_ARGS:-} --output "$OUT/h200-$(date +%F).json" 2>&1 | tee "$OUT/bench.log" | tail -40
+fi
+if [[ $what == window ]]; then
+    # The real Qt window with NVIDIA's OpenGL: Xvfb and Mesa (for the X server's own GLX)
+    # and the X client libraries Qt's xcb plugin needs, stashed as .device/x0 + x1 (Debian
+    # packages, unpacked under /tmp/kit/xroot, not /), PySide6 as .device/qt0 + qt1 (its
+    # wheel in two parts), glvnd's loaders carried in .gl (unpacked to / as the device
+    # tool's README says); clients get NVIDIA's GLX through __GLX_VENDOR_LIBRARY_NAME.
+    X=/tmp/kit/xroot; L=$X/usr/lib/x86_64-linux-gnu
+    for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+    if [[ ! -x $X/usr/bin/Xvfb ]]; then mkdir -p $X; for f in $S/*.deb; do dpkg -x "$f" $X; done; fi
+    [[ -x /usr/bin/xkbcomp ]] || cp $X/usr/bin/xkbcomp /usr/bin/xkbcomp  # Xvfb runs it from there
+    if [[ ! -d /tmp/kit/qt/PySide6 ]]; then
+        w=/tmp/kit/pyside6_essentials-6.11.3-cp310-abi3-manylinux_2_34_x86_64.whl
+        cat $S/qtpart* > $w
+        if [[ "$(md5sum $w | cut -d' ' -f1)" == "$(cat $S/qt.md5)" ]]; then
+            python3 -m pip install -q --no-deps --target /tmp/kit/qt $w $S/shiboken6-*.whl 2>&1 | tail -2
+        else echo "PySide6: parts missing or corrupt ($(ls $S/qtpart* | wc -l) of 2)"; fi
+    fi
+    mkdir -p /tmp/kit/fontcache
+    cat > /tmp/kit/fonts.conf <<XML
+<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>$X/usr/share/fonts</dir><cachedir>/tmp/kit/fontcache</cachedir></fontconfig>
+XML
+    export LD_LIBRARY_PATH=$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FONTCONFIG_FILE=/tmp/kit/fonts.conf
+    ldd $X/usr/bin/Xvfb | grep "not found"
+    LIBGL_DRIVERS_PATH=$L/dri $X/usr/bin/Xvfb :77 -screen 0 1920x1200x24 +extension GLX \
+        -xkbdir $X/usr/share/X11/xkb -nolisten tcp >"$OUT/xvfb.log" 2>&1 &
+    sleep 3
+    export DISPLAY=:77 QT_QPA_PLATFORM=xcb __GLX_VENDOR_LIBRARY_NAME=nvidia PYOPENGL_PLATFORM=glx
+    export PYTHONPATH=/tmp/kit/qt:$PYTHONPATH
+    ls /usr/lib/x86_64-linux-gnu/libGLX_nvidia* /usr/local/nvidia/lib64/libGLX_nvidia* 2>/dev/null | head -3
+    video=/tmp/framelens-person-1080p.mp4
+    [[ -f $video ]] || python3 benchmarks/make_1080p.py $video --frames 900
+    python3 benchmarks/qt_window_gpu.py --video $video ${BENCH_ARGS:-} \
+        --output "$OUT/h200-display-path-$(date +%F).json" --screenshot "$OUT/h200-window.png" \
+        2>&1 | tee "$OUT/window.log" | tail -60
+    status=${PIPESTATUS[0]}
+    tail -5 "$OUT/xvfb.log"
 fi
 exit "$status"

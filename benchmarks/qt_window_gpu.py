@@ -1,0 +1,215 @@
+"""The real window on an NVIDIA GPU: play a video on CUDA in the main window, take a
+screenshot, and time the display path.
+
+Needs an X server whose clients get NVIDIA's GLX (on the H200: Xvfb with
+``__GLX_VENDOR_LIBRARY_NAME=nvidia``, started by ``tests/gpu/run_on_h200.sh window``),
+PySide6, pycuda with GL and a CUDA device.
+
+1. The main window plays VIDEO on cuda:0 (NVDEC -> kernels -> ONNX Runtime CUDA ->
+   display kernel -> canvas): the status bar's display field, the GL renderer, the
+   player's fps and the frames shown are recorded; a screenshot is written.
+2. The canvas alone, as pyqtgraph's VideoSpeedTest measures it: one VideoCanvas at the
+   video's size is given a new frame and repainted as fast as it goes, for each path:
+   ``interop`` (a device frame written into a GL pixel buffer registered with CUDA),
+   ``device via host`` (the same device frame copied to host memory, then uploaded:
+   what a machine without interop does) and ``host upload`` (a BGR array from host
+   memory, the CPU path). Medians of the canvas's own upload+paint time and the
+   loop's frames per second, after a warm-up; ratios against ``device via host``.
+
+    python3 benchmarks/qt_window_gpu.py --video V.mp4 --output OUT.json --screenshot OUT.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+class DeviceRgba:
+    """A device frame already RGBA in device memory: write_rgba is a pitched copy (what the
+    display kernel's output is to the canvas)."""
+
+    def __init__(self, context: Any, rgba: npt.NDArray[np.uint8]) -> None:
+        import pycuda.driver as cuda
+
+        self.context = context
+        self.height, self.width = int(rgba.shape[0]), int(rgba.shape[1])
+        with context.active():
+            self.memory = cuda.mem_alloc(rgba.nbytes)
+            cuda.memcpy_htod(self.memory, np.ascontiguousarray(rgba))
+
+    def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
+        import pycuda.driver as cuda
+
+        copy = cuda.Memcpy2D()
+        copy.set_src_device(self.memory)
+        copy.src_pitch = self.width * 4
+        copy.set_dst_device(dst_ptr)
+        copy.dst_pitch = dst_pitch
+        copy.width_in_bytes = self.width * 4
+        copy.height = self.height
+        copy(stream)
+
+
+def _wait(app: Any, seconds: float, until: Any = None) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        app.processEvents()
+        if until is not None and until():
+            return True
+        time.sleep(0.005)
+    return until is None
+
+
+def play_in_window(
+    app: Any, video: str, device: str, seconds: float, screenshot: Path
+) -> dict[str, Any]:
+    from framelens.gui.main_window import MainWindow
+    from framelens.gui.settings import Settings
+    from PySide6.QtCore import QSettings
+
+    ini = Path(tempfile.mkdtemp()) / "framelens.ini"
+    window = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)))
+    window.resize(1600, 1000)
+    window.show()
+    _wait(app, 10, lambda: window.canvas.renderer != "")
+    window.choose_device(device)
+    window.open_source(video)
+    _wait(app, 120, lambda: window.state.source is not None and not window.state.loading_model)
+    window.controller.play()
+    started, shown0 = time.monotonic(), window.results_shown
+    display_paths: set[str] = set()
+
+    def note() -> bool:
+        display_paths.add(window.display_label.text())
+        return False
+
+    end = started + seconds
+    while time.monotonic() < end:
+        _wait(app, 0.25, note)
+    elapsed = time.monotonic() - started
+    state = window.state
+    image = window.grab()
+    image.save(str(screenshot))
+    result = {
+        "renderer": window.canvas.renderer,
+        "display_path": window.display_label.text(),
+        "display_paths_seen": sorted(display_paths),
+        "status_bar": {
+            "source": window.source_label.text(),
+            "model": window.model_label.text(),
+            "backend": window.backend_label.text(),
+            "display": window.display_label.text(),
+            "fps": window.fps_label.text(),
+        },
+        "player_fps": round(float(state.fps), 1),
+        "results_per_s": round((window.results_shown - shown0) / elapsed, 1),
+        "dropped": int(getattr(state, "dropped", 0)),
+        "seconds": round(elapsed, 1),
+        "screenshot": screenshot.name,
+    }
+    window.controller.pause()
+    window.close()
+    _wait(app, 1.0)
+    return result
+
+
+def time_canvas(app: Any, frames: list[Any], interop: bool, repeats: int) -> dict[str, Any]:
+    """Give the canvas a new frame and repaint it, ``repeats`` times after a warm-up."""
+    from framelens.gui.canvas import VideoCanvas
+
+    first = frames[0]
+    width = int(first.shape[1]) if isinstance(first, np.ndarray) else int(first.width)
+    height = int(first.shape[0]) if isinstance(first, np.ndarray) else int(first.height)
+    canvas = VideoCanvas(interop=interop)
+    canvas.resize(width, height)
+    canvas.show()
+    _wait(app, 10, lambda: canvas.renderer != "")
+    draw_ms: list[float] = []
+    canvas.drawTimeMs.connect(draw_ms.append)
+    warmup = 30
+    loop_s: list[float] = []
+    for i in range(warmup + repeats):
+        t0 = time.perf_counter()
+        canvas.set_image(frames[i % len(frames)])
+        canvas.repaint()  # paintGL now: upload + draw + composition into the window
+        app.processEvents()
+        if i >= warmup:
+            loop_s.append(time.perf_counter() - t0)
+    path = canvas.display_path
+    canvas.close()
+    canvas.deleteLater()
+    _wait(app, 0.2)
+    kept = draw_ms[-repeats:]
+    return {
+        "display_path": path,
+        "frames": repeats,
+        "draw_ms_p50": round(statistics.median(kept), 3) if kept else None,
+        "loop_ms_p50": round(1000 * statistics.median(loop_s), 3),
+        "fps": round(1.0 / statistics.median(loop_s), 1),
+    }
+
+
+def canvas_alone(app: Any, width: int, height: int, repeats: int, cuda: bool) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    host = [rng.integers(0, 256, (height, width, 3), dtype=np.uint8) for _ in range(4)]
+    paths: dict[str, dict[str, Any]] = {}
+    if cuda:
+        from framelens.core.gpu.context import get_context
+
+        context = get_context(0)
+        rgba = [np.dstack([h[..., ::-1], np.full((height, width), 255, np.uint8)]) for h in host]
+        device = [DeviceRgba(context, f) for f in rgba]
+        paths["interop"] = time_canvas(app, list(device), True, repeats)
+        paths["device via host"] = time_canvas(app, list(device), False, repeats)
+    paths["host upload"] = time_canvas(app, list(host), True, repeats)
+    base = paths.get("device via host", paths["host upload"])["fps"]
+    for row in paths.values():
+        row["fps_vs_device_via_host" if cuda else "fps_vs_host_upload"] = (
+            round(row["fps"] / base, 2) if base else None
+        )
+    return {"width": width, "height": height, "paths": paths}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--video", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--screenshot", required=True)
+    parser.add_argument("--device", default="cuda:0", help="cuda:0, or cpu for a dry run")
+    parser.add_argument("--seconds", type=float, default=20.0, help="playback in the window")
+    parser.add_argument("--repeats", type=int, default=300, help="canvas frames per path")
+    args = parser.parse_args()
+
+    from framelens.gui.app import apply_theme
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication(["framelens"])
+    apply_theme(app)
+    report: dict[str, Any] = {
+        "command": " ".join(["python3", *sys.argv]),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    report["window"] = play_in_window(
+        app, args.video, args.device, args.seconds, Path(args.screenshot)
+    )
+    print(json.dumps(report["window"], indent=1), flush=True)
+    report["canvas_alone"] = canvas_alone(
+        app, 1920, 1080, args.repeats, cuda=args.device.startswith("cuda")
+    )
+    print(json.dumps(report["canvas_alone"], indent=1), flush=True)
+    Path(args.output).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
