@@ -1,4 +1,4 @@
-"""The `framelens` command: run, compare, models, doctor, bench, engines, gui.
+"""The `framelens` command: run, compare, models, doctor, bench, engines, batch, query, gui.
 
 Every FrameLensError becomes one line on stderr (core.errors.error_message) and exit
 code 2, here and nowhere else.
@@ -151,9 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
     )
 
+    from framelens.cli_batch import add_parsers as add_batch
     from framelens.cli_engines import add_parser as add_engines
 
     add_engines(sub)
+    add_batch(sub, _add_model_args)
 
     gui = sub.add_parser("gui", help="open the desktop application (the default)")
     gui.add_argument("source", nargs="?", default=None)
@@ -439,6 +441,18 @@ def _cmd_engines(args: argparse.Namespace) -> int:
     return cmd_engines(args)
 
 
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from framelens.cli_batch import cmd_batch
+
+    return cmd_batch(args)
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from framelens.cli_batch import cmd_query
+
+    return cmd_query(args)
+
+
 def cmd_gui(args: argparse.Namespace) -> int:
     # imported here: commands that never open a window do not pay for loading Qt
     from framelens.gui.app import main as run_gui
@@ -454,6 +468,8 @@ COMMANDS = {
     "bench": cmd_bench,
     "gui": cmd_gui,
     "engines": _cmd_engines,
+    "batch": _cmd_batch,
+    "query": _cmd_query,
 }
 
 

@@ -10,6 +10,9 @@ it needs instead. Groups:
 * types: frames, results, detections, images
 * models: the catalogue, resolving a name or an ONNX file, layouts
 * devices and backends: what can run here, and why not
+* archives: batches over folders of footage (``run_batch``, local or on Ray), their
+  manifest (``read_manifest``) and the Parquet detections (``query_detections``,
+  ``archive_labels``)
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
   through one executor) and its state
@@ -52,6 +55,17 @@ from framelens.core.gpu.wall_composite import LAYOUTS as WALL_LAYOUTS
 from framelens.core.gpu.wall_composite import wall_grid
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
+from framelens.core.pipeline.archive import (
+    BatchSummary,
+    DetectionHit,
+    InputProgress,
+    InputState,
+    archive_labels,
+    discover_inputs,
+    query_detections,
+    read_manifest,
+    run_batch,
+)
 from framelens.core.pipeline.build import host_pipeline
 from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.kept import KeptFrames
@@ -141,6 +155,7 @@ __all__ = [
     "PRECISIONS",
     "TASK_OF_LAYOUT",
     "WALL_LAYOUTS",
+    "BatchSummary",
     "CalibrationSettings",
     "Cancelled",
     "CompareRunner",
@@ -148,6 +163,7 @@ __all__ = [
     "ConfigError",
     "CropUpscaler",
     "DetectParams",
+    "DetectionHit",
     "Detections",
     "DeviceChoice",
     "DeviceFrame",
@@ -163,6 +179,8 @@ __all__ = [
     "HostUpscaler",
     "Image",
     "ImageAgreement",
+    "InputProgress",
+    "InputState",
     "KeptFrames",
     "LayerSensitivity",
     "LockstepFeed",
@@ -186,6 +204,7 @@ __all__ = [
     "WallPlayer",
     "WallState",
     "__version__",
+    "archive_labels",
     "backend_choices",
     "bicubic_upscale",
     "build_engine",
@@ -199,6 +218,7 @@ __all__ = [
     "describe_outputs",
     "device_choices",
     "difference_colours",
+    "discover_inputs",
     "draw_pane_differences",
     "error_message",
     "fallback_path",
@@ -210,8 +230,11 @@ __all__ = [
     "open_source",
     "prepare_pane",
     "prepare_variant",
+    "query_detections",
+    "read_manifest",
     "resolve_device",
     "resolve_model",
+    "run_batch",
     "run_to_outputs",
     "save_frame_snapshot",
     "save_kept_report",

@@ -7,8 +7,8 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +33,28 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from framelens.core.precision import CalibrationSettings, VariantInfo
 
+WriterFactory = Callable[[dict[str, Any]], OutputWriter[Any]]
+"""An extra output of a run, opened with the run's provenance (``run_meta``) once the
+source is open, and committed with the others (a batch's Parquet rows)."""
+
 
 def open_pipelines(
     source_spec: str, settings: PipelineSettings, notes: list[str]
 ) -> tuple[Source, Workers]:
     """The source, decoded where the workers want it, and the workers (core/pipeline/build)."""
     built = build.workers(settings, notify=notes.append)
+    source, built, path = open_with(source_spec, built, settings, notes)
+    built.path = path
+    return source, built
+
+
+def open_with(
+    source_spec: str, built: Workers, settings: PipelineSettings, notes: list[str]
+) -> tuple[Source, Workers, str]:
+    """The source for workers already built (a batch keeps them across files), the
+    workers that take it (host ones when no NVDEC source could be set up: ``built`` is
+    closed then) and the run's path in words, its decoder included. Closes ``built`` on
+    any other failure."""
     try:
         source, _ = build.open_frames(source_spec, built.pipelines[0])
     except GpuError as exc:  # no NVDEC source could be set up: the host pipelines, then
@@ -49,9 +65,8 @@ def open_pipelines(
     except BaseException:
         built.close()
         raise
-    if built.on_device:
-        built.path = f"{built.path}, decoder {_decoder_name(source)}"
-    return source, built
+    path = f"{built.path}, decoder {_decoder_name(source)}" if built.on_device else built.path
+    return source, built, path
 
 
 def _decoder_name(source: Source) -> str:
@@ -182,32 +197,98 @@ def run_to_outputs(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
     )
     notes: list[str] = []
+    source, built = open_pipelines(source_spec, settings, notes)
+    for text in notes:
+        if on_message is not None:
+            on_message(text)
+    opened = Opened(source, built, built.path, notes)
+    try:
+        summary = process(
+            opened,
+            source_spec,
+            settings,
+            RunOutputs(export, [detections] if detections else [], lossless),
+            RunRange(start, frames),
+            reopen=lambda s: open_pipelines(source_spec, s, notes),
+            progress=progress,
+            on_progress=on_progress,
+            on_message=on_message,
+            cancel=cancel,
+        )
+    finally:
+        opened.built.close()
+        opened.source.close()
+    summary["variant"] = None if variant is None else variant.summary()
+    return summary
+
+
+@dataclass
+class Opened:
+    """A run's source and workers, replaced by ``process`` after a GPU failure (the
+    caller closes whichever are here at the end), the path in words and the notes."""
+
+    source: Source
+    built: Workers
+    path: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What a run writes: the annotated video (or PNG folder), the task's detections
+    files (.json, .csv) and extra writers (``WriterFactory``); all or none appear."""
+
+    export: str | None = None
+    detections: Sequence[str] = ()
+    lossless: bool = False
+    extra: Sequence[WriterFactory] = ()
+    label: str | None = None  # the source's name in the outputs (default: its spec)
+
+
+def process(
+    opened: Opened,
+    source_spec: str,
+    settings: PipelineSettings,
+    outputs: RunOutputs,
+    rng: RunRange,
+    *,
+    reopen: Callable[[PipelineSettings], tuple[Source, Workers]],
+    progress: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_message: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """The range ``rng`` of the open source through the open workers into ``outputs``:
+    the body of ``run_to_outputs``, shared with a batch's workers (which keep their
+    engines across files). After a GPU failure ``reopen(settings)`` gives the source
+    and workers to go on with, kept in ``opened``. Returns the run's summary."""
+    notes = opened.notes
+    start, frames = rng.start, rng.count
 
     def note(text: str) -> None:
         notes.append(text)
         if on_message is not None:
             on_message(text)
 
+    source, built = opened.source, opened.built
     video: FrameExporter | None = None
-    writer: OutputWriter[Any] | None = None
-    source, built = open_pipelines(source_spec, settings, notes)
+    writers: list[OutputWriter[Any]] = []
     # what runs: TensorRT where its flavour cannot run the GPU became ONNX Runtime
     settings = replace(settings, backend=built.pipelines[0].settings.backend)
-    for text in notes:
-        if on_message is not None:
-            on_message(text)
     try:
         info = source.info
-        meta = run_meta(source_spec, settings, info)
+        meta = run_meta(outputs.label or source_spec, settings, info)
         fps = info.fps if info.fps > 0 else 30.0
         task = built.pipelines[0].task
-        if detections:
-            writer = task.open_writer(detections, meta)
-        if export:
+        for path in outputs.detections:
+            writers.append(task.open_writer(path, meta))
+        for make in outputs.extra:
+            writers.append(make(meta))
+        if outputs.export:
             out_w, out_h = task.output_size(info.width, info.height)
             video = open_exporter(
-                export,
-                lossless=lossless,
+                outputs.export,
+                lossless=outputs.lossless,
                 width=out_w,
                 height=out_h,
                 fps=fps,
@@ -228,7 +309,7 @@ def run_to_outputs(
             if video is not None and result.annotated is not None:
                 with stage(result.times, "encode"):
                     video.write(result.annotated, result.frame.pts)
-            if writer is not None:
+            for writer in writers:
                 writer.add(result.frame.index, result.frame.pts, result.output)
 
         last_report = 0.0
@@ -276,13 +357,14 @@ def run_to_outputs(
                     built.close()
                     build.close_quietly([source])
                     settings = build.after_gpu_failure(settings)
-                    source, built = open_pipelines(source_spec, settings, notes)
+                    source, built = reopen(settings)
+                    opened.source, opened.built, opened.path = source, built, built.path
         finally:
             bar.close()
         if on_progress is not None:
             on_progress(done, max(done, total or 0))
         stats.stop()
-        outputs = _commit_all([w for w in (video, writer) if w is not None])
+        written = _commit_all([w for w in (video, *writers) if w is not None])
         damage = getattr(source, "damage_note", None)
         if callable(damage) and (text := damage()):  # a damaged file: what the outputs hold
             note(f"{text}; the outputs hold the {done} frames processed")
@@ -291,19 +373,16 @@ def run_to_outputs(
             "frames": done,
             "fps": round(stats.fps, 2),
             "stage_ms": stats.medians(),
-            "outputs": outputs,
+            "outputs": written,
             "encoder": video.encoder_name if video is not None else None,
             "inference_workers": workers,
-            "path": built.path,
+            "path": opened.path,
             "notes": notes,
-            "variant": None if variant is None else variant.summary(),
+            "variant": None,
             **{k: meta[k] for k in ("model", "precision", "backend", "device")},
         }
     except BaseException:
-        for w in (video, writer):
+        for w in (video, *writers):
             if w is not None:
                 w.abort()
         raise
-    finally:
-        built.close()
-        source.close()

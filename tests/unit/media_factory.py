@@ -122,12 +122,17 @@ def sample_frames(path: Path, indices: tuple[int, ...]) -> list[npt.NDArray[np.u
     return [found[i] for i in indices]
 
 
-def encode_frames(path: Path, images: list[npt.NDArray[np.uint8]], *, rate: int = 10) -> Path:
-    """Real frames as an H.264 yuv420p video (libx264 through PyAV), frame for frame."""
+def encode_frames(
+    path: Path, images: list[npt.NDArray[np.uint8]], *, rate: int = 10, gop: int | None = None
+) -> Path:
+    """Real frames as an H.264 yuv420p video (libx264 through PyAV), frame for frame;
+    ``gop``: a keyframe every that many frames (default: libx264's)."""
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=rate)
         stream.width, stream.height = images[0].shape[1], images[0].shape[0]
         stream.pix_fmt = "yuv420p"
+        if gop is not None:
+            stream.codec_context.gop_size = gop
         for image in images:
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
                 out.mux(packet)

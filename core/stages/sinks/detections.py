@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+import numpy.typing as npt
 from framelens.core.errors import ExportError
 from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath, _reason
 from framelens.core.types import Detections
@@ -60,12 +61,7 @@ class DetectionsWriter(AtomicWriter):
             raise ExportError(f"cannot write {target}: detections go to .json or .csv")
         self.labels = tuple(labels)
         self.frames_written = 0
-        width, height = meta.get("width"), meta.get("height")
-        self._limits = (
-            np.array([width, height, width, height], np.float32)
-            if isinstance(width, int | float) and isinstance(height, int | float)
-            else None
-        )
+        self._limits = box_limits(meta)
         self._file = AtomicFile(target)
         self.path: Path = self._file.target
         # Collected without close()/abort(): still never leave a partial file behind.
@@ -97,17 +93,7 @@ class DetectionsWriter(AtomicWriter):
         """Record the detections of one processed frame (call for every frame)."""
         if self._closed:
             raise ExportError(f"cannot write {self.path}: writer is closed")
-        boxes = detections.boxes
-        if self._limits is not None and len(boxes):
-            boxes = np.clip(boxes, 0.0, self._limits)
-        box_list = np.round(boxes.astype(np.float64), 2).tolist()
-        scores = np.round(detections.scores.astype(np.float64), 4).tolist()
-        cids = detections.class_ids.tolist()
-        lms = (
-            None
-            if detections.landmarks is None
-            else np.round(detections.landmarks.astype(np.float64), 2).tolist()
-        )
+        box_list, scores, cids, lms = plain_detections(detections, self._limits)
         try:
             if self.kind == "json":
                 self._add_json(index, pts, box_list, scores, cids, lms)
@@ -119,7 +105,7 @@ class DetectionsWriter(AtomicWriter):
         self.frames_written += 1
 
     def _label(self, cid: int) -> str:
-        return self.labels[cid] if 0 <= cid < len(self.labels) else str(cid)
+        return label_of(self.labels, cid)
 
     def _add_json(
         self,
@@ -197,6 +183,44 @@ class DetectionsWriter(AtomicWriter):
                 fh.close()
         self._finalizer.detach()
         self._file.discard()
+
+
+Limits = npt.NDArray[np.float32] | None
+
+
+def box_limits(meta: Mapping[str, Any]) -> Limits:
+    """The (width, height, width, height) boxes are clipped to, from a run's meta; None
+    when the meta gives no frame size."""
+    width, height = meta.get("width"), meta.get("height")
+    if isinstance(width, int | float) and isinstance(height, int | float):
+        return np.array([width, height, width, height], np.float32)
+    return None
+
+
+def plain_detections(
+    detections: Detections, limits: Limits
+) -> tuple[list[list[float]], list[float], list[int], list[list[list[float]]] | None]:
+    """One frame's detections as written: boxes clipped to ``limits`` and rounded to 2
+    decimals, scores to 4, class ids, landmarks (faces) to 2. Every writer of detections
+    (JSON, CSV, a batch's Parquet rows) writes these same numbers."""
+    boxes = detections.boxes
+    if limits is not None and len(boxes):
+        boxes = np.clip(boxes, 0.0, limits)
+    box_list = np.round(boxes.astype(np.float64), 2).tolist()
+    scores = np.round(detections.scores.astype(np.float64), 4).tolist()
+    cids = detections.class_ids.tolist()
+    lms = (
+        None
+        if detections.landmarks is None
+        else np.round(detections.landmarks.astype(np.float64), 2).tolist()
+    )
+    return box_list, scores, cids, lms
+
+
+def label_of(labels: Sequence[str], class_id: int) -> str:
+    """A class id's label as written: its name, or the id itself when the model names
+    no such class."""
+    return labels[class_id] if 0 <= class_id < len(labels) else str(class_id)
 
 
 def _plain(value: Any) -> Any:

@@ -1,0 +1,159 @@
+"""`framelens batch` and `framelens query`: an archive of footage analysed, and searched.
+
+    framelens batch INPUTS... --output DIR [model options] [--export-video]
+                    [--ray [auto|local|ADDRESS]] [--gpus-per-worker G] [--workers N]
+    framelens query DIR [--class NAME] [--min-score S] [--source GLOB] [--between T0 T1]
+
+batch exits 0 when every input is done (now or by an earlier batch), 1 when some
+failed (each named on stderr), 130 when cancelled by Ctrl+C (a later batch resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from framelens.core.errors import ConfigError
+
+EXIT_FAILED = 1
+EXIT_CANCELLED = 128 + signal.SIGINT
+
+
+def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    batch = sub.add_parser(
+        "batch", help="run the pipeline over files, folders or globs of videos (resumable)"
+    )
+    batch.add_argument("inputs", nargs="+", help="video files, folders (recursive) or globs")
+    batch.add_argument("--output", required=True, metavar="DIR", help="results and manifest")
+    add_model_args(batch)
+    batch.add_argument(
+        "--export-video",
+        action="store_true",
+        help="also write each input's annotated video (superres: always, the upscaled one)",
+    )
+    batch.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        default=None,
+        metavar="auto|local|ADDRESS",
+        help="run on Ray: auto (RAY_ADDRESS or a running cluster, else local), local, or a "
+        "cluster's address (ray://HEAD:10001, HEAD:6379); default: this process, no Ray",
+    )
+    batch.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=1.0,
+        metavar="G",
+        help="with --ray and a CUDA device: GPUs per worker (0.5: two workers share one)",
+    )
+    batch.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="with --ray: how many workers"
+    )
+    batch.add_argument(
+        "--segment-frames",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --ray: split inputs longer than N frames at keyframes (default 9000)",
+    )
+    batch.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    query = sub.add_parser("query", help="search the detections of a batch's results")
+    query.add_argument("dir", metavar="DIR", help="a batch's --output folder")
+    query.add_argument("--class", dest="label", metavar="NAME", help="only this class")
+    query.add_argument("--min-score", type=float, default=0.0, metavar="S")
+    query.add_argument("--source", metavar="GLOB", help="only sources whose path matches")
+    query.add_argument(
+        "--between", nargs=2, type=float, metavar=("T0", "T1"), help="seconds of the source"
+    )
+    query.add_argument("--limit", type=int, default=None, metavar="N", help="at most N lines")
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from framelens.cli import _settings
+    from framelens.core.pipeline.archive import DEFAULT_SEGMENT_FRAMES, run_batch
+    from framelens.core.pipeline.archive.inputs import discover_inputs
+    from framelens.core.pipeline.build import default_batch
+
+    if args.workers is not None and args.ray is None:
+        raise ConfigError("--workers sets how many Ray workers: add --ray")
+    if args.segment_frames is not None and args.segment_frames < 1:
+        raise ConfigError("--segment-frames must be at least 1")
+    if not args.gpus_per_worker > 0:
+        raise ConfigError("--gpus-per-worker must be more than 0")
+    if "," in args.device:
+        raise ConfigError("batch runs on one device; with --ray, each worker gets its own GPU")
+    settings = _settings(args)
+    first = discover_inputs(args.inputs)[0]
+    if args.batch is None:
+        settings = default_batch(settings, first)
+    cancel = threading.Event()
+
+    def stop(*_: object) -> None:
+        # the first Ctrl+C cancels (running inputs go back to pending); a second one
+        # interrupts at once
+        print("framelens: cancelling (Ctrl+C again to stop at once)", file=sys.stderr)
+        cancel.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        summary = run_batch(
+            args.inputs,
+            args.output,
+            settings,
+            export_video=args.export_video,
+            ray=args.ray,
+            gpus_per_worker=args.gpus_per_worker,
+            workers=args.workers,
+            cancel=cancel,
+            progress=not args.quiet,
+            segment_frames=args.segment_frames or DEFAULT_SEGMENT_FRAMES,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    for item in summary.inputs:
+        if item.state == "failed":
+            print(f"framelens: failed: {item.path}: {item.error}", file=sys.stderr)
+    print(f"framelens: batch: {summary.line()}", file=sys.stderr)
+    if summary.cancelled:
+        return EXIT_CANCELLED
+    return EXIT_FAILED if summary.failed else 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.archive import MANIFEST, archive_labels, query_detections
+
+    folder = Path(args.dir)
+    if not (folder / MANIFEST).is_file():
+        raise ConfigError(f"{folder} holds no batch results (no {MANIFEST}): see framelens batch")
+    if not 0.0 <= args.min_score <= 1.0:
+        raise ConfigError("--min-score must be between 0 and 1")
+    hits = query_detections(
+        folder,
+        label=args.label,
+        min_score=args.min_score,
+        source_glob=args.source,
+        between=tuple(args.between) if args.between else None,
+        limit=args.limit,
+    )
+    for hit in hits:
+        print(hit.line())
+    sys.stdout.flush()
+    if hits:
+        print(f"framelens: {len(hits)} detection{'s' if len(hits) != 1 else ''}", file=sys.stderr)
+        return 0
+    labels = archive_labels(folder)
+    if args.label and args.label not in labels:
+        known = ", ".join(labels) if labels else "none"
+        print(f"framelens: no detections of class {args.label} (the archive has: {known})",
+              file=sys.stderr)  # fmt: skip
+    else:
+        print("framelens: no detections match", file=sys.stderr)
+    return 0

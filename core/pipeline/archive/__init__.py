@@ -1,0 +1,41 @@
+"""Archives at scale: one pipeline over folders of footage, locally or on Ray,
+resumable (``DIR/manifest.json``) and queryable (``DIR/detections/``, Parquet).
+
+    run_batch(inputs, output_dir, settings, ray=None | "local" | "auto" | ADDRESS)
+    query_detections(output_dir, label="person", min_score=0.5, ...)
+
+The driver (batch.py) discovers and probes the inputs (inputs.py), keeps the manifest
+(manifest.py), plans segments of long files (segments.py) and follows the jobs
+(tracker.py); the jobs run on FileProcessors (processor.py) in this process (local.py)
+or on Ray actors (ray_runner.py), writing Parquet rows (parquet.py) beside the per-file
+detections; query.py reads the dataset back.
+"""
+
+from framelens.core.pipeline.archive.batch import run_batch
+from framelens.core.pipeline.archive.inputs import VIDEO_EXTENSIONS, discover_inputs
+from framelens.core.pipeline.archive.manifest import MANIFEST, read_manifest
+from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
+from framelens.core.pipeline.archive.query import archive_labels, query_detections
+from framelens.core.pipeline.archive.segments import DEFAULT_SEGMENT_FRAMES
+from framelens.core.pipeline.archive.types import (
+    BatchSummary,
+    DetectionHit,
+    InputProgress,
+    InputState,
+)
+
+__all__ = [
+    "DEFAULT_SEGMENT_FRAMES",
+    "DETECTIONS_DIR",
+    "MANIFEST",
+    "VIDEO_EXTENSIONS",
+    "BatchSummary",
+    "DetectionHit",
+    "InputProgress",
+    "InputState",
+    "archive_labels",
+    "discover_inputs",
+    "query_detections",
+    "read_manifest",
+    "run_batch",
+]

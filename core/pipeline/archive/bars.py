@@ -1,0 +1,57 @@
+"""A batch on the terminal: one tqdm bar for the whole batch (frames of every input)
+and one per worker (the input it is on, its frames and fps)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from framelens.core.pipeline.archive.types import InputProgress
+from tqdm import tqdm
+
+
+class BatchBars:
+    """Fed every InputProgress of a batch; ``close()`` when it ends."""
+
+    def __init__(self, total_frames: int, *, enabled: bool = True) -> None:
+        self._disable = not enabled or None  # None: tqdm's own choice, off without a tty
+        self.overall = tqdm(
+            total=total_frames or None,
+            unit="frame",
+            desc="batch",
+            file=sys.stderr,
+            disable=self._disable,
+        )
+        self._workers: dict[str, Any] = {}
+        self._frames: dict[str, int] = {}
+
+    def __call__(self, event: InputProgress) -> None:
+        if event.state in ("running", "done"):
+            self._frames[event.path] = event.frames_done
+        elif event.state in ("pending", "failed"):
+            self._frames.pop(event.path, None)
+        self.overall.n = sum(self._frames.values())
+        self.overall.refresh()
+        if event.state != "running" or not event.worker:
+            return
+        bar = self._workers.get(event.worker)
+        if bar is None:
+            bar = tqdm(
+                unit="frame",
+                file=sys.stderr,
+                position=len(self._workers) + 1,
+                leave=False,
+                disable=self._disable,
+            )
+            self._workers[event.worker] = bar
+        name = event.path.rsplit("/", 1)[-1]
+        bar.set_description_str(f"{event.worker}: {name[-30:]}", refresh=False)
+        bar.total = event.frames_total or None
+        bar.n = event.frames_done
+        bar.set_postfix_str(f"{event.fps:.1f} fps", refresh=False)
+        bar.refresh()
+
+    def close(self) -> None:
+        for bar in self._workers.values():
+            bar.close()
+        self.overall.close()

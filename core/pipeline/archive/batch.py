@@ -1,0 +1,285 @@
+"""``run_batch``: the same pipeline over an archive of videos, resumable.
+
+Inputs are discovered (files, folders, globs), hashed and checked against the output
+folder's manifest: what is done with the same content and settings is skipped, the rest
+is probed in the driver (a corrupt file fails there, with its one-line reason) and run,
+locally in this process or on Ray (one job per file, long files split at keyframes
+when they run on Ray). Each input's outputs are written atomically: its detections JSON
+and CSV, its Parquet file in ``DIR/detections/`` (the archive's dataset), and with
+``export_video`` (super-resolution: always) its video.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from framelens.core.errors import ConfigError, FrameLensError, error_message
+from framelens.core.pipeline.archive.bars import BatchBars
+from framelens.core.pipeline.archive.inputs import discover_inputs, probe
+from framelens.core.pipeline.archive.local import run_local
+from framelens.core.pipeline.archive.manifest import Entry, Manifest, settings_record
+from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
+from framelens.core.pipeline.archive.processor import PARTS_DIR, Job
+from framelens.core.pipeline.archive.segments import (
+    DEFAULT_SEGMENT_FRAMES,
+    WHOLE,
+    keyframes,
+    plan,
+    remove_parts,
+)
+from framelens.core.pipeline.archive.tracker import Tracker, remove_outputs
+from framelens.core.pipeline.archive.types import BatchSummary, InputProgress
+from framelens.core.pipeline.multi_run import source_name
+from framelens.core.pipeline.run import prepare_precision
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sinks.atomic import remove_stale
+
+
+def _inside(path: str, folder: Path) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
+
+
+def _names(paths: Sequence[str], manifest: Manifest) -> dict[str, str]:
+    """Each input's output name: the one the manifest gave it, or its stem, numbered
+    "-2", "-3"... past every name taken, so a name never changes between batches."""
+    names = {p: manifest.entries[p].name for p in paths if p in manifest.entries}
+    names = {p: n for p, n in names.items() if n}
+    taken = {e.name for e in manifest.entries.values() if e.name}
+    for path in paths:
+        if path in names:
+            continue
+        base = source_name(path)
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        taken.add(name)
+        names[path] = name
+    return names
+
+
+def _is_done(entry: Entry, output_dir: Path, record: dict[str, object]) -> bool:
+    return (
+        entry.state == "done"
+        and entry.settings == record
+        and all((output_dir / rel).exists() for rel in entry.outputs)
+    )
+
+
+def run_batch(
+    inputs: Sequence[str],
+    output_dir: str | Path,
+    settings: PipelineSettings,
+    *,
+    export_video: bool = False,
+    ray: str | None = None,
+    gpus_per_worker: float = 1.0,
+    workers: int | None = None,
+    on_progress: Callable[[InputProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    progress: bool = True,
+    segment_frames: int = DEFAULT_SEGMENT_FRAMES,
+) -> BatchSummary:
+    """Run ``settings``' pipeline over every video ``inputs`` name into ``output_dir``.
+
+    ``ray``: None runs here, in this process; "local", "auto" or a cluster's address
+    run on Ray (core/pipeline/archive/ray_runner.py) with ``workers`` actors (default:
+    one per CPU, or per ``gpus_per_worker`` GPUs when the device is CUDA); inputs longer
+    than ``segment_frames`` are split there. ``on_progress`` receives every state change
+    and progress report (at most ten a second per running job), on this thread;
+    ``cancel`` stops the batch: running inputs go back to pending, their partial outputs
+    removed, and a later batch resumes. ``progress`` draws the terminal's bars.
+    """
+    started = time.perf_counter()
+    out = Path(output_dir).expanduser().absolute()
+    if segment_frames < 1:
+        raise ConfigError("segments must hold at least one frame")
+    try:
+        (out / DETECTIONS_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {out}: {exc.strerror or exc}") from None
+    lock = DirLock(out)
+    try:
+        paths = [p for p in discover_inputs(inputs) if not _inside(p, out)]
+        if not paths:
+            raise ConfigError(f"the only videos found are {out}'s own outputs")
+        manifest = Manifest(out)
+        superres = settings.model.task == "superres"
+        export_video = export_video or superres  # what a super-resolution batch writes
+        bars = BatchBars(0, enabled=progress)
+        listeners: list[Callable[[InputProgress], None]] = [bars]
+        if on_progress is not None:
+            listeners.append(on_progress)
+        tracker = Tracker(
+            manifest, out, listeners,
+            labels=settings.model.labels, faces=settings.model.layout == "yunet",
+        )  # fmt: skip
+        cancelled, where = False, None
+        skipped: set[str] = set()
+        try:
+            record = settings_record(settings, export_video=export_video)
+            todo, skipped = _check(paths, manifest, tracker, record)
+            bars.overall.total = sum(frames for _, frames in todo) or None
+            manifest.save()
+            if todo and cancel is not None and cancel.is_set():
+                cancelled = True
+            elif todo:  # with nothing to do, Ray is not even started
+                settings, _ = prepare_precision(
+                    todo[0][0], settings, progress=progress, cancel=cancel
+                )
+                split = ray is not None and not export_video
+                jobs = _jobs(
+                    todo, manifest, out, split, segment_frames,
+                    detections=not superres, video=export_video,
+                )  # fmt: skip
+                for path, _ in todo:
+                    tracker.add([j for j in jobs if j.path == path])
+                if ray is None:
+                    cancelled = run_local(jobs, settings, tracker, cancel)
+                else:
+                    from framelens.core.pipeline.archive.ray_runner import run_on_ray
+
+                    cancelled, where = run_on_ray(
+                        jobs, settings, tracker, cancel, address=ray,
+                        gpus_per_worker=gpus_per_worker, workers=workers,
+                    )  # fmt: skip
+        finally:
+            for entry in manifest.entries.values():
+                if entry.state == "running":  # stopped by an exception: to be done again
+                    entry.state = "pending"
+            manifest.save()
+            bars.close()
+            _sweep(out)
+    finally:
+        lock.release()
+    final = [manifest.entry(p).progress("skipped" if p in skipped else None) for p in paths]
+    return BatchSummary(
+        output_dir=str(out),
+        done=sum(e.state == "done" for e in final),
+        failed=sum(e.state == "failed" for e in final),
+        skipped=len(skipped),
+        cancelled=cancelled,
+        frames=tracker.frames,
+        wall_s=round(time.perf_counter() - started, 3),
+        ray=None if ray is None else (where or ray),
+        inputs=tuple(final),
+    )
+
+
+def _check(
+    paths: Sequence[str], manifest: Manifest, tracker: Tracker, record: dict[str, object]
+) -> tuple[list[tuple[str, int]], set[str]]:
+    """Each input against the manifest: skipped when done with the same content and
+    settings, else its old outputs removed and the file probed (a corrupt one fails
+    here). Returns the inputs to run with their frame counts, and those skipped."""
+    out = tracker.output_dir
+    names = _names(paths, manifest)
+    todo: list[tuple[str, int]] = []
+    skipped: set[str] = set()
+    for path in paths:
+        entry = manifest.entry(path)
+        entry.name = names[path]
+        try:
+            changed = manifest.refresh_hash(entry, path)
+        except OSError as exc:
+            tracker.fail(path, f"cannot read {path}: {exc.strerror or exc}")
+            continue
+        if not changed and _is_done(entry, out, record):
+            skipped.add(path)
+            tracker.emit(entry, "skipped")
+            continue
+        remove_outputs(out, entry.outputs)
+        remove_parts(out / PARTS_DIR / entry.name)
+        entry.state, entry.error, entry.settings, entry.outputs = "pending", None, record, []
+        entry.frames, entry.fps, entry.worker = 0, 0.0, ""
+        try:
+            found = probe(path)
+        except FrameLensError as exc:
+            tracker.fail(path, error_message(exc))
+            continue
+        entry.frames_total = found.frames or 0
+        todo.append((path, entry.frames_total))
+        tracker.emit(entry)
+    return todo, skipped
+
+
+def _jobs(
+    todo: Sequence[tuple[str, int]],
+    manifest: Manifest,
+    out: Path,
+    split: bool,
+    segment_frames: int,
+    *,
+    detections: bool,
+    video: bool,
+) -> list[Job]:
+    """One job per input, or per segment of an input longer than ``segment_frames``
+    (``split``: on Ray, without a video, which is written whole)."""
+    jobs: list[Job] = []
+    for path, frames in todo:
+        segments = [WHOLE]
+        if split and frames > segment_frames:
+            try:
+                segments = plan(frames, keyframes(path), segment_frames)
+            except FrameLensError:
+                segments = [WHOLE]  # the run reads it whole and reports what it finds
+        for segment in segments:
+            count = segment.frames if segment.frames is not None else frames - segment.start
+            jobs.append(
+                Job(
+                    path=path,
+                    file=os.path.abspath(path),
+                    name=manifest.entry(path).name,
+                    output_dir=str(out),
+                    segment=segment,
+                    segments=len(segments),
+                    frames_total=max(0, count),
+                    detections=detections,
+                    video=video,
+                )
+            )
+    return jobs
+
+
+_PARTIAL = re.compile(r"\.(?P<stem>.+)\.partial-[0-9a-f]{8}(?P<suffix>\.[^.]*)?")
+
+
+def _sweep(out: Path) -> None:
+    """Remove what killed writers left (temporaries no live writer holds) and the
+    segments' folder: nothing runs once a batch ends."""
+    for folder in (out, out / DETECTIONS_DIR):
+        try:
+            names = [p.name for p in folder.iterdir()]
+        except OSError:
+            continue
+        for name in names:
+            if m := _PARTIAL.fullmatch(name):
+                stem, suffix = m["stem"], m["suffix"] or ""
+                remove_stale(folder / f"{stem}{suffix}", f".{stem}.partial-", suffix)
+    remove_parts(out / PARTS_DIR)
+
+
+class DirLock:
+    """One batch at a time per output folder: an exclusive lock on ``DIR/.batch.lock``
+    (released by release(), or by the process's death)."""
+
+    def __init__(self, out: Path) -> None:
+        self._fd: int | None = os.open(out / ".batch.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        if sys.platform != "win32":
+            import fcntl
+
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                self.release()
+                raise ConfigError(f"another batch is writing to {out}") from None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,42 @@
+"""A batch in this process, without Ray: the jobs one after another on one
+FileProcessor (the engine built once), on the caller's thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from framelens.core.pipeline.archive.processor import FileProcessor, Job
+from framelens.core.pipeline.archive.tracker import Tracker
+from framelens.core.pipeline.settings import PipelineSettings
+
+WORKER = "local"
+
+
+def run_local(
+    jobs: Sequence[Job],
+    settings: PipelineSettings,
+    tracker: Tracker,
+    cancel: threading.Event | None,
+) -> bool:
+    """Run ``jobs`` in order; True when ``cancel`` stopped the batch (the input being
+    processed goes back to pending, its partial outputs removed)."""
+    processor = FileProcessor(settings)
+    try:
+        for job in jobs:
+            if cancel is not None and cancel.is_set():
+                return True
+            if not tracker.wanted(job):
+                continue
+            tracker.started(job, WORKER)
+
+            def report(done: int, _total: int, job: Job = job) -> None:
+                tracker.progressed(job, done, WORKER)
+
+            result = processor.run(job, on_progress=report, cancel=cancel)
+            tracker.finished(result, WORKER)
+            if result.cancelled:
+                return True
+    finally:
+        processor.close()
+    return False

@@ -1,0 +1,158 @@
+"""A batch's worker: one set of pipelines (the engine loaded once) kept across the files
+and segments it is given, each run through the same body as ``framelens run``
+(core/pipeline/run.py ``process``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from framelens.core.errors import Cancelled, FrameLensError, error_message
+from framelens.core.pipeline import build
+from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR, ParquetRows
+from framelens.core.pipeline.archive.segments import WHOLE, Segment
+from framelens.core.pipeline.build import Workers
+from framelens.core.pipeline.run import Opened, RunOutputs, open_pipelines, open_with, process
+from framelens.core.pipeline.runner import RunRange
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sources import Source
+
+PARTS_DIR = ".segments"
+"""Where a split input's segments keep their detections until they are merged."""
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One input, or one segment of it, for a worker. Paths are absolute (a worker's
+    working directory is not the driver's); ``path`` is the input as given, the
+    ``source`` its outputs name."""
+
+    path: str
+    file: str
+    name: str
+    output_dir: str
+    segment: Segment = WHOLE
+    segments: int = 1
+    frames_total: int = 0
+    detections: bool = True  # JSON, CSV and Parquet rows (not for super-resolution)
+    video: bool = False
+
+    def outputs(self) -> RunOutputs:
+        """Where this job writes: a whole input straight to its files in DIR, a
+        segment its JSON part (merged by the driver) and its own Parquet file."""
+        out = Path(self.output_dir)
+        files: list[str] = []
+        if self.detections:
+            if self.segments == 1:
+                files = [str(out / f"{self.name}.json"), str(out / f"{self.name}.csv")]
+            else:
+                files = [str(self.part_json())]
+        video = str(out / f"{self.name}.mp4") if self.video else None
+        return RunOutputs(export=video, detections=files, label=self.path, extra=())
+
+    def parquet_path(self) -> Path:
+        out = Path(self.output_dir) / DETECTIONS_DIR
+        if self.segments == 1:
+            return out / f"{self.name}.parquet"
+        return out / f"{self.name}.seg{self.segment.index:04d}.parquet"
+
+    def part_json(self) -> Path:
+        return Path(self.output_dir) / PARTS_DIR / self.name / f"{self.segment.index:04d}.json"
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a job ended: its frames, fps and outputs, or why it did not finish
+    (``cancelled``: stopped by the user, outputs discarded; ``error``: one line)."""
+
+    job: Job
+    frames: int = 0
+    fps: float = 0.0
+    outputs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    cancelled: bool = False
+
+
+class FileProcessor:
+    """Runs jobs one after another on pipelines built once, for the first job, and kept
+    (after a GPU failure, the CPU ones the run went on with). Close it when done."""
+
+    def __init__(self, settings: PipelineSettings, *, workers: int | None = None) -> None:
+        self.settings = settings  # precision prepared already (the variant's model)
+        self.count = workers
+        self._built: Workers | None = None
+        self._path = ""
+
+    def _open(self, spec: str, notes: list[str]) -> tuple[Source, Workers, str]:
+        if self._built is None:
+            self._built = build.workers(self.settings, notify=notes.append, count=self.count)
+        built, self._built = self._built, None  # open_with closes it if it fails
+        source, built, path = open_with(spec, built, self.settings, notes)
+        self._built = built
+        return source, built, path
+
+    def run(
+        self,
+        job: Job,
+        *,
+        on_progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> JobResult:
+        """Run ``job``; failures come back in the result (a one-line ``error``), as
+        does a cancel; nothing of an unfinished job is left on disk."""
+        notes: list[str] = []
+        try:
+            source, built, path = self._open(job.file, notes)
+        except FrameLensError as exc:
+            return JobResult(job, error=error_message(exc))
+        opened = Opened(source, built, path, notes)
+        settings = self.settings
+        outputs = job.outputs()
+        if job.detections:
+            labels = settings.model.labels
+            target, stop = job.parquet_path(), job.segment.stop
+
+            def parquet(meta: dict[str, Any]) -> ParquetRows:
+                return ParquetRows(target, meta, labels, stop=stop)
+
+            outputs = replace(outputs, extra=(parquet,))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if job.segments > 1:
+                job.part_json().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            summary = process(
+                opened,
+                job.file,
+                settings,
+                outputs,
+                RunRange(job.segment.start, job.segment.frames),
+                reopen=lambda s: open_pipelines(job.file, s, notes),
+                progress=False,
+                on_progress=on_progress,
+                cancel=cancel,
+            )
+        except Cancelled:
+            return JobResult(job, cancelled=True)
+        except FrameLensError as exc:
+            return JobResult(job, error=error_message(exc), notes=tuple(notes))
+        finally:
+            opened.source.close()
+            self._built = opened.built
+        return JobResult(
+            job,
+            frames=int(summary["frames"]),
+            fps=float(summary["fps"]),
+            outputs=tuple(summary["outputs"]),
+            notes=tuple(notes),
+        )
+
+    def close(self) -> None:
+        if self._built is not None:
+            self._built.close()
+            self._built = None

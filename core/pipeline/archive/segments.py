@@ -1,0 +1,134 @@
+"""Long inputs split at keyframes, so several workers share one file, and the
+segments' detections merged back into one file per input.
+
+A segment is a range of the run (``RunRange``: first frame, count) that starts on a
+keyframe: decoding from there gives the frames a reading from the start gives, so the
+merged results equal a run over the whole file. The plan is made in the driver from
+the container's packets (demuxed, not decoded).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from framelens.core.errors import ExportError, SourceError
+from framelens.core.stages.sinks.detections import DetectionsWriter
+from framelens.core.stages.sources.file import (
+    AV_ERRORS,
+    DECODER_LIMITS,
+    frame_rate,
+    open_container,
+    reason,
+    video_stream,
+)
+from framelens.core.types import Detections
+
+DEFAULT_SEGMENT_FRAMES = 9000
+"""Inputs longer than this (6 minutes at 25 fps) are split, on Ray, into segments of
+about this many frames."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int
+    start: int
+    frames: int | None  # None: to the end of the file
+
+    @property
+    def stop(self) -> int | None:
+        return None if self.frames is None else self.start + self.frames
+
+
+WHOLE = Segment(0, 0, None)
+
+
+def keyframes(path: str) -> list[int]:
+    """The frame indices of ``path``'s keyframes, from its packets' timestamps (as the
+    file source numbers frames: ``round((pts - start) * fps)``), sorted."""
+    container = open_container(path, f"{path} is not a readable video", options=DECODER_LIMITS)
+    try:
+        stream = video_stream(container, path)
+        fps, tb, start = frame_rate(stream), stream.time_base, stream.start_time or 0
+        found = set()
+        try:
+            for packet in container.demux(stream):
+                if packet.is_keyframe and packet.pts is not None and tb is not None:
+                    found.add(round(float((packet.pts - start) * tb) * fps))
+        except AV_ERRORS as exc:
+            raise SourceError(f"{path}: reading its keyframes failed: {reason(exc)}") from exc
+        return sorted(found)
+    finally:
+        container.close()
+
+
+def plan(frame_count: int | None, keys: Sequence[int], max_frames: int) -> list[Segment]:
+    """Segments of at least ``max_frames`` frames (the last may be shorter or longer),
+    each starting on a keyframe; one whole segment when the file is not longer."""
+    if max_frames < 1:
+        raise ValueError("segments must hold at least one frame")
+    if not frame_count or frame_count <= max_frames:
+        return [WHOLE]
+    starts = [0]
+    for k in keys:
+        if k - starts[-1] >= max_frames and k < frame_count:
+            starts.append(k)
+    if len(starts) == 1:
+        return [WHOLE]
+    segments = [Segment(i, s, e - s) for i, (s, e) in enumerate(pairwise(starts))]
+    return [*segments, Segment(len(starts) - 1, starts[-1], None)]
+
+
+def _detections(frame: dict[str, Any], faces: bool) -> Detections:
+    dets = frame["detections"]
+    lms = np.array([d["landmarks"] for d in dets], np.float32).reshape(-1, 5, 2)
+    return Detections(
+        np.array([d["box"] for d in dets], np.float32).reshape(-1, 4),
+        np.array([d["score"] for d in dets], np.float32),
+        np.array([d["class_id"] for d in dets], np.int32),
+        lms if faces else None,
+    )
+
+
+def merge_parts(
+    parts: Sequence[Path],
+    stops: Sequence[int | None],
+    targets: Sequence[Path],
+    labels: Sequence[str],
+    *,
+    faces: bool,
+) -> list[Path]:
+    """The segments' detections JSON (``parts``, in order) as one detections file per
+    target (.json, .csv), as a run over the whole file writes them; frames at or past a
+    segment's stop (a damaged file's numbering can jump) are the next one's."""
+    writers: list[DetectionsWriter] = []
+    try:
+        for k, (part, stop) in enumerate(zip(parts, stops, strict=True)):
+            try:
+                data = json.loads(part.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ExportError(f"cannot read segment {part}: {exc}") from None
+            if k == 0:
+                writers = [DetectionsWriter(t, data["meta"], labels) for t in targets]
+            for frame in data["frames"]:
+                if stop is not None and frame["index"] >= stop:
+                    continue
+                dets = _detections(frame, faces)
+                for w in writers:
+                    w.add(frame["index"], frame["pts"], dets)
+        return [w.close() for w in writers]
+    except BaseException:
+        for w in writers:
+            w.abort()
+        raise
+
+
+def remove_parts(folder: Path) -> None:
+    """The segments' folder, once merged (or when the input is done again)."""
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,80 @@
+"""What a batch reports: each input's progress and state, the batch's summary, and the
+rows of the archive's detections as a query returns them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+InputState = Literal["pending", "running", "done", "failed", "skipped"]
+"""``skipped``: done by an earlier batch with the same file and settings (the manifest
+keeps it ``done``)."""
+
+
+@dataclass(frozen=True)
+class InputProgress:
+    """One event: an input's state changed or it progressed."""
+
+    path: str  # the input's path as given or discovered (what Parquet's `source` holds)
+    state: InputState
+    frames_done: int
+    frames_total: int  # 0 when unknown
+    fps: float  # this input's processing fps so far (0.0 if not started)
+    worker: str  # "local" or the Ray actor's name, e.g. "worker-1"
+    error: str | None = None  # the one-line reason when failed
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """How a batch ended."""
+
+    output_dir: str
+    done: int
+    failed: int
+    skipped: int
+    cancelled: bool
+    frames: int  # frames processed by this batch
+    wall_s: float
+    ray: str | None  # None (local) or the cluster address / "local"
+    inputs: tuple[InputProgress, ...]  # the final state of each input
+
+    @property
+    def fps(self) -> float:
+        """Frames processed per second of the batch's wall time."""
+        return self.frames / self.wall_s if self.wall_s > 0 else 0.0
+
+    def line(self) -> str:
+        """The batch's last line: counts, frames, fps and where the results are."""
+        how = "cancelled: " if self.cancelled else ""
+        pending = len(self.inputs) - self.done - self.failed - self.skipped
+        rest = f", {pending} pending" if pending else ""
+        return (
+            f"{how}{self.done} done, {self.failed} failed, {self.skipped} skipped{rest}; "
+            f"{self.frames} frames in {self.wall_s:.1f} s ({self.fps:.1f} fps); "
+            f"results in {self.output_dir}"
+        )
+
+
+@dataclass(frozen=True)
+class DetectionHit:
+    """One row of the archive's Parquet dataset."""
+
+    source: str
+    frame: int
+    pts: float
+    class_id: int
+    label: str
+    score: float
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    model: str
+    precision: str
+
+    def line(self) -> str:
+        """The row as ``framelens query`` prints it."""
+        return (
+            f"{self.source}\tframe {self.frame}\t{self.pts:.3f} s\t{self.label}\t"
+            f"{self.score:.4f}\t{self.x1:.2f},{self.y1:.2f},{self.x2:.2f},{self.y2:.2f}"
+        )
