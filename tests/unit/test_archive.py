@@ -260,3 +260,46 @@ def test_a_superres_batch_writes_the_upscaled_videos_and_no_rows(tmp_path: Path)
         assert sum(1 for _ in video.decode(stream)) == 6
     assert list((tmp_path / "sr" / "detections").iterdir()) == []
     assert query_detections(tmp_path / "sr") == []
+
+
+def test_with_nothing_to_submit_ray_is_not_started_and_run_never_loads_it(
+    archive: Path, tmp_path: Path
+) -> None:
+    code = (
+        "import sys\n"
+        "from framelens.core.api import PipelineSettings, resolve_model, run_batch\n"
+        "import framelens.cli, framelens.gui.main_window\n"
+        "assert 'ray' not in sys.modules, 'the app loaded ray'\n"
+        f"s = run_batch([{str(archive / 'south' / 'broken.mp4')!r}], {str(tmp_path / 'o')!r},"
+        " PipelineSettings(resolve_model('yolox-nano')), ray='local', progress=False)\n"
+        "print(s.failed, 'ray' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "False"]
+
+
+def test_segments_of_a_file_merge_into_the_detections_of_one_run(tmp_path: Path) -> None:
+    """The merge a split input gets (faces: landmarks too), without Ray: two ranges of
+    one file, run separately, give the JSON and CSV of the run over the whole file."""
+    from framelens.core.pipeline.archive.segments import keyframes, merge_parts, plan
+
+    clip = sample_clip(tmp_path / "clip.mp4", 280, 30, gop=10)
+    faces = PipelineSettings(resolve_model("yunet"), threads=1)
+    segments = plan(30, keyframes(clip), 12)
+    assert [(s.start, s.frames) for s in segments] == [(0, 20), (20, None)]
+    parts = []
+    for s in segments:
+        part = tmp_path / f"part{s.index}.json"
+        run_to_outputs(clip, faces, detections=str(part), start=s.start, frames=s.frames,
+                       progress=False)  # fmt: skip
+        parts.append(part)
+    whole = [tmp_path / "whole.json", tmp_path / "whole.csv"]
+    for target in whole:
+        run_to_outputs(clip, faces, detections=str(target), progress=False)
+    merged = [tmp_path / "merged.json", tmp_path / "merged.csv"]
+    merge_parts(parts, [s.stop for s in segments], merged, faces.model.labels, faces=True)
+    assert json.loads(whole[0].read_text())["frames"][0]["detections"][0]["landmarks"]
+    assert merged[0].read_bytes() == whole[0].read_bytes()
+    assert merged[1].read_bytes() == whole[1].read_bytes()

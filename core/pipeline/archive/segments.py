@@ -87,12 +87,12 @@ def plan(frame_count: int | None, keys: Sequence[int], max_frames: int) -> list[
 
 def _detections(frame: dict[str, Any], faces: bool) -> Detections:
     dets = frame["detections"]
-    lms = np.array([d["landmarks"] for d in dets], np.float32).reshape(-1, 5, 2)
+    lms = np.array([d["landmarks"] for d in dets], np.float32).reshape(-1, 5, 2) if faces else None
     return Detections(
         np.array([d["box"] for d in dets], np.float32).reshape(-1, 4),
         np.array([d["score"] for d in dets], np.float32),
         np.array([d["class_id"] for d in dets], np.int32),
-        lms if faces else None,
+        lms,
     )
 
 

@@ -1,0 +1,185 @@
+"""Archives on a real local Ray cluster (2 CPUs, started once for this module): real
+clips of the person sample and a corrupt file on Ray actors; a worker's process killed
+mid-file; a cancelled batch resumed; long files split at keyframes and merged. Every
+result is compared with single runs of the same files (run_to_outputs)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archive_media import corrupt_clip, json_rows, leftovers, parquet_rows, sample_clip, sorted_rows
+from framelens.core.api import InputProgress, run_batch
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.archive.segments import keyframes, plan
+from framelens.core.pipeline.run import run_to_outputs
+from framelens.core.pipeline.settings import PipelineSettings
+
+FRAMES = 40
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    import logging
+
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.WARNING)  # fmt: skip
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def settings() -> PipelineSettings:
+    return PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("footage")
+    for name, start in (("a", 290), ("b", 600), ("c", 320)):
+        sample_clip(folder / f"{name}.mp4", start, FRAMES)
+    corrupt_clip(folder / "broken.mp4")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def single(
+    clips: Path, settings: PipelineSettings, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """Each good clip's detections JSON from its own `framelens run --detections`."""
+    out = tmp_path_factory.mktemp("single")
+    found = {}
+    for name in ("a", "b", "c"):
+        path = str(clips / f"{name}.mp4")
+        run_to_outputs(path, settings, detections=str(out / f"{name}.json"), progress=False)
+        found[path] = out / f"{name}.json"
+    return found
+
+
+def expected_rows(single: dict[str, Path]) -> list[dict[str, Any]]:
+    return sorted_rows([row for path, js in single.items() for row in json_rows(js, path)])
+
+
+def assert_results_equal_single_runs(out: Path, single: dict[str, Path]) -> None:
+    for path, alone in single.items():
+        assert (out / alone.name).read_bytes() == alone.read_bytes(), path
+    assert parquet_rows(out) == expected_rows(single)
+    assert leftovers(out) == []
+
+
+def test_a_batch_on_ray_actors_gives_the_single_runs_results_and_fails_the_corrupt_file(
+    cluster: Any, clips: Path, settings: PipelineSettings, single: dict[str, Path],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    events: list[InputProgress] = []
+    out = tmp_path / "results"
+    summary = run_batch([str(clips)], out, settings, ray="local", on_progress=events.append,
+                        progress=False)  # fmt: skip
+    assert (summary.done, summary.failed, summary.skipped) == (3, 1, 0)
+    assert summary.ray == "local" and summary.frames == 3 * FRAMES
+    broken = next(p for p in summary.inputs if p.state == "failed")
+    assert broken.path.endswith("broken.mp4") and "not a readable video" in (broken.error or "")
+    assert_results_equal_single_runs(out, single)
+    # progress from inside the actors while a file is processed: frames part way, the
+    # actor's name, its fps
+    mid = [e for e in events if e.state == "running" and 0 < e.frames_done < e.frames_total]
+    assert mid, "no progress reported by the actors mid-file"
+    assert {e.worker for e in events if e.state == "running"} <= {"worker-1", "worker-2"}
+    assert all(e.fps > 0 and e.frames_total == FRAMES for e in mid)
+    done = {e.path: e for e in events if e.state == "done"}
+    assert len(done) == 3 and all(e.frames_done == FRAMES for e in done.values())
+
+
+def _kill(cluster: Any, worker: str) -> int:
+    """SIGKILL the process of the Ray actor named ``worker``; returns its pid."""
+    named = [a for a in cluster.util.list_named_actors(all_namespaces=True) if a["name"] == worker]
+    actor = cluster.get_actor(worker, namespace=named[-1]["namespace"])
+    pid = int(cluster.get(actor.pid.remote(), timeout=30))
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def test_a_worker_killed_mid_file_has_its_file_done_again_and_nothing_half_written(
+    cluster: Any, clips: Path, settings: PipelineSettings, single: dict[str, Path],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    killed: dict[str, Any] = {}
+    events: list[InputProgress] = []
+
+    def on_progress(event: InputProgress) -> None:
+        events.append(event)
+        if not killed and event.state == "running" and event.frames_done >= 5:
+            killed.update(path=event.path, worker=event.worker, at=event.frames_done)
+            killed["pid"] = _kill(cluster, event.worker)
+            killed["event"] = len(events)
+
+    out = tmp_path / "results"
+    summary = run_batch([str(clips)], out, settings, ray="local", on_progress=on_progress,
+                        progress=False)  # fmt: skip
+    assert killed, "no worker was seen mid-file"
+    assert killed["at"] < FRAMES
+    assert (summary.done, summary.failed) == (3, 1)
+    # the killed file started over (on the restarted actor) and went to the end
+    after = [e for e in events[killed["event"] :] if e.path == killed["path"]]
+    assert any(e.state == "running" and e.frames_done < killed["at"] for e in after)
+    assert after[-1].state == "done" and after[-1].frames_done == FRAMES
+    assert_results_equal_single_runs(out, single)
+
+
+def test_a_cancelled_ray_batch_goes_back_to_pending_and_the_next_one_resumes(
+    cluster: Any, clips: Path, settings: PipelineSettings, single: dict[str, Path],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    cancel = threading.Event()
+
+    def on_progress(event: InputProgress) -> None:
+        if event.state == "running" and event.frames_done >= 5:
+            cancel.set()
+
+    out = tmp_path / "results"
+    summary = run_batch([str(clips)], out, settings, ray="local", on_progress=on_progress,
+                        cancel=cancel, progress=False)  # fmt: skip
+    assert summary.cancelled and summary.failed == 1
+    pending = [p for p in summary.inputs if p.state == "pending"]
+    assert pending, summary.inputs
+    assert leftovers(out) == []
+    for p in pending:  # none of a cancelled input's outputs is left
+        name = Path(p.path).stem
+        assert not (out / f"{name}.json").exists()
+        assert not (out / "detections" / f"{name}.parquet").exists()
+    resumed = run_batch([str(clips)], out, settings, ray="local", progress=False)
+    assert not resumed.cancelled
+    assert resumed.done == len(pending) and resumed.skipped == 3 - len(pending)
+    assert_results_equal_single_runs(out, single)
+
+
+def test_long_files_are_split_at_keyframes_and_merged_into_the_single_runs_results(
+    cluster: Any, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    long = sample_clip(tmp_path / "long.mp4", 280, 60, gop=10)  # keyframes 0, 10, 20...
+    assert keyframes(long)[:3] == [0, 10, 20]
+    assert [(s.start, s.frames) for s in plan(60, keyframes(long), 25)] == [(0, 30), (30, None)]
+    alone = tmp_path / "long.json"
+    run_to_outputs(long, settings, detections=str(alone), progress=False)
+    events: list[InputProgress] = []
+    out = tmp_path / "results"
+    summary = run_batch([long], out, settings, ray="local", segment_frames=20,
+                        on_progress=events.append, progress=False)  # fmt: skip
+    assert summary.done == 1 and summary.frames == 60
+    parts = sorted(p.name for p in (out / "detections").iterdir())
+    assert parts == ["long.seg0000.parquet", "long.seg0001.parquet", "long.seg0002.parquet"]
+    # two workers shared the file, and the input's progress added their frames up
+    assert {e.worker for e in events if e.state == "running"} == {"worker-1", "worker-2"}
+    assert max(e.frames_done for e in events if e.state == "running") <= 60
+    assert (out / "long.json").read_bytes() == alone.read_bytes()
+    assert parquet_rows(out) == sorted_rows(json_rows(alone, long))
+    assert not (out / ".segments").exists() and leftovers(out) == []
