@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,11 @@ def decode_only_fps(video: str, n: int, frames: int, device: str) -> float:
         finally:
             source.close()
 
+    return threads_fps(reader, n)
+
+
+def threads_fps(reader: Callable[[list[int]], None], n: int) -> float:
+    """Run ``reader`` in ``n`` threads at once; the frames they append, per second."""
     done: list[int] = []
     threads = [threading.Thread(target=reader, args=(done,)) for _ in range(n)]
     start = time.perf_counter()
@@ -114,17 +120,11 @@ def bare_nvdec_fps(video: str, n: int, frames: int, device: str) -> float | None
         except Exception as exc:  # reported, and the ceiling falls back
             errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
-    done: list[int] = []
-    threads = [threading.Thread(target=reader, args=(done,)) for _ in range(n)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    fps = threads_fps(reader, n)
     if errors:
         print(f"bare PyNvVideoCodec decoders failed: {errors[0]}", file=sys.stderr)
         return None
-    return sum(done) / (time.perf_counter() - start)
+    return fps
 
 
 def engine_only_fps(settings: Any, calls: int = 50) -> float:
