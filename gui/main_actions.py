@@ -136,7 +136,7 @@ class MainActions(MainWindowParts):
 
     def _build_menus(self) -> None:
         mb = self.menuBar()
-        file_menu = mb.addMenu("&File")
+        file_menu = self.file_menu = mb.addMenu("&File")
         file_menu.addActions(
             [self.open_action, self.camera_action, self.url_action, self.several_action]
         )

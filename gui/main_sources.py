@@ -36,8 +36,9 @@ def display_name(spec: str) -> str:
 class SourceOpening(MainWindowParts):
     """Open a file, camera or stream (dialogs, drops, recent files); snapshot and export."""
 
-    def open_source(self, spec: str) -> None:
-        """Open a file, URL or camera spec and start playing it."""
+    def open_source(self, spec: str, *, play: bool = True) -> None:
+        """Open a file, URL or camera spec and start playing it (``play`` False: paused
+        on its first frame, as a seek after it wants)."""
         self.source = spec
         self._pending_recent = spec
         self.results_shown = 0
@@ -46,11 +47,20 @@ class SourceOpening(MainWindowParts):
         self.setWindowTitle(f"FrameLens — {display_name(spec)}")
         self.statusBar().showMessage(f"Opening {spec}…")
         self.controller.open_source(spec)
-        self.controller.play()
+        if play:
+            self.controller.play()
         if self._restore_precision is not None and self.controller.preparing is None:
             # the last session's INT8, if this video's calibration is cached
             self.controller.set_precision(self._restore_precision, cached_only=True)
             self._sync_precision()
+
+    def open_at(self, spec: str, frame: int) -> None:
+        """Open a video file paused at ``frame`` (a batch result's hit, say)."""
+        if self.source == spec and self.state.source is not None:
+            self.controller.pause()  # the same video: no reopening, only the seek
+        else:
+            self.open_source(spec, play=False)
+        self.controller.seek(max(0, frame))
 
     def choose_file(self) -> None:
         path = open_file(self, "Open video", self.settings.last_dir, VIDEO_FILTER)

@@ -3,8 +3,8 @@
 Widgets only send intents to the Controller and draw what its signals bring. The
 window is built here (layout, docks, status bar, wiring, saved settings) and shows
 results and state; its other jobs are mixins: actions and menus (main_actions),
-opening sources, snapshot and export (main_sources), model choice (main_models) and
-precision switching (main_precision).
+opening sources, snapshot and export (main_sources), model choice (main_models),
+precision switching (main_precision) and batch analysis (main_batch).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from framelens.core.api import (
 from framelens.gui.compare_view import CompareWindow
 from framelens.gui.controller import Controller
 from framelens.gui.main_actions import MainActions
+from framelens.gui.main_batch import BatchAnalysis
 from framelens.gui.main_detections import DetectionsList
 from framelens.gui.main_models import ModelChoice
 from framelens.gui.main_precision import PrecisionSwitching
@@ -70,6 +71,7 @@ class MainWindow(
     MainActions,
     SourceOpening,
     WallOpening,
+    BatchAnalysis,
     ModelChoice,
     PrecisionSwitching,
     SuperResolution,
@@ -146,9 +148,11 @@ class MainWindow(
         self._build_status_bar()
         self._build_actions()
         self._build_sr_actions()
+        self._build_batch_actions()
         self._build_menus()
         self._build_toolbar()
         self._build_sr_menus(self.view_menu, self.analysis_menu)
+        self._build_batch_menus()
         self._connect()
         self._connect_superres()
         self._restore()
@@ -471,6 +475,7 @@ class MainWindow(
         for child in (self.compare_window, self.sensitivity_dialog, self.wall_window):
             if child is not None:
                 child.close()
+        self._close_batch()  # a running batch is cancelled; what finished is kept
         self.settings.geometry = QByteArray(self.saveGeometry())
         self.settings.window_state = QByteArray(self.saveState())
         self.settings.sync()

@@ -1,0 +1,169 @@
+"""Analysis > Browse Batch Results… under Xvfb: the detections of a real batch (two real
+clips through the real YOLOX-Nano, api.run_batch in this process) by class, score and
+source, as thumbnails decoded from the videos; a double-click opens the main window on
+that video, paused at that frame.
+
+Screenshots go to a temporary folder; FRAMELENS_BATCH_SCREENSHOTS=docs writes the one
+the user guide shows (docs/results-browser.png).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from archive_clips import BOTTLES, PEOPLE, cut_clip
+from framelens.core.api import (
+    DEFAULT_MODEL,
+    PipelineSettings,
+    archive_labels,
+    class_colour,
+    query_detections,
+    resolve_model,
+    run_batch,
+)
+from framelens.gui.main_window import MainWindow
+from framelens.gui.results_browser import ALL_CLASSES, ResultsBrowser
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+SHOTS = Path(
+    os.environ.get("FRAMELENS_BATCH_SCREENSHOTS") or tempfile.mkdtemp(prefix="batch-shots-")
+)
+TIMEOUT_MS = 30_000
+PEOPLE_FRAMES = 60
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output folder of a batch of people (60 frames, and 20 of another moment) and
+    bottles (45 frames)."""
+    footage = tmp_path_factory.mktemp("footage")
+    cut_clip(PEOPLE, footage / "people.mp4", 300, PEOPLE_FRAMES, (384, 216))
+    cut_clip(PEOPLE, footage / "lobby.mp4", 1000, 20, (384, 216))
+    cut_clip(BOTTLES, footage / "bottles.mp4", 0, 45)
+    out = tmp_path_factory.mktemp("archive")
+    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL))
+    summary = run_batch([str(footage)], out, settings, progress=False)
+    assert (summary.done, summary.failed) == (3, 0)
+    return out
+
+
+def rgb(image: QImage) -> np.ndarray:
+    img = image.convertToFormat(QImage.Format.Format_RGB888)
+    w, h, stride = img.width(), img.height(), img.bytesPerLine()
+    data = np.frombuffer(img.constBits(), dtype=np.uint8, count=stride * h)
+    return data.reshape(h, stride)[:, : w * 3].reshape(h, w, 3).copy()
+
+
+def settled(rb: ResultsBrowser, qtbot: QtBot) -> None:
+    """Until the search has ended and every thumbnail has come."""
+    qtbot.waitUntil(
+        lambda: (
+            not rb.searching and not rb._debounce.isActive() and rb.thumbnails_done == len(rb.hits)
+        ),
+        timeout=TIMEOUT_MS,
+    )
+
+
+def thumbnail(rb: ResultsBrowser, row: int) -> np.ndarray:
+    item = rb.list.item(row)
+    return rgb(item.icon().pixmap(rb.list.iconSize()).toImage())
+
+
+def test_hits_of_a_class_as_thumbnails_and_a_double_click_opens_that_frame(
+    window: MainWindow, qtbot: QtBot, archive: Path
+) -> None:
+    assert window.results_action.shortcut().toString() == "Ctrl+Shift+R"
+    window.settings.batch_output = str(archive)  # the last batch's folder
+    window.results_action.trigger()  # Analysis > Browse Batch Results…
+    rb = window.results_browser
+    assert rb is not None
+    qtbot.waitExposed(rb)
+    assert rb.folder_edit.text() == str(archive)
+    labels = archive_labels(archive)
+    assert "person" in labels
+    combo = [rb.class_combo.itemText(i) for i in range(rb.class_combo.count())]
+    assert combo == [ALL_CLASSES, *labels]
+
+    # a class: every hit of it above the score, best first, each with its thumbnail
+    assert rb.choose_class("person")
+    settled(rb, qtbot)
+    expected = query_detections(archive, label="person", min_score=0.5)
+    assert rb.total == len(expected) > 0
+    assert sorted((h.source, h.frame, h.score) for h in rb.hits) == sorted(
+        (h.source, h.frame, h.score) for h in expected
+    )
+    assert [h.score for h in rb.hits] == sorted((h.score for h in rb.hits), reverse=True)
+    assert rb.list.count() == len(rb.hits)
+    assert rb.status_label.text().startswith(
+        f"Showing {len(expected)} of {len(expected)} hits (person, score ≥ 0.50)"
+    )
+    b, g, r = class_colour(rb.hits[0].class_id)
+    for row in (0, len(rb.hits) - 1):
+        pixels = thumbnail(rb, row).astype(int)
+        assert pixels.std() > 20  # a picture, not the grey placeholder
+        box = np.abs(pixels - np.array([r, g, b])).sum(axis=2) < 60
+        assert box.sum() > 100  # the hit's box, drawn in its class's colour
+
+    # by video and time: the hits of each video in order, from more than one video
+    rb.order_combo.setCurrentIndex(rb.order_combo.findData("time"))
+    settled(rb, qtbot)
+    assert [(h.source, h.frame) for h in rb.hits] == sorted((h.source, h.frame) for h in rb.hits)
+    assert {Path(h.source).name for h in rb.hits} == {"lobby.mp4", "people.mp4"}
+    qtbot.wait(100)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert rb.grab().save(str(SHOTS / "results-browser.png"))
+    rb.order_combo.setCurrentIndex(rb.order_combo.findData("score"))
+
+    # a higher score and a cap: the best of them, and how many there are
+    rb.limit = 5
+    rb.score_spin.setValue(0.8)
+    qtbot.waitUntil(lambda: rb.query().min_score == 0.8, timeout=TIMEOUT_MS)
+    settled(rb, qtbot)
+    above = query_detections(archive, label="person", min_score=0.8)
+    assert rb.total == len(above) and len(rb.hits) == min(5, len(above))
+    assert all(h.score >= 0.8 for h in rb.hits)
+    if len(above) > 5:
+        assert rb.status_label.text().startswith(f"Showing the best 5 of {len(above)} hits")
+
+    # one source: the pattern names part of its path
+    rb.limit = 200
+    rb.score_spin.setValue(0.3)
+    rb.class_combo.setCurrentIndex(0)  # every class
+    rb.source_edit.setText("bottles")
+    settled(rb, qtbot)
+    bottles = query_detections(archive, min_score=0.3, source_glob="*bottles*")
+    assert rb.total == len(bottles) > 0
+    assert {Path(h.source).name for h in rb.hits} == {"bottles.mp4"}
+
+    # double-click a person: the main window shows that video, paused at that frame
+    rb.source_edit.setText("people")
+    rb.choose_class("person")
+    settled(rb, qtbot)
+    row = max(range(len(rb.hits)), key=lambda i: rb.hits[i].frame)  # not the first frame
+    hit = rb.hits[row]
+    assert hit.frame > 0
+    item = rb.list.item(row)
+    rb.list.scrollToItem(item)
+    qtbot.wait(50)
+    centre = rb.list.visualItemRect(item).center()
+    qtbot.mouseClick(rb.list.viewport(), Qt.MouseButton.LeftButton, pos=centre)  # as a
+    qtbot.mouseDClick(rb.list.viewport(), Qt.MouseButton.LeftButton, pos=centre)  # user does
+    qtbot.waitUntil(lambda: window.shown_index == hit.frame, timeout=TIMEOUT_MS)
+    assert window.source == hit.source
+    assert not window.state.playing
+    counter = window.transport.time_label.text()
+    assert counter.startswith(f"{hit.frame + 1}/{PEOPLE_FRAMES}"), counter
+
+
+def test_a_folder_without_a_batch_says_so(window: MainWindow, tmp_path: Path) -> None:
+    rb = window.open_results_browser(str(tmp_path))
+    assert rb.list.count() == 0 and rb.class_combo.count() == 1
+    assert rb.status_label.text() == f"No detections in {tmp_path} yet."
