@@ -62,11 +62,11 @@ class BatchOptions(QGroupBox):
         self.output_edit = QLineEdit()
         self.output_edit.setPlaceholderText("a folder for the results (created if missing)")
         self.output_edit.editingFinished.connect(self._on_output_edited)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self.browseRequested.emit)
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.clicked.connect(self.browseRequested.emit)
         out_row = QHBoxLayout()
         out_row.addWidget(self.output_edit, 1)
-        out_row.addWidget(browse)
+        out_row.addWidget(self.browse_button)
         form.addRow("Output folder", out_row)
         self.settings_label = QLabel()
         self.settings_label.setToolTip(
@@ -134,7 +134,7 @@ class BatchOptions(QGroupBox):
         self.settings_label.setText(describe_settings(settings))
 
     def set_running(self, running: bool) -> None:
-        for widget in (self.output_edit, self.export_check, self.mode_combo):
+        for widget in (self.output_edit, self.browse_button, self.export_check, self.mode_combo):
             widget.setEnabled(not running)
         self.address_edit.setEnabled(not running)
 

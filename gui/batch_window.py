@@ -97,6 +97,7 @@ class BatchWindow(QMainWindow):
 
     browseRequested = Signal(str)  # the output folder: open the results browser on it
     started = Signal()  # a batch starts (the main window pauses its player)
+    ended = Signal(str)  # how it ended, in one line (the main window's status bar too)
 
     def __init__(
         self,
@@ -398,6 +399,9 @@ class BatchWindow(QMainWindow):
         total = len(self.model.rows)
         finished = counts["done"] + counts["skipped"]
         parts = [f"{finished} of {total} done"]
+        if counts["pending"] and not counts["running"] and not counts["done"]:
+            on_ray = self.runner.request is not None and self.runner.request.ray is not None
+            parts.append("starting Ray's workers…" if on_ray else "loading the model…")
         if counts["running"]:
             fps = sum(r.fps for r in self.model.rows if r.state == "running")
             parts.append(f"{counts['running']} running at {fps:.1f} fps")
@@ -415,6 +419,7 @@ class BatchWindow(QMainWindow):
         self.progress.setValue(round(self.model.fraction() * 1000))
         self.summary_label.setText(summary_text(summary))
         self._set_running(False)
+        self.ended.emit(self.summary_label.text())
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:
@@ -422,6 +427,7 @@ class BatchWindow(QMainWindow):
         self._set_running(False)
         self.summary_label.setText(f"The batch could not run: {message}")
         self.show_error(message)
+        self.ended.emit(self.summary_label.text())
 
     def _show_idle(self) -> None:
         if not self.runner.running:

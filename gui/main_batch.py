@@ -51,10 +51,15 @@ class BatchAnalysis(MainWindowParts):
             )
             window.browseRequested.connect(self.open_results_browser)
             window.started.connect(self.controller.pause)  # the cores go to the batch
+            window.ended.connect(self._batch_ended)
         window.show()
         window.raise_()
         window.activateWindow()
         return window
+
+    def _batch_ended(self, text: str) -> None:
+        """Said here too: the Batch window may be closed (the batch went on)."""
+        self.statusBar().showMessage(f"Batch analysis: {text}", 15000)
 
     def open_results_browser(self, folder: str | None = None) -> ResultsBrowser:
         """The results browser on ``folder`` (else the last batch's output folder)."""

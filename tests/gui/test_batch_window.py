@@ -113,6 +113,8 @@ def test_a_dropped_folder_runs_with_states_progress_errors_and_resumes(
     assert str(footage / "broken.mp4") in cell(bw, "broken.mp4", ERROR, Qt.ItemDataRole.ToolTipRole)
     assert bw.progress.value() == bw.progress.maximum()  # 100%
     assert bw.summary_label.text().startswith("Done: 2 analysed, 1 failed · 105 frames")
+    # said in the main window too (the Batch window may have been closed meanwhile)
+    assert window.status_bar.currentMessage() == f"Batch analysis: {bw.summary_label.text()}"
     assert bw.start_button.isEnabled() and not bw.cancel_button.isEnabled()
     assert bw.browse_button.isEnabled()
     # what the table says is what the folder holds
