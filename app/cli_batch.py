@@ -120,7 +120,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
     for item in summary.inputs:
         if item.state == "failed":
-            print(f"framelens: failed: {item.path}: {item.error}", file=sys.stderr)
+            why = item.error or "failed"
+            what = why if item.path in why else f"{item.path}: {why}"  # named once
+            print(f"framelens: failed: {what}", file=sys.stderr)
     print(f"framelens: batch: {summary.line()}", file=sys.stderr)
     if summary.cancelled:
         return EXIT_CANCELLED

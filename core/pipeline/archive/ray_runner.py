@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 RESTARTS = 3
 """How often a worker's process may die (and be restarted, its job retried)."""
 CANCEL_WAIT_S = 60.0
+HUB = "hub"  # the hub actor's name in the batch's namespace
 """How long a cancelled batch waits for its workers to stop before killing them."""
 
 
@@ -57,14 +58,18 @@ class _Hub:
 class _Worker:
     """One Ray actor: a FileProcessor and the hub it reports to."""
 
-    def __init__(self, settings: PipelineSettings, hub: Any, name: str) -> None:
+    def __init__(self, settings: PipelineSettings, namespace: str, name: str) -> None:
         if settings.device.startswith("cuda"):
             settings = replace(settings, device="cuda:0")  # the GPU Ray gave this actor
             count = None
         else:
             count = 1  # one CPU per actor: one single-threaded inference worker
         self.processor = FileProcessor(settings, workers=count)
-        self.hub, self.name = hub, name
+        # found by name: a handle among the constructor's arguments would live in the
+        # object store, which Ray cannot promise for an actor's restarts
+        import ray
+
+        self.hub, self.name = ray.get_actor(HUB, namespace=namespace), name
 
     def pid(self) -> int:
         return os.getpid()
@@ -159,8 +164,8 @@ def run_on_ray(
     try:
         count = min(_worker_count(workers, on_gpu, gpus_per_worker), len(jobs))
         resources = {"num_gpus": gpus_per_worker, "num_cpus": 1} if on_gpu else {"num_cpus": 1}
-        hub = ray.remote(num_cpus=0)(_Hub).remote()
         namespace = f"framelens-{os.getpid()}-{time.monotonic_ns()}"
+        hub = ray.remote(num_cpus=0)(_Hub).options(name=HUB, namespace=namespace).remote()
         worker_class = ray.remote(_Worker)
         names = [f"worker-{i + 1}" for i in range(count)]
         for name in names:
@@ -172,7 +177,7 @@ def run_on_ray(
                     max_task_retries=RESTARTS,
                     max_concurrency=2,  # pid() answers while a job runs
                     **resources,
-                ).remote(settings, hub, name)
+                ).remote(settings, namespace, name)
             )
         return _schedule(jobs, tracker, cancel, actors, names, hub, RayError), address
     finally:
