@@ -89,7 +89,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise ConfigError("--gpus-per-worker must be more than 0")
     if "," in args.device:
         raise ConfigError("batch runs on one device; with --ray, each worker gets its own GPU")
-    settings = _settings(args)
+    settings = _cluster_settings(args) if args.ray is not None else _settings(args)
     first = discover_inputs(args.inputs)[0]
     if args.batch is None:
         settings = default_batch(settings, first)
@@ -127,6 +127,21 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if summary.cancelled:
         return EXIT_CANCELLED
     return EXIT_FAILED if summary.failed else 0
+
+
+def _cluster_settings(args: argparse.Namespace) -> Any:
+    """The settings of a Ray batch: ``--device cuda[:N]`` is the workers' device, so it
+    is taken as it is even where this machine (the driver) has no GPU."""
+    import re
+    from dataclasses import replace
+
+    from framelens.cli import _settings
+
+    wanted = re.fullmatch(r"cuda(?::(\d+))?", args.device.strip().lower())
+    if wanted is None:
+        return _settings(args)
+    settings = _settings(argparse.Namespace(**{**vars(args), "device": "cpu"}))
+    return replace(settings, device=f"cuda:{wanted.group(1) or 0}")
 
 
 def cmd_query(args: argparse.Namespace) -> int:

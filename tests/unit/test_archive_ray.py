@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from archive_media import corrupt_clip, json_rows, leftovers, parquet_rows, sample_clip, sorted_rows
-from framelens.core.api import InputProgress, run_batch
+from framelens.core.api import InputProgress, read_manifest, run_batch
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.archive.segments import keyframes, plan
 from framelens.core.pipeline.run import run_to_outputs
@@ -183,3 +183,17 @@ def test_long_files_are_split_at_keyframes_and_merged_into_the_single_runs_resul
     assert (out / "long.json").read_bytes() == alone.read_bytes()
     assert parquet_rows(out) == sorted_rows(json_rows(alone, long))
     assert not (out / ".segments").exists() and leftovers(out) == []
+
+
+def test_gpu_workers_on_a_cluster_without_gpus_are_refused_in_one_line(
+    cluster: Any, clips: Path, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from framelens.core.errors import ConfigError
+
+    on_gpu = replace(settings, device="cuda:0")  # what `--ray --device cuda` asks the workers
+    with pytest.raises(ConfigError, match=r"the Ray cluster has 0 GPUs, a worker needs 0\.5"):
+        run_batch([str(clips / "a.mp4")], tmp_path / "o", on_gpu, ray="local",
+                  gpus_per_worker=0.5, progress=False)  # fmt: skip
+    assert [p.state for p in read_manifest(tmp_path / "o")] == ["pending"]  # for a next try
