@@ -87,8 +87,7 @@ def summary_text(summary: BatchSummary) -> str:
         parts.append(f"{summary.skipped} skipped (done before)")
     if summary.failed:
         parts.append(f"{summary.failed} failed")
-    fps = summary.frames / summary.wall_s if summary.wall_s > 0 else 0.0
-    return f"Done: {', '.join(parts)} · {summary.frames} frames in {took} ({fps:.1f} fps)"
+    return f"Done: {', '.join(parts)} · {summary.frames} frames in {took} ({summary.fps:.1f} fps)"
 
 
 class BatchWindow(QMainWindow):
