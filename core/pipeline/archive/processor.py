@@ -28,9 +28,9 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Job:
-    """One input, or one segment of it, for a worker. Paths are absolute (a worker's
-    working directory is not the driver's); ``path`` is the input as given, the
-    ``source`` its outputs name."""
+    """One input, or one segment of it, for a worker: ``path`` the input as given (the
+    ``source`` its outputs record), ``file`` and ``output_dir`` absolute (a worker's
+    working directory is not the driver's), ``name`` its outputs' stem."""
 
     path: str
     file: str
