@@ -13,36 +13,35 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.dataset as pads
-import pyarrow.parquet as pq
 from framelens.core.errors import ExportError
 from framelens.core.stages.sinks.atomic import AtomicFile, StrPath, error_text
 from framelens.core.stages.sinks.detections import box_limits, label_of, plain_detections
 from framelens.core.types import Detections
 
+if TYPE_CHECKING:  # pyarrow is loaded by a batch or a query, not by opening the window
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
 DETECTIONS_DIR = "detections"
 
-SCHEMA = pa.schema(
-    [
-        ("source", pa.string()),
-        ("frame", pa.int64()),
-        ("pts", pa.float64()),
-        ("class_id", pa.int32()),
-        ("label", pa.string()),
-        ("score", pa.float64()),
-        ("x1", pa.float64()),
-        ("y1", pa.float64()),
-        ("x2", pa.float64()),
-        ("y2", pa.float64()),
-        ("model", pa.string()),
-        ("precision", pa.string()),
-    ]
-)
-COLUMNS = tuple(SCHEMA.names)
+COLUMNS = ("source", "frame", "pts", "class_id", "label", "score",
+           "x1", "y1", "x2", "y2", "model", "precision")  # fmt: skip
+
+
+@cache
+def schema() -> pa.Schema:
+    """The dataset's columns and their types."""
+    import pyarrow as pa
+
+    text, f64 = pa.string(), pa.float64()
+    types = (text, pa.int64(), f64, pa.int32(), text, f64, f64, f64, f64, f64, text, text)
+    return pa.schema(list(zip(COLUMNS, types, strict=True)))
+
+
 ROW_GROUP = 65536  # rows buffered before a row group is written
 
 
@@ -76,8 +75,12 @@ class ParquetRows:
         self._columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         self.rows = 0
         self._closed = False
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._pa = pa
         try:
-            self._writer = pq.ParquetWriter(str(self._file.tmp), SCHEMA)
+            self._writer = pq.ParquetWriter(str(self._file.tmp), schema())
         except (OSError, pa.ArrowException) as exc:
             self.abort()
             raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
@@ -104,8 +107,9 @@ class ParquetRows:
             return
         for key, value in self._constant.items():
             self._columns[key] = [value] * n
+        pa = self._pa
         try:
-            self._writer.write_table(pa.table(self._columns, schema=SCHEMA))
+            self._writer.write_table(pa.table(self._columns, schema=schema()))
         except (OSError, pa.ArrowException) as exc:
             self.abort()
             raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
@@ -118,7 +122,7 @@ class ParquetRows:
         self._flush()
         try:
             self._writer.close()
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, self._pa.ArrowException) as exc:
             self.abort()
             raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
         self._closed = True
@@ -137,10 +141,13 @@ class ParquetRows:
 
 def dataset(output_dir: StrPath) -> pads.Dataset | None:
     """The archive's detections (``pyarrow.dataset``), or None when it has none yet."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
     folder = Path(output_dir) / DETECTIONS_DIR
     if not folder.is_dir() or not any(folder.glob("*.parquet")):
         return None
     try:
-        return pads.dataset(str(folder), format="parquet", schema=SCHEMA)
+        return pads.dataset(str(folder), format="parquet", schema=schema())
     except (OSError, pa.ArrowException) as exc:
         raise ExportError(f"cannot read {folder}: {error_text(exc)}") from None

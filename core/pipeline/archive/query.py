@@ -7,8 +7,6 @@ from __future__ import annotations
 import fnmatch
 import os
 
-import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from framelens.core.errors import ConfigError
 from framelens.core.pipeline.archive.parquet import COLUMNS, dataset
 from framelens.core.pipeline.archive.types import DetectionHit
@@ -16,6 +14,8 @@ from framelens.core.pipeline.archive.types import DetectionHit
 
 def archive_labels(output_dir: str | os.PathLike[str]) -> list[str]:
     """The labels present in the archive's detections, sorted."""
+    import pyarrow.compute as pc
+
     data = dataset(output_dir)
     if data is None:
         return []
@@ -41,6 +41,9 @@ def query_detections(
         raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
     if limit is not None and limit < 0:
         raise ConfigError("limit must not be negative")
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
     data = dataset(output_dir)
     if data is None:
         return []
