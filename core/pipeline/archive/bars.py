@@ -24,6 +24,7 @@ class BatchBars:
         )
         self._workers: dict[str, Any] = {}
         self._frames: dict[str, int] = {}
+        self._on: dict[str, str] = {}  # worker -> the input it is on
 
     def __call__(self, event: InputProgress) -> None:
         if event.state in ("running", "done"):
@@ -44,9 +45,11 @@ class BatchBars:
                 disable=self._disable,
             )
             self._workers[event.worker] = bar
+        if self._on.get(event.worker) != event.path:  # a new file: its own rate and time
+            self._on[event.worker] = event.path
+            bar.reset(total=event.frames_total or None)
         name = event.path.rsplit("/", 1)[-1]
         bar.set_description_str(f"{event.worker}: {name[-30:]}", refresh=False)
-        bar.total = event.frames_total or None
         bar.n = event.frames_done
         bar.set_postfix_str(f"{event.fps:.1f} fps", refresh=False)
         bar.refresh()
