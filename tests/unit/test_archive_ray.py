@@ -30,7 +30,8 @@ def cluster() -> Iterator[Any]:
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.WARNING)  # fmt: skip
+             logging_level=logging.WARNING,
+             object_store_memory=256 * 1024**2)  # small results: /dev/shm kept free  # fmt: skip
     try:
         yield ray
     finally:
