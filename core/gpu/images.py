@@ -88,3 +88,25 @@ class RgbaDeviceImage:
 
     def to_host_bgr(self) -> Image:
         return cast(Image, cv2.cvtColor(self.to_host_rgba(), cv2.COLOR_RGBA2BGR))
+
+
+def upload_bgr(ctx: GpuContext, image: Image, stream: Any) -> RgbaDeviceImage:
+    """A host BGR image as the GPU pipeline's display frame (an RgbaDeviceImage in a pool
+    of its own), ready once ``stream`` reaches this point: for tests and benchmarks that
+    feed the canvas or the wall device frames of known content."""
+    cuda = cuda_driver()
+    h, w = image.shape[:2]
+    pool = DevicePool.pitched(ctx, w * 4, h, 1, kind="uploaded frame")
+    buf = pool.acquire()
+    rgba = np.ascontiguousarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGBA))
+    with ctx.active():
+        copy = cuda.Memcpy2D()
+        copy.set_src_host(rgba)
+        copy.src_pitch = w * 4
+        copy.set_dst_device(buf.ptr)
+        copy.dst_pitch = buf.pitch
+        copy.width_in_bytes = w * 4
+        copy.height = h
+        copy(aligned=False)  # pageable host memory: a synchronous copy
+    pool.mark_used(buf, stream)
+    return RgbaDeviceImage(buf, pool, w, h, ctx, buf.event)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from framelens.core.gpu.buffers import DevicePool, cuda_driver
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.images import RgbaDeviceImage
+from framelens.core.gpu.images import upload_bgr
 from framelens.core.gpu.shared_kernels import kernels_for
 from framelens.core.gpu.wall_composite import (
     composite_device,
@@ -24,25 +24,6 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
-
-
-def upload(ctx: GpuContext, image: Any, stream: Any) -> RgbaDeviceImage:
-    cuda = cuda_driver()
-    h, w = image.shape[:2]
-    pool = DevicePool.pitched(ctx, w * 4, h, 1, kind="test frame")
-    buf = pool.acquire()
-    rgba = np.ascontiguousarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGBA))
-    with ctx.active():
-        copy = cuda.Memcpy2D()
-        copy.set_src_host(rgba)
-        copy.src_pitch = w * 4
-        copy.set_dst_device(buf.ptr)
-        copy.dst_pitch = buf.pitch
-        copy.width_in_bytes = w * 4
-        copy.height = h
-        copy(aligned=False)  # pageable host memory: a synchronous copy
-    pool.mark_used(buf, stream)
-    return RgbaDeviceImage(buf, pool, w, h, ctx, buf.event)
 
 
 @pytest.mark.parametrize("count", [4, 16])
@@ -60,7 +41,7 @@ def test_the_kernel_composite_equals_the_host_composite(
     rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], wall_grid(count), width, height)
     want = composite_host(frames, rects, width, height)
     cuda = cuda_driver()
-    images = [upload(gpu_ctx, f, gpu_stream) for f in frames]
+    images = [upload_bgr(gpu_ctx, f, gpu_stream) for f in frames]
     wall = DevicePool.pitched(gpu_ctx, width * 4, height, 1, kind="wall")
     try:
         dst = wall.buffers[0]
@@ -103,7 +84,7 @@ def test_the_wall_as_one_device_frame_draws_like_its_host_copy(
 
     frames = sample_frames(SAMPLE, (0, 300, 330))
     rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], (2, 2), 1280, 720)
-    images = [upload(gpu_ctx, f, gpu_stream) for f in frames]
+    images = [upload_bgr(gpu_ctx, f, gpu_stream) for f in frames]
     wall = DeviceWall(kernels_for(gpu_ctx), gpu_ctx, images, rects, 1280, 720)
     cuda = cuda_driver()
     dst = DevicePool.pitched(gpu_ctx, 1280 * 4, 720, 1, kind="canvas buffer")
