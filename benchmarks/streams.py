@@ -23,6 +23,7 @@ person sample (make_1080p.py), each measurement warmed up first:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -40,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from make_1080p import make_1080p  # noqa: E402
+from stack_sampler import StackSampler  # noqa: E402
 
 
 def decode_only_fps(video: str, n: int, frames: int, device: str) -> float:
@@ -170,6 +172,10 @@ def main() -> int:
     parser.add_argument(
         "--workers", default="2", help="inference workers per run, a list sweeps: 2,3,4"
     )
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="sample every thread's stack during the runs with the most sources (JSON: profiles)",
+    )  # fmt: skip
     parser.add_argument("--output")
     args = parser.parse_args()
 
@@ -193,22 +199,42 @@ def main() -> int:
         if args.output:
             Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
 
+    ceilings: dict[int, dict[str, Any]] = {}  # by number of sources
+    engines: dict[int, float] = {}  # engine alone, by batch size
+
+    def ceiling(n: int) -> dict[str, Any]:
+        if n not in ceilings:
+            product = round(decode_only_fps(video, n, args.frames, args.device), 1)
+            bare = bare_nvdec_fps(video, n, args.frames, args.device)
+            # the ceiling: bare PyNvVideoCodec decoders; the product's source where they fail
+            ceilings[n] = {
+                "nvdec_only_fps": round(bare, 1) if bare else product,
+                "nvdec_only_kind": "bare PyNvVideoCodec" if bare else "product source",
+                "product_source_fps": product,
+            }
+        return ceilings[n]
+
+    sources = [int(n) for n in args.sources.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         run_many([video], settings, tmp, videos=False, frames=10, progress=False)  # warm-up
-        runs = [(int(n), int(w)) for n in args.sources.split(",") for w in args.workers.split(",")]
+        runs = [(n, int(w)) for n in sources for w in args.workers.split(",")]
         for n, workers in runs:
-            summary = run_many(
-                [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}"), videos=False,
-                frames=args.frames, progress=False, workers=workers,
-            )  # fmt: skip
+            sampler = StackSampler() if args.profile and n == max(sources) else None
+            with sampler or contextlib.nullcontext():
+                summary = run_many(
+                    [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}"), videos=False,
+                    frames=args.frames, progress=False, workers=workers,
+                )  # fmt: skip
             per = summary["sources"]
             batch = int(summary["batch"])
+            if batch not in engines:
+                engines[batch] = round(engine_only_fps(replace(settings, batch=batch)), 1)
             row = {
                 "sources": n,
                 "aggregate_fps": summary["fps"],
                 "wall_s": summary["wall_s"],
-                "product_source_fps": round(decode_only_fps(video, n, args.frames, args.device), 1),
-                "engine_only_fps": round(engine_only_fps(replace(settings, batch=batch)), 1),
+                **ceiling(n),
+                "engine_only_fps": engines[batch],
                 "p50_ms": round(statistics.median(s["p50_ms"] for s in per), 2),
                 "p99_ms": round(max(s["p99_ms"] for s in per), 2),
                 "mean_batch": summary["mean_batch"],
@@ -218,13 +244,13 @@ def main() -> int:
                 "frames": summary["frames"],
                 "stage_ms": summary["stage_ms"],  # medians per stage: where the time goes
             }
-            bare = bare_nvdec_fps(video, n, args.frames, args.device)
-            # the ceiling: bare PyNvVideoCodec decoders; the product's source where they fail
-            row["nvdec_only_fps"] = round(bare, 1) if bare else row["product_source_fps"]
-            row["nvdec_only_kind"] = "bare PyNvVideoCodec" if bare else "product source"
             row["of_nvdec_ceiling"] = round(row["aggregate_fps"] / row["nvdec_only_fps"], 3)
             result["streams"].append(row)
             print(json.dumps(row), flush=True)
+            if sampler is not None:
+                result.setdefault("profiles", []).append(
+                    {"sources": n, "workers": workers, **sampler.report()}
+                )
             save()
     result["targets"] = {"aggregate_fps_16": 2400, "of_nvdec_ceiling_16": 0.8}
     save()

@@ -25,6 +25,18 @@ class DeviceImage(Protocol):
     def to_host_bgr(self) -> Image: ...
 
 
+@dataclass(frozen=True, slots=True)
+class PixelsNotKept:
+    """The frame of a result made without pixels (a run that writes only detections):
+    its size is known, its pixels were never converted for display."""
+
+    width: int
+    height: int
+
+    def to_host_bgr(self) -> Image:
+        raise RuntimeError("this run keeps no frame pixels (it writes only detections)")
+
+
 class Frame:
     """One decoded frame. ``index`` is the source frame index, ``pts`` seconds, and
     ``source_id`` which source of a run it came from (0 when there is one source).

@@ -55,16 +55,24 @@ DrawPolicy = Literal["all", "host", "none"]
 
 class PipelineWorker:
     """A pipeline as an executor worker. ``draw``: overlays on every result (export),
-    on host frames only (playback: device frames are overlaid by the canvas), or none.
-    ``copy``: draw on a copy, keeping the frame clean (playback re-draws it on a change;
-    a run that only exports draws in place)."""
+    on host frames only (playback: device frames are overlaid by the canvas), or none
+    (the wall: its canvas overlays them). ``copy``: draw on a copy, keeping the frame
+    clean (playback re-draws it on a change; a run that only exports draws in place).
+    ``pixels=False``: results carry no display frame (a run that writes only
+    detections; the GPU pipeline then makes only the model input)."""
 
     def __init__(
-        self, pipeline: FrameProcessor, draw: DrawPolicy = "host", *, copy: bool = True
+        self,
+        pipeline: FrameProcessor,
+        draw: DrawPolicy = "host",
+        *,
+        copy: bool = True,
+        pixels: bool = True,
     ) -> None:
         self.pipeline = pipeline
         self.draw = draw
         self.copy = copy
+        pipeline.pixels = pixels
 
     def run(self, batch: Sequence[Decoded]) -> list[FrameResult]:
         frames = [frame for frame, _ in batch]

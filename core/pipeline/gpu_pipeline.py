@@ -36,7 +36,7 @@ from framelens.core.stages.engines.base import DeviceEngine
 from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
-from framelens.core.types import Frame, FrameResult, StageTimes
+from framelens.core.types import Frame, FrameResult, PixelsNotKept, StageTimes
 
 MAX_SIZES = 8  # source sizes whose buffers a pipeline keeps at once (several sources)
 
@@ -108,14 +108,21 @@ class GpuFramePipeline(GpuPipelineBase):
             if batch > 1:  # the padding of a short batch: zeros, not whatever memory held
                 with self.ctx.active():
                     cuda_driver().memset_d8(model_input.buffers[0].ptr, 0, layout.nbytes * batch)
-            rgba = DevicePool.pitched(
-                self.ctx, width * 4, height, self.RGBA_BUFFERS * batch, kind="display frame"
-            )
         except BaseException:
             model_input.close()
             raise
-        buffers = self._sizes[key] = _SizeBuffers(layout, model_input, rgba)
+        buffers = self._sizes[key] = _SizeBuffers(layout, model_input)
         return buffers
+
+    def _display_pool(self, sized: _SizeBuffers, width: int, height: int) -> DevicePool:
+        """The RGBA display frames of one size, made when results first carry pixels (a
+        run that writes only detections never allocates them: 1 GB at batch 16, 1080p)."""
+        if sized.rgba is None:
+            sized.rgba = DevicePool.pitched(
+                self.ctx, width * 4, height, self.RGBA_BUFFERS * self._settings.batch,
+                kind="display frame",
+            )  # fmt: skip
+        return sized.rgba
 
     def _free_frame_buffers(self) -> None:
         sizes, self._sizes = self._sizes, {}
@@ -197,16 +204,28 @@ class GpuFramePipeline(GpuPipelineBase):
             hosts = [o.host if n == s.batch else o.host[:n] for o in outputs]
             decoded = self._task.decode(hosts, [layout.letterbox] * n, s.params)
         self._host_timer.collect(times_each)
-        return [
-            FrameResult(Frame(None, f.index, f.pts, device=image, source_id=f.source_id), out, t)
-            for f, image, out, t in zip(frames, images, decoded, times_each, strict=True)
-        ]
+        results = []
+        for f, image, out, t in zip(frames, images, decoded, times_each, strict=True):
+            pixels = image if image is not None else PixelsNotKept(f.width, f.height)
+            frame = Frame(None, f.index, f.pts, device=pixels, source_id=f.source_id)
+            results.append(FrameResult(frame, out, t))
+        return results
 
     def _convert(
         self, frame: DeviceFrame, sized: _SizeBuffers, dst_ptr: int, stream: Any
-    ) -> RgbaDeviceImage:
-        """Queue the preprocessing and display kernels; the RGBA frame as an image."""
-        layout, pool = sized.layout, sized.rgba
+    ) -> RgbaDeviceImage | None:
+        """Queue the preprocessing and display kernels; the RGBA frame as an image (None
+        when results carry no pixels: only the model input is made)."""
+        layout = sized.layout
+        if not self.pixels:
+            if isinstance(frame, DeviceNV12Frame):
+                frame.wait(stream)
+            with self._timer.stage("preprocess"):
+                self._pre.model_input(frame, layout, dst_ptr, stream)
+            if isinstance(frame, DeviceNV12Frame):
+                frame.release(stream)
+            return None
+        pool = self._display_pool(sized, frame.width, frame.height)
         rgba: DeviceBuffer = pool.acquire(stream, timeout=10.0)
         try:
             if isinstance(frame, DeviceNV12Frame):
@@ -236,9 +255,11 @@ class _SizeBuffers:
 
     __slots__ = ("input", "layout", "rgba")
 
-    def __init__(self, layout: PreprocessLayout, model_input: DevicePool, rgba: DevicePool) -> None:
-        self.layout, self.input, self.rgba = layout, model_input, rgba
+    def __init__(self, layout: PreprocessLayout, model_input: DevicePool) -> None:
+        self.layout, self.input = layout, model_input
+        self.rgba: DevicePool | None = None  # made when first needed
 
     def close(self) -> None:
         for pool in (self.input, self.rgba):
-            pool.close()
+            if pool is not None:
+                pool.close()

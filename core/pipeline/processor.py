@@ -25,6 +25,8 @@ class FrameProcessor(Protocol):
     # True when it takes frames in device memory (NVDEC): the builder then opens the
     # source with NVDEC for it
     takes_device_frames: bool
+    # results carry the frame's pixels (display, export); off: outputs only
+    pixels: bool
 
     @property
     def settings(self) -> PipelineSettings: ...
@@ -54,6 +56,10 @@ class PipelineBase(ABC):
     takes_device_frames: bool
 
     def __init__(self, settings: PipelineSettings, task: AnyTask) -> None:
+        # whether results carry the frame's pixels for a display or an export: a run that
+        # writes only detections turns it off (the GPU pipeline then skips its display
+        # kernel and buffer per frame)
+        self.pixels = True
         self._settings = settings
         self._task = task
         self._lock = threading.Lock()

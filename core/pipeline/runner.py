@@ -89,7 +89,8 @@ class PipelineRunner:
         batch = self.pipeline.settings.batch
         executor = Executor.open(
             self.source,
-            [PipelineWorker(p, draw, copy=False) for p in self.workers],
+            # no export: nothing needs the frames' pixels, only the outputs
+            [PipelineWorker(p, draw, copy=False, pixels=self.draw) for p in self.workers],
             batch=batch,
             decode_depth=self.queue_size,
             depth=RUN_DEPTH * len(self.workers) * batch,

@@ -2,7 +2,7 @@
 # On the H200 test machine, from the checkout root, after the kit pieces were stashed
 # (see ../shared/device/README.md: base, av, pnvc, ort0..ort5, each in its own call):
 #
-#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|window|all] [pytest args...]
+#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|window|latency|soak|archive|all] [args...]
 #
 # Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
 # the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
@@ -30,6 +30,18 @@ fi
 for w in .device/extra/*.whl; do
     [[ -f $w ]] && python3 -m pip install -q --no-deps --target /tmp/kit/site "$w" 2>&1 | tail -1
 done
+# a tar of extra pieces (tests/gpu/prepare_extras.sh: win = X server and Qt, ray = Ray and
+# pyarrow), stashed as parts <name>part*, unpacked once into /tmp/kit/<name>
+assemble() {
+    local name=$1 tar=/tmp/kit/$1.tar
+    [[ -d /tmp/kit/$name ]] && return 0
+    if ! ls $S/${name}part* >/dev/null 2>&1; then echo "$name: no parts stashed"; return 1; fi
+    cat $S/${name}part* > $tar
+    if [[ "$(md5sum $tar | cut -d' ' -f1)" != "$(cat $S/$name.md5 2>/dev/null)" ]]; then
+        echo "$name: parts missing or corrupt ($(ls $S/${name}part* | wc -l) stashed)"; rm -f $tar; return 1
+    fi
+    mkdir -p /tmp/kit/$name && tar -C /tmp/kit/$name -xf $tar && rm -f $tar
+}
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv
 status=0
@@ -52,20 +64,17 @@ if [[ $what == bench || $what == all ]]; then
 fi
 if [[ $what == window ]]; then
     # The real Qt window with NVIDIA's OpenGL: Xvfb and Mesa (for the X server's own GLX)
-    # and the X client libraries Qt's xcb plugin needs, stashed as .device/x0 + x1 (Debian
-    # packages, unpacked under /tmp/kit/xroot, not /), PySide6 as .device/qt0 + qt1 (its
-    # wheel in two parts), glvnd's loaders carried in .gl (unpacked to / as the device
-    # tool's README says); clients get NVIDIA's GLX through __GLX_VENDOR_LIBRARY_NAME.
-    X=/tmp/kit/xroot; L=$X/usr/lib/x86_64-linux-gnu
+    # and the X client libraries Qt's xcb plugin needs (Debian packages, unpacked under
+    # /tmp/kit/xroot, not /) and PySide6, stashed as .device/win0..N; glvnd's loaders
+    # carried in .gl (unpacked to / as the device tool's README says); clients get
+    # NVIDIA's GLX through __GLX_VENDOR_LIBRARY_NAME.
+    X=/tmp/kit/xroot; L=$X/usr/lib/x86_64-linux-gnu; W=/tmp/kit/win
+    assemble win || exit 3
     for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-    if [[ ! -x $X/usr/bin/Xvfb ]]; then mkdir -p $X; for f in $S/*.deb; do dpkg -x "$f" $X; done; fi
+    if [[ ! -x $X/usr/bin/Xvfb ]]; then mkdir -p $X; for f in $W/debs/*.deb; do dpkg -x "$f" $X; done; fi
     [[ -x /usr/bin/xkbcomp ]] || cp $X/usr/bin/xkbcomp /usr/bin/xkbcomp  # Xvfb runs it from there
     if [[ ! -d /tmp/kit/qt/PySide6 ]]; then
-        w=/tmp/kit/pyside6_essentials-6.11.3-cp310-abi3-manylinux_2_34_x86_64.whl
-        cat $S/qtpart* > $w
-        if [[ "$(md5sum $w | cut -d' ' -f1)" == "$(cat $S/qt.md5)" ]]; then
-            python3 -m pip install -q --no-deps --target /tmp/kit/qt $w $S/shiboken6-*.whl 2>&1 | tail -2
-        else echo "PySide6: parts missing or corrupt ($(ls $S/qtpart* | wc -l) of 2)"; fi
+        python3 -m pip install -q --no-deps --target /tmp/kit/qt $W/wheels/*.whl 2>&1 | tail -2
     fi
     mkdir -p /tmp/kit/fontcache
     cat > /tmp/kit/fonts.conf <<XML
@@ -87,5 +96,37 @@ XML
         2>&1 | tee "$OUT/window.log" | tail -60
     status=${PIPESTATUS[0]}
     tail -5 "$OUT/xvfb.log"
+fi
+video=/tmp/framelens-person-1080p.mp4
+if [[ $what == latency || $what == soak ]] && [[ ! -f $video ]]; then
+    python3 benchmarks/make_1080p.py $video --frames 900
+fi
+if [[ $what == latency ]]; then  # rough edge 8: a frame on screen, behind decode + inference
+    python3 benchmarks/live_latency.py --device cuda:0 --video $video ${BENCH_ARGS:---speed 4} \
+        --output "$OUT/h200-live-latency-$(date +%F).json" 2>&1 | tee "$OUT/latency.log" | tail -30
+    status=${PIPESTATUS[0]}
+fi
+if [[ $what == soak ]]; then  # device and host memory over 10,000 frames of the GPU player
+    python3 benchmarks/soak_player.py --device cuda:0 ${BENCH_ARGS:---frames 10000} \
+        --output "$OUT/h200-soak-player-$(date +%F).json" 2>&1 | tee "$OUT/soak.log" | tail -30
+    status=${PIPESTATUS[0]}
+fi
+if [[ $what == archive ]]; then  # framelens batch on Ray with GPU actors (.device/ray0..M)
+    assemble ray || exit 3
+    if [[ ! -d /tmp/kit/raysite/ray ]]; then  # only what the device's Python lacks
+        wheels=()
+        for w in /tmp/kit/ray/wheels/*.whl; do
+            m=$(basename "$w" | cut -d- -f1 | tr A-Z a-z)
+            case $m in attrs) m=attr;; protobuf) m=google.protobuf;; pyyaml) m=yaml;;
+                       rpds_py) m=rpds;; esac
+            python3 -c "import $m" 2>/dev/null || wheels+=("$w")
+        done
+        python3 -m pip install -q --no-deps --no-compile --target /tmp/kit/raysite "${wheels[@]}" \
+            2>&1 | grep -v -i warning | tail -3
+    fi
+    export PYTHONPATH=$PYTHONPATH:/tmp/kit/raysite PATH=$PATH:/tmp/kit/raysite/bin
+    python3 benchmarks/archive_throughput.py --device cuda:0 ${BENCH_ARGS:-} \
+        --output "$OUT/h200-archive-$(date +%F).json" 2>&1 | tee "$OUT/archive.log" | tail -30
+    status=${PIPESTATUS[0]}
 fi
 exit "$status"

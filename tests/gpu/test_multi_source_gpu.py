@@ -64,3 +64,32 @@ def test_four_sources_on_the_gpu_detect_what_single_cpu_runs_detect(
         for r, t in zip(want, got, strict=True):
             totals.add_frame(r, t)
         assert totals.f1 >= 0.99, (i, totals.as_dict())
+
+
+def test_a_run_without_video_export_detects_what_an_exporting_run_detects(
+    gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """Without export the GPU pipeline makes no display frames (only the model input):
+    the detections must not change, and the exporting run still writes every frame."""
+    import av
+
+    copies = []
+    for i in range(2):
+        copies.append(tmp_path / f"cam{i}.mp4")
+        copies[-1].write_bytes(SAMPLE.read_bytes())
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    specs = [str(c) for c in copies]
+    run_many(specs, settings, str(tmp_path / "plain"), videos=False, frames=FRAMES,
+             progress=False)  # fmt: skip
+    run_many(specs, settings, str(tmp_path / "video"), videos=True, frames=FRAMES,
+             progress=False)  # fmt: skip
+    for i in range(2):
+        plain = as_detections(tmp_path / "plain" / f"cam{i}.json")
+        video = as_detections(tmp_path / "video" / f"cam{i}.json")
+        totals = AgreementTotals()
+        for r, t in zip(video, plain, strict=True):
+            totals.add_frame(r, t)
+        assert len(plain) == FRAMES and totals.f1 >= 0.999, (i, totals.as_dict())
+        assert not (tmp_path / "plain" / f"cam{i}.mp4").exists()
+        with av.open(str(tmp_path / "video" / f"cam{i}.mp4")) as container:
+            assert sum(1 for _ in container.decode(video=0)) == FRAMES
