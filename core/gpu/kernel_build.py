@@ -26,7 +26,7 @@ from framelens.core.errors import EngineError
 
 log = logging.getLogger(__name__)
 
-KERNEL_SOURCES = ("preprocess", "display", "sr_color", "draw", "bench")
+KERNEL_SOURCES = ("preprocess", "display", "sr_color", "draw", "candidates", "bench")
 """The .cu files in framelens/kernels, one per job; each is one CUDA module."""
 
 PTX_ARCH = "compute_75"

@@ -31,6 +31,7 @@ KERNEL_SIGNATURES: dict[str, tuple[str, str]] = {
     "fl_upscale_chroma": ("sr_color", "PPiiPPiiff"),
     "fl_merge_ycrcb": ("sr_color", "PiiPPiiffiPiii"),
     "fl_draw_rects": ("draw", "PiiiiPi"),
+    "fl_gather_candidates": ("candidates", "PiiifiPPP"),
     "fl_spin": ("bench", "q"),
 }
 """Kernel name -> (module, pycuda ``prepare`` format: P pointer, i int, f float, q int64).

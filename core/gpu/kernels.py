@@ -399,6 +399,50 @@ class GpuKernels(SrColourLaunchers):
             count,
         )
 
+    # -- detection candidates -----------------------------------------------------------------
+
+    def gather_candidates(
+        self,
+        out_ptr: int,
+        frames: int,
+        rows: int,
+        cols: int,
+        gate: int,
+        conf: float,
+        capacity: int,
+        count_ptr: int,
+        where_ptr: int,
+        picked_ptr: int,
+        stream: Any = None,
+    ) -> None:
+        """Gather the rows of a (frames, rows, cols) float32 output whose column ``gate``
+        exceeds ``conf``: up to ``capacity`` of them into ``picked`` (capacity x cols
+        floats) with their flat row numbers in ``where``; ``count`` (one int32, zeroed
+        by the caller) receives how many passed, stored or not."""
+        if frames <= 0 or rows <= 0:
+            return
+        if not 0 <= gate < cols:
+            raise KernelError(f"gate column {gate} outside the {cols} columns")
+        if frames * rows >= 2**31:
+            raise KernelError(f"{frames} x {rows} rows do not fit the kernel's int32 indices")
+        if not (out_ptr and count_ptr and where_ptr and picked_ptr):
+            raise KernelError("gather_candidates needs non-null pointers")
+        self._launch(
+            "fl_gather_candidates",
+            ((rows + 255) // 256, frames, 1),
+            (256, 1, 1),
+            stream,
+            out_ptr,
+            rows,
+            cols,
+            gate,
+            float(conf),
+            capacity,
+            count_ptr,
+            where_ptr,
+            picked_ptr,
+        )
+
     # -- timing ------------------------------------------------------------------------------
 
     def spin(self, cycles: int, stream: Any = None) -> None:

@@ -26,19 +26,26 @@ from typing import Any
 
 import numpy as np
 from framelens.core.errors import EngineError, GpuError
+from framelens.core.geometry import Letterbox
 from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage
 from framelens.core.gpu.kernels import PreprocessLayout
 from framelens.core.pipeline.gpu_base import GpuPipelineBase
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.engines.base import DeviceEngine
+from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput
 from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
+from framelens.core.stages.tasks.detect.candidates_cuda import DeviceCandidateGather
+from framelens.core.stages.tasks.detect.task import DetectionTask, DetectParams
 from framelens.core.types import Frame, FrameResult, PixelsNotKept, StageTimes
 
 MAX_SIZES = 8  # source sizes whose buffers a pipeline keeps at once (several sources)
+
+HOST_CANDIDATES_ENV = "FRAMELENS_HOST_CANDIDATES"
+"""Set to 1: copy whole detection outputs to the host and gather candidates there (the
+benchmarks' A/B of the device gather)."""
 
 FAULT_ENV = "FRAMELENS_GPU_FAULT_AT"
 """Fault injection for tests: a frame index at which every GPU pipeline raises GpuError."""
@@ -63,6 +70,12 @@ class GpuFramePipeline(GpuPipelineBase):
         super().__init__(settings, ctx, stream, engine, task)
         self._sizes: dict[tuple[int, int], _SizeBuffers] = {}  # by source size, LRU
         self._dtype = "float16" if engine.input_dtype == np.float16 else "float32"
+        # detections whose layout has a gate (YOLOv5/YOLOX objectness): candidates are
+        # gathered on the device and only they are copied to the host
+        self._gate = task.candidate_gate if isinstance(task, DetectionTask) else None
+        if os.environ.get(HOST_CANDIDATES_ENV) == "1":
+            self._gate = None
+        self._gather = DeviceCandidateGather(ctx, self.kernels) if self._gate is not None else None
 
     def warm_up(self) -> None:
         """One inference on a blank batch of the model's size: the first run of a session
@@ -125,6 +138,8 @@ class GpuFramePipeline(GpuPipelineBase):
         return sized.rgba
 
     def _free_frame_buffers(self) -> None:
+        if self._gather is not None:
+            self._gather.close()
         sizes, self._sizes = self._sizes, {}
         for buffers in sizes.values():
             buffers.close()
@@ -194,15 +209,20 @@ class GpuFramePipeline(GpuPipelineBase):
             # a short batch is padded to the pipeline's: the engine sees one shape, so
             # cuDNN's algorithm search (ORT's default, per input shape) runs once, not
             # whenever a live source or the end of a range leaves a batch short
+            gather = self._gather
             with timer.stage("inference"):
                 outputs = self.engine.infer_device(
-                    base, _batch(layout, s.batch), layout.numpy_dtype
+                    base, _batch(layout, s.batch), layout.numpy_dtype, to_host=gather is None
                 )
             timer.collect(times_each)
         n = len(frames)
+        geometries = [layout.letterbox] * n
         with self._host_timer.stage("postprocess"):
-            hosts = [o.host if n == s.batch else o.host[:n] for o in outputs]
-            decoded = self._task.decode(hosts, [layout.letterbox] * n, s.params)
+            if gather is not None:
+                decoded = self._decode_on_device(gather, outputs[0], n, geometries)
+            else:
+                hosts = [o.host if n == s.batch else o.host[:n] for o in outputs]
+                decoded = self._task.decode(hosts, geometries, s.params)
         self._host_timer.collect(times_each)
         results = []
         for f, image, out, t in zip(frames, images, decoded, times_each, strict=True):
@@ -210,6 +230,32 @@ class GpuFramePipeline(GpuPipelineBase):
             frame = Frame(None, f.index, f.pts, device=pixels, source_id=f.source_id)
             results.append(FrameResult(frame, out, t))
         return results
+
+    def _decode_on_device(
+        self,
+        gather: DeviceCandidateGather,
+        output: DeviceOutput,
+        n: int,
+        geometries: list[Letterbox],
+    ) -> list[Any]:
+        """The first ``n`` frames' detections from candidates gathered on the device."""
+        task, params = self._task, self._settings.params
+        assert isinstance(task, DetectionTask) and isinstance(params, DetectParams)
+        assert self._gate is not None
+        shape = output.shape
+        if len(shape) != 3 or output.dtype != np.float32 or shape[0] < n:
+            raise GpuError(
+                f"{self._settings.model.name}: output {output.name} is {list(shape)} "
+                f"{output.dtype}; the {self._settings.model.layout} layout reads "
+                "(batch, rows, columns) float32"
+            )
+        task.check_columns(int(shape[2]))
+        with self.ctx.active():
+            cands = gather.gather(
+                output.ptr, (n, int(shape[1]), int(shape[2])), self._gate, params.conf,
+                self.stream,
+            )  # fmt: skip
+        return task.decode_candidates(cands, geometries, params)
 
     def _convert(
         self, frame: DeviceFrame, sized: _SizeBuffers, dst_ptr: int, stream: Any

@@ -81,7 +81,8 @@ if [[ $what == window ]]; then
 <?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
 <fontconfig><dir>$X/usr/share/fonts</dir><cachedir>/tmp/kit/fontcache</cachedir></fontconfig>
 XML
-    export LD_LIBRARY_PATH=$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FONTCONFIG_FILE=/tmp/kit/fonts.conf
+    # Debian 12 puts some libraries (libdbus) under /lib, not /usr/lib
+    export LD_LIBRARY_PATH=$L:$X/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FONTCONFIG_FILE=/tmp/kit/fonts.conf
     ldd $X/usr/bin/Xvfb | grep "not found"
     LIBGL_DRIVERS_PATH=$L/dri $X/usr/bin/Xvfb :77 -screen 0 1920x1200x24 +extension GLX \
         -xkbdir $X/usr/share/X11/xkb -nolisten tcp >"$OUT/xvfb.log" 2>&1 &

@@ -14,7 +14,9 @@ from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.detections import DetectionsWriter
 from framelens.core.stages.tasks.base import EngineOutputs, Task
 from framelens.core.stages.tasks.detect.agreement import FrameMatch, match_frame
+from framelens.core.stages.tasks.detect.candidates import Candidates
 from framelens.core.stages.tasks.detect.decoders import make_decoder
+from framelens.core.stages.tasks.detect.yolo import Yolov5Decoder
 from framelens.core.types import Detections, Image
 
 MATCH_IOU = 0.5
@@ -51,6 +53,28 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
         self, outputs: EngineOutputs, geometries: Sequence[Letterbox], params: DetectParams
     ) -> list[Detections]:
         return self._decoder(list(outputs), geometries, params.conf, params.iou, params.classes)
+
+    @property
+    def candidate_gate(self) -> int | None:
+        """The output column that bounds every score (YOLOv5/YOLOX objectness), for
+        gathering candidates before decoding (candidates.py); None for other layouts."""
+        return self._decoder.GATE if isinstance(self._decoder, Yolov5Decoder) else None
+
+    def check_columns(self, cols: int) -> None:
+        """ModelError unless output rows of ``cols`` columns fit the layout."""
+        if isinstance(self._decoder, Yolov5Decoder):
+            self._decoder.check_candidates(cols)
+
+    def decode_candidates(
+        self, cands: Candidates, geometries: Sequence[Letterbox], params: DetectParams
+    ) -> list[Detections]:
+        """``decode`` from the candidates gathered at ``candidate_gate`` (the GPU
+        pipeline gathers them on the device): the same detections."""
+        if not isinstance(self._decoder, Yolov5Decoder):
+            raise TypeError(f"the {self.spec.layout} layout has no candidate gate")
+        return self._decoder.decode_candidates(
+            cands, geometries, params.conf, params.iou, params.classes
+        )
 
     def empty(self) -> Detections:
         return Detections.empty(with_landmarks=self.spec.layout == "yunet")

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from framelens.core.errors import ModelError
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec, input_size_for
+from framelens.core.stages.tasks.detect.candidates import Candidates, gather_host
 from framelens.core.stages.tasks.detect.nms import finish
 from framelens.core.types import Detections
 
@@ -123,7 +124,71 @@ def _best_class(
 
 
 class Yolov5Decoder(BatchDecoder):
-    """[B, N, 5+C]: cx, cy, w, h in network pixels, objectness, class scores."""
+    """[B, N, 5+C]: cx, cy, w, h in network pixels, objectness, class scores.
+
+    Decoded from the batch's candidates (candidates.py): the rows whose objectness
+    beats conf, gathered on the host here or on the device by the GPU pipeline
+    (``decode_candidates``); the class scores and boxes of all of them in one go,
+    then NMS per frame.
+    """
+
+    GATE = 4  # objectness: score = obj * cls <= obj rules out most rows cheaply
+
+    def __call__(
+        self,
+        outputs: Outputs,
+        geometries: Sequence[Letterbox],
+        conf: float,
+        iou: float,
+        classes: frozenset[int] | None,
+    ) -> list[Detections]:
+        batch = self._frames(outputs, batch_size(geometries, self.spec))
+        return self.decode_candidates(
+            gather_host(batch, self.GATE, conf), geometries, conf, iou, classes
+        )
+
+    def check_candidates(self, cols: int) -> None:
+        """ModelError unless rows of ``cols`` columns fit this layout."""
+        if cols < 6:
+            raise ModelError(
+                f"{self.spec.name}: output rows have {cols} columns, which the "
+                f"{self.spec.layout} layout cannot read"
+            )
+
+    def decode_candidates(
+        self,
+        cands: Candidates,
+        geometries: Sequence[Letterbox],
+        conf: float,
+        iou: float,
+        classes: frozenset[int] | None,
+    ) -> list[Detections]:
+        """Each frame's detections from the batch's candidates."""
+        if cands.frames != len(geometries):
+            raise ModelError(
+                f"{self.spec.name}: candidates of {cands.frames} frames for {len(geometries)}"
+            )
+        self.check_candidates(cands.values.shape[1] if cands.values.ndim == 2 else 0)
+        rows = cands.values
+        sel, scores, ids = _best_class(rows[:, 5:], rows[:, 4], conf, classes)
+        cands = cands.select(sel)
+        boxes = self._all_boxes(cands, geometries)
+        return [
+            finish(boxes[a:b], scores[a:b], ids[a:b], geometry, iou)
+            for geometry, (a, b) in zip(geometries, cands.bounds(), strict=True)
+        ]
+
+    def _all_boxes(self, cands: Candidates, geometries: Sequence[Letterbox]) -> F32:
+        """xyxy boxes of every candidate: in one call when the frames share an input
+        size (a batch does), else frame by frame."""
+        sizes = {input_size_for(self.spec, g.src_width, g.src_height) for g in geometries}
+        if len(sizes) == 1:
+            return self._boxes(cands.values, cands.row, cands.rows, geometries[0])
+        parts = [
+            self._boxes(cands.values[a:b], cands.row[a:b], cands.rows, g)
+            for g, (a, b) in zip(geometries, cands.bounds(), strict=True)
+        ]
+        return np.concatenate(parts) if parts else np.zeros((0, 4), np.float32)
 
     def _boxes(self, rows: F32, index: npt.NDArray[np.intp], n: int, geometry: Letterbox) -> F32:
         """xyxy boxes of the selected rows; index = their row numbers among all n."""
@@ -135,12 +200,7 @@ class Yolov5Decoder(BatchDecoder):
     def _one(
         self, pred: F32, geometry: Letterbox, conf: float, iou: float, classes: Classes
     ) -> Detections:
-        # score = obj * cls <= obj, so objectness alone rules out most rows cheaply.
-        cand = np.flatnonzero(pred[:, 4] > conf)
-        rows = pred[cand]
-        sel, scores, ids = _best_class(rows[:, 5:], rows[:, 4], conf, classes)
-        boxes = self._boxes(rows[sel], cand[sel], len(pred), geometry)
-        return finish(boxes, scores, ids, geometry, iou)
+        return self.__call__([pred[None]], [geometry], conf, iou, classes)[0]
 
 
 @lru_cache(maxsize=16)
