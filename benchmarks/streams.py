@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -176,10 +177,16 @@ def main() -> int:
         "--profile", action="store_true",
         help="sample every thread's stack during the runs with the most sources (JSON: profiles)",
     )  # fmt: skip
+    parser.add_argument(
+        "--ab-host-candidates", action="store_true",
+        help="run each also with detection outputs copied whole to the host (the A/B of "
+        "the device candidate gather)",
+    )  # fmt: skip
     parser.add_argument("--output")
     args = parser.parse_args()
 
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.pipeline.gpu_pipeline import HOST_CANDIDATES_ENV
     from framelens.core.pipeline.multi_run import run_many
     from framelens.core.pipeline.settings import PipelineSettings
 
@@ -245,6 +252,17 @@ def main() -> int:
                 "stage_ms": summary["stage_ms"],  # medians per stage: where the time goes
             }
             row["of_nvdec_ceiling"] = round(row["aggregate_fps"] / row["nvdec_only_fps"], 3)
+            if args.ab_host_candidates:  # the same run, whole outputs copied to the host
+                os.environ[HOST_CANDIDATES_ENV] = "1"
+                try:
+                    other = run_many(
+                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}h"),
+                        videos=False, frames=args.frames, progress=False, workers=workers,
+                    )  # fmt: skip
+                finally:
+                    os.environ.pop(HOST_CANDIDATES_ENV, None)
+                row["host_candidates_fps"] = other["fps"]
+                row["device_vs_host_candidates"] = round(summary["fps"] / other["fps"], 3)
             result["streams"].append(row)
             print(json.dumps(row), flush=True)
             if sampler is not None:
