@@ -3,6 +3,8 @@
 CI runs a reduced INT8 calibration (CI_CALIBRATION); the full one (50 frames) is
 measured by benchmarks/precision_cpu.py. Agreement is scored on every 5th frame of
 the whole video with framelens.core.stages.tasks.detect.agreement, at confidence 0.3.
+The INT8 variant measured here is the session's (``yolox_int8``, tests/conftest.py),
+built in this module's cache folder; other modules reuse it instead of calibrating again.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Detections, Frame
+from int8_variant import CALIBRATION as CI_CALIBRATION
+from int8_variant import SharedInt8
 from onnx import numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,14 +47,14 @@ SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
 SPEC = resolve_model("yolox-nano")
 CONF = 0.3
 EVAL_STEP = 5
-CI_CALIBRATION = CalibrationSettings(frames=16, sensitivity_frames=3, conf=CONF)
 
 Tensors = list[npt.NDArray[np.float32]]
 
 
 @pytest.fixture(scope="module")
-def cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("framelens-cache")
+def cache_root(yolox_int8: SharedInt8) -> Path:
+    """The cache folder the session's INT8 variant was built in (nothing else writes it)."""
+    return yolox_int8.cache_root
 
 
 @pytest.fixture(scope="module")
@@ -93,17 +97,11 @@ def fp32_detections(eval_frames: tuple[Tensors, list[Letterbox]]) -> list[Detect
 
 
 @pytest.fixture(scope="module")
-def int8(cache_root: Path) -> tuple[VariantInfo, list[tuple[str, float]]]:
-    seen: list[tuple[str, float]] = []
-    variant = prepare_variant(
-        SPEC,
-        "int8",
-        source=SAMPLE,
-        settings=CI_CALIBRATION,
-        on_progress=lambda text, f: seen.append((text, f)),
-        cache_dir=cache_root,
-    )
-    return variant, seen
+def int8(yolox_int8: SharedInt8) -> tuple[VariantInfo, list[tuple[str, float]]]:
+    """prepare_variant(SPEC, "int8", source=SAMPLE, settings=CI_CALIBRATION) into
+    cache_root, and what it reported on the way (built once per session)."""
+    assert yolox_int8.variant.spec.name == SPEC.name and CI_CALIBRATION.conf == CONF
+    return yolox_int8.variant, yolox_int8.progress
 
 
 def test_fp32_is_the_bundled_model_itself() -> None:

@@ -29,19 +29,34 @@ from framelens.core.stages.engines.tensorrt_flavour import (
     parse_targets,
 )
 from framelens.core.stages.engines.tensorrt_plans import PLAN_FILE, BuildFor, cached_plan
+from int8_variant import SharedInt8
 
 rtx = next((f for f in installed_flavours() if f.name == "tensorrt-rtx"), None)
 pytestmark = pytest.mark.skipif(rtx is None, reason="tensorrt-rtx-cu13 is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
-QUICK_INT8 = CalibrationSettings(frames=4, sensitivity_frames=2, max_search_steps=4)
+QUICK_INT8 = CalibrationSettings(frames=2, sensitivity_frames=1, max_search_steps=1)
+"""YuNet's INT8 graph for the build (what is tested is the engine built from it, not the
+calibration); YOLOX-Nano's is the session's (tests/conftest.py), copied into the cache."""
 TARGETS = "sm_86,sm_89"  # two RTX generations: Ampere and Ada
 
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("framelens-cache")
+
+
+def calibration_for(
+    model: str, precision: str, cache: Path, request: pytest.FixtureRequest
+) -> CalibrationSettings:
+    """The calibration an INT8 build of ``model`` is asked for; YOLOX-Nano's graph is then
+    found in ``cache``, as a second build of an engine finds the graph of the first."""
+    if model != "yolox-nano" or precision != "int8":
+        return QUICK_INT8
+    shared: SharedInt8 = request.getfixturevalue("yolox_int8")
+    shared.copy_into(cache)
+    return shared.settings
 
 
 def test_the_flavour_is_detected_with_its_targets_and_where_it_runs() -> None:
@@ -60,8 +75,13 @@ def test_the_flavour_is_detected_with_its_targets_and_where_it_runs() -> None:
 @pytest.mark.parametrize("model", ["yolox-nano", "yunet"])
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
 def test_engines_are_built_ahead_of_time_in_every_precision(
-    model: str, precision: str, cache: Path, capsys: pytest.CaptureFixture[str]
+    model: str,
+    precision: str,
+    cache: Path,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
 ) -> None:
+    calibration = calibration_for(model, precision, cache, request)
     seen: list[tuple[str, float]] = []
     done = engines.build_engine(
         model,
@@ -69,7 +89,7 @@ def test_engines_are_built_ahead_of_time_in_every_precision(
         calibration=SAMPLE,
         targets=TARGETS,
         on_progress=lambda text, f: seen.append((text, f)),
-        calibration_settings=QUICK_INT8,
+        calibration_settings=calibration,
         cache_dir=cache,
     )
     assert done.built and done.precision == precision
@@ -83,7 +103,7 @@ def test_engines_are_built_ahead_of_time_in_every_precision(
         print(f"\n  built {done.line()}")
     again = engines.build_engine(
         model, precision, calibration=SAMPLE, targets=TARGETS,
-        calibration_settings=QUICK_INT8, cache_dir=cache,
+        calibration_settings=calibration, cache_dir=cache,
     )  # fmt: skip
     assert not again.built and again.entry == done.entry
 
