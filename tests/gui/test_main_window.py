@@ -341,12 +341,17 @@ def test_canvas_zoom_and_reset(window: MainWindow, qtbot: QtBot, sample: str) ->
 
 def test_window_screenshot(window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path) -> None:
     """Grab the whole window while playing; FRAMELENS_SCREENSHOT=path keeps a copy."""
+    keep = os.environ.get("FRAMELENS_SCREENSHOT")
     window.transport.realtime_button.setChecked(False)
     start(window, qtbot, sample, frames=3)
     window.controller.seek(250)
-    qtbot.waitUntil(lambda: window.results_shown >= 120, timeout=RESULTS_TIMEOUT_MS)
-    qtbot.wait(1200)  # the plots' median line refreshes once a second
-    target = Path(os.environ.get("FRAMELENS_SCREENSHOT", tmp_path / "screenshot.png"))
+    # the README's copy shows plots well filled, their median line drawn (it refreshes
+    # once a second); the grab itself needs only the video playing past the seek
+    shown = 120 if keep else 13
+    qtbot.waitUntil(lambda: window.results_shown >= shown, timeout=RESULTS_TIMEOUT_MS)
+    if keep:
+        qtbot.wait(1200)
+    target = Path(keep or tmp_path / "screenshot.png")
     target.parent.mkdir(parents=True, exist_ok=True)
     pixmap = window.grab()
     assert pixmap.save(str(target))

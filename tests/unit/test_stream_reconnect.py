@@ -171,7 +171,12 @@ def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path) -> None:
             [exe, "run", server.url, "--export", str(out), "--detections", str(dets), "--quiet"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        time.sleep(6.0)  # engine start-up, then a few seconds of the stream
+        # the outputs' temporaries appear with the first frame processed (after the
+        # engine's start-up); then two seconds of the stream, 50 frames in real time
+        wait_until(lambda: any(".partial-" in p.name for p in tmp_path.iterdir()), 60,
+                   "the recording to start")  # fmt: skip
+        time.sleep(2.0)
+        assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
