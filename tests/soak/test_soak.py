@@ -30,16 +30,17 @@ GROWTH_MIB = 40.0
 def write_long_clip(path: Path, frames: int) -> Path:
     """A moving pattern (so detection and encoding do real work), H.264, 30 fps."""
     w, h = 160, 120
-    yy, xx = np.mgrid[0:h, 0:w]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.uint8)  # uint8 sums wrap: (xx + i) % 256
+    img = np.zeros((h, w, 3), np.uint8)  # one buffer: from_ndarray copies it
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=30)
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
         stream.codec_context.time_base = Fraction(1, 30)
         stream.codec_context.options = {"preset": "ultrafast"}
         for i in range(frames):
-            img = np.zeros((h, w, 3), np.uint8)
-            img[..., 0] = (xx + i) % 256
-            img[..., 1] = (yy * 2 + i // 3) % 256
+            np.add(xx, np.uint8(i % 256), out=img[..., 0])
+            np.add(yy * np.uint8(2), np.uint8(i // 3 % 256), out=img[..., 1])
+            img[..., 2] = 0
             img[40:80, (i % 120) : (i % 120) + 40] = 255
             out.mux(stream.encode(av.VideoFrame.from_ndarray(img, format="bgr24")))
         out.mux(stream.encode(None))
