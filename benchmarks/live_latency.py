@@ -62,6 +62,11 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
         player.close()
     if errors:
         raise SystemExit(f"playback failed: {errors[0]}")
+    if not window:  # say why rather than fail in numpy (seen on the H200 once)
+        raise SystemExit(
+            f"no frame shown in {seconds} s of playback at {speed}x (drop_late={drop}): "
+            f"{len(shown)} shown before, last index {index0}, state {player.state}"
+        )
     results = [r for _t, r in window]
     fps_source = settings_fps(video) * speed
     interval_ms = 1000.0 / fps_source

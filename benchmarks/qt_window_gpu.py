@@ -15,6 +15,9 @@ PySide6, pycuda with GL and a CUDA device.
    what a machine without interop does) and ``host upload`` (a BGR array from host
    memory, the CPU path). Medians of the canvas's own upload+paint time and the
    loop's frames per second, after a warm-up; ratios against ``device via host``.
+3. Overlays per display path: a known box over a black frame, looked for in the
+   canvas's rendering (the playback screenshot on the H200 showed none over interop
+   frames), and how many of the frames played had detections.
 
     python3 benchmarks/qt_window_gpu.py --video V.mp4 --output OUT.json --screenshot OUT.png
 """
@@ -58,6 +61,14 @@ def play_in_window(
     window.choose_device(device)
     window.open_source(video)
     _wait(app, 120, lambda: window.state.source is not None and not window.state.loading_model)
+    boxes: list[int] = []  # detections of each frame handed to the canvas
+    show_detections = window._show_detections
+
+    def counting(result: Any) -> None:
+        boxes.append(len(result.output))
+        show_detections(result)
+
+    window._show_detections = counting  # type: ignore[method-assign]
     window.controller.play()
     started, shown0 = time.monotonic(), window.results_shown
     display_paths: set[str] = set()
@@ -82,6 +93,8 @@ def play_in_window(
         "player_fps": round(float(state.fps), 1),
         "results_per_s": round((window.results_shown - shown0) / elapsed, 1),
         "dropped": int(getattr(state, "dropped", 0)),
+        "frames_with_detections": sum(1 for n in boxes if n),
+        "frames_counted": len(boxes),
         "seconds": round(elapsed, 1),
         "screenshot": screenshot.name,
     }
@@ -125,6 +138,59 @@ def time_canvas(app: Any, frames: list[Any], interop: bool, repeats: int) -> dic
         "loop_ms_p50": round(1000 * statistics.median(loop_s), 3),
         "fps": round(1.0 / statistics.median(loop_s), 1),
     }
+
+
+def overlay_check(app: Any, cuda: bool) -> dict[str, Any]:
+    """Is a box painted over each kind of frame? A black 640x360 frame with one known
+    box, per display path; the class colour looked for on the box's bottom edge in the
+    canvas's own rendering (as tests/gui/test_display_path.py does under Mesa)."""
+    from framelens.core.stages.draw.style import OverlayStyle, class_colour
+    from framelens.core.types import Detections
+    from framelens.gui.canvas import VideoCanvas
+    from PySide6.QtGui import QImage
+
+    black = np.zeros((360, 640, 3), dtype=np.uint8)
+    dets = Detections(
+        np.array([[100, 80, 400, 300]], dtype=np.float32),
+        np.array([0.9], dtype=np.float32),
+        np.array([0], dtype=np.int32),
+    )
+    frames: dict[str, tuple[Any, bool]] = {"host upload": (black, True)}
+    if cuda:
+        from framelens.core.gpu.buffers import cuda_driver
+        from framelens.core.gpu.context import get_context
+        from framelens.core.gpu.images import upload_bgr
+
+        context = get_context(0)
+        with context.active():
+            stream = cuda_driver().Stream()
+        device = upload_bgr(context, black, stream)
+        frames = {"interop": (device, True), "device via host": (device, False), **frames}
+    b, g, r = class_colour(0)
+    seen: dict[str, Any] = {}
+    for name, (frame, interop) in frames.items():
+        canvas = VideoCanvas(interop=interop)
+        canvas.resize(640, 360)
+        canvas.show()
+        _wait(app, 10, lambda c=canvas: c.renderer != "")
+        canvas.set_image(frame, (dets, ("person",), OverlayStyle()))
+        _wait(app, 0.5)
+        shot = canvas.grab_frame_image().convertToFormat(QImage.Format.Format_RGB888)
+        rect = canvas.image_rect()
+        scale = rect.width() / 640
+        x, y = round(rect.left() + 250 * scale), round(rect.top() + 300 * scale)
+        colours = [shot.pixelColor(x, y + dy) for dy in (-1, 0, 1)]
+        rgb = [(c.red(), c.green(), c.blue()) for c in colours]
+        seen[name] = {
+            "display_path": canvas.display_path,
+            "box_painted": (r, g, b) in rgb,
+            "edge_rgb": rgb,
+            "want_rgb": [r, g, b],
+        }
+        canvas.close()
+        canvas.deleteLater()
+        _wait(app, 0.2)
+    return seen
 
 
 def canvas_alone(app: Any, width: int, height: int, repeats: int, cuda: bool) -> dict[str, Any]:
@@ -175,6 +241,8 @@ def main() -> int:
         app, args.video, args.device, args.seconds, Path(args.screenshot)
     )
     print(json.dumps(report["window"], indent=1), flush=True)
+    report["overlay"] = overlay_check(app, cuda=args.device.startswith("cuda"))
+    print(json.dumps(report["overlay"], indent=1), flush=True)
     report["canvas_alone"] = canvas_alone(
         app, 1920, 1080, args.repeats, cuda=args.device.startswith("cuda")
     )

@@ -108,7 +108,7 @@ if [[ $what == latency ]]; then  # rough edge 8: a frame on screen, behind decod
     status=${PIPESTATUS[0]}
 fi
 if [[ $what == soak ]]; then  # device and host memory over 10,000 frames of the GPU player
-    python3 benchmarks/soak_player.py --device cuda:0 ${BENCH_ARGS:---frames 10000} \
+    python3 benchmarks/soak_player.py --device cuda:0 ${BENCH_ARGS:---frames 30000} \
         --output "$OUT/h200-soak-player-$(date +%F).json" 2>&1 | tee "$OUT/soak.log" | tail -30
     status=${PIPESTATUS[0]}
 fi
