@@ -182,8 +182,15 @@ def main() -> int:
         help="run each also with detection outputs copied whole to the host (the A/B of "
         "the device candidate gather)",
     )  # fmt: skip
+    parser.add_argument(
+        "--switch-interval", type=float, default=None, metavar="S",
+        help="sys.setswitchinterval for the runs (Python's default 0.005): how long a "
+        "thread may hold the GIL while others wait for it",
+    )  # fmt: skip
     parser.add_argument("--output")
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
 
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.gpu_pipeline import HOST_CANDIDATES_ENV
@@ -199,6 +206,7 @@ def main() -> int:
         "device": args.device,
         "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)",
         "frames_per_source": args.frames,
+        "switch_interval_s": sys.getswitchinterval(),
         "streams": [],
     }
 
@@ -211,7 +219,13 @@ def main() -> int:
 
     def ceiling(n: int) -> dict[str, Any]:
         if n not in ceilings:
-            product = round(decode_only_fps(video, n, args.frames, args.device), 1)
+            sampler = StackSampler() if args.profile and n == max(sources) else None
+            with sampler or contextlib.nullcontext():
+                product = round(decode_only_fps(video, n, args.frames, args.device), 1)
+            if sampler is not None:  # where the product's own sources spend their time
+                result.setdefault("profiles", []).append(
+                    {"sources": n, "what": "product sources alone", **sampler.report()}
+                )
             bare = bare_nvdec_fps(video, n, args.frames, args.device)
             # the ceiling: bare PyNvVideoCodec decoders; the product's source where they fail
             ceilings[n] = {
