@@ -3,10 +3,13 @@
 Per batch, on this pipeline's own CUDA stream:
 
     for each frame: wait for the decoder's write -> fused preprocessing kernel into its
-    slot of the batch input -> display kernel (RGBA) -> release the NV12 buffer
+    slot of the batch input -> display kernel (RGBA; not when results carry no pixels,
+    a run that writes only detections) -> release the NV12 buffer
     then: one engine call on the batch, a short one padded to the pipeline's batch size
     (ONNX Runtime IOBinding or TensorRT, same stream)
-    -> outputs to pinned host memory -> the task decodes them on the host (outputs are small)
+    -> YOLOv5/YOLOX layouts: the candidates kernel packs the rows whose objectness beats
+       conf, and only they are copied to the host (candidates_cuda.py); other layouts:
+       the outputs to pinned host memory -> the task decodes them on the host
 
 A CUDA stage timer times ``preprocess``, ``display`` and ``inference`` with events on the
 stream; ``postprocess`` and ``draw`` (overlays for export) are host stages.
