@@ -12,4 +12,8 @@ bash installer/setup.sh --dev
 .venv/bin/lint-imports
 # type-check the installed package (entry layer, core and gui, all strict) so framelens.* imports resolve
 .venv/bin/mypy -p framelens
+# FrameLens' own bytecode, compiled once (pip compiled its dependencies'): where
+# PYTHONDONTWRITEBYTECODE is set, each of the ~130 processes the tests start (the CLI,
+# Ray workers) would compile the package again
+.venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import framelens, os; print(os.path.dirname(framelens.__file__))')"
 exec .venv/bin/python -m pytest -q "$@"
