@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 from framelens.core.errors import EngineError, GpuError
-from framelens.core.geometry import Letterbox
 from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage
@@ -40,6 +39,7 @@ from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput
 from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import AnyTask
+from framelens.core.stages.tasks.detect.candidates import Candidates
 from framelens.core.stages.tasks.detect.candidates_cuda import DeviceCandidateGather
 from framelens.core.stages.tasks.detect.task import DetectionTask, DetectParams
 from framelens.core.types import Frame, FrameResult, PixelsNotKept, StageTimes
@@ -217,12 +217,17 @@ class GpuFramePipeline(GpuPipelineBase):
                 outputs = self.engine.infer_device(
                     base, _batch(layout, s.batch), layout.numpy_dtype, to_host=gather is None
                 )
-            timer.collect(times_each)
-        n = len(frames)
+            n = len(frames)
+            # queued right behind the engine; its wait for the candidates is the batch's
+            # one wait, which completes the timer's events too
+            cands = None if gather is None else self._gather_candidates(gather, outputs[0], n)
+            timer.collect(times_each, synced=cands is not None)
         geometries = [layout.letterbox] * n
         with self._host_timer.stage("postprocess"):
-            if gather is not None:
-                decoded = self._decode_on_device(gather, outputs[0], n, geometries)
+            if cands is not None:
+                task, params = self._task, s.params
+                assert isinstance(task, DetectionTask) and isinstance(params, DetectParams)
+                decoded: list[Any] = task.decode_candidates(cands, geometries, params)
             else:
                 hosts = [o.host if n == s.batch else o.host[:n] for o in outputs]
                 decoded = self._task.decode(hosts, geometries, s.params)
@@ -234,16 +239,13 @@ class GpuFramePipeline(GpuPipelineBase):
             results.append(FrameResult(frame, out, t))
         return results
 
-    def _decode_on_device(
-        self,
-        gather: DeviceCandidateGather,
-        output: DeviceOutput,
-        n: int,
-        geometries: list[Letterbox],
-    ) -> list[Any]:
-        """The first ``n`` frames' detections from candidates gathered on the device."""
-        task, params = self._task, self._settings.params
-        assert isinstance(task, DetectionTask) and isinstance(params, DetectParams)
+    def _gather_candidates(
+        self, gather: DeviceCandidateGather, output: DeviceOutput, n: int
+    ) -> Candidates:
+        """The first ``n`` frames' candidates, gathered on the device (the context is
+        current); returns once they are on the host."""
+        params = self._settings.params
+        assert isinstance(params, DetectParams) and isinstance(self._task, DetectionTask)
         assert self._gate is not None
         shape = output.shape
         if len(shape) != 3 or output.dtype != np.float32 or shape[0] < n:
@@ -252,13 +254,10 @@ class GpuFramePipeline(GpuPipelineBase):
                 f"{output.dtype}; the {self._settings.model.layout} layout reads "
                 "(batch, rows, columns) float32"
             )
-        task.check_columns(int(shape[2]))
-        with self.ctx.active():
-            cands = gather.gather(
-                output.ptr, (n, int(shape[1]), int(shape[2])), self._gate, params.conf,
-                self.stream,
-            )  # fmt: skip
-        return task.decode_candidates(cands, geometries, params)
+        self._task.check_columns(int(shape[2]))
+        return gather.gather(
+            output.ptr, (n, int(shape[1]), int(shape[2])), self._gate, params.conf, self.stream
+        )
 
     def _convert(
         self, frame: DeviceFrame, sized: _SizeBuffers, dst_ptr: int, stream: Any

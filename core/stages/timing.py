@@ -104,10 +104,13 @@ class CudaStageTimer(StageTimer):
             self._used[name] = n + 1
             self._last = end
 
-    def collect(self, times_each: Sequence[StageTimes]) -> None:
+    def collect(self, times_each: Sequence[StageTimes], *, synced: bool = False) -> None:
+        """Write each stage's time into ``times_each``; waits for the last event unless
+        ``synced`` says the caller already waited for the stream."""
         if self._last is None:
             return
-        self._last.synchronize()
+        if not synced:
+            self._last.synchronize()
         for name, n in self._used.items():
             ms = sum(float(s.time_till(e)) for s, e in self._events[name][:n])
             for times in times_each:

@@ -46,18 +46,25 @@ def yolox_batch() -> np.ndarray:
         pipeline.close()
 
 
-@pytest.mark.parametrize("conf", [0.25, 0.05, 0.0005])
+@pytest.mark.parametrize(
+    ("conf", "eager"),
+    [(0.25, None), (0.05, None), (0.05, 1), (0.0005, None)],
+    ids=["usual", "many", "more-than-the-first-copy", "overflow"],
+)
 def test_the_device_gather_picks_the_rows_the_host_picks(
     gpu_ctx: GpuContext,
     gpu_stream: Any,
     yolox_batch: np.ndarray,
     conf: float,
+    eager: int | None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import pycuda.driver as cuda
 
     if conf < 0.001:  # more candidates than the buffers hold: the whole-output path
         monkeypatch.setattr(candidates_cuda, "CAPACITY_PER_FRAME", 16)
+    if eager is not None:  # more than the rows copied with the count: a second copy
+        monkeypatch.setattr(candidates_cuda, "EAGER_PER_FRAME", eager)
     host = gather_host(yolox_batch, 4, conf)
     gather = DeviceCandidateGather(gpu_ctx, kernels_for(gpu_ctx))
     with gpu_ctx.active():
@@ -74,6 +81,8 @@ def test_the_device_gather_picks_the_rows_the_host_picks(
     assert np.array_equal(got.values, host.values)
     assert gather.overflows == (1 if conf < 0.001 else 0)
     assert len(host.row) > 0
+    if eager is not None:
+        assert len(host.row) > eager * 8  # the second copy was needed
 
 
 def test_the_gpu_pipeline_detects_the_same_with_and_without_the_device_gather(
