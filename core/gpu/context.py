@@ -20,6 +20,9 @@ from framelens.core.errors import EngineError
 
 _CUDA_DEVICE = re.compile(r"^cuda(?::(\d+))?$")
 
+_current = threading.local()
+"""Per thread: the GpuContext whose ``active()`` block it is in, innermost (``ctx``)."""
+
 
 def parse_cuda_device(device: str) -> int:
     """The index in "cuda" or "cuda:N"; EngineError for anything else."""
@@ -65,7 +68,6 @@ class GpuContext:
         self._cuda = cuda
         self.device = cuda.Device(index)
         self._ctx = self.device.retain_primary_context()
-        self._depth = threading.local()
         attrs = self.device.get_attributes()
         self.properties = DeviceProperties(
             index=index,
@@ -82,11 +84,19 @@ class GpuContext:
 
     @contextmanager
     def active(self) -> Iterator[GpuContext]:
-        """Make this context current in the calling thread for the block."""
+        """Make this context current in the calling thread for the block. Nested blocks
+        of the same context in a thread cost nothing: a kernel launch or a copy inside a
+        pipeline's batch does not push and pop again (two driver calls each)."""
+        previous = getattr(_current, "ctx", None)
+        if previous is self:
+            yield self
+            return
         self._ctx.push()
+        _current.ctx = self
         try:
             yield self
         finally:
+            _current.ctx = previous
             self._cuda.Context.pop()
 
     def memory_used(self) -> int:
