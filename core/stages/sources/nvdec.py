@@ -124,7 +124,7 @@ class GpuVideoSource(Source):
             if not isinstance(reader, NvdecReader):
                 pitch = self._device.pitch
                 self._pinned = PinnedPool(ctx, (layout.rows, pitch), np.uint8, 2, kind="upload")
-            self._copies = [cuda.Memcpy2D(), cuda.Memcpy2D()]
+            self._configured: dict[tuple[int, ...], tuple[Any, Any]] = {}
         except EngineError as exc:
             self.close()
             raise SourceError(str(exc)) from exc
@@ -185,6 +185,22 @@ class GpuVideoSource(Source):
         )
 
     def _copy_nvdec(self, frame: NvdecFrame, buf: DeviceBuffer) -> None:
+        # NVDEC hands out the same few output buffers again and again: the two plane
+        # copies configured for a (source buffer, pool slot) pair are kept, so a frame
+        # costs two calls rather than a dozen attribute writes more
+        key = (frame.y_ptr, frame.uv_ptr, frame.y_pitch, frame.uv_pitch, frame.y_rows,
+               frame.uv_rows, frame.y_row_bytes, frame.uv_row_bytes, buf.ptr)  # fmt: skip
+        copies = self._configured.get(key)
+        if copies is None:
+            if len(self._configured) >= 64:  # a decoder recreated (seek): old buffers
+                self._configured.clear()
+            copies = self._configured[key] = self._plane_copies(frame, buf)
+        for copy in copies:
+            copy(self.stream)
+
+    def _plane_copies(self, frame: NvdecFrame, buf: DeviceBuffer) -> tuple[Any, Any]:
+        cuda = cuda_driver()
+        copies = (cuda.Memcpy2D(), cuda.Memcpy2D())
         layout = self._layout
         planes = (
             (frame.y_ptr, frame.y_pitch, frame.y_rows, frame.y_row_bytes, 0, layout.height),
@@ -198,7 +214,7 @@ class GpuVideoSource(Source):
             ),
         )
         for copy, (src, src_pitch, src_rows, src_bytes, row0, rows) in zip(
-            self._copies, planes, strict=True
+            copies, planes, strict=True
         ):
             copy.set_src_device(src)
             copy.src_pitch = src_pitch
@@ -206,7 +222,7 @@ class GpuVideoSource(Source):
             copy.dst_pitch = buf.pitch
             copy.width_in_bytes = min(src_bytes, layout.row_bytes)
             copy.height = min(src_rows, rows)
-            copy(self.stream)
+        return copies
 
     def _upload(self, frame: VideoFrame, buf: DeviceBuffer) -> None:
         assert self._pinned is not None
