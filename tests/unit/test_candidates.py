@@ -18,7 +18,8 @@ from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks.base import stack_batch
 from framelens.core.stages.tasks.detect.candidates import from_flat, gather_host
 from framelens.core.stages.tasks.detect.decoders import make_decoder
-from framelens.core.stages.tasks.detect.yolo import Yolov5Decoder
+from framelens.core.stages.tasks.detect.nms import finish
+from framelens.core.stages.tasks.detect.yolo import Yolov5Decoder, _best_class
 from framelens.core.types import Detections
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +71,15 @@ def test_a_batch_decodes_as_each_frame_alone(
     ]
     assert len(together) == BATCH
     assert all(same(a, b) for a, b in zip(together, alone, strict=True))
+    # and each is what the plain per-frame algorithm gives: gate, best class, boxes, NMS
+    assert isinstance(decoder, Yolov5Decoder)
+    for k, g in enumerate(geometries):
+        pred = out[k]
+        cand = np.flatnonzero(pred[:, 4] > conf)
+        rows = pred[cand]
+        sel, scores, ids = _best_class(rows[:, 5:], rows[:, 4], conf, classes)
+        boxes = decoder._boxes(rows[sel], cand[sel], len(pred), g)
+        assert same(together[k], finish(boxes, scores, ids, g, 0.45)), k
     if conf == 0.25:  # the sample shows a person in these frames
         assert sum(int(np.count_nonzero(d.class_ids == 0)) for d in together) >= BATCH // 2
 

@@ -21,7 +21,7 @@ from framelens.core.errors import ModelError
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec, input_size_for
 from framelens.core.stages.tasks.detect.candidates import Candidates, gather_host
-from framelens.core.stages.tasks.detect.nms import finish
+from framelens.core.stages.tasks.detect.nms import finish, nms
 from framelens.core.types import Detections
 
 F32 = npt.NDArray[np.float32]
@@ -173,10 +173,25 @@ class Yolov5Decoder(BatchDecoder):
         sel, scores, ids = _best_class(rows[:, 5:], rows[:, 4], conf, classes)
         cands = cands.select(sel)
         boxes = self._all_boxes(cands, geometries)
-        return [
-            finish(boxes[a:b], scores[a:b], ids[a:b], geometry, iou)
-            for geometry, (a, b) in zip(geometries, cands.bounds(), strict=True)
-        ]
+        bounds = cands.bounds()
+        if any(g != geometries[0] for g in geometries):
+            return [
+                finish(boxes[a:b], scores[a:b], ids[a:b], geometry, iou)
+                for geometry, (a, b) in zip(geometries, bounds, strict=True)
+            ]
+        # one letterbox for the batch: NMS per frame, the kept boxes mapped all at once
+        # (elementwise, so each frame's are what finish() would map)
+        keeps = [a + nms(boxes[a:b], scores[a:b], ids[a:b], iou) for a, b in bounds]
+        kept = np.concatenate(keeps) if keeps else np.zeros(0, np.intp)
+        mapped = geometries[0].boxes_to_source(boxes[kept])
+        kept_scores = np.ascontiguousarray(scores[kept], dtype=np.float32)
+        kept_ids = np.ascontiguousarray(ids[kept], dtype=np.int32)
+        out, at = [], 0
+        for keep in keeps:
+            end = at + len(keep)
+            out.append(Detections(mapped[at:end], kept_scores[at:end], kept_ids[at:end]))
+            at = end
+        return out
 
     def _all_boxes(self, cands: Candidates, geometries: Sequence[Letterbox]) -> F32:
         """xyxy boxes of every candidate: in one call when the frames share an input
