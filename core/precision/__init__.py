@@ -36,17 +36,12 @@ from framelens.core.precision.calibration import (
     read_calibration_frames,
     spread_indices,
 )
-from framelens.core.precision.fp16 import convert_fp16, converter_version
-from framelens.core.precision.int8 import (
-    Analysis,
-    CalibrationSettings,
-    StageProgress,
-    analyse,
-    onnxruntime_version,
-    prepare_float,
-    search_and_write,
-)
+from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
 from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
+
+# FP16 and INT8 (fp16.py, int8.py and what they use) need onnx, whose import takes
+# ~0.5 s (ml_dtypes): they are imported when a variant is made or looked up, so that
+# an FP32 run or the window does not pay for them.
 
 __all__ = [
     "PRECISIONS",
@@ -183,6 +178,8 @@ def _fp16(
     _check_cancel(cancel, "FP16 conversion")
     if on_progress is not None:
         on_progress("converting to FP16", 0.0)
+    from framelens.core.precision.fp16 import convert_fp16
+
     with staging(entry) as stage:
         facts = convert_fp16(spec.path, stage.path / MODEL_FILE)
         _check_cancel(cancel, "FP16 conversion")
@@ -208,6 +205,14 @@ def _int8(
     root: Path,
     progress: StageProgress,
 ) -> VariantInfo:
+    from framelens.core.precision.int8 import (
+        Analysis,
+        analyse,
+        onnxruntime_version,
+        prepare_float,
+        search_and_write,
+    )
+
     frames = read_calibration_frames(
         spec,
         source,
@@ -264,6 +269,8 @@ def _int8(
 
 
 def _fp16_entry(spec: ModelSpec, model_hash: str, root: Path) -> tuple[str, Path]:
+    from framelens.core.precision.fp16 import converter_version
+
     key = digest(FORMAT_VERSION, "fp16", model_hash, converter_version())
     return key, root / f"{_stem(spec)}-fp16-{key[:16]}"
 
@@ -282,6 +289,8 @@ def _int8_entry(
     root: Path,
 ) -> tuple[tuple[Any, ...], str, Path]:
     """(the key parts shared with the analysis entry, the variant's key, its entry)."""
+    from framelens.core.precision.qdq import onnxruntime_version
+
     base = (FORMAT_VERSION, "int8", model_hash, frames.digest, onnxruntime_version())
     key = digest(*base, settings.variant_key())
     return base, key, root / f"{_stem(spec)}-int8-{key[:16]}"
