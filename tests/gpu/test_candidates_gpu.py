@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def yolox_batch() -> np.ndarray:
     pipeline = build.host_pipeline(settings)
     source = open_source(str(SAMPLE))
     try:
-        frames = [f for i, f in enumerate(iter(source.read, None)) if i % 30 == 29][:8]
+        frames = [f for i, f in enumerate(islice(iter(source.read, None), 240)) if i % 30 == 29]
         pres = [pipeline.task.preprocessor(f.width, f.height, settings.params) for f in frames]
         batch = stack_batch([pre(f.image) for pre, f in zip(pres, frames, strict=True)])
         return np.ascontiguousarray(pipeline.engine.infer(batch)[0], dtype=np.float32)
