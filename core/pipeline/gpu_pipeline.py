@@ -94,7 +94,15 @@ class GpuFramePipeline(GpuPipelineBase):
                 cuda_driver().memset_d8_async(
                     blank.buffers[0].ptr, 0, layout.nbytes * n, self.stream
                 )
-            self.engine.infer_device(blank.buffers[0].ptr, _batch(layout, n), layout.numpy_dtype)
+            outputs = self.engine.infer_device(
+                blank.buffers[0].ptr, _batch(layout, n), layout.numpy_dtype
+            )
+            first = outputs[0] if outputs else None
+            if self._gather is not None and (
+                first is None or first.dtype != np.float32 or len(first.shape) != 3
+            ):  # float16 outputs (a graph converted without keep_io_types): host decode
+                self._gather.close()
+                self._gather, self._gate = None, None
         except EngineError as exc:
             raise GpuError(f"warming up the model: {exc}") from exc
         except Exception as exc:
@@ -220,7 +228,7 @@ class GpuFramePipeline(GpuPipelineBase):
             n = len(frames)
             # queued right behind the engine; its wait for the candidates is the batch's
             # one wait, which completes the timer's events too
-            cands = None if gather is None else self._gather_candidates(gather, outputs[0], n)
+            cands = None if gather is None else self._gather_candidates(gather, outputs[0], n, s)
             timer.collect(times_each, synced=cands is not None)
         geometries = [layout.letterbox] * n
         with self._host_timer.stage("postprocess"):
@@ -240,11 +248,12 @@ class GpuFramePipeline(GpuPipelineBase):
         return results
 
     def _gather_candidates(
-        self, gather: DeviceCandidateGather, output: DeviceOutput, n: int
+        self, gather: DeviceCandidateGather, output: DeviceOutput, n: int, s: PipelineSettings
     ) -> Candidates:
         """The first ``n`` frames' candidates, gathered on the device (the context is
-        current); returns once they are on the host."""
-        params = self._settings.params
+        current) at the conf of ``s``, the settings the batch decodes with; returns once
+        they are on the host."""
+        params = s.params
         assert isinstance(params, DetectParams) and isinstance(self._task, DetectionTask)
         assert self._gate is not None
         shape = output.shape
