@@ -124,7 +124,7 @@ class GpuVideoSource(Source):
             if not isinstance(reader, NvdecReader):
                 pitch = self._device.pitch
                 self._pinned = PinnedPool(ctx, (layout.rows, pitch), np.uint8, 2, kind="upload")
-            self._configured: dict[tuple[int, ...], tuple[Any, Any]] = {}
+            self._configured: dict[int, tuple[tuple[int, ...], tuple[Any, Any]]] = {}
         except EngineError as exc:
             self.close()
             raise SourceError(str(exc)) from exc
@@ -185,17 +185,14 @@ class GpuVideoSource(Source):
         )
 
     def _copy_nvdec(self, frame: NvdecFrame, buf: DeviceBuffer) -> None:
-        # NVDEC hands out the same few output buffers again and again: the two plane
-        # copies configured for a (source buffer, pool slot) pair are kept, so a frame
-        # costs two calls rather than a dozen attribute writes more
+        # one pair of plane copies per pool slot, configured again only when NVDEC hands
+        # out another output buffer for that slot: two calls per frame, not a dozen more
         key = (frame.y_ptr, frame.uv_ptr, frame.y_pitch, frame.uv_pitch, frame.y_rows,
                frame.uv_rows, frame.y_row_bytes, frame.uv_row_bytes, buf.ptr)  # fmt: skip
-        copies = self._configured.get(key)
-        if copies is None:
-            if len(self._configured) >= 64:  # a decoder recreated (seek): old buffers
-                self._configured.clear()
-            copies = self._configured[key] = self._plane_copies(frame, buf)
-        for copy in copies:
+        kept = self._configured.get(buf.slot)
+        if kept is None or kept[0] != key:
+            kept = self._configured[buf.slot] = (key, self._plane_copies(frame, buf))
+        for copy in kept[1]:
             copy(self.stream)
 
     def _plane_copies(self, frame: NvdecFrame, buf: DeviceBuffer) -> tuple[Any, Any]:
