@@ -31,7 +31,11 @@ def _add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> No
     p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
     p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
     p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
-    p.add_argument("--task", choices=["detect", "faces", "superres"], help="follows from the model")
+    p.add_argument(
+        "--task",
+        choices=["detect", "faces", "superres"],
+        help="follows from the model; without --model, picks the task's default model",
+    )
     p.add_argument(
         "--tile",
         type=int,
@@ -177,13 +181,19 @@ def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | Non
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
+    from framelens.core.models.catalog import (
+        DEFAULT_FACES_MODEL,
+        DEFAULT_MODEL,
+        DEFAULT_SUPERRES_MODEL,
+        resolve_model,
+    )
     from framelens.core.pipeline.devices import resolve_device
     from framelens.core.pipeline.settings import PipelineSettings, TaskParams
     from framelens.core.stages.tasks import DetectParams, SuperResParams
     from framelens.core.stages.tasks.superres.tiling import DEFAULT_OVERLAP
 
-    default = DEFAULT_SUPERRES_MODEL if args.task == "superres" else DEFAULT_MODEL
+    defaults = {"superres": DEFAULT_SUPERRES_MODEL, "faces": DEFAULT_FACES_MODEL}
+    default = defaults.get(args.task, DEFAULT_MODEL)  # --task without --model: its default
     spec = resolve_model(
         args.model or default, layout=args.layout, labels_file=args.labels, task=args.task
     )

@@ -48,9 +48,9 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
     batch.add_argument(
         "--gpus-per-worker",
         type=float,
-        default=1.0,
+        default=None,
         metavar="G",
-        help="with --ray and a CUDA device: GPUs per worker (0.5: two workers share one)",
+        help="with --ray and a CUDA device: GPUs per worker (default 1; 0.5: two share one)",
     )
     batch.add_argument(
         "--workers", type=int, default=None, metavar="N", help="with --ray: how many workers"
@@ -81,15 +81,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from framelens.core.pipeline.archive.inputs import discover_inputs
     from framelens.core.pipeline.build import default_batch
 
-    if args.workers is not None and args.ray is None:
-        raise ConfigError("--workers sets how many Ray workers: add --ray")
+    ray_only = ("workers", "gpus_per_worker", "segment_frames")
+    given = [f"--{k.replace('_', '-')}" for k in ray_only if getattr(args, k) is not None]
+    if given and args.ray is None:  # without Ray they would be silently ignored
+        raise ConfigError(f"{', '.join(given)}: options of Ray's workers: add --ray")
     if args.segment_frames is not None and args.segment_frames < 1:
         raise ConfigError("--segment-frames must be at least 1")
-    if not args.gpus_per_worker > 0:
+    if args.gpus_per_worker is not None and not args.gpus_per_worker > 0:
         raise ConfigError("--gpus-per-worker must be more than 0")
     if "," in args.device:
         raise ConfigError("batch runs on one device; with --ray, each worker gets its own GPU")
     settings = _cluster_settings(args) if args.ray is not None else _settings(args)
+    if args.gpus_per_worker is not None and not settings.device.startswith("cuda"):
+        raise ConfigError(
+            f"--gpus-per-worker gives each worker a GPU share, but the device is "
+            f"{settings.device}: add --device cuda"
+        )
     first = discover_inputs(args.inputs)[0]
     if args.batch is None:
         settings = default_batch(settings, first)
@@ -110,7 +117,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             settings,
             export_video=args.export_video,
             ray=args.ray,
-            gpus_per_worker=args.gpus_per_worker,
+            gpus_per_worker=args.gpus_per_worker or 1.0,
             workers=args.workers,
             cancel=cancel,
             progress=not args.quiet,

@@ -22,6 +22,7 @@ from framelens.core.models.sidecar import entry_fields
 from framelens.core.models.spec import TASK_OF_LAYOUT, ModelSpec
 
 __all__ = [
+    "DEFAULT_FACES_MODEL",
     "DEFAULT_MODEL",
     "DEFAULT_SUPERRES_MODEL",
     "load_catalog",
@@ -32,6 +33,7 @@ __all__ = [
 
 DEFAULT_MODEL = "yolox-nano"
 DEFAULT_SUPERRES_MODEL = "espcn-x2"
+DEFAULT_FACES_MODEL = "yunet"  # what --task faces runs without --model
 _PACKAGE = "framelens.models"
 _REQUIRED = ("file", "layout", "input_size")
 _REQUIRED_BY_TASK = {"detect": ("labels",), "faces": ("labels",), "superres": ("scale", "channels")}

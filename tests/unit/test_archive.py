@@ -303,3 +303,63 @@ def test_segments_of_a_file_merge_into_the_detections_of_one_run(tmp_path: Path)
     assert json.loads(whole[0].read_text())["frames"][0]["detections"][0]["landmarks"]
     assert merged[0].read_bytes() == whole[0].read_bytes()
     assert merged[1].read_bytes() == whole[1].read_bytes()
+
+
+def test_a_rerun_redoes_what_other_labels_or_layout_would_change(
+    done: tuple[Path, list[InputProgress], object], archive: Path, settings: PipelineSettings,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """--labels renames the classes of the rows and --layout decides how the outputs are
+    read: a batch with other ones is a change of settings, not a file to skip."""
+    from dataclasses import replace
+
+    from framelens.core.pipeline.archive.manifest import settings_record
+
+    out = tmp_path / "results"
+    shutil.copytree(done[0], out)
+    renamed = tuple("pedestrian" if n == "person" else n for n in settings.model.labels)
+    relabelled = replace(settings, model=replace(settings.model, labels=renamed))
+    again = run_batch([str(archive)], out, relabelled, progress=False)
+    assert (again.done, again.skipped) == (3, 0)
+    assert {r["label"] for r in parquet_rows(out)} >= {"pedestrian"}
+    assert "person" not in archive_labels(out)
+    other = replace(settings, model=replace(settings.model, layout="yolov5"))
+    record = settings_record(settings, export_video=False)
+    assert settings_record(other, export_video=False) != record
+
+
+def test_the_manifest_on_disk_says_done_failed_or_pending(tmp_path: Path) -> None:
+    """An input being processed is "pending" in DIR/manifest.json (what a batch whose
+    driver was killed leaves for the next one, and for the window reading it)."""
+    from framelens.core.pipeline.archive.manifest import Manifest
+
+    manifest = Manifest(tmp_path)
+    for path, state in (("a.mp4", "done"), ("b.mp4", "running"), ("c.mp4", "failed")):
+        manifest.entry(path).state = state  # type: ignore[assignment]
+    manifest.save()
+    rows = json.loads((tmp_path / "manifest.json").read_text())["inputs"]
+    assert [(r["path"], r["state"]) for r in rows] == [
+        ("a.mp4", "done"), ("b.mp4", "pending"), ("c.mp4", "failed"),
+    ]  # fmt: skip
+    assert manifest.entry("b.mp4").state == "running"  # the batch's own view is kept
+    assert [p.state for p in read_manifest(tmp_path)] == ["done", "pending", "failed"]
+
+
+def test_cli_batch_of_faces_takes_the_faces_model_and_ray_options_need_ray(
+    archive: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "faces"
+    proc = _cli("batch", str(archive / "north" / "a.mp4"), "--task", "faces",
+                "--output", str(out), "--device", "cpu", "--quiet")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = json.loads((out / "manifest.json").read_text())["inputs"]
+    assert (entry["settings"]["model"], entry["settings"]["task"]) == ("yunet", "faces")
+    assert set(archive_labels(out)) <= {"face"}
+    assert json.loads((out / "a.json").read_text())["model"] == "yunet"
+    for extra in (["--gpus-per-worker", "0.5"], ["--segment-frames", "100"]):
+        bad = _cli("batch", str(archive / "north" / "a.mp4"), "--output", str(out), *extra)
+        assert bad.returncode == 2 and "--ray" in bad.stderr, (extra, bad.stderr)
+        assert bad.stderr.count("\n") == 1
+    on_cpu = _cli("batch", str(archive / "north" / "a.mp4"), "--output", str(out), "--ray",
+                  "local", "--device", "cpu", "--gpus-per-worker", "0.5")  # fmt: skip
+    assert on_cpu.returncode == 2 and "cuda" in on_cpu.stderr, on_cpu.stderr

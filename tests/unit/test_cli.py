@@ -90,7 +90,7 @@ def test_run_csv_and_class_filter(tmp_path: Path) -> None:
     [
         (["run", "missing.mp4"], "no such file"),
         (["run", SAMPLE, "--classes", "unicorn"], "unknown class unicorn"),
-        (["run", SAMPLE, "--task", "faces"], "does not fit"),
+        (["run", SAMPLE, "--model", "yolox-nano", "--task", "faces"], "does not fit"),
         (["run", SAMPLE, "--batch", "0"], "--batch must be between 1 and 64"),
         (["run", SAMPLE, "--device", "cuda"], "CUDA"),
         (["run", SAMPLE, "--frames", "2", "--export", "/nonexistent/dir/out.mp4"], "cannot write"),

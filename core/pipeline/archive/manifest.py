@@ -10,6 +10,8 @@ parameters, whether a video is written): a file done with other settings is done
 ``sha256`` is the file's content; it is computed again only when the file's size or
 modification time differ from what the manifest holds. The file is rewritten atomically
 (temporary then rename), at most every ``SAVE_EVERY_S`` while a batch runs, and at its end.
+``state`` on disk is "done", "failed" or "pending": an input being processed is written
+as pending (a batch whose driver is killed leaves it to be done again).
 """
 
 from __future__ import annotations
@@ -70,16 +72,22 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def settings_record(settings: PipelineSettings, *, export_video: bool) -> dict[str, Any]:
-    """What decides a batch's results, as the manifest records it (JSON-safe). The
-    device, backend, batch and threads decide how fast, not what, and are left out."""
+    """What decides a batch's results, as the manifest records it (JSON-safe): the
+    model's file, layout and labels (a hash of them: 80 names per input would swell the
+    manifest of a large archive), precision, task parameters and whether a video is
+    written. The device, backend, batch and threads decide how fast, not what, and are
+    left out."""
     params: dict[str, Any] = {}
     for f in fields(settings.params):
         value = getattr(settings.params, f.name)
         params[f.name] = sorted(value) if isinstance(value, frozenset) else value
+    labels = "\n".join(settings.model.labels).encode()
     return {
         "model": settings.model.name,
         "model_sha256": model_sha256(settings.model.path),
         "task": settings.model.task,
+        "layout": settings.model.layout,  # --layout: how the model's outputs are read
+        "labels_sha256": hashlib.sha256(labels).hexdigest(),  # --labels: the rows' labels
         "precision": settings.precision,
         "params": params,
         "export_video": export_video,
@@ -135,6 +143,9 @@ class Manifest:
             return
         self._saved = now
         rows = [asdict(e) for e in sorted(self.entries.values(), key=lambda e: e.path)]
+        for row in rows:  # on disk: done, failed or pending (what a next batch would do)
+            if row["state"] not in ("done", "failed"):
+                row["state"] = "pending"
         text = json.dumps({"version": VERSION, "inputs": rows}, indent=1, ensure_ascii=False)
         write_bytes_atomic(self.path, (text + "\n").encode())
 
