@@ -53,6 +53,7 @@ from framelens.core.gpu.interop import (
 )
 from framelens.core.gpu.wall_composite import LAYOUTS as WALL_LAYOUTS
 from framelens.core.gpu.wall_composite import wall_grid
+from framelens.core.gpu.wall_picture import WallPicture
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
 from framelens.core.pipeline.archive import (
@@ -140,7 +141,7 @@ from framelens.core.stages.tasks.superres.crops import (
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality, frame_quality
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement
-from framelens.core.types import Detections, FrameResult, Image
+from framelens.core.types import Detections, Frame, FrameResult, Image
 
 __all__ = [
     "BGR",
@@ -173,6 +174,7 @@ __all__ = [
     "EngineBuild",
     "EnlargedCrop",
     "ExportError",
+    "Frame",
     "FrameLensError",
     "FrameQuality",
     "FrameResult",
@@ -201,6 +203,7 @@ __all__ = [
     "TileState",
     "Upscaled",
     "VariantInfo",
+    "WallPicture",
     "WallPlayer",
     "WallState",
     "__version__",

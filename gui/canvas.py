@@ -24,6 +24,7 @@ import math
 import time
 import weakref
 from collections.abc import Callable
+from typing import Protocol
 
 import shiboken6
 from framelens.core.api import (
@@ -51,15 +52,20 @@ from PySide6.QtGui import (
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QWidget
 
-__all__ = ["QPainterAnnotator", "VideoCanvas", "paint_overlay"]
+__all__ = ["QPainterAnnotator", "VideoCanvas", "paint_overlay", "release_gpu_slot"]
 
 _BACKGROUND = (0.075, 0.082, 0.098)
 ZOOM_STEP = 1.15
 ZOOM_RANGE = (0.1, 64.0)
 
 
-def _release_gpu_of(canvas: VideoCanvas) -> Callable[[], None]:
-    """A slot for the GL context's aboutToBeDestroyed (re-parenting) that keeps no canvas alive.
+class _GpuHolder(Protocol):
+    def _release_gpu(self, texture_too: bool = False) -> None: ...
+
+
+def release_gpu_slot(canvas: _GpuHolder) -> Callable[[], None]:
+    """A slot for the GL context's aboutToBeDestroyed (re-parenting) that keeps no canvas
+    alive (this canvas's or the wall's).
 
     When the canvas itself is being deleted its Python side is gone before
     QOpenGLWidget destroys the context; hideEvent released everything then.
@@ -248,7 +254,7 @@ class VideoCanvas(QOpenGLWidget):
             texture.create()  # a new context (first show, or re-parenting): new textures
         context = self.context()
         if context is not None:
-            context.aboutToBeDestroyed.connect(_release_gpu_of(self))
+            context.aboutToBeDestroyed.connect(release_gpu_slot(self))
         self._gl_ready = True
         self._update_display_path()
 

@@ -15,19 +15,23 @@ import math
 from collections.abc import Sequence
 
 from framelens.core.api import (
+    INTEROP_PATH,
     WALL_LAYOUTS,
     Detections,
-    Image,
+    Frame,
     OverlayStyle,
     TileState,
+    WallPicture,
+    fallback_path,
     layout,
     wall_grid,
 )
+from framelens.gui.canvas import release_gpu_slot
 from framelens.gui.gl_texture import GlTexture
 from framelens.gui.overlay_paint import paint_overlay
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QImage, QMouseEvent, QPainter
+from PySide6.QtGui import QColor, QFont, QHideEvent, QImage, QMouseEvent, QPainter
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QWidget
 
@@ -69,7 +73,11 @@ def _caption(state: TileState | None, name: str) -> tuple[str, str]:
 
 
 class WallCanvas(QOpenGLWidget):
-    """Tiles of many sources in one GL widget; ``set_frame`` per tile, then a repaint."""
+    """The wall's one picture (core's WallPicture) fitted into one GL widget, with each
+    tile's overlay and caption painted over it; ``set_frame`` per result, then a repaint.
+
+    On the GPU path the tiles are drawn into the picture on the device by a kernel and the
+    picture reaches the screen through one CUDA-GL interop buffer (``display_path``)."""
 
     tileClicked = Signal(int)  # index of the source clicked
 
@@ -78,11 +86,13 @@ class WallCanvas(QOpenGLWidget):
         self.setMinimumSize(320, 180)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self._names: list[str] = []
-        self._textures: list[GlTexture] = []
+        self._picture = WallPicture()
+        self._texture = GlTexture()
+        self._shown_version = -1  # the picture's version in the texture
         self._overlays: list[TileOverlay | None] = []
+        self._frame_sizes: list[tuple[int, int]] = []
         self._states: list[TileState | None] = []
         self._layout = "auto"
-        self._gl_ready = False
         self.frames_painted = 0
 
     # ---- content ---------------------------------------------------------------
@@ -90,25 +100,32 @@ class WallCanvas(QOpenGLWidget):
     def set_sources(self, names: Sequence[str]) -> None:
         """One tile per source, in this order, blank until its first frame."""
         self._names = list(names)
-        self._textures = [GlTexture() for _ in names]
         self._overlays = [None] * len(names)
+        self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
-        self.update()
+        self._relayout()
 
     @property
     def source_count(self) -> int:
         return len(self._names)
 
-    def set_frame(self, tile: int, image: Image, overlay: TileOverlay | None = None) -> None:
-        """Tile ``tile`` shows ``image`` (BGR) with ``overlay`` painted over it from the
-        next paint on."""
-        if 0 <= tile < len(self._textures):
-            self._textures[tile].set(image)
+    def set_frame(self, tile: int, frame: Frame, overlay: TileOverlay | None = None) -> None:
+        """Tile ``tile`` shows ``frame`` with ``overlay`` painted over it from the next
+        paint on (the frame itself is not kept: it is drawn into the wall's picture)."""
+        if self._picture.put(tile, frame):
             self._overlays[tile] = overlay
+            self._frame_sizes[tile] = (frame.width, frame.height)
 
     def set_states(self, states: Sequence[TileState]) -> None:
         for i, state in enumerate(states[: len(self._states)]):
             self._states[i] = state
+
+    @property
+    def display_path(self) -> str:
+        """How the picture reaches the screen: "CUDA-GL interop" or "texture upload (why)"."""
+        if self._texture.via_interop:
+            return INTEROP_PATH
+        return fallback_path(self._texture.uploader.reason or "frames arrive in host memory")
 
     # ---- layout ----------------------------------------------------------------
 
@@ -120,6 +137,10 @@ class WallCanvas(QOpenGLWidget):
         if name not in LAYOUTS:
             raise ValueError(f"unknown wall layout {name!r}")
         self._layout = name
+        self._relayout()
+
+    def _relayout(self) -> None:
+        self._picture.set_layout(len(self._names), self._layout)
         self.update()
 
     def grid(self) -> tuple[int, int]:
@@ -128,26 +149,30 @@ class WallCanvas(QOpenGLWidget):
     @property
     def tile_count(self) -> int:
         """Tiles on screen: the grid's cells, or fewer when there are fewer sources."""
-        cols, rows = self.grid()
-        return min(cols * rows, len(self._names))
+        return self._picture.tiles
+
+    def picture_rect(self) -> QRectF:
+        """Where the wall's picture lies in the widget (fitted, aspect kept, centred)."""
+        pw, ph = self._picture.width, self._picture.height
+        scale = min(self.width() / pw, self.height() / ph)
+        w, h = pw * scale, ph * scale
+        return QRectF(math.floor((self.width() - w) / 2), math.floor((self.height() - h) / 2), w, h)
+
+    def _to_widget(self, rect: tuple[int, int, int, int]) -> QRectF:
+        """A rectangle of the picture in widget coordinates."""
+        area = self.picture_rect()
+        s = area.width() / self._picture.width
+        x, y, w, h = rect
+        return QRectF(area.x() + x * s, area.y() + y * s, w * s, h * s)
 
     def cell_rect(self, tile: int) -> QRectF:
         """Where tile ``tile``'s cell lies, in widget coordinates."""
-        cols, rows = self.grid()
-        w, h = self.width() / cols, self.height() / rows
-        r, c = divmod(tile, cols)
-        return QRectF(c * w + _GAP / 2, r * h + _GAP / 2, w - _GAP, h - _GAP)
+        return self._to_widget(self._picture.cell(tile))
 
     def image_rect(self, tile: int) -> QRectF:
-        """The tile's frame letterboxed into its cell (aspect kept, centred)."""
-        cell = self.cell_rect(tile)
-        size = self._textures[tile].frame_size if tile < len(self._textures) else None
-        iw, ih = size or (16, 9)
-        scale = min(cell.width() / iw, cell.height() / ih)
-        w, h = iw * scale, ih * scale
-        x = math.floor(cell.x() + (cell.width() - w) / 2)
-        y = math.floor(cell.y() + (cell.height() - h) / 2)
-        return QRectF(x, y, w, h)
+        """The tile's frame letterboxed into its cell (its cell before its first frame)."""
+        rect = self._picture.rect(tile)
+        return self._to_widget(rect) if rect is not None else self.cell_rect(tile)
 
     def tile_at(self, point: QPointF) -> int | None:
         for i in range(self.tile_count):
@@ -163,9 +188,31 @@ class WallCanvas(QOpenGLWidget):
 
     def initializeGL(self) -> None:
         GL.glClearColor(*_BACKGROUND, 1.0)
-        for texture in self._textures:
-            texture.create()  # a new context: new textures
-        self._gl_ready = True
+        self._texture.create()  # a new context: a new texture
+        self._shown_version = -1
+        context = self.context()
+        if context is not None:
+            context.aboutToBeDestroyed.connect(release_gpu_slot(self))
+
+    def _release_gpu(self, texture_too: bool = True) -> None:
+        """Unregister the interop buffer and free the texture while the GL context exists
+        (the texture is made again at the next paint)."""
+        if not self._texture.id:
+            return
+        self.makeCurrent()
+        try:
+            self._texture.release(texture_too=True)
+        finally:
+            self.doneCurrent()
+        self._shown_version = -1
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self._release_gpu()  # the last moment the canvas is whole (see VideoCanvas)
+        super().hideEvent(event)
+
+    def close_picture(self) -> None:
+        """Free the picture's device memory (the window is closing)."""
+        self._picture.close()
 
     def paintGL(self) -> None:
         ratio = self.devicePixelRatioF()
@@ -176,17 +223,18 @@ class WallCanvas(QOpenGLWidget):
         GL.glOrtho(0, self.width(), self.height(), 0, -1, 1)
         GL.glMatrixMode(GL.GL_MODELVIEW)
         GL.glLoadIdentity()
-        shown = self.tile_count
-        for i in range(shown):
-            texture = self._textures[i]
-            if not texture.id:
-                texture.create()  # a tile added since the context was made
-            texture.upload()
-            texture.draw(self.image_rect(i), ratio=ratio)
+        if not self._texture.id:
+            self._texture.create()  # shown again after a hide released it
+        if self._names and self._picture.version != self._shown_version:
+            self._shown_version = self._picture.version
+            self._texture.set(self._picture.picture())
+            self._texture.upload()
+        if self._names:
+            self._texture.draw(self.picture_rect(), ratio=ratio)
         self.frames_painted += 1
         painter = QPainter(self)
         try:
-            for i in range(shown):
+            for i in range(self.tile_count):
                 self._paint_tile(painter, i)
             if not self._names:
                 painter.setPen(QColor(150, 158, 172))
@@ -195,8 +243,7 @@ class WallCanvas(QOpenGLWidget):
             painter.end()
 
     def _paint_tile(self, painter: QPainter, i: int) -> None:
-        texture, overlay = self._textures[i], self._overlays[i]
-        w, h = texture.size
+        overlay, (w, h) = self._overlays[i], self._frame_sizes[i]
         if overlay is not None and w and len(overlay[0]):
             shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
             if shapes:

@@ -228,8 +228,7 @@ class WallWindow(QMainWindow):
     def _on_result(self, result: FrameResult) -> None:
         s = self.pipeline_settings
         overlay = (result.output, tuple(s.model.labels), s.overlay)
-        image = result.annotated if result.annotated is not None else result.frame.image
-        self.canvas.set_frame(result.frame.source_id, image, overlay)
+        self.canvas.set_frame(result.frame.source_id, result.frame, overlay)
         self.results_shown += 1
         self._dirty = True
 
@@ -253,6 +252,8 @@ class WallWindow(QMainWindow):
             parts.append(f"{failed} failed")
         if state.path:
             parts.append(state.path)
+        if self.results_shown:
+            parts.append(self.canvas.display_path)
         if state.status in ("ended", "paused", "failed"):
             parts.append(state.status)
         self.summary_label.setText(" · ".join(parts))
@@ -272,4 +273,5 @@ class WallWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self._timer.stop()
         self.session.close()
+        self.canvas.close_picture()
         super().closeEvent(event)

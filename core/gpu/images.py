@@ -72,22 +72,32 @@ class RgbaDeviceImage:
             raise GpuError(f"downloading a frame failed: {cuda_message(exc)}") from exc
 
     def _download(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
-        cuda = cuda_driver()
-        host = np.empty((self.height, self.width, 4), dtype=np.uint8)
-        with self.context.active():
-            self._ready.synchronize()
-            copy = cuda.Memcpy2D()
-            copy.set_src_device(self._buffer.ptr)
-            copy.src_pitch = self._buffer.pitch
-            copy.set_dst_host(host)
-            copy.dst_pitch = self.width * 4
-            copy.width_in_bytes = self.width * 4
-            copy.height = self.height
-            copy(aligned=False)
-        return host
+        return download_rgba(
+            self.context, self._buffer.ptr, self._buffer.pitch, self.width, self.height, self._ready
+        )
 
     def to_host_bgr(self) -> Image:
         return cast(Image, cv2.cvtColor(self.to_host_rgba(), cv2.COLOR_RGBA2BGR))
+
+
+def download_rgba(
+    ctx: GpuContext, ptr: int, pitch: int, width: int, height: int, ready: Any
+) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """An RGBA8 device image (rows ``pitch`` bytes apart at ``ptr``) as a host array, once
+    the event ``ready`` has completed."""
+    cuda = cuda_driver()
+    host = np.empty((height, width, 4), dtype=np.uint8)
+    with ctx.active():
+        ready.synchronize()
+        copy = cuda.Memcpy2D()
+        copy.set_src_device(ptr)
+        copy.src_pitch = pitch
+        copy.set_dst_host(host)
+        copy.dst_pitch = width * 4
+        copy.width_in_bytes = width * 4
+        copy.height = height
+        copy(aligned=False)
+    return host
 
 
 def upload_bgr(ctx: GpuContext, image: Image, stream: Any) -> RgbaDeviceImage:

@@ -3,8 +3,8 @@
 ``wall_grid`` and ``tile_rects`` lay the tiles out (1, 2x2, 3x3, 4x4 or automatic by
 count); ``composite_host`` draws the wall on the host (cv2.resize INTER_LINEAR, the
 reference), ``composite_device`` draws it on the GPU by a kernel (``fl_rgba_resize``)
-straight into one RGBA buffer, e.g. the canvas's interop pixel buffer: one upload of
-one picture, not N widgets. The two agree to one 8-bit level (tests/gpu).
+straight into one RGBA buffer (wall_picture.py keeps the wall's one picture with it).
+The two agree to one 8-bit level (tests/gpu).
 """
 
 from __future__ import annotations
@@ -38,6 +38,18 @@ def wall_grid(count: int, layout: str = "auto") -> tuple[int, int]:
     return cols, rows
 
 
+def cell_rect(grid: tuple[int, int], width: int, height: int, tile: int) -> Rect:
+    """Cell ``tile`` (row by row) of ``grid`` over a ``width`` x ``height`` wall, the
+    cells ``GAP`` pixels apart."""
+    cols, rows = grid
+    cell_w = (width - GAP * (cols - 1)) // cols
+    cell_h = (height - GAP * (rows - 1)) // rows
+    if cell_w < 1 or cell_h < 1:
+        raise ConfigError(f"a {width}x{height} wall is too small for {cols}x{rows} tiles")
+    r, c = divmod(tile, cols)
+    return c * (cell_w + GAP), r * (cell_h + GAP), cell_w, cell_h
+
+
 def tile_rects(
     sizes: Sequence[tuple[int, int] | None], grid: tuple[int, int], width: int, height: int
 ) -> list[Rect | None]:
@@ -45,21 +57,17 @@ def tile_rects(
     grid (row by row), letterboxed to its own aspect; None for a source past the grid's
     cells or without a frame yet."""
     cols, rows = grid
-    cell_w = (width - GAP * (cols - 1)) // cols
-    cell_h = (height - GAP * (rows - 1)) // rows
-    if cell_w < 1 or cell_h < 1:
-        raise ConfigError(f"a {width}x{height} wall is too small for {cols}x{rows} tiles")
+    cell_rect(grid, width, height, 0)  # a wall too small for the grid is refused
     rects: list[Rect | None] = []
     for i, size in enumerate(sizes):
         if size is None or i >= cols * rows:
             rects.append(None)
             continue
+        x, y, cell_w, cell_h = cell_rect(grid, width, height, i)
         sw, sh = size
         scale = min(cell_w / sw, cell_h / sh)
         w, h = max(1, round(sw * scale)), max(1, round(sh * scale))
-        cx = (i % cols) * (cell_w + GAP) + (cell_w - w) // 2
-        cy = (i // cols) * (cell_h + GAP) + (cell_h - h) // 2
-        rects.append((cx, cy, w, h))
+        rects.append((x + (cell_w - w) // 2, y + (cell_h - h) // 2, w, h))
     return rects
 
 
@@ -105,35 +113,3 @@ def composite_device(
         kernels.rgba_resize(ptr, pitch, w, h, dst_ptr + y * dst_pitch + x * 4, dst_pitch, tw, th,
                             stream)  # fmt: skip
         frame.read_done(stream)
-
-
-class DeviceWall:
-    """The wall as one device frame (the canvas's ``DeviceFrame`` protocol): drawing it
-    into the canvas's interop buffer queues one memset for the background and one
-    ``fl_rgba_resize`` per tile, nothing else; ``to_host_bgr`` downloads each tile's frame
-    and composites on the host (snapshots, machines without interop)."""
-
-    def __init__(
-        self,
-        kernels: Any,
-        context: Any,
-        frames: Sequence[Any],
-        rects: Sequence[Rect | None],
-        width: int,
-        height: int,
-    ) -> None:
-        if len(frames) != len(rects):
-            raise ConfigError(f"{len(frames)} frames for {len(rects)} tiles")
-        self._kernels, self.context = kernels, context
-        self._frames, self._rects = list(frames), list(rects)
-        self.width, self.height = width, height
-
-    def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
-        from framelens.core.gpu.buffers import cuda_driver
-
-        cuda_driver().memset_d8_async(dst_ptr, 0, dst_pitch * self.height, stream)
-        composite_device(self._kernels, self._frames, self._rects, dst_ptr, dst_pitch, stream)
-
-    def to_host_bgr(self) -> Image:
-        images = [None if f is None else f.to_host_bgr() for f in self._frames]
-        return composite_host(images, self._rects, self.width, self.height)

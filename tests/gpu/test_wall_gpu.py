@@ -70,43 +70,44 @@ def test_the_kernel_composite_equals_the_host_composite(
     assert got[0, 0, 3] == 0  # outside the tiles: untouched (the caller's background)
 
 
-def test_the_wall_as_one_device_frame_draws_like_its_host_copy(
+def test_the_wall_picture_on_the_device_is_the_host_picture(
     gpu_ctx: GpuContext, gpu_stream: Any
 ) -> None:
-    """What the wall canvas hands its interop uploader: one DeviceFrame whose write_rgba
-    composites every tile on the device; its host copy (snapshots) is the same picture."""
+    """What the wall canvas hands its interop uploader: the picture the kernel draws a
+    result at a time, equal to the host picture of the same frames (one 8-bit level),
+    before and after a layout change; the device frames are not held (their buffers
+    go back to their pools as soon as they are drawn)."""
+    import gc
     import sys
+    import weakref
 
-    from framelens.core.gpu.wall_composite import DeviceWall
+    from framelens.core.gpu.wall_picture import DeviceWallPicture, WallPicture
+    from framelens.core.types import Frame
 
     sys.path.insert(0, str(ROOT / "tests" / "unit"))
     from media_factory import sample_frames
 
     frames = sample_frames(SAMPLE, (0, 300, 330))
-    rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], (2, 2), 1280, 720)
+    host, device = WallPicture((1280, 720)), WallPicture((1280, 720))
     images = [upload_bgr(gpu_ctx, f, gpu_stream) for f in frames]
-    wall = DeviceWall(kernels_for(gpu_ctx), gpu_ctx, images, rects, 1280, 720)
-    cuda = cuda_driver()
-    dst = DevicePool.pitched(gpu_ctx, 1280 * 4, 720, 1, kind="canvas buffer")
+    alive = [weakref.ref(image) for image in images]
+    for picture in (host, device):
+        picture.set_layout(3, "2x2")
+    for i, (frame, image) in enumerate(zip(frames, images, strict=True)):
+        host.put(i, Frame(image=frame, index=0, pts=0.0))
+        device.put(i, Frame(device=image, index=0, pts=0.0))
+    del images, image
+    gc.collect()
+    assert all(ref() is None for ref in alive), "the wall kept a device frame"
     try:
-        buf = dst.buffers[0]
-        with gpu_ctx.active():
-            wall.write_rgba(buf.ptr, buf.pitch, gpu_stream)
-            gpu_stream.synchronize()
-            got = np.empty((720, 1280, 4), dtype=np.uint8)
-            copy = cuda.Memcpy2D()
-            copy.set_src_device(buf.ptr)
-            copy.src_pitch = buf.pitch
-            copy.set_dst_host(got)
-            copy.dst_pitch = 1280 * 4
-            copy.width_in_bytes = 1280 * 4
-            copy.height = 720
-            copy(aligned=False)
+        for layout in ("2x2", "1", "auto"):
+            if layout != "2x2":
+                host.set_layout(3, layout)
+                device.set_layout(3, layout)
+            got = device.picture()
+            assert isinstance(got, DeviceWallPicture)
+            diff = np.abs(got.to_host_bgr().astype(np.int16) - host.picture())
+            assert diff.max() <= 2, layout  # kernel vs cv2, twice after a layout change
+            assert got.width == 1280 and got.height == 720
     finally:
-        dst.close()
-    host = wall.to_host_bgr()
-    diff = np.abs(cv2.cvtColor(got, cv2.COLOR_RGBA2BGR).astype(np.int16) - host)
-    for rect in rects:
-        assert rect is not None
-        x, y, w, h = rect
-        assert diff[y : y + h, x : x + w].max() <= 1
+        device.close()

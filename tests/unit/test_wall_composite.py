@@ -9,7 +9,16 @@ import cv2
 import numpy as np
 import pytest
 from framelens.core.errors import ConfigError
-from framelens.core.gpu.wall_composite import BACKGROUND, GAP, composite_host, tile_rects, wall_grid
+from framelens.core.gpu.wall_composite import (
+    BACKGROUND,
+    GAP,
+    Rect,
+    composite_host,
+    tile_rects,
+    wall_grid,
+)
+from framelens.core.gpu.wall_picture import WallPicture
+from framelens.core.types import Frame
 from media_factory import sample_frames
 
 SAMPLE = (
@@ -63,21 +72,75 @@ def test_the_host_composite_puts_each_frame_in_its_tile() -> None:
     assert tuple(wall[0, 639]) == BACKGROUND  # the gap between the columns
 
 
-def test_the_device_wall_checks_its_tiles_and_copies_to_the_host_as_composited() -> None:
-    """DeviceWall's host copy (snapshots, no interop) is the host composite of its frames'
-    host copies; a frame list that does not match the tiles is refused in one line."""
-    from framelens.core.gpu.wall_composite import DeviceWall
+def _frame(image: np.ndarray, index: int = 0) -> Frame:
+    return Frame(image=image, index=index, pts=0.0)
 
-    class HostCopy:  # a device frame as the host sees it after a download: its image
-        def __init__(self, image: np.ndarray) -> None:
-            self.image = image
 
-        def to_host_bgr(self) -> np.ndarray:
-            return self.image
+def test_the_wall_picture_draws_each_result_into_its_tile_as_the_composite_does() -> None:
+    """The canvas's one picture, drawn a result at a time, equals the composite of the
+    newest frame of each source; a tile past the grid is not drawn."""
+    frames = sample_frames(SAMPLE, (0, 300, 330, 600, 900))
+    picture = WallPicture((1280, 720))
+    picture.set_layout(5, "2x2")  # five sources, four tiles on screen
+    assert picture.tiles == 4
+    for i, frame in enumerate(frames[:4]):
+        assert picture.put(i, _frame(frames[4] if i == 1 else frame))
+    assert picture.put(1, _frame(frames[1]))  # the newest frame of source 1 wins
+    assert not picture.put(4, _frame(frames[4]))  # no tile for the fifth source
+    rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames[:4]], (2, 2), 1280, 720)
+    assert [picture.rect(i) for i in range(4)] == rects
+    got = picture.picture()
+    assert isinstance(got, np.ndarray)
+    assert np.array_equal(got, composite_host(frames[:4], rects, 1280, 720))
 
-    frames = sample_frames(SAMPLE, (0, 300))
-    rects = tile_rects([(f.shape[1], f.shape[0]) for f in frames], (2, 1), 800, 300)
-    wall = DeviceWall(None, None, [HostCopy(f) for f in frames], rects, 800, 300)
-    assert np.array_equal(wall.to_host_bgr(), composite_host(frames, rects, 800, 300))
-    with pytest.raises(ConfigError, match="2 frames for 1 tiles"):
-        DeviceWall(None, None, [HostCopy(f) for f in frames], rects[:1], 800, 300)
+
+def test_a_new_frame_size_clears_the_old_letterbox_of_its_tile() -> None:
+    wide, tall = (
+        sample_frames(SAMPLE, (0,))[0],
+        cv2.resize(sample_frames(SAMPLE, (300,))[0], (300, 600)),
+    )
+    picture = WallPicture((1280, 720))
+    picture.set_layout(1, "1")
+    picture.put(0, _frame(wide))
+    picture.put(0, _frame(tall))
+    got = picture.picture()
+    assert isinstance(got, np.ndarray)
+    assert np.array_equal(got, composite_host([tall], picture_rects(picture, [tall]), 1280, 720))
+
+
+def picture_rects(picture: WallPicture, frames: list[np.ndarray]) -> list[Rect | None]:
+    return tile_rects(
+        [(f.shape[1], f.shape[0]) for f in frames], picture.grid, picture.width, picture.height
+    )
+
+
+def test_a_layout_change_carries_the_tiles_over_while_paused() -> None:
+    """Switching 2x2 -> 1 -> 2x2 on a paused wall keeps what each tile showed (resized
+    from the old picture), instead of blank tiles until the next frames."""
+    frames = sample_frames(SAMPLE, (0, 300, 330, 600))
+    picture = WallPicture((1280, 720))
+    picture.set_layout(4, "2x2")
+    for i, frame in enumerate(frames):
+        picture.put(i, _frame(frame))
+    version = picture.version
+    picture.set_layout(4, "1")
+    assert picture.tiles == 1 and picture.version > version
+    x, y, w, h = picture.rect(0) or (0, 0, 0, 0)
+    one = picture.picture()
+    assert isinstance(one, np.ndarray)
+    want = cv2.resize(frames[0], (w, h), interpolation=cv2.INTER_LINEAR)
+    assert np.abs(one[y : y + h, x : x + w].astype(int) - want).mean() < 12  # enlarged tile
+    picture.set_layout(4, "2x2")
+    back = picture.picture()
+    assert isinstance(back, np.ndarray)
+    for i, frame in enumerate(frames):
+        rect = picture.rect(i)
+        if i == 0:
+            assert rect is not None
+            x, y, w, h = rect
+            want = cv2.resize(frame, (w, h), interpolation=cv2.INTER_LINEAR)
+            assert np.abs(back[y : y + h, x : x + w].astype(int) - want).mean() < 12
+        else:  # not on screen at "1": blank until its next frame, but its place is known
+            assert rect is not None
+            x, y, w, h = rect
+            assert (back[y : y + h, x : x + w] == BACKGROUND).all()

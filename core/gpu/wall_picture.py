@@ -1,0 +1,257 @@
+"""The video wall as ONE picture, drawn a tile at a time as each source's frames arrive.
+
+    result of source i ──put(i, frame)──> its tile of the picture (letterboxed into cell i)
+    canvas repaint ──picture()──> one texture upload (CUDA-GL interop for a device picture)
+
+Frames of the GPU path (RGBA device images) are drawn by the ``fl_rgba_resize`` kernel
+into an RGBA buffer in device memory (``DeviceWallPicture``), so the wall reaches the
+screen as one device frame through one interop buffer, whatever the number of sources;
+host frames are drawn by ``cv2.resize`` into a BGR array (the reference the kernel is
+tested against). Nothing holds a source's frame after ``put``: a device frame's buffer
+goes back to its pipeline's pool at once, so 16 tiles never starve a pipeline of display
+buffers. The tiles sit where ``wall_composite.tile_rects`` puts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import cv2
+import numpy as np
+from framelens.core.gpu.wall_composite import (
+    BACKGROUND,
+    Rect,
+    TileImage,
+    cell_rect,
+    composite_device,
+    tile_rects,
+    wall_grid,
+)
+from framelens.core.types import Frame, Image
+
+__all__ = ["PICTURE_SIZE", "DeviceWallPicture", "WallPicture"]
+
+PICTURE_SIZE = (1920, 1080)
+"""The wall picture's pixels: the canvas fits it into the window like a video frame."""
+
+_BACKGROUND_RGBA = BACKGROUND[2] | BACKGROUND[1] << 8 | BACKGROUND[0] << 16 | 255 << 24
+"""The background as one 32-bit RGBA pixel (bytes R, G, B, A in memory), for memset."""
+
+
+class DeviceWallPicture:
+    """The wall's picture in device memory, drawn on a stream of its own.
+
+    It is the canvas's ``DeviceFrame``: ``write_rgba`` copies the picture, as drawn by
+    everything queued so far, into the interop buffer (the copying stream waits for the
+    drawing, and the next drawing for the copy: no host synchronisation either way).
+    """
+
+    def __init__(self, context: Any, width: int, height: int) -> None:
+        from framelens.core.gpu.buffers import DevicePool, cuda_driver
+        from framelens.core.gpu.shared_kernels import kernels_for
+
+        cuda = cuda_driver()
+        self.context, self.width, self.height = context, width, height
+        self._pool = DevicePool.pitched(context, width * 4, height, 1, kind="video wall")
+        self._buffer = self._pool.buffers[0]
+        self._kernels = kernels_for(context)
+        with context.active():
+            self._stream = cuda.Stream()
+            self._drawn = cuda.Event()  # after the last drawing queued
+            self._copied = cuda.Event()  # after the last copy out
+        self.fill(None)
+
+    def fill(self, rect: Rect | None) -> None:
+        """The background over ``rect`` (all of the picture for None)."""
+        from framelens.core.gpu.buffers import cuda_driver
+
+        x, y, w, h = rect or (0, 0, self.width, self.height)
+        pitch = self._buffer.pitch
+        with self.context.active():
+            cuda_driver().memset_d2d32_async(
+                self._buffer.ptr + y * pitch + x * 4, pitch, _BACKGROUND_RGBA, w, h, self._stream
+            )
+            self._drawn.record(self._stream)
+
+    def draw(self, image: TileImage, rect: Rect) -> None:
+        """``image`` resized into ``rect``, queued behind the image's own making."""
+        with self.context.active():
+            composite_device(
+                self._kernels, [image], [rect], self._buffer.ptr, self._buffer.pitch, self._stream
+            )
+            self._drawn.record(self._stream)
+
+    def region(self, rect: Rect) -> TileImage:
+        """``rect`` of the picture as an image a kernel can read (a new layout draws the
+        old tiles from it)."""
+        return _Region(self, rect)
+
+    def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
+        from framelens.core.gpu.buffers import cuda_driver
+
+        with self.context.active():
+            stream.wait_for_event(self._drawn)
+            copy = cuda_driver().Memcpy2D()
+            copy.set_src_device(self._buffer.ptr)
+            copy.src_pitch = self._buffer.pitch
+            copy.set_dst_device(dst_ptr)
+            copy.dst_pitch = dst_pitch
+            copy.width_in_bytes = self.width * 4
+            copy.height = self.height
+            copy(stream)
+            self._copied.record(stream)
+            self._stream.wait_for_event(self._copied)
+
+    def to_host_bgr(self) -> Image:
+        from framelens.core.gpu.images import download_rgba
+
+        rgba = download_rgba(
+            self.context, self._buffer.ptr, self._buffer.pitch, self.width, self.height,
+            self._drawn,
+        )  # fmt: skip
+        return cast(Image, cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR))
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class _Region:
+    """A rectangle of a device picture, read by a kernel once the picture's drawing
+    queued so far is done (``TileImage``)."""
+
+    def __init__(self, picture: DeviceWallPicture, rect: Rect) -> None:
+        self._picture, self._rect = picture, rect
+
+    def read_on(self, stream: Any) -> tuple[int, int, int, int]:
+        picture = self._picture
+        x, y, w, h = self._rect
+        with picture.context.active():
+            stream.wait_for_event(picture._drawn)
+        pitch = picture._buffer.pitch
+        return picture._buffer.ptr + y * pitch + x * 4, pitch, w, h
+
+    def read_done(self, stream: Any) -> None:
+        """Nothing to mark: the picture is closed only after the device is idle."""
+
+
+class WallPicture:
+    """The wall of ``count`` sources in a grid (``set_layout``) as one picture of
+    ``size`` pixels; ``put`` draws a source's newest frame into its tile."""
+
+    def __init__(self, size: tuple[int, int] = PICTURE_SIZE) -> None:
+        self.width, self.height = size
+        self.grid = (1, 1)
+        self._sizes: list[tuple[int, int] | None] = []  # each tile's frame size
+        self._host: Image | None = None
+        self._device: DeviceWallPicture | None = None
+        self.version = 0  # counts the changes of the picture (a repaint uploads it again)
+
+    def set_layout(self, count: int, layout: str = "auto") -> None:
+        """``count`` tiles in ``layout`` (1, 2x2, 3x3, 4x4 or auto). What the tiles
+        showed is carried over, resized from the old picture into the new tiles, so a
+        paused wall keeps its pictures; each tile is sharp again from its next frame."""
+        old_rects = [self.rect(i) for i in range(self.tiles)]
+        self.grid = wall_grid(count, layout)
+        self._sizes = (self._sizes + [None] * count)[:count]
+        new_rects = [self.rect(i) for i in range(self.tiles)]
+        moves = [
+            (old, new)
+            for old, new in zip(old_rects, new_rects, strict=False)
+            if old is not None and new is not None
+        ]
+        if self._device is not None:
+            previous = self._device
+            self._device = DeviceWallPicture(previous.context, self.width, self.height)
+            for old, new in moves:
+                self._device.draw(previous.region(old), new)
+            previous.close()
+        elif self._host is not None:
+            previous_host, self._host = self._host, None
+            picture = self._host_picture()
+            for (ox, oy, ow, oh), (x, y, w, h) in moves:
+                part = previous_host[oy : oy + oh, ox : ox + ow]
+                picture[y : y + h, x : x + w] = cv2.resize(
+                    part, (w, h), interpolation=cv2.INTER_LINEAR
+                )
+        self.version += 1
+
+    @property
+    def tiles(self) -> int:
+        """Tiles in the picture: the grid's cells, or fewer for fewer sources."""
+        return min(self.grid[0] * self.grid[1], len(self._sizes))
+
+    def cell(self, tile: int) -> Rect:
+        """Tile ``tile``'s cell of the grid, in picture pixels (its frame is letterboxed
+        into it)."""
+        return cell_rect(self.grid, self.width, self.height, tile)
+
+    def rect(self, tile: int) -> Rect | None:
+        """Where tile ``tile``'s frame lies in the picture; None before its first frame."""
+        if not 0 <= tile < self.tiles:
+            return None
+        return tile_rects(self._sizes, self.grid, self.width, self.height)[tile]
+
+    def put(self, tile: int, frame: Frame) -> bool:
+        """Draw ``frame`` into tile ``tile``; False for a tile the grid does not show."""
+        if not 0 <= tile < self.tiles:
+            return False
+        device = frame.device if not frame.on_host else None
+        on_device = device is not None and hasattr(device, "read_on")
+        self._use(on_device, device)
+        size = (frame.width, frame.height)
+        if self._sizes[tile] != size:  # a new size: a new letterbox in the cell
+            self._sizes[tile] = size
+            self._fill(self.cell(tile))
+        rect = self.rect(tile)
+        assert rect is not None
+        if self._device is not None:
+            self._device.draw(cast(TileImage, device), rect)
+        else:
+            x, y, w, h = rect
+            picture = self._host_picture()
+            picture[y : y + h, x : x + w] = cv2.resize(
+                frame.image, (w, h), interpolation=cv2.INTER_LINEAR
+            )
+        self.version += 1
+        return True
+
+    def picture(self) -> Image | DeviceWallPicture:
+        """The picture to show: a BGR array, or the device picture (a DeviceFrame)."""
+        return self._device if self._device is not None else self._host_picture()
+
+    def close(self) -> None:
+        """Free the device picture (the host one goes with this object)."""
+        if self._device is not None:
+            self._device.close()
+            self._device = None
+
+    # ---- internals -------------------------------------------------------------------
+
+    def _use(self, on_device: bool, device: Any) -> None:
+        """Draw on the device while frames come from it, on the host otherwise (a GPU
+        that failed mid-run hands over to the CPU): a switch starts a blank picture."""
+        if on_device and (self._device is None or self._device.context is not device.context):
+            self.close()
+            self._device = DeviceWallPicture(device.context, self.width, self.height)
+            self._host = None
+            self._sizes = [None] * len(self._sizes)
+        elif not on_device and self._device is not None:
+            self.close()
+            self._sizes = [None] * len(self._sizes)
+
+    def _host_picture(self) -> Image:
+        if self._host is None:
+            self._host = np.empty((self.height, self.width, 3), dtype=np.uint8)
+            self._host[:] = BACKGROUND
+        return self._host
+
+    def _clear(self) -> None:
+        self._fill(None)
+        self.version += 1
+
+    def _fill(self, rect: Rect | None) -> None:
+        if self._device is not None:
+            self._device.fill(rect)
+            return
+        x, y, w, h = rect or (0, 0, self.width, self.height)
+        self._host_picture()[y : y + h, x : x + w] = BACKGROUND
