@@ -53,7 +53,7 @@ from framelens.core.gpu.interop import (
 )
 from framelens.core.gpu.wall_composite import LAYOUTS as WALL_LAYOUTS
 from framelens.core.gpu.wall_composite import wall_grid
-from framelens.core.gpu.wall_picture import WallPicture
+from framelens.core.gpu.wall_picture import WallPicture, picture_size_for
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
 from framelens.core.pipeline.archive import (
@@ -231,6 +231,7 @@ __all__ = [
     "load_catalog",
     "measure_frame_quality",
     "open_source",
+    "picture_size_for",
     "prepare_pane",
     "prepare_variant",
     "query_detections",

@@ -24,14 +24,23 @@ from framelens.core.api import (
     WallPicture,
     fallback_path,
     layout,
+    picture_size_for,
     wall_grid,
 )
 from framelens.gui.canvas import release_gpu_slot
 from framelens.gui.gl_texture import GlTexture
 from framelens.gui.overlay_paint import paint_overlay
 from OpenGL import GL
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QHideEvent, QImage, QMouseEvent, QPainter
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QHideEvent,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QResizeEvent,
+)
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QWidget
 
@@ -94,6 +103,9 @@ class WallCanvas(QOpenGLWidget):
         self._states: list[TileState | None] = []
         self._layout = "auto"
         self.frames_painted = 0
+        # the picture takes the canvas's aspect once a resize has settled
+        self._resize_timer = QTimer(self, singleShot=True, interval=150)
+        self._resize_timer.timeout.connect(self._fit_picture)
 
     # ---- content ---------------------------------------------------------------
 
@@ -140,8 +152,19 @@ class WallCanvas(QOpenGLWidget):
         self._relayout()
 
     def _relayout(self) -> None:
-        self._picture.set_layout(len(self._names), self._layout)
+        size = picture_size_for(self.width(), self.height())
+        self._picture.set_layout(len(self._names), self._layout, size)
         self.update()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._resize_timer.start()
+
+    def _fit_picture(self) -> None:
+        """A new picture when the canvas's aspect has changed by more than 3%."""
+        pw, ph = self._picture.width, self._picture.height
+        if abs(math.log((self.width() / max(1, self.height())) / (pw / ph))) > 0.03:
+            self._relayout()
 
     def grid(self) -> tuple[int, int]:
         return grid_size(self._layout, len(self._names))

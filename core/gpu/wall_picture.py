@@ -14,6 +14,7 @@ buffers. The tiles sit where ``wall_composite.tile_rects`` puts them.
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
 import cv2
@@ -29,10 +30,21 @@ from framelens.core.gpu.wall_composite import (
 )
 from framelens.core.types import Frame, Image
 
-__all__ = ["PICTURE_SIZE", "DeviceWallPicture", "WallPicture"]
+__all__ = ["PICTURE_SIZE", "DeviceWallPicture", "WallPicture", "picture_size_for"]
 
 PICTURE_SIZE = (1920, 1080)
-"""The wall picture's pixels: the canvas fits it into the window like a video frame."""
+"""The wall picture's pixels to begin with (the canvas gives it its own aspect)."""
+
+PICTURE_PIXELS = 1920 * 1080
+
+
+def picture_size_for(width: float, height: float) -> tuple[int, int]:
+    """A picture of about PICTURE_PIXELS with the aspect of a ``width`` x ``height``
+    canvas (even sides; aspects past 4:1 either way are limited to 4:1)."""
+    aspect = min(max(width / max(height, 1.0), 0.25), 4.0)
+    w = math.sqrt(PICTURE_PIXELS * aspect)
+    return 2 * round(w / 2), 2 * round(w / aspect / 2)
+
 
 _BACKGROUND_RGBA = BACKGROUND[2] | BACKGROUND[1] << 8 | BACKGROUND[0] << 16 | 255 << 24
 """The background as one 32-bit RGBA pixel (bytes R, G, B, A in memory), for memset."""
@@ -146,12 +158,18 @@ class WallPicture:
         self._device: DeviceWallPicture | None = None
         self.version = 0  # counts the changes of the picture (a repaint uploads it again)
 
-    def set_layout(self, count: int, layout: str = "auto") -> None:
-        """``count`` tiles in ``layout`` (1, 2x2, 3x3, 4x4 or auto). What the tiles
-        showed is carried over, resized from the old picture into the new tiles, so a
-        paused wall keeps its pictures; each tile is sharp again from its next frame."""
+    def set_layout(
+        self, count: int, layout: str = "auto", size: tuple[int, int] | None = None
+    ) -> None:
+        """``count`` tiles in ``layout`` (1, 2x2, 3x3, 4x4 or auto) on a picture of
+        ``size`` (unchanged for None). What the tiles showed is carried over, resized
+        from the old picture into the new tiles, so a paused wall keeps its pictures;
+        each tile is sharp again from its next frame."""
+        grid = wall_grid(count, layout)
+        width, height = size or (self.width, self.height)
+        cell_rect(grid, width, height, 0)  # too small for the grid: refused, nothing changed
         old_rects = [self.rect(i) for i in range(self.tiles)]
-        self.grid = wall_grid(count, layout)
+        self.grid, self.width, self.height = grid, width, height
         self._sizes = (self._sizes + [None] * count)[:count]
         new_rects = [self.rect(i) for i in range(self.tiles)]
         moves = [

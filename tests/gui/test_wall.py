@@ -138,6 +138,12 @@ def test_a_wall_of_four_draws_each_source_in_its_tile(
         assert [t.name for t in wall.state.tiles] == ["cam1", "cam2", "cam3", "cam4"]
         qtbot.waitUntil(lambda: all(t.fps > 0 for t in wall.state.tiles), timeout=TIMEOUT_MS)
         assert_tiles_show_their_sources(wall, [0, 1, 2, 3])
+        canvas = wall.canvas  # one picture, of the canvas's own shape: no bars around it
+        qtbot.waitUntil(
+            lambda: canvas.picture_rect().width() >= canvas.width() - 2
+            and canvas.picture_rect().height() >= canvas.height() - 2,
+            timeout=5_000,
+        )
         assert wall.state.batch == 8 and wall.state.frames_run >= 16
         qtbot.waitUntil(lambda: wall.plots.fps_curve.getData()[0] is not None, timeout=10_000)
         assert "4 sources" in wall.summary_label.text()

@@ -17,7 +17,7 @@ from framelens.core.gpu.wall_composite import (
     tile_rects,
     wall_grid,
 )
-from framelens.core.gpu.wall_picture import WallPicture
+from framelens.core.gpu.wall_picture import WallPicture, picture_size_for
 from framelens.core.types import Frame
 from media_factory import sample_frames
 
@@ -144,3 +144,27 @@ def test_a_layout_change_carries_the_tiles_over_while_paused() -> None:
             assert rect is not None
             x, y, w, h = rect
             assert (back[y : y + h, x : x + w] == BACKGROUND).all()
+
+
+def test_the_picture_takes_the_canvas_aspect_and_keeps_its_tiles() -> None:
+    """A canvas of another shape gets a picture of its aspect (about 2 MP), so tiles
+    fill the window instead of a 16:9 picture with bars; the tiles are carried over."""
+    assert picture_size_for(1920, 1080) == (1920, 1080)
+    w, h = picture_size_for(1000, 800)
+    assert abs(w / h - 1.25) < 0.01 and 0.95 < w * h / (1920 * 1080) < 1.05
+    assert picture_size_for(5000, 100)[0] / picture_size_for(5000, 100)[1] < 4.01
+    frame = sample_frames(SAMPLE, (300,))[0]
+    picture = WallPicture((1280, 720))
+    picture.set_layout(1, "1")
+    picture.put(0, _frame(frame))
+    picture.set_layout(1, "1", (800, 800))
+    assert (picture.width, picture.height) == (800, 800)
+    x, y, w, h = picture.rect(0) or (0, 0, 0, 0)
+    assert (x, w) == (0, 800)  # fills the square picture's width, letterboxed
+    got = picture.picture()
+    assert isinstance(got, np.ndarray) and got.shape == (800, 800, 3)
+    want = cv2.resize(frame, (w, h), interpolation=cv2.INTER_LINEAR)
+    assert np.abs(got[y : y + h, x : x + w].astype(int) - want).mean() < 6
+    with pytest.raises(ConfigError, match="too small"):
+        picture.set_layout(16, "4x4", (6, 6))
+    assert (picture.width, picture.height, picture.grid) == (800, 800, (1, 1))  # unchanged
