@@ -39,17 +39,10 @@ class RgbaDeviceImage:
         weakref.finalize(self, pool.release, buffer)
 
     def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
-        cuda = cuda_driver()
         with self.context.active():
             stream.wait_for_event(self._ready)
-            copy = cuda.Memcpy2D()
-            copy.set_src_device(self._buffer.ptr)
-            copy.src_pitch = self._buffer.pitch
-            copy.set_dst_device(dst_ptr)
-            copy.dst_pitch = dst_pitch
-            copy.width_in_bytes = self.width * 4
-            copy.height = self.height
-            copy(stream)
+            copy_rgba(self._buffer.ptr, self._buffer.pitch, dst_ptr, dst_pitch, self.width,
+                      self.height, stream)  # fmt: skip
         # the buffer's next user (a display kernel) waits for this copy too
         self._pool.mark_used(self._buffer, stream)
 
@@ -78,6 +71,22 @@ class RgbaDeviceImage:
 
     def to_host_bgr(self) -> Image:
         return cast(Image, cv2.cvtColor(self.to_host_rgba(), cv2.COLOR_RGBA2BGR))
+
+
+def copy_rgba(
+    src_ptr: int, src_pitch: int, dst_ptr: int, dst_pitch: int, width: int, height: int,
+    stream: Any,
+) -> None:  # fmt: skip
+    """Queue on ``stream`` the copy of a ``width`` x ``height`` RGBA8 device image into
+    another (the context current)."""
+    copy = cuda_driver().Memcpy2D()
+    copy.set_src_device(src_ptr)
+    copy.src_pitch = src_pitch
+    copy.set_dst_device(dst_ptr)
+    copy.dst_pitch = dst_pitch
+    copy.width_in_bytes = width * 4
+    copy.height = height
+    copy(stream)
 
 
 def download_rgba(

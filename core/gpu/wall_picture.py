@@ -99,18 +99,12 @@ class DeviceWallPicture:
         return _Region(self, rect)
 
     def write_rgba(self, dst_ptr: int, dst_pitch: int, stream: Any) -> None:
-        from framelens.core.gpu.buffers import cuda_driver
+        from framelens.core.gpu.images import copy_rgba
 
         with self.context.active():
             stream.wait_for_event(self._drawn)
-            copy = cuda_driver().Memcpy2D()
-            copy.set_src_device(self._buffer.ptr)
-            copy.src_pitch = self._buffer.pitch
-            copy.set_dst_device(dst_ptr)
-            copy.dst_pitch = dst_pitch
-            copy.width_in_bytes = self.width * 4
-            copy.height = self.height
-            copy(stream)
+            copy_rgba(self._buffer.ptr, self._buffer.pitch, dst_ptr, dst_pitch, self.width,
+                      self.height, stream)  # fmt: skip
             self._copied.record(stream)
             self._stream.wait_for_event(self._copied)
 
