@@ -93,6 +93,12 @@ from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings, with_changes, without_classes
 from framelens.core.pipeline.wall import TileState, WallPlayer, WallState
+from framelens.core.pipeline.wall_layout import (
+    WALL_LAYOUT_SUFFIX,
+    WallLayout,
+    load_wall_layout,
+    save_wall_layout,
+)
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -156,6 +162,7 @@ __all__ = [
     "PRECISIONS",
     "TASK_OF_LAYOUT",
     "WALL_LAYOUTS",
+    "WALL_LAYOUT_SUFFIX",
     "BatchSummary",
     "CalibrationSettings",
     "Cancelled",
@@ -203,6 +210,7 @@ __all__ = [
     "TileState",
     "Upscaled",
     "VariantInfo",
+    "WallLayout",
     "WallPicture",
     "WallPlayer",
     "WallState",
@@ -229,6 +237,7 @@ __all__ = [
     "frames_at",
     "layout",
     "load_catalog",
+    "load_wall_layout",
     "measure_frame_quality",
     "open_source",
     "picture_size_for",
@@ -242,6 +251,7 @@ __all__ = [
     "run_to_outputs",
     "save_frame_snapshot",
     "save_kept_report",
+    "save_wall_layout",
     "sr_upscaler",
     "tensorrt_flavours",
     "tensorrt_kept_float",

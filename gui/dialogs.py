@@ -28,8 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 VIDEO_FILTER = (
-    "Videos (*.mp4 *.mkv *.mov *.avi *.m4v *.webm *.ts *.mpg *.mpeg *.wmv);;All files (*)"
+    "Videos (*.mp4 *.mkv *.mov *.avi *.m4v *.webm *.ts *.mpg *.mpeg *.wmv);;"
+    "Wall layouts (*.flwall);;All files (*)"
 )
+WALL_LAYOUT_FILTER = "FrameLens wall layout (*.flwall)"
 EXPORT_VIDEO_FILTER = "MP4 video (*.mp4);;Matroska (*.mkv);;QuickTime (*.mov);;AVI (*.avi)"
 DETECTIONS_FILTER = "JSON (*.json);;CSV (*.csv)"
 ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"

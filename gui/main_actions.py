@@ -53,6 +53,11 @@ class MainActions(MainWindowParts):
             "open",
             "Play several videos at once in a video wall (one engine call for all)",
         )
+        self.wall_layout_action = self._action(
+            "Open &Wall Layout…",
+            self.choose_wall_layout,
+            tip="Open a saved video wall: its sources and its grid",
+        )
         self.back_to_wall_action = self._action(
             # Alt+Left, "back" as in a browser: Esc clears a super-resolution region
             "Back to &Wall",
@@ -138,7 +143,13 @@ class MainActions(MainWindowParts):
         mb = self.menuBar()
         file_menu = self.file_menu = mb.addMenu("&File")
         file_menu.addActions(
-            [self.open_action, self.camera_action, self.url_action, self.several_action]
+            [
+                self.open_action,
+                self.camera_action,
+                self.url_action,
+                self.several_action,
+                self.wall_layout_action,
+            ]
         )
         self.recent_menu = file_menu.addMenu("Open &Recent")
         file_menu.addSeparator()

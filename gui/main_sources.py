@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from framelens.core.api import WALL_LAYOUT_SUFFIX
 from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
 from framelens.gui.file_dialogs import open_file, save_file
 from framelens.gui.main_window_parts import MainWindowParts
@@ -38,7 +39,10 @@ class SourceOpening(MainWindowParts):
 
     def open_source(self, spec: str, *, play: bool = True) -> None:
         """Open a file, URL or camera spec and start playing it (``play`` False: paused
-        on its first frame, as a seek after it wants)."""
+        on its first frame, as a seek after it wants). A saved wall layout opens its wall."""
+        if spec.lower().endswith(WALL_LAYOUT_SUFFIX):
+            self.open_wall_layout(spec)
+            return
         self.source = spec
         self._pending_recent = spec
         self.results_shown = 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.gui.dialogs import VIDEO_FILTER
-from framelens.gui.file_dialogs import open_files
+from framelens.core.api import FrameLensError, load_wall_layout
+from framelens.gui.dialogs import VIDEO_FILTER, WALL_LAYOUT_FILTER
+from framelens.gui.file_dialogs import open_file, open_files
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.wall_window import WallWindow
 
@@ -24,8 +25,30 @@ class WallOpening(MainWindowParts):
             self.settings.last_dir = str(Path(paths[0]).parent)
             self.open_wall(paths)
 
-    def open_wall(self, specs: list[str]) -> WallWindow | None:
-        """A wall of ``specs`` with the model chosen here; the player here pauses."""
+    def choose_wall_layout(self) -> None:
+        path = open_file(self, "Open wall layout", self.settings.last_dir, WALL_LAYOUT_FILTER)
+        if path:
+            self.settings.last_dir = str(Path(path).parent)
+            self.open_wall_layout(path)
+
+    def open_wall_layout(self, path: str) -> WallWindow | None:
+        """The wall saved at ``path`` (File > Open Wall Layout…, Open, a drop, Recent):
+        its sources in its grid; a file that is not a layout is one message, and what
+        plays here plays on."""
+        try:
+            wall = load_wall_layout(path)
+        except FrameLensError as exc:
+            self.show_error(str(exc))
+            return None
+        window = self.open_wall(list(wall.sources), layout=wall.layout)
+        if window is not None:
+            window.layout_path = path
+            self._rebuild_recent(self.settings.add_recent(path))
+        return window
+
+    def open_wall(self, specs: list[str], *, layout: str | None = None) -> WallWindow | None:
+        """A wall of ``specs`` with the model chosen here, in ``layout`` (None: the last
+        one chosen); the player here pauses."""
         settings = self.controller.settings
         if settings is None:
             self.show_error("choose a model before opening a video wall")
@@ -35,7 +58,9 @@ class WallOpening(MainWindowParts):
             self.wall_window.deleteLater()
         self.controller.pause()  # the cores go to the wall
         realtime = self.settings.realtime
-        window = WallWindow(list(specs), settings, self.settings, self, realtime=realtime)
+        window = WallWindow(
+            list(specs), settings, self.settings, self, realtime=realtime, layout=layout
+        )
         window.focusRequested.connect(self.focus_tile)
         self.wall_window = window
         self.back_to_wall_action.setEnabled(False)

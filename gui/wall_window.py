@@ -15,14 +15,21 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from pathlib import Path
 
 import numpy as np
 from framelens.core.api import (
+    WALL_LAYOUT_SUFFIX,
+    FrameLensError,
     FrameResult,
     PipelineSettings,
+    WallLayout,
     WallPlayer,
     WallState,
+    save_wall_layout,
 )
+from framelens.gui.dialogs import WALL_LAYOUT_FILTER
+from framelens.gui.file_dialogs import save_file
 from framelens.gui.plots import themed_plot
 from framelens.gui.settings import Settings
 from framelens.gui.wall_canvas import LAYOUTS, WallCanvas
@@ -133,7 +140,10 @@ class WallWindow(QMainWindow):
         parent: QWidget | None = None,
         *,
         realtime: bool = True,
+        layout: str | None = None,
     ) -> None:
+        """``layout``: the grid to open with (a saved wall's), without changing the one
+        remembered; None: the one remembered."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
@@ -167,7 +177,8 @@ class WallWindow(QMainWindow):
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
         self._timer.start(round(1000.0 / REPAINT_HZ))
-        self.set_layout(app_settings.wall_layout, save=False)
+        self.layout_path = ""  # where this wall was last saved or opened from
+        self.set_layout(layout or app_settings.wall_layout, save=False)
         self.resize(1280, 860)
         self.session.player.open(self.specs, settings)
 
@@ -183,7 +194,13 @@ class WallWindow(QMainWindow):
         self.realtime_action.setChecked(realtime)
         self.realtime_action.setStatusTip("Play files at their own pace; off: as fast as possible")
         self.realtime_action.toggled.connect(lambda on: self.session.player.set_realtime(on))
-        bar.addActions([self.play_action, self.realtime_action])
+        self.save_action = QAction(icon("export"), "Save Layout…", self)
+        self.save_action.setShortcut(QKeySequence.StandardKey.Save)
+        self.save_action.setStatusTip(
+            "Save this wall's sources and grid, to open it again (File > Open Wall Layout…)"
+        )
+        self.save_action.triggered.connect(lambda: self.save_layout())
+        bar.addActions([self.play_action, self.realtime_action, self.save_action])
         bar.addSeparator()
         bar.addWidget(QLabel(" Layout "))
         self.layout_group = QActionGroup(self)
@@ -196,7 +213,12 @@ class WallWindow(QMainWindow):
             self.layout_group.addAction(action)
             self.layout_actions[name] = action
             bar.addAction(action)
-        for action in [self.play_action, self.realtime_action, *self.layout_actions.values()]:
+        for action in [
+            self.play_action,
+            self.realtime_action,
+            self.save_action,
+            *self.layout_actions.values(),
+        ]:
             self.addAction(action)
 
     # ---- intents ---------------------------------------------------------------------
@@ -207,6 +229,30 @@ class WallWindow(QMainWindow):
         self.layout_actions[name].setChecked(True)
         if save:
             self.app_settings.wall_layout = name
+
+    def save_layout(self, path: str | None = None) -> str:
+        """Save the wall's sources and grid (a dialog when ``path`` is None); the path
+        written, or "" when cancelled or refused (said in the status bar)."""
+        if path is None:
+            start = self.layout_path or str(
+                Path(self.app_settings.last_dir or Path.home()) / f"wall{WALL_LAYOUT_SUFFIX}"
+            )
+            path = save_file(self, "Save wall layout", start, WALL_LAYOUT_FILTER)
+            if not path:
+                return ""
+        if not path.lower().endswith(WALL_LAYOUT_SUFFIX):
+            path += WALL_LAYOUT_SUFFIX
+        try:
+            save_wall_layout(path, WallLayout(tuple(self.specs), self.canvas.layout_name))
+        except FrameLensError as exc:
+            self._on_error(str(exc))
+            return ""
+        self.layout_path = path
+        self.statusBar().showMessage(
+            f"Saved the wall ({len(self.specs)} sources, {self.canvas.layout_name}) to {path}",
+            10000,
+        )
+        return path
 
     def toggle_play(self) -> None:
         self.session.player.toggle()

@@ -229,3 +229,41 @@ def test_a_source_that_cannot_be_opened_says_so_on_its_tile(
         assert "1 failed" in wall.summary_label.text()
     finally:
         wall.close()
+
+
+def test_a_saved_wall_opens_again_with_its_sources_and_grid(
+    window: MainWindow, qtbot: QtBot, clips: list[str], tmp_path: Path, sample: str
+) -> None:
+    """Save Layout… (Ctrl+S) in the wall, then Open (or Recent) on the .flwall file: the
+    same sources in the same grid, whatever grid the wall was last left in; a file that
+    is not a layout is one message and the video playing goes on."""
+    wall = open_wall(window, qtbot, clips[:3], shown=1)
+    try:
+        wall.layout_actions["1"].trigger()
+        saved = wall.save_layout(str(tmp_path / "entrance"))
+        assert saved.endswith("entrance.flwall") and Path(saved).is_file()
+        assert "Saved the wall (3 sources, 1)" in wall.statusBar().currentMessage()
+        wall.layout_actions["2x2"].trigger()  # remembered from now on, not the saved one
+    finally:
+        wall.close()
+    window.open_source(saved)
+    again = window.wall_window
+    assert again is not None
+    qtbot.addWidget(again)
+    qtbot.waitUntil(lambda: len(again.state.tiles) == 3, timeout=TIMEOUT_MS)
+    try:
+        assert again.specs == [str(Path(c).resolve()) for c in clips[:3]]
+        assert again.canvas.layout_name == "1" and again.canvas.tile_count == 1
+        assert window.settings.wall_layout == "2x2"
+        assert saved in window.settings.recent
+    finally:
+        again.close()
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= 2, timeout=TIMEOUT_MS)
+    broken = tmp_path / "notes.flwall"
+    broken.write_text("shopping list")
+    window.open_source(str(broken))
+    qtbot.waitUntil(window.error_box.isVisible, timeout=10_000)
+    assert "not a FrameLens wall layout" in window.error_box.text()
+    assert window.source == sample and window.state.source is not None
+    window.error_box.close()
