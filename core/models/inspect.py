@@ -142,11 +142,13 @@ def _node_tensors(node: Any) -> Iterator[Any]:
             yield from _tensors(sub)
 
 
-def check_external_data(model: Any, path: Path) -> None:
+def check_external_data(model: Any, path: Path) -> list[str]:
     """ModelError for weights stored outside the model's folder (an absolute path, "..",
-    a link out of it) or missing: refused before ONNX Runtime or onnx opens any file."""
+    a link out of it) or missing: refused before ONNX Runtime or onnx opens any file.
+    Returns the external-data files (relative to the folder, each once, in order)."""
     folder = path.resolve().parent
     functions = (t for f in model.functions for n in f.node for t in _node_tensors(n))
+    locations: list[str] = []
     for tensor in (*_tensors(model.graph), *functions):
         if tensor.data_location != 1:  # onnx.TensorProto.EXTERNAL
             continue
@@ -157,6 +159,9 @@ def check_external_data(model: Any, path: Path) -> None:
             raise ModelError(f"{where}, outside the model's folder {folder}: refused")
         if not file.is_file():
             raise ModelError(f"{where}, which is not in {folder}")
+        if location not in locations:
+            locations.append(location)
+    return locations
 
 
 # ---------------------------------------------------------- Ultralytics metadata

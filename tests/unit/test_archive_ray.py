@@ -1,7 +1,8 @@
 """Archives on a real local Ray cluster (2 CPUs, started once for this module): real
 clips of the person sample and a corrupt file on Ray actors; a worker's process killed
-mid-file; a cancelled batch resumed; long files split at keyframes and merged. Every
-result is compared with single runs of the same files (run_to_outputs)."""
+mid-file; a cancelled batch resumed; long files split at keyframes and merged; a model
+the actors cannot see at the driver's path shipped to them. Every result is compared
+with single runs of the same files (run_to_outputs) or a local batch."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from archive_media import corrupt_clip, json_rows, leftovers, parquet_rows, sample_clip, sorted_rows
 from framelens.core.api import InputProgress, read_manifest, run_batch
+from framelens.core.cache import CACHE_ENV, MODEL_FILE, read_entry
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.archive.segments import keyframes, plan
 from framelens.core.pipeline.run import run_to_outputs
@@ -24,14 +26,28 @@ FRAMES = 40
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
+def worker_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The FrameLens cache of the cluster's workers (not the driver's: another node's)."""
+    return tmp_path_factory.mktemp("worker-cache")
+
+
+@pytest.fixture(scope="module")
+def cluster(worker_cache: Path) -> Iterator[Any]:
     import logging
 
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.WARNING,
-             object_store_memory=256 * 1024**2)  # small results: /dev/shm kept free  # fmt: skip
+    # the workers inherit the environment Ray's processes start with; the driver (this
+    # process) keeps its own
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(CACHE_ENV, str(worker_cache))
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            object_store_memory=256 * 1024**2,  # small results: /dev/shm kept free
+        )
     try:
         yield ray
     finally:
@@ -198,3 +214,46 @@ def test_gpu_workers_on_a_cluster_without_gpus_are_refused_in_one_line(
         run_batch([str(clips / "a.mp4")], tmp_path / "o", on_gpu, ray="local",
                   gpus_per_worker=0.5, progress=False)  # fmt: skip
     assert [p.state for p in read_manifest(tmp_path / "o")] == ["pending"]  # for a next try
+
+
+def test_a_model_the_actors_cannot_see_at_the_drivers_path_travels_with_the_job(
+    cluster: Any, clips: Path, settings: PipelineSettings, worker_cache: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """An FP16 variant prepared in the driver's own cache, gone (as on another node)
+    by the time the cluster is reached: the actors get the model from the driver and
+    give the detections of a local batch with it."""
+    from dataclasses import replace
+
+    from framelens.core.pipeline.archive import ray_runner
+    from framelens.core.precision import prepare_variant, variant_precision
+
+    driver_cache = tmp_path / "driver-cache"
+    variant = prepare_variant(settings.model, "fp16", cache_dir=driver_cache)
+    fp16 = replace(settings, model=variant.spec, precision="fp16")
+    inputs = [str(clips / "a.mp4"), str(clips / "b.mp4")]
+    local = run_batch(inputs, tmp_path / "local", fp16, progress=False)
+    assert (local.done, local.failed) == (2, 0)
+    reach = ray_runner.connect
+
+    def connect(address: str) -> tuple[bool, str]:
+        driver_cache.rename(tmp_path / "elsewhere")  # no actor has started yet
+        return reach(address)
+
+    monkeypatch.setattr(ray_runner, "connect", connect)
+    out = tmp_path / "results"
+    summary = run_batch(inputs, out, fp16, ray="local", progress=False)
+    assert not variant.path.exists()
+    assert (summary.done, summary.failed) == (2, 0), [p.error for p in summary.inputs]
+    for name in ("a", "b"):  # the same model (its hash in the JSON) and detections
+        local_json = (tmp_path / "local" / f"{name}.json").read_bytes()
+        assert (out / f"{name}.json").read_bytes() == local_json, name
+    assert parquet_rows(out) == parquet_rows(tmp_path / "local")
+    assert {r["precision"] for r in parquet_rows(out)} == {"fp16"}
+    # one copy on the workers' node, keyed by its contents, still the FP16 variant
+    copies = list((worker_cache / "shipped").glob(f"*/{MODEL_FILE}"))
+    assert len(copies) == 1, copies
+    moved = tmp_path / "elsewhere" / variant.path.relative_to(driver_cache)
+    assert copies[0].read_bytes() == moved.read_bytes()
+    assert variant_precision(copies[0]) == "fp16"
+    assert (read_entry(copies[0].parent) or {}).get("shipped_from") == str(variant.path)

@@ -9,6 +9,13 @@ restarted by Ray and its job run again from the start (``max_restarts``,
 ``max_task_retries``); what the dead process was writing was a temporary file, removed
 by the next writer of the same output. Ray is imported here only, when a batch asks
 for it, so ``framelens run`` and the GUI never load it.
+
+The model travels with the batch: the driver reads it (the prepared FP16/INT8 variant,
+or the user's file, with its external data and sidecar: core/models/shipping.py) before
+it reaches the cluster, puts it in Ray's object store once, and each actor writes it
+into its own node's cache (keyed by its hash, reused when there) and loads it from
+there, so that no node needs the driver's model path. Inputs and outputs still need the
+same paths on every node.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from framelens.core.errors import ConfigError, error_message
+from framelens.core.models.shipping import PackedModel, materialise, pack_model
 from framelens.core.pipeline.archive.processor import FileProcessor, Job, JobResult
 from framelens.core.pipeline.archive.tracker import Tracker
 from framelens.core.pipeline.settings import PipelineSettings
@@ -37,11 +45,16 @@ HUB = "hub"  # the hub actor's name in the batch's namespace
 
 
 class _Hub:
-    """Progress reports from the workers, and the batch's cancel flag (a Ray actor)."""
+    """Progress reports from the workers, the batch's cancel flag, and where the model
+    the driver shipped is (a Ray actor)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: list[Any]) -> None:
         self.events: list[tuple[str, str, int, int]] = []
         self.cancelled = False
+        self.model = model  # [its ObjectRef]: in a list, Ray passes the reference itself
+
+    def shipped(self) -> list[Any]:
+        return self.model
 
     def report(self, worker: str, path: str, segment: int, done: int) -> bool:
         self.events.append((worker, path, segment, done))
@@ -56,20 +69,25 @@ class _Hub:
 
 
 class _Worker:
-    """One Ray actor: a FileProcessor and the hub it reports to."""
+    """One Ray actor: a FileProcessor (its model written into this node's cache from
+    the one the driver shipped) and the hub it reports to."""
 
     def __init__(self, settings: PipelineSettings, namespace: str, name: str) -> None:
+        # found by name, as is the model through it: a handle or an object among the
+        # constructor's arguments would live in the object store, which Ray cannot
+        # promise for an actor's restarts
+        import ray
+
+        self.hub, self.name = ray.get_actor(HUB, namespace=namespace), name
+        shipped: list[Any] = ray.get(self.hub.shipped.remote())
+        packed: PackedModel = ray.get(shipped[0])
+        settings = replace(settings, model=materialise(packed, settings.model))
         if settings.device.startswith("cuda"):
             settings = replace(settings, device="cuda:0")  # the GPU Ray gave this actor
             count = None
         else:
             count = 1  # one CPU per actor: one single-threaded inference worker
-        self.processor = FileProcessor(settings, workers=count)
-        # found by name: a handle among the constructor's arguments would live in the
-        # object store, which Ray cannot promise for an actor's restarts
-        import ray
-
-        self.hub, self.name = ray.get_actor(HUB, namespace=namespace), name
+        self.processor: FileProcessor = FileProcessor(settings, workers=count)
 
     def pid(self) -> int:
         return os.getpid()
@@ -157,6 +175,7 @@ def run_on_ray(
 
     if gpus_per_worker <= 0:
         raise ConfigError(f"gpus per worker must be more than 0, not {gpus_per_worker:g}")
+    packed = pack_model(settings.model)  # read before the cluster is reached
     started, address = connect(address)
     on_gpu = settings.device.startswith("cuda")
     actors: list[Any] = []
@@ -165,7 +184,10 @@ def run_on_ray(
         count = min(_worker_count(workers, on_gpu, gpus_per_worker), len(jobs))
         resources = {"num_gpus": gpus_per_worker, "num_cpus": 1} if on_gpu else {"num_cpus": 1}
         namespace = f"framelens-{os.getpid()}-{time.monotonic_ns()}"
-        hub = ray.remote(num_cpus=0)(_Hub).options(name=HUB, namespace=namespace).remote()
+        # the model once in the object store, each node fetching it once; held here until
+        # the end, for the constructors of restarted actors
+        model = ray.put(packed)
+        hub = ray.remote(num_cpus=0)(_Hub).options(name=HUB, namespace=namespace).remote([model])
         worker_class = ray.remote(_Worker)
         names = [f"worker-{i + 1}" for i in range(count)]
         for name in names:
