@@ -180,7 +180,7 @@ def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | Non
     return frozenset(index[n] for n in wanted)
 
 
-def _settings(args: argparse.Namespace) -> Any:
+def settings_from_args(args: argparse.Namespace) -> Any:
     from framelens.core.models.catalog import (
         DEFAULT_FACES_MODEL,
         DEFAULT_MODEL,
@@ -234,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("a list of devices spreads several sources: add them and --export-dir")
     args.device = devices[0] if devices else args.device
     args.devices = devices if len(devices) > 1 else None
-    settings = _settings(args)
+    settings = settings_from_args(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
     if len(sources) > 1 or args.export_dir:
@@ -377,72 +377,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.compare.session import compare_to_report
-    from framelens.core.pipeline.compare.variants import parse_precisions, precision_panes
-    from framelens.core.precision import CalibrationSettings
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from framelens.cli_compare import cmd_compare
 
-    if args.frames is not None and args.frames <= 0:
-        raise ConfigError("--frames must be positive")
-    if args.task == "superres" or args.models:
-        return _compare_superres(args)
-    if not args.precisions:
-        raise ConfigError("--precisions is required (2 to 4, e.g. fp32,fp16,int8)")
-    precisions, reference = parse_precisions(args.precisions, args.reference)
-    # The fp32 settings every pane starts from; each precision's model comes from its variant.
-    base = _settings(argparse.Namespace(**{**vars(args), "precision": "fp32"}))
-    calibration = CalibrationSettings(
-        frames=args.calibration_frames, sensitivity_frames=args.sensitivity_frames, conf=args.conf
-    )
-    calibration.validate()
-    summary = compare_to_report(
-        args.source,
-        # Called once the report directory is known to be writable: INT8 takes minutes.
-        lambda: precision_panes(
-            base, precisions, source=args.source, progress=not args.quiet, calibration=calibration
-        ),
-        args.report,
-        reference=reference,
-        start=args.start,
-        frames=args.frames,
-        progress=not args.quiet,
-    )
-    print(json.dumps(summary, indent=2))
-    return 0
-
-
-def _compare_superres(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.compare.superres_quality import (
-        superres_quality_report,
-        superres_variants,
-    )
-    from framelens.core.precision import PRECISIONS
-
-    if args.task not in (None, "superres"):
-        raise ConfigError("--models compares super-resolution models: use --task superres")
-    given = [m.strip() for m in (args.models or args.model or "").split(",") if m.strip()]
-    if not given:
-        raise ConfigError("--task superres needs --models, e.g. espcn-x2,fsrcnn-x2")
-    precisions = [p.strip().lower() for p in (args.precisions or "fp32").split(",") if p.strip()]
-    unknown = [p for p in precisions if p not in PRECISIONS]
-    if unknown or len(set(precisions)) != len(precisions):
-        raise ConfigError(f"--precisions: one each of {', '.join(PRECISIONS)}")
-    settings, names = [], []
-    for model in given:
-        fields = {**vars(args), "model": model, "task": "superres", "precision": "fp32"}
-        one = _settings(argparse.Namespace(**fields))
-        settings.append(one)
-        names.append(Path(model).stem if model.lower().endswith(".onnx") else model)
-    summary = superres_quality_report(
-        args.source,
-        superres_variants(settings, names, precisions),
-        args.report,
-        start=args.start,
-        frames=args.frames,
-        progress=not args.quiet,
-    )
-    print(json.dumps(summary, indent=2))
-    return 0
+    return cmd_compare(args)
 
 
 def _cmd_engines(args: argparse.Namespace) -> int:
@@ -472,7 +410,7 @@ def cmd_gui(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "run": cmd_run,
-    "compare": cmd_compare,
+    "compare": _cmd_compare,
     "models": cmd_models,
     "doctor": cmd_doctor,
     "bench": cmd_bench,

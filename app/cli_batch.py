@@ -76,7 +76,7 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from framelens.cli import _settings
+    from framelens.cli import settings_from_args
     from framelens.core.pipeline.archive import DEFAULT_SEGMENT_FRAMES, run_batch
     from framelens.core.pipeline.archive.inputs import discover_inputs
     from framelens.core.pipeline.build import default_batch
@@ -91,7 +91,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise ConfigError("--gpus-per-worker must be more than 0")
     if "," in args.device:
         raise ConfigError("batch runs on one device; with --ray, each worker gets its own GPU")
-    settings = _cluster_settings(args) if args.ray is not None else _settings(args)
+    settings = _cluster_settings(args) if args.ray is not None else settings_from_args(args)
     if args.gpus_per_worker is not None and not settings.device.startswith("cuda"):
         raise ConfigError(
             f"--gpus-per-worker gives each worker a GPU share, but the device is "
@@ -142,12 +142,12 @@ def _cluster_settings(args: argparse.Namespace) -> Any:
     import re
     from dataclasses import replace
 
-    from framelens.cli import _settings
+    from framelens.cli import settings_from_args
 
     wanted = re.fullmatch(r"cuda(?::(\d+))?", args.device.strip().lower())
     if wanted is None:
-        return _settings(args)
-    settings = _settings(argparse.Namespace(**{**vars(args), "device": "cpu"}))
+        return settings_from_args(args)
+    settings = settings_from_args(argparse.Namespace(**{**vars(args), "device": "cpu"}))
     return replace(settings, device=f"cuda:{wanted.group(1) or 0}")
 
 

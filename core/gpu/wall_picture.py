@@ -207,7 +207,7 @@ class WallPicture:
         """Draw ``frame`` into tile ``tile``; False for a tile the grid does not show."""
         if not 0 <= tile < self.tiles:
             return False
-        device = frame.device if not frame.on_host else None
+        device = frame.device  # drawn from the device even when downloaded already
         on_device = device is not None and hasattr(device, "read_on")
         self._use(on_device, device)
         size = (frame.width, frame.height)
