@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="several sources: inference workers per device (default 2 on CUDA)",
     )
     run.add_argument(
+        "--processes",
+        action="store_true",
+        help="several devices (--device a,b, or one GPU twice): each in a process of its own",
+    )
+    run.add_argument(
         "--export-dir",
         metavar="DIR",
         help="several sources in one run: DIR/<name>.mp4 and DIR/<name>.json for each",
@@ -285,6 +290,9 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         raise ConfigError("--batch-wait must not be negative")
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be at least 1")
+    if args.processes and len(args.devices or []) < 2:
+        raise ConfigError("--processes runs each device in its own process: give several, "
+                          "e.g. --device cuda:0,cuda:1 (or cuda:0,cuda:0)")  # fmt: skip
     from framelens.core.pipeline.devices import resolve_device
 
     devices = [resolve_device(d) for d in args.devices] if args.devices else None
@@ -300,6 +308,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         max_wait_ms=args.batch_wait,
         workers=args.workers,
+        processes=args.processes,
     )
     if variant is not None:
         summary["variant"] = variant.summary()

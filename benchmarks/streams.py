@@ -3,8 +3,9 @@
     python3 benchmarks/streams.py --sources 1,4,8,16 --output h200-streams-<date>.json
     python3 benchmarks/streams.py --device cpu --sources 1,2 --frames 20     # the same, small
 
-For each number of sources N, in one process, on the 1080p H.264 video made from the
-person sample (make_1080p.py), each measurement warmed up first:
+For each number of sources N, in one process (or spread over several: --processes), on
+the 1080p H.264 video made from the person sample (make_1080p.py), each measurement
+warmed up first:
 
 - aggregate_fps: ``framelens run`` with N copies of the video (run_many: N decoders,
   batches across sources, one engine call per batch, detections written per source;
@@ -174,6 +175,11 @@ def main() -> int:
         "--workers", default="2", help="inference workers per run, a list sweeps: 2,3,4"
     )
     parser.add_argument(
+        "--processes", default="1",
+        help="processes the sources are spread over (device slots of --device, each in a "
+        "process of its own: run --processes), a list sweeps: 1,2,4",
+    )  # fmt: skip
+    parser.add_argument(
         "--profile", action="store_true",
         help="sample every thread's stack during the runs with the most sources (JSON: profiles)",
     )  # fmt: skip
@@ -238,13 +244,22 @@ def main() -> int:
     sources = [int(n) for n in args.sources.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         run_many([video], settings, tmp, videos=False, frames=10, progress=False)  # warm-up
-        runs = [(n, int(w)) for n in sources for w in args.workers.split(",")]
-        for n, workers in runs:
+        runs = [
+            (n, int(w), int(k))
+            for n in sources
+            for w in args.workers.split(",")
+            for k in args.processes.split(",")
+            if int(k) <= n
+        ]
+        for n, workers, procs in runs:
             sampler = StackSampler() if args.profile and n == max(sources) else None
+            spread: dict[str, Any] = (
+                {"devices": [args.device] * procs, "processes": True} if procs > 1 else {}
+            )
             with sampler or contextlib.nullcontext():
                 summary = run_many(
-                    [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}"), videos=False,
-                    frames=args.frames, progress=False, workers=workers,
+                    [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}"),
+                    videos=False, frames=args.frames, progress=False, workers=workers, **spread,
                 )  # fmt: skip
             per = summary["sources"]
             batch = int(summary["batch"])
@@ -261,6 +276,7 @@ def main() -> int:
                 "mean_batch": summary["mean_batch"],
                 "batch": batch,
                 "workers": summary["inference_workers"],
+                "processes": procs,
                 "path": summary["path"],
                 "frames": summary["frames"],
                 "stage_ms": summary["stage_ms"],  # medians per stage: where the time goes
@@ -270,8 +286,9 @@ def main() -> int:
                 os.environ[HOST_CANDIDATES_ENV] = "1"
                 try:
                     other = run_many(
-                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}h"),
+                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}h"),
                         videos=False, frames=args.frames, progress=False, workers=workers,
+                        **spread,
                     )  # fmt: skip
                 finally:
                     os.environ.pop(HOST_CANDIDATES_ENV, None)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from framelens.core.errors import ConfigError, SourceError, error_message
@@ -41,6 +41,12 @@ MULTI_BATCH = 8
 frames that are ready (never waiting for a late source), so this is an upper bound."""
 
 MAX_BATCH = 32
+
+
+class CancelFlag(Protocol):
+    """A threading.Event, or a multiprocessing one for a group in a process of its own."""
+
+    def is_set(self) -> bool: ...
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -113,6 +119,7 @@ def run_many(
     cancel: threading.Event | None = None,
     max_wait_ms: float | None = None,
     workers: int | None = None,
+    processes: bool = False,
 ) -> dict[str, Any]:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -122,7 +129,8 @@ def run_many(
     of each source. ``max_wait_ms``: how long a batch waits for more frames after its
     first (DeepStream's batched-push-timeout; None: the executor's default of a few ms).
     ``workers``: inference workers (pipelines, each with its stream and thread) per
-    device; None: the run path's default.
+    device; None: the run path's default. ``processes``: each device's group in a process
+    of its own (core/pipeline/multi_process.py) instead of a thread of this one.
     Returns a summary with one entry per source (its outputs, frames, and why it stopped
     early if it did) and, with several devices, one per device; its ``fps`` counts the
     frames over the time they were being processed, ``wall_s`` the whole call (engines
@@ -149,11 +157,17 @@ def run_many(
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
             group = groups[0]
             parts = [
-                _run_group(
+                run_group(
                     [specs[i] for i in group], [names[i] for i in group],
                     replace(settings, device=slots[0]), out_dir, **options,
                 )
             ]  # fmt: skip
+        elif processes:
+            from framelens.core.pipeline.multi_process import run_groups_in_processes
+
+            parts = run_groups_in_processes(
+                groups, slots, specs, names, settings, out_dir, **options
+            )
         else:
             parts = _run_groups(groups, slots, specs, names, settings, out_dir, **options)
     finally:
@@ -219,7 +233,7 @@ def _run_groups(
 
     def run(k: int) -> None:
         try:
-            parts[k] = _run_group(
+            parts[k] = run_group(
                 [specs[i] for i in groups[k]], [names[i] for i in groups[k]],
                 replace(settings, device=slots[k]), out_dir, **options,
             )  # fmt: skip
@@ -240,7 +254,7 @@ def _run_groups(
     return [p for p in parts if p is not None]
 
 
-def _run_group(
+def run_group(
     specs: Sequence[str],
     names: Sequence[str],
     settings: PipelineSettings,
@@ -251,11 +265,12 @@ def _run_group(
     frames: int | None,
     bar: Any,
     on_message: Callable[[str], None] | None,
-    cancel: threading.Event | None,
+    cancel: CancelFlag | None,
     max_wait_ms: float | None,
     workers: int | None,
 ) -> dict[str, Any]:
-    """One device's sources through one executor: the run of ``run_many`` for them."""
+    """One device's sources through one executor: the run of ``run_many`` for them
+    (in a thread of its own or a process of its own with several devices)."""
     all_specs, all_names = list(specs), list(names)
     if settings.batch == 1 and len(specs) > 1:
         # as DeepStream's batch-size: one slot per source, at least MULTI_BATCH, capped

@@ -234,9 +234,97 @@ def test_cli_bad_several_source_options_are_one_line_errors(
         ([clips[0], "--device", "cpu,cpu"], "list of devices"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--start", "5"], "--start"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--workers", "0"], "--workers"),
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes"], "--processes"),
     ):
         done = _cli(*args, "--quiet")
         assert done.returncode == 2, (args, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0] and "Traceback" not in done.stderr
     assert not list(tmp_path.glob("*.mp4"))  # nothing written for a refused run
+
+
+class CountingBar:
+    """The progress bar's part a run feeds: frames counted as they are reported."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+
+def test_device_slots_in_processes_write_what_threads_write(
+    clips: list[str], tmp_path: Path
+) -> None:
+    """``--processes``: each device slot's sources in a process of its own (no GIL shared
+    between the groups); the same outputs, summary and progress as slots in threads."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    threads = run_many(clips, settings, str(tmp_path / "t"), devices=["cpu", "cpu"], progress=False)
+    procs = run_many(
+        clips, settings, str(tmp_path / "p"), devices=["cpu", "cpu"], progress=False,
+        processes=True,
+    )  # fmt: skip
+    assert [d["sources"] for d in procs["devices"]] == [["clip0", "clip2"], ["clip1", "clip3"]]
+    assert [s["frames"] for s in procs["sources"]] == [FRAMES] * 4
+    assert procs["fps"] > 0 and procs["frames"] == threads["frames"] == 4 * FRAMES
+    for name in ("clip0", "clip1", "clip2", "clip3"):
+        assert detections(tmp_path / "p" / f"{name}.json") == detections(
+            tmp_path / "t" / f"{name}.json"
+        )
+        assert (tmp_path / "p" / f"{name}.mp4").is_file()
+    from framelens.core.pipeline.multi_process import run_groups_in_processes
+
+    bar = CountingBar()
+    (tmp_path / "bar").mkdir()
+    parts = run_groups_in_processes(
+        [[0], [1]], ["cpu", "cpu"], clips[:2], ["a", "b"], settings, tmp_path / "bar",
+        bar=bar, on_message=None, cancel=None, videos=False, lossless=False, frames=5,
+        max_wait_ms=None, workers=None,
+    )  # fmt: skip
+    assert bar.n == 10 and [p["frames"] for p in parts] == [5, 5]
+
+
+def test_a_group_process_that_dies_is_one_line_and_its_outputs_are_not_written(
+    clips: list[str], tmp_path: Path
+) -> None:
+    """A device's process killed mid-run (out of memory, a driver crash): the run says so
+    in one line, the other group is told to stop, and no output appears half-written."""
+    import multiprocessing
+    import os
+    import signal
+    import threading
+
+    from framelens.core.errors import FrameLensError
+
+    long_clip = str(write_clip(tmp_path / "long.mp4", frames=240, size=(640, 360)))
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_many(
+                [long_clip, long_clip], settings, str(tmp_path / "out"), devices=["cpu", "cpu"],
+                progress=False, processes=True,
+            )  # fmt: skip
+        except BaseException as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    deadline = time.monotonic() + 120
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        named = [p for p in multiprocessing.active_children() if p.name == "fl-device-1"]
+        started = list((tmp_path / "out").glob(".*")) if (tmp_path / "out").is_dir() else []
+        victim = named[0] if named and started else None  # its outputs are being written
+        time.sleep(0.1)
+    assert victim is not None and victim.pid is not None
+    os.kill(victim.pid, signal.SIGKILL)
+    runner.join(120)
+    assert not runner.is_alive() and len(outcome) == 1
+    error = outcome[0]
+    assert isinstance(error, FrameLensError) and "ended unexpectedly" in str(error)
+    assert "\n" not in str(error)
+    assert not list((tmp_path / "out").glob("*.mp4")) and not list(
+        (tmp_path / "out").glob("*.json")
+    )

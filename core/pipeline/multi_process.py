@@ -1,0 +1,145 @@
+"""Device slots of a several-source run, each in a process of its own.
+
+``framelens run SRC... --export-dir DIR --device cuda:0,cuda:0 --processes``: the groups
+that ``run_many`` forms (one per device slot) run in spawned processes instead of threads
+of this one. Each process has its own interpreter, so the per-frame Python work of its
+sources and workers (demuxing, queueing, decoding boxes) no longer waits for one GIL
+shared with every other group: on a big GPU with many streams that lock, not the GPU, is
+what limits one process. Each group writes its own sources' outputs (the same files, the
+same way, as in a thread); the progress bar, cancel and Ctrl+C stay in this process, which
+tells the groups to stop through an event they poll once a frame.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from framelens.core.errors import FrameLensError, error_message
+from framelens.core.pipeline.settings import PipelineSettings
+
+__all__ = ["run_groups_in_processes"]
+
+_POLL_S = 0.2
+_JOIN_S = 30.0  # a group told to stop finishes its batch and closes its outputs first
+
+
+class _CountingBar:
+    """What a group's run updates for each frame: a counter this process reads."""
+
+    def __init__(self, counter: Any) -> None:
+        self._counter = counter
+
+    def update(self, n: int = 1) -> None:
+        self._counter.value += n
+
+
+def _group_main(
+    k: int,
+    specs: list[str],
+    names: list[str],
+    settings: PipelineSettings,
+    out_dir: str,
+    options: dict[str, Any],
+    counter: Any,
+    stop: Any,
+    results: Any,
+) -> None:
+    """A group's process: its run, then ("ok", summary) or ("error", exception) on
+    ``results``; the messages it would have printed travel with either."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's: it sets ``stop``
+    from framelens.core.pipeline.multi_run import run_group
+
+    messages: list[str] = []
+    try:
+        part = run_group(
+            specs, names, settings, Path(out_dir), bar=_CountingBar(counter),
+            on_message=messages.append, cancel=stop, **options,
+        )  # fmt: skip
+        results.put((k, "ok", part, messages))
+    except BaseException as exc:
+        if not isinstance(exc, FrameLensError):  # may not pickle: its one line does
+            exc = FrameLensError(error_message(exc))
+        results.put((k, "error", exc, messages))
+
+
+def run_groups_in_processes(
+    groups: Sequence[Sequence[int]],
+    slots: Sequence[str],
+    specs: Sequence[str],
+    names: Sequence[str],
+    settings: PipelineSettings,
+    out_dir: Path,
+    *,
+    bar: Any,
+    on_message: Callable[[str], None] | None,
+    cancel: threading.Event | None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """``run_many``'s groups, group ``k`` on ``slots[k]`` in a spawned process; their
+    summaries in group order. The first error of any group is raised once all have
+    stopped (the others are told to stop, and discard what they had not finished)."""
+    ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+    stop = ctx.Event()
+    results = ctx.Queue()
+    counters = [ctx.Value("q", 0, lock=False) for _ in groups]
+    processes = []
+    for k, group in enumerate(groups):
+        args = (k, [specs[i] for i in group], [names[i] for i in group],
+                replace(settings, device=slots[k]), str(out_dir), options, counters[k], stop,
+                results)  # fmt: skip
+        processes.append(ctx.Process(target=_group_main, args=args, name=f"fl-device-{k}"))
+    parts: list[dict[str, Any] | None] = [None] * len(groups)
+    errors: list[BaseException] = []
+    counted = 0
+    try:
+        for p in processes:
+            p.start()
+        pending = set(range(len(groups)))
+        while pending:
+            if cancel is not None and cancel.is_set():
+                stop.set()
+            try:
+                k, status, payload, messages = results.get(timeout=_POLL_S)
+            except queue.Empty:
+                for k in list(pending):
+                    if processes[k].exitcode is not None and results.empty():
+                        pending.discard(k)  # ended without a word: killed, or crashed
+                        errors.append(FrameLensError(
+                            f"the process of device {slots[k]} ended unexpectedly "
+                            f"(exit code {processes[k].exitcode}); its sources' outputs "
+                            "were not written"
+                        ))  # fmt: skip
+                        stop.set()
+            else:
+                pending.discard(k)
+                for text in messages:
+                    if on_message is not None:
+                        on_message(text)
+                if status == "ok":
+                    parts[k] = payload
+                else:
+                    errors.append(payload)
+                    stop.set()
+            total = sum(int(c.value) for c in counters)
+            bar.update(total - counted)
+            counted = total
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    finally:
+        for p in processes:
+            p.join(_JOIN_S)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        results.close()
+    if errors:
+        raise errors[0]
+    return [p for p in parts if p is not None]
