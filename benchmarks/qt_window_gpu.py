@@ -15,9 +15,10 @@ PySide6, pycuda with GL and a CUDA device.
    what a machine without interop does) and ``host upload`` (a BGR array from host
    memory, the CPU path). Medians of the canvas's own upload+paint time and the
    loop's frames per second, after a warm-up; ratios against ``device via host``.
-3. Overlays per display path: a known box over a black frame, looked for in the
-   canvas's rendering (the playback screenshot on the H200 showed none over interop
-   frames), and how many of the frames played had detections.
+3. The video wall of ``--wall`` copies of the video: its display path (one picture drawn
+   by a kernel, through interop on CUDA), its throughput, a screenshot (SHOT-wall.png).
+4. Overlays per display path: a known box over a black frame, looked for in the
+   canvas's rendering, and how many of the frames played had detections.
 
     python3 benchmarks/qt_window_gpu.py --video V.mp4 --output OUT.json --screenshot OUT.png
 """
@@ -77,8 +78,12 @@ def play_in_window(
         display_paths.add(window.display_label.text())
     elapsed = time.monotonic() - started
     state = window.state
-    image = window.grab()
-    image.save(str(screenshot))
+    from framelens.gui.screenshots import grab_window
+
+    # the canvas's own framebuffer over the window's grab: QWidget.grab leaves out what
+    # QPainter drew over the GL frame (the overlays), which made the first H200
+    # screenshot look as if it had none
+    grab_window(window).save(str(screenshot))
     result = {
         "renderer": window.canvas.renderer,
         "display_path": window.display_label.text(),
@@ -99,6 +104,49 @@ def play_in_window(
         "screenshot": screenshot.name,
     }
     window.controller.pause()
+    window.close()
+    _wait(app, 1.0)
+    return result
+
+
+def play_wall(
+    app: Any, video: str, device: str, sources: int, seconds: float, screenshot: Path
+) -> dict[str, Any]:
+    """The video wall of ``sources`` copies of the video on ``device``: its tiles drawn into
+    one picture (on CUDA by a kernel into a device buffer, shown through interop)."""
+    from framelens.gui.main_window import MainWindow
+    from framelens.gui.screenshots import grab_window
+    from framelens.gui.settings import Settings
+    from PySide6.QtCore import QSettings
+
+    ini = Path(tempfile.mkdtemp()) / "framelens.ini"
+    window = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)))
+    window.show()
+    _wait(app, 10, lambda: window.canvas.renderer != "")
+    window.choose_device(device)
+    _wait(app, 60, lambda: window.controller.settings is not None)
+    wall = window.open_wall([video] * sources)
+    if wall is None:
+        return {"error": "the wall did not open"}
+    wall.resize(1600, 1000)
+    _wait(app, 120, lambda: all(t.shown > 0 for t in wall.state.tiles) and wall.state.fps > 0)
+    started, shown0 = time.monotonic(), wall.results_shown
+    _wait(app, seconds)
+    elapsed = time.monotonic() - started
+    grab_window(wall).save(str(screenshot))
+    state = wall.state
+    result = {
+        "sources": sources,
+        "display_path": wall.canvas.display_path,
+        "summary": wall.summary_label.text(),
+        "wall_fps": round(float(state.fps), 1),
+        "results_shown_per_s": round((wall.results_shown - shown0) / elapsed, 1),
+        "mean_batch": round(float(state.mean_batch), 2),
+        "path": state.path,
+        "errors": wall.errors[:3],
+        "screenshot": screenshot.name,
+    }
+    wall.close()
     window.close()
     _wait(app, 1.0)
     return result
@@ -226,6 +274,7 @@ def main() -> int:
     parser.add_argument("--device", default="cuda:0", help="cuda:0, or cpu for a dry run")
     parser.add_argument("--seconds", type=float, default=20.0, help="playback in the window")
     parser.add_argument("--repeats", type=int, default=300, help="canvas frames per path")
+    parser.add_argument("--wall", type=int, default=16, help="sources of the video wall run")
     args = parser.parse_args()
 
     from framelens.gui.app import apply_theme
@@ -241,6 +290,11 @@ def main() -> int:
         app, args.video, args.device, args.seconds, Path(args.screenshot)
     )
     print(json.dumps(report["window"], indent=1), flush=True)
+    shot = Path(args.screenshot)
+    report["wall"] = play_wall(
+        app, args.video, args.device, args.wall, 10.0, shot.with_name(f"{shot.stem}-wall.png")
+    )
+    print(json.dumps(report["wall"], indent=1), flush=True)
     report["overlay"] = overlay_check(app, cuda=args.device.startswith("cuda"))
     print(json.dumps(report["overlay"], indent=1), flush=True)
     report["canvas_alone"] = canvas_alone(

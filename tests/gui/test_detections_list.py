@@ -22,9 +22,10 @@ from framelens.core.api import PipelineSettings, run_to_outputs
 from framelens.gui.detections_dock import ALL_CLASSES, DetectionRow, class_matcher
 from framelens.gui.main_detections import DETECTIONS_SHORTCUT
 from framelens.gui.main_window import MainWindow
+from framelens.gui.screenshots import grab_window
 from framelens.gui.settings import Settings
-from PySide6.QtCore import QPoint, QRect, QSettings, Qt
-from PySide6.QtGui import QImage, QKeySequence, QPainter
+from PySide6.QtCore import QRect, QSettings, Qt
+from PySide6.QtGui import QImage, QKeySequence
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -116,14 +117,7 @@ def save_screenshot(window: MainWindow, name: str) -> Path:
     misses what QPainter draws into the GL canvas)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / name
-    shot = window.grab()
-    painter = QPainter(shot)
-    canvas = window.canvas
-    painter.drawImage(
-        QRect(canvas.mapTo(window, QPoint(0, 0)), canvas.size()), canvas.grab_frame_image()
-    )
-    painter.end()
-    assert shot.save(str(path))
+    assert grab_window(window).save(str(path))
     return path
 
 

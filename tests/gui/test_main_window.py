@@ -12,6 +12,7 @@ import pytest
 from framelens.core.pipeline.devices import cuda_available
 from framelens.gui.dialogs import ImportModelDialog
 from framelens.gui.main_window import MainWindow
+from framelens.gui.screenshots import grab_window
 from framelens.gui.settings import Settings
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QImage
@@ -353,8 +354,7 @@ def test_window_screenshot(window: MainWindow, qtbot: QtBot, sample: str, tmp_pa
         qtbot.wait(1200)
     target = Path(keep or tmp_path / "screenshot.png")
     target.parent.mkdir(parents=True, exist_ok=True)
-    pixmap = window.grab()
-    assert pixmap.save(str(target))
+    assert grab_window(window).save(str(target))  # the canvas's overlays included
     canvas = image_array(window.canvas.grab_frame_image())
     assert canvas.std() > 10
 

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from framelens.core.stages.sources.file import FileSource
 from framelens.gui.main_window import MainWindow
+from framelens.gui.screenshots import grab_window
 from framelens.gui.settings import Settings
 from framelens.gui.wall_window import WallWindow
-from PySide6.QtCore import QPoint, QRect, QSettings, Qt
-from PySide6.QtGui import QImage, QPainter
+from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -99,14 +100,7 @@ def tiles_pixels(wall: WallWindow) -> list[np.ndarray]:
 def save_screenshot(wall: WallWindow, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / name
-    shot = wall.grab()
-    # the window's grab misses what QPainter drew into the GL canvas: the canvas's own
-    # framebuffer (tiles, overlays, captions) goes over its place
-    painter = QPainter(shot)
-    canvas = wall.canvas
-    where = QRect(canvas.mapTo(wall, QPoint(0, 0)), canvas.size())
-    painter.drawImage(where, canvas.grab_frame_image())
-    painter.end()
+    shot = grab_window(wall)  # the canvas's overlays and captions included
     shot.save(str(path))
     while path.stat().st_size > 300_000:
         shot = shot.scaledToWidth(
