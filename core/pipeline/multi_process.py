@@ -12,10 +12,12 @@ tells the groups to stop through an event they poll once a frame.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import queue
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 
 from framelens.core.errors import FrameLensError, error_message
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sinks.atomic import remove_stale
 
 __all__ = ["run_groups_in_processes"]
 
@@ -38,6 +41,25 @@ class _CountingBar:
 
     def update(self, n: int = 1) -> None:
         self._counter.value += n
+
+
+class _StopFlag:
+    """The parent's "stop" as a group reads it once a frame: a shared byte, no lock (a
+    group killed while reading a locked event would leave its lock held and hang the
+    others), and set as well when the parent itself is gone (killed: nothing else would
+    tell the group)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def set(self) -> None:
+        self._value.value = 1
+
+    def is_set(self) -> bool:
+        if self._value.value:
+            return True
+        parent = multiprocessing.parent_process()
+        return parent is not None and not parent.is_alive()
 
 
 def _group_main(
@@ -60,7 +82,7 @@ def _group_main(
     try:
         part = run_group(
             specs, names, settings, Path(out_dir), bar=_CountingBar(counter),
-            on_message=messages.append, cancel=stop, **options,
+            on_message=messages.append, cancel=_StopFlag(stop), **options,
         )  # fmt: skip
         results.put((k, "ok", part, messages))
     except BaseException as exc:
@@ -86,14 +108,15 @@ def run_groups_in_processes(
     summaries in group order. The first error of any group is raised once all have
     stopped (the others are told to stop, and discard what they had not finished)."""
     ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
-    stop = ctx.Event()
+    shared_stop = ctx.Value("b", 0, lock=False)
+    stop = _StopFlag(shared_stop)
     results = ctx.Queue()
     counters = [ctx.Value("q", 0, lock=False) for _ in groups]
     processes = []
     for k, group in enumerate(groups):
         args = (k, [specs[i] for i in group], [names[i] for i in group],
-                replace(settings, device=slots[k]), str(out_dir), options, counters[k], stop,
-                results)  # fmt: skip
+                replace(settings, device=slots[k]), str(out_dir), options, counters[k],
+                shared_stop, results)  # fmt: skip
         processes.append(ctx.Process(target=_group_main, args=args, name=f"fl-device-{k}"))
     parts: list[dict[str, Any] | None] = [None] * len(groups)
     errors: list[BaseException] = []
@@ -111,6 +134,7 @@ def run_groups_in_processes(
                 for k in list(pending):
                     if processes[k].exitcode is not None and results.empty():
                         pending.discard(k)  # ended without a word: killed, or crashed
+                        _remove_temporaries(out_dir, [names[i] for i in groups[k]])
                         errors.append(FrameLensError(
                             f"the process of device {slots[k]} ended unexpectedly "
                             f"(exit code {processes[k].exitcode}); its sources' outputs "
@@ -130,16 +154,31 @@ def run_groups_in_processes(
             total = sum(int(c.value) for c in counters)
             bar.update(total - counted)
             counted = total
-    except KeyboardInterrupt:
-        stop.set()
-        raise
     finally:
-        for p in processes:
-            p.join(_JOIN_S)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-        results.close()
+        stop.set()  # a no-op after a normal end; else every group stops and cleans up
+        _end(processes, results)
     if errors:
         raise errors[0]
     return [p for p in parts if p is not None]
+
+
+def _end(processes: list[Any], results: Any) -> None:
+    """Wait for the started processes within one deadline (draining what they still
+    send, so none blocks on a full pipe), then terminate those still running."""
+    deadline = time.monotonic() + _JOIN_S
+    started = [p for p in processes if p.pid is not None]
+    while any(p.is_alive() for p in started) and time.monotonic() < deadline:
+        with contextlib.suppress(queue.Empty, OSError, EOFError):
+            results.get(timeout=_POLL_S)
+    for p in started:
+        if p.is_alive():
+            p.terminate()
+        p.join()
+    results.close()
+
+
+def _remove_temporaries(out_dir: Path, names: Sequence[str]) -> None:
+    """The half-written outputs a killed group left (its lock on them died with it)."""
+    for name in names:
+        for suffix in (".mp4", ".mkv", ".json"):
+            remove_stale(out_dir / f"{name}{suffix}", f".{name}.partial-", suffix)
