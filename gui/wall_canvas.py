@@ -137,7 +137,8 @@ class WallCanvas(QOpenGLWidget):
         """How the picture reaches the screen: "CUDA-GL interop" or "texture upload (why)"."""
         if self._texture.via_interop:
             return INTEROP_PATH
-        return fallback_path(self._texture.uploader.reason or "frames arrive in host memory")
+        why = self._texture.uploader.reason or self._picture.note or "frames arrive in host memory"
+        return fallback_path(why)
 
     # ---- layout ----------------------------------------------------------------
 
@@ -267,6 +268,8 @@ class WallCanvas(QOpenGLWidget):
 
     def _paint_tile(self, painter: QPainter, i: int) -> None:
         overlay, (w, h) = self._overlays[i], self._frame_sizes[i]
+        if not self._picture.showing(i):
+            overlay = None  # a blank tile (since a layout change): no boxes over nothing
         if overlay is not None and w and len(overlay[0]):
             shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
             if shapes:

@@ -163,8 +163,9 @@ class _Pool(Generic[B]):
             if not self._closed:
                 self._record(buf, stream)
 
-    def close(self) -> None:
-        """Free the buffers (after the device is idle). Safe to call more than once.
+    def close(self, stream: Any = None) -> None:
+        """Free the buffers (after the device is idle, or after ``stream`` is: the one
+        stream every use of them is ordered on). Safe to call more than once.
 
         Buffers handed out by ``acquire`` and not yet released stay valid for their
         holder (a frame on screen, say) and are freed when they come back.
@@ -178,7 +179,7 @@ class _Pool(Generic[B]):
             self._orphans = [b for b in buffers if b.in_use]
             idle = [b for b in buffers if not b.in_use]
             self._free.clear()
-        self._free_quietly(idle, None)
+        self._free_quietly(idle, stream)
 
     def _free_quietly(self, buffers: list[B], stream: Any) -> None:
         """Free after the device is done with them; a failing device (a sticky CUDA

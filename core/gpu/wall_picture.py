@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import cv2
 import numpy as np
+from framelens.core.errors import EngineError, GpuError
 from framelens.core.gpu.wall_composite import (
     BACKGROUND,
     Rect,
@@ -59,19 +60,25 @@ class DeviceWallPicture:
     """
 
     def __init__(self, context: Any, width: int, height: int) -> None:
-        from framelens.core.gpu.buffers import DevicePool, cuda_driver
+        """GpuError in one line when the picture cannot be made (the GPU is full)."""
+        from framelens.core.gpu.buffers import DevicePool, cuda_driver, cuda_message
         from framelens.core.gpu.shared_kernels import kernels_for
 
         cuda = cuda_driver()
         self.context, self.width, self.height = context, width, height
         self._pool = DevicePool.pitched(context, width * 4, height, 1, kind="video wall")
-        self._buffer = self._pool.buffers[0]
-        self._kernels = kernels_for(context)
-        with context.active():
-            self._stream = cuda.Stream()
-            self._drawn = cuda.Event()  # after the last drawing queued
-            self._copied = cuda.Event()  # after the last copy out
-        self.fill(None)
+        try:
+            self._buffer = self._pool.buffers[0]
+            self._kernels = kernels_for(context)
+            with context.active():
+                self._stream = cuda.Stream()
+                self._drawn = cuda.Event()  # after the last drawing queued
+                self._copied = cuda.Event()  # after the last copy out
+                self._copied.record(self._stream)
+            self.fill(None)
+        except Exception as exc:
+            self._pool.close()
+            raise GpuError(f"the video wall's picture: {cuda_message(exc)}") from exc
 
     def fill(self, rect: Rect | None) -> None:
         """The background over ``rect`` (all of the picture for None)."""
@@ -109,16 +116,27 @@ class DeviceWallPicture:
             self._stream.wait_for_event(self._copied)
 
     def to_host_bgr(self) -> Image:
+        from framelens.core.gpu.buffers import cuda_message
         from framelens.core.gpu.images import download_rgba
 
-        rgba = download_rgba(
-            self.context, self._buffer.ptr, self._buffer.pitch, self.width, self.height,
-            self._drawn,
-        )  # fmt: skip
+        try:
+            rgba = download_rgba(
+                self.context, self._buffer.ptr, self._buffer.pitch, self.width, self.height,
+                self._drawn,
+            )  # fmt: skip
+        except Exception as exc:
+            raise GpuError(f"downloading the video wall failed: {cuda_message(exc)}") from exc
         return cast(Image, cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR))
 
-    def close(self) -> None:
-        self._pool.close()
+    def close(self, read_by: DeviceWallPicture | None = None) -> None:
+        """Free the picture once its last copy out, and the drawing of ``read_by`` (a new
+        picture that drew this one's regions), are done: those streams only, not the
+        whole device (the pipelines go on)."""
+        with self.context.active():
+            self._stream.wait_for_event(self._copied)
+            if read_by is not None:
+                self._stream.wait_for_event(read_by._drawn)
+        self._pool.close(stream=self._stream)
 
 
 class _Region:
@@ -142,14 +160,20 @@ class _Region:
 
 class WallPicture:
     """The wall of ``count`` sources in a grid (``set_layout``) as one picture of
-    ``size`` pixels; ``put`` draws a source's newest frame into its tile."""
+    ``size`` pixels; ``put`` draws a source's newest frame into its tile.
+
+    Where the device picture cannot be made (the GPU is full) frames are drawn on the
+    host instead (``note`` says why), so the wall goes on showing them."""
 
     def __init__(self, size: tuple[int, int] = PICTURE_SIZE) -> None:
         self.width, self.height = size
         self.grid = (1, 1)
         self._sizes: list[tuple[int, int] | None] = []  # each tile's frame size
+        self._showing: set[int] = set()  # tiles whose frame is in the picture
         self._host: Image | None = None
         self._device: DeviceWallPicture | None = None
+        self._closed = False
+        self.note = ""  # why device frames are drawn on the host, if they are
         self.version = 0  # counts the changes of the picture (a repaint uploads it again)
 
     def set_layout(
@@ -162,29 +186,36 @@ class WallPicture:
         grid = wall_grid(count, layout)
         width, height = size or (self.width, self.height)
         cell_rect(grid, width, height, 0)  # too small for the grid: refused, nothing changed
-        old_rects = [self.rect(i) for i in range(self.tiles)]
-        self.grid, self.width, self.height = grid, width, height
-        self._sizes = (self._sizes + [None] * count)[:count]
-        new_rects = [self.rect(i) for i in range(self.tiles)]
+        sizes = (self._sizes + [None] * count)[:count]
+        new_rects = tile_rects(sizes, grid, width, height)
         moves = [
-            (old, new)
-            for old, new in zip(old_rects, new_rects, strict=False)
-            if old is not None and new is not None
+            (i, old, new)
+            for i, (old, new) in enumerate(zip(self._rects(), new_rects, strict=False))
+            if old is not None and new is not None and i in self._showing
         ]
         if self._device is not None:
             previous = self._device
-            self._device = DeviceWallPicture(previous.context, self.width, self.height)
-            for old, new in moves:
-                self._device.draw(previous.region(old), new)
-            previous.close()
+            try:
+                self._device = DeviceWallPicture(previous.context, width, height)
+            except EngineError as exc:  # nothing carried over: the host draws from now on
+                self._device = None
+                self.note = str(exc)
+                moves = []
+            else:
+                for _i, old, new in moves:
+                    self._device.draw(previous.region(old), new)
+            previous.close(read_by=self._device)
         elif self._host is not None:
-            previous_host, self._host = self._host, None
-            picture = self._host_picture()
-            for (ox, oy, ow, oh), (x, y, w, h) in moves:
+            previous_host = self._host
+            self._host = None
+            picture = self._new_host(width, height)
+            for _i, (ox, oy, ow, oh), (x, y, w, h) in moves:
                 part = previous_host[oy : oy + oh, ox : ox + ow]
                 picture[y : y + h, x : x + w] = cv2.resize(
                     part, (w, h), interpolation=cv2.INTER_LINEAR
                 )
+        self.grid, self.width, self.height, self._sizes = grid, width, height, sizes
+        self._showing = {i for i, _old, _new in moves}
         self.version += 1
 
     @property
@@ -201,15 +232,20 @@ class WallPicture:
         """Where tile ``tile``'s frame lies in the picture; None before its first frame."""
         if not 0 <= tile < self.tiles:
             return None
-        return tile_rects(self._sizes, self.grid, self.width, self.height)[tile]
+        return self._rects()[tile]
+
+    def showing(self, tile: int) -> bool:
+        """Whether tile ``tile`` holds a frame (False: blank, until its next frame)."""
+        return tile in self._showing
 
     def put(self, tile: int, frame: Frame) -> bool:
-        """Draw ``frame`` into tile ``tile``; False for a tile the grid does not show."""
-        if not 0 <= tile < self.tiles:
+        """Draw ``frame`` into tile ``tile``; False for a tile the grid does not show
+        (or once the picture is closed)."""
+        if self._closed or not 0 <= tile < self.tiles:
             return False
         device = frame.device  # drawn from the device even when downloaded already
         on_device = device is not None and hasattr(device, "read_on")
-        self._use(on_device, device)
+        self._use(device if on_device else None)
         size = (frame.width, frame.height)
         if self._sizes[tile] != size:  # a new size: a new letterbox in the cell
             self._sizes[tile] = size
@@ -224,6 +260,7 @@ class WallPicture:
             picture[y : y + h, x : x + w] = cv2.resize(
                 frame.image, (w, h), interpolation=cv2.INTER_LINEAR
             )
+        self._showing.add(tile)
         self.version += 1
         return True
 
@@ -232,34 +269,52 @@ class WallPicture:
         return self._device if self._device is not None else self._host_picture()
 
     def close(self) -> None:
-        """Free the device picture (the host one goes with this object)."""
+        """Free the device picture; frames put after this are not drawn (results still
+        on their way to a closing window)."""
+        self._closed = True
+        self._drop_device()
+
+    # ---- internals -------------------------------------------------------------------
+
+    def _rects(self) -> list[Rect | None]:
+        return tile_rects(self._sizes, self.grid, self.width, self.height)
+
+    def _drop_device(self) -> None:
         if self._device is not None:
             self._device.close()
             self._device = None
 
-    # ---- internals -------------------------------------------------------------------
+    def _use(self, device: Any) -> None:
+        """Draw on the device while frames come from it (``device``: the frame's device
+        image), on the host otherwise (a GPU that failed mid-run hands over to the CPU,
+        or a device picture that could not be made): a switch starts a blank picture."""
+        if device is not None and self.note:
+            device = None  # the device picture could not be made: host drawing
+        current = self._device
+        if device is not None and (current is None or current.context is not device.context):
+            try:
+                made = DeviceWallPicture(device.context, self.width, self.height)
+            except EngineError as exc:
+                self.note = str(exc)
+                made = None
+            if made is None and current is None:
+                return  # host drawing already
+            self._drop_device()
+            self._device, self._host = made, None
+        elif device is None and current is not None:
+            self._drop_device()
+        else:
+            return
+        self._sizes = [None] * len(self._sizes)
+        self._showing.clear()
 
-    def _use(self, on_device: bool, device: Any) -> None:
-        """Draw on the device while frames come from it, on the host otherwise (a GPU
-        that failed mid-run hands over to the CPU): a switch starts a blank picture."""
-        if on_device and (self._device is None or self._device.context is not device.context):
-            self.close()
-            self._device = DeviceWallPicture(device.context, self.width, self.height)
-            self._host = None
-            self._sizes = [None] * len(self._sizes)
-        elif not on_device and self._device is not None:
-            self.close()
-            self._sizes = [None] * len(self._sizes)
-
-    def _host_picture(self) -> Image:
-        if self._host is None:
-            self._host = np.empty((self.height, self.width, 3), dtype=np.uint8)
-            self._host[:] = BACKGROUND
+    def _new_host(self, width: int, height: int) -> Image:
+        self._host = np.empty((height, width, 3), dtype=np.uint8)
+        self._host[:] = BACKGROUND
         return self._host
 
-    def _clear(self) -> None:
-        self._fill(None)
-        self.version += 1
+    def _host_picture(self) -> Image:
+        return self._host if self._host is not None else self._new_host(self.width, self.height)
 
     def _fill(self, rect: Rect | None) -> None:
         if self._device is not None:

@@ -95,7 +95,7 @@ def test_the_wall_picture_on_the_device_is_the_host_picture(
         picture.set_layout(3, "2x2")
     for i, (frame, image) in enumerate(zip(frames, images, strict=True)):
         host.put(i, Frame(image=frame, index=0, pts=0.0))
-        device.put(i, Frame(device=image, index=0, pts=0.0))
+        device.put(i, Frame(None, 0, 0.0, device=image))
     del images, image
     gc.collect()
     assert all(ref() is None for ref in alive), "the wall kept a device frame"
@@ -106,7 +106,9 @@ def test_the_wall_picture_on_the_device_is_the_host_picture(
                 device.set_layout(3, layout)
             got = device.picture()
             assert isinstance(got, DeviceWallPicture)
-            diff = np.abs(got.to_host_bgr().astype(np.int16) - host.picture())
+            want = host.picture()
+            assert isinstance(want, np.ndarray)
+            diff = np.abs(got.to_host_bgr().astype(np.int16) - want)
             assert diff.max() <= 2, layout  # kernel vs cv2, twice after a layout change
             assert got.width == 1280 and got.height == 720
     finally:

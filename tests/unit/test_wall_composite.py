@@ -168,3 +168,54 @@ def test_the_picture_takes_the_canvas_aspect_and_keeps_its_tiles() -> None:
     with pytest.raises(ConfigError, match="too small"):
         picture.set_layout(16, "4x4", (6, 6))
     assert (picture.width, picture.height, picture.grid) == (800, 800, (1, 1))  # unchanged
+
+
+def test_tiles_left_blank_by_a_layout_change_say_so_and_a_closed_picture_draws_nothing() -> None:
+    """The canvas paints a tile's boxes only over a tile that holds its frame."""
+    frames = sample_frames(SAMPLE, (0, 300, 330))
+    picture = WallPicture((1280, 720))
+    picture.set_layout(3, "2x2")
+    for i, frame in enumerate(frames):
+        picture.put(i, _frame(frame))
+    assert [picture.showing(i) for i in range(3)] == [True, True, True]
+    picture.set_layout(3, "1")
+    picture.set_layout(3, "2x2")
+    assert [picture.showing(i) for i in range(3)] == [True, False, False]
+    picture.put(2, _frame(frames[2]))
+    assert picture.showing(2)
+    version = picture.version
+    picture.close()
+    assert not picture.put(1, _frame(frames[1])) and picture.version == version
+
+
+class _UnusableDeviceImage:
+    """A device frame on a machine where no device picture can be made (here: no pycuda),
+    which can still be downloaded: the wall draws it on the host and says why."""
+
+    context = None
+
+    def __init__(self, image: np.ndarray) -> None:
+        self.width, self.height = image.shape[1], image.shape[0]
+        self._image = image
+
+    def read_on(self, stream: object) -> tuple[int, int, int, int]:
+        raise AssertionError("not drawn on the device")
+
+    def read_done(self, stream: object) -> None:
+        raise AssertionError("not drawn on the device")
+
+    def to_host_bgr(self) -> np.ndarray:
+        return self._image
+
+
+def test_device_frames_are_drawn_on_the_host_where_no_device_picture_can_be_made() -> None:
+    frame = sample_frames(SAMPLE, (300,))[0]
+    picture = WallPicture((1280, 720))
+    picture.set_layout(1, "1")
+    assert picture.put(0, Frame(None, 0, 0.0, device=_UnusableDeviceImage(frame)))
+    assert "pycuda" in picture.note
+    got = picture.picture()
+    assert isinstance(got, np.ndarray)
+    x, y, w, h = picture.rect(0) or (0, 0, 0, 0)
+    want = cv2.resize(frame, (w, h), interpolation=cv2.INTER_LINEAR)
+    assert np.array_equal(got[y : y + h, x : x + w], want)
