@@ -129,6 +129,18 @@ def test_a_rerun_skips_what_is_done_and_redoes_what_changed(
     shutil.copytree(done[0], out)
     again = run_batch([str(archive)], out, settings, progress=False)
     assert (again.done, again.failed, again.skipped, again.frames) == (0, 1, 3, 0)
+    # a manifest of yesterday's FrameLens (no layout nor labels recorded) is not redone
+    manifest = json.loads((out / "manifest.json").read_text())
+    removed = [
+        entry["settings"].pop(key)
+        for entry in manifest["inputs"]
+        if entry["state"] == "done"
+        for key in ("layout", "labels_sha256")
+    ]
+    assert len(removed) == 6
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    older = run_batch([str(archive)], out, settings, progress=False)
+    assert (older.done, older.skipped) == (0, 3)
     before = parquet_rows(out)
     # a changed setting redoes every file; the rows are those of the new threshold
     stricter = run_batch(

@@ -63,10 +63,22 @@ def _names(paths: Sequence[str], manifest: Manifest) -> dict[str, str]:
     return names
 
 
+_RECORDED_SINCE_DEC_3 = ("layout", "labels_sha256")
+"""Settings a manifest records since 2026-12-03: an older manifest without them still
+counts its inputs done when everything it did record matches (not redone in full)."""
+
+
+def _same_settings(recorded: dict[str, object], record: dict[str, object]) -> bool:
+    if recorded == record:
+        return True
+    missing = [k for k in _RECORDED_SINCE_DEC_3 if k not in recorded]
+    return bool(missing) and recorded == {k: v for k, v in record.items() if k not in missing}
+
+
 def _is_done(entry: Entry, output_dir: Path, record: dict[str, object]) -> bool:
     return (
         entry.state == "done"
-        and entry.settings == record
+        and _same_settings(entry.settings, record)
         and all((output_dir / rel).exists() for rel in entry.outputs)
     )
 
