@@ -103,9 +103,19 @@ def open_files(
     return _run(file_dialog(parent, title, directory, name_filter, "open_many"))
 
 
-def save_file(parent: QWidget | None, title: str, path: str = "", name_filter: str = "") -> str:
-    """A path to write (overwriting is confirmed), or "" if cancelled."""
-    files = _run(file_dialog(parent, title, path, name_filter, "save"))
+def save_file(
+    parent: QWidget | None,
+    title: str,
+    path: str = "",
+    name_filter: str = "",
+    default_suffix: str = "",
+) -> str:
+    """A path to write (overwriting is confirmed), or "" if cancelled. ``default_suffix``
+    ("flwall") is added to a name typed without one, before the overwrite question."""
+    dialog = file_dialog(parent, title, path, name_filter, "save")
+    if default_suffix:
+        dialog.setDefaultSuffix(default_suffix)
+    files = _run(dialog)
     return files[0] if files else ""
 
 

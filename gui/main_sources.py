@@ -107,7 +107,11 @@ class SourceOpening(MainWindowParts):
     def dropEvent(self, event: QDropEvent) -> None:
         urls = event.mimeData().urls()
         if len(urls) > 1:  # several files: a video wall
-            self.open_wall([u.toLocalFile() if u.isLocalFile() else u.toString() for u in urls])
+            specs = [u.toLocalFile() if u.isLocalFile() else u.toString() for u in urls]
+            if any(s.lower().endswith(WALL_LAYOUT_SUFFIX) for s in specs):
+                self.show_error("drop a wall layout on its own, not with videos")
+                return
+            self.open_wall(specs)
             event.acceptProposedAction()
         elif urls:
             url = urls[0]

@@ -237,7 +237,10 @@ class WallWindow(QMainWindow):
             start = self.layout_path or str(
                 Path(self.app_settings.last_dir or Path.home()) / f"wall{WALL_LAYOUT_SUFFIX}"
             )
-            path = save_file(self, "Save wall layout", start, WALL_LAYOUT_FILTER)
+            path = save_file(
+                self, "Save wall layout", start, WALL_LAYOUT_FILTER,
+                default_suffix=WALL_LAYOUT_SUFFIX.lstrip("."),
+            )  # fmt: skip
             if not path:
                 return ""
         if not path.lower().endswith(WALL_LAYOUT_SUFFIX):

@@ -44,11 +44,13 @@ def save_wall_layout(path: str | os.PathLike[str], wall: WallLayout) -> Path:
     target = Path(path)
     if not wall.sources:
         raise ExportError("a wall layout needs at least one source")
-    folder = target.resolve().parent
+    folder = Path(os.path.abspath(target)).parent  # links kept as given, not followed
     sources = []
     for spec in wall.sources:
+        if not spec.strip():
+            raise ExportError("a wall layout's sources cannot be empty")
         if _is_file_spec(spec):
-            file = Path(spec).resolve()
+            file = Path(os.path.abspath(spec))
             spec = file.relative_to(folder).as_posix() if file.is_relative_to(folder) else str(file)
         sources.append(spec)
     data = {"framelens_wall": _FORMAT, "layout": wall.layout, "sources": sources}
@@ -73,10 +75,14 @@ def load_wall_layout(path: str | os.PathLike[str]) -> WallLayout:
             f"FrameLens (it reads format {_FORMAT})"
         )
     sources, layout = data.get("sources"), data.get("layout", "auto")
-    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
+    if (
+        not isinstance(sources, list)
+        or not sources
+        or not all(isinstance(s, str) and s.strip() for s in sources)
+    ):
         raise ConfigError(f"{file}: 'sources' must be a non-empty list of paths or addresses")
     if layout not in _LAYOUT_NAMES:
         raise ConfigError(f"{file}: unknown layout {layout!r} (use {', '.join(_LAYOUT_NAMES)})")
-    folder = file.resolve().parent
+    folder = Path(os.path.abspath(file)).parent
     specs = tuple(str(folder / s) if _is_file_spec(s) else s for s in sources)
     return WallLayout(specs, layout)

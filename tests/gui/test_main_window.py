@@ -375,6 +375,27 @@ def test_dropping_a_file_opens_it(window: MainWindow, qtbot: QtBot, sample: str)
     assert window.recent_menu.actions()[0].toolTip() == sample
 
 
+def test_a_wall_layout_dropped_with_videos_is_one_message(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    layout = tmp_path / "site.flwall"
+    layout.write_text('{"framelens_wall": 1, "sources": ["a.mp4"]}')
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(sample), QUrl.fromLocalFile(str(layout))])
+    event = QDropEvent(
+        QPointF(200, 200),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+    qtbot.waitUntil(window.error_box.isVisible, timeout=10_000)
+    assert "wall layout on its own" in window.error_box.text()
+    assert window.wall_window is None
+    window.error_box.close()
+
+
 def test_import_onnx_asks_layout_and_adds_it_to_the_model_list(
     window: MainWindow, monkeypatch: pytest.MonkeyPatch
 ) -> None:

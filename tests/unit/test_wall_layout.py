@@ -48,6 +48,7 @@ def test_a_wall_reads_back_with_its_sources_and_grid_and_moves_with_its_folder(
         (b'{"sources": ["a.mp4"]}', "not a FrameLens wall layout"),
         (b'{"framelens_wall": 7, "sources": ["a.mp4"]}', "format 7 is not known"),
         (b'{"framelens_wall": 1, "sources": []}', "non-empty list"),
+        (b'{"framelens_wall": 1, "sources": ["a.mp4", " "]}', "non-empty list"),
         (b'{"framelens_wall": 1, "sources": ["a.mp4"], "layout": "5x5"}', "unknown layout"),
     ],
 )
@@ -69,3 +70,18 @@ def test_a_layout_that_cannot_be_written_leaves_nothing_and_says_why(tmp_path: P
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigError, match="cannot read wall layout"):
         load_wall_layout(tmp_path / "wall.flwall")
+
+
+def test_a_link_in_the_footage_folder_stays_a_link_beside_the_layout(tmp_path: Path) -> None:
+    """A camera's file linked into the folder (from a NAS, say) is stored by its name in
+    the folder, not by where the link points, so the layout still moves with the folder."""
+    nas = tmp_path / "nas"
+    nas.mkdir()
+    (nas / "x.mp4").write_bytes(b"")
+    footage = tmp_path / "site"
+    footage.mkdir()
+    (footage / "gate.mp4").symlink_to(nas / "x.mp4")
+    path = save_wall_layout(footage / "site.flwall", WallLayout((str(footage / "gate.mp4"),)))
+    assert json.loads(path.read_text())["sources"] == ["gate.mp4"]
+    with pytest.raises(ExportError, match="cannot be empty"):
+        save_wall_layout(footage / "other.flwall", WallLayout(("",)))
