@@ -122,8 +122,7 @@ def run_groups_in_processes(
     errors: list[BaseException] = []
     counted = 0
     try:
-        for p in processes:
-            p.start()
+        _start(processes)
         pending = set(range(len(groups)))
         while pending:
             if cancel is not None and cancel.is_set():
@@ -160,6 +159,20 @@ def run_groups_in_processes(
     if errors:
         raise errors[0]
     return [p for p in parts if p is not None]
+
+
+def _start(processes: list[Any]) -> None:
+    """Start the groups with Ctrl+C ignored, which they inherit from their first
+    instruction on (a Ctrl+C while they import would print a traceback from each);
+    this process keeps its own handler."""
+    here = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if here else None
+    try:
+        for p in processes:
+            p.start()
+    finally:
+        if here:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _end(processes: list[Any], results: Any) -> None:

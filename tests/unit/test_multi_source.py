@@ -326,3 +326,43 @@ def test_a_group_process_that_dies_is_one_line_and_its_outputs_are_not_written(
     assert isinstance(error, FrameLensError) and "ended unexpectedly" in str(error)
     assert "\n" not in str(error)
     assert list((tmp_path / "out").iterdir()) == []  # neither outputs nor temporaries
+
+
+def test_ctrl_c_while_the_groups_start_is_one_line_and_leaves_nothing(
+    clips: list[str], tmp_path: Path
+) -> None:
+    """Ctrl+C reaches every process of the terminal's group: the groups, still importing,
+    ignore it (no traceback from each), the run stops and says so in one line."""
+    import os
+    import signal
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", "run", *clips[:2], "--export-dir", str(out),
+         "--device", "cpu,cpu", "--processes", "--quiet"],
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _children_of(proc.pid):
+        time.sleep(0.05)
+    assert _children_of(proc.pid), "the groups' processes did not start"
+    time.sleep(0.3)  # the groups are importing
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "framelens: interrupted"
+    assert not [p for p in out.iterdir() if not p.name.startswith(".")] if out.exists() else True
+
+
+def _children_of(pid: int) -> list[str]:
+    """The process ids whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(entry.name)
+    return found
