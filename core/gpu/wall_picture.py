@@ -155,7 +155,8 @@ class _Region:
         return picture._buffer.ptr + y * pitch + x * 4, pitch, w, h
 
     def read_done(self, stream: Any) -> None:
-        """Nothing to mark: the picture is closed only after the device is idle."""
+        """Nothing to mark: the picture is freed only after the reader's drawing is done
+        (``DeviceWallPicture.close(read_by=...)``)."""
 
 
 class WallPicture:
