@@ -66,6 +66,7 @@ from framelens.core.pipeline.archive import (
     query_detections,
     read_manifest,
     run_batch,
+    search_detections,
 )
 from framelens.core.pipeline.build import host_pipeline
 from framelens.core.pipeline.compare.feed import LockstepFeed
@@ -252,6 +253,7 @@ __all__ = [
     "save_frame_snapshot",
     "save_kept_report",
     "save_wall_layout",
+    "search_detections",
     "sr_upscaler",
     "tensorrt_flavours",
     "tensorrt_kept_float",

@@ -1,7 +1,7 @@
 """The results browser's background job: a query of a batch's detections, then a
 thumbnail of each hit shown, decoded from its video.
 
-A search runs on a thread: ``query_detections`` (every hit of the class above the
+A search runs on a thread: ``search_detections`` (every hit of the class above the
 score, in the sources matched), the first ``limit`` kept, best first or by video and
 time; ``hitsFound`` brings them and how many matched in all. Then each video is opened
 once and its frames of the hits read in order (``api.frames_at``); each hit's thumbnail
@@ -24,7 +24,7 @@ from framelens.core.api import (
     class_colour,
     error_message,
     frames_at,
-    query_detections,
+    search_detections,
 )
 from framelens.gui.image_view import to_qimage
 from PySide6.QtCore import QObject, QRectF, QSize, Qt, Signal
@@ -38,7 +38,7 @@ BACKGROUND = QColor(19, 21, 25)
 
 @dataclass(frozen=True)
 class SearchQuery:
-    """What the browser asks for: query_detections' filters and how many to show."""
+    """What the browser asks for: search_detections' filters and how many to show."""
 
     folder: str
     label: str | None = None  # None: every class
@@ -141,19 +141,17 @@ class HitSearch(QObject):
 
     def _search(self, token: int, query: SearchQuery, stop: threading.Event) -> None:
         try:
-            hits = query_detections(
+            shown, total = search_detections(
                 query.folder,
                 label=query.label,
                 min_score=query.min_score,
                 source_glob=query.source_glob,
+                limit=query.limit,
+                order="score" if query.order == "score" else "place",
             )
         except BaseException as exc:
             self.searchFailed.emit(token, error_message(exc))
             return
-        total = len(hits)
-        if query.order == "score":
-            hits = sorted(hits, key=lambda h: (-h.score, h.source, h.frame))
-        shown = hits[: query.limit]  # else the query's order: by source, frame, score
         if stop.is_set():
             return
         self.hitsFound.emit(token, shown, total)

@@ -21,6 +21,7 @@ from framelens.core.api import (
     query_detections,
     read_manifest,
     run_batch,
+    search_detections,
 )
 from framelens.core.errors import ConfigError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
@@ -219,6 +220,13 @@ def test_query_finds_detections_by_class_score_source_and_time(
     assert query_detections(out, label="giraffe") == []
     with pytest.raises(ConfigError):
         query_detections(out, between=(2.0, 1.0))
+    # the results browser's search: the best few and how many in all, counted in Arrow
+    best, total = search_detections(out, label="person", limit=5, order="score")
+    everyone = query_detections(out, label="person")
+    assert total == len(everyone) > 5
+    assert best == sorted(everyone, key=lambda h: (-h.score, h.source, h.frame))[:5]
+    first, same_total = search_detections(out, label="person", limit=5)
+    assert first == everyone[:5] and same_total == total
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,11 @@ from framelens.core.pipeline.archive.batch import run_batch
 from framelens.core.pipeline.archive.inputs import VIDEO_EXTENSIONS, discover_inputs
 from framelens.core.pipeline.archive.manifest import MANIFEST, read_manifest
 from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
-from framelens.core.pipeline.archive.query import archive_labels, query_detections
+from framelens.core.pipeline.archive.query import (
+    archive_labels,
+    query_detections,
+    search_detections,
+)
 from framelens.core.pipeline.archive.segments import DEFAULT_SEGMENT_FRAMES
 from framelens.core.pipeline.archive.types import (
     BatchSummary,
@@ -38,4 +42,5 @@ __all__ = [
     "query_detections",
     "read_manifest",
     "run_batch",
+    "search_detections",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from typing import Literal
 
 from framelens.core.errors import ConfigError
 from framelens.core.pipeline.archive.parquet import COLUMNS, dataset
@@ -37,6 +38,28 @@ def query_detections(
     source's path as given to the batch), at pts between ``between`` (seconds, both
     ends included); ordered by source, frame and score (highest first); at most
     ``limit``."""
+    hits, _total = search_detections(
+        output_dir, label=label, min_score=min_score, source_glob=source_glob,
+        between=between, limit=limit,
+    )  # fmt: skip
+    return hits
+
+
+def search_detections(
+    output_dir: str | os.PathLike[str],
+    *,
+    label: str | None = None,
+    min_score: float = 0.0,
+    source_glob: str | None = None,
+    between: tuple[float, float] | None = None,
+    limit: int | None = None,
+    order: Literal["place", "score"] = "place",
+) -> tuple[list[DetectionHit], int]:
+    """``query_detections``' first ``limit`` hits in ``order`` ("place": by source, frame
+    and score; "score": best first) and how many match in all. Filtering, counting,
+    sorting and cutting happen in Arrow: only the hits returned become Python objects,
+    so a class with millions of hits in an archive costs its rows' columns, not an
+    object each."""
     if between is not None and between[0] > between[1]:
         raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
     if limit is not None and limit < 0:
@@ -46,7 +69,7 @@ def query_detections(
 
     data = dataset(output_dir)
     if data is None:
-        return []
+        return [], 0
     condition = pads.field("score") >= min_score
     if label is not None:
         condition &= pads.field("label") == label
@@ -58,9 +81,10 @@ def query_detections(
         matching = [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
         condition &= pads.field("source").isin(matching)
     table = data.to_table(columns=list(COLUMNS), filter=condition)
-    table = table.sort_by(
-        [("source", "ascending"), ("frame", "ascending"), ("score", "descending")]
-    )
+    place = [("source", "ascending"), ("frame", "ascending"), ("score", "descending")]
+    keys = place if order == "place" else [("score", "descending"), *place[:2]]
+    table = table.sort_by(keys)
+    total = table.num_rows
     if limit is not None:
         table = table.slice(0, limit)
-    return [DetectionHit(**row) for row in table.to_pylist()]
+    return [DetectionHit(**row) for row in table.to_pylist()], total
