@@ -359,9 +359,10 @@ def test_window_screenshot(window: MainWindow, qtbot: QtBot, sample: str, tmp_pa
     assert canvas.std() > 10
 
 
-def test_dropping_a_file_opens_it(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+def drop(window: MainWindow, *paths: str) -> None:
+    """Files dropped on the window, as a file manager drops them."""
     mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(sample)])
+    mime.setUrls([QUrl.fromLocalFile(p) for p in paths])
     event = QDropEvent(
         QPointF(200, 200),
         Qt.DropAction.CopyAction,
@@ -370,6 +371,10 @@ def test_dropping_a_file_opens_it(window: MainWindow, qtbot: QtBot, sample: str)
         Qt.KeyboardModifier.NoModifier,
     )
     window.dropEvent(event)
+
+
+def test_dropping_a_file_opens_it(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    drop(window, sample)
     qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=RESULTS_TIMEOUT_MS)
     assert window.source == sample
     assert window.recent_menu.actions()[0].toolTip() == sample
@@ -380,16 +385,7 @@ def test_a_wall_layout_dropped_with_videos_is_one_message(
 ) -> None:
     layout = tmp_path / "site.flwall"
     layout.write_text('{"framelens_wall": 1, "sources": ["a.mp4"]}')
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(sample), QUrl.fromLocalFile(str(layout))])
-    event = QDropEvent(
-        QPointF(200, 200),
-        Qt.DropAction.CopyAction,
-        mime,
-        Qt.MouseButton.LeftButton,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    window.dropEvent(event)
+    drop(window, sample, str(layout))
     qtbot.waitUntil(window.error_box.isVisible, timeout=10_000)
     assert "wall layout on its own" in window.error_box.text()
     assert window.wall_window is None
