@@ -38,10 +38,15 @@ def as_detections(path: Path) -> list[Detections]:
     return out
 
 
-@pytest.mark.parametrize("slots", [["cuda:0"], ["cuda:0", "cuda:0"]])
+@pytest.mark.parametrize(
+    ("slots", "processes"),
+    [(["cuda:0"], False), (["cuda:0", "cuda:0"], False), (["cuda:0", "cuda:0"], True)],
+)
 def test_four_sources_on_the_gpu_detect_what_single_cpu_runs_detect(
-    gpu_ctx: GpuContext, tmp_path: Path, slots: list[str]
+    gpu_ctx: GpuContext, tmp_path: Path, slots: list[str], processes: bool
 ) -> None:
+    """One batcher, two device slots in threads, and two in processes of their own
+    (``--processes``: each its own CUDA context, NVDEC sessions and engine)."""
     copies = []
     for i in range(4):
         copies.append(tmp_path / f"cam{i}.mp4")
@@ -49,7 +54,7 @@ def test_four_sources_on_the_gpu_detect_what_single_cpu_runs_detect(
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
     summary = run_many(
         [str(c) for c in copies], settings, str(tmp_path / "out"), devices=slots,
-        videos=False, frames=FRAMES, progress=False,
+        videos=False, frames=FRAMES, progress=False, processes=processes,
     )  # fmt: skip
     print({k: summary[k] for k in ("fps", "mean_batch", "path", "device")})
     assert summary["path"].startswith("gpu pipeline") and summary["mean_batch"] > 1
