@@ -389,11 +389,14 @@ class MainWindow(
 
     def _model_text(self, state: PlayerState) -> str:
         """The model and the precision that runs; while another is prepared (a restored
-        INT8 calibrating, say), that one too, as the panel says."""
+        INT8 calibrating, say) or its engine loads, that one too, as the panel says."""
         running = state.precision.upper()
-        coming = self.controller.preparing
-        if coming is not None and coming.upper() != running:
-            return f"{state.model} · {running} → {coming.upper()} (preparing)"
+        preparing = self.controller.preparing
+        # prepared, the player still building its engine: the panel says INT8 then
+        coming = preparing or self.controller.precision
+        if running and coming.upper() != running:
+            doing = "preparing" if preparing is not None else "loading"
+            return f"{state.model} · {running} → {coming.upper()} ({doing})"
         return f"{state.model} · {running}"
 
     def _update_busy(self, progress: str = "") -> None:

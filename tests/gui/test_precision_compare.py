@@ -214,6 +214,37 @@ def test_saved_precision_is_restored_only_when_available(
     window.close()
 
 
+def test_a_restored_int8_is_never_shown_as_fp32_alone_while_it_loads(
+    qtbot: QtBot, app_settings: Settings, sample: str, cache: Path, yolox_int8: SharedInt8
+) -> None:
+    """Rough edge 10 as met: a restart with INT8 remembered (this video calibrated
+    before). While the panel says INT8 (prepared, then its engine loading), the status
+    bar does not say FP32 alone: it says FP32 runs and INT8 is coming; then INT8."""
+    yolox_int8.copy_into(cache)
+    app_settings.precision = "int8"
+    window = MainWindow(settings=app_settings)
+    qtbot.addWidget(window)
+    window.controller.calibration = yolox_int8.settings  # the cache entry's key
+    window.show()
+    seen: list[tuple[str, str]] = []
+
+    def record() -> bool:
+        pair = (window.model_label.text(), window.panel.precision.state_label.text())
+        if not seen or seen[-1] != pair:
+            seen.append(pair)
+        return window.state.precision == "int8" and not window.state.loading_model
+
+    window.open_source(sample)
+    qtbot.waitUntil(record, timeout=TIMEOUT_MS)
+    record()
+    claims = [(status, panel) for status, panel in seen if "INT8" in panel]
+    assert claims, seen
+    assert not [c for c in claims if c[0].endswith("· FP32")], seen
+    assert any(status.endswith("FP32 → INT8 (loading)") for status, _ in seen), seen
+    assert seen[-1][0].endswith("· INT8"), seen
+    window.close()
+
+
 def open_compare_at(window: MainWindow, qtbot: QtBot, sample: str, index: int) -> CompareWindow:
     """The compare window opened on the main window's frame ``index`` (or just past it)."""
     play_fast(window, qtbot, sample, frames=2)
@@ -405,6 +436,7 @@ def test_home_compares_from_the_first_frame(
     qtbot.waitUntil(
         lambda: compare.frame_label.text().startswith(f"frame 1/{count} "), timeout=5000
     )
+    assert compare._stats[0].x[-1] == 1  # rough edge 3: the plots count as the label does
     compare.close()
 
     # the window opened at frame 20 again: Home in the main window, then Start, starts at 0
