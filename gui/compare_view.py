@@ -335,7 +335,7 @@ class CompareWindow(QMainWindow):
             self._run = frame.run
             self._stats = [PaneStats() for _ in self._stats]
         self.frames_seen += 1
-        index = float(frame.step.frame.index)
+        index = float(frame.step.frame.index + 1)  # the plots' frames as the label counts
         for i, (stats, pane) in enumerate(zip(self._stats, frame.step.panes, strict=False)):
             stats.x.append(index)
             stats.latency.append(pane.times.inference)

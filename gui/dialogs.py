@@ -77,7 +77,8 @@ class ExportDialog(QDialog):
         self.source = source
         self.result_path: str | None = None  # the first output written
         self.result_paths: list[str] = []  # every output written, in order
-        last = max(0, (frame_count or 1) - 1)
+        # frames numbered as the transport counts them: 1 to the count ("501/1394")
+        last = max(1, frame_count or 1)
 
         self.video_check = QCheckBox("Annotated video")
         self.video_check.setChecked(True)
@@ -104,13 +105,13 @@ class ExportDialog(QDialog):
         self.start_spin = QSpinBox()
         self.end_spin = QSpinBox()
         for spin in (self.start_spin, self.end_spin):
-            spin.setRange(0, last if frame_count else 10_000_000)
+            spin.setRange(1, last if frame_count else 10_000_000)
             spin.setAccelerated(True)
         self.end_spin.setValue(last)
         from_current = QPushButton("From current frame")
-        from_current.clicked.connect(lambda: self.start_spin.setValue(current))
+        from_current.clicked.connect(lambda: self.start_spin.setValue(current + 1))
         whole = QPushButton("Whole video")
-        whole.clicked.connect(lambda: self._set_range(0, last))
+        whole.clicked.connect(lambda: self._set_range(1, last))
         rng = QGroupBox("Frame range (inclusive)")
         rl = QHBoxLayout(rng)
         rl.addWidget(QLabel("From"))
@@ -154,7 +155,7 @@ class ExportDialog(QDialog):
         self.end_spin.setValue(end)
 
     def request(self) -> ExportRequest:
-        start, end = self.start_spin.value(), self.end_spin.value()
+        start, end = self.start_spin.value() - 1, self.end_spin.value() - 1  # indexes
         return ExportRequest(
             source=self.source,
             video_path=self.video_edit.text().strip() if self.video_check.isChecked() else None,

@@ -313,7 +313,7 @@ class SuperResolution(MainWindowParts):
             self.show_error("Nothing to measure: open a video first")
             return
         if self.quality_job.start(result.frame.image, settings):
-            self.sr_panel.quality_label.setText(f"Measuring frame {result.frame.index}…")
+            self.sr_panel.quality_label.setText(f"Measuring frame {result.frame.index + 1}…")
             self.statusBar().showMessage("Measuring PSNR…", 3000)
 
     def _on_quality(self, quality: FrameQuality, model: str, precision: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from framelens.gui.screenshots import grab_window
 from framelens.gui.settings import Settings
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QImage
-from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDialog, QPushButton
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -176,6 +177,8 @@ def test_export_dialog_writes_twenty_frames(
 ) -> None:
     start(window, qtbot, sample, frames=3)
     pause(window, qtbot)
+    window.controller.seek(100)
+    qtbot.waitUntil(lambda: window.shown_index == 100, timeout=20_000)
     dialog = window.open_export_dialog()
     assert dialog is not None
     out = tmp_path / "export.mp4"
@@ -183,8 +186,12 @@ def test_export_dialog_writes_twenty_frames(
     dialog.video_edit.setText(str(out))
     dialog.dets_check.setChecked(True)
     dialog.dets_edit.setText(str(dets))
-    dialog.start_spin.setValue(100)
-    dialog.end_spin.setValue(119)
+    # rough edge 3: the range counts frames as the transport does ("101/1394" on screen)
+    assert dialog.end_spin.value() == 1394  # the whole video: 1 to 1394
+    next(b for b in dialog.findChildren(QPushButton) if b.text() == "From current frame").click()
+    assert window.transport.time_label.text().startswith("101/1394")
+    assert dialog.start_spin.value() == 101
+    dialog.end_spin.setValue(120)
     with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000) as finished:
         dialog.export_button.click()
     assert finished.args == [[str(out), str(dets)]]
@@ -192,6 +199,8 @@ def test_export_dialog_writes_twenty_frames(
         frames = sum(1 for _ in container.decode(video=0))
     assert frames == 20
     assert dets.is_file() and dets.stat().st_size > 0
+    indexes = [f["index"] for f in json.loads(dets.read_text())["frames"]]
+    assert indexes == list(range(100, 120))  # frames 101 to 120: indexes 100 to 119
     qtbot.waitUntil(lambda: dialog.progress.value() == 20, timeout=5000)
     # rough edge 13: the message names every file written, each one there
     lines = dialog.status.text().splitlines()
@@ -210,8 +219,8 @@ def test_export_of_png_frames_names_the_folder_and_what_it_holds(
     assert dialog is not None
     folder = tmp_path / "frames"
     dialog.video_edit.setText(f"{folder}/")  # DIR/: one PNG per frame
-    dialog.start_spin.setValue(10)
-    dialog.end_spin.setValue(14)
+    dialog.start_spin.setValue(11)  # frames 11 to 15 as the transport counts them
+    dialog.end_spin.setValue(15)
     with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
         dialog.export_button.click()
     written = sorted(p.name for p in folder.iterdir())

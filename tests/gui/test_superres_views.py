@@ -328,6 +328,11 @@ def test_measure_psnr_shows_the_models_and_bicubics_numbers_at_each_precision(
     wait_frame(window, qtbot, FRAME)
     window.last_quality = None
     window.measure_action.trigger()
+    # rough edge 3: the frame as the transport counts it
+    assert window.sr_panel.quality_label.text() == f"Measuring frame {FRAME + 1}…"
+    qtbot.waitUntil(
+        lambda: window.transport.time_label.text().startswith(f"{FRAME + 1}/"), timeout=5000
+    )
     qtbot.waitUntil(lambda: window.last_quality is not None, timeout=TIMEOUT_MS)
     assert "FP16" in window.sr_panel.quality_label.text()
     fp16 = window.last_quality
