@@ -134,8 +134,10 @@ def test_a_wall_of_four_draws_each_source_in_its_tile(
         assert_tiles_show_their_sources(wall, [0, 1, 2, 3])
         canvas = wall.canvas  # one picture, of the canvas's own shape: no bars around it
         qtbot.waitUntil(
-            lambda: canvas.picture_rect().width() >= canvas.width() - 2
-            and canvas.picture_rect().height() >= canvas.height() - 2,
+            lambda: (
+                canvas.picture_rect().width() >= canvas.width() - 2
+                and canvas.picture_rect().height() >= canvas.height() - 2
+            ),
             timeout=5_000,
         )
         assert wall.state.batch == 8 and wall.state.frames_run >= 16
