@@ -173,6 +173,15 @@ class ExportDialog(QDialog):
         if self.end_spin.value() < self.start_spin.value():
             self.status.setText("The range ends before it starts.")
             return
+        for path in (req.video_path, req.detections_path):  # a folder typed in is made
+            if path:
+                try:
+                    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    self.status.setText(
+                        f"Cannot create the folder of {path}: {exc.strerror or exc}"
+                    )
+                    return
         self._set_running(True)
         self.progress.setRange(0, req.count or 0)
         self.progress.setValue(0)

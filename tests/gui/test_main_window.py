@@ -182,7 +182,7 @@ def test_export_dialog_writes_twenty_frames(
     dialog = window.open_export_dialog()
     assert dialog is not None
     out = tmp_path / "export.mp4"
-    dets = tmp_path / "export.json"
+    dets = tmp_path / "new folder" / "export.json"  # typed in, not there yet: made
     dialog.video_edit.setText(str(out))
     dialog.dets_check.setChecked(True)
     dialog.dets_edit.setText(str(dets))
