@@ -50,7 +50,7 @@ def _bench_setup(
     def encode(result: FrameResult) -> None:
         if video is not None and result.annotated is not None:
             with stage(result.times, "encode"):
-                video.write(result.annotated, result.frame.pts)
+                video.write(result.annotated, result.frame.pts, result.frame.index)
 
     try:
         yield source, pipelines, encode

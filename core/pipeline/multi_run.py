@@ -48,6 +48,7 @@ class CancelFlag(Protocol):
 
     def is_set(self) -> bool: ...
 
+
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
@@ -91,7 +92,7 @@ class _SourceOutputs:
 
     def add(self, result: FrameResult) -> None:
         if self.video is not None and result.annotated is not None:
-            self.video.write(result.annotated, result.frame.pts)
+            self.video.write(result.annotated, result.frame.pts, result.frame.index)
         if self.writer is not None:
             self.writer.add(result.frame.index, result.frame.pts, result.output)
         self.frames += 1

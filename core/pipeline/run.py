@@ -308,7 +308,7 @@ def process(
         def sink(result: FrameResult) -> None:
             if video is not None and result.annotated is not None:
                 with stage(result.times, "encode"):
-                    video.write(result.annotated, result.frame.pts)
+                    video.write(result.annotated, result.frame.pts, result.frame.index)
             for writer in writers:
                 writer.add(result.frame.index, result.frame.pts, result.output)
 

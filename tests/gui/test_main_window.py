@@ -224,9 +224,11 @@ def test_export_of_png_frames_names_the_folder_and_what_it_holds(
     with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
         dialog.export_button.click()
     written = sorted(p.name for p in folder.iterdir())
-    assert written == [f"frame_{i:06d}.png" for i in range(5)] + ["provenance.json"]
+    # named by the frame's index in the video (frames 11 to 15: indexes 10 to 14)
+    assert written == [f"frame_{i:06d}.png" for i in range(10, 15)] + ["provenance.json"]
+    assert json.loads((folder / "provenance.json").read_text())["index"] == list(range(10, 15))
     assert dialog.status.text() == (
-        f"Saved {folder}/ (5 PNG frames: frame_000000.png … frame_000004.png and provenance.json)"
+        f"Saved {folder}/ (5 PNG frames: frame_000010.png … frame_000014.png and provenance.json)"
     )
     dialog.close()
 

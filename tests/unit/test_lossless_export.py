@@ -73,10 +73,13 @@ def test_png_folder_export_holds_every_frame_exactly(tmp_path: Path, expected: l
     done = _run("--export", f"{folder}/")
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in folder.iterdir())
-    assert names == [*(f"frame_{i:06d}.png" for i in range(COUNT)), "provenance.json"]
-    for i, want in enumerate(expected):
+    # each file named by its frame's index in the video (--start 300: frame_000300.png)
+    indexes = list(range(START, START + COUNT))
+    assert names == [*(f"frame_{i:06d}.png" for i in indexes), "provenance.json"]
+    for i, want in zip(indexes, expected, strict=True):
         assert np.array_equal(cv2.imread(str(folder / f"frame_{i:06d}.png")), want)
     record = json.loads((folder / "provenance.json").read_text())
+    assert record["index"] == indexes
     assert record["model"] == "espcn-x2" and record["scale"] == 2 and record["frames"] == COUNT
     assert len(record["pts_s"]) == COUNT and record["pts_s"] == sorted(record["pts_s"])
     # a second export replaces its own earlier one; a folder of other files is refused

@@ -3,8 +3,9 @@
 - ``OUT.mkv`` with lossless: FFV1 (FFmpeg's lossless intra codec) in ``bgr0``, no
   colour conversion on the way in or out; provenance in the container's tags.
 - ``DIR/`` (a path ending in a separator, or an existing folder): one PNG per frame,
-  ``frame_000000.png`` ... (8-bit RGB, as PNG stores colour), and ``provenance.json``
-  with the run's metadata and each file's source timestamp.
+  ``frame_000100.png`` ... named by the frame's index in its source (0-based, as
+  ``--start`` counts; 8-bit RGB, as PNG stores colour), and ``provenance.json`` with the
+  run's metadata, each file's source index and timestamp.
 
 Both write to a staging file or folder and appear complete on close() or not at all,
 like the lossy VideoExporter, whose write/close/abort they share.
@@ -39,7 +40,9 @@ class FrameExporter(Protocol):
     frames_written: int
     encoder_name: str
 
-    def write(self, image: Image, pts_s: float) -> None: ...
+    def write(self, image: Image, pts_s: float, index: int | None = None) -> None:
+        """``index``: the frame's index in its source (PNG folders are named by it)."""
+        ...
 
     def close(self) -> Path: ...
 
@@ -92,7 +95,7 @@ class FfvExporter:
             self.abort()
             raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
 
-    def write(self, image: Image, pts_s: float) -> None:
+    def write(self, image: Image, pts_s: float, index: int | None = None) -> None:
         _check_frame(self.path, image, self.width, self.height)
         if self._t0 is None:
             self._t0 = pts_s
@@ -147,13 +150,18 @@ class PngFolderExporter:
         self.encoder_name = "png"
         self._meta = dict(meta)
         self._pts: list[float] = []
+        self._numbers: list[int] = []  # each file's number: its source index
+        self._seen: set[int] = set()
         target = Path(os.fspath(path).rstrip("/" + os.sep) or ".")
         self._dir = AtomicDir(target, _own_files(target))
         self.path: Path = self._dir.target
 
-    def write(self, image: Image, pts_s: float) -> None:
+    def write(self, image: Image, pts_s: float, index: int | None = None) -> None:
         _check_frame(self.path, image, self.width, self.height)
-        name = self._dir.tmp / f"frame_{self.frames_written:06d}.png"
+        number = self.frames_written if index is None else index
+        if number in self._seen:
+            raise ExportError(f"cannot write {self.path}: frame {number} given twice")
+        name = self._dir.tmp / f"frame_{number:06d}.png"
         ok, png = cv2.imencode(".png", image)
         try:  # written here, not by OpenCV, so a failure says why (a full disk)
             if not ok:
@@ -165,13 +173,18 @@ class PngFolderExporter:
                 f"cannot write {name.name} in {self.path}: {error_text(exc)}"
             ) from None
         self._pts.append(pts_s)
+        self._numbers.append(number)
+        self._seen.add(number)
         self.frames_written += 1
 
     def close(self) -> Path:
         if self.frames_written == 0:
             self.abort()
             raise ExportError(f"cannot write {self.path}: no frames were written")
-        record = {**self._meta, "frames": self.frames_written, "pts_s": self._pts}
+        record = {
+            **self._meta, "frames": self.frames_written, "index": self._numbers,
+            "pts_s": self._pts,
+        }  # fmt: skip
         try:
             (self._dir.tmp / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n")
         except OSError as exc:

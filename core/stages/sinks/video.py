@@ -265,8 +265,9 @@ class VideoExporter(AtomicWriter):
 
     # -- writing ---------------------------------------------------------------------
 
-    def write(self, image: Image, pts_s: float) -> None:
-        """Encode one BGR frame shown at ``pts_s`` seconds (source time)."""
+    def write(self, image: Image, pts_s: float, index: int | None = None) -> None:
+        """Encode one BGR frame shown at ``pts_s`` seconds (source time); ``index`` (its
+        place in the source) is for folders of frames, not needed here."""
         if self._closed:
             raise ExportError(f"cannot write {self.path}: exporter is closed")
         if image.shape != (self.height, self.width, 3) or image.dtype != np.uint8:
