@@ -244,8 +244,9 @@ class StagePlots(QWidget):
         dropped = ""
         if self._dropped_total:
             dropped = f' · <span style="color:#e05260">{self._dropped_total} dropped</span>'
+        n = len(self._x)
         return (
-            f"Median of last {len(self._x)} frames: {fps}"
+            (f"Median of last {n} frames: {fps}" if n > 1 else f"This frame: {fps}")
             + " &nbsp; ".join(parts)
             + " ms"
             + dropped

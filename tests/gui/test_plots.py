@@ -54,3 +54,20 @@ def test_dropped_frames_show_as_a_rate_and_a_count(qtbot: QtBot) -> None:
     assert "57 dropped" in plots.summary.text()
     plots.clear()  # a new source: the count starts again
     assert "dropped" not in plots.summary.text()
+
+
+def test_the_summary_of_one_frame_says_this_frame(qtbot: QtBot) -> None:
+    """After a seek while paused one frame has been processed: "This frame: ...", not
+    "Median of last 1 frames"."""
+    plots = StagePlots(auto_refresh=False)
+    qtbot.addWidget(plots)
+    plots.show()
+    qtbot.waitExposed(plots)
+    frame = Frame(np.zeros((4, 4, 3), np.uint8), 0, 0.0)
+    t = StageTimes(decode=1.0, inference=20.0, e2e=22.0)
+    plots.add_result(FrameResult(frame, Detections.empty(), t))
+    plots.refresh()
+    text = plots.summary.text()
+    assert text.startswith("This frame: ") and "frames" not in text
+    plots.add_result(FrameResult(frame, Detections.empty(), t))
+    assert plots.summary_text().startswith("Median of last 2 frames: ")  # label: throttled
