@@ -25,7 +25,7 @@ from typing import Any
 
 from framelens.core.errors import FrameLensError, error_message
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.sinks.atomic import remove_stale
+from framelens.core.stages.sinks.atomic import remove_stale_file_temps
 
 __all__ = ["run_groups_in_processes"]
 
@@ -194,4 +194,4 @@ def _remove_temporaries(out_dir: Path, names: Sequence[str]) -> None:
     """The half-written outputs a killed group left (its lock on them died with it)."""
     for name in names:
         for suffix in (".mp4", ".mkv", ".json"):
-            remove_stale(out_dir / f"{name}{suffix}", f".{name}.partial-", suffix)
+            remove_stale_file_temps(out_dir / f"{name}{suffix}")

@@ -44,7 +44,8 @@ MAX_BATCH = 32
 
 
 class CancelFlag(Protocol):
-    """A threading.Event, or a multiprocessing one for a group in a process of its own."""
+    """A threading.Event, or the shared stop flag of a group in a process of its own
+    (core/pipeline/multi_process.py)."""
 
     def is_set(self) -> bool: ...
 

@@ -94,6 +94,17 @@ def remove_stale(target: Path, prefix: str, suffix: str) -> list[Path]:
     return removed
 
 
+def _file_prefix(target: Path) -> str:
+    """The start of an AtomicFile's temporary names: ``.<stem>.partial-``."""
+    return f".{target.stem}.partial-"
+
+
+def remove_stale_file_temps(target: Path) -> list[Path]:
+    """Remove the temporaries that AtomicFiles for ``target`` left when their process was
+    killed (no live writer holds them). Returns what was removed."""
+    return remove_stale(target, _file_prefix(target), target.suffix)
+
+
 def create_sibling(
     target: Path, prefix: str, suffix: str, create: Callable[[Path], None]
 ) -> tuple[Path, int | None]:
@@ -130,14 +141,15 @@ class AtomicFile:
 
     def __init__(self, path: StrPath) -> None:
         self.target = check_target(path)
-        stem, suffix = self.target.stem, self.target.suffix
 
         def create(tmp: Path) -> None:
             # O_EXCL: never clobber anything; mode 0o666 lets the umask decide,
             # as for any ordinarily created file (mkstemp would force 0o600).
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
 
-        self.tmp, self._lock = create_sibling(self.target, f".{stem}.partial-", suffix, create)
+        self.tmp, self._lock = create_sibling(
+            self.target, _file_prefix(self.target), self.target.suffix, create
+        )
         self.done = False
 
     def commit(self) -> Path:
