@@ -33,14 +33,17 @@ SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
 
 def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) -> dict[str, Any]:
     from framelens.core.pipeline.player import Player
-    from framelens.core.types import FrameResult
+    from framelens.core.types import FrameResult, StageTimes
 
-    shown: list[tuple[float, FrameResult]] = []
+    # what is kept of each shown frame: its index and its times, never the result itself
+    # (on CUDA a result's frame is a device buffer of the decoder's pool, which runs dry
+    # while results are held: playback stalled after 14 frames on the H200)
+    shown: list[tuple[float, int, StageTimes]] = []
     errors: list[str] = []
     first = threading.Event()
 
     def on_result(result: FrameResult) -> None:
-        shown.append((time.perf_counter(), result))
+        shown.append((time.perf_counter(), result.frame.index, result.times))
         first.set()
 
     player = Player(on_result, lambda _state: None, errors.append, drop_late=drop)
@@ -52,7 +55,7 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
         player.play()
         time.sleep(2.0)  # warm-up: engines, arenas, the clock's first anchor
         start_index, start = len(shown), time.perf_counter()
-        index0 = shown[-1][1].frame.index
+        index0 = shown[-1][1]
         time.sleep(seconds)
         window = shown[start_index:]
         elapsed = time.perf_counter() - start
@@ -67,21 +70,18 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
             f"no frame shown in {seconds} s of playback at {speed}x (drop_late={drop}): "
             f"{len(shown)} shown before, last index {index0}, state {player.state}"
         )
-    results = [r for _t, r in window]
+    times = [t for _s, _i, t in window]
     fps_source = settings_fps(video) * speed
     interval_ms = 1000.0 / fps_source
-    e2e = np.array([r.times.e2e for r in results])
+    e2e = np.array([t.e2e for t in times])
     work = np.array(
-        [
-            np.nansum([r.times.decode, r.times.preprocess, r.times.inference, r.times.postprocess])
-            for r in results
-        ]
+        [np.nansum([t.decode, t.preprocess, t.inference, t.postprocess]) for t in times]
     )
-    passed = results[-1].frame.index - index0 if results else 0
+    passed = window[-1][1] - index0
     return {
         "drop_late": drop,
-        "shown": len(results),
-        "shown_fps": round(len(results) / elapsed, 1),
+        "shown": len(times),
+        "shown_fps": round(len(times) / elapsed, 1),
         "position_fps": round(passed / elapsed, 1),  # frames of the video per second
         "asked_fps": round(fps_source, 1),
         "dropped_total": dropped,

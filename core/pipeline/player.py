@@ -54,6 +54,11 @@ class Player(PlayerCore):
     Commands are queued and executed in order by the worker. The current frame
     is kept, so seeking and changing thresholds show their effect even while
     paused.
+
+    ``on_result`` must not keep the results it is given beyond showing them: on CUDA a
+    result's frame is a buffer of the decoder's device pool, and while every buffer is
+    held the decoder waits, then fails with "no free device buffer". Keep what you need
+    of a result (its index, times, detections), not the result.
     """
 
     def __init__(

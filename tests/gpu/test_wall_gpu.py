@@ -100,7 +100,10 @@ def test_the_wall_picture_on_the_device_is_the_host_picture(
     gc.collect()
     assert all(ref() is None for ref in alive), "the wall kept a device frame"
     try:
-        for layout in ("2x2", "1", "auto"):
+        # a paused wall's relayout resamples the tiles it carries: each resampling may
+        # add one 8-bit level between the kernel's float and cv2's fixed point (the H200
+        # measured 3 after the third), while the pictures stay the same on the whole
+        for resamples, layout in enumerate(("2x2", "1", "auto"), start=1):
             if layout != "2x2":
                 host.set_layout(3, layout)
                 device.set_layout(3, layout)
@@ -109,7 +112,8 @@ def test_the_wall_picture_on_the_device_is_the_host_picture(
             want = host.picture()
             assert isinstance(want, np.ndarray)
             diff = np.abs(got.to_host_bgr().astype(np.int16) - want)
-            assert diff.max() <= 2, layout  # kernel vs cv2, twice after a layout change
+            assert diff.max() <= resamples, layout
+            assert diff.mean() < 1.0, (layout, float(diff.mean()))
             assert got.width == 1280 and got.height == 720
     finally:
         device.close()
