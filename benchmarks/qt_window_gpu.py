@@ -38,13 +38,29 @@ import numpy as np
 
 
 def _wait(app: Any, seconds: float, until: Any = None) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        app.processEvents()
+    """Run Qt's own event loop for ``seconds``, or until ``until()`` is true (checked every
+    20 ms). The real loop, not processEvents between sleeps: the GUI thread must wake up
+    for queued results as the application's would, or the figures measure the sleeps."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    if until is not None and until():
+        return True
+    loop, end = QEventLoop(), time.monotonic() + seconds
+    met = [False]
+
+    def check() -> None:
         if until is not None and until():
-            return True
-        time.sleep(0.005)
-    return until is None
+            met[0] = True
+            loop.quit()
+        elif time.monotonic() >= end:
+            loop.quit()
+
+    timer = QTimer(interval=20)
+    timer.timeout.connect(check)
+    timer.start()
+    loop.exec()
+    timer.stop()
+    return met[0] or until is None
 
 
 def play_in_window(

@@ -263,3 +263,55 @@ def test_a_saved_wall_opens_again_with_its_sources_and_grid(
     assert "not a FrameLens wall layout" in window.error_box.text()
     assert window.source == sample and window.state.source is not None
     window.error_box.close()
+
+
+def test_a_gui_thread_woken_late_takes_what_every_tile_sent_at_once(qtbot: QtBot) -> None:
+    """Sixteen sources at 30 fps hand the GUI 480 results a second. A GUI thread that
+    wakes up late (the pipeline's threads hold the GIL) must then take what every tile
+    sent since, in one go, not a few results a wake-up (which left 16 tiles updating
+    about 8 times a second on the H200); and it is never handed more than a couple per
+    tile (older frames are core's to drop)."""
+    import threading
+    import time
+
+    from framelens.core.pipeline.wall import TileState, WallState
+    from framelens.core.types import Detections, Frame, FrameResult, StageTimes
+    from framelens.gui.wall_window import WallSession
+    from PySide6.QtWidgets import QApplication
+
+    with FileSource(SAMPLE) as src:
+        image = src.read()
+    assert image is not None
+    session = WallSession(realtime=False)
+    taken: list[int] = []
+    session.resultReady.connect(lambda r: taken.append(r.frame.source_id))
+    tiles = 16
+    session._on_state(WallState(tiles=tuple(TileState(f"cam{k}", f"cam{k}") for k in range(tiles))))
+    sent = threading.Event()
+
+    def wall_thread() -> None:  # what the wall's delivery thread does: round robin
+        for k in range(3 * tiles):
+            session._from_wall(
+                FrameResult(
+                    Frame(image.image, k, 0.0, source_id=k % tiles),
+                    Detections.empty(),
+                    StageTimes(),
+                )
+            )
+        sent.set()
+
+    thread = threading.Thread(target=wall_thread)
+    try:
+        thread.start()
+        time.sleep(0.5)  # the GUI thread busy elsewhere meanwhile...
+        assert not sent.is_set()  # ...and the wall waits once two a tile are waiting
+        QApplication.processEvents()  # one wake-up
+        first = len(taken)
+        assert first == 2 * tiles, f"one wake-up took {first} of the {2 * tiles} waiting"
+        assert sorted(set(taken)) == list(range(tiles))  # every tile's picture updated
+        qtbot.waitUntil(sent.is_set, timeout=5_000)
+        qtbot.waitUntil(lambda: len(taken) == 3 * tiles, timeout=5_000)
+    finally:
+        session.close()
+        thread.join(5)
+    assert not thread.is_alive()
