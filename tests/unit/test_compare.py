@@ -154,6 +154,23 @@ def test_report_files(tmp_path: Path) -> None:
     assert no_leftovers(tmp_path)
 
 
+def test_report_plots_count_frames_as_the_window_does(tmp_path: Path) -> None:
+    """The window's frame counter, the compare view's plots and the report's plots all
+    count 1 to N: frames 541-543 of the video (indices 540-542) are plotted at 541-543."""
+    from framelens.core.pipeline.compare.report import _per_frame_plot
+
+    panes = [PaneSpec("fp32", LOW), PaneSpec("strict", HIGH)]
+    log = CompareLog(panes, 0)
+    for step in steps(panes, 3):
+        log(step)
+    fig = _per_frame_plot(tmp_path / "latency.png", log, [0, 1], "inference_ms", "ms", "t")
+    for line in fig.axes[0].lines:
+        assert list(line.get_xdata()) == [START + 1, START + 2, START + 3]
+    assert "index + 1" in fig.axes[0].get_xlabel()
+    ticks = [t for t in fig.axes[0].get_xticks() if START + 1 <= t <= START + 3]
+    assert ticks and all(float(t).is_integer() for t in ticks)  # no frame 541.25
+
+
 def test_cancel_leaves_no_report(tmp_path: Path) -> None:
     cancel = threading.Event()
     calls: list[tuple[int, int]] = []

@@ -78,10 +78,10 @@ def _per_frame_plot(
     ylabel: str,
     title: str,
     unit_range: bool = False,
-) -> None:
+) -> Figure:
     fig = _figure()
     ax = fig.add_subplot()
-    x = [r.index for r in log.rows]
+    x = [r.index + 1 for r in log.rows]  # frames counted as the window counts them: 1 to N
     for i in panes:
         rows: list[PaneRow] = log.pane_rows(i)
         y = [getattr(r, value) for r in rows]
@@ -89,12 +89,16 @@ def _per_frame_plot(
         ax.plot(x, y, marker="." if len(x) < 60 else None, label=log.labels[i], color=f"C{i}")
     if unit_range:  # agreement scores: keep 0..1 in view so a small dip reads as small
         ax.set_ylim(0.0, 1.05)
-    ax.set_xlabel("frame")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # frame numbers, never 541.25
+    ax.set_xlabel("frame (1 = the video's first; frames.csv's index + 1)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     fig.savefig(path)
+    return fig
 
 
 def _fps_plot(path: Path, summary: dict[str, Any]) -> None:
