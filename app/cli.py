@@ -101,8 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--processes",
-        action="store_true",
-        help="several devices (--device a,b, or one GPU twice): each in a process of its own",
+        nargs="?",
+        const="each",
+        default=None,
+        metavar="N|auto",
+        help="several sources: spread over N processes (one GIL each), or each listed "
+        "device in its own; default auto: one per 4 sources for 8 or more on one GPU",
     )
     run.add_argument(
         "--export-dir",
@@ -290,12 +294,13 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         raise ConfigError("--batch-wait must not be negative")
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be at least 1")
-    if args.processes and len(args.devices or []) < 2:
-        raise ConfigError("--processes runs each device in its own process: give several, "
-                          "e.g. --device cuda:0,cuda:1 (or cuda:0,cuda:0)")  # fmt: skip
-    from framelens.core.pipeline.devices import resolve_device
+    from framelens.core.pipeline.devices import device_slots, resolve_device
 
-    devices = [resolve_device(d) for d in args.devices] if args.devices else None
+    listed = [resolve_device(d) for d in args.devices] if args.devices else [settings.device]
+    devices, processes = device_slots(listed, len(sources), args.processes)
+    if processes and args.processes in (None, "auto"):
+        print(f"framelens: {len(sources)} sources on {listed[0]}: {len(devices)} processes "
+              "(--processes 1 keeps them in one)", file=sys.stderr)  # fmt: skip
     settings, variant = _prepare_precision(args, settings)  # INT8: on the first source
     summary = run_many(
         sources,
@@ -308,7 +313,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         max_wait_ms=args.batch_wait,
         workers=args.workers,
-        processes=args.processes,
+        processes=processes,
     )
     if variant is not None:
         summary["variant"] = variant.summary()

@@ -1,8 +1,12 @@
-"""Which compute device a run uses: `auto`, `cpu` or `cuda[:N]`."""
+"""Which compute device a run uses (`auto`, `cpu` or `cuda[:N]`), and how a run of
+several sources spreads over device slots and processes."""
 
 from __future__ import annotations
 
+import math
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from framelens.core.errors import ConfigError
@@ -83,3 +87,52 @@ def backend_choices() -> list[DeviceChoice]:
     if why is None and not cuda_available():
         why = "TensorRT runs on NVIDIA GPUs and CUDA is not usable here"
     return [DeviceChoice("onnxruntime", "ONNX Runtime"), DeviceChoice("tensorrt", "TensorRT", why)]
+
+
+SOURCES_PER_PROCESS = 4
+"""Sources per process where a CUDA run of many spreads itself over processes (``auto``).
+On the H200 (benchmarks/results/h200-streams-2026-12-03.json), 16 sources of 1080p gave
+3015 fps in 4 processes, 2655 in 2 and 1586 in one; 8 gave 1828 in 2 and 1392 in one;
+4 sources in 4 processes (a batch of one each, contexts time-sliced) only 696."""
+
+
+def device_slots(
+    devices: Sequence[str], sources: int, processes: str | None, cpus: int | None = None
+) -> tuple[list[str], bool]:
+    """The device slots ``sources`` are spread over, and whether each slot runs in a
+    process of its own (one GIL each) rather than a thread of this one.
+
+    ``processes``: None or "auto": a run of at least two processes' worth of sources on
+    one CUDA device takes one process per :data:`SOURCES_PER_PROCESS` sources (at most
+    half of ``cpus``), anything else stays in this process; "each": every listed device
+    in a process of its own; "N": N processes, the listed devices taken in turn.
+    """
+    slots = list(devices)
+    if processes in (None, "auto"):
+        cpus = cpus or os.cpu_count() or 1
+        wanted = min(math.ceil(sources / SOURCES_PER_PROCESS), cpus // 2)
+        many = sources >= 2 * SOURCES_PER_PROCESS and wanted >= 2
+        if len(slots) == 1 and slots[0].startswith("cuda") and many:
+            return slots * wanted, True
+        return slots, False
+    if processes == "each":
+        if len(slots) < 2:
+            raise ConfigError(
+                "--processes without a number runs each listed device in its own process: "
+                "give several (--device cuda:0,cuda:1), or a number (--processes 4)"
+            )
+        return slots, True
+    try:
+        count = int(processes)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ConfigError(f"--processes takes a number of processes or auto, not {processes!r}")
+    if count == 1:
+        return slots, False
+    if count < len(slots):
+        raise ConfigError(
+            f"--processes {count} is fewer than the {len(slots)} devices listed: "
+            "give at least one process a device"
+        )
+    return [slots[k % len(slots)] for k in range(count)], True

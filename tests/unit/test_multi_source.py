@@ -235,7 +235,11 @@ def test_cli_bad_several_source_options_are_one_line_errors(
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--start", "5"], "--start"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--workers", "0"], "--workers"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes"], "--processes"),
-    ):
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes", "0"], "--processes"),
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes", "many"], "many"),
+        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--device", "cpu,cpu,cpu",
+          "--processes", "2"], "fewer than the 3 devices"),
+    ):  # fmt: skip
         done = _cli(*args, "--quiet")
         assert done.returncode == 2, (args, done.stderr)
         lines = done.stderr.strip().splitlines()
@@ -282,6 +286,41 @@ def test_device_slots_in_processes_write_what_threads_write(
         max_wait_ms=None, workers=None,
     )  # fmt: skip
     assert bar.n == 10 and [p["frames"] for p in parts] == [5, 5]
+
+
+def test_processes_n_spreads_one_device_over_n_processes(clips: list[str], tmp_path: Path) -> None:
+    """``--processes 2`` with one device: two slots of it, each in a process of its own,
+    the sources taken in turn; each source's detections as a run in one process gives."""
+    one = _cli(*clips[:2], "--export-dir", str(tmp_path / "one"), "--device", "cpu",
+               "--frames", "4", "--threads", "1", "--quiet")  # fmt: skip
+    two = _cli(*clips[:2], "--export-dir", str(tmp_path / "two"), "--device", "cpu",
+               "--frames", "4", "--threads", "1", "--processes", "2", "--quiet")  # fmt: skip
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    spread = json.loads(two.stdout)
+    assert [d["sources"] for d in spread["devices"]] == [["clip0"], ["clip1"]]
+    assert "devices" not in json.loads(one.stdout)  # one slot: no spread
+    for name in ("clip0", "clip1"):
+        assert detections(tmp_path / "two" / f"{name}.json") == detections(
+            tmp_path / "one" / f"{name}.json"
+        )
+
+
+def test_many_sources_on_one_gpu_take_a_process_per_four() -> None:
+    """The default (auto): 8 or more sources on one CUDA device spread over a process per
+    4 (what the H200 measured best), never more than half the CPU cores; the CPU, fewer
+    sources, or devices listed by the user stay as they are."""
+    from framelens.core.pipeline.devices import device_slots
+
+    assert device_slots(["cuda:0"], 16, None, cpus=16) == (["cuda:0"] * 4, True)
+    assert device_slots(["cuda:0"], 8, "auto", cpus=16) == (["cuda:0"] * 2, True)
+    assert device_slots(["cuda:0"], 16, None, cpus=4) == (["cuda:0"] * 2, True)
+    assert device_slots(["cuda:0"], 16, None, cpus=2) == (["cuda:0"], False)
+    assert device_slots(["cuda:0"], 4, None, cpus=16) == (["cuda:0"], False)
+    assert device_slots(["cpu"], 16, None, cpus=16) == (["cpu"], False)
+    assert device_slots(["cuda:0", "cuda:1"], 16, None, cpus=16) == (["cuda:0", "cuda:1"], False)
+    assert device_slots(["cuda:0", "cuda:1"], 4, "each") == (["cuda:0", "cuda:1"], True)
+    assert device_slots(["cuda:0", "cuda:1"], 8, "4") == (["cuda:0", "cuda:1"] * 2, True)
+    assert device_slots(["cuda:0"], 16, "1", cpus=16) == (["cuda:0"], False)
 
 
 def test_a_group_process_that_dies_is_one_line_and_its_outputs_are_not_written(
