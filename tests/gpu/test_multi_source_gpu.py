@@ -98,3 +98,39 @@ def test_a_run_without_video_export_detects_what_an_exporting_run_detects(
         assert not (tmp_path / "plain" / f"cam{i}.mp4").exists()
         with av.open(str(tmp_path / "video" / f"cam{i}.mp4")) as container:
             assert sum(1 for _ in container.decode(video=0)) == FRAMES
+
+
+def test_eight_sources_on_one_gpu_spread_over_two_processes_by_default(
+    gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """``framelens run`` with 8 sources on cuda:0 and no --processes: a process per 4
+    sources (the default the H200's streams benchmark chose), said on stderr; each
+    source's detections those of the CPU's single run."""
+    import subprocess
+    import sys
+
+    copies = []
+    for i in range(8):
+        copies.append(tmp_path / f"cam{i}.mp4")
+        copies[-1].write_bytes(SAMPLE.read_bytes())
+    done = subprocess.run(
+        [sys.executable, "-m", "framelens", "run", *map(str, copies), "--export-dir",
+         str(tmp_path / "out"), "--device", "cuda:0", "--frames", "60", "--quiet"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "8 sources on cuda:0: 2 processes" in done.stderr
+    summary = json.loads(done.stdout)
+    assert [d["sources"] for d in summary["devices"]] == [
+        [f"cam{i}" for i in range(0, 8, 2)],
+        [f"cam{i}" for i in range(1, 8, 2)],
+    ]
+    cpu = tmp_path / "cpu.json"
+    run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),
+                   detections=str(cpu), frames=60, progress=False)  # fmt: skip
+    want = as_detections(cpu)
+    for i in range(8):
+        totals = AgreementTotals()
+        for r, t in zip(want, as_detections(tmp_path / "out" / f"cam{i}.json"), strict=True):
+            totals.add_frame(r, t)
+        assert totals.f1 >= 0.99, (i, totals.as_dict())
