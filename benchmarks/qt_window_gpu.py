@@ -79,10 +79,12 @@ def play_in_window(
     window.open_source(video)
     _wait(app, 120, lambda: window.state.source is not None and not window.state.loading_model)
     boxes: list[int] = []  # detections of each frame handed to the canvas
+    times: list[Any] = []  # their StageTimes (never the results: they hold device buffers)
     show_detections = window._show_detections
 
     def counting(result: Any) -> None:
         boxes.append(len(result.output))
+        times.append(result.times)
         show_detections(result)
 
     window._show_detections = counting  # type: ignore[method-assign]
@@ -114,6 +116,7 @@ def play_in_window(
         "player_fps": round(float(state.fps), 1),
         "results_per_s": round((window.results_shown - shown0) / elapsed, 1),
         "dropped": int(getattr(state, "dropped", 0)),
+        **_latency(times, state),
         "frames_with_detections": sum(1 for n in boxes if n),
         "frames_counted": len(boxes),
         "seconds": round(elapsed, 1),
@@ -123,6 +126,30 @@ def play_in_window(
     window.close()
     _wait(app, 1.0)
     return result
+
+
+def _latency(times: list[Any], state: Any) -> dict[str, Any]:
+    """Rough edge 8 in the real window: end to end (the frame's time to the screen) and
+    the frame's own work (decode + preprocess + inference + postprocess), medians and
+    p99, and how many frame intervals the screen is behind that work."""
+    e2e = np.array([t.e2e for t in times], dtype=float)
+    work = np.array(
+        [np.nansum([t.decode, t.preprocess, t.inference, t.postprocess]) for t in times]
+    )
+    keep = np.isfinite(e2e)
+    if not keep.any():
+        return {"e2e_ms_p50": None}
+    e2e, work = e2e[keep], work[keep]
+    fps = (state.source.fps if state.source is not None else 0.0) or 30.0
+    interval = 1000.0 / (fps * float(state.speed))
+    return {
+        "e2e_ms_p50": round(float(np.median(e2e)), 2),
+        "e2e_ms_p99": round(float(np.percentile(e2e, 99)), 2),
+        "work_ms_p50": round(float(np.median(work)), 2),
+        "interval_ms": round(interval, 2),
+        "behind_intervals_p50": round(float(np.median(e2e - work)) / interval, 2),
+        "behind_intervals_p99": round(float(np.percentile(e2e - work, 99)) / interval, 2),
+    }
 
 
 def play_wall(
