@@ -138,9 +138,10 @@ class SourceOpening(MainWindowParts):
         if not self.state.source.seekable and self.state.source.kind != "file":
             self.show_error("export works on files; record a camera or stream first")
             return None
-        dialog = ExportDialog(
-            self.controller, self.source, self.state.frame_count, max(0, self.state.index), self
-        )
+        # the frame on screen, as the transport counts it: the player's state can trail
+        # the picture by a moment after a seek (the dialog said 3 while 101 was shown)
+        current = self.shown_index if self.shown_index >= 0 else max(0, self.state.index)
+        dialog = ExportDialog(self.controller, self.source, self.state.frame_count, current, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog

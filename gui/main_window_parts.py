@@ -44,6 +44,7 @@ class MainWindowParts(_Window):
     state: PlayerState
     source: str | None
     results_shown: int
+    shown_index: int  # source index of the frame on screen (-1: none yet)
     canvas: SrCanvas
     transport: TransportBar
     panel: ModelPanel
