@@ -101,12 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--processes",
-        nargs="?",
-        const="each",
         default=None,
         metavar="N|auto",
-        help="several sources: spread over N processes (one GIL each), or each listed "
-        "device in its own; default auto: one per 4 sources for 8 or more on one GPU",
+        help="several sources: spread over N processes (one GIL each; the listed devices "
+        "in turn); default auto: one per 4 sources for 8 or more files on one GPU",
     )
     run.add_argument(
         "--export-dir",
@@ -248,6 +246,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("--frames must be positive")
     if len(sources) > 1 or args.export_dir:
         return _run_many(args, sources, settings)
+    if args.processes is not None:  # one source runs in one process: only the value is checked
+        from framelens.core.pipeline.devices import device_slots
+
+        device_slots([settings.device], 1, args.processes)
     if args.batch is None:
         from framelens.core.pipeline.build import default_batch
 
@@ -297,10 +299,12 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
     from framelens.core.pipeline.devices import device_slots, resolve_device
 
     listed = [resolve_device(d) for d in args.devices] if args.devices else [settings.device]
-    devices, processes = device_slots(listed, len(sources), args.processes)
+    files = all(Path(s).is_file() for s in sources)
+    devices, processes = device_slots(listed, len(sources), args.processes, files)
     if processes and args.processes in (None, "auto"):
-        print(f"framelens: {len(sources)} sources on {listed[0]}: {len(devices)} processes "
-              "(--processes 1 keeps them in one)", file=sys.stderr)  # fmt: skip
+        print(f"framelens: {len(sources)} sources on {listed[0]}: {len(devices)} processes, "
+              "each with its own CUDA context and engine (--processes 1 keeps one)",
+              file=sys.stderr)  # fmt: skip
     settings, variant = _prepare_precision(args, settings)  # INT8: on the first source
     summary = run_many(
         sources,

@@ -46,13 +46,16 @@ def _wait(app: Any, seconds: float, until: Any = None) -> bool:
     if until is not None and until():
         return True
     loop, end = QEventLoop(), time.monotonic() + seconds
-    met = [False]
+    met: list[bool] = [False]
+    failed: list[BaseException] = []
 
     def check() -> None:
-        if until is not None and until():
-            met[0] = True
-            loop.quit()
-        elif time.monotonic() >= end:
+        try:
+            if until is not None and until():
+                met[0] = True
+        except BaseException as exc:  # raised again below, not printed every 20 ms
+            failed.append(exc)
+        if met[0] or failed or time.monotonic() >= end:
             loop.quit()
 
     timer = QTimer(interval=20)
@@ -60,6 +63,8 @@ def _wait(app: Any, seconds: float, until: Any = None) -> bool:
     timer.start()
     loop.exec()
     timer.stop()
+    if failed:
+        raise failed[0]
     return met[0] or until is None
 
 

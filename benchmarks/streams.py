@@ -177,7 +177,7 @@ def main() -> int:
     parser.add_argument(
         "--processes", default="1",
         help="processes the sources are spread over (device slots of --device, each in a "
-        "process of its own: run --processes), a list sweeps: 1,2,4",
+        "process of its own: run --processes N), a list sweeps: 1,2,4",
     )  # fmt: skip
     parser.add_argument(
         "--profile", action="store_true",

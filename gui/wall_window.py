@@ -2,15 +2,15 @@
 
 The window owns a WallPlayer (core: every source through one executor, batches across
 sources) through a small session object that moves its callbacks onto the GUI thread.
-The session hands the GUI thread every result that arrived since its last wake-up at
-once (one queued signal for many results: sixteen sources at 30 fps are 480 results a
-second, more than a GUI thread woken per result keeps up with while the pipeline's
-threads hold the GIL), and holds back the wall's delivery thread while a handful per
-tile wait, so a slow screen costs dropped frames in core (counted per tile), never a
-queue that grows. The toolbar picks the layout (saved in the settings) and plays or
-pauses; a click on a tile asks the main window to focus that source
-(``focusRequested``), which plays it in its single-source player with the usual
-controls, and brings the wall back after.
+The session hands the GUI thread, each time it wakes up, the newest result of every tile
+that has one waiting (one queued signal for many: sixteen sources at 30 fps are 480
+results a second, more than a GUI thread woken per result keeps up with while the
+pipeline's threads hold the GIL). An older result of a tile still waiting is replaced and
+counted with core's drops, so a slow screen costs frames not shown, never a queue that
+grows, and the delivery thread never waits for the GUI. The toolbar picks the layout
+(saved in the settings) and plays or pauses; a click on a tile asks the main window to
+focus that source (``focusRequested``), which plays it in its single-source player with
+the usual controls, and brings the wall back after.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QSplitter, QWidg
 
 __all__ = ["LAYOUT_SHORTCUTS", "WallPlots", "WallSession", "WallWindow"]
 
-_WAITING_PER_TILE = 2  # results handed over but not yet taken by the GUI thread, per tile
 REPAINT_HZ = 25.0
 HISTORY = 240  # state points in the plots (two a second: two minutes)
 
@@ -61,45 +60,43 @@ class WallSession(QObject):
 
     def __init__(self, realtime: bool, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._waiting: list[FrameResult] = []  # handed over, not yet taken by the GUI
-        self._cond = threading.Condition()
+        self._waiting: dict[int, FrameResult] = {}  # by tile: the newest not yet taken
+        self._lock = threading.Lock()
         self._woken = False  # a _deliver signal is on its way to the GUI thread
-        self._limit = 4 * _WAITING_PER_TILE  # until the wall says how many tiles
-        self._closed = threading.Event()
+        self._closed = False
+        self.superseded = 0  # results replaced by a newer one of their tile before drawing
         self._deliver.connect(self._on_deliver)
         self.player = WallPlayer(
-            self._from_wall, self._on_state, self.errorOccurred.emit, realtime=realtime
+            self._from_wall, self.stateChanged.emit, self.errorOccurred.emit, realtime=realtime
         )
 
-    def _on_state(self, state: WallState) -> None:
-        self._limit = max(1, len(state.tiles)) * _WAITING_PER_TILE
-        self.stateChanged.emit(state)
-
     def _from_wall(self, result: FrameResult) -> None:
-        # the wall's delivery thread waits while the GUI is behind; meanwhile core drops
-        # old frames; the GUI thread is woken once for whatever waits when it wakes up
-        with self._cond:
-            while not self._closed.is_set() and len(self._waiting) >= self._limit:
-                self._cond.wait(0.2)
-            if self._closed.is_set():
+        # on the wall's delivery thread: a tile's older result still waiting is replaced
+        # (counted, and its frame let go at once); the GUI thread is woken once for
+        # whatever waits when it wakes up
+        with self._lock:
+            if self._closed:
                 return
-            self._waiting.append(result)
+            if self._waiting.pop(result.frame.source_id, None) is not None:
+                self.superseded += 1
+            self._waiting[result.frame.source_id] = result
             wake, self._woken = not self._woken, True
         if wake:
             self._deliver.emit()
 
     @Slot()
     def _on_deliver(self) -> None:
-        with self._cond:
-            taken, self._waiting, self._woken = self._waiting, [], False
-            self._cond.notify_all()
+        with self._lock:
+            taken, self._waiting, self._woken = list(self._waiting.values()), {}, False
+            if self._closed:
+                return
         for result in taken:
             self.resultReady.emit(result)
 
     def close(self) -> None:
-        self._closed.set()
-        with self._cond:
-            self._cond.notify_all()
+        with self._lock:
+            self._closed = True
+            self._waiting.clear()  # their frames back to their pools
         self.player.close()
 
 
@@ -315,7 +312,7 @@ class WallWindow(QMainWindow):
         parts = [f"{len(state.tiles)} sources", f"{state.fps:.1f} fps in all"]
         if state.batches_run:
             parts.append(f"batch {state.mean_batch:.1f} of {state.batch}")
-        dropped = sum(t.dropped for t in state.tiles)
+        dropped = sum(t.dropped for t in state.tiles) + self.session.superseded
         if dropped:
             parts.append(f"{dropped} frames not shown")
         if failed:

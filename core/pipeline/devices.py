@@ -97,35 +97,28 @@ On the H200 (benchmarks/results/h200-streams-2026-12-03.json), 16 sources of 108
 
 
 def device_slots(
-    devices: Sequence[str], sources: int, processes: str | None, cpus: int | None = None
-) -> tuple[list[str], bool]:
+    devices: Sequence[str], sources: int, processes: str | None, files: bool = True,
+    cpus: int | None = None,
+) -> tuple[list[str], bool]:  # fmt: skip
     """The device slots ``sources`` are spread over, and whether each slot runs in a
     process of its own (one GIL each) rather than a thread of this one.
 
     ``processes``: None or "auto": a run of at least two processes' worth of sources on
-    one CUDA device takes one process per :data:`SOURCES_PER_PROCESS` sources (at most
-    half of ``cpus``), anything else stays in this process; "each": every listed device
-    in a process of its own; "N": N processes, the listed devices taken in turn.
+    one CUDA device, all of them ``files``, takes one process per
+    :data:`SOURCES_PER_PROCESS` sources (at most half of ``cpus``, by default the cores
+    this process may use); anything else stays in this process (a process holds back a
+    camera's or stream's messages until its group ends). "N": N processes, the listed
+    devices taken in turn (as many as devices listed: each in its own).
     """
     slots = list(devices)
     if processes in (None, "auto"):
-        cpus = cpus or os.cpu_count() or 1
+        cpus = cpus or _usable_cpus()
         wanted = min(math.ceil(sources / SOURCES_PER_PROCESS), cpus // 2)
         many = sources >= 2 * SOURCES_PER_PROCESS and wanted >= 2
-        if len(slots) == 1 and slots[0].startswith("cuda") and many:
+        if len(slots) == 1 and slots[0].startswith("cuda") and many and files:
             return slots * wanted, True
         return slots, False
-    if processes == "each":
-        if len(slots) < 2:
-            raise ConfigError(
-                "--processes without a number runs each listed device in its own process: "
-                "give several (--device cuda:0,cuda:1), or a number (--processes 4)"
-            )
-        return slots, True
-    try:
-        count = int(processes)
-    except ValueError:
-        count = 0
+    count = int(processes) if processes.isdigit() else 0
     if count < 1:
         raise ConfigError(f"--processes takes a number of processes or auto, not {processes!r}")
     if count == 1:
@@ -133,6 +126,14 @@ def device_slots(
     if count < len(slots):
         raise ConfigError(
             f"--processes {count} is fewer than the {len(slots)} devices listed: "
-            "give at least one process a device"
+            "give each device a process at least"
         )
     return [slots[k % len(slots)] for k in range(count)], True
+
+
+def _usable_cpus() -> int:
+    """The cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1

@@ -265,16 +265,17 @@ def test_a_saved_wall_opens_again_with_its_sources_and_grid(
     window.error_box.close()
 
 
-def test_a_gui_thread_woken_late_takes_what_every_tile_sent_at_once(qtbot: QtBot) -> None:
+def test_a_gui_thread_woken_late_takes_every_tile_s_newest_result_at_once(
+    qtbot: QtBot,
+) -> None:
     """Sixteen sources at 30 fps hand the GUI 480 results a second. A GUI thread that
-    wakes up late (the pipeline's threads hold the GIL) must then take what every tile
-    sent since, in one go, not a few results a wake-up (which left 16 tiles updating
-    about 8 times a second on the H200); and it is never handed more than a couple per
-    tile (older frames are core's to drop)."""
+    wakes up late (the pipeline's threads hold the GIL) must then take the newest result
+    of every tile in one go, not a few results a wake-up (which left 16 tiles renewed
+    about 8 times a second on the H200); the older ones are not drawn, are counted as
+    not shown, and the wall never waits for the GUI; after close nothing is handed on."""
     import threading
     import time
 
-    from framelens.core.pipeline.wall import TileState, WallState
     from framelens.core.types import Detections, Frame, FrameResult, StageTimes
     from framelens.gui.wall_window import WallSession
     from PySide6.QtWidgets import QApplication
@@ -283,14 +284,12 @@ def test_a_gui_thread_woken_late_takes_what_every_tile_sent_at_once(qtbot: QtBot
         image = src.read()
     assert image is not None
     session = WallSession(realtime=False)
-    taken: list[int] = []
-    session.resultReady.connect(lambda r: taken.append(r.frame.source_id))
+    taken: list[tuple[int, int]] = []
+    session.resultReady.connect(lambda r: taken.append((r.frame.source_id, r.frame.index)))
     tiles = 16
-    session._on_state(WallState(tiles=tuple(TileState(f"cam{k}", f"cam{k}") for k in range(tiles))))
-    sent = threading.Event()
 
-    def wall_thread() -> None:  # what the wall's delivery thread does: round robin
-        for k in range(3 * tiles):
+    def send(first: int, count: int) -> None:  # the wall's delivery thread: round robin
+        for k in range(first, first + count):
             session._from_wall(
                 FrameResult(
                     Frame(image.image, k, 0.0, source_id=k % tiles),
@@ -298,20 +297,21 @@ def test_a_gui_thread_woken_late_takes_what_every_tile_sent_at_once(qtbot: QtBot
                     StageTimes(),
                 )
             )
-        sent.set()
 
-    thread = threading.Thread(target=wall_thread)
     try:
+        thread = threading.Thread(target=send, args=(0, 3 * tiles))
         thread.start()
-        time.sleep(0.5)  # the GUI thread busy elsewhere meanwhile...
-        assert not sent.is_set()  # ...and the wall waits once two a tile are waiting
+        thread.join(5)  # the GUI thread busy elsewhere meanwhile: the wall did not wait
+        assert not thread.is_alive()
         QApplication.processEvents()  # one wake-up
-        first = len(taken)
-        assert first == 2 * tiles, f"one wake-up took {first} of the {2 * tiles} waiting"
-        assert sorted(set(taken)) == list(range(tiles))  # every tile's picture updated
-        qtbot.waitUntil(sent.is_set, timeout=5_000)
-        qtbot.waitUntil(lambda: len(taken) == 3 * tiles, timeout=5_000)
+        assert len(taken) == tiles, f"one wake-up took {len(taken)} of {tiles} tiles' results"
+        assert sorted(taken) == [(k % tiles, k) for k in range(2 * tiles, 3 * tiles)]
+        assert session.superseded == 2 * tiles  # the older ones: counted, not drawn
+        session.close()
+        send(3 * tiles, tiles)
+        QApplication.processEvents()
+        time.sleep(0.05)
+        QApplication.processEvents()
+        assert len(taken) == tiles  # a closed wall hands nothing on
     finally:
         session.close()
-        thread.join(5)
-    assert not thread.is_alive()

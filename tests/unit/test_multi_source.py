@@ -234,9 +234,9 @@ def test_cli_bad_several_source_options_are_one_line_errors(
         ([clips[0], "--device", "cpu,cpu"], "list of devices"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--start", "5"], "--start"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--workers", "0"], "--workers"),
-        ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes"], "--processes"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes", "0"], "--processes"),
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--processes", "many"], "many"),
+        ([clips[0], "--processes", "many"], "many"),  # one source: the value still checked
         ([clips[0], clips[1], "--export-dir", str(tmp_path), "--device", "cpu,cpu,cpu",
           "--processes", "2"], "fewer than the 3 devices"),
     ):  # fmt: skip
@@ -308,7 +308,8 @@ def test_processes_n_spreads_one_device_over_n_processes(clips: list[str], tmp_p
 def test_many_sources_on_one_gpu_take_a_process_per_four() -> None:
     """The default (auto): 8 or more sources on one CUDA device spread over a process per
     4 (what the H200 measured best), never more than half the CPU cores; the CPU, fewer
-    sources, or devices listed by the user stay as they are."""
+    sources, cameras and streams (whose messages a process holds back), or devices listed
+    by the user stay as they are."""
     from framelens.core.pipeline.devices import device_slots
 
     assert device_slots(["cuda:0"], 16, None, cpus=16) == (["cuda:0"] * 4, True)
@@ -318,7 +319,8 @@ def test_many_sources_on_one_gpu_take_a_process_per_four() -> None:
     assert device_slots(["cuda:0"], 4, None, cpus=16) == (["cuda:0"], False)
     assert device_slots(["cpu"], 16, None, cpus=16) == (["cpu"], False)
     assert device_slots(["cuda:0", "cuda:1"], 16, None, cpus=16) == (["cuda:0", "cuda:1"], False)
-    assert device_slots(["cuda:0", "cuda:1"], 4, "each") == (["cuda:0", "cuda:1"], True)
+    assert device_slots(["cuda:0", "cuda:1"], 4, "2") == (["cuda:0", "cuda:1"], True)
+    assert device_slots(["cuda:0"], 16, None, files=False, cpus=16) == (["cuda:0"], False)
     assert device_slots(["cuda:0", "cuda:1"], 8, "4") == (["cuda:0", "cuda:1"] * 2, True)
     assert device_slots(["cuda:0"], 16, "1", cpus=16) == (["cuda:0"], False)
 
@@ -378,7 +380,7 @@ def test_ctrl_c_while_the_groups_start_is_one_line_and_leaves_nothing(
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "framelens", "run", *clips[:2], "--export-dir", str(out),
-         "--device", "cpu,cpu", "--processes", "--quiet"],
+         "--device", "cpu,cpu", "--processes", "2", "--quiet"],
         stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
