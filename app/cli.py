@@ -247,9 +247,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(sources) > 1 or args.export_dir:
         return _run_many(args, sources, settings)
     if args.processes is not None:  # one source runs in one process: only the value is checked
-        from framelens.core.pipeline.devices import device_slots
+        from framelens.core.pipeline.devices import process_count
 
-        device_slots([settings.device], 1, args.processes)
+        process_count(args.processes)
     if args.batch is None:
         from framelens.core.pipeline.build import default_batch
 

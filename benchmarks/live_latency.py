@@ -21,6 +21,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +74,6 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
     times = [t for _s, _i, t in window]
     fps_source = settings_fps(video) * speed
     interval_ms = 1000.0 / fps_source
-    e2e = np.array([t.e2e for t in times])
-    work = np.array(
-        [np.nansum([t.decode, t.preprocess, t.inference, t.postprocess]) for t in times]
-    )
     passed = window[-1][1] - index0
     return {
         "drop_late": drop,
@@ -86,6 +83,19 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
         "asked_fps": round(fps_source, 1),
         "dropped_total": dropped,
         "interval_ms": round(interval_ms, 2),
+        **lag_figures(times, interval_ms),
+    }
+
+
+def lag_figures(times: Sequence[Any], interval_ms: float) -> dict[str, float]:
+    """End to end (the frame's time to the screen) against the frame's own work (decode +
+    preprocess + inference + postprocess), from shown frames' StageTimes: medians, p99,
+    and how many frame intervals the screen is behind that work."""
+    e2e = np.array([t.e2e for t in times])
+    work = np.array(
+        [np.nansum([t.decode, t.preprocess, t.inference, t.postprocess]) for t in times]
+    )
+    return {
         "e2e_ms_p50": round(float(np.median(e2e)), 2),
         "e2e_ms_p99": round(float(np.percentile(e2e, 99)), 2),
         "work_ms_p50": round(float(np.median(work)), 2),

@@ -134,27 +134,16 @@ def play_in_window(
 
 
 def _latency(times: list[Any], state: Any) -> dict[str, Any]:
-    """Rough edge 8 in the real window: end to end (the frame's time to the screen) and
-    the frame's own work (decode + preprocess + inference + postprocess), medians and
-    p99, and how many frame intervals the screen is behind that work."""
-    e2e = np.array([t.e2e for t in times], dtype=float)
-    work = np.array(
-        [np.nansum([t.decode, t.preprocess, t.inference, t.postprocess]) for t in times]
-    )
-    keep = np.isfinite(e2e)
-    if not keep.any():
+    """Rough edge 8 in the real window: live_latency.py's figures for the frames played
+    (those whose end to end was measured)."""
+    from live_latency import lag_figures
+
+    timed = [t for t in times if np.isfinite(t.e2e)]
+    if not timed:
         return {"e2e_ms_p50": None}
-    e2e, work = e2e[keep], work[keep]
     fps = (state.source.fps if state.source is not None else 0.0) or 30.0
     interval = 1000.0 / (fps * float(state.speed))
-    return {
-        "e2e_ms_p50": round(float(np.median(e2e)), 2),
-        "e2e_ms_p99": round(float(np.percentile(e2e, 99)), 2),
-        "work_ms_p50": round(float(np.median(work)), 2),
-        "interval_ms": round(interval, 2),
-        "behind_intervals_p50": round(float(np.median(e2e - work)) / interval, 2),
-        "behind_intervals_p99": round(float(np.percentile(e2e - work, 99)) / interval, 2),
-    }
+    return {"interval_ms": round(interval, 2), **lag_figures(timed, interval)}
 
 
 def play_wall(

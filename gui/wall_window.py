@@ -61,8 +61,7 @@ class WallSession(QObject):
     def __init__(self, realtime: bool, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._waiting: dict[int, FrameResult] = {}  # by tile: the newest not yet taken
-        self._lock = threading.Lock()
-        self._woken = False  # a _deliver signal is on its way to the GUI thread
+        self._lock = threading.Lock()  # waiting results mean a _deliver on its way
         self._closed = False
         self.superseded = 0  # results replaced by a newer one of their tile before drawing
         self._deliver.connect(self._on_deliver)
@@ -77,17 +76,17 @@ class WallSession(QObject):
         with self._lock:
             if self._closed:
                 return
+            wake = not self._waiting  # else the GUI thread is already to be woken
             if self._waiting.pop(result.frame.source_id, None) is not None:
                 self.superseded += 1
             self._waiting[result.frame.source_id] = result
-            wake, self._woken = not self._woken, True
         if wake:
             self._deliver.emit()
 
     @Slot()
     def _on_deliver(self) -> None:
         with self._lock:
-            taken, self._waiting, self._woken = list(self._waiting.values()), {}, False
+            taken, self._waiting = list(self._waiting.values()), {}
             if self._closed:
                 return
         for result in taken:

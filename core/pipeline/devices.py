@@ -111,16 +111,14 @@ def device_slots(
     devices taken in turn (as many as devices listed: each in its own).
     """
     slots = list(devices)
-    if processes in (None, "auto"):
+    count = process_count(processes)
+    if count is None:
         cpus = cpus or _usable_cpus()
         wanted = min(math.ceil(sources / SOURCES_PER_PROCESS), cpus // 2)
         many = sources >= 2 * SOURCES_PER_PROCESS and wanted >= 2
         if len(slots) == 1 and slots[0].startswith("cuda") and many and files:
             return slots * wanted, True
         return slots, False
-    count = int(processes) if processes.isdigit() else 0
-    if count < 1:
-        raise ConfigError(f"--processes takes a number of processes or auto, not {processes!r}")
     if count == 1:
         return slots, False
     if count < len(slots):
@@ -129,6 +127,15 @@ def device_slots(
             "give each device a process at least"
         )
     return [slots[k % len(slots)] for k in range(count)], True
+
+
+def process_count(processes: str | None) -> int | None:
+    """``--processes``' value: a number of processes (at least 1), or None for auto."""
+    if processes is None or processes == "auto":
+        return None
+    if not processes.isdigit() or int(processes) < 1:
+        raise ConfigError(f"--processes takes a number of processes or auto, not {processes!r}")
+    return int(processes)
 
 
 def _usable_cpus() -> int:
