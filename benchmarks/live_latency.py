@@ -54,7 +54,7 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
             raise SystemExit(f"no first frame: {errors}")
         player.set_speed(speed)
         player.play()
-        time.sleep(2.0)  # warm-up: engines, arenas, the clock's first anchor
+        time.sleep(WARM_UP_S)  # warm-up: engines, arenas, the clock's first anchor
         start_index, start = len(shown), time.perf_counter()
         index0 = shown[-1][1]
         time.sleep(seconds)
@@ -72,7 +72,7 @@ def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) ->
             f"{len(shown)} shown before, last index {index0}, state {player.state}"
         )
     times = [t for _s, _i, t in window]
-    fps_source = settings_fps(video) * speed
+    fps_source = video_rate(video)[0] * speed
     interval_ms = 1000.0 / fps_source
     passed = window[-1][1] - index0
     return {
@@ -104,14 +104,31 @@ def lag_figures(times: Sequence[Any], interval_ms: float) -> dict[str, float]:
     }
 
 
-def settings_fps(video: str) -> float:
+WARM_UP_S = 2.0
+
+
+def video_rate(video: str) -> tuple[float, int | None]:
+    """The video's frame rate and frame count (None: unknown, a live source)."""
     from framelens.core.stages.sources import open_source
 
     source = open_source(video)
     try:
-        return source.info.fps or 30.0
+        return source.info.fps or 30.0, source.info.frame_count
     finally:
         source.close()
+
+
+def check_long_enough(video: str, speed: float, seconds: float) -> None:
+    """Refuse a video that would end inside the timed window: frames shown after the end
+    would not come, and the rates would read low (the first H200 run at 4x ended early)."""
+    fps, count = video_rate(video)
+    needed = int((WARM_UP_S + seconds) * fps * speed) + 1
+    if count is not None and count < needed:
+        raise SystemExit(
+            f"{Path(video).name} has {count} frames; {WARM_UP_S:g} s of warm-up and "
+            f"{seconds:g} s timed at {speed:g}x need {needed} "
+            f"(make one: python3 benchmarks/make_1080p.py OUT.mp4 --frames {needed})"
+        )
 
 
 def main() -> int:
@@ -127,6 +144,7 @@ def main() -> int:
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.settings import PipelineSettings
 
+    check_long_enough(args.video, args.speed, args.seconds)
     settings = PipelineSettings(resolve_model(args.model or DEFAULT_MODEL), device=args.device)
     runs = [play(args.video, settings, args.speed, args.seconds, drop) for drop in (True, False)]
     dropping, queueing = runs
