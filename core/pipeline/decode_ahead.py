@@ -88,6 +88,11 @@ class DecodeAhead:
                 return item
             _discard(item)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a decoded item waits to be taken (one of an older generation counts)."""
+        return not self._queue.empty()
+
     def seek(self, index: int) -> None:
         """Reposition the source; frames already queued are invalidated."""
         with self._lock:

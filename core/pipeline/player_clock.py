@@ -4,10 +4,14 @@ to be worth processing.
 Real-time playback shows frame ``pts`` at ``anchor_wall + (pts - anchor_pts) / speed``.
 When processing is slower than the source (a heavy model, a 60 fps camera), frames
 would queue behind the workers and the picture would drift ever further behind: the
-executor asks ``stale(pts)`` before it takes a decoded frame and drops the ones whose
-time has passed by more than ``STALE_INTERVALS`` frame intervals, so what is on screen stays
-within a couple of intervals of decode + inference. The clock is read from worker
-threads and set from the player thread, hence the lock. The video wall paces each file
+executor asks ``drop(pts, newer_waiting)`` before it takes a decoded frame and drops the
+ones whose time has passed by more than ``STALE_INTERVALS`` frame intervals, so what is on
+screen stays within a couple of intervals of decode + inference. Dropping catches up in a
+few decode times when the model is what is slow; when decoding itself is slower than the
+asked rate (a 4K camera on a slow machine, a file at 32x) every frame is late, and
+dropping them all would show nothing at all: after ``1 / SHOW_AT_LEAST_HZ`` s of dropping,
+the next late frame with no newer one waiting behind it is let through. The clock is read
+from worker threads and set from the player thread, hence the lock. The video wall paces each file
 source by one too (core/pipeline/wall.py ``PacedSource``).
 """
 
@@ -24,6 +28,9 @@ everything in between or waiting. Lateness below it is caught up by dropping fra
 STALE_INTERVALS = 1.0
 """A decoded frame already later than this many frame intervals is dropped, unprocessed."""
 
+SHOW_AT_LEAST_HZ = 30.0
+"""However late the frames, one is let through at least this often (a moving picture)."""
+
 
 def now() -> float:
     return time.perf_counter()
@@ -39,6 +46,7 @@ class PlaybackClock:
         self._speed = 1.0
         self._realtime = True
         self._interval_s = interval_s
+        self._dropping_since: float | None = None  # the first drop since one was let through
 
     def configure(
         self,
@@ -56,11 +64,13 @@ class PlaybackClock:
             if interval_s is not None and interval_s > 0:
                 self._interval_s = interval_s
             self._anchor = None
+            self._dropping_since = None
 
     def reset(self) -> None:
         """Restart from the next frame (play, seek, a new source)."""
         with self._lock:
             self._anchor = None
+            self._dropping_since = None
 
     @property
     def realtime(self) -> bool:
@@ -86,17 +96,26 @@ class PlaybackClock:
                 due = wall
         return due
 
-    def stale(self, pts: float) -> bool:
-        """True for a frame so late that processing it would only add delay: its due
-        time passed more than ``STALE_INTERVALS`` intervals ago. Never before the clock
-        has started, and never when not paced (a run or a step shows every frame)."""
+    def drop(self, pts: float, newer_waiting: bool) -> bool:
+        """True for a decoded frame so late that processing it would only add delay: its
+        due time passed more than ``STALE_INTERVALS`` intervals ago, and either a newer
+        frame waits behind it or frames have been dropped for less than ``1 /
+        SHOW_AT_LEAST_HZ`` s. Never before the clock has started, and never when not paced
+        (a run or a step shows every frame)."""
         if not self._realtime:
             return False
         with self._lock:
             if self._anchor is None:
                 return False
-            due = self._due_locked(pts)
-        return now() - due > STALE_INTERVALS * self.interval_s
+            wall = now()
+            if wall - self._due_locked(pts) > STALE_INTERVALS * self.interval_s:
+                since = self._dropping_since
+                if since is None:
+                    self._dropping_since = since = wall
+                if newer_waiting or wall - since < 1.0 / SHOW_AT_LEAST_HZ:
+                    return True
+            self._dropping_since = None
+        return False
 
     def _due_locked(self, pts: float) -> float:
         assert self._anchor is not None

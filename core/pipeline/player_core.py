@@ -146,7 +146,11 @@ class PlayerCore(ABC):
     def _stale(self, frame: Frame) -> bool:
         """A decoded frame to drop unprocessed: playing in real time, and already too late
         (core/pipeline/player_clock.py). Steps and seeks show every frame they ask for."""
-        return self._drop_late and self._state.playing and self._clock.stale(float(frame.pts))
+        if not (self._drop_late and self._state.playing):
+            return False
+        decoder = self._decoder
+        newer_waiting = decoder is not None and decoder.waiting
+        return self._clock.drop(float(frame.pts), newer_waiting)
 
     def _fetch_processed(self, timeout: float) -> FrameResult | None:
         item: Done[FrameResult] | DecodeItem | None

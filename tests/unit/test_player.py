@@ -327,6 +327,29 @@ def test_realtime_faster_than_the_model_drops_frames_instead_of_falling_behind(
     assert lag[median] <= work[median] + 2 * interval_ms + 15.0, (lag[median], work[median])
 
 
+def test_realtime_faster_than_the_decoder_keeps_showing_frames(
+    player: Player, rec: Recorder, settings: PipelineSettings
+) -> None:
+    """Asked for more frames a second than even decoding gives (a 4K camera on a slow
+    machine; 32x on the H200, where playback stopped after 12 frames), every decoded
+    frame is already late: dropping them all showed nothing at all. The picture keeps
+    moving: late frames are dropped only while a newer one waits or one was let through
+    within the last 1/30 s."""
+    opened(player, rec, settings)
+    player.set_speed(1000.0)  # 10,000 frames/s asked of a 10 fps video
+    player.play()
+    time.sleep(0.3)
+    t0, n0, i0 = time.perf_counter(), len(rec.results), rec.last.frame.index
+    time.sleep(1.0)
+    shown, i1 = len(rec.results) - n0, rec.last.frame.index
+    elapsed = time.perf_counter() - t0
+    player.pause()
+    assert not rec.errors
+    assert shown / elapsed >= 10, (shown, elapsed)  # ~30/s; before the fix: 0
+    assert i1 - i0 > shown  # the position runs ahead of what is shown: the rest dropped
+    assert rec.state.dropped > 0
+
+
 def _work_ms(result: FrameResult) -> float:
     """Decode + preprocess + inference + postprocess of one frame."""
     t = result.times
