@@ -8,6 +8,9 @@ are handed back per source, in each source's frame order, to that source's expor
 (``DIR/<name>.mp4``) and detections (``DIR/<name>.json``, as ``--detections`` writes for
 one source). File sources are read to their end, every frame. A source that fails is
 reported and the others go on; its partial outputs are discarded, never renamed in.
+A device that fails mid-run (out of memory, a driver error) hands its sources to another
+device of the run, or to the CPU, each from the frame it had reached: nothing is lost
+or written twice, and a message says so.
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from framelens.core.errors import ConfigError, SourceError, error_message
+from framelens.core.errors import ConfigError, GpuError, SourceError, error_message
 from framelens.core.pipeline import build
+from framelens.core.pipeline.device_failover import (
+    device_words,
+    reopen_at,
+    replace_workers,
+    settings_after_failure,
+)
 from framelens.core.pipeline.run import run_meta
 from framelens.core.pipeline.runner import PipelineRunner, RunRange
 from framelens.core.pipeline.settings import PipelineSettings
@@ -90,6 +99,7 @@ class _SourceOutputs:
     def __init__(self, video: FrameExporter | None, writer: OutputWriter[Any] | None) -> None:
         self.video, self.writer = video, writer
         self.frames = 0
+        self.next_index = 0  # the source's frame to write next (where a move resumes it)
 
     def add(self, result: FrameResult) -> None:
         if self.video is not None and result.annotated is not None:
@@ -97,6 +107,7 @@ class _SourceOutputs:
         if self.writer is not None:
             self.writer.add(result.frame.index, result.frame.pts, result.output)
         self.frames += 1
+        self.next_index = result.frame.index + 1
 
     def close(self) -> list[str]:
         return [str(w.close()) for w in (self.video, self.writer) if w is not None]
@@ -153,7 +164,7 @@ def run_many(
     options: dict[str, Any] = {
         "videos": videos, "lossless": lossless, "frames": frames, "bar": bar,
         "on_message": on_message, "cancel": cancel, "max_wait_ms": max_wait_ms,
-        "workers": workers,
+        "workers": workers, "devices": slots,
     }  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -211,6 +222,7 @@ def run_many(
                 "fps": part["fps"],
                 "mean_batch": part["mean_batch"],
                 "path": part["path"],
+                "moved_to": part["moved_to"],
             }
             for k, (group, part) in enumerate(zip(groups, parts, strict=True))
         ]
@@ -270,9 +282,12 @@ def run_group(
     cancel: CancelFlag | None,
     max_wait_ms: float | None,
     workers: int | None,
+    devices: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One device's sources through one executor: the run of ``run_many`` for them
-    (in a thread of its own or a process of its own with several devices)."""
+    (in a thread of its own or a process of its own with several devices). If the
+    device fails, the sources go on on another GPU among ``devices`` (the run's), else
+    on the CPU."""
     all_specs, all_names = list(specs), list(names)
     if settings.batch == 1 and len(specs) > 1:
         # as DeepStream's batch-size: one slot per source, at least MULTI_BATCH, capped
@@ -314,33 +329,67 @@ def run_group(
             if task.name != "superres":
                 writer = task.open_writer(out_dir / f"{name}.json", meta)
             outputs.append(_SourceOutputs(video, writer))
+
+        def say(text: str) -> None:
+            notes.append(text)
+            if on_message is not None:
+                on_message(text)
+
         for text in notes:
             if on_message is not None:
                 on_message(text)
         stats = RunStats()
+        route = list(range(len(specs)))  # the merged source's source_id -> output
+        failures: dict[int, str] = {}  # output -> why its source stopped early
+        finished: set[int] = set()  # outputs whose source was read to its end
 
         def sink(result: FrameResult) -> None:
-            outputs[result.frame.source_id].add(result)
+            outputs[route[result.frame.source_id]].add(result)
 
         latency: list[list[float]] = [[] for _ in specs]  # end to end, ms, per source
 
         def report(result: FrameResult) -> None:
-            latency[result.frame.source_id].append(result.times.e2e)
+            latency[route[result.frame.source_id]].append(result.times.e2e)
             bar.update()
             if cancel is not None and cancel.is_set():
                 runner.cancel()
 
-        runner = PipelineRunner(
-            merged, built.pipelines[0], [sink], observers=[stats, report],
-            draw=videos, extra_pipelines=built.pipelines[1:], max_wait_ms=max_wait_ms,
-        )  # fmt: skip
         run_started = time.perf_counter()
-        runner.run(RunRange(0, None))
+        moved: list[str] = []
+        while True:
+            runner = PipelineRunner(
+                merged, built.pipelines[0], [sink], observers=[stats, report],
+                draw=videos, extra_pipelines=built.pipelines[1:], max_wait_ms=max_wait_ms,
+            )  # fmt: skip
+            try:
+                runner.run(RunRange(0, None))
+                break
+            except GpuError as exc:
+                if not settings.device.startswith("cuda"):
+                    raise
+                failed_device = settings.device
+                settings = settings_after_failure(settings, devices)
+                gone, merged, opened = merged, None, []
+                built = replace_workers(built, gone, settings, notes.append, workers)
+                failures.update({route[k]: why for k, why in gone.failures.items()})
+                finished.update(route[k] for k in gone.finished)
+                left = [i for i in range(len(specs)) if i not in failures and i not in finished]
+                say(
+                    f"{failed_device} failed ({exc}); {len(left)} of its sources go on on "
+                    f"{device_words(settings.device)}, each from the frame it had reached"
+                )
+                moved.append(settings.device)
+                if not left:
+                    break
+                at = [(outputs[i].next_index, outputs[i].frames) for i in left]
+                merged, route = reopen_at([specs[i] for i in left], at, built, frames), left
         run_finished = time.perf_counter()
+        if merged is not None:
+            failures.update({route[k]: why for k, why in merged.failures.items()})
         stats.stop()
         per_source = []
         for i, (spec, name, out) in enumerate(zip(specs, names, outputs, strict=True)):
-            failed = merged.failures.get(i)
+            failed = failures.get(i)
             entry: dict[str, Any] = {"source": spec, "name": name, "frames": out.frames}
             if latency[i]:
                 p50, p99 = np.percentile(latency[i], [50, 99])
@@ -376,6 +425,7 @@ def run_group(
             "precision": settings.precision,
             "backend": ran.backend,
             "device": settings.device,
+            "moved_to": moved,
         }
     except BaseException:
         for out in outputs:

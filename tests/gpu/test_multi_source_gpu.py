@@ -137,3 +137,44 @@ def test_eight_sources_on_one_gpu_spread_over_two_processes_by_default(
         for r, t in zip(want, as_detections(tmp_path / "out" / f"cam{i}.json"), strict=True):
             totals.add_frame(r, t)
         assert totals.f1 >= 0.99, (i, totals.as_dict())
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_a_gpu_failing_mid_run_hands_its_sources_to_the_cpu_from_where_each_stopped(
+    gpu_ctx: GpuContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: bool
+) -> None:
+    """Two device slots on the H200, each failing at frame 40 (an injected fault, as an
+    out-of-memory would): with no other GPU in the run, both groups' sources go on on
+    the CPU from the frame each had reached; every output complete, none twice."""
+    import av
+    from framelens.core.pipeline.gpu_pipeline import FAULT_ENV
+
+    monkeypatch.setenv(FAULT_ENV, "40")  # spawned group processes inherit it
+    copies = []
+    for i in range(4):
+        copies.append(tmp_path / f"cam{i}.mp4")
+        copies[-1].write_bytes(SAMPLE.read_bytes())
+    messages: list[str] = []
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    frames = 80
+    summary = run_many(
+        [str(c) for c in copies], settings, str(tmp_path / "out"), devices=["cuda:0"] * 2,
+        frames=frames, progress=False, processes=processes, on_message=messages.append,
+    )  # fmt: skip
+    moves = [m for m in messages if m.startswith("cuda:0 failed (frame 40: injected fault")]
+    assert len(moves) == 2 and all("go on on the CPU" in m for m in moves), messages
+    assert [d["moved_to"] for d in summary["devices"]] == [["cpu"], ["cpu"]]
+    cpu = tmp_path / "cpu.json"
+    run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),
+                   detections=str(cpu), frames=frames, progress=False)  # fmt: skip
+    want = as_detections(cpu)
+    for i in range(4):
+        path = tmp_path / "out" / f"cam{i}.json"
+        indices = [f["index"] for f in json.loads(path.read_text())["frames"]]
+        assert indices == list(range(frames))
+        totals = AgreementTotals()
+        for r, t in zip(want, as_detections(path), strict=True):
+            totals.add_frame(r, t)
+        assert totals.f1 >= 0.99, (i, totals.as_dict())
+        with av.open(str(tmp_path / "out" / f"cam{i}.mp4")) as c:
+            assert sum(1 for _ in c.decode(video=0)) == frames

@@ -33,18 +33,31 @@ class _Ended:
 
 
 class MergedSource(Source):
-    """``sources`` read together; ``limit``: at most that many frames of each."""
+    """``sources`` read together; ``limit``: at most that many frames of each, or
+    ``limits``: of each its own (None: to its end)."""
 
-    def __init__(self, sources: Sequence[Source], *, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        *,
+        limit: int | None = None,
+        limits: Sequence[int | None] | None = None,
+    ) -> None:
         if not sources:
             raise SourceError("no sources to read")
         self.sources = list(sources)
         for i, source in enumerate(self.sources):
             source.source_id = i
+        self._limits = list(limits) if limits is not None else [limit] * len(self.sources)
+        if len(self._limits) != len(self.sources):
+            raise ValueError("one limit per source")
         counts = [s.info.frame_count for s in self.sources]
         total = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
-        if total is not None and limit is not None:
-            total = sum(min(limit, c or 0) for c in counts)
+        if total is not None:
+            total = sum(
+                (c or 0) if n is None else min(n, c or 0)
+                for c, n in zip(counts, self._limits, strict=True)
+            )
         first = self.sources[0].info
         self.info = SourceInfo(
             uri=" + ".join(s.info.uri for s in self.sources),
@@ -55,8 +68,8 @@ class MergedSource(Source):
             frame_count=total,
         )
         self.failures: dict[int, str] = {}  # source_id -> why it stopped early
+        self.finished: set[int] = set()  # source_ids read to their end (or limit), all given
         self.delivered = [0] * len(self.sources)
-        self._limit = limit
         self._queues: list[queue.Queue[Frame | _Ended]] = [
             queue.Queue(QUEUE_DEPTH) for _ in self.sources
         ]
@@ -75,8 +88,8 @@ class MergedSource(Source):
         source, out = self.sources[i], self._queues[i]
         ended = _Ended()
         try:
-            n = 0
-            while not self._stop.is_set() and (self._limit is None or n < self._limit):
+            n, limit = 0, self._limits[i]
+            while not self._stop.is_set() and (limit is None or n < limit):
                 frame = source.read()
                 if frame is None:
                     break
@@ -114,6 +127,8 @@ class MergedSource(Source):
                     self._live.remove(i)
                     if item.error is not None:
                         self.failures[i] = item.error
+                    else:
+                        self.finished.add(i)
                     break
                 self._turn += 1
                 self.delivered[i] += 1
