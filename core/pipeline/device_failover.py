@@ -5,7 +5,7 @@ a run of one source goes on on the CPU the same way (core/pipeline/run.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from framelens.core.pipeline import build
@@ -16,10 +16,13 @@ from framelens.core.stages.sources.merged import MergedSource
 __all__ = ["device_words", "reopen_at", "replace_workers", "settings_after_failure"]
 
 
-def settings_after_failure(settings: PipelineSettings, devices: Sequence[str]) -> PipelineSettings:
-    """Another GPU of the run (the first listed that is not the failed one), else the CPU
-    with ONNX Runtime."""
-    spare = next((d for d in devices if d.startswith("cuda") and d != settings.device), None)
+def settings_after_failure(
+    settings: PipelineSettings, devices: Sequence[str], failed: Collection[str] = ()
+) -> PipelineSettings:
+    """Another GPU of the run (the first listed that is neither the one that failed now
+    nor one of ``failed`` before), else the CPU with ONNX Runtime."""
+    out = {settings.device, *failed}
+    spare = next((d for d in devices if d.startswith("cuda") and d not in out), None)
     if spare is not None:
         return replace(settings, device=spare)
     return build.after_gpu_failure(settings)

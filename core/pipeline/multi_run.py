@@ -341,7 +341,8 @@ def run_group(
         stats = RunStats()
         route = list(range(len(specs)))  # the merged source's source_id -> output
         failures: dict[int, str] = {}  # output -> why its source stopped early
-        finished: set[int] = set()  # outputs whose source was read to its end
+        complete: set[int] = set()  # outputs that have every frame of their source
+        base = [0] * len(specs)  # frames each output had when the current sources opened
 
         def sink(result: FrameResult) -> None:
             outputs[route[result.frame.source_id]].add(result)
@@ -355,7 +356,8 @@ def run_group(
                 runner.cancel()
 
         run_started = time.perf_counter()
-        moved: list[str] = []
+        moved: list[str] = []  # the devices the sources went on on, in turn
+        moved_from: list[str] = []
         while True:
             runner = PipelineRunner(
                 merged, built.pipelines[0], [sink], observers=[stats, report],
@@ -368,19 +370,27 @@ def run_group(
                 if not settings.device.startswith("cuda"):
                     raise
                 failed_device = settings.device
-                settings = settings_after_failure(settings, devices)
+                settings = settings_after_failure(settings, devices, failed=moved_from)
+                moved_from.append(failed_device)
                 gone, merged, opened = merged, None, []
                 built = replace_workers(built, gone, settings, notes.append, workers)
                 failures.update({route[k]: why for k, why in gone.failures.items()})
-                finished.update(route[k] for k in gone.finished)
-                left = [i for i in range(len(specs)) if i not in failures and i not in finished]
+                # read to its end is not enough: frames read may not have been written
+                complete.update(
+                    route[k] for k in gone.finished
+                    if outputs[route[k]].frames - base[route[k]] == gone.delivered[k]
+                )  # fmt: skip
+                left = [i for i in range(len(specs)) if i not in failures and i not in complete]
+                count = f"{len(left)} source{'s' if len(left) != 1 else ''}"
                 say(
-                    f"{failed_device} failed ({exc}); {len(left)} of its sources go on on "
-                    f"{device_words(settings.device)}, each from the frame it had reached"
+                    f"{failed_device} failed ({exc}); going on on "
+                    f"{device_words(settings.device)} with {count}, each from the frame it "
+                    "had reached"
                 )
                 moved.append(settings.device)
                 if not left:
                     break
+                base = [o.frames for o in outputs]
                 at = [(outputs[i].next_index, outputs[i].frames) for i in left]
                 merged, route = reopen_at([specs[i] for i in left], at, built, frames), left
         run_finished = time.perf_counter()

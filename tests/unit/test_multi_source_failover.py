@@ -42,37 +42,42 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     ]
 
 
-def failing(settings: PipelineSettings) -> FrameProcessor:
+def failing(settings: PipelineSettings, at: int | None) -> FrameProcessor:
+    """A real CPU pipeline that raises GpuError on frame ``at`` of any source."""
     pipeline = build.host_pipeline(settings)
     real = pipeline.infer_batch
 
     def infer_batch(frames: list[Frame], times: list[StageTimes]) -> list[FrameResult]:
-        if any(f.index == FAIL_AT for f in frames):
-            raise GpuError(f"frame {FAIL_AT}: out of memory (injected)")
+        if any(f.index == at for f in frames):
+            raise GpuError(f"frame {at}: out of memory (injected)")
         return real(frames, times)
 
     pipeline.infer_batch = infer_batch  # type: ignore[method-assign]
     return pipeline
 
 
-@pytest.fixture
-def stand_in_gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """cuda:0 fails at FAIL_AT, cuda:1 works; both are CPU pipelines in fact. Returns
-    the devices workers were built for, in order."""
+def stand_ins(monkeypatch: pytest.MonkeyPatch, fail_at: dict[str, int | None]) -> list[str]:
+    """Stand-in GPUs (CPU pipelines in fact), device -> the frame it fails on (None:
+    works). Returns the devices workers were built for, in order."""
     real = build.workers
     built: list[str] = []
 
     def workers(settings: PipelineSettings, **kw: Any) -> Workers:
         built.append(settings.device)
+        if settings.device not in fail_at:
+            return real(settings, **kw)
         cpu = replace(settings, device="cpu", threads=1)
-        if settings.device == "cuda:0":
-            return Workers([failing(cpu)], "gpu pipeline (stand-in cuda:0)")
-        if settings.device == "cuda:1":
-            return Workers([build.host_pipeline(cpu)], "gpu pipeline (stand-in cuda:1)")
-        return real(settings, **kw)
+        at = fail_at[settings.device]
+        return Workers([failing(cpu, at)], f"gpu pipeline (stand-in {settings.device})")
 
     monkeypatch.setattr(build, "workers", workers)
     return built
+
+
+@pytest.fixture
+def stand_in_gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """cuda:0 fails at FAIL_AT, cuda:1 works."""
+    return stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": None})
 
 
 def frames_of(path: Path) -> list[dict[str, Any]]:
@@ -94,7 +99,8 @@ def assert_same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("devices", "goes_to"), [(["cuda:0", "cuda:1"], "cuda:1"), (["cuda:0"], "the CPU")]
+    ("devices", "goes_to"),
+    [(["cuda:0", "cuda:1"], "cuda:1 with 2 sources"), (["cuda:0"], "the CPU with 3 sources")],
 )
 def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
     clips: list[str],
@@ -112,7 +118,7 @@ def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
     moves = [m for m in messages if m.startswith("cuda:0 failed")]
     assert len(moves) == 1 and "\n" not in moves[0], messages
     assert f"frame {FAIL_AT}: out of memory" in moves[0]
-    assert f"go on on {goes_to}, each from the frame it had reached" in moves[0]
+    assert f"going on on {goes_to}, each from the frame it had reached" in moves[0]
     assert stand_in_gpus.count("cuda:0") == 1  # built once, then its sources moved
     assert [s["frames"] for s in summary["sources"]] == [FRAMES] * 3
     assert not any("error" in s for s in summary["sources"])
@@ -127,3 +133,25 @@ def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
         found += sum(len(f["detections"]) for f in moved)
     assert found > 30  # the person is in view: the comparison compared boxes
     assert not list((tmp_path / "moved").glob(".*"))  # no staging files left
+
+
+def test_a_source_moved_to_a_gpu_that_fails_too_goes_on_on_the_cpu_not_back(
+    clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuda:0 fails at frame 11 and hands its sources to cuda:1, which fails at frame 20:
+    they go on on the CPU, not back to cuda:0 (cuda:1's own sources do go to cuda:0,
+    which they have not seen fail, and finish there)."""
+    built = stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": 20})
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    messages: list[str] = []
+    summary = run_many(
+        clips, settings, str(tmp_path / "out"), devices=["cuda:0", "cuda:1"], progress=False,
+        on_message=messages.append,
+    )  # fmt: skip
+    moves = [m for m in messages if " failed (frame " in m]
+    assert sorted(m.split(" failed")[0] for m in moves) == ["cuda:0", "cuda:1", "cuda:1"]
+    assert [d["moved_to"] for d in summary["devices"]] == [["cuda:1", "cpu"], ["cuda:0"]]
+    assert built.count("cuda:0") == 2 and built.count("cuda:1") == 2 and "cpu" in built
+    for entry in summary["sources"]:
+        moved = frames_of(tmp_path / "out" / f"{entry['name']}.json")
+        assert [f["index"] for f in moved] == list(range(FRAMES))
