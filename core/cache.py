@@ -69,6 +69,9 @@ def read_entry(entry: Path) -> dict[str, Any] | None:
     if not isinstance(meta, dict):
         return None
     for name in meta.get("files", []):
+        parts = Path(str(name)).parts
+        if not parts or ".." in parts or Path(str(name)).is_absolute():
+            return None  # not written by commit(): nothing outside the entry is looked at
         if not (entry / str(name)).is_file():
             return None
     return meta
@@ -95,8 +98,11 @@ class Staging:
     def commit(self, meta: dict[str, Any]) -> Path:
         """Write the metadata last, then rename; returns the entry (perhaps another's)."""
         meta = dict(meta)
+        # every file, those in subfolders too (a model's external data may sit there)
         meta["files"] = sorted(
-            p.name for p in self.path.iterdir() if p.is_file() and p.name != META_FILE
+            p.relative_to(self.path).as_posix()
+            for p in self.path.rglob("*")
+            if p.is_file() and p.name != META_FILE
         )
         (self.path / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
         try:
