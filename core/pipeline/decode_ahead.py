@@ -90,8 +90,13 @@ class DecodeAhead:
 
     @property
     def waiting(self) -> bool:
-        """Whether a decoded item waits to be taken (one of an older generation counts)."""
-        return not self._queue.empty()
+        """Whether a decoded frame of the current generation waits to be taken (the end
+        of the source or a failure does not count: the frame before it is the newest)."""
+        with self._queue.mutex:
+            return any(
+                gen == self._generation and isinstance(item, tuple)
+                for gen, item in self._queue.queue
+            )
 
     def seek(self, index: int) -> None:
         """Reposition the source; frames already queued are invalidated."""

@@ -6,12 +6,13 @@ When processing is slower than the source (a heavy model, a 60 fps camera), fram
 would queue behind the workers and the picture would drift ever further behind: the
 executor asks ``drop(pts, newer_waiting)`` before it takes a decoded frame and drops the
 ones whose time has passed by more than ``STALE_INTERVALS`` frame intervals, so what is on
-screen stays within a couple of intervals of decode + inference. Dropping catches up in a
-few decode times when the model is what is slow; when decoding itself is slower than the
-asked rate (a 4K camera on a slow machine, a file at 32x) every frame is late, and
-dropping them all would show nothing at all: after ``1 / SHOW_AT_LEAST_HZ`` s of dropping,
-the next late frame with no newer one waiting behind it is let through. The clock is read
-from worker threads and set from the player thread, hence the lock. The video wall paces each file
+screen stays within a couple of intervals of decode + inference. When the model is what
+is slow, the frames dropped catch up with the clock (their timestamps run ahead of it);
+when decoding itself is slower than the asked rate (a 4K camera on a slow machine, a
+file at 32x) every frame is late and dropping them all would show nothing at all: after
+``1 / SHOW_AT_LEAST_HZ`` s of dropping frames that do not catch up, the next late frame
+with no newer one waiting behind it is let through. The clock is read from worker
+threads and set from the player thread, hence the lock. The video wall paces each file
 source by one too (core/pipeline/wall.py ``PacedSource``).
 """
 
@@ -46,7 +47,8 @@ class PlaybackClock:
         self._speed = 1.0
         self._realtime = True
         self._interval_s = interval_s
-        self._dropping_since: float | None = None  # the first drop since one was let through
+        # (wall s, pts s) of the first drop since a frame was let through
+        self._dropping_since: tuple[float, float] | None = None
 
     def configure(
         self,
@@ -98,10 +100,12 @@ class PlaybackClock:
 
     def drop(self, pts: float, newer_waiting: bool) -> bool:
         """True for a decoded frame so late that processing it would only add delay: its
-        due time passed more than ``STALE_INTERVALS`` intervals ago, and either a newer
-        frame waits behind it or frames have been dropped for less than ``1 /
-        SHOW_AT_LEAST_HZ`` s. Never before the clock has started, and never when not paced
-        (a run or a step shows every frame)."""
+        due time passed more than ``STALE_INTERVALS`` intervals ago, and dropping still
+        helps: a newer frame waits behind it, or frames have been dropped for less than
+        ``1 / SHOW_AT_LEAST_HZ`` s, or the frames dropped are catching up with the clock
+        (their timestamps advance faster than it; for at most ``resync_s``). Never before
+        the clock has started, and never when not paced (a run or a step shows every
+        frame)."""
         if not self._realtime:
             return False
         with self._lock:
@@ -109,10 +113,14 @@ class PlaybackClock:
                 return False
             wall = now()
             if wall - self._due_locked(pts) > STALE_INTERVALS * self.interval_s:
-                since = self._dropping_since
-                if since is None:
-                    self._dropping_since = since = wall
-                if newer_waiting or wall - since < 1.0 / SHOW_AT_LEAST_HZ:
+                if self._dropping_since is None:
+                    self._dropping_since = (wall, pts)
+                since_wall, since_pts = self._dropping_since
+                dropping = wall - since_wall
+                if newer_waiting or dropping < 1.0 / SHOW_AT_LEAST_HZ:
+                    return True
+                catching_up = (pts - since_pts) / self._speed > dropping
+                if catching_up and dropping < self._resync_s:
                     return True
             self._dropping_since = None
         return False
