@@ -1,49 +1,88 @@
 """Where a run's sources go when their device fails mid-run (out of memory, a driver
-error): another GPU of the run, else the CPU, each source reopened at the frame its
-outputs are to write next. Used by a run of several sources (core/pipeline/multi_run.py);
-a run of one source goes on on the CPU the same way (core/pipeline/run.py)."""
+error): another GPU of the run that has not failed, else the CPU; each source reopened
+at the frame its outputs are to write next. Used by a run of several sources
+(core/pipeline/multi_run.py); a run of one source goes on on the CPU the same way
+(core/pipeline/run.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
+from framelens.core.errors import FrameLensError, GpuError, SourceError, error_message
 from framelens.core.pipeline import build
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
 
-__all__ = ["device_words", "reopen_at", "replace_workers", "settings_after_failure"]
-
-
-def settings_after_failure(
-    settings: PipelineSettings, devices: Sequence[str], failed: Collection[str] = ()
-) -> PipelineSettings:
-    """Another GPU of the run (the first listed that is neither the one that failed now
-    nor one of ``failed`` before), else the CPU with ONNX Runtime."""
-    out = {settings.device, *failed}
-    spare = next((d for d in devices if d.startswith("cuda") and d not in out), None)
-    if spare is not None:
-        return replace(settings, device=spare)
-    return build.after_gpu_failure(settings)
+__all__ = ["Failover", "Reopened", "device_words"]
 
 
 def device_words(device: str) -> str:
     return "the CPU" if device == "cpu" else device
 
 
-def replace_workers(
-    built: build.Workers,
-    merged: MergedSource,
-    settings: PipelineSettings,
-    notify: Callable[[str], None],
-    count: int | None,
-) -> build.Workers:
-    """Close the failed device's workers and sources (quietly: a broken CUDA context
-    fails its own teardown) and build the workers of ``settings``."""
-    built.close()
-    build.close_quietly([merged])
-    return build.workers(settings, notify=notify, count=count)
+@dataclass
+class Reopened:
+    """The sources reopened on the new device, read together (None: none was left), the
+    positions (in the list asked for) of those in it, and of the others why not: an
+    error, or None for a source that had nothing left to give."""
+
+    merged: MergedSource | None
+    kept: list[int]
+    not_kept: dict[int, str | None]
+
+
+@dataclass
+class Failover:
+    """One group's moves: the run's devices, those that failed under it, those its
+    sources went on on in turn."""
+
+    devices: Sequence[str]
+    workers: int | None  # inference workers per device (None: the path's default)
+    frames: int | None  # at most this many frames of each source
+    say: Callable[[str], None]
+    failed: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+
+    def candidates(self, settings: PipelineSettings) -> list[PipelineSettings]:
+        """Other GPUs of the run, in the order listed, that have not failed; the CPU
+        (with ONNX Runtime) last."""
+        out = {settings.device, *self.failed}
+        gpus = [d for d in dict.fromkeys(self.devices) if d.startswith("cuda") and d not in out]
+        return [replace(settings, device=d) for d in gpus] + [build.after_gpu_failure(settings)]
+
+    def move(
+        self, settings: PipelineSettings, specs: Sequence[str], at: Sequence[tuple[int, int]]
+    ) -> tuple[PipelineSettings, build.Workers, Reopened]:
+        """Workers on the first candidate that can take ``specs`` (each at its (next
+        frame to write, frames written) of ``at``), and the sources reopened there."""
+        self.failed.append(settings.device)
+        for target in self.candidates(settings):
+            on_gpu = target.device.startswith("cuda")
+            try:
+                built = build.workers(target, notify=self.say, count=self.workers)
+            except FrameLensError as exc:
+                if not on_gpu:
+                    raise
+                self._cannot(target.device, exc)
+                continue
+            try:
+                reopened = reopen_at(specs, at, built, self.frames)
+            except GpuError as exc:  # no NVDEC session or buffers there
+                built.close()
+                self._cannot(target.device, exc)
+                continue
+            except BaseException:
+                built.close()
+                raise
+            self.moved.append(target.device)
+            return target, built, reopened
+        raise AssertionError("the CPU is always a candidate")  # pragma: no cover
+
+    def _cannot(self, device: str, exc: BaseException) -> None:
+        self.failed.append(device)
+        self.say(f"{device} cannot take the sources of a failed device ({error_message(exc)})")
 
 
 def reopen_at(
@@ -51,20 +90,37 @@ def reopen_at(
     at: Sequence[tuple[int, int]],
     built: build.Workers,
     frames: int | None,
-) -> MergedSource:
-    """``specs`` opened for ``built``'s pipelines, read together; each at its (next frame
-    to write, frames written so far) of ``at``, so that with ``frames`` (at most that
-    many of each) no source gives more than it had left. A live source, which cannot
-    seek, goes on from now."""
+) -> Reopened:
+    """``specs`` opened for ``built``'s pipelines, each at its (next frame to write,
+    frames written so far) of ``at``, so that with ``frames`` (at most that many of
+    each) none gives more than it had left. A live source, which cannot seek, goes on
+    from now. GpuError when the device cannot decode there at all."""
     opened: list[Source] = []
+    kept: list[int] = []
+    not_kept: dict[int, str | None] = {}
     try:
-        for spec, (next_index, _) in zip(specs, at, strict=True):
-            source, _ = build.open_frames(spec, built.pipelines[0])
-            opened.append(source)
+        for j, (spec, (next_index, _)) in enumerate(zip(specs, at, strict=True)):
+            try:
+                source, _ = build.open_frames(spec, built.pipelines[0])
+            except SourceError as exc:  # gone, or no longer readable
+                not_kept[j] = error_message(exc)
+                continue
+            count = source.info.frame_count
             if source.info.seekable and next_index:
-                source.seek(next_index)
-        limits = [None if frames is None else max(0, frames - written) for _, written in at]
-        return MergedSource(opened, limits=limits)
+                try:
+                    source.seek(next_index)
+                except SourceError as exc:
+                    build.close_quietly([source])
+                    # all written, its end not yet read when the device failed
+                    done = count is not None and next_index >= count
+                    not_kept[j] = None if done else error_message(exc)
+                    continue
+            opened.append(source)
+            kept.append(j)
+        if not opened:
+            return Reopened(None, [], not_kept)
+        limits = [None if frames is None else max(0, frames - at[j][1]) for j in kept]
+        return Reopened(MergedSource(opened, limits=limits, raise_gpu_errors=True), kept, not_kept)
     except BaseException:
         build.close_quietly(opened)
         raise

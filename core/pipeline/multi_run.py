@@ -27,12 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 from framelens.core.errors import ConfigError, GpuError, SourceError, error_message
 from framelens.core.pipeline import build
-from framelens.core.pipeline.device_failover import (
-    device_words,
-    reopen_at,
-    replace_workers,
-    settings_after_failure,
-)
+from framelens.core.pipeline.device_failover import Failover, device_words
 from framelens.core.pipeline.run import run_meta
 from framelens.core.pipeline.runner import PipelineRunner, RunRange
 from framelens.core.pipeline.settings import PipelineSettings
@@ -96,18 +91,32 @@ def output_names(specs: Sequence[str]) -> list[str]:
 class _SourceOutputs:
     """One source's exporter and detections writer, fed its results in frame order."""
 
-    def __init__(self, video: FrameExporter | None, writer: OutputWriter[Any] | None) -> None:
+    def __init__(
+        self, video: FrameExporter | None, writer: OutputWriter[Any] | None, fps: float
+    ) -> None:
         self.video, self.writer = video, writer
         self.frames = 0
         self.next_index = 0  # the source's frame to write next (where a move resumes it)
+        self._interval = 1.0 / fps if fps > 0 else 1.0 / 30
+        self._last_pts = -self._interval
+        self._offsets = (0, 0.0)  # added to index and pts: a live source reopened
+        self.rebase = False  # the next frame continues the numbering and the timeline
 
     def add(self, result: FrameResult) -> None:
+        frame = result.frame
+        if self.rebase:  # a live source counts from 0 again after a move
+            self._offsets = (
+                self.next_index - frame.index,
+                self._last_pts + self._interval - frame.pts,
+            )
+            self.rebase = False
+        index, pts = frame.index + self._offsets[0], frame.pts + self._offsets[1]
         if self.video is not None and result.annotated is not None:
-            self.video.write(result.annotated, result.frame.pts, result.frame.index)
+            self.video.write(result.annotated, pts, index)
         if self.writer is not None:
-            self.writer.add(result.frame.index, result.frame.pts, result.output)
+            self.writer.add(index, pts, result.output)
         self.frames += 1
-        self.next_index = result.frame.index + 1
+        self.next_index, self._last_pts = index + 1, pts
 
     def close(self) -> list[str]:
         return [str(w.close()) for w in (self.video, self.writer) if w is not None]
@@ -310,7 +319,7 @@ def run_group(
             raise SourceError(f"no source could be opened: {'; '.join(unopened.values())}")
         live = [i for i in range(len(specs)) if i not in unopened]
         specs, names = [specs[i] for i in live], [names[i] for i in live]
-        merged = MergedSource(opened, limit=frames)
+        merged = MergedSource(opened, limit=frames, raise_gpu_errors=True)
         task = built.pipelines[0].task
         ran = built.pipelines[0].settings
         for spec, name, source in zip(specs, names, opened, strict=True):
@@ -328,7 +337,7 @@ def run_group(
             writer = None
             if task.name != "superres":
                 writer = task.open_writer(out_dir / f"{name}.json", meta)
-            outputs.append(_SourceOutputs(video, writer))
+            outputs.append(_SourceOutputs(video, writer, info.fps))
 
         def say(text: str) -> None:
             notes.append(text)
@@ -339,6 +348,7 @@ def run_group(
             if on_message is not None:
                 on_message(text)
         stats = RunStats()
+        group_device = settings.device
         route = list(range(len(specs)))  # the merged source's source_id -> output
         failures: dict[int, str] = {}  # output -> why its source stopped early
         complete: set[int] = set()  # outputs that have every frame of their source
@@ -356,8 +366,8 @@ def run_group(
                 runner.cancel()
 
         run_started = time.perf_counter()
-        moved: list[str] = []  # the devices the sources went on on, in turn
-        moved_from: list[str] = []
+        failover = Failover(devices, workers, frames, say)
+        calls = [0, 0]  # engine calls and the frames in them, over every device used
         while True:
             runner = PipelineRunner(
                 merged, built.pipelines[0], [sink], observers=[stats, report],
@@ -369,11 +379,9 @@ def run_group(
             except GpuError as exc:
                 if not settings.device.startswith("cuda"):
                     raise
-                failed_device = settings.device
-                settings = settings_after_failure(settings, devices, failed=moved_from)
-                moved_from.append(failed_device)
                 gone, merged, opened = merged, None, []
-                built = replace_workers(built, gone, settings, notes.append, workers)
+                built.close()
+                build.close_quietly([gone])  # a broken CUDA context fails its own teardown
                 failures.update({route[k]: why for k, why in gone.failures.items()})
                 # read to its end is not enough: frames read may not have been written
                 complete.update(
@@ -381,18 +389,30 @@ def run_group(
                     if outputs[route[k]].frames - base[route[k]] == gone.delivered[k]
                 )  # fmt: skip
                 left = [i for i in range(len(specs)) if i not in failures and i not in complete]
-                count = f"{len(left)} source{'s' if len(left) != 1 else ''}"
-                say(
-                    f"{failed_device} failed ({exc}); going on on "
-                    f"{device_words(settings.device)} with {count}, each from the frame it "
-                    "had reached"
-                )
-                moved.append(settings.device)
                 if not left:
+                    say(f"{settings.device} failed ({exc}) after its sources were all done")
                     break
-                base = [o.frames for o in outputs]
+                failed_device = settings.device
                 at = [(outputs[i].next_index, outputs[i].frames) for i in left]
-                merged, route = reopen_at([specs[i] for i in left], at, built, frames), left
+                settings, built, reopened = failover.move(settings, [specs[i] for i in left], at)
+                for j, why in reopened.not_kept.items():
+                    if why is None:
+                        complete.add(left[j])
+                    else:
+                        failures[left[j]] = why
+                say(
+                    f"{failed_device} failed ({exc}); {_count(reopened.kept)} going on on "
+                    f"{device_words(settings.device)}, each from the frame it had reached"
+                )
+                if reopened.merged is None:
+                    break
+                merged, route = reopened.merged, [left[j] for j in reopened.kept]
+                base = [o.frames for o in outputs]
+                for k, source in enumerate(merged.sources):
+                    outputs[route[k]].rebase = not source.info.seekable
+            finally:
+                calls[0] += runner.batches_run
+                calls[1] += runner.frames_run
         run_finished = time.perf_counter()
         if merged is not None:
             failures.update({route[k]: why for k, why in merged.failures.items()})
@@ -425,17 +445,17 @@ def run_group(
             "run_finished": run_finished,
             "stage_ms": stats.medians(),
             "batch": built.pipelines[0].settings.batch,
-            "mean_batch": round(runner.mean_batch, 2),
-            "batches_run": runner.batches_run,
-            "frames_run": runner.frames_run,
+            "mean_batch": round(calls[1] / calls[0], 2) if calls[0] else 0.0,
+            "batches_run": calls[0],
+            "frames_run": calls[1],
             "inference_workers": len(built.pipelines),
             "path": built.path,
             "notes": notes,
             "model": settings.model.name,
             "precision": settings.precision,
-            "backend": ran.backend,
-            "device": settings.device,
-            "moved_to": moved,
+            "backend": built.pipelines[0].settings.backend if built.pipelines else ran.backend,
+            "device": group_device,
+            "moved_to": failover.moved,
         }
     except BaseException:
         for out in outputs:
@@ -447,3 +467,7 @@ def run_group(
             merged.close()  # its reader threads, then every source
         elif opened:
             build.close_quietly(opened)
+
+
+def _count(indices: Sequence[int]) -> str:
+    return f"{len(indices)} source{'' if len(indices) == 1 else 's'}"

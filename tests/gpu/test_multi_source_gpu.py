@@ -162,7 +162,7 @@ def test_a_gpu_failing_mid_run_hands_its_sources_to_the_cpu_from_where_each_stop
         frames=frames, progress=False, processes=processes, on_message=messages.append,
     )  # fmt: skip
     moves = [m for m in messages if m.startswith("cuda:0 failed (frame 40: injected fault")]
-    assert len(moves) == 2 and all("going on on the CPU with 2 sources" in m for m in moves)
+    assert len(moves) == 2 and all("2 sources going on on the CPU" in m for m in moves)
     assert [d["moved_to"] for d in summary["devices"]] == [["cpu"], ["cpu"]]
     cpu = tmp_path / "cpu.json"
     run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),

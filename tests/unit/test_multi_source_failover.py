@@ -9,6 +9,7 @@ fault into the real GPU pipeline on the H200). What is tested is the move.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -42,13 +43,18 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     ]
 
 
-def failing(settings: PipelineSettings, at: int | None) -> FrameProcessor:
-    """A real CPU pipeline that raises GpuError on frame ``at`` of any source."""
+def failing(settings: PipelineSettings, at: int | None, *, nth: bool = False) -> FrameProcessor:
+    """A real CPU pipeline that raises GpuError on frame ``at`` of any source (``nth``:
+    on the ``at``-th frame it is given, for a live stream, whose indices skip)."""
     pipeline = build.host_pipeline(settings)
     real = pipeline.infer_batch
+    given = [0]
 
     def infer_batch(frames: list[Frame], times: list[StageTimes]) -> list[FrameResult]:
-        if any(f.index == at for f in frames):
+        given[0] += len(frames)
+        if nth and at is not None and given[0] > at:
+            raise GpuError(f"frame {frames[-1].index}: out of memory (injected)")
+        if not nth and any(f.index == at for f in frames):
             raise GpuError(f"frame {at}: out of memory (injected)")
         return real(frames, times)
 
@@ -56,9 +62,16 @@ def failing(settings: PipelineSettings, at: int | None) -> FrameProcessor:
     return pipeline
 
 
-def stand_ins(monkeypatch: pytest.MonkeyPatch, fail_at: dict[str, int | None]) -> list[str]:
+def stand_ins(
+    monkeypatch: pytest.MonkeyPatch,
+    fail_at: dict[str, int | None],
+    *,
+    builds: dict[str, int] | None = None,
+    nth: bool = False,
+) -> list[str]:
     """Stand-in GPUs (CPU pipelines in fact), device -> the frame it fails on (None:
-    works). Returns the devices workers were built for, in order."""
+    works); ``builds``: device -> how many times workers can be built on it (then it is
+    out of memory). Returns the devices workers were asked of, in order."""
     real = build.workers
     built: list[str] = []
 
@@ -66,9 +79,11 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch, fail_at: dict[str, int | None]) -
         built.append(settings.device)
         if settings.device not in fail_at:
             return real(settings, **kw)
+        if builds is not None and built.count(settings.device) > builds.get(settings.device, 9):
+            raise GpuError("GPU frame buffers: out of memory (injected)")
         cpu = replace(settings, device="cpu", threads=1)
         at = fail_at[settings.device]
-        return Workers([failing(cpu, at)], f"gpu pipeline (stand-in {settings.device})")
+        return Workers([failing(cpu, at, nth=nth)], f"gpu pipeline (stand-in {settings.device})")
 
     monkeypatch.setattr(build, "workers", workers)
     return built
@@ -100,7 +115,10 @@ def assert_same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
 
 @pytest.mark.parametrize(
     ("devices", "goes_to"),
-    [(["cuda:0", "cuda:1"], "cuda:1 with 2 sources"), (["cuda:0"], "the CPU with 3 sources")],
+    [
+        (["cuda:0", "cuda:1"], "2 sources going on on cuda:1"),
+        (["cuda:0"], "3 sources going on on the CPU"),
+    ],
 )
 def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
     clips: list[str],
@@ -118,7 +136,7 @@ def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
     moves = [m for m in messages if m.startswith("cuda:0 failed")]
     assert len(moves) == 1 and "\n" not in moves[0], messages
     assert f"frame {FAIL_AT}: out of memory" in moves[0]
-    assert f"going on on {goes_to}, each from the frame it had reached" in moves[0]
+    assert f"); {goes_to}, each from the frame it had reached" in moves[0]
     assert stand_in_gpus.count("cuda:0") == 1  # built once, then its sources moved
     assert [s["frames"] for s in summary["sources"]] == [FRAMES] * 3
     assert not any("error" in s for s in summary["sources"])
@@ -155,3 +173,110 @@ def test_a_source_moved_to_a_gpu_that_fails_too_goes_on_on_the_cpu_not_back(
     for entry in summary["sources"]:
         moved = frames_of(tmp_path / "out" / f"{entry['name']}.json")
         assert [f["index"] for f in moved] == list(range(FRAMES))
+
+
+def test_a_gpu_that_cannot_take_the_sources_is_passed_over_for_the_cpu(
+    clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuda:1, busy with its own sources, has no memory for cuda:0's: they go on on the
+    CPU, and the messages say both."""
+    stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": None}, builds={"cuda:1": 1})
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    messages: list[str] = []
+    summary = run_many(
+        clips, settings, str(tmp_path / "out"), devices=["cuda:0", "cuda:1"], progress=False,
+        on_message=messages.append,
+    )  # fmt: skip
+    assert any(m.startswith("cuda:1 cannot take the sources of a failed device") for m in messages)
+    assert any(m.startswith("cuda:0 failed") and "2 sources going on on the CPU" in m
+               for m in messages), messages  # fmt: skip
+    assert [d["moved_to"] for d in summary["devices"]] == [["cpu"], []]
+    for entry in summary["sources"]:
+        frames = frames_of(tmp_path / "out" / f"{entry['name']}.json")
+        assert [f["index"] for f in frames] == list(range(FRAMES))
+
+
+class FailingDecoder:
+    """A source whose decoding fails on the GPU at one frame (as NVDEC can): a stand-in
+    around the real source."""
+
+    def __init__(self, source: Any, at: int) -> None:
+        self._source, self._at = source, at
+
+    def read(self) -> Frame | None:
+        frame: Frame | None = self._source.read()
+        if frame is not None and frame.index == self._at:
+            raise GpuError(f"NVDEC: decode failed at frame {self._at} (injected)")
+        return frame
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._source, name, value)
+
+
+def test_a_decoder_failing_on_the_gpu_moves_its_sources_too(
+    clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the engine but one source's GPU decoder fails (frame 14): the device's
+    sources move to the CPU, that one with them, rather than it being dropped."""
+    stand_ins(monkeypatch, {"cuda:0": None})
+    real_open = build.open_frames
+
+    def open_frames(spec: str, pipeline: Any) -> tuple[Any, str]:
+        source, name = real_open(spec, pipeline)
+        on_gpu = pipeline is not None and pipeline.settings.device == "cpu" and "clip1" in spec
+        if on_gpu and not getattr(open_frames, "done", False):
+            open_frames.done = True  # type: ignore[attr-defined]  # the first opening only
+            return FailingDecoder(source, 14), name
+        return source, name
+
+    monkeypatch.setattr(build, "open_frames", open_frames)
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    messages: list[str] = []
+    summary = run_many(
+        clips, settings, str(tmp_path / "out"), devices=["cuda:0"], progress=False,
+        on_message=messages.append,
+    )  # fmt: skip
+    assert any("decode failed at frame 14" in m and "3 sources going on on the CPU" in m
+               for m in messages), messages  # fmt: skip
+    assert not any("error" in s for s in summary["sources"])
+    for entry in summary["sources"]:
+        frames = frames_of(tmp_path / "out" / f"{entry['name']}.json")
+        assert [f["index"] for f in frames] == list(range(FRAMES))
+
+
+def test_a_live_stream_moved_goes_on_counting_where_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream cannot seek: reopened on the new device it counts from 0 again (a live
+    source numbers its frames by time); the outputs go on numbering and timing from
+    where they were: never back, never twice."""
+    from loopback_server import LoopbackStreamServer
+    from media_factory import write_clip
+
+    clip = tmp_path / "live.ts"
+    write_clip(clip, frames=40, fps=10, size=(160, 128), gop=5)
+    server = LoopbackStreamServer(clip.read_bytes(), bytes_per_s=4e6)
+    server.start()
+    try:
+        stand_ins(monkeypatch, {"cuda:0": FAIL_AT}, nth=True)
+        settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+        messages: list[str] = []
+        summary = run_many(
+            [server.url], settings, str(tmp_path / "out"), devices=["cuda:0"], frames=FRAMES,
+            progress=False, on_message=messages.append,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert any("1 source going on on the CPU" in m for m in messages), (messages, summary)
+    name = summary["sources"][0]["name"]
+    frames = frames_of(tmp_path / "out" / f"{name}.json")
+    assert len(frames) == FRAMES == summary["sources"][0]["frames"]
+    indices, pts = [f["index"] for f in frames], [f["pts"] for f in frames]
+    assert all(b > a for a, b in itertools.pairwise(indices)), indices
+    assert all(b > a for a, b in itertools.pairwise(pts)), pts

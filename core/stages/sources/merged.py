@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from framelens.core.errors import SourceError
+from framelens.core.errors import GpuError, SourceError
 from framelens.core.stages.sources.base import Source
 from framelens.core.types import Frame, SourceInfo
 
@@ -30,11 +30,15 @@ QUEUE_DEPTH = 4  # frames read ahead per source
 @dataclass(frozen=True)
 class _Ended:
     error: str | None = None
+    gpu: bool = False  # the error was the GPU's (an NVDEC failure), not the source's
 
 
 class MergedSource(Source):
     """``sources`` read together; ``limit``: at most that many frames of each, or
-    ``limits``: of each its own (None: to its end)."""
+    ``limits``: of each its own (None: to its end). A source that fails stops alone and
+    its reason is kept in ``failures``; with ``raise_gpu_errors`` a GPU failure of its
+    decoder (GpuError) is raised from ``read`` instead, so that the run can move every
+    source to another device."""
 
     def __init__(
         self,
@@ -42,6 +46,7 @@ class MergedSource(Source):
         *,
         limit: int | None = None,
         limits: Sequence[int | None] | None = None,
+        raise_gpu_errors: bool = False,
     ) -> None:
         if not sources:
             raise SourceError("no sources to read")
@@ -70,6 +75,7 @@ class MergedSource(Source):
         self.failures: dict[int, str] = {}  # source_id -> why it stopped early
         self.finished: set[int] = set()  # source_ids read to their end (or limit), all given
         self.delivered = [0] * len(self.sources)
+        self._raise_gpu_errors = raise_gpu_errors
         self._queues: list[queue.Queue[Frame | _Ended]] = [
             queue.Queue(QUEUE_DEPTH) for _ in self.sources
         ]
@@ -98,7 +104,8 @@ class MergedSource(Source):
                     return
                 n += 1
         except Exception as exc:  # this source is done; the others go on
-            ended = _Ended(f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc))
+            why = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+            ended = _Ended(why, gpu=isinstance(exc, GpuError))
             log.warning("source %d (%s) failed: %s", i, source.info.uri, ended.error)
         self._put(out, ended)
 
@@ -124,6 +131,8 @@ class MergedSource(Source):
                     self._turn += 1
                     continue
                 if isinstance(item, _Ended):
+                    if item.gpu and self._raise_gpu_errors:
+                        raise GpuError(f"decoding {self.sources[i].info.uri}: {item.error}")
                     self._live.remove(i)
                     if item.error is not None:
                         self.failures[i] = item.error
