@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,11 @@ FAIL_AT = 11  # the failing device's pipeline raises on this frame of any of its
 def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Three 30-frame clips of the sample where the person is in view, each its own."""
     folder = tmp_path_factory.mktemp("clips")
-    return [
-        str(encode_frames(folder / f"clip{n}.mp4", sample_frames(SAMPLE, range(s, s + FRAMES))))
-        for n, s in enumerate((290, 330, 600))
-    ]
+    paths = []
+    for n, start in enumerate((290, 330, 600)):
+        frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
+        paths.append(str(encode_frames(folder / f"clip{n}.mp4", frames)))
+    return paths
 
 
 def failing(settings: PipelineSettings, at: int | None, *, nth: bool = False) -> FrameProcessor:
@@ -50,13 +52,13 @@ def failing(settings: PipelineSettings, at: int | None, *, nth: bool = False) ->
     real = pipeline.infer_batch
     given = [0]
 
-    def infer_batch(frames: list[Frame], times: list[StageTimes]) -> list[FrameResult]:
+    def infer_batch(frames: Sequence[Frame], times_each: Sequence[StageTimes]) -> list[FrameResult]:
         given[0] += len(frames)
         if nth and at is not None and given[0] > at:
             raise GpuError(f"frame {frames[-1].index}: out of memory (injected)")
         if not nth and any(f.index == at for f in frames):
             raise GpuError(f"frame {at}: out of memory (injected)")
-        return real(frames, times)
+        return real(frames, times_each)
 
     pipeline.infer_batch = infer_batch  # type: ignore[method-assign]
     return pipeline
@@ -98,6 +100,25 @@ def stand_in_gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def frames_of(path: Path) -> list[dict[str, Any]]:
     frames: list[dict[str, Any]] = json.loads(path.read_text())["frames"]
     return frames
+
+
+def run_on(
+    specs: list[str], out: Path, devices: list[str], **kw: Any
+) -> tuple[dict[str, Any], list[str]]:
+    """run_many on the stand-in devices: its summary and the messages it gave."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    messages: list[str] = []
+    summary = run_many(
+        specs, settings, str(out), devices=devices, progress=False, on_message=messages.append,
+        **kw,
+    )  # fmt: skip
+    return summary, messages
+
+
+def assert_every_frame_once(summary: dict[str, Any], out: Path) -> None:
+    for entry in summary["sources"]:
+        frames = frames_of(out / f"{entry['name']}.json")
+        assert [f["index"] for f in frames] == list(range(FRAMES))
 
 
 def video_frames(path: Path) -> int:
@@ -160,19 +181,12 @@ def test_a_source_moved_to_a_gpu_that_fails_too_goes_on_on_the_cpu_not_back(
     they go on on the CPU, not back to cuda:0 (cuda:1's own sources do go to cuda:0,
     which they have not seen fail, and finish there)."""
     built = stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": 20})
-    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
-    messages: list[str] = []
-    summary = run_many(
-        clips, settings, str(tmp_path / "out"), devices=["cuda:0", "cuda:1"], progress=False,
-        on_message=messages.append,
-    )  # fmt: skip
+    summary, messages = run_on(clips, tmp_path / "out", ["cuda:0", "cuda:1"])
     moves = [m for m in messages if " failed (frame " in m]
     assert sorted(m.split(" failed")[0] for m in moves) == ["cuda:0", "cuda:1", "cuda:1"]
     assert [d["moved_to"] for d in summary["devices"]] == [["cuda:1", "cpu"], ["cuda:0"]]
     assert built.count("cuda:0") == 2 and built.count("cuda:1") == 2 and "cpu" in built
-    for entry in summary["sources"]:
-        moved = frames_of(tmp_path / "out" / f"{entry['name']}.json")
-        assert [f["index"] for f in moved] == list(range(FRAMES))
+    assert_every_frame_once(summary, tmp_path / "out")
 
 
 def test_a_gpu_that_cannot_take_the_sources_is_passed_over_for_the_cpu(
@@ -181,19 +195,12 @@ def test_a_gpu_that_cannot_take_the_sources_is_passed_over_for_the_cpu(
     """cuda:1, busy with its own sources, has no memory for cuda:0's: they go on on the
     CPU, and the messages say both."""
     stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": None}, builds={"cuda:1": 1})
-    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
-    messages: list[str] = []
-    summary = run_many(
-        clips, settings, str(tmp_path / "out"), devices=["cuda:0", "cuda:1"], progress=False,
-        on_message=messages.append,
-    )  # fmt: skip
+    summary, messages = run_on(clips, tmp_path / "out", ["cuda:0", "cuda:1"])
     assert any(m.startswith("cuda:1 cannot take the sources of a failed device") for m in messages)
     assert any(m.startswith("cuda:0 failed") and "2 sources going on on the CPU" in m
                for m in messages), messages  # fmt: skip
     assert [d["moved_to"] for d in summary["devices"]] == [["cpu"], []]
-    for entry in summary["sources"]:
-        frames = frames_of(tmp_path / "out" / f"{entry['name']}.json")
-        assert [f["index"] for f in frames] == list(range(FRAMES))
+    assert_every_frame_once(summary, tmp_path / "out")
 
 
 class FailingDecoder:
@@ -236,18 +243,11 @@ def test_a_decoder_failing_on_the_gpu_moves_its_sources_too(
         return source, name
 
     monkeypatch.setattr(build, "open_frames", open_frames)
-    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
-    messages: list[str] = []
-    summary = run_many(
-        clips, settings, str(tmp_path / "out"), devices=["cuda:0"], progress=False,
-        on_message=messages.append,
-    )  # fmt: skip
+    summary, messages = run_on(clips, tmp_path / "out", ["cuda:0"])
     assert any("decode failed at frame 14" in m and "3 sources going on on the CPU" in m
                for m in messages), messages  # fmt: skip
     assert not any("error" in s for s in summary["sources"])
-    for entry in summary["sources"]:
-        frames = frames_of(tmp_path / "out" / f"{entry['name']}.json")
-        assert [f["index"] for f in frames] == list(range(FRAMES))
+    assert_every_frame_once(summary, tmp_path / "out")
 
 
 def test_a_live_stream_moved_goes_on_counting_where_it_was(
@@ -265,12 +265,7 @@ def test_a_live_stream_moved_goes_on_counting_where_it_was(
     server.start()
     try:
         stand_ins(monkeypatch, {"cuda:0": FAIL_AT}, nth=True)
-        settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
-        messages: list[str] = []
-        summary = run_many(
-            [server.url], settings, str(tmp_path / "out"), devices=["cuda:0"], frames=FRAMES,
-            progress=False, on_message=messages.append,
-        )  # fmt: skip
+        summary, messages = run_on([server.url], tmp_path / "out", ["cuda:0"], frames=FRAMES)
     finally:
         server.stop()
     assert any("1 source going on on the CPU" in m for m in messages), (messages, summary)
