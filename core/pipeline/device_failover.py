@@ -35,8 +35,9 @@ class Reopened:
 
 @dataclass
 class Failover:
-    """One group's moves: the run's devices, those that failed under it, those its
-    sources went on on in turn."""
+    """One group's moves: the run's devices, those that failed (under it, or under
+    another group of this process: ``failed`` may be shared), those its sources went on
+    on in turn."""
 
     devices: Sequence[str]
     workers: int | None  # inference workers per device (None: the path's default)

@@ -253,6 +253,7 @@ def _run_groups(
     errors: list[BaseException] = []
     cancel = options.get("cancel") or threading.Event()
     options["cancel"] = cancel
+    options["failed_devices"] = []  # shared: a device one group saw fail, no group moves to
 
     def run(k: int) -> None:
         try:
@@ -292,6 +293,7 @@ def run_group(
     max_wait_ms: float | None,
     workers: int | None,
     devices: Sequence[str] = (),
+    failed_devices: list[str] | None = None,
 ) -> dict[str, Any]:
     """One device's sources through one executor: the run of ``run_many`` for them
     (in a thread of its own or a process of its own with several devices). If the
@@ -366,7 +368,8 @@ def run_group(
                 runner.cancel()
 
         run_started = time.perf_counter()
-        failover = Failover(devices, workers, frames, say)
+        shared = failed_devices if failed_devices is not None else []
+        failover = Failover(devices, workers, frames, say, failed=shared)
         calls = [0, 0]  # engine calls and the frames in them, over every device used
         while True:
             runner = PipelineRunner(

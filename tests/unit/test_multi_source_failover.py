@@ -22,6 +22,7 @@ from framelens.core.errors import GpuError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.build import Workers
+from framelens.core.pipeline.device_failover import Failover
 from framelens.core.pipeline.multi_run import run_many
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -177,16 +178,30 @@ def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
 def test_a_source_moved_to_a_gpu_that_fails_too_goes_on_on_the_cpu_not_back(
     clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """cuda:0 fails at frame 11 and hands its sources to cuda:1, which fails at frame 20:
-    they go on on the CPU, not back to cuda:0 (cuda:1's own sources do go to cuda:0,
-    which they have not seen fail, and finish there)."""
+    """One source on cuda:0 (the run lists cuda:1 too): cuda:0 fails at frame 11 and
+    hands it to cuda:1, which fails at frame 20: it goes on on the CPU, not back."""
     built = stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": 20})
-    summary, messages = run_on(clips, tmp_path / "out", ["cuda:0", "cuda:1"])
-    moves = [m for m in messages if " failed (frame " in m]
-    assert sorted(m.split(" failed")[0] for m in moves) == ["cuda:0", "cuda:1", "cuda:1"]
-    assert [d["moved_to"] for d in summary["devices"]] == [["cuda:1", "cpu"], ["cuda:0"]]
-    assert built.count("cuda:0") == 2 and built.count("cuda:1") == 2 and "cpu" in built
+    summary, messages = run_on(clips[:1], tmp_path / "out", ["cuda:0", "cuda:1"])
+    failed = [m.split(" failed")[0] for m in messages if " failed (frame " in m]
+    assert failed == ["cuda:0", "cuda:1"], messages
+    assert summary["sources"][0]["frames"] == FRAMES
+    assert built == ["cuda:0", "cuda:1", "cpu"]
     assert_every_frame_once(summary, tmp_path / "out")
+
+
+def test_a_device_one_group_saw_fail_is_no_other_groups_refuge() -> None:
+    """Groups in threads of one process share what failed: once cuda:0 failed under one,
+    another whose cuda:1 fails goes to the CPU, not to cuda:0."""
+    shared: list[str] = []
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    devices = ["cuda:0", "cuda:1"]
+    first = Failover(devices, None, None, lambda _: None, failed=shared)
+    second = Failover(devices, None, None, lambda _: None, failed=shared)
+    assert [c.device for c in second.candidates(replace(settings, device="cuda:1"))] == [
+        "cuda:0", "cpu",
+    ]  # fmt: skip
+    first.failed.append("cuda:0")  # what move() notes first
+    assert [c.device for c in second.candidates(replace(settings, device="cuda:1"))] == ["cpu"]
 
 
 def test_a_gpu_that_cannot_take_the_sources_is_passed_over_for_the_cpu(
