@@ -24,13 +24,12 @@ def device_words(device: str) -> str:
 
 @dataclass
 class Reopened:
-    """The sources reopened on the new device, read together (None: none was left), the
-    positions (in the list asked for) of those in it, and of the others why not: an
-    error, or None for a source that had nothing left to give."""
+    """The sources reopened on the new device, read together (None: none could be), the
+    positions (in the list asked for) of those in it, and of the others why not."""
 
     merged: MergedSource | None
     kept: list[int]
-    not_kept: dict[int, str | None]
+    not_kept: dict[int, str]
 
 
 @dataclass
@@ -69,9 +68,11 @@ class Failover:
                 self._cannot(target.device, exc)
                 continue
             try:
-                reopened = reopen_at(specs, at, built, self.frames)
-            except GpuError as exc:  # no NVDEC session or buffers there
+                reopened = reopen_at(specs, at, built, self.frames, on_gpu=on_gpu)
+            except GpuError as exc:  # no NVDEC session or frame buffers there
                 built.close()
+                if not on_gpu:
+                    raise
                 self._cannot(target.device, exc)
                 continue
             except BaseException:
@@ -91,31 +92,38 @@ def reopen_at(
     at: Sequence[tuple[int, int]],
     built: build.Workers,
     frames: int | None,
+    *,
+    on_gpu: bool = False,
 ) -> Reopened:
     """``specs`` opened for ``built``'s pipelines, each at its (next frame to write,
     frames written so far) of ``at``, so that with ``frames`` (at most that many of
     each) none gives more than it had left. A live source, which cannot seek, goes on
-    from now. GpuError when the device cannot decode there at all."""
+    from now. On a GPU (``on_gpu``) a source that cannot be opened or sought there (they
+    all were on the failed device: no frame buffers, no decoder) is the device's
+    failure, GpuError; on the CPU it is the source's own, and the others go on."""
     opened: list[Source] = []
     kept: list[int] = []
-    not_kept: dict[int, str | None] = {}
+    not_kept: dict[int, str] = {}
+
+    def cannot(spec: str, exc: SourceError, j: int) -> None:
+        if on_gpu:
+            raise GpuError(f"{spec}: {error_message(exc)}") from exc
+        not_kept[j] = error_message(exc)
+
     try:
         for j, (spec, (next_index, _)) in enumerate(zip(specs, at, strict=True)):
             try:
                 source, _ = build.open_frames(spec, built.pipelines[0])
-            except SourceError as exc:  # gone, or no longer readable
-                not_kept[j] = error_message(exc)
+            except SourceError as exc:
+                cannot(spec, exc, j)
                 continue
-            count = source.info.frame_count
-            if source.info.seekable and next_index:
-                try:
+            try:
+                if source.info.seekable and next_index:
                     source.seek(next_index)
-                except SourceError as exc:
-                    build.close_quietly([source])
-                    # all written, its end not yet read when the device failed
-                    done = count is not None and next_index >= count
-                    not_kept[j] = None if done else error_message(exc)
-                    continue
+            except SourceError as exc:
+                build.close_quietly([source])
+                cannot(spec, exc, j)
+                continue
             opened.append(source)
             kept.append(j)
         if not opened:

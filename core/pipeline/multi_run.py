@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from framelens.core.errors import ConfigError, GpuError, SourceError, error_message
+from framelens.core.errors import (
+    Cancelled,
+    ConfigError,
+    FrameLensError,
+    GpuError,
+    SourceError,
+    error_message,
+)
 from framelens.core.pipeline import build
 from framelens.core.pipeline.device_failover import Failover, device_words
 from framelens.core.pipeline.run import run_meta
@@ -371,6 +378,7 @@ def run_group(
         shared = failed_devices if failed_devices is not None else []
         failover = Failover(devices, workers, frames, say, failed=shared)
         calls = [0, 0]  # engine calls and the frames in them, over every device used
+        ran_as = _ran_as(built)  # what the summary says ran (the last device's workers)
         while True:
             runner = PipelineRunner(
                 merged, built.pipelines[0], [sink], observers=[stats, report],
@@ -382,34 +390,49 @@ def run_group(
             except GpuError as exc:
                 if not settings.device.startswith("cuda"):
                     raise
-                gone, merged, opened = merged, None, []
-                built.close()
-                build.close_quietly([gone])  # a broken CUDA context fails its own teardown
+                gone, merged = merged, None
+                try:
+                    built.close()
+                finally:
+                    build.close_quietly([gone])  # a broken CUDA context fails its teardown
                 failures.update({route[k]: why for k, why in gone.failures.items()})
-                # read to its end is not enough: frames read may not have been written
+                # read to its end is not enough: every frame read must have been written
                 complete.update(
-                    route[k] for k in gone.finished
-                    if outputs[route[k]].frames - base[route[k]] == gone.delivered[k]
+                    route[k] for k, n in gone.read_all.items()
+                    if outputs[route[k]].frames - base[route[k]] == n
                 )  # fmt: skip
                 left = [i for i in range(len(specs)) if i not in failures and i not in complete]
-                if not left:
-                    say(f"{settings.device} failed ({exc}) after its sources were all done")
-                    break
                 failed_device = settings.device
+                if not left:
+                    say(f"{failed_device} failed ({exc}) with no source left to move")
+                    break
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("cancelled") from exc
                 at = [(outputs[i].next_index, outputs[i].frames) for i in left]
-                settings, built, reopened = failover.move(settings, [specs[i] for i in left], at)
-                for j, why in reopened.not_kept.items():
-                    if why is None:
-                        complete.add(left[j])
-                    else:
-                        failures[left[j]] = why
+                try:
+                    settings, built, reopened = failover.move(
+                        settings, [specs[i] for i in left], at
+                    )
+                except FrameLensError as move_error:  # not even the CPU: they end here
+                    text = (
+                        f"{failed_device} failed ({exc}); no device could take its sources: "
+                        f"{error_message(move_error)}"
+                    )
+                    say(text)
+                    why = f"{failed_device} failed and no device could take it"
+                    failures.update((i, why) for i in left)
+                    break
+                merged = reopened.merged
+                ran_as = _ran_as(built)
+                for j, reason in reopened.not_kept.items():
+                    failures[left[j]] = reason
                 say(
                     f"{failed_device} failed ({exc}); {_count(reopened.kept)} going on on "
                     f"{device_words(settings.device)}, each from the frame it had reached"
                 )
-                if reopened.merged is None:
+                if merged is None:
                     break
-                merged, route = reopened.merged, [left[j] for j in reopened.kept]
+                route = [left[j] for j in reopened.kept]
                 base = [o.frames for o in outputs]
                 for k, source in enumerate(merged.sources):
                     outputs[route[k]].rebase = not source.info.seekable
@@ -447,16 +470,16 @@ def run_group(
             "run_started": run_started,
             "run_finished": run_finished,
             "stage_ms": stats.medians(),
-            "batch": built.pipelines[0].settings.batch,
+            "batch": ran_as["batch"],
             "mean_batch": round(calls[1] / calls[0], 2) if calls[0] else 0.0,
             "batches_run": calls[0],
             "frames_run": calls[1],
-            "inference_workers": len(built.pipelines),
-            "path": built.path,
+            "inference_workers": ran_as["inference_workers"],
+            "path": ran_as["path"],
             "notes": notes,
             "model": settings.model.name,
             "precision": settings.precision,
-            "backend": built.pipelines[0].settings.backend if built.pipelines else ran.backend,
+            "backend": ran_as["backend"],
             "device": group_device,
             "moved_to": failover.moved,
         }
@@ -474,3 +497,12 @@ def run_group(
 
 def _count(indices: Sequence[int]) -> str:
     return f"{len(indices)} source{'' if len(indices) == 1 else 's'}"
+
+
+def _ran_as(built: build.Workers) -> dict[str, Any]:
+    """What the summary says of the workers a group ran on."""
+    first = built.pipelines[0].settings
+    return {
+        "batch": first.batch, "path": built.path, "backend": first.backend,
+        "inference_workers": len(built.pipelines),
+    }  # fmt: skip

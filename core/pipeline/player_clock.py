@@ -29,6 +29,10 @@ everything in between or waiting. Lateness below it is caught up by dropping fra
 STALE_INTERVALS = 1.0
 """A decoded frame already later than this many frame intervals is dropped, unprocessed."""
 
+CATCH_UP_MARGIN = 1.25
+"""Dropped frames catch up with the clock when their timestamps run ahead of it by this
+factor (a model slower than the source, decoding faster than the asked rate)."""
+
 SHOW_AT_LEAST_HZ = 30.0
 """However late the frames, one is let through at least this often (a moving picture)."""
 
@@ -119,7 +123,9 @@ class PlaybackClock:
                 dropping = wall - since_wall
                 if newer_waiting or dropping < 1.0 / SHOW_AT_LEAST_HZ:
                     return True
-                catching_up = (pts - since_pts) / self._speed > dropping
+                # clearly ahead (by a quarter): a live source steadily late by less than
+                # resync_s advances at the clock's own pace, jitter either way
+                catching_up = (pts - since_pts) / self._speed > CATCH_UP_MARGIN * dropping
                 if catching_up and dropping < self._resync_s:
                     return True
             self._dropping_since = None

@@ -18,7 +18,7 @@ from typing import Any
 
 import av
 import pytest
-from framelens.core.errors import GpuError
+from framelens.core.errors import EngineError, GpuError, SourceError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.build import Workers
@@ -27,7 +27,7 @@ from framelens.core.pipeline.multi_run import run_many
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.types import Frame, FrameResult, StageTimes
-from media_factory import encode_frames, sample_frames
+from media_factory import encode_frames, sample_frames, write_broken_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -290,3 +290,72 @@ def test_a_live_stream_moved_goes_on_counting_where_it_was(
     indices, pts = [f["index"] for f in frames], [f["pts"] for f in frames]
     assert all(b > a for a, b in itertools.pairwise(indices)), indices
     assert all(b > a for a, b in itertools.pairwise(pts)), pts
+
+
+def test_a_gpu_without_frame_buffers_for_them_is_passed_over_for_the_cpu(
+    clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuda:1 builds its engine but has no memory left for the decoder's frame buffers
+    (NVDEC says so as the source's error): that is cuda:1's failure, not the source's;
+    it goes on on the CPU rather than being dropped."""
+    stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": None})
+    real_open = build.open_frames
+    opened = [0]
+
+    def open_frames(spec: str, pipeline: Any) -> tuple[Any, str]:
+        opened[0] += 1
+        if opened[0] == 2:  # the reopening after the move, on cuda:1
+            raise SourceError("GPU frame buffers: out of memory (injected)")
+        return real_open(spec, pipeline)
+
+    monkeypatch.setattr(build, "open_frames", open_frames)
+    summary, messages = run_on(clips[:1], tmp_path / "out", ["cuda:0", "cuda:1"])
+    assert any(m.startswith("cuda:1 cannot take the sources") and "frame buffers" in m
+               for m in messages), messages  # fmt: skip
+    assert any("1 source going on on the CPU" in m for m in messages), messages
+    assert_every_frame_once(summary, tmp_path / "out")
+
+
+def test_when_no_device_can_take_the_sources_finished_outputs_are_kept(
+    clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuda:0 fails at frame 11 and even the CPU cannot build its workers: the source
+    that had every frame written keeps its outputs; the others are reported, one line."""
+    short = tmp_path / "short.mp4"
+    encode_frames(short, sample_frames(SAMPLE, tuple(range(300, 306))))
+    stand_ins(monkeypatch, {"cuda:0": FAIL_AT})
+    real_workers = build.workers
+
+    def workers(settings: PipelineSettings, **kw: Any) -> Workers:
+        if settings.device == "cpu":
+            raise EngineError("no memory for the CPU session (injected)")
+        return real_workers(settings, **kw)
+
+    monkeypatch.setattr(build, "workers", workers)
+    summary, messages = run_on([clips[0], str(short)], tmp_path / "out", ["cuda:0"])
+    first, done = summary["sources"]
+    assert first["error"] == "cuda:0 failed and no device could take it"
+    assert done["frames"] == 6 and "error" not in done
+    assert len(frames_of(tmp_path / "out" / "short.json")) == 6
+    assert not (tmp_path / "out" / "clip0.json").exists()
+    moves = [m for m in messages if "no device could take its sources" in m]
+    assert len(moves) == 1 and "no memory for the CPU session" in moves[0], messages
+
+
+def test_a_device_failing_with_nothing_left_to_move_keeps_what_was_finished(
+    clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The short clip is complete and the other breaks on its own (a bad frame) right
+    after the frame the device fails on: the complete one's outputs are kept (the
+    summary once failed on the closed workers, losing them). Whether the broken one's
+    error was read before the device failed (nothing left to move) or after (it is
+    moved and breaks on the CPU) is a race; either way it ends with its own error."""
+    short = tmp_path / "short.mp4"
+    encode_frames(short, sample_frames(SAMPLE, tuple(range(300, 306))))
+    broken = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 30, bad=20)
+    stand_ins(monkeypatch, {"cuda:0": 19})
+    summary, messages = run_on([str(broken), str(short)], tmp_path / "out", ["cuda:0"])
+    assert any(m.startswith("cuda:0 failed (frame 19") for m in messages), messages
+    gone, done = summary["sources"]
+    assert "020" in gone["error"] and done["frames"] == 6 and "error" not in done
+    assert len(frames_of(tmp_path / "out" / "short.json")) == 6

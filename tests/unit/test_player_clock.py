@@ -7,6 +7,7 @@ slower than the source, and decoding slower than the asked rate."""
 
 from __future__ import annotations
 
+import random
 from collections import deque
 
 import pytest
@@ -76,3 +77,27 @@ def test_decoding_slower_than_asked_still_shows_a_moving_picture(
     position, shown = simulate(monkeypatch, speed=32.0, decode_s=0.0015, infer_s=0.003)
     assert shown >= 25, shown
     assert position >= 0.8 / 0.0015, position
+
+
+def test_a_live_source_steadily_late_is_not_frozen_by_dropping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 30 fps stream whose frames all arrive 50 ms late (a camera clock drifting from
+    the host's), with 5 ms of jitter: its frames advance at the clock's own pace, so
+    dropping does not catch up and must not run on (a 1 s freeze, 31 frames in a row,
+    when jitter alone decided)."""
+    t = [0.0]
+    monkeypatch.setattr(player_clock, "now", lambda: t[0])
+    clock = PlaybackClock(1 / FPS)
+    clock.due(0.0)  # anchored on the first frame
+    jitter = random.Random(1)
+    run = longest = shown = 0
+    for n in range(1, 1500):
+        t[0] = n / FPS + 0.05 + jitter.uniform(0.0, 0.005)
+        if clock.drop(n / FPS, newer_waiting=False):
+            run += 1
+            longest = max(longest, run)
+        else:
+            run, shown = 0, shown + 1
+    assert longest <= 3, longest
+    assert shown / (1500 / FPS) >= 8, shown

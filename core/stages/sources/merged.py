@@ -73,7 +73,9 @@ class MergedSource(Source):
             frame_count=total,
         )
         self.failures: dict[int, str] = {}  # source_id -> why it stopped early
-        self.finished: set[int] = set()  # source_ids read to their end (or limit), all given
+        # source_id -> frames read, for a source read to its end (or limit): set by its
+        # reader, whether or not those frames have been taken yet
+        self.read_all: dict[int, int] = {}
         self.delivered = [0] * len(self.sources)
         self._raise_gpu_errors = raise_gpu_errors
         self._queues: list[queue.Queue[Frame | _Ended]] = [
@@ -103,6 +105,8 @@ class MergedSource(Source):
                 if not self._put(out, frame):
                     return
                 n += 1
+            if not self._stop.is_set():
+                self.read_all[i] = n
         except Exception as exc:  # this source is done; the others go on
             why = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
             ended = _Ended(why, gpu=isinstance(exc, GpuError))
@@ -136,8 +140,6 @@ class MergedSource(Source):
                     self._live.remove(i)
                     if item.error is not None:
                         self.failures[i] = item.error
-                    else:
-                        self.finished.add(i)
                     break
                 self._turn += 1
                 self.delivered[i] += 1
