@@ -33,9 +33,10 @@ from framelens.core.errors import FrameLensError, SourceError, error_message
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
-from framelens.core.pipeline.multi_run import MAX_BATCH, MULTI_BATCH, output_names
+from framelens.core.pipeline.multi_run import MAX_BATCH, MULTI_BATCH
 from framelens.core.pipeline.player_clock import PlaybackClock
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.source_outputs import output_names
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
 from framelens.core.types import Frame, FrameResult

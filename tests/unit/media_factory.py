@@ -141,6 +141,18 @@ def encode_frames(
     return path
 
 
+def sample_clips(
+    folder: Path, sample: Path, starts: tuple[int, ...], frames: int, *, rate: int = 10
+) -> list[str]:
+    """Clips of ``frames`` real frames of ``sample`` from each of ``starts``, as H.264
+    files ``clip0.mp4``, ``clip1.mp4``... in ``folder`` (sources with their own content)."""
+    paths = []
+    for n, start in enumerate(starts):
+        images = sample_frames(sample, tuple(range(start, start + frames)))
+        paths.append(str(encode_frames(folder / f"clip{n}.mp4", images, rate=rate)))
+    return paths
+
+
 def write_broken_folder(folder: Path, sample: Path, start: int, count: int, bad: int) -> Path:
     """An image folder of ``count`` real frames of ``sample`` whose image ``bad`` is not
     an image (a camera's card that went bad there): a source that breaks mid-run."""

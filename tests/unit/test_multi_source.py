@@ -16,9 +16,10 @@ import cv2
 import numpy as np
 import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.multi_run import output_names, run_many, source_name
+from framelens.core.pipeline.multi_run import run_many
 from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.source_outputs import output_names, source_name
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.merged import MergedSource
 from loopback_server import LoopbackStreamServer

@@ -27,7 +27,7 @@ from framelens.core.pipeline.multi_run import run_many
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.types import Frame, FrameResult, StageTimes
-from media_factory import encode_frames, sample_frames, write_broken_folder
+from media_factory import encode_frames, sample_clips, sample_frames, write_broken_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -38,12 +38,7 @@ FAIL_AT = 11  # the failing device's pipeline raises on this frame of any of its
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Three 30-frame clips of the sample where the person is in view, each its own."""
-    folder = tmp_path_factory.mktemp("clips")
-    paths = []
-    for n, start in enumerate((290, 330, 600)):
-        frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
-        paths.append(str(encode_frames(folder / f"clip{n}.mp4", frames)))
-    return paths
+    return sample_clips(tmp_path_factory.mktemp("clips"), SAMPLE, (290, 330, 600), FRAMES)
 
 
 def failing(settings: PipelineSettings, at: int | None, *, nth: bool = False) -> FrameProcessor:

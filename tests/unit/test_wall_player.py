@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from framelens.core.api import FrameResult, PipelineSettings, WallPlayer, WallState, resolve_model
 from framelens.core.models.catalog import DEFAULT_MODEL
-from media_factory import encode_frames, sample_frames, write_broken_folder
+from media_factory import sample_clips, write_broken_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -24,13 +24,8 @@ TIMEOUT_S = 90.0
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Three 24-frame clips of the sample, cut where the person is in view."""
-
     folder = tmp_path_factory.mktemp("wall_clips")
-    paths = []
-    for n, start in enumerate((290, 320, 600)):
-        frames = sample_frames(SAMPLE, tuple(range(start, start + FRAMES)))
-        paths.append(str(encode_frames(folder / f"clip{n}.mp4", frames, rate=RATE)))
-    return paths
+    return sample_clips(folder, SAMPLE, (290, 320, 600), FRAMES, rate=RATE)
 
 
 class Recorder:

@@ -35,9 +35,9 @@ from framelens.core.pipeline.archive.segments import (
 )
 from framelens.core.pipeline.archive.tracker import Tracker, remove_outputs
 from framelens.core.pipeline.archive.types import BatchSummary, InputProgress
-from framelens.core.pipeline.multi_run import source_name
 from framelens.core.pipeline.run import prepare_precision
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.source_outputs import source_name
 from framelens.core.stages.sinks.atomic import remove_stale
 
 
