@@ -17,7 +17,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from framelens.core.errors import ConfigError
@@ -69,12 +69,19 @@ def read_entry(entry: Path) -> dict[str, Any] | None:
     if not isinstance(meta, dict):
         return None
     for name in meta.get("files", []):
-        parts = Path(str(name)).parts
-        if not parts or ".." in parts or Path(str(name)).is_absolute():
-            return None  # not written by commit(): nothing outside the entry is looked at
-        if not (entry / str(name)).is_file():
+        file = inside(entry, str(name))
+        if file is None or not file.is_file():  # outside: not written by commit()
             return None
     return meta
+
+
+def inside(root: Path, name: str) -> Path | None:
+    """``root``/``name`` for a relative POSIX path that stays inside ``root``, else None
+    (empty, absolute, or climbing out with "..")."""
+    rel = PurePosixPath(name)
+    if not name or rel.is_absolute() or ".." in rel.parts:
+        return None
+    return root.joinpath(*rel.parts)
 
 
 class Staging:

@@ -21,7 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from framelens.core.cache import META_FILE, MODEL_FILE, cache_root, digest, read_entry, staging
+from framelens.core.cache import (
+    META_FILE,
+    MODEL_FILE,
+    cache_root,
+    digest,
+    inside,
+    read_entry,
+    staging,
+)
 from framelens.core.errors import ModelError
 from framelens.core.models.inspect import check_external_data
 from framelens.core.models.sidecar import sidecar_path
@@ -105,10 +113,10 @@ def _stem(name: str) -> str:
 
 def _target(root: Path, name: str) -> Path:
     """``root``/``name`` for a relative path that stays inside ``root``, else ModelError."""
-    rel = PurePosixPath(name)
-    if not name or rel.is_absolute() or ".." in rel.parts or name == META_FILE:
+    target = inside(root, name)
+    if target is None or name == META_FILE:
         raise ModelError(f"a shipped model holds a file named {name!r}: refused")
-    return root.joinpath(*rel.parts)
+    return target
 
 
 def materialise(
