@@ -151,7 +151,7 @@ class Executor(Generic[T]):
         depth: int | None = None,
         limit: int | None = None,
         max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
-        skip: Callable[[Frame], bool] | None = None,
+        skip: Callable[[Frame, bool], bool] | None = None,
     ) -> None:
         if not workers:
             raise ValueError("an Executor needs at least one worker")
@@ -165,7 +165,8 @@ class Executor(Generic[T]):
             raise ValueError("max_wait_ms must not be negative")
         self._max_wait_s = max_wait_ms / 1000.0
         # real-time playback: decoded frames too late to be worth processing are dropped
-        # here, before a worker spends time on them (core/pipeline/player_clock.py)
+        # here, before a worker spends time on them (core/pipeline/player_clock.py); it is
+        # told whether a newer decoded frame waits behind the one asked about
         self._skip = skip
         self.dropped = 0
         self._depth = depth or 2 * len(workers) * batch
@@ -260,7 +261,7 @@ class Executor(Generic[T]):
             if isinstance(item, End | Failed):
                 return taken, item
             frame, decode_ms, start_ms = item
-            if self._skip is not None and self._skip(frame):
+            if self._skip is not None and self._skip(frame, self._decoder.waiting):
                 self._drop(frame)
                 continue
             if not taken:

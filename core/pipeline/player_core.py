@@ -143,13 +143,11 @@ class PlayerCore(ABC):
         """Wall time at which ``result`` should be shown; 0 when not paced."""
         return self._clock.due(float(result.frame.pts))
 
-    def _stale(self, frame: Frame) -> bool:
+    def _stale(self, frame: Frame, newer_waiting: bool) -> bool:
         """A decoded frame to drop unprocessed: playing in real time, and already too late
         (core/pipeline/player_clock.py). Steps and seeks show every frame they ask for."""
         if not (self._drop_late and self._state.playing):
             return False
-        decoder = self._decoder
-        newer_waiting = decoder is not None and decoder.waiting
         return self._clock.drop(float(frame.pts), newer_waiting)
 
     def _fetch_processed(self, timeout: float) -> FrameResult | None:
