@@ -9,6 +9,7 @@ fault into the real GPU pipeline on the H200). What is tested is the move.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 from collections.abc import Sequence
@@ -41,19 +42,39 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return sample_clips(tmp_path_factory.mktemp("clips"), SAMPLE, (290, 330, 600), FRAMES)
 
 
-def failing(settings: PipelineSettings, at: int | None, *, nth: bool = False) -> FrameProcessor:
+def failing(
+    settings: PipelineSettings,
+    at: int | None,
+    *,
+    nth: bool = False,
+    after: tuple[int, int] | None = None,
+) -> FrameProcessor:
     """A real CPU pipeline that raises GpuError on frame ``at`` of any source (``nth``:
-    on the ``at``-th frame it is given, for a live stream, whose indices skip)."""
+    on the ``at``-th frame it is given, for a live stream, whose indices skip).
+    ``after`` (source, count): not before it was given ``count`` frames of that source,
+    then on the first frame from ``at`` on of another; sources are read as their frames
+    are ready, so without it a short source may or may not be complete by then."""
     pipeline = build.host_pipeline(settings)
     real = pipeline.infer_batch
     given = [0]
+    of_source: collections.Counter[int] = collections.Counter()
+
+    def due(frames: Sequence[Frame]) -> Frame | None:
+        """The frame to fail on, if any."""
+        if at is None:
+            return None
+        if nth:
+            return frames[-1] if given[0] > at else None
+        if after is not None and of_source[after[0]] < after[1]:
+            return None
+        hits = [f for f in frames if f.index == at or (after and f.index >= at)]
+        return next((f for f in hits if after is None or f.source_id != after[0]), None)
 
     def infer_batch(frames: Sequence[Frame], times_each: Sequence[StageTimes]) -> list[FrameResult]:
         given[0] += len(frames)
-        if nth and at is not None and given[0] > at:
-            raise GpuError(f"frame {frames[-1].index}: out of memory (injected)")
-        if not nth and any(f.index == at for f in frames):
-            raise GpuError(f"frame {at}: out of memory (injected)")
+        if (frame := due(frames)) is not None:
+            raise GpuError(f"frame {frame.index}: out of memory (injected)")
+        of_source.update(f.source_id for f in frames)
         return real(frames, times_each)
 
     pipeline.infer_batch = infer_batch  # type: ignore[method-assign]
@@ -66,6 +87,7 @@ def stand_ins(
     *,
     builds: dict[str, int] | None = None,
     nth: bool = False,
+    after: tuple[int, int] | None = None,
 ) -> list[str]:
     """Stand-in GPUs (CPU pipelines in fact), device -> the frame it fails on (None:
     works); ``builds``: device -> how many times workers can be built on it (then it is
@@ -81,7 +103,9 @@ def stand_ins(
             raise GpuError("GPU frame buffers: out of memory (injected)")
         cpu = replace(settings, device="cpu", threads=1)
         at = fail_at[settings.device]
-        return Workers([failing(cpu, at, nth=nth)], f"gpu pipeline (stand-in {settings.device})")
+        return Workers(
+            [failing(cpu, at, nth=nth, after=after)], f"gpu pipeline (stand-in {settings.device})"
+        )
 
     monkeypatch.setattr(build, "workers", workers)
     return built
@@ -318,7 +342,7 @@ def test_when_no_device_can_take_the_sources_finished_outputs_are_kept(
     that had every frame written keeps its outputs; the others are reported, one line."""
     short = tmp_path / "short.mp4"
     encode_frames(short, sample_frames(SAMPLE, tuple(range(300, 306))))
-    stand_ins(monkeypatch, {"cuda:0": FAIL_AT})
+    stand_ins(monkeypatch, {"cuda:0": FAIL_AT}, after=(1, 6))
     real_workers = build.workers
 
     def workers(settings: PipelineSettings, **kw: Any) -> Workers:
@@ -341,16 +365,17 @@ def test_a_device_failing_with_nothing_left_to_move_keeps_what_was_finished(
     clips: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The short clip is complete and the other breaks on its own (a bad frame) right
-    after the frame the device fails on: the complete one's outputs are kept (the
+    a few frames after the frame the device fails on: the complete one's outputs are kept (the
     summary once failed on the closed workers, losing them). Whether the broken one's
     error was read before the device failed (nothing left to move) or after (it is
     moved and breaks on the CPU) is a race; either way it ends with its own error."""
     short = tmp_path / "short.mp4"
     encode_frames(short, sample_frames(SAMPLE, tuple(range(300, 306))))
-    broken = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 30, bad=20)
-    stand_ins(monkeypatch, {"cuda:0": 19})
+    broken = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 30, bad=25)
+    stand_ins(monkeypatch, {"cuda:0": 19}, after=(1, 6))
     summary, messages = run_on([str(broken), str(short)], tmp_path / "out", ["cuda:0"])
-    assert any(m.startswith("cuda:0 failed (frame 19") for m in messages), messages
+    failed = [m for m in messages if m.startswith("cuda:0 failed (frame ")]
+    assert len(failed) == 1 and 19 <= int(failed[0].split()[3].rstrip(":")) < 25, messages
     gone, done = summary["sources"]
-    assert "020" in gone["error"] and done["frames"] == 6 and "error" not in done
+    assert "025" in gone["error"] and done["frames"] == 6 and "error" not in done
     assert len(frames_of(tmp_path / "out" / "short.json")) == 6
