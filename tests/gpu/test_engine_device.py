@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from framelens.core.errors import EngineError, ModelError
+from framelens.core.errors import EngineError, GpuError, ModelError
 from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import resolve_model
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
@@ -239,6 +239,26 @@ def test_misuse_is_a_one_line_engine_error(
         gpu.infer_device(uploads[-1].ptr, tensor.shape, np.float32)
     with pytest.raises(ModelError, match="does not exist"):
         OnnxRuntimeCudaEngine(ROOT / "nope.onnx", gpu_ctx, gpu_stream)
+
+
+def test_the_cuda_provider_running_out_of_memory_is_a_gpu_error(cuda_provider: None) -> None:
+    """ONNX Runtime's CUDA provider on host frames (the path when the GPU pipeline cannot
+    run) out of memory mid-run: a GpuError, so that a run goes on on the CPU, rather
+    than an EngineError that ends it. The arena is capped at 64 MiB; YuNet (dynamic
+    shapes, 0.3 MB of weights) loads in that and a batch of 16 at 1024x1024 needs far
+    more. The same batch on the CPU runs: it is the GPU that failed, not the input."""
+    spec = resolve_model("yunet")
+    tensor = np.zeros((16, 3, 1024, 1024), np.float32)
+    capped = {"gpu_mem_limit": str(64 * MiB), **FULL_FP32}
+    gpu = OnnxRuntimeEngine(spec.path, device="cuda", cuda_options=capped)
+    try:
+        with pytest.raises(GpuError, match=r"^inference failed: ") as info:
+            gpu.infer(tensor)
+        assert "\n" not in str(info.value)
+    finally:
+        gpu.close()
+    with OnnxRuntimeEngine(spec.path) as cpu:
+        assert cpu.infer(tensor[:1])[0].shape[0] == 1
 
 
 def _settled(ctx: GpuContext) -> int:

@@ -9,7 +9,7 @@ import av
 import cv2
 import numpy as np
 import pytest
-from framelens.core.errors import EngineError, ModelError
+from framelens.core.errors import EngineError, GpuError, ModelError
 from framelens.core.models.catalog import resolve_model
 from framelens.core.pipeline.build import create_engine
 from framelens.core.pipeline.devices import cuda_available
@@ -65,6 +65,7 @@ def test_infer_errors_are_one_line() -> None:
     with pytest.raises(EngineError, match="inference failed") as err:
         engine.infer(np.zeros((1, 3, 320, 320), np.float32))
     assert "\n" not in str(err.value) and "ONNXRuntimeError" not in str(err.value)
+    assert not isinstance(err.value, GpuError)  # on the CPU it is the input's fault: no fallback
     engine.close()
     engine.close()  # twice is fine
     with pytest.raises(EngineError, match="closed"):

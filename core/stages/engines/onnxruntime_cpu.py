@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.errors import EngineError, ModelError
+from framelens.core.errors import EngineError, GpuError, ModelError
 from framelens.core.stages.engines.base import Engine
 
 _CUDA = re.compile(r"^cuda(?::(\d+))?$")
@@ -143,7 +143,11 @@ class OnnxRuntimeEngine(Engine):
         try:  # the whole batch in one run
             outputs = self._session.run(self.output_names, {self.input_name: tensor})
         except Exception as exc:
-            raise EngineError(f"inference failed: {ort_message(exc)}") from exc
+            # on CUDA, what fails in a run of a loaded model is mostly the GPU (out of
+            # memory, a driver or kernel error): a GpuError lets a run go on on the CPU,
+            # where a fault of the input's own fails again, as an EngineError
+            failed = EngineError if self.device == "cpu" else GpuError
+            raise failed(f"inference failed: {ort_message(exc)}") from exc
         return list(outputs)
 
     def close(self) -> None:
