@@ -254,7 +254,7 @@ def run_group(
             raise SourceError(f"no source could be opened: {'; '.join(unopened.values())}")
         live = [i for i in range(len(specs)) if i not in unopened]
         specs, names = [specs[i] for i in live], [names[i] for i in live]
-        merged = MergedSource(opened, limit=frames, raise_gpu_errors=True)
+        merged = MergedSource(opened, limits=frames, raise_gpu_errors=True)
         task = built.pipelines[0].task
         ran = built.pipelines[0].settings
         for spec, name, source in zip(specs, names, opened, strict=True):

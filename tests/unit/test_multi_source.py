@@ -107,7 +107,7 @@ def test_a_source_that_breaks_mid_run_is_reported_and_the_others_finish(
 def test_the_merged_source_reads_every_frame_of_each_in_order_and_takes_turns(
     clips: list[str],
 ) -> None:
-    merged = MergedSource([open_source(c) for c in clips[:3]], limit=10)
+    merged = MergedSource([open_source(c) for c in clips[:3]], limits=10)
     try:
         deadline = time.monotonic() + 10
         while any(q.qsize() < 2 for q in merged._queues) and time.monotonic() < deadline:
@@ -172,7 +172,7 @@ def test_a_slow_live_source_does_not_stall_a_file_beside_it(
 ) -> None:
     """The muxer hands out whatever source has a frame: the file's 24 frames come out at
     decoding speed while the live stream trickles in at 5 fps."""
-    merged = MergedSource([open_source(slow_stream.url), open_source(clips[0])], limit=FRAMES)
+    merged = MergedSource([open_source(slow_stream.url), open_source(clips[0])], limits=FRAMES)
     start = time.monotonic()
     when: dict[int, list[float]] = {0: [], 1: []}
     try:

@@ -34,18 +34,17 @@ class _Ended:
 
 
 class MergedSource(Source):
-    """``sources`` read together; ``limit``: at most that many frames of each, or
-    ``limits``: of each its own (None: to its end). A source that fails stops alone and
-    its reason is kept in ``failures``; with ``raise_gpu_errors`` a GPU failure of its
-    decoder (GpuError) is raised from ``read`` instead, so that the run can move every
-    source to another device."""
+    """``sources`` read together; ``limits``: at most that many frames of each source
+    (None: to its end; one number: the same for every source). A source that fails
+    stops alone and its reason is kept in ``failures``; with ``raise_gpu_errors`` a GPU
+    failure of its decoder (GpuError) is raised from ``read`` instead, so that the run
+    can move every source to another device."""
 
     def __init__(
         self,
         sources: Sequence[Source],
         *,
-        limit: int | None = None,
-        limits: Sequence[int | None] | None = None,
+        limits: int | Sequence[int | None] | None = None,
         raise_gpu_errors: bool = False,
     ) -> None:
         if not sources:
@@ -53,7 +52,9 @@ class MergedSource(Source):
         self.sources = list(sources)
         for i, source in enumerate(self.sources):
             source.source_id = i
-        self._limits = list(limits) if limits is not None else [limit] * len(self.sources)
+        if limits is None or isinstance(limits, int):
+            limits = [limits] * len(self.sources)
+        self._limits = list(limits)
         if len(self._limits) != len(self.sources):
             raise ValueError("one limit per source")
         counts = [s.info.frame_count for s in self.sources]
