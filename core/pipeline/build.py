@@ -28,6 +28,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources.rotation import display_turns
 from framelens.core.stages.tasks import SuperResParams, task_for
 from framelens.core.stages.tasks.superres.tiling import cuda_options as sr_cuda_options
 
@@ -390,8 +391,12 @@ def workers(
 
 
 def decodes_on_device(spec: str) -> bool:
-    """True for video files (NVDEC decodes them); cameras, streams, folders decode on the host."""
-    return os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}
+    """True for video files (NVDEC decodes them); cameras, streams, folders decode on the
+    host, and so do videos turned for display (a phone's portrait video): the host turns
+    them upright, and the GPU pipeline takes host frames as it takes a camera's."""
+    if not os.path.isfile(spec) or Path(spec).suffix.lower() in {".png", ".jpg", ".jpeg"}:
+        return False
+    return display_turns(spec) == 0
 
 
 def source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:
@@ -408,7 +413,10 @@ def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str
     set up at all."""
     device = source_device(pipeline, spec)
     if device is None:
-        return open_source(spec), "cpu"
+        source = open_source(spec)
+        wanted = pipeline is not None and pipeline.takes_device_frames
+        why = getattr(source, "fallback_reason", None) if wanted else None
+        return source, f"cpu ({why})" if why else "cpu"
     from framelens.core.gpu.buffers import cuda_driver, cuda_message
     from framelens.core.gpu.context import get_context
     from framelens.core.stages.sources.nvdec import open_gpu_source

@@ -190,6 +190,46 @@ def test_gpu_failure_mid_run_goes_on_on_the_cpu(
     assert any(m.startswith("GPU failed (frame 40: injected fault") for m in messages), messages
 
 
+def test_a_turned_video_on_the_gpu_finds_what_the_cpu_finds(
+    gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """A phone's portrait video (stored on its side, a display matrix turning it): NVDEC
+    would hand it on its side, so the host decodes and turns it and the GPU pipeline
+    takes the upright host frames; the same detections as the CPU's, the path says so."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from media_factory import encode_frames, sample_frames
+
+    video = str(encode_frames(tmp_path / "phone.mp4", sample_frames(Path(SAMPLE), tuple(
+        range(290, 350))), turns=1))  # fmt: skip
+    found = {}
+    for device in ("cpu", "cuda:0"):
+        out = tmp_path / f"{device.replace(':', '')}.json"
+        settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device)
+        summary = run_to_outputs(video, settings, detections=str(out), progress=False)
+        found[device] = {f["index"]: f["detections"] for f in json.loads(out.read_text())["frames"]}
+    assert summary["path"].startswith("gpu pipeline"), summary["path"]
+    assert "decoder cpu (turned 90 degrees for display" in summary["path"], summary["path"]
+    assert sorted(found["cuda:0"]) == sorted(found["cpu"]) == list(range(60))
+    labels: dict[str, int] = {}
+
+    def as_detections(listed: list[dict[str, Any]]) -> Detections:
+        ids = [labels.setdefault(d["label"], len(labels)) for d in listed]
+        return Detections(
+            np.array([d["box"] for d in listed], np.float32).reshape(-1, 4),
+            np.array([d["score"] for d in listed], np.float32),
+            np.array(ids, np.int32),
+        )
+
+    totals = AgreementTotals()
+    for index, cpu in found["cpu"].items():
+        totals.add_frame(as_detections(cpu), as_detections(found["cuda:0"][index]))
+    assert sum(len(d) for d in found["cpu"].values()) >= 40  # the person is in view
+    assert totals.f1 >= 0.99 and totals.mean_iou >= 0.97, totals.as_dict()
+
+
 def test_open_close_cycles_leak_no_device_memory(gpu_ctx: GpuContext) -> None:
     cycles = int(os.environ.get("FRAMELENS_LEAK_CYCLES", "200"))
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")

@@ -123,17 +123,27 @@ def sample_frames(path: Path, indices: tuple[int, ...]) -> list[npt.NDArray[np.u
 
 
 def encode_frames(
-    path: Path, images: list[npt.NDArray[np.uint8]], *, rate: int = 10, gop: int | None = None
+    path: Path,
+    images: list[npt.NDArray[np.uint8]],
+    *,
+    rate: int = 10,
+    gop: int | None = None,
+    turns: int = 0,
 ) -> Path:
     """Real frames as an H.264 yuv420p video (libx264 through PyAV), frame for frame;
-    ``gop``: a keyframe every that many frames (default: libx264's)."""
+    ``gop``: a keyframe every that many frames (default: libx264's). ``turns``: stored
+    turned that many quarter turns clockwise, with the display matrix that turns them
+    back (as a phone records portrait video), so that players show ``images``."""
+    stored = [np.ascontiguousarray(np.rot90(image, -turns)) for image in images]
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=rate)
-        stream.width, stream.height = images[0].shape[1], images[0].shape[0]
+        stream.width, stream.height = stored[0].shape[1], stored[0].shape[0]
         stream.pix_fmt = "yuv420p"
         if gop is not None:
             stream.codec_context.gop_size = gop
-        for image in images:
+        if turns % 4:
+            stream.set_display_rotation(90 * (turns % 4))  # counterclockwise, as FFmpeg's
+        for image in stored:
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
                 out.mux(packet)
         for packet in stream.encode():

@@ -34,7 +34,7 @@ import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar, cast
@@ -48,6 +48,7 @@ from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 from framelens.core.errors import SourceError
 from framelens.core.stages.sources.base import Source
+from framelens.core.stages.sources.rotation import quarter_turns, turn, turned_size
 from framelens.core.types import Frame, Image, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -456,8 +457,11 @@ class PyAVFileReader(FileReader[VideoFrame]):
 
 
 class FileSource(PyAVFileReader, Source):
-    """A seekable video file. ``decode_errors``, ``truncated`` and ``resized`` report
-    damage. Opening decodes the first frame: a file without one fails here."""
+    """A seekable video file, its frames upright: one stored sideways with a display
+    matrix (a phone's portrait video) is turned as players turn it, ``turns`` quarter
+    turns, and ``info`` gives the upright size. ``decode_errors``, ``truncated`` and
+    ``resized`` report damage. Opening decodes the first frame: a file without one
+    fails here."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
@@ -469,16 +473,26 @@ class FileSource(PyAVFileReader, Source):
             self.close()
             raise
         self._unread(first)
+        self._coded = (self.info.width, self.info.height)
+        self.turns = quarter_turns(first.item)
+        width, height = turned_size(*self._coded, self.turns)
+        self.info = replace(self.info, width=width, height=height)
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why a GPU run has this file decoded here rather than by NVDEC, if it does."""
+        if not self.turns:
+            return None
+        return f"turned {90 * self.turns} degrees for display: decoded and turned on the CPU"
 
     def read(self) -> Frame | None:
         decoded = self.read_decoded()
         if decoded is None:
             return None
-        size = (self.info.width, self.info.height)
-        if (decoded.item.width, decoded.item.height) != size:
+        if (decoded.item.width, decoded.item.height) != self._coded:
             self.resized += 1
         return Frame(
-            to_bgr(decoded.item, self.info.uri, size),
+            turn(to_bgr(decoded.item, self.info.uri, self._coded), self.turns),
             decoded.index,
             decoded.pts,
             source_id=self.source_id,
