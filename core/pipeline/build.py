@@ -28,7 +28,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.sources.rotation import display_turns
+from framelens.core.stages.sources.rotation import display_orientation
 from framelens.core.stages.tasks import SuperResParams, task_for
 from framelens.core.stages.tasks.superres.tiling import cuda_options as sr_cuda_options
 
@@ -396,7 +396,7 @@ def decodes_on_device(spec: str) -> bool:
     them upright, and the GPU pipeline takes host frames as it takes a camera's."""
     if not os.path.isfile(spec) or Path(spec).suffix.lower() in {".png", ".jpg", ".jpeg"}:
         return False
-    return display_turns(spec) == 0
+    return not display_orientation(spec)
 
 
 def source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:

@@ -214,7 +214,8 @@ class Player(PlayerCore):
             else:
                 self._publish(decoder=name)
                 return source
-        source, name = build.open_frames(spec, None)
+        # the pipeline for the host too when it wants no NVDEC: the name then says why
+        source, name = build.open_frames(spec, pipeline if self._source_wants is None else None)
         self._publish(decoder=name)
         return source
 

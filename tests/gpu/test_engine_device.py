@@ -246,7 +246,7 @@ def test_the_cuda_provider_running_out_of_memory_is_a_gpu_error(cuda_provider: N
     run) out of memory mid-run: a GpuError, so that a run goes on on the CPU, rather
     than an EngineError that ends it. The arena is capped at 64 MiB; YuNet (dynamic
     shapes, 0.3 MB of weights) loads in that and a batch of 16 at 1024x1024 needs far
-    more. The same batch on the CPU runs: it is the GPU that failed, not the input."""
+    more. A frame of it runs on the CPU: it is the GPU that failed, not the input."""
     spec = resolve_model("yunet")
     tensor = np.zeros((16, 3, 1024, 1024), np.float32)
     capped = {"gpu_mem_limit": str(64 * MiB), **FULL_FP32}

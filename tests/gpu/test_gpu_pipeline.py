@@ -207,7 +207,9 @@ def test_a_turned_video_on_the_gpu_finds_what_the_cpu_finds(
     found = {}
     for device in ("cpu", "cuda:0"):
         out = tmp_path / f"{device.replace(':', '')}.json"
-        settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device)
+        # on CUDA in batches of 4: host frames batched into the GPU pipeline
+        batch = 4 if device.startswith("cuda") else 1
+        settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device, batch=batch)
         summary = run_to_outputs(video, settings, detections=str(out), progress=False)
         found[device] = {f["index"]: f["detections"] for f in json.loads(out.read_text())["frames"]}
     assert summary["path"].startswith("gpu pipeline"), summary["path"]

@@ -72,6 +72,35 @@ def test_infer_errors_are_one_line() -> None:
         engine.infer(np.zeros((1, 3, 416, 416), np.float32))
 
 
+def test_on_cuda_a_run_failing_is_the_gpus_fault_unless_ort_blames_the_input() -> None:
+    """A CUDA run's failure goes on on the CPU (GpuError) when the GPU failed, but a wrong
+    input shape or type is the input's on any device (EngineError: the CPU would fail
+    the same). The input faults are ONNX Runtime's own exceptions from real runs; the
+    GPU's is ORT's runtime exception with the CUDA provider's out-of-memory text."""
+    import onnxruntime as ort
+    from framelens.core.stages.engines.onnxruntime_cpu import run_failure
+    from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+    session = ort.InferenceSession(str(resolve_model("yolox-nano").path))
+    name = session.get_inputs()[0].name
+    faults = []
+    for tensor in (np.zeros((1, 3, 320, 320), np.float32), np.zeros((1, 3, 416, 416))):
+        with pytest.raises(Exception) as info:
+            session.run(None, {name: tensor})
+        faults.append(info.value)
+    for fault in faults:
+        for device in ("cpu", "cuda:0"):
+            error = run_failure(fault, device)
+            assert type(error) is EngineError and str(error).startswith("inference failed: ")
+    oom = RuntimeException(
+        "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while "
+        "running Conv node. Name:'Conv_0' Status Message: CUDA error cudaErrorMemoryAllocation"
+        ":out of memory"
+    )
+    assert isinstance(run_failure(oom, "cuda:0"), GpuError)
+    assert type(run_failure(oom, "cpu")) is EngineError
+
+
 def test_backends_and_devices(tmp_path: Path) -> None:
     path = resolve_model("yolox-nano").path
     with pytest.raises(EngineError, match="TensorRT runs on NVIDIA GPUs, not on cpu"):

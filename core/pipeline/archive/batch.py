@@ -21,7 +21,7 @@ from pathlib import Path
 
 from framelens.core.errors import ConfigError, FrameLensError, error_message
 from framelens.core.pipeline.archive.bars import BatchBars
-from framelens.core.pipeline.archive.inputs import discover_inputs, probe
+from framelens.core.pipeline.archive.inputs import ORIENTATION_UPRIGHT, discover_inputs, probe
 from framelens.core.pipeline.archive.local import run_local
 from framelens.core.pipeline.archive.manifest import Entry, Manifest, settings_record
 from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
@@ -39,6 +39,7 @@ from framelens.core.pipeline.run import prepare_precision
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.source_outputs import source_name
 from framelens.core.stages.sinks.atomic import remove_stale
+from framelens.core.stages.sources.rotation import display_orientation
 
 
 def _inside(path: str, folder: Path) -> bool:
@@ -75,12 +76,26 @@ def _same_settings(recorded: dict[str, object], record: dict[str, object]) -> bo
     return bool(missing) and recorded == {k: v for k, v in record.items() if k not in missing}
 
 
-def _is_done(entry: Entry, output_dir: Path, record: dict[str, object]) -> bool:
-    return (
+ORIENTATION = "orientation"
+"""An entry's settings hold how its file is shown (since 2026-12-03: a video turned for
+display is read upright): results recorded before, without it, have a turned video's
+boxes on its side, so such an input is done again (the others are probed once)."""
+
+
+def _is_done(entry: Entry, output_dir: Path, record: dict[str, object], path: str) -> bool:
+    recorded = {k: v for k, v in entry.settings.items() if k != ORIENTATION}
+    if not (
         entry.state == "done"
-        and _same_settings(entry.settings, record)
+        and _same_settings(recorded, record)
         and all((output_dir / rel).exists() for rel in entry.outputs)
-    )
+    ):
+        return False
+    if ORIENTATION not in entry.settings:
+        shown = display_orientation(path)
+        if shown:
+            return False
+        entry.settings[ORIENTATION] = ORIENTATION_UPRIGHT  # not probed again
+    return True
 
 
 def run_batch(
@@ -201,7 +216,7 @@ def _check(
         except OSError as exc:
             tracker.fail(path, f"cannot read {path}: {exc.strerror or exc}")
             continue
-        if not changed and _is_done(entry, out, record):
+        if not changed and _is_done(entry, out, record, path):
             skipped.add(path)
             tracker.emit(entry, "skipped")
             continue
@@ -215,6 +230,7 @@ def _check(
             tracker.fail(path, error_message(exc))
             continue
         entry.frames_total = found.frames or 0
+        entry.settings = {**record, ORIENTATION: found.orientation}
         todo.append((path, entry.frames_total))
         tracker.emit(entry)
     return todo, skipped

@@ -68,6 +68,9 @@ def discover_inputs(inputs: Sequence[str]) -> list[str]:
     return sorted(unique)
 
 
+ORIENTATION_UPRIGHT = "upright"
+
+
 @dataclass(frozen=True)
 class Probe:
     """What the driver learnt of an input by opening it."""
@@ -76,6 +79,7 @@ class Probe:
     fps: float
     width: int
     height: int
+    orientation: str = ORIENTATION_UPRIGHT  # as shown: "turned 90 degrees", "mirrored"...
 
 
 def probe(path: str) -> Probe:
@@ -83,4 +87,6 @@ def probe(path: str) -> Probe:
     SourceError with the one-line reason when it is not a readable video."""
     with open_source(path) as source:
         info = source.info
-        return Probe(info.frame_count, info.fps, info.width, info.height)
+        shown = getattr(source, "orientation", None)
+        orientation = shown.describe() if shown else ORIENTATION_UPRIGHT
+        return Probe(info.frame_count, info.fps, info.width, info.height, orientation)

@@ -23,6 +23,22 @@ def ort_message(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+_ORT_CODE = re.compile(r"^\[ONNXRuntimeError\]\s*:\s*(\d+)\s*:")
+_INPUT_FAULTS = {2, 9, 10}  # INVALID_ARGUMENT, NOT_IMPLEMENTED, INVALID_GRAPH
+
+
+def run_failure(exc: BaseException, device: str) -> EngineError:
+    """ONNX Runtime's error from a run as ours. On CUDA a failure is the GPU's (out of
+    memory, a driver or kernel error: GpuError, so a run goes on on the CPU) unless ORT
+    says it is the input's or the graph's (a wrong shape or type: EngineError, as on
+    the CPU, where it would fail the same)."""
+    text = f"inference failed: {ort_message(exc)}"
+    code = _ORT_CODE.match(str(exc).strip())
+    if device == "cpu" or (code is not None and int(code.group(1)) in _INPUT_FAULTS):
+        return EngineError(text)
+    return GpuError(text)
+
+
 def providers_for(
     device: str, available: list[str], cuda_options: Mapping[str, str] | None = None
 ) -> tuple[str, list[Any]]:
@@ -143,11 +159,7 @@ class OnnxRuntimeEngine(Engine):
         try:  # the whole batch in one run
             outputs = self._session.run(self.output_names, {self.input_name: tensor})
         except Exception as exc:
-            # on CUDA, what fails in a run of a loaded model is mostly the GPU (out of
-            # memory, a driver or kernel error): a GpuError lets a run go on on the CPU,
-            # where a fault of the input's own fails again, as an EngineError
-            failed = EngineError if self.device == "cpu" else GpuError
-            raise failed(f"inference failed: {ort_message(exc)}") from exc
+            raise run_failure(exc, self.device) from exc
         return list(outputs)
 
     def close(self) -> None:

@@ -48,7 +48,7 @@ from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 from framelens.core.errors import SourceError
 from framelens.core.stages.sources.base import Source
-from framelens.core.stages.sources.rotation import quarter_turns, turn, turned_size
+from framelens.core.stages.sources.rotation import Orientation, orientation_of
 from framelens.core.types import Frame, Image, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -457,11 +457,10 @@ class PyAVFileReader(FileReader[VideoFrame]):
 
 
 class FileSource(PyAVFileReader, Source):
-    """A seekable video file, its frames upright: one stored sideways with a display
-    matrix (a phone's portrait video) is turned as players turn it, ``turns`` quarter
-    turns, and ``info`` gives the upright size. ``decode_errors``, ``truncated`` and
-    ``resized`` report damage. Opening decodes the first frame: a file without one
-    fails here."""
+    """A seekable video file, its frames as players show them: one stored sideways with
+    a display matrix (a phone's portrait video) is turned (``orientation``), and
+    ``info`` gives the size shown. ``decode_errors``, ``truncated`` and ``resized``
+    report damage. Opening decodes the first frame: a file without one fails here."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
@@ -474,16 +473,16 @@ class FileSource(PyAVFileReader, Source):
             raise
         self._unread(first)
         self._coded = (self.info.width, self.info.height)
-        self.turns = quarter_turns(first.item)
-        width, height = turned_size(*self._coded, self.turns)
+        self.orientation: Orientation = orientation_of(first.item)
+        width, height = self.orientation.size(*self._coded)
         self.info = replace(self.info, width=width, height=height)
 
     @property
     def fallback_reason(self) -> str | None:
         """Why a GPU run has this file decoded here rather than by NVDEC, if it does."""
-        if not self.turns:
+        if not self.orientation:
             return None
-        return f"turned {90 * self.turns} degrees for display: decoded and turned on the CPU"
+        return f"{self.orientation.describe()} for display: decoded and turned on the CPU"
 
     def read(self) -> Frame | None:
         decoded = self.read_decoded()
@@ -492,7 +491,7 @@ class FileSource(PyAVFileReader, Source):
         if (decoded.item.width, decoded.item.height) != self._coded:
             self.resized += 1
         return Frame(
-            turn(to_bgr(decoded.item, self.info.uri, self._coded), self.turns),
+            self.orientation.apply(to_bgr(decoded.item, self.info.uri, self._coded)),
             decoded.index,
             decoded.pts,
             source_id=self.source_id,

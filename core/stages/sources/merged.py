@@ -52,7 +52,7 @@ class MergedSource(Source):
         self.sources = list(sources)
         for i, source in enumerate(self.sources):
             source.source_id = i
-        if limits is None or isinstance(limits, int):
+        if limits is None or not isinstance(limits, Sequence):  # one for every source
             limits = [limits] * len(self.sources)
         self._limits = list(limits)
         if len(self._limits) != len(self.sources):

@@ -3,8 +3,8 @@ landscape frames and a display matrix that tells players to turn them. Every pla
 (FFmpeg's autorotate, VLC, browsers) shows them upright, so FrameLens does too: the
 frames, their size and the boxes found in them are the upright picture's.
 
-Only quarter turns are applied, as FFmpeg does; a matrix that is not one (a mirror or
-an odd angle, very rare) is left alone.
+The matrix is read as FFmpeg's autorotate reads it: quarter turns, with the mirror
+some matrices add. Any other angle (very rare) is left alone, with a warning.
 """
 
 from __future__ import annotations
@@ -12,67 +12,101 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+import cv2
 import numpy as np
+from av.sidedata.sidedata import Type as SideDataType
 from av.video.frame import VideoFrame
 from framelens.core.types import Image
 
 log = logging.getLogger(__name__)
 
-__all__ = ["display_turns", "quarter_turns", "turn", "turned_size"]
+__all__ = ["UPRIGHT", "Orientation", "display_orientation", "orientation_of"]
+
+_ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
 
 
-def quarter_turns(frame: VideoFrame) -> int:
-    """How many quarter turns counterclockwise (0-3, as ``np.rot90`` counts them) show
-    ``frame`` as its video's display matrix asks; 0 without one."""
-    try:
-        degrees = float(frame.rotation)  # counterclockwise, in [-180, 180]
-    except (AttributeError, ValueError, TypeError):  # no or malformed side data
-        return 0
-    turns = round(degrees / 90)
-    if abs(degrees - 90 * turns) > 1:
-        log.warning("a display rotation of %.1f degrees is not a quarter turn: ignored", degrees)
-        return 0
-    return turns % 4
+@dataclass(frozen=True, slots=True)
+class Orientation:
+    """How a stored frame becomes the picture shown: mirrored left to right first
+    (``mirrored``), then ``turns`` quarter turns counterclockwise (as ``np.rot90``)."""
 
+    turns: int = 0
+    mirrored: bool = False
 
-def turn(image: Image, turns: int) -> Image:
-    """``image`` turned ``turns`` quarter turns counterclockwise (contiguous; the same
-    array when ``turns`` is 0)."""
-    if turns % 4 == 0:
+    def __bool__(self) -> bool:
+        return bool(self.turns) or self.mirrored
+
+    def apply(self, image: Image) -> Image:
+        """``image`` as shown (the same array when nothing changes)."""
+        if self.mirrored:
+            image = cast(Image, cv2.flip(image, 1))
+        if self.turns:
+            image = cast(Image, cv2.rotate(image, _ROTATE[self.turns]))
         return image
-    return np.ascontiguousarray(np.rot90(image, turns))
+
+    def size(self, width: int, height: int) -> tuple[int, int]:
+        """(width, height) of a stored ``width`` x ``height`` frame as shown."""
+        return (height, width) if self.turns % 2 else (width, height)
+
+    def describe(self) -> str:
+        """In words, for messages: "turned 90 degrees", "mirrored"..."""
+        parts = [f"turned {90 * self.turns} degrees"] if self.turns else []
+        return " and ".join([*parts, "mirrored"] if self.mirrored else parts)
 
 
-def turned_size(width: int, height: int, turns: int) -> tuple[int, int]:
-    """(width, height) of a ``width`` x ``height`` picture after ``turns`` quarter turns."""
-    return (height, width) if turns % 2 else (width, height)
+UPRIGHT = Orientation()
 
 
-def display_turns(path: str | os.PathLike[str]) -> int:
-    """The quarter turns the video file at ``path`` is shown with (its first frame's),
-    0 when it has none or cannot be read (opening it then says why)."""
+def orientation_of(frame: VideoFrame) -> Orientation:
+    """How ``frame`` is shown, from its display matrix, as FFmpeg's autorotate (fftools)
+    turns it; UPRIGHT without one."""
+    try:
+        data = frame.side_data.get(SideDataType.DISPLAYMATRIX)  # type: ignore[call-overload]
+        if data is None:
+            return UPRIGHT
+        m = np.frombuffer(bytes(data), "<i4")
+        degrees = -float(frame.rotation)  # FFmpeg's theta: clockwise
+    except (AttributeError, ValueError, TypeError):  # malformed side data
+        return UPRIGHT
+    theta = degrees - 360 * np.floor(degrees / 360 + 0.9 / 360)
+    if abs(theta - 90) < 1:
+        return Orientation(1, True) if m[3] > 0 else Orientation(3)  # transpose / clockwise
+    if abs(theta - 180) < 1:  # each flip as the matrix has it
+        return {(True, True): Orientation(2), (True, False): Orientation(0, True),
+                (False, True): Orientation(2, True)}.get((m[0] < 0, m[4] < 0), UPRIGHT)  # fmt: skip
+    if abs(theta - 270) < 1:
+        return Orientation(3, True) if m[3] < 0 else Orientation(1)  # anti-transpose / ccw
+    if abs(theta) < 1 or abs(theta - 360) < 1:
+        return Orientation(2, True) if m[4] < 0 else UPRIGHT  # upside down mirrored: vflip
+    log.warning("a display rotation of %.1f degrees is not a quarter turn: ignored", theta)
+    return UPRIGHT
+
+
+def display_orientation(path: str | os.PathLike[str]) -> Orientation:
+    """How the video file at ``path`` is shown (as its first frame is), UPRIGHT when it
+    cannot be read (opening it then says why)."""
     p = Path(path)
     try:
         stat = p.stat()
     except OSError:
-        return 0
+        return UPRIGHT
     return _probe(os.fspath(p), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=64)
-def _probe(path: str, _mtime_ns: int, _size: int) -> int:
-    """Decodes the first frame on the CPU (the display matrix reaches PyAV with frames
-    only); keyed by the file's time and size, so a file replaced is probed again."""
-    import av
-    from framelens.core.stages.sources.file import DECODER_LIMITS
+def _probe(path: str, _mtime_ns: int, _size: int) -> Orientation:
+    """Opens the file as a run does (the display matrix reaches PyAV with frames only);
+    keyed by the file's time and size, so a file replaced is probed again."""
+    from framelens.core.errors import FrameLensError
+    from framelens.core.stages.sources.file import FileSource
 
     try:
-        with av.open(path, options=DECODER_LIMITS) as container:
-            stream = container.streams.video[0]
-            for frame in container.decode(stream):
-                return quarter_turns(frame)
-    except Exception as exc:  # a broken file: opening it for real reports it
-        log.debug("%s: no display rotation read: %s", path, exc)
-    return 0
+        with FileSource(path) as source:
+            return source.orientation
+    except (FrameLensError, OSError) as exc:
+        log.debug("%s: no display matrix read: %s", path, exc)
+    return UPRIGHT
