@@ -28,7 +28,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.sources.rotation import display_orientation
+from framelens.core.stages.sources.display import AS_STORED, display_of
 from framelens.core.stages.tasks import SuperResParams, task_for
 from framelens.core.stages.tasks.superres.tiling import cuda_options as sr_cuda_options
 
@@ -392,11 +392,12 @@ def workers(
 
 def decodes_on_device(spec: str) -> bool:
     """True for video files (NVDEC decodes them); cameras, streams, folders decode on the
-    host, and so do videos turned for display (a phone's portrait video): the host turns
-    them upright, and the GPU pipeline takes host frames as it takes a camera's."""
+    host, and so do videos shown otherwise than stored (a phone's portrait video turned,
+    non-square pixels): the host makes the picture shown, and the GPU pipeline takes
+    host frames as it takes a camera's."""
     if not os.path.isfile(spec) or Path(spec).suffix.lower() in {".png", ".jpg", ".jpeg"}:
         return False
-    return not display_orientation(spec)
+    return display_of(spec) == AS_STORED
 
 
 def source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:

@@ -129,11 +129,13 @@ def encode_frames(
     rate: int = 10,
     gop: int | None = None,
     turns: int = 0,
+    pixel_aspect: Fraction | None = None,
 ) -> Path:
     """Real frames as an H.264 yuv420p video (libx264 through PyAV), frame for frame;
     ``gop``: a keyframe every that many frames (default: libx264's). ``turns``: stored
     turned that many quarter turns clockwise, with the display matrix that turns them
-    back (as a phone records portrait video), so that players show ``images``."""
+    back (as a phone records portrait video), so that players show ``images``.
+    ``pixel_aspect``: the stream's sample aspect ratio (its pixels' width for 1 high)."""
     stored = [np.ascontiguousarray(np.rot90(image, -turns)) for image in images]
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=rate)
@@ -143,6 +145,8 @@ def encode_frames(
             stream.codec_context.gop_size = gop
         if turns % 4:
             stream.set_display_rotation(90 * (turns % 4))  # counterclockwise, as FFmpeg's
+        if pixel_aspect is not None:
+            stream.codec_context.sample_aspect_ratio = pixel_aspect
         for image in stored:
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
                 out.mux(packet)

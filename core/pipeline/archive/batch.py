@@ -21,7 +21,7 @@ from pathlib import Path
 
 from framelens.core.errors import ConfigError, FrameLensError, error_message
 from framelens.core.pipeline.archive.bars import BatchBars
-from framelens.core.pipeline.archive.inputs import ORIENTATION_UPRIGHT, discover_inputs, probe
+from framelens.core.pipeline.archive.inputs import discover_inputs, probe
 from framelens.core.pipeline.archive.local import run_local
 from framelens.core.pipeline.archive.manifest import Entry, Manifest, settings_record
 from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
@@ -39,7 +39,7 @@ from framelens.core.pipeline.run import prepare_precision
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.source_outputs import source_name
 from framelens.core.stages.sinks.atomic import remove_stale
-from framelens.core.stages.sources.rotation import display_orientation
+from framelens.core.stages.sources.display import AS_STORED, display_of
 
 
 def _inside(path: str, folder: Path) -> bool:
@@ -76,25 +76,25 @@ def _same_settings(recorded: dict[str, object], record: dict[str, object]) -> bo
     return bool(missing) and recorded == {k: v for k, v in record.items() if k not in missing}
 
 
-ORIENTATION = "orientation"
-"""An entry's settings hold how its file is shown (since 2026-12-03: a video turned for
-display is read upright): results recorded before, without it, have a turned video's
-boxes on its side, so such an input is done again (the others are probed once)."""
+DISPLAY = "display"
+"""An entry's settings hold how its file is shown (since 2026-12-03 a file's frames are
+read as players show them: a phone's video turned, non-square pixels made square):
+results recorded before, without it, hold such a file's boxes in its stored frames,
+so it is done again (the others are probed once)."""
 
 
 def _is_done(entry: Entry, output_dir: Path, record: dict[str, object], path: str) -> bool:
-    recorded = {k: v for k, v in entry.settings.items() if k != ORIENTATION}
+    recorded = {k: v for k, v in entry.settings.items() if k != DISPLAY}
     if not (
         entry.state == "done"
         and _same_settings(recorded, record)
         and all((output_dir / rel).exists() for rel in entry.outputs)
     ):
         return False
-    if ORIENTATION not in entry.settings:
-        shown = display_orientation(path)
-        if shown:
+    if DISPLAY not in entry.settings:
+        if display_of(path) != AS_STORED:
             return False
-        entry.settings[ORIENTATION] = ORIENTATION_UPRIGHT  # not probed again
+        entry.settings[DISPLAY] = AS_STORED  # not probed again
     return True
 
 
@@ -230,7 +230,7 @@ def _check(
             tracker.fail(path, error_message(exc))
             continue
         entry.frames_total = found.frames or 0
-        entry.settings = {**record, ORIENTATION: found.orientation}
+        entry.settings = {**record, DISPLAY: found.display}
         todo.append((path, entry.frames_total))
         tracker.emit(entry)
     return todo, skipped

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from framelens.core.errors import ConfigError
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.sources.display import AS_STORED
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".mov", ".avi", ".webm", ".ts", ".m4v", ".gif")
 """What a folder's videos are: found recursively by these extensions (any case)."""
@@ -68,9 +69,6 @@ def discover_inputs(inputs: Sequence[str]) -> list[str]:
     return sorted(unique)
 
 
-ORIENTATION_UPRIGHT = "upright"
-
-
 @dataclass(frozen=True)
 class Probe:
     """What the driver learnt of an input by opening it."""
@@ -79,7 +77,7 @@ class Probe:
     fps: float
     width: int
     height: int
-    orientation: str = ORIENTATION_UPRIGHT  # as shown: "turned 90 degrees", "mirrored"...
+    display: str = AS_STORED  # how its frames are shown: "turned 90 degrees"...
 
 
 def probe(path: str) -> Probe:
@@ -87,6 +85,6 @@ def probe(path: str) -> Probe:
     SourceError with the one-line reason when it is not a readable video."""
     with open_source(path) as source:
         info = source.info
-        shown = getattr(source, "orientation", None)
-        orientation = shown.describe() if shown else ORIENTATION_UPRIGHT
-        return Probe(info.frame_count, info.fps, info.width, info.height, orientation)
+        display = getattr(source, "display", None)
+        shown = display.describe() if display is not None else AS_STORED
+        return Probe(info.frame_count, info.fps, info.width, info.height, shown)

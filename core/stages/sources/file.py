@@ -48,7 +48,7 @@ from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 from framelens.core.errors import SourceError
 from framelens.core.stages.sources.base import Source
-from framelens.core.stages.sources.rotation import Orientation, orientation_of
+from framelens.core.stages.sources.display import Display
 from framelens.core.types import Frame, Image, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -457,10 +457,10 @@ class PyAVFileReader(FileReader[VideoFrame]):
 
 
 class FileSource(PyAVFileReader, Source):
-    """A seekable video file, its frames as players show them: one stored sideways with
-    a display matrix (a phone's portrait video) is turned (``orientation``), and
-    ``info`` gives the size shown. ``decode_errors``, ``truncated`` and ``resized``
-    report damage. Opening decodes the first frame: a file without one fails here."""
+    """A seekable video file, its frames as players show them (``display``: turned by a
+    phone's display matrix, non-square pixels made square), ``info`` giving the size
+    shown. ``decode_errors``, ``truncated`` and ``resized`` report damage. Opening
+    decodes the first frame: a file without one fails here."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
@@ -472,26 +472,27 @@ class FileSource(PyAVFileReader, Source):
             self.close()
             raise
         self._unread(first)
-        self._coded = (self.info.width, self.info.height)
-        self.orientation: Orientation = orientation_of(first.item)
-        width, height = self.orientation.size(*self._coded)
+        aspect = self._stream.sample_aspect_ratio
+        self.display = Display.of(self.info.width, self.info.height, first.item, aspect)
+        width, height = self.display.size
         self.info = replace(self.info, width=width, height=height)
 
     @property
     def fallback_reason(self) -> str | None:
         """Why a GPU run has this file decoded here rather than by NVDEC, if it does."""
-        if not self.orientation:
+        if not self.display:
             return None
-        return f"{self.orientation.describe()} for display: decoded and turned on the CPU"
+        return f"{self.display.describe()} for display, on the CPU"
 
     def read(self) -> Frame | None:
         decoded = self.read_decoded()
         if decoded is None:
             return None
-        if (decoded.item.width, decoded.item.height) != self._coded:
+        display = self.display
+        if (decoded.item.width, decoded.item.height) != display.stored:
             self.resized += 1
         return Frame(
-            self.orientation.apply(to_bgr(decoded.item, self.info.uri, self._coded)),
+            display.orientation.apply(to_bgr(decoded.item, self.info.uri, display.scaled)),
             decoded.index,
             decoded.pts,
             source_id=self.source_id,

@@ -1,10 +1,15 @@
-"""Videos stored sideways and turned for display: phones record portrait video as
-landscape frames and a display matrix that tells players to turn them. Every player
-(FFmpeg's autorotate, VLC, browsers) shows them upright, so FrameLens does too: the
-frames, their size and the boxes found in them are the upright picture's.
+"""A file's frames as players show them. Two things in a file make the picture shown
+differ from the frames stored, and every player (FFmpeg, VLC, browsers) honours both:
 
-The matrix is read as FFmpeg's autorotate reads it: quarter turns, with the mirror
-some matrices add. Any other angle (very rare) is left alone, with a warning.
+- a display matrix: phones record portrait video as landscape frames and a matrix that
+  tells players to turn them. It is read as FFmpeg's autorotate reads it: quarter
+  turns, with the mirror some matrices add; any other angle (very rare) is left alone,
+  with a warning.
+- non-square pixels (a sample aspect ratio): SD broadcast and DV video, and many CCTV
+  recorders, store 704x576 frames shown at 768x576.
+
+FrameLens shows them as meant too: a file's frames, their size and the boxes found in
+them are those of the picture shown (``Display``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import functools
 import logging
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import cast
 
@@ -24,9 +30,10 @@ from framelens.core.types import Image
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UPRIGHT", "Orientation", "display_orientation", "orientation_of"]
+__all__ = ["AS_STORED", "UPRIGHT", "Display", "Orientation", "display_of", "orientation_of"]
 
 _ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
+_PLAUSIBLE_ASPECT = (Fraction(1, 4), Fraction(4))  # pixels beyond: broken metadata, ignored
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,19 +93,66 @@ def orientation_of(frame: VideoFrame) -> Orientation:
     return UPRIGHT
 
 
-def display_orientation(path: str | os.PathLike[str]) -> Orientation:
-    """How the video file at ``path`` is shown (as its first frame is), UPRIGHT when it
-    cannot be read (opening it then says why)."""
+@dataclass(frozen=True, slots=True)
+class Display:
+    """How a file's stored frames (``stored``: width, height) become the picture shown:
+    scaled to ``scaled`` (square pixels, from pixels ``pixel_aspect`` wide for 1 high),
+    then ``orientation``. False when the picture shown is the frames as stored."""
+
+    stored: tuple[int, int]
+    scaled: tuple[int, int]
+    pixel_aspect: Fraction = Fraction(1)
+    orientation: Orientation = UPRIGHT
+
+    @classmethod
+    def of(cls, width: int, height: int, first: VideoFrame, aspect: Fraction | None) -> Display:
+        """The display of a ``width`` x ``height`` video whose first frame is ``first``
+        and whose pixels are ``aspect`` (the stream's sample aspect ratio; None or 0:
+        square). Scaled as FFmpeg's scale=iw*sar:ih, to an even width."""
+        lowest, highest = _PLAUSIBLE_ASPECT
+        if not aspect or aspect <= 0:
+            aspect = Fraction(1)
+        elif not lowest <= aspect <= highest:
+            log.warning("a pixel aspect ratio of %s is implausible: ignored", aspect)
+            aspect = Fraction(1)
+        scaled_width = 2 * round(width * aspect / 2) if aspect != 1 else width
+        return cls((width, height), (max(2, scaled_width), height), aspect, orientation_of(first))
+
+    def __bool__(self) -> bool:
+        return self.scaled != self.stored or bool(self.orientation)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the picture shown."""
+        return self.orientation.size(*self.scaled)
+
+    def describe(self) -> str:
+        """In words, for messages: "pixels of 12:11 made square, turned 90 degrees"..."""
+        parts = []
+        if self.scaled != self.stored:
+            a = self.pixel_aspect
+            parts.append(f"pixels of {a.numerator}:{a.denominator} made square")
+        if self.orientation:
+            parts.append(self.orientation.describe())
+        return ", ".join(parts) or "as stored"
+
+
+AS_STORED = "as stored"
+
+
+def display_of(path: str | os.PathLike[str]) -> str:
+    """How the video file at ``path`` is shown (``Display.describe``: AS_STORED when the
+    frames are the picture, or when it cannot be read: opening it then says why)."""
     p = Path(path)
     try:
         stat = p.stat()
     except OSError:
-        return UPRIGHT
+        return AS_STORED
     return _probe(os.fspath(p), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=64)
-def _probe(path: str, _mtime_ns: int, _size: int) -> Orientation:
+def _probe(path: str, _mtime_ns: int, _size: int) -> str:
     """Opens the file as a run does (the display matrix reaches PyAV with frames only);
     keyed by the file's time and size, so a file replaced is probed again."""
     from framelens.core.errors import FrameLensError
@@ -106,7 +160,7 @@ def _probe(path: str, _mtime_ns: int, _size: int) -> Orientation:
 
     try:
         with FileSource(path) as source:
-            return source.orientation
+            return source.display.describe()
     except (FrameLensError, OSError) as exc:
-        log.debug("%s: no display matrix read: %s", path, exc)
-    return UPRIGHT
+        log.debug("%s: its display not read: %s", path, exc)
+    return AS_STORED

@@ -1,19 +1,23 @@
-"""A video stored sideways with a display matrix (a phone's portrait video) is shown,
-analysed and exported upright, as every player shows it: before, FrameLens showed it
-on its side, and a person lying on their side is not found."""
+"""A file's frames as every player shows them: a video stored sideways with a display
+matrix (a phone's portrait video) is shown, analysed and exported upright (before,
+FrameLens showed it on its side, and a person lying on their side is not found), and
+non-square pixels (SD, DV, many CCTV recorders) are made square (before, circles were
+ovals and people thinner or wider than they are)."""
 
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import av
+import cv2
 import numpy as np
 import pytest
 from framelens.cli import main
 from framelens.core.pipeline import build
 from framelens.core.stages.sources import open_source
-from framelens.core.stages.sources.rotation import Orientation, display_orientation
+from framelens.core.stages.sources.display import AS_STORED, display_of
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections
 from media_factory import encode_frames, sample_frames
@@ -44,13 +48,11 @@ def test_a_turned_video_reads_upright_at_its_upright_size(tmp_path: Path, turns:
         corners = [frame.image[:10, :10], frame.image[:10, -10:], frame.image[-10:, :10]]
         assert [int(c.mean()) > 150 for c in corners] == [True, False, False]
         assert source.fallback_reason == (
-            f"turned {90 * turns} degrees for display: decoded and turned on the CPU"
-            if turns
-            else None
+            f"turned {90 * turns} degrees for display, on the CPU" if turns else None
         )
     finally:
         source.close()
-    assert display_orientation(video) == Orientation(turns)
+    assert display_of(video) == (f"turned {90 * turns} degrees" if turns else AS_STORED)
     assert build.decodes_on_device(str(video)) == (turns == 0)  # NVDEC hands it on its side
 
 
@@ -163,14 +165,62 @@ def test_a_batch_redoes_a_turned_video_whose_results_were_recorded_on_its_side(
     first = run_batch([str(archive)], out, settings, progress=False)
     assert (first.done, first.skipped) == (2, 0)
     manifest = json.loads((out / "manifest.json").read_text())
-    shown = {Path(e["path"]).name: e["settings"]["orientation"] for e in manifest["inputs"]}
-    assert shown == {"upright.mp4": "upright", "phone.mp4": "turned 90 degrees"}
+    shown = {Path(e["path"]).name: e["settings"]["display"] for e in manifest["inputs"]}
+    assert shown == {"upright.mp4": "as stored", "phone.mp4": "turned 90 degrees"}
     for entry in manifest["inputs"]:  # as FrameLens wrote it before
-        del entry["settings"]["orientation"]
+        del entry["settings"]["display"]
     (out / "manifest.json").write_text(json.dumps(manifest))
     again = run_batch([str(archive)], out, settings, progress=False)
     assert (again.done, again.skipped) == (1, 1)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert all("orientation" in e["settings"] for e in manifest["inputs"])
+    assert all("display" in e["settings"] for e in manifest["inputs"])
     last = run_batch([str(archive)], out, settings, progress=False)
     assert (last.done, last.skipped) == (0, 2)
+
+
+def round_thing(width: int, height: int) -> np.ndarray:
+    """A white disc on grey, as shown (square pixels)."""
+    image = np.full((height, width, 3), 90, np.uint8)
+    cv2.circle(image, (width // 2, height // 2), height // 3, (255, 255, 255), -1)
+    return image
+
+
+def disc_size(image: np.ndarray) -> tuple[int, int]:
+    """(width, height) of the white disc in ``image``."""
+    ys, xs = np.nonzero(image[:, :, 1] > 200)
+    return int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1)
+
+
+@pytest.mark.parametrize(("aspect", "stored", "turns"), [
+    (Fraction(12, 11), (704, 576), 0),  # PAL 4:3 (a CCTV recorder's D1)
+    (Fraction(16, 11), (704, 576), 0),  # PAL 16:9
+    (Fraction(4, 3), (1440, 1080), 0),  # HDV
+])  # fmt: skip
+def test_non_square_pixels_are_shown_square(
+    tmp_path: Path, aspect: Fraction, stored: tuple[int, int], turns: int
+) -> None:
+    """A disc stored squeezed into non-square pixels reads back round, at the size
+    players show, and the run's export is that picture with square pixels."""
+    width = 2 * round(stored[0] * aspect / 2)
+    shown = round_thing(width, stored[1])
+    squeezed = cv2.resize(shown, stored, interpolation=cv2.INTER_AREA)
+    video = encode_frames(tmp_path / "sd.mp4", [squeezed] * 3, turns=turns, pixel_aspect=aspect)
+    upright = (stored[1], width) if turns % 2 else (width, stored[1])
+    with open_source(str(video)) as source:
+        assert (source.info.width, source.info.height) == upright
+        frame = source.read()
+    assert frame is not None
+    w, h = disc_size(frame.image)
+    assert abs(w - h) <= 3, (w, h)  # round: squeezed it was about 1/aspect as wide
+    made_square = f"pixels of {aspect.numerator}:{aspect.denominator} made square"
+    assert display_of(video) == (f"{made_square}, turned 90 degrees" if turns else made_square)
+    assert not build.decodes_on_device(str(video))
+    export = tmp_path / "annotated.mp4"
+    # --conf 0.99: no box drawn over the disc (YOLOX sees a ball or a clock in it)
+    assert main(["run", str(video), "--quiet", "--conf", "0.99", "--export", str(export)]) == 0
+    with av.open(str(export)) as container:
+        stream = container.streams.video[0]
+        assert (stream.width, stream.height) == upright
+        assert stream.sample_aspect_ratio in (None, Fraction(0), Fraction(1))
+        w, h = disc_size(next(container.decode(stream)).to_ndarray(format="bgr24"))
+    assert abs(w - h) <= 3, (w, h)
