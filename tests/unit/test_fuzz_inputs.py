@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -70,6 +71,8 @@ SOURCE_REFUSED = (
 )
 """What a video FrameLens cannot use is refused with (after the file's path)."""
 DAMAGE_NOTE = r": (cut short or damaged, .+|\d+ undecodable packets? w.+|\d+ frames? of another .+)"
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,10 @@ VIDEO_CASES: dict[str, tuple[Callable[[Path, Path], Path], Expect]] = {
     "mkv-named-mp4": (_renamed("mkv", "movie.mp4"), Processed(frames=8, holds=8)),
     "mp4-named-txt": (_renamed("mp4", "clip.txt"), Processed(frames=FRAMES)),
     "onnx-named-mp4": (_renamed("onnx", "model.mp4"), Refused(r"is not a readable video: .+")),
+    "text-file": (  # FFmpeg opens it, its ansi decoder drawing the text as frames
+        lambda clip, folder: Path(shutil.copy(README, folder / "readme.txt")),
+        Refused(r"is a text file, not a video \(FFmpeg would draw its text\)"),
+    ),
     "16k-header": (
         lambda clip, folder: write_huge_frame_header(folder / "huge.avi"),
         Refused(r"declares no usable frame size \(damaged, or larger than FrameLens .+"),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from framelens.core.errors import ExportError, SourceError
 from framelens.core.stages.sinks.detections import DetectionsWriter
-from framelens.core.stages.sources.file import (
+from framelens.core.stages.sources.av_input import (
     AV_ERRORS,
     DECODER_LIMITS,
     frame_rate,

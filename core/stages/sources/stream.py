@@ -25,8 +25,7 @@ from av.container import InputContainer
 from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 from framelens.core.errors import SourceError
-from framelens.core.stages.sources.base import Source
-from framelens.core.stages.sources.file import (
+from framelens.core.stages.sources.av_input import (
     AV_ERRORS,
     DECODER_LIMITS,
     check_frame_size,
@@ -37,6 +36,7 @@ from framelens.core.stages.sources.file import (
     to_bgr,
     video_stream,
 )
+from framelens.core.stages.sources.base import Source
 from framelens.core.types import Frame, SourceInfo
 
 log = logging.getLogger(__name__)
