@@ -44,10 +44,7 @@ class SourceOpening(MainWindowParts):
             self.open_wall_layout(spec)
             return
         self.source = spec
-        self._pending_recent = spec
-        self.results_shown = 0
-        self.canvas.reset_view()
-        self.plots.clear()
+        self._pending_recent = spec  # the view and plots start afresh once it has opened
         self.setWindowTitle(f"FrameLens — {display_name(spec)}")
         self.statusBar().showMessage(f"Opening {spec}…")
         self.controller.open_source(spec)

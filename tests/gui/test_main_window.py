@@ -451,12 +451,17 @@ def test_a_camera_that_fails_to_open_leaves_the_video_playing(
     window: MainWindow, qtbot: QtBot, sample: str
 ) -> None:
     """Rough edge 1: opening a camera that is not there reports it and leaves the loaded
-    video as it was: its title, source line and slider, still playing, Space still works."""
+    video as it was: its title, source line and slider, its zoom and the history of its
+    plots, still playing, Space still works."""
     start(window, qtbot, sample, frames=3)
     title, label = window.windowTitle(), window.source_label.text()
+    window.canvas.zoom_at(2.0, QPointF(10, 10))
+    zoom, plotted = window.canvas.zoom, len(window.plots._x)
+    assert zoom > 1 and plotted >= 3
     window.open_source("7")  # no camera 7 here
     qtbot.waitUntil(lambda: "camera 7" in window.error_box.text().lower(), timeout=20_000)
     assert window.windowTitle() == title and window.source_label.text() == label
+    assert window.canvas.zoom == zoom and len(window.plots._x) >= plotted
     assert window.source == sample and window.settings.recent[0] == sample
     shown = window.results_shown
     qtbot.waitUntil(lambda: window.results_shown > shown + 3, timeout=20_000)  # still playing
