@@ -41,11 +41,11 @@ from framelens.core.api import (
     with_changes,
     without_classes,
 )
-from framelens.gui.export_runner import ExportJob, ExportRequest, default_output
+from framelens.gui.export_runner import ExportJob, ExportRequest, default_outputs
 from framelens.gui.precision_jobs import PrecisionJob, prepare_job
 from PySide6.QtCore import QObject, Signal, Slot
 
-__all__ = ["Controller", "ExportJob", "ExportRequest", "default_output"]
+__all__ = ["Controller", "ExportJob", "ExportRequest", "default_outputs"]
 
 _IN_FLIGHT = 3  # results emitted but not yet taken by the GUI thread
 

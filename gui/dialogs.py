@@ -6,7 +6,7 @@ from pathlib import Path
 
 from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT, describe_outputs
 from framelens.gui.controller import Controller
-from framelens.gui.export_runner import ExportRequest, default_output
+from framelens.gui.export_runner import ExportRequest, default_outputs
 from framelens.gui.file_dialogs import open_file, save_file
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -82,13 +83,12 @@ class ExportDialog(QDialog):
 
         self.video_check = QCheckBox("Annotated video")
         self.video_check.setChecked(True)
-        self.video_edit = QLineEdit(default_output(source, ".mp4"))
+        video_path, detections_path = default_outputs(source)
+        self.video_edit = QLineEdit(video_path)
         video_browse = QPushButton("Browse…")
         video_browse.clicked.connect(self._browse_video)
         self.dets_check = QCheckBox("Detections")
-        self.dets_edit = QLineEdit(
-            default_output(source, ".json").replace("_annotated", "_detections")
-        )
+        self.dets_edit = QLineEdit(detections_path)
         self.dets_edit.setEnabled(False)
         dets_browse = QPushButton("Browse…")
         dets_browse.clicked.connect(self._browse_dets)
@@ -173,6 +173,9 @@ class ExportDialog(QDialog):
         if self.end_spin.value() < self.start_spin.value():
             self.status.setText("The range ends before it starts.")
             return
+        taken = [p for p in (req.video_path, req.detections_path) if p and Path(p).exists()]
+        if taken and not self._may_replace(taken):
+            return
         for path in (req.video_path, req.detections_path):  # a folder typed in is made
             if path:
                 try:
@@ -187,6 +190,22 @@ class ExportDialog(QDialog):
         self.progress.setValue(0)
         self.status.setText("Exporting…")
         self.controller.start_export(req)
+
+    def _may_replace(self, paths: list[str]) -> bool:
+        """Asks before files that exist are replaced, as a file dialog asks."""
+        names = "\n".join(Path(p).name for p in paths)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Replace files?",
+            f"These files exist already in {Path(paths[0]).parent}:\n{names}\n\n"
+            "Exporting replaces them.",
+            QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        replace = box.addButton("Replace", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        return box.clickedButton() is replace
 
     def _set_running(self, running: bool) -> None:
         self._running = running

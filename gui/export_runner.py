@@ -6,6 +6,7 @@ into signals.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from framelens.core.api import ExportError, PipelineSettings, run_to_outputs
 
-__all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_output"]
+__all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_outputs"]
 
 ProgressFn = Callable[[int, int], None]
 
@@ -63,8 +64,19 @@ class ExportJob:
         return [str(path) for path in summary["outputs"]]
 
 
-def default_output(source: str, suffix: str) -> str:
-    """``clip.mp4`` -> ``clip_annotated.mp4`` next to it (or in the home folder)."""
+def default_outputs(source: str) -> tuple[str, str]:
+    """The annotated video and the detections an export of ``source`` suggests:
+    ``clip.mp4`` -> ``clip_annotated.mp4`` and ``clip_detections.json`` next to it (in
+    the home folder when that folder cannot be written, as an installed sample's),
+    numbered ``-2``, ``-3``... past names taken, so that a second export does not
+    replace the first unasked."""
     p = Path(source)
-    folder = p.parent if p.parent.is_dir() else Path.home()
-    return str(folder / f"{p.stem or 'capture'}_annotated{suffix}")
+    folder = p.parent if p.parent.is_dir() and os.access(p.parent, os.W_OK) else Path.home()
+    stem = p.stem or "capture"
+    for n in range(1, 10_000):
+        tail = "" if n == 1 else f"-{n}"
+        video = folder / f"{stem}_annotated{tail}.mp4"
+        detections = folder / f"{stem}_detections{tail}.json"
+        if not video.exists() and not detections.exists():
+            break
+    return str(video), str(detections)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import av
@@ -17,7 +18,7 @@ from framelens.gui.screenshots import grab_window
 from framelens.gui.settings import Settings
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QImage
-from PySide6.QtWidgets import QDialog, QPushButton
+from PySide6.QtWidgets import QDialog, QMessageBox, QPushButton
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -208,6 +209,57 @@ def test_export_dialog_writes_twenty_frames(
     assert [Path(line.strip()) for line in lines[1:]] == [out, dets]
     assert all(Path(line.strip()).is_file() for line in lines[1:])
     dialog.close()
+
+
+def test_a_second_export_does_not_replace_the_first_unasked(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suggested names are numbered past an earlier export's, and a name that exists
+    is replaced only once the user says so (Cancel keeps the file as it was)."""
+    video = tmp_path / "clip.mp4"
+    shutil.copy(sample, video)
+    start(window, qtbot, str(video), frames=3)
+    pause(window, qtbot)
+    first = window.open_export_dialog()
+    assert first is not None
+    assert first.video_edit.text() == str(tmp_path / "clip_annotated.mp4")
+    assert first.dets_edit.text() == str(tmp_path / "clip_detections.json")
+    first.dets_check.setChecked(True)
+    first.end_spin.setValue(4)
+    with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
+        first.export_button.click()
+    first.close()
+    second = window.open_export_dialog()
+    assert second is not None
+    assert second.video_edit.text() == str(tmp_path / "clip_annotated-2.mp4")
+    assert second.dets_edit.text() == str(tmp_path / "clip_detections-2.json")
+    exported = tmp_path / "clip_annotated.mp4"
+    second.video_edit.setText(str(exported))  # back to the first one's name
+    second.end_spin.setValue(8)
+    before = exported.read_bytes()
+    asked: list[str] = []
+
+    def answer(choice: str | None) -> None:
+        def exec_(box: QMessageBox) -> int:
+            asked.append(box.text())
+            for button in box.buttons():
+                if button.text() == choice:
+                    button.click()
+            return 0
+
+        monkeypatch.setattr(QMessageBox, "exec", exec_)
+
+    answer(None)  # the box closed: as Cancel
+    second.export_button.click()
+    assert asked and "clip_annotated.mp4" in asked[0] and exported.read_bytes() == before
+    assert not second._running
+    answer("Replace")
+    with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
+        second.export_button.click()
+    assert len(asked) == 2
+    with av.open(str(exported)) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 8
+    second.close()
 
 
 def test_export_of_png_frames_names_the_folder_and_what_it_holds(
