@@ -220,6 +220,7 @@ class StagePlots(QWidget):
         if now - self._summary_at >= SUMMARY_INTERVAL_S or self._count < 2:
             self._summary_at = now
             self.summary.setText(self.summary_text())
+            self.summary.setToolTip(self.summary.text())
 
     def medians(self) -> dict[str, float]:
         """Median ms of each stage that ran, and "fps", over the frames shown."""
@@ -233,9 +234,13 @@ class StagePlots(QWidget):
     def summary_text(self) -> str:
         """The legend: each stage in its curve's colour with its median (rich text)."""
         medians = self.medians()
+        # end to end first: in a narrow dock the line is cut on the right, and the
+        # number a user reads first must not be what is cut (the tooltip has it all)
+        order = ["e2e", *(name for name in STAGE_STYLE if name != "e2e")]
         parts = [
-            f'<span style="color:{colour}">■</span> {label} <b>{medians[name]:.1f}</b>'
-            for name, (label, colour) in STAGE_STYLE.items()
+            f'<span style="color:{STAGE_STYLE[name][1]}">■</span> {STAGE_STYLE[name][0]} '
+            f"<b>{medians[name]:.1f}</b>"
+            for name in order
             if name in medians
         ]
         if not parts:

@@ -69,5 +69,8 @@ def test_the_summary_of_one_frame_says_this_frame(qtbot: QtBot) -> None:
     plots.refresh()
     text = plots.summary.text()
     assert text.startswith("This frame: ") and "frames" not in text
+    # end to end comes first: a narrow dock cuts the line's end, not what users read
+    assert text.index("end to end") < text.index("decode") < text.index("inference")
+    assert plots.summary.toolTip() == text
     plots.add_result(FrameResult(frame, Detections.empty(), t))
     assert plots.summary_text().startswith("Median of last 2 frames: ")  # label: throttled
