@@ -6,6 +6,7 @@ snapshot and export dialogs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from framelens.core.api import WALL_LAYOUT_SUFFIX
@@ -122,11 +123,21 @@ class SourceOpening(MainWindowParts):
         if path is None:
             index = self.controller.last_result.frame.index
             stem = Path(display_name(self.source or "frame")).stem or "frame"
-            suggested = str(Path(self.settings.last_dir or Path.home()) / f"{stem}_{index:06d}.png")
+            folder = self._snapshot_folder()
+            suggested = str(folder / f"{stem}_{index:06d}.png")
             path = save_file(self, "Save snapshot", suggested, "PNG image (*.png)")
             if not path:
                 return
+            self.settings.snapshot_dir = str(Path(path).parent)
         self.controller.save_snapshot(path)
+
+    def _snapshot_folder(self) -> Path:
+        """Where the last snapshot went, else the video's folder (where Export writes)
+        when it can be written, else the folder files were last opened from."""
+        for folder in (self.settings.snapshot_dir, self.source and Path(self.source).parent):
+            if folder and Path(folder).is_dir() and os.access(folder, os.W_OK):
+                return Path(folder)
+        return Path(self.settings.last_dir or Path.home())
 
     def open_export_dialog(self) -> ExportDialog | None:
         if self.source is None or self.state.source is None:

@@ -294,5 +294,14 @@ class Settings:
     def last_dir(self, value: str) -> None:
         self.store.setValue("sources/last_dir", value)
 
+    @property
+    def snapshot_dir(self) -> str:
+        """The folder the last snapshot was saved in ("" before the first)."""
+        return self._str("sources/snapshot_dir", "")
+
+    @snapshot_dir.setter
+    def snapshot_dir(self, value: str) -> None:
+        self.store.setValue("sources/snapshot_dir", value)
+
     def sync(self) -> None:
         self.store.sync()

@@ -316,6 +316,38 @@ def test_snapshot_saves_png(window: MainWindow, qtbot: QtBot, sample: str, tmp_p
     assert (image.width(), image.height()) == (768, 432)
 
 
+def test_snapshot_suggests_the_videos_folder_then_where_the_last_one_went(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The save dialog starts where Export writes (the video's folder), not in the home
+    folder; once a snapshot went elsewhere, there."""
+    from framelens.gui import main_sources
+
+    video = tmp_path / "footage" / "clip.mp4"
+    video.parent.mkdir()
+    shutil.copy(sample, video)
+    elsewhere = tmp_path / "shots"
+    elsewhere.mkdir()
+    suggested: list[str] = []
+
+    def save_file(parent: object, title: str, path: str, name_filter: str) -> str:
+        suggested.append(path)
+        return str(elsewhere / Path(path).name)
+
+    monkeypatch.setattr(main_sources, "save_file", save_file)
+    start(window, qtbot, str(video), frames=3)
+    pause(window, qtbot)
+    for _ in range(2):
+        with qtbot.waitSignal(window.controller.snapshotSaved, timeout=10_000):
+            window.save_snapshot()
+    index = window.controller.last_result.frame.index
+    assert suggested == [
+        str(video.parent / f"clip_{index:06d}.png"),
+        str(elsewhere / f"clip_{index:06d}.png"),
+    ]
+    assert (elsewhere / f"clip_{index:06d}.png").is_file()
+
+
 def test_settings_persist_between_windows(
     qtbot: QtBot, settings_file: Path, app_settings: Settings
 ) -> None:
