@@ -69,7 +69,8 @@ def diff_note(counts: tuple[int, int], reference: str) -> str:
     """The difference view's header note: what this frame's pane lacks and adds."""
     missed, extra = counts
     if not missed and not extra:
-        return '<span style="color:#6b7382">no difference on this frame</span>'
+        same = f"the same boxes as {reference or 'the reference'} on this frame"
+        return f'<span style="color:#8a93a3">{same}</span>'
     colours = difference_colours()
     parts = []
     if missed:

@@ -85,6 +85,7 @@ class CompareToolbar(QToolBar):
         self.diff_legend = QLabel(
             f'<span style="color:{colours.ref_only}">┅ only in the reference</span>'
             f'&nbsp;&nbsp;<span style="color:{colours.test_only}">▭ only in the pane</span>'
+            '&nbsp;&nbsp;<span style="color:#8a93a3">boxes both found: hidden</span>'
         )
         self.diff_legend.setObjectName("diffLegend")
         self.diff_legend_action = self.addWidget(self.diff_legend)

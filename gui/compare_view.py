@@ -175,7 +175,8 @@ class CompareWindow(QMainWindow):
     # ---- panes ---------------------------------------------------------------------
 
     def add_pane(self, precision: str | None = None) -> PaneCard | None:
-        if len(self.cards) >= MAX_PANES:
+        """A pane more, while the panes are set up (Edit Panes first once started)."""
+        if len(self.cards) >= MAX_PANES or getattr(self, "_mode", "setup") != "setup":
             return None
         card = PaneCard(len(self.cards), self._models, self._devices, self._device)
         if precision is None:

@@ -163,6 +163,9 @@ def test_compare_view_shows_agreement_plots_and_report(
 
     compare.diff_action.trigger()  # the difference view
     assert compare.differences and compare.diff_legend_action.isVisible()
+    # boxes both panes found are hidden there: said, so an empty pane is not read as a miss
+    assert "both found: hidden" in compare.diff_legend_action.defaultWidget().text()
+    assert compare.add_pane() is None  # panes are added in setup (Edit Panes), not now
 
     compare.save_report(str(tmp_path / "report"))
     qtbot.waitUntil(lambda: compare.report_path is not None, timeout=TIMEOUT_MS)
