@@ -70,6 +70,7 @@ class PlayerCore(ABC):
         self._state = PlayerState()
         self._current: Frame | None = None
         self._ready: FrameResult | None = None  # processed, waiting for its time
+        self._shown_since_play = False  # Play on the last frame (End): the end comes first
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._dropped_before = 0  # by executors of this source that were replaced
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
@@ -161,6 +162,14 @@ class PlayerCore(ABC):
         if item is None:
             return None
         if isinstance(item, End):
+            info = self._state.source
+            if self._state.playing and not self._shown_since_play and info and info.seekable:
+                # Play pressed on the last frame: from the start, as players do
+                self._shown_since_play = True  # once: a file that ends at once ends
+                self._ready = None
+                self._clock.reset()
+                self._ahead_seek(0)
+                return None
             self._publish(status="ended")
             return None
         if isinstance(item, Failed):
@@ -187,6 +196,7 @@ class PlayerCore(ABC):
         return result
 
     def _show(self, result: FrameResult) -> None:
+        self._shown_since_play = True
         if self._state.playing and self._clock.realtime and math.isfinite(result.times.e2e):
             # what the viewer waits for: from the frame's time to the screen, its time
             # being when it was decoded or, decoded ahead of the clock, when it was due;
@@ -243,6 +253,7 @@ class PlayerCore(ABC):
         if self._state.status == "ended":
             self._ahead_seek(0)
             self._ready = None
+        self._shown_since_play = False
         self._clock.reset()
         self._rate.reset()
         self._publish(status="playing")

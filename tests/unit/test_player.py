@@ -242,6 +242,13 @@ def test_end_of_file_ends_and_play_restarts(
     assert rec.last.frame.index == SAMPLE_FRAMES - 1
     player.play()
     rec.wait(lambda: rec.last.frame.index < 10)
+    # paused on the last frame (End): Play plays from the start, not "ended" first
+    player.pause()
+    player.seek(SAMPLE_FRAMES - 1)
+    rec.wait(lambda: rec.last.frame.index == SAMPLE_FRAMES - 1 and not rec.state.playing)
+    player.play()
+    rec.wait(lambda: rec.last.frame.index < 10)
+    assert rec.state.status == "playing"
     assert not rec.errors
 
 
