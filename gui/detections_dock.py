@@ -239,9 +239,10 @@ class DetectionsPanel(QWidget):
         header = self.table.horizontalHeader()
         # the dock is narrow: a long class name is elided, the numbers never are
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
+        # as wide as "Score" and its sort arrow (a fixed width crowded the arrow); scores
+        # are narrower than that, so the width holds still while frames go by
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        header.resizeSection(1, self.fontMetrics().horizontalAdvance("Score") + 24)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.setIconSize(QSize(10, 10))  # the class's colour, a small swatch
         # narrow sections: the class name keeps room in a narrow dock
