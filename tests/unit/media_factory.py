@@ -130,14 +130,17 @@ def encode_frames(
     gop: int | None = None,
     turns: int = 0,
     pixel_aspect: Fraction | None = None,
+    faststart: bool = False,
 ) -> Path:
     """Real frames as an H.264 yuv420p video (libx264 through PyAV), frame for frame;
     ``gop``: a keyframe every that many frames (default: libx264's). ``turns``: stored
     turned that many quarter turns clockwise, with the display matrix that turns them
     back (as a phone records portrait video), so that players show ``images``.
-    ``pixel_aspect``: the stream's sample aspect ratio (its pixels' width for 1 high)."""
+    ``pixel_aspect``: the stream's sample aspect ratio (its pixels' width for 1 high).
+    ``faststart``: an MP4's index first, so that it plays as it downloads."""
     stored = [np.ascontiguousarray(np.rot90(image, -turns)) for image in images]
-    with av.open(str(path), "w") as out:
+    options = {"movflags": "faststart"} if faststart else {}
+    with av.open(str(path), "w", options=options) as out:
         stream = out.add_stream("libx264", rate=rate)
         stream.width, stream.height = stored[0].shape[1], stored[0].shape[0]
         stream.pix_fmt = "yuv420p"

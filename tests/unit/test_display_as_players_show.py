@@ -224,3 +224,33 @@ def test_non_square_pixels_are_shown_square(
         assert stream.sample_aspect_ratio in (None, Fraction(0), Fraction(1))
         w, h = disc_size(next(container.decode(stream)).to_ndarray(format="bgr24"))
     assert abs(w - h) <= 3, (w, h)
+
+
+@pytest.mark.parametrize("kind", ["phone mp4 turned", "pal ts with non-square pixels"])
+def test_a_video_served_over_http_is_shown_as_players_show_it(tmp_path: Path, kind: str) -> None:
+    """The same for a file opened by its URL (a real HTTP server on 127.0.0.1): a phone's
+    MP4 (index first, as it downloads) upright, an MPEG-TS feed's pixels made square."""
+    from loopback_server import LoopbackStreamServer
+
+    if kind.startswith("phone"):
+        video = encode_frames(tmp_path / "phone.mp4", [marked()] * 20, turns=3, faststart=True)
+        size, corner = (96, 64), "top-left"
+    else:
+        shown = round_thing(768, 576)
+        squeezed = cv2.resize(shown, (704, 576), interpolation=cv2.INTER_AREA)
+        video = encode_frames(tmp_path / "d1.ts", [squeezed] * 20, pixel_aspect=Fraction(12, 11))
+        size, corner = (768, 576), ""
+    server = LoopbackStreamServer(video.read_bytes(), bytes_per_s=4e6)
+    server.start()
+    try:
+        with open_source(server.url) as source:
+            assert (source.info.width, source.info.height) == size
+            frame = source.read()
+    finally:
+        server.stop()
+    assert frame is not None and frame.image.shape[:2] == (size[1], size[0])
+    if corner:
+        assert frame.image[:8, :8].mean() > 150 and frame.image[-8:, -8:].mean() < 100
+    else:
+        w, h = disc_size(frame.image)
+        assert abs(w - h) <= 3, (w, h)

@@ -12,6 +12,9 @@ first connection is not retried: a wrong URL fails at once.
 
 ``Frame.pts`` is arrival time on a monotonic clock, seconds since the source opened,
 because stream timestamps restart on every reconnect.
+
+Frames are shown as players show them (``display``, from the first frame): a phone's MP4
+served over HTTP turned upright, non-square pixels made square, as files are.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from av.container import InputContainer
 from av.video.frame import VideoFrame
@@ -37,11 +41,13 @@ from framelens.core.stages.sources.av_input import (
     video_stream,
 )
 from framelens.core.stages.sources.base import Source
+from framelens.core.stages.sources.display import Display
 from framelens.core.types import Frame, SourceInfo
 
 log = logging.getLogger(__name__)
 
 STREAM_SCHEMES = ("rtsp", "rtsps", "http", "https", "rtmp", "udp", "tcp")
+FIRST_FRAME_WAIT_S = 2.0  # for the display of the first frame; a live feed sends it at once
 
 
 @dataclass(slots=True)
@@ -98,10 +104,31 @@ class StreamSource(Source):
         self._closed = False
         self._stop = threading.Event()
         self._t0 = time.monotonic()
+        aspect = stream.sample_aspect_ratio  # read before the reader thread owns the stream
         self._thread = threading.Thread(
             target=self._run, args=(container, stream), name=f"stream {url}", daemon=True
         )
         self._thread.start()
+        self.display = self._await_display(aspect)
+        width, height = self.display.size
+        self.info = replace(self.info, width=width, height=height)
+
+    def _await_display(self, aspect: Fraction | None) -> Display:
+        """How the stream's frames are shown (a phone's MP4 turned, non-square pixels made
+        square), from its first frame: waited for ``FIRST_FRAME_WAIT_S`` at most, else
+        they are shown as they come."""
+        deadline = time.monotonic() + FIRST_FRAME_WAIT_S
+        with self._cond:
+            while self._latest is None and self._error is None and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            first = self._latest
+        size = (self.info.width, self.info.height)
+        if first is None:
+            return Display(size, size)
+        return Display.of(*size, first.frame, aspect)
 
     @property
     def reconnecting(self) -> bool:
@@ -129,7 +156,8 @@ class StreamSource(Source):
                     )
                 self._cond.wait(deadline - now)
         # a feed that changes resolution keeps the size it opened with
-        image = to_bgr(latest.frame, self._url, (self.info.width, self.info.height))
+        display = self.display
+        image = display.orientation.apply(to_bgr(latest.frame, self._url, display.scaled))
         return Frame(image, latest.index, latest.pts, source_id=self.source_id)
 
     def seek(self, index: int) -> None:
