@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT, describe_outputs
@@ -156,10 +157,16 @@ class ExportDialog(QDialog):
 
     def request(self) -> ExportRequest:
         start, end = self.start_spin.value() - 1, self.end_spin.value() - 1  # indexes
+
+        def path(edit: QLineEdit, wanted: bool) -> str | None:
+            text = edit.text().strip()
+            # ~ is home; a trailing "/" stays (DIR/: one PNG per frame)
+            return os.path.expanduser(text) if wanted and text else None
+
         return ExportRequest(
             source=self.source,
-            video_path=self.video_edit.text().strip() if self.video_check.isChecked() else None,
-            detections_path=self.dets_edit.text().strip() if self.dets_check.isChecked() else None,
+            video_path=path(self.video_edit, self.video_check.isChecked()),
+            detections_path=path(self.dets_edit, self.dets_check.isChecked()),
             start=start,
             count=max(1, end - start + 1),
         )
@@ -173,7 +180,15 @@ class ExportDialog(QDialog):
         if self.end_spin.value() < self.start_spin.value():
             self.status.setText("The range ends before it starts.")
             return
-        taken = [p for p in (req.video_path, req.detections_path) if p and Path(p).exists()]
+        outputs = [p for p in (req.video_path, req.detections_path) if p]
+        resolved = [Path(p).resolve() for p in outputs]
+        if Path(self.source).resolve() in resolved:
+            self.status.setText("An output would replace the video it is made from.")
+            return
+        if len(set(resolved)) < len(resolved):
+            self.status.setText("The video and the detections need two different names.")
+            return
+        taken = [p for p in outputs if Path(p).exists()]
         if taken and not self._may_replace(taken):
             return
         for path in (req.video_path, req.detections_path):  # a folder typed in is made
@@ -193,12 +208,11 @@ class ExportDialog(QDialog):
 
     def _may_replace(self, paths: list[str]) -> bool:
         """Asks before files that exist are replaced, as a file dialog asks."""
-        names = "\n".join(Path(p).name for p in paths)
+        names = "\n".join(paths)
         box = QMessageBox(
             QMessageBox.Icon.Question,
             "Replace files?",
-            f"These files exist already in {Path(paths[0]).parent}:\n{names}\n\n"
-            "Exporting replaces them.",
+            f"These files exist already:\n{names}\n\nExporting replaces them.",
             QMessageBox.StandardButton.Cancel,
             self,
         )

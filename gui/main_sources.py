@@ -134,7 +134,9 @@ class SourceOpening(MainWindowParts):
     def _snapshot_folder(self) -> Path:
         """Where the last snapshot went, else the video's folder (where Export writes)
         when it can be written, else the folder files were last opened from."""
-        for folder in (self.settings.snapshot_dir, self.source and Path(self.source).parent):
+        info = self.state.source
+        video = Path(info.uri).absolute().parent if info and info.kind == "file" else None
+        for folder in (self.settings.snapshot_dir, video):
             if folder and Path(folder).is_dir() and os.access(folder, os.W_OK):
                 return Path(folder)
         return Path(self.settings.last_dir or Path.home())

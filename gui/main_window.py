@@ -358,12 +358,13 @@ class MainWindow(
         if info is not None and (previous.source is None or previous.source != info):
             self.transport.set_source(state.frame_count, info.fps)
             set_text(self.source_label, self._describe_source(state))
-            if self._pending_recent is not None:  # opened: what the old video showed goes
+            # a source opened (a failed open publishes none): what the old one showed goes
+            self.results_shown = 0
+            self.canvas.reset_view()
+            self.plots.clear()
+            if self._pending_recent is not None:
                 self._rebuild_recent(self.settings.add_recent(self._pending_recent))
                 self._pending_recent = None
-                self.results_shown = 0
-                self.canvas.reset_view()
-                self.plots.clear()
             self.statusBar().clearMessage()
         if info is None and state.status == "empty":
             set_text(self.source_label, "No source")

@@ -70,7 +70,9 @@ class PlayerCore(ABC):
         self._state = PlayerState()
         self._current: Frame | None = None
         self._ready: FrameResult | None = None  # processed, waiting for its time
-        self._shown_since_play = False  # Play on the last frame (End): the end comes first
+        # Play on the last frame (End): the end comes before any new frame is shown
+        self._shown_since_play = False
+        self._play_from = -1  # the frame on screen when Play was pressed
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._dropped_before = 0  # by executors of this source that were replaced
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
@@ -163,7 +165,8 @@ class PlayerCore(ABC):
             return None
         if isinstance(item, End):
             info = self._state.source
-            if self._state.playing and not self._shown_since_play and info and info.seekable:
+            restart = info is not None and info.seekable and self._state.index > 0
+            if self._state.playing and not self._shown_since_play and restart:
                 # Play pressed on the last frame: from the start, as players do
                 self._shown_since_play = True  # once: a file that ends at once ends
                 self._ready = None
@@ -196,7 +199,8 @@ class PlayerCore(ABC):
         return result
 
     def _show(self, result: FrameResult) -> None:
-        self._shown_since_play = True
+        # the frame on screen again (a model swap re-shows it) is no frame played
+        self._shown_since_play |= result.frame.index != self._play_from
         if self._state.playing and self._clock.realtime and math.isfinite(result.times.e2e):
             # what the viewer waits for: from the frame's time to the screen, its time
             # being when it was decoded or, decoded ahead of the clock, when it was due;
@@ -254,6 +258,7 @@ class PlayerCore(ABC):
             self._ahead_seek(0)
             self._ready = None
         self._shown_since_play = False
+        self._play_from = self._state.index
         self._clock.reset()
         self._rate.reset()
         self._publish(status="playing")

@@ -253,10 +253,23 @@ def test_a_second_export_does_not_replace_the_first_unasked(
     second.export_button.click()
     assert asked and "clip_annotated.mp4" in asked[0] and exported.read_bytes() == before
     assert not second._running
+    monkeypatch.setenv("HOME", str(tmp_path))  # the same file typed from home: asked too
+    second.video_edit.setText("~/clip_annotated.mp4")
+    second.export_button.click()
+    assert len(asked) == 2 and exported.read_bytes() == before
+    second.dets_check.setChecked(True)  # one name for both outputs: refused, not asked
+    second.dets_edit.setText(str(exported))
+    second.export_button.click()
+    assert len(asked) == 2 and "two different names" in second.status.text()
+    second.dets_check.setChecked(False)
+    second.video_edit.setText(str(video))  # over the video it is made from: refused
+    second.export_button.click()
+    assert len(asked) == 2 and "replace the video it is made from" in second.status.text()
+    second.video_edit.setText(str(exported))
     answer("Replace")
     with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
         second.export_button.click()
-    assert len(asked) == 2
+    assert len(asked) == 3
     with av.open(str(exported)) as container:
         assert sum(1 for _ in container.decode(video=0)) == 8
     second.close()

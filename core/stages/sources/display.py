@@ -105,10 +105,13 @@ class Display:
     orientation: Orientation = UPRIGHT
 
     @classmethod
-    def of(cls, width: int, height: int, first: VideoFrame, aspect: Fraction | None) -> Display:
+    def of(
+        cls, width: int, height: int, first: VideoFrame | None, aspect: Fraction | None
+    ) -> Display:
         """The display of a ``width`` x ``height`` video whose first frame is ``first``
-        and whose pixels are ``aspect`` (the stream's sample aspect ratio; None or 0:
-        square). Scaled as FFmpeg's scale=iw*sar:ih, to an even width."""
+        (None: not known, not turned) and whose pixels are ``aspect`` (the stream's
+        sample aspect ratio; None or 0: square). Scaled as FFmpeg's scale=iw*sar:ih, to
+        an even width."""
         lowest, highest = _PLAUSIBLE_ASPECT
         if not aspect or aspect <= 0:
             aspect = Fraction(1)
@@ -116,7 +119,8 @@ class Display:
             log.warning("a pixel aspect ratio of %s is implausible: ignored", aspect)
             aspect = Fraction(1)
         scaled_width = 2 * round(width * aspect / 2) if aspect != 1 else width
-        return cls((width, height), (max(2, scaled_width), height), aspect, orientation_of(first))
+        shown = UPRIGHT if first is None else orientation_of(first)
+        return cls((width, height), (max(2, scaled_width), height), aspect, shown)
 
     def __bool__(self) -> bool:
         return self.scaled != self.stored or bool(self.orientation)

@@ -109,14 +109,18 @@ class StreamSource(Source):
             target=self._run, args=(container, stream), name=f"stream {url}", daemon=True
         )
         self._thread.start()
-        self.display = self._await_display(aspect)
+        try:
+            self.display = self._await_display(aspect)
+        except BaseException:  # Ctrl+C in the wait: the reader does not live on
+            self.close()
+            raise
         width, height = self.display.size
         self.info = replace(self.info, width=width, height=height)
 
     def _await_display(self, aspect: Fraction | None) -> Display:
-        """How the stream's frames are shown (a phone's MP4 turned, non-square pixels made
-        square), from its first frame: waited for ``FIRST_FRAME_WAIT_S`` at most, else
-        they are shown as they come."""
+        """How the stream's frames are shown: non-square pixels made square (known at
+        open), a phone's MP4 turned (known from its first frame: waited for
+        ``FIRST_FRAME_WAIT_S`` at most, else not turned)."""
         deadline = time.monotonic() + FIRST_FRAME_WAIT_S
         with self._cond:
             while self._latest is None and self._error is None and not self._closed:
@@ -125,10 +129,8 @@ class StreamSource(Source):
                     break
                 self._cond.wait(left)
             first = self._latest
-        size = (self.info.width, self.info.height)
-        if first is None:
-            return Display(size, size)
-        return Display.of(*size, first.frame, aspect)
+        frame = None if first is None else first.frame
+        return Display.of(self.info.width, self.info.height, frame, aspect)
 
     @property
     def reconnecting(self) -> bool:
