@@ -252,6 +252,22 @@ def test_end_of_file_ends_and_play_restarts(
     assert not rec.errors
 
 
+def test_play_on_a_single_frame_shows_it_once_and_ends(
+    player: Player, rec: Recorder, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """A still (one frame): Play has nothing to restart from, so it ends at once rather
+    than running the model over the same frame again."""
+    from media_factory import write_clip
+
+    still = write_clip(tmp_path / "still.mp4", frames=1, size=(64, 48))
+    player.open(str(still), settings)
+    rec.wait(lambda: len(rec.results) >= 1)
+    player.play()
+    rec.wait(lambda: rec.state.status == "ended")
+    time.sleep(0.3)
+    assert len(rec.results) == 1 and not rec.errors
+
+
 def test_bad_source_reports_one_line_and_player_survives(
     player: Player, rec: Recorder, settings: PipelineSettings, tmp_path: Path
 ) -> None:
