@@ -119,9 +119,12 @@ class StreamSource(Source):
 
     def _await_display(self, aspect: Fraction | None) -> Display:
         """How the stream's frames are shown: non-square pixels made square (known at
-        open), a phone's MP4 turned (known from its first frame: waited for
-        ``FIRST_FRAME_WAIT_S`` at most, else not turned)."""
-        deadline = time.monotonic() + FIRST_FRAME_WAIT_S
+        open), a phone's MP4 over HTTP turned (known from its first frame: waited for
+        ``FIRST_FRAME_WAIT_S`` at most, else not turned). Live feeds (RTSP, RTMP, UDP,
+        TCP) carry no display matrix: their first frame, up to a keyframe interval away,
+        is not waited for, so a wall of cameras opens as fast as before."""
+        waits = self._url.lower().startswith(("http:", "https:"))
+        deadline = time.monotonic() + (FIRST_FRAME_WAIT_S if waits else 0.0)
         with self._cond:
             while self._latest is None and self._error is None and not self._closed:
                 left = deadline - time.monotonic()
