@@ -15,6 +15,7 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.gpu_pipeline import FAULT_ENV, GpuFramePipeline
 from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sinks.detections import frame_detections
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.nvdec import open_gpu_source
 from framelens.core.stages.tasks import DetectParams
@@ -211,24 +212,14 @@ def test_a_turned_video_on_the_gpu_finds_what_the_cpu_finds(
         batch = 4 if device.startswith("cuda") else 1
         settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device, batch=batch)
         summary = run_to_outputs(video, settings, detections=str(out), progress=False)
-        found[device] = {f["index"]: f["detections"] for f in json.loads(out.read_text())["frames"]}
+        found[device] = {f["index"]: f for f in json.loads(out.read_text())["frames"]}
     assert summary["path"].startswith("gpu pipeline"), summary["path"]
     assert "decoder cpu (turned 90 degrees for display" in summary["path"], summary["path"]
     assert sorted(found["cuda:0"]) == sorted(found["cpu"]) == list(range(60))
-    labels: dict[str, int] = {}
-
-    def as_detections(listed: list[dict[str, Any]]) -> Detections:
-        ids = [labels.setdefault(d["label"], len(labels)) for d in listed]
-        return Detections(
-            np.array([d["box"] for d in listed], np.float32).reshape(-1, 4),
-            np.array([d["score"] for d in listed], np.float32),
-            np.array(ids, np.int32),
-        )
-
     totals = AgreementTotals()
     for index, cpu in found["cpu"].items():
-        totals.add_frame(as_detections(cpu), as_detections(found["cuda:0"][index]))
-    assert sum(len(d) for d in found["cpu"].values()) >= 40  # the person is in view
+        totals.add_frame(frame_detections(cpu), frame_detections(found["cuda:0"][index]))
+    assert sum(len(f["detections"]) for f in found["cpu"].values()) >= 40  # person in view
     assert totals.f1 >= 0.99 and totals.mean_iou >= 0.97, totals.as_dict()
 
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from framelens.cli import main
 from framelens.core.pipeline import build
+from framelens.core.stages.sinks.detections import frame_detections
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.display import AS_STORED, display_of
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
-from framelens.core.types import Detections
 from media_factory import encode_frames, sample_frames
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,19 +126,9 @@ def test_run_finds_and_exports_in_a_turned_video_what_it_finds_upright(tmp_path:
             stream = container.streams.video[0]
             assert (stream.width, stream.height) == (768, 432)
             assert next(container.decode(stream)).rotation == 0
-    labels: dict[str, int] = {}
-
-    def as_detections(listed: list[dict[str, object]]) -> Detections:
-        ids = [labels.setdefault(str(d["label"]), len(labels)) for d in listed]
-        return Detections(
-            np.array([d["box"] for d in listed], np.float32).reshape(-1, 4),
-            np.array([d["score"] for d in listed], np.float32),
-            np.array(ids, np.int32),
-        )
-
     totals = AgreementTotals()
     for upright, turned in zip(found["upright"], found["turned"], strict=True):
-        totals.add_frame(as_detections(upright["detections"]), as_detections(turned["detections"]))
+        totals.add_frame(frame_detections(upright), frame_detections(turned))
     people = sum(d["label"] == "person" for f in found["upright"] for d in f["detections"])
     assert people >= len(PERSON)  # the comparison compares someone
     # each file is compressed its own way: a detection near the threshold may differ

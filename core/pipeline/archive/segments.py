@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from framelens.core.errors import ExportError, SourceError
-from framelens.core.stages.sinks.detections import DetectionsWriter
+from framelens.core.stages.sinks.detections import DetectionsWriter, frame_detections
 from framelens.core.stages.sources.av_input import (
     AV_ERRORS,
     DECODER_LIMITS,
@@ -28,7 +26,6 @@ from framelens.core.stages.sources.av_input import (
     reason,
     video_stream,
 )
-from framelens.core.types import Detections
 
 DEFAULT_SEGMENT_FRAMES = 9000
 """Inputs longer than this (6 minutes at 25 fps) are split, on Ray, into segments of
@@ -85,17 +82,6 @@ def plan(frame_count: int | None, keys: Sequence[int], max_frames: int) -> list[
     return [*segments, Segment(len(starts) - 1, starts[-1], None)]
 
 
-def _detections(frame: dict[str, Any], faces: bool) -> Detections:
-    dets = frame["detections"]
-    lms = np.array([d["landmarks"] for d in dets], np.float32).reshape(-1, 5, 2) if faces else None
-    return Detections(
-        np.array([d["box"] for d in dets], np.float32).reshape(-1, 4),
-        np.array([d["score"] for d in dets], np.float32),
-        np.array([d["class_id"] for d in dets], np.int32),
-        lms,
-    )
-
-
 def merge_parts(
     parts: Sequence[Path],
     stops: Sequence[int | None],
@@ -119,7 +105,7 @@ def merge_parts(
             for frame in data["frames"]:
                 if stop is not None and frame["index"] >= stop:
                     continue
-                dets = _detections(frame, faces)
+                dets = frame_detections(frame, faces=faces)
                 for w in writers:
                     w.add(frame["index"], frame["pts"], dets)
         return [w.close() for w in writers]

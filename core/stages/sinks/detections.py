@@ -244,3 +244,16 @@ def load_detections_json(path: StrPath) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
         raise ExportError(f"cannot read detections {path}: not a FrameLens detections file")
     return data
+
+
+def frame_detections(frame: Mapping[str, Any], *, faces: bool = False) -> Detections:
+    """One frame of a detections JSON (``load_detections_json``'s ``frames``) as
+    Detections again; ``faces``: with its landmarks."""
+    dets = frame["detections"]
+    lms = np.array([d["landmarks"] for d in dets], np.float32).reshape(-1, 5, 2) if faces else None
+    return Detections(
+        np.array([d["box"] for d in dets], np.float32).reshape(-1, 4),
+        np.array([d["score"] for d in dets], np.float32),
+        np.array([d["class_id"] for d in dets], np.int32),
+        lms,
+    )
