@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 from av.sidedata.sidedata import Type as SideDataType
 from av.video.frame import VideoFrame
+from framelens.core.stages.sources.av_input import to_bgr
 from framelens.core.types import Image
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,9 @@ def orientation_of(frame: VideoFrame) -> Orientation:
     return UPRIGHT
 
 
+AS_STORED = "as stored"  # Display.describe of frames that are the picture shown
+
+
 @dataclass(frozen=True, slots=True)
 class Display:
     """How a file's stored frames (``stored``: width, height) become the picture shown:
@@ -130,6 +134,11 @@ class Display:
         """(width, height) of the picture shown."""
         return self.orientation.size(*self.scaled)
 
+    def picture(self, frame: VideoFrame, uri: str) -> Image:
+        """A decoded ``frame`` as shown: BGR at the scaled size (a frame of another size,
+        the picture size changed mid-stream, too), then turned."""
+        return self.orientation.apply(to_bgr(frame, uri, self.scaled))
+
     def describe(self) -> str:
         """In words, for messages: "pixels of 12:11 made square, turned 90 degrees"..."""
         parts = []
@@ -138,10 +147,7 @@ class Display:
             parts.append(f"pixels of {a.numerator}:{a.denominator} made square")
         if self.orientation:
             parts.append(self.orientation.describe())
-        return ", ".join(parts) or "as stored"
-
-
-AS_STORED = "as stored"
+        return ", ".join(parts) or AS_STORED
 
 
 def display_of(path: str | os.PathLike[str]) -> str:

@@ -52,7 +52,6 @@ from framelens.core.stages.sources.av_input import (
     frame_rate,
     open_container,
     reason,
-    to_bgr,
     video_stream,
 )
 from framelens.core.stages.sources.base import Source
@@ -371,7 +370,7 @@ class FileSource(PyAVFileReader, Source):
         if (decoded.item.width, decoded.item.height) != display.stored:
             self.resized += 1
         return Frame(
-            display.orientation.apply(to_bgr(decoded.item, self.info.uri, display.scaled)),
+            display.picture(decoded.item, self.info.uri),
             decoded.index,
             decoded.pts,
             source_id=self.source_id,

@@ -37,7 +37,6 @@ from framelens.core.stages.sources.av_input import (
     frame_rate,
     open_container,
     reason,
-    to_bgr,
     video_stream,
 )
 from framelens.core.stages.sources.base import Source
@@ -161,8 +160,7 @@ class StreamSource(Source):
                     )
                 self._cond.wait(deadline - now)
         # a feed that changes resolution keeps the size it opened with
-        display = self.display
-        image = display.orientation.apply(to_bgr(latest.frame, self._url, display.scaled))
+        image = self.display.picture(latest.frame, self._url)
         return Frame(image, latest.index, latest.pts, source_id=self.source_id)
 
     def seek(self, index: int) -> None:
