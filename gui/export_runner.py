@@ -14,7 +14,7 @@ from pathlib import Path
 
 from framelens.core.api import ExportError, PipelineSettings, run_to_outputs
 
-__all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_outputs"]
+__all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_outputs", "writable_folder"]
 
 ProgressFn = Callable[[int, int], None]
 
@@ -64,6 +64,14 @@ class ExportJob:
         return [str(path) for path in summary["outputs"]]
 
 
+def writable_folder(folder: str | os.PathLike[str] | None) -> Path | None:
+    """``folder`` if it is one this user can write to, else None (the video's folder
+    for Export and Snapshot, unless it is read-only, as an installed sample's)."""
+    if folder and Path(folder).is_dir() and os.access(folder, os.W_OK):
+        return Path(folder)
+    return None
+
+
 def default_outputs(source: str) -> tuple[str, str]:
     """The annotated video and the detections an export of ``source`` suggests:
     ``clip.mp4`` -> ``clip_annotated.mp4`` and ``clip_detections.json`` next to it (in
@@ -71,7 +79,7 @@ def default_outputs(source: str) -> tuple[str, str]:
     numbered ``-2``, ``-3``... past names taken, so that a second export does not
     replace the first unasked."""
     p = Path(source)
-    folder = p.parent if p.parent.is_dir() and os.access(p.parent, os.W_OK) else Path.home()
+    folder = writable_folder(p.parent) or Path.home()
     stem = p.stem or "capture"
     for n in range(1, 10_000):
         tail = "" if n == 1 else f"-{n}"

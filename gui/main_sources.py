@@ -6,11 +6,11 @@ snapshot and export dialogs.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from framelens.core.api import WALL_LAYOUT_SUFFIX
 from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
+from framelens.gui.export_runner import writable_folder
 from framelens.gui.file_dialogs import open_file, save_file
 from framelens.gui.main_window_parts import MainWindowParts
 from PySide6.QtCore import Qt, QUrl
@@ -136,10 +136,8 @@ class SourceOpening(MainWindowParts):
         when it can be written, else the folder files were last opened from."""
         info = self.state.source
         video = Path(info.uri).absolute().parent if info and info.kind == "file" else None
-        for folder in (self.settings.snapshot_dir, video):
-            if folder and Path(folder).is_dir() and os.access(folder, os.W_OK):
-                return Path(folder)
-        return Path(self.settings.last_dir or Path.home())
+        usable = writable_folder(self.settings.snapshot_dir) or writable_folder(video)
+        return usable or Path(self.settings.last_dir or Path.home())
 
     def open_export_dialog(self) -> ExportDialog | None:
         if self.source is None or self.state.source is None:
