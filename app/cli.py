@@ -11,6 +11,7 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +233,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.run import run_to_outputs
+    from framelens.core.sessions.runs import run_to_outputs
 
     sources: list[str] = list(args.source)
     args.source = sources[0]  # one source, or the one INT8 calibrates on
@@ -267,9 +268,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
     )
     if variant is not None:
-        summary["variant"] = variant.summary()
-    print(json.dumps(summary, indent=2))
-    _print_written(summary["outputs"], "--export and --detections name the outputs")
+        summary = replace(summary, variant=variant.summary())
+    print(json.dumps(summary.as_json(), indent=2))
+    _print_written(summary.outputs, "--export and --detections name the outputs")
     return 0
 
 
@@ -284,7 +285,7 @@ def _print_written(outputs: Sequence[str], hint: str = "") -> None:
 
 
 def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> int:
-    from framelens.core.pipeline.multi_run import run_many
+    from framelens.core.sessions.runs import run_many
 
     if not args.export_dir:
         raise ConfigError("several sources need --export-dir DIR (DIR/<name>.mp4 and .json each)")
@@ -320,10 +321,10 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         processes=processes,
     )
     if variant is not None:
-        summary["variant"] = variant.summary()
-    print(json.dumps(summary, indent=2))
-    _print_written([path for s in summary["sources"] for path in s.get("outputs", [])])
-    return 0 if all("error" not in s for s in summary["sources"]) else 1
+        summary = replace(summary, variant=variant.summary())
+    print(json.dumps(summary.as_json(), indent=2))
+    _print_written(summary.outputs)
+    return 0 if summary.ok else 1
 
 
 def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, Any]:
@@ -331,7 +332,7 @@ def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, An
     on stderr, so stdout stays the JSON summary)."""
     if settings.precision == "fp32":
         return settings, None
-    from framelens.core.pipeline.run import prepare_precision
+    from framelens.core.pipeline.variant import prepare_precision
     from framelens.core.precision import CalibrationSettings
 
     calibration = CalibrationSettings(

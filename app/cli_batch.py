@@ -77,9 +77,9 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
 
 def cmd_batch(args: argparse.Namespace) -> int:
     from framelens.cli import settings_from_args
-    from framelens.core.pipeline.archive import DEFAULT_SEGMENT_FRAMES, run_batch
-    from framelens.core.pipeline.archive.inputs import discover_inputs
     from framelens.core.pipeline.build import default_batch
+    from framelens.core.sessions.archive import DEFAULT_SEGMENT_FRAMES, run_batch
+    from framelens.core.sessions.archive.inputs import discover_inputs
 
     ray_only = ("workers", "gpus_per_worker", "segment_frames")
     given = [f"--{k.replace('_', '-')}" for k in ray_only if getattr(args, k) is not None]
@@ -152,7 +152,7 @@ def _cluster_settings(args: argparse.Namespace) -> Any:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.archive import MANIFEST, archive_labels, query_detections
+    from framelens.core.sessions.archive import MANIFEST, archive_labels, query_detections
 
     folder = Path(args.dir)
     if not (folder / MANIFEST).is_file():

@@ -64,7 +64,7 @@ def copy_sample(folder: Path, copies: int, frames: int | None) -> list[str]:
 
 
 def run_mode(mode: str, folder: Path, settings: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from framelens.core.pipeline.archive import run_batch
+    from framelens.core.sessions.archive import run_batch
 
     out = Path(tempfile.mkdtemp(prefix=f"fl-archive-{mode}-"))
     options: dict[str, Any] = {}

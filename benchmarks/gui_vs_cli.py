@@ -19,8 +19,8 @@ from pathlib import Path
 
 from framelens.cli import sample_video
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.runs import run_to_outputs
 
 WARMUP = 20
 
@@ -67,8 +67,8 @@ def main() -> int:
     workers = 0
     for _ in range(args.repeats):  # alternated, so a busy moment hits both sides
         cli = run_to_outputs(source, settings, frames=args.frames, progress=False)
-        cli_runs.append(cli["fps"])
-        workers = cli["inference_workers"]
+        cli_runs.append(cli.fps)
+        workers = cli.inference_workers
         gui_runs.append(round(gui_fps(source, args.frames), 2))
     cli_fps, gui = statistics.median(cli_runs), statistics.median(gui_runs)
     result = {

@@ -33,7 +33,7 @@ SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
 
 
 def play(video: str, settings: Any, speed: float, seconds: float, drop: bool) -> dict[str, Any]:
-    from framelens.core.pipeline.player import Player
+    from framelens.core.sessions.playback.player import Player
     from framelens.core.types import FrameResult, StageTimes
 
     # what is kept of each shown frame: its index and its times, never the result itself

@@ -41,8 +41,8 @@ def main() -> int:
     import os
 
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-    from framelens.core.pipeline.player import Player
     from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.sessions.playback.player import Player
 
     tmp = Path(tempfile.mkdtemp(prefix="framelens-soak-"))
     video = args.video or str(write_long_clip(tmp / "long.mp4", args.frames))

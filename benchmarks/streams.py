@@ -200,8 +200,8 @@ def main() -> int:
 
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.gpu_pipeline import HOST_CANDIDATES_ENV
-    from framelens.core.pipeline.multi_run import run_many
     from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.sessions.runs import run_many
 
     video = args.video or str(Path(tempfile.gettempdir()) / "framelens-person-1080p.mp4")
     if not Path(video).is_file():
@@ -261,25 +261,25 @@ def main() -> int:
                     [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}"),
                     videos=False, frames=args.frames, progress=False, workers=workers, **spread,
                 )  # fmt: skip
-            per = summary["sources"]
-            batch = int(summary["batch"])
+            per = summary.sources
+            batch = int(summary.batch)
             if batch not in engines:
                 engines[batch] = round(engine_only_fps(replace(settings, batch=batch)), 1)
             row = {
                 "sources": n,
-                "aggregate_fps": summary["fps"],
-                "wall_s": summary["wall_s"],
+                "aggregate_fps": summary.fps,
+                "wall_s": summary.wall_s,
                 **ceiling(n),
                 "engine_only_fps": engines[batch],
-                "p50_ms": round(statistics.median(s["p50_ms"] for s in per), 2),
-                "p99_ms": round(max(s["p99_ms"] for s in per), 2),
-                "mean_batch": summary["mean_batch"],
+                "p50_ms": round(statistics.median(s.p50_ms for s in per), 2),
+                "p99_ms": round(max(s.p99_ms for s in per), 2),
+                "mean_batch": summary.mean_batch,
                 "batch": batch,
-                "workers": summary["inference_workers"],
+                "workers": summary.inference_workers,
                 "processes": procs,
-                "path": summary["path"],
-                "frames": summary["frames"],
-                "stage_ms": summary["stage_ms"],  # medians per stage: where the time goes
+                "path": summary.path,
+                "frames": summary.frames,
+                "stage_ms": summary.stage_ms,  # medians per stage: where the time goes
             }
             row["of_nvdec_ceiling"] = round(row["aggregate_fps"] / row["nvdec_only_fps"], 3)
             if args.ab_host_candidates:  # the same run, whole outputs copied to the host
@@ -292,8 +292,8 @@ def main() -> int:
                     )  # fmt: skip
                 finally:
                     os.environ.pop(HOST_CANDIDATES_ENV, None)
-                row["host_candidates_fps"] = other["fps"]
-                row["device_vs_host_candidates"] = round(summary["fps"] / other["fps"], 3)
+                row["host_candidates_fps"] = other.fps
+                row["device_vs_host_candidates"] = round(summary.fps / other.fps, 3)
             result["streams"].append(row)
             print(json.dumps(row), flush=True)
             if sampler is not None:

@@ -54,10 +54,10 @@ ESRGAN_TFLOP = 7.5  # per 960x540 -> 1920x1080 call, as stated in the issue
 
 
 def run_fps(video: str, settings: Any, frames: int) -> float:
-    from framelens.core.pipeline.run import run_to_outputs
+    from framelens.core.sessions.runs import run_to_outputs
 
     summary = run_to_outputs(video, settings, frames=frames, progress=False)
-    return float(summary["fps"])
+    return float(summary.fps)
 
 
 def naive_fps(video: str, spec: Any, device: str, frames: int) -> float:

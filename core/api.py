@@ -56,18 +56,6 @@ from framelens.core.gpu.wall_composite import wall_grid
 from framelens.core.gpu.wall_picture import WallPicture, picture_size_for
 from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog, resolve_model
 from framelens.core.models.spec import LAYOUTS, TASK_OF_LAYOUT, ModelSpec
-from framelens.core.pipeline.archive import (
-    BatchSummary,
-    DetectionHit,
-    InputProgress,
-    InputState,
-    archive_labels,
-    discover_inputs,
-    query_detections,
-    read_manifest,
-    run_batch,
-    search_detections,
-)
 from framelens.core.pipeline.build import host_pipeline
 from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.kept import KeptFrames
@@ -90,16 +78,7 @@ from framelens.core.pipeline.devices import (
     resolve_device,
 )
 from framelens.core.pipeline.engines import EngineBuild, build_engine
-from framelens.core.pipeline.player import Player, PlayerState
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings, with_changes, without_classes
-from framelens.core.pipeline.wall import TileState, WallPlayer, WallState
-from framelens.core.pipeline.wall_layout import (
-    WALL_LAYOUT_SUFFIX,
-    WallLayout,
-    load_wall_layout,
-    save_wall_layout,
-)
 from framelens.core.precision import (
     PRECISIONS,
     CalibrationSettings,
@@ -108,6 +87,27 @@ from framelens.core.precision import (
     VariantInfo,
     cached_variant,
     prepare_variant,
+)
+from framelens.core.sessions.archive import (
+    BatchSummary,
+    DetectionHit,
+    InputProgress,
+    InputState,
+    archive_labels,
+    discover_inputs,
+    query_detections,
+    read_manifest,
+    run_batch,
+    search_detections,
+)
+from framelens.core.sessions.playback.player import Player, PlayerState
+from framelens.core.sessions.runs import run_to_outputs
+from framelens.core.sessions.wall import TileState, WallPlayer, WallState
+from framelens.core.sessions.wall_layout import (
+    WALL_LAYOUT_SUFFIX,
+    WallLayout,
+    load_wall_layout,
+    save_wall_layout,
 )
 from framelens.core.stages.draw.opencv import annotate
 from framelens.core.stages.draw.style import (

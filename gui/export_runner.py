@@ -61,7 +61,7 @@ class ExportJob:
             on_progress=progress,
             cancel=self._cancelled,
         )
-        return [str(path) for path in summary["outputs"]]
+        return [str(path) for path in summary.outputs]
 
 
 def writable_folder(folder: str | os.PathLike[str] | None) -> Path | None:

@@ -3,7 +3,8 @@
     Source ──DecodeAhead (thread)──> frames ──N workers (threads), a batch each──> results
                                                                    └─> get() in decode order
 
-It drives the CLI run (core/pipeline/runner.py), playback (core/pipeline/player.py) and
+It is driven by the session (core/sessions/session.py: runs, archives, the wall), playback
+(core/sessions/playback/player.py), the benchmark (core/pipeline/runner.py) and
 comparison (core/pipeline/compare). A worker owns one pipeline (pipelines are not shared
 between threads) or one compare runner; ONNX Runtime and CUDA release the GIL, so the
 workers overlap. A worker takes up to ``batch`` consecutive frames and processes them in
@@ -165,7 +166,7 @@ class Executor(Generic[T]):
             raise ValueError("max_wait_ms must not be negative")
         self._max_wait_s = max_wait_ms / 1000.0
         # real-time playback: decoded frames too late to be worth processing are dropped
-        # here, before a worker spends time on them (core/pipeline/player_clock.py); it is
+        # here, before a worker spends time on them (core/sessions/playback/clock.py); it is
         # told whether a newer decoded frame waits behind the one asked about
         self._skip = skip
         self.dropped = 0

@@ -13,8 +13,8 @@ from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.gpu_pipeline import FAULT_ENV, GpuFramePipeline
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.stages.sinks.detections import frame_detections
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.nvdec import open_gpu_source
@@ -187,7 +187,7 @@ def test_gpu_failure_mid_run_goes_on_on_the_cpu(
 
     indices = [f["index"] for f in json.loads(out.read_text())["frames"]]
     assert indices == list(range(80))
-    assert summary["path"] == "cpu pipeline"
+    assert summary.path == "cpu pipeline"
     assert any(m.startswith("GPU failed (frame 40: injected fault") for m in messages), messages
 
 
@@ -213,8 +213,8 @@ def test_a_turned_video_on_the_gpu_finds_what_the_cpu_finds(
         settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=device, batch=batch)
         summary = run_to_outputs(video, settings, detections=str(out), progress=False)
         found[device] = {f["index"]: f for f in json.loads(out.read_text())["frames"]}
-    assert summary["path"].startswith("gpu pipeline"), summary["path"]
-    assert "decoder cpu (turned 90 degrees for display" in summary["path"], summary["path"]
+    assert summary.path.startswith("gpu pipeline"), summary.path
+    assert "decoder cpu (turned 90 degrees for display" in summary.path, summary.path
     assert sorted(found["cuda:0"]) == sorted(found["cpu"]) == list(range(60))
     totals = AgreementTotals()
     for index, cpu in found["cpu"].items():

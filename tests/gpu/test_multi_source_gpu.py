@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.multi_run import run_many
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.runs import run_many, run_to_outputs
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.types import Detections
 
@@ -57,7 +56,7 @@ def test_four_sources_on_the_gpu_detect_what_single_cpu_runs_detect(
         videos=False, frames=FRAMES, progress=False, processes=processes,
     )  # fmt: skip
     print({k: summary[k] for k in ("fps", "mean_batch", "path", "device")})
-    assert summary["path"].startswith("gpu pipeline") and summary["mean_batch"] > 1
+    assert summary.path.startswith("gpu pipeline") and summary.mean_batch > 1
     cpu = tmp_path / "cpu.json"
     run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),
                    detections=str(cpu), frames=FRAMES, progress=False)  # fmt: skip
@@ -124,7 +123,7 @@ def test_eight_sources_on_one_gpu_spread_over_two_processes_by_default(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "8 sources on cuda:0: 2 processes" in done.stderr
     summary = json.loads(done.stdout)
-    assert [d["sources"] for d in summary["devices"]] == [
+    assert [list(d.sources) for d in summary.devices] == [
         [f"cam{i}" for i in range(0, 8, 2)],
         [f"cam{i}" for i in range(1, 8, 2)],
     ]
@@ -163,7 +162,7 @@ def test_a_gpu_failing_mid_run_hands_its_sources_to_the_cpu_from_where_each_stop
     )  # fmt: skip
     moves = [m for m in messages if m.startswith("cuda:0 failed (frame 40: injected fault")]
     assert len(moves) == 2 and all("2 sources going on on the CPU" in m for m in moves)
-    assert [d["moved_to"] for d in summary["devices"]] == [["cpu"], ["cpu"]]
+    assert [list(d.moved_to) for d in summary.devices] == [["cpu"], ["cpu"]]
     cpu = tmp_path / "cpu.json"
     run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),
                    detections=str(cpu), frames=frames, progress=False)  # fmt: skip

@@ -20,8 +20,8 @@ from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.gpu_pipeline import FAULT_ENV
-from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals

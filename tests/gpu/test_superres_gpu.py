@@ -137,7 +137,7 @@ def test_the_run_path_upscales_nvdec_frames_on_the_device(
     """``framelens run --task superres --device cuda``: NVDEC frames, the GPU pipeline,
     an export at scale x size close to the CPU run's."""
     import av
-    from framelens.core.pipeline.run import run_to_outputs
+    from framelens.core.sessions.runs import run_to_outputs
 
     spec = resolve_model("espcn-x2")
     frames = 24
@@ -152,9 +152,9 @@ def test_the_run_path_upscales_nvdec_frames_on_the_device(
             frames=frames,
         )
         print(device, summary)
-        assert summary["frames"] == frames
+        assert summary.frames == frames
         if device.startswith("cuda"):
-            assert summary["path"].startswith("gpu pipeline"), summary
+            assert summary.path.startswith("gpu pipeline"), summary
         with av.open(str(path)) as container:
             outputs[device] = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
     assert len(outputs["cpu"]) == len(outputs["cuda:0"]) == frames

@@ -15,8 +15,8 @@ import pytest
 from framelens.core.errors import EngineError
 from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import resolve_model
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours
 
 pytestmark = pytest.mark.gpu
@@ -74,10 +74,10 @@ def test_a_tensorrt_run_goes_on_with_onnxruntime_cuda_and_says_why(
         progress=False,
         on_message=notes.append,
     )
-    print(summary["path"], notes)
-    assert summary["frames"] == 60
-    assert summary["path"].startswith("gpu pipeline")
-    assert summary["backend"] == "onnxruntime"
+    print(summary.path, notes)
+    assert summary.frames == 60
+    assert summary.path.startswith("gpu pipeline")
+    assert summary.backend == "onnxruntime"
     assert [n for n in notes if n.startswith("TensorRT not used")] == [
         f"TensorRT not used ({refused}); running ONNX Runtime CUDA"
     ]

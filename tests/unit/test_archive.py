@@ -25,8 +25,8 @@ from framelens.core.api import (
 )
 from framelens.core.errors import ConfigError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.stages.tasks import DetectParams
 from media_factory import write_clip
 
@@ -303,7 +303,7 @@ def test_with_nothing_to_submit_ray_is_not_started_and_run_never_loads_it(
 def test_segments_of_a_file_merge_into_the_detections_of_one_run(tmp_path: Path) -> None:
     """The merge a split input gets (faces: landmarks too), without Ray: two ranges of
     one file, run separately, give the JSON and CSV of the run over the whole file."""
-    from framelens.core.pipeline.archive.segments import keyframes, merge_parts, plan
+    from framelens.core.sessions.archive.segments import keyframes, merge_parts, plan
 
     clip = sample_clip(tmp_path / "clip.mp4", 280, 30, gop=10)
     faces = PipelineSettings(resolve_model("yunet"), threads=1)
@@ -333,7 +333,7 @@ def test_a_rerun_redoes_what_other_labels_or_layout_would_change(
     read: a batch with other ones is a change of settings, not a file to skip."""
     from dataclasses import replace
 
-    from framelens.core.pipeline.archive.manifest import settings_record
+    from framelens.core.sessions.archive.manifest import settings_record
 
     out = tmp_path / "results"
     shutil.copytree(done[0], out)
@@ -351,7 +351,7 @@ def test_a_rerun_redoes_what_other_labels_or_layout_would_change(
 def test_the_manifest_on_disk_says_done_failed_or_pending(tmp_path: Path) -> None:
     """An input being processed is "pending" in DIR/manifest.json (what a batch whose
     driver was killed leaves for the next one, and for the window reading it)."""
-    from framelens.core.pipeline.archive.manifest import Manifest
+    from framelens.core.sessions.archive.manifest import Manifest
 
     manifest = Manifest(tmp_path)
     for path, state in (("a.mp4", "done"), ("b.mp4", "running"), ("c.mp4", "failed")):

@@ -18,9 +18,9 @@ from archive_media import corrupt_clip, json_rows, leftovers, parquet_rows, samp
 from framelens.core.api import InputProgress, read_manifest, run_batch
 from framelens.core.cache import CACHE_ENV, MODEL_FILE, read_entry
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.archive.segments import keyframes, plan
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.segments import keyframes, plan
+from framelens.core.sessions.runs import run_to_outputs
 
 FRAMES = 40
 
@@ -225,8 +225,8 @@ def test_a_model_the_actors_cannot_see_at_the_drivers_path_travels_with_the_job(
     give the detections of a local batch with it."""
     from dataclasses import replace
 
-    from framelens.core.pipeline.archive import ray_runner
     from framelens.core.precision import prepare_variant, variant_precision
+    from framelens.core.sessions.archive import ray_runner
 
     driver_cache = tmp_path / "driver-cache"
     variant = prepare_variant(settings.model, "fp16", cache_dir=driver_cache)

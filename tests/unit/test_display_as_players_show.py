@@ -142,8 +142,8 @@ def test_a_batch_redoes_a_turned_video_whose_results_were_recorded_on_its_side(
     side: a re-run redoes those inputs (once; the manifest then says how each is shown)
     and skips the upright ones, as before."""
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-    from framelens.core.pipeline.archive import run_batch
     from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.sessions.archive import run_batch
 
     archive = tmp_path / "archive"
     archive.mkdir()

@@ -155,7 +155,7 @@ def test_outputs_are_committed_together_or_not_at_all_as_the_disk_fills(
             messages.append(str(exc))
         else:
             assert sorted(os.listdir(disk)) == ["annotated.mp4", "detections.json", "filler"]
-            assert summary["frames"] == 40
+            assert summary.frames == 40
             with av.open(str(disk / "annotated.mp4")) as video:
                 assert sum(1 for _ in video.decode(video=0)) == 40
             assert len(json.loads((disk / "detections.json").read_text())["frames"]) == 40

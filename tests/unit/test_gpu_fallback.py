@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from framelens.core.errors import GpuError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline import build, run
+from framelens.core.pipeline import build
 from framelens.core.pipeline.build import Workers
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,24 +45,21 @@ def fails_at(settings: PipelineSettings) -> FrameProcessor:
 
 def test_gpu_failure_mid_run_continues_on_the_cpu(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     opened: list[str] = []
-    real_open = run.open_pipelines
+    real_workers = build.workers
 
-    def open_pipelines(
-        spec: str, settings: PipelineSettings, notes: list[str]
-    ) -> tuple[Source, Workers]:
+    def workers(settings: PipelineSettings, **kw: Any) -> Workers:
         opened.append(settings.device)
         if settings.device.startswith("cuda"):
             cpu = replace(settings, device="cpu", threads=1)
-            stand_in = Workers([fails_at(cpu), fails_at(cpu)], "gpu pipeline (stand-in)")
-            return open_source(spec), stand_in
-        return real_open(spec, settings, notes)
+            return Workers([fails_at(cpu), fails_at(cpu)], "gpu pipeline (stand-in)")
+        return real_workers(settings, **kw)
 
-    monkeypatch.setattr(run, "open_pipelines", open_pipelines)
+    monkeypatch.setattr(build, "workers", workers)
     messages: list[str] = []
     out = tmp_path / "dets.json"
     video = tmp_path / "annotated.mp4"
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
-    summary = run.run_to_outputs(
+    summary = run_to_outputs(
         SAMPLE,
         settings,
         detections=str(out),
@@ -72,11 +70,11 @@ def test_gpu_failure_mid_run_continues_on_the_cpu(monkeypatch, tmp_path: Path) -
         on_message=messages.append,
     )
     assert opened == ["cuda:0", "cpu"]
-    assert summary["frames"] == 30
-    assert summary["path"] == "cpu pipeline"
+    assert summary.frames == 30
+    assert summary.path == "cpu pipeline"
     assert len(messages) == 1 and "\n" not in messages[0]
-    assert messages[0].startswith(f"GPU failed (frame {FAIL_AT}: out of memory")
-    assert "continuing on the CPU from frame" in messages[0]
+    assert messages[0].startswith(f"cuda:0 failed (frame {FAIL_AT}: out of memory")
+    assert f"going on on the CPU from frame {FAIL_AT}" in messages[0]
     indices = [f["index"] for f in json.loads(out.read_text())["frames"]]
     assert indices == list(range(5, 35))  # nothing lost, nothing twice
     import av

@@ -16,10 +16,9 @@ import cv2
 import numpy as np
 import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.multi_run import run_many
-from framelens.core.pipeline.run import run_to_outputs
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.pipeline.source_outputs import output_names, source_name
+from framelens.core.sessions.outputs import output_names, source_name
+from framelens.core.sessions.runs import run_many, run_to_outputs
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.merged import MergedSource
 from loopback_server import LoopbackStreamServer
@@ -67,18 +66,18 @@ def test_four_sources_give_the_detections_of_four_single_runs(
 ) -> None:
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
     summary = run_many(clips, settings, str(tmp_path / "all"), progress=False)
-    assert summary["batch"] > 1 and summary["mean_batch"] > 1  # sources share engine calls
-    assert [s["frames"] for s in summary["sources"]] == [FRAMES] * 4  # every frame, no drops
+    assert summary.batch > 1 and summary.mean_batch > 1  # sources share engine calls
+    assert [s.frames for s in summary.sources] == [FRAMES] * 4  # every frame, no drops
     # the throughput figure is the processing rate: building the engine is not in it
-    assert summary["frames"] / summary["fps"] < summary["wall_s"]
+    assert summary.frames / summary.fps < summary.wall_s
     found = 0
-    for clip, entry in zip(clips, summary["sources"], strict=True):
+    for clip, entry in zip(clips, summary.sources, strict=True):
         alone = tmp_path / f"{Path(clip).stem}-alone.json"
         run_to_outputs(clip, settings, detections=str(alone), progress=False)
-        together = tmp_path / "all" / f"{entry['name']}.json"
+        together = tmp_path / "all" / f"{entry.name}.json"
         assert (
-            str(together) in entry["outputs"]
-            and (tmp_path / "all" / f"{entry['name']}.mp4").is_file()
+            str(together) in entry.outputs
+            and (tmp_path / "all" / f"{entry.name}.mp4").is_file()
         )
         assert_same_detections(detections(together), detections(alone))
         found += sum(len(f["detections"]) for f in detections(alone))  # type: ignore[arg-type]
@@ -95,12 +94,12 @@ def test_a_source_that_breaks_mid_run_is_reported_and_the_others_finish(
         [clips[0], str(folder), clips[1]], PipelineSettings(resolve_model(DEFAULT_MODEL)),
         str(out), progress=False, on_message=notes.append,
     )  # fmt: skip
-    broken = summary["sources"][1]
-    assert broken["name"] == "frames" and "005.jpg" in broken["error"]
-    assert broken["frames"] == 5  # what it gave before it broke
+    broken = summary.sources[1]
+    assert broken.name == "frames" and "005.jpg" in broken.error
+    assert broken.frames == 5  # what it gave before it broke
     assert not (out / "frames.mp4").exists() and not (out / "frames.json").exists()
     assert not list(out.glob(".*"))  # no staging left behind
-    assert [s["frames"] for s in (summary["sources"][0], summary["sources"][2])] == [FRAMES] * 2
+    assert [s.frames for s in (summary.sources[0], summary.sources[2])] == [FRAMES] * 2
     assert any("005.jpg" in n for n in notes)
 
 
@@ -196,11 +195,11 @@ def test_a_batch_waits_no_longer_than_asked_for_a_late_source(
         [clips[0], slow_stream.url], PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1),
         str(tmp_path / "o"), videos=False, frames=10, progress=False, max_wait_ms=5,
     )  # fmt: skip
-    file_entry, stream_entry = summary["sources"]
-    assert file_entry["frames"] == stream_entry["frames"] == 10
-    assert summary["batch"] == 8 and summary["mean_batch"] < 8  # batches sent before full
+    file_entry, stream_entry = summary.sources
+    assert file_entry.frames == stream_entry.frames == 10
+    assert summary.batch == 8 and summary.mean_batch < 8  # batches sent before full
     # ~0.3 s of CPU inference a batch; waiting for 8 of the stream's frames would be 1.6 s
-    assert file_entry["p99_ms"] < 1000
+    assert file_entry.p99_ms < 1000
 
 
 def test_sources_spread_over_device_slots_give_the_same_detections(
@@ -215,16 +214,16 @@ def test_sources_spread_over_device_slots_give_the_same_detections(
     )
     # one device, three inference workers taking batches from the one batcher
     one = run_many(clips, settings, str(tmp_path / "one"), progress=False, workers=3)
-    assert one["inference_workers"] == 3
-    assert [d["sources"] for d in spread["devices"]] == [["clip0", "clip2"], ["clip1", "clip3"]]
-    assert all(d["frames"] == 2 * FRAMES for d in spread["devices"])
-    assert [s["frames"] for s in spread["sources"]] == [FRAMES] * 4
+    assert one.inference_workers == 3
+    assert [list(d.sources) for d in spread.devices] == [["clip0", "clip2"], ["clip1", "clip3"]]
+    assert all(d.frames == 2 * FRAMES for d in spread.devices)
+    assert [s.frames for s in spread.sources] == [FRAMES] * 4
     for name in ("clip0", "clip1", "clip2", "clip3"):
         assert_same_detections(
             detections(tmp_path / "two" / f"{name}.json"),
             detections(tmp_path / "one" / f"{name}.json"),
         )
-    assert spread["device"] == "cpu,cpu" and spread["inference_workers"] == 2  # 1 per slot
+    assert spread.device == "cpu,cpu" and spread.inference_workers == 2  # 1 per slot
 
 
 def test_cli_bad_several_source_options_are_one_line_errors(
@@ -269,24 +268,28 @@ def test_device_slots_in_processes_write_what_threads_write(
         clips, settings, str(tmp_path / "p"), devices=["cpu", "cpu"], progress=False,
         processes=True,
     )  # fmt: skip
-    assert [d["sources"] for d in procs["devices"]] == [["clip0", "clip2"], ["clip1", "clip3"]]
-    assert [s["frames"] for s in procs["sources"]] == [FRAMES] * 4
-    assert procs["fps"] > 0 and procs["frames"] == threads["frames"] == 4 * FRAMES
+    assert [list(d.sources) for d in procs.devices] == [["clip0", "clip2"], ["clip1", "clip3"]]
+    assert [s.frames for s in procs.sources] == [FRAMES] * 4
+    assert procs.fps > 0 and procs.frames == threads.frames == 4 * FRAMES
     for name in ("clip0", "clip1", "clip2", "clip3"):
         assert detections(tmp_path / "p" / f"{name}.json") == detections(
             tmp_path / "t" / f"{name}.json"
         )
         assert (tmp_path / "p" / f"{name}.mp4").is_file()
-    from framelens.core.pipeline.multi_process import run_groups_in_processes
+    from framelens.core.sessions.processes import run_groups_in_processes
+    from framelens.core.sessions.runs import GroupJob
+    from framelens.core.sessions.session import SessionOptions
 
     bar = CountingBar()
     (tmp_path / "bar").mkdir()
+    job = GroupJob(str(tmp_path / "bar"), videos=False, lossless=False,
+                   options=SessionOptions(draw="none", pixels=False, frames=5),
+                   devices=("cpu", "cpu"))  # fmt: skip
     parts = run_groups_in_processes(
-        [[0], [1]], ["cpu", "cpu"], clips[:2], ["a", "b"], settings, tmp_path / "bar",
-        bar=bar, on_message=None, cancel=None, videos=False, lossless=False, frames=5,
-        max_wait_ms=None, workers=None,
+        job, [[0], [1]], ["cpu", "cpu"], clips[:2], ["a", "b"], settings, counter=bar,
+        on_message=None, cancel=None,
     )  # fmt: skip
-    assert bar.n == 10 and [p["frames"] for p in parts] == [5, 5]
+    assert bar.n == 10 and [p.frames for p in parts] == [5, 5]
 
 
 def test_processes_n_spreads_one_device_over_n_processes(clips: list[str], tmp_path: Path) -> None:

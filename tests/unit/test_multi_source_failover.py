@@ -23,10 +23,11 @@ from framelens.core.errors import EngineError, GpuError, SourceError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.build import Workers
-from framelens.core.pipeline.device_failover import Failover
-from framelens.core.pipeline.multi_run import run_many
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.failover import Failover
+from framelens.core.sessions.runs import run_many
+from framelens.core.sessions.summary import RunSummary
 from framelens.core.types import Frame, FrameResult, StageTimes
 from media_factory import encode_frames, sample_clips, sample_frames, write_broken_folder
 
@@ -124,7 +125,7 @@ def frames_of(path: Path) -> list[dict[str, Any]]:
 
 def run_on(
     specs: list[str], out: Path, devices: list[str], **kw: Any
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[RunSummary, list[str]]:
     """run_many on the stand-in devices: its summary and the messages it gave."""
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
     messages: list[str] = []
@@ -135,9 +136,9 @@ def run_on(
     return summary, messages
 
 
-def assert_every_frame_once(summary: dict[str, Any], out: Path) -> None:
-    for entry in summary["sources"]:
-        frames = frames_of(out / f"{entry['name']}.json")
+def assert_every_frame_once(summary: RunSummary, out: Path) -> None:
+    for entry in summary.sources:
+        frames = frames_of(out / f"{entry.name}.json")
         assert [f["index"] for f in frames] == list(range(FRAMES))
 
 
@@ -179,12 +180,12 @@ def test_a_failing_device_hands_its_sources_on_from_where_each_stopped(
     assert f"frame {FAIL_AT}: out of memory" in moves[0]
     assert f"); {goes_to}, each from the frame it had reached" in moves[0]
     assert stand_in_gpus.count("cuda:0") == 1  # built once, then its sources moved
-    assert [s["frames"] for s in summary["sources"]] == [FRAMES] * 3
-    assert not any("error" in s for s in summary["sources"])
+    assert [s.frames for s in summary.sources] == [FRAMES] * 3
+    assert all(s.error is None for s in summary.sources)
     reference = run_many(clips, settings, str(tmp_path / "cpu"), progress=False)
     found = 0
-    for entry in reference["sources"]:
-        name = entry["name"]
+    for entry in reference.sources:
+        name = entry.name
         moved = frames_of(tmp_path / "moved" / f"{name}.json")
         assert [f["index"] for f in moved] == list(range(FRAMES))  # none lost, none twice
         assert_same(moved, frames_of(tmp_path / "cpu" / f"{name}.json"))
@@ -203,7 +204,7 @@ def test_a_source_moved_to_a_gpu_that_fails_too_goes_on_on_the_cpu_not_back(
     summary, messages = run_on(clips[:1], tmp_path / "out", ["cuda:0", "cuda:1"])
     failed = [m.split(" failed")[0] for m in messages if " failed (frame " in m]
     assert failed == ["cuda:0", "cuda:1"], messages
-    assert summary["sources"][0]["frames"] == FRAMES
+    assert summary.sources[0].frames == FRAMES
     assert built == ["cuda:0", "cuda:1", "cpu"]
     assert_every_frame_once(summary, tmp_path / "out")
 
@@ -214,8 +215,8 @@ def test_a_device_one_group_saw_fail_is_no_other_groups_refuge() -> None:
     shared: list[str] = []
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
     devices = ["cuda:0", "cuda:1"]
-    first = Failover(devices, None, None, lambda _: None, failed=shared)
-    second = Failover(devices, None, None, lambda _: None, failed=shared)
+    first = Failover(devices, None, lambda _: None, failed=shared)
+    second = Failover(devices, None, lambda _: None, failed=shared)
     assert [c.device for c in second.candidates(replace(settings, device="cuda:1"))] == [
         "cuda:0", "cpu",
     ]  # fmt: skip
@@ -233,7 +234,7 @@ def test_a_gpu_that_cannot_take_the_sources_is_passed_over_for_the_cpu(
     assert any(m.startswith("cuda:1 cannot take the sources of a failed device") for m in messages)
     assert any(m.startswith("cuda:0 failed") and "2 sources going on on the CPU" in m
                for m in messages), messages  # fmt: skip
-    assert [d["moved_to"] for d in summary["devices"]] == [["cpu"], []]
+    assert [list(d.moved_to) for d in summary.devices] == [["cpu"], []]
     assert_every_frame_once(summary, tmp_path / "out")
 
 
@@ -280,7 +281,7 @@ def test_a_decoder_failing_on_the_gpu_moves_its_sources_too(
     summary, messages = run_on(clips, tmp_path / "out", ["cuda:0"])
     assert any("decode failed at frame 14" in m and "3 sources going on on the CPU" in m
                for m in messages), messages  # fmt: skip
-    assert not any("error" in s for s in summary["sources"])
+    assert all(s.error is None for s in summary.sources)
     assert_every_frame_once(summary, tmp_path / "out")
 
 
@@ -303,9 +304,9 @@ def test_a_live_stream_moved_goes_on_counting_where_it_was(
     finally:
         server.stop()
     assert any("1 source going on on the CPU" in m for m in messages), (messages, summary)
-    name = summary["sources"][0]["name"]
+    name = summary.sources[0].name
     frames = frames_of(tmp_path / "out" / f"{name}.json")
-    assert len(frames) == FRAMES == summary["sources"][0]["frames"]
+    assert len(frames) == FRAMES == summary.sources[0].frames
     indices, pts = [f["index"] for f in frames], [f["pts"] for f in frames]
     assert all(b > a for a, b in itertools.pairwise(indices)), indices
     assert all(b > a for a, b in itertools.pairwise(pts)), pts
@@ -352,9 +353,9 @@ def test_when_no_device_can_take_the_sources_finished_outputs_are_kept(
 
     monkeypatch.setattr(build, "workers", workers)
     summary, messages = run_on([clips[0], str(short)], tmp_path / "out", ["cuda:0"])
-    first, done = summary["sources"]
-    assert first["error"] == "cuda:0 failed and no device could take it"
-    assert done["frames"] == 6 and "error" not in done
+    first, done = summary.sources
+    assert first.error == "cuda:0 failed and no device could take it"
+    assert done.frames == 6 and done.error is None
     assert len(frames_of(tmp_path / "out" / "short.json")) == 6
     assert not (tmp_path / "out" / "clip0.json").exists()
     moves = [m for m in messages if "no device could take its sources" in m]
@@ -376,6 +377,6 @@ def test_a_device_failing_with_nothing_left_to_move_keeps_what_was_finished(
     summary, messages = run_on([str(broken), str(short)], tmp_path / "out", ["cuda:0"])
     failed = [m for m in messages if m.startswith("cuda:0 failed (frame ")]
     assert len(failed) == 1 and 19 <= int(failed[0].split()[3].rstrip(":")) < 25, messages
-    gone, done = summary["sources"]
-    assert "025" in gone["error"] and done["frames"] == 6 and "error" not in done
+    gone, done = summary.sources
+    assert "025" in gone.error and done.frames == 6 and done.error is None
     assert len(frames_of(tmp_path / "out" / "short.json")) == 6

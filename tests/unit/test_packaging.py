@@ -34,6 +34,6 @@ def test_the_wheel_builds_quietly_and_holds_the_apps_data(tmp_path: Path) -> Non
         "framelens/models/ESPCN_x2.onnx",
         "framelens/models/LICENSES.md",
         "framelens/kernels/sr_color.ptx",
-        "framelens/core/pipeline/multi_run.py",
+        "framelens/core/sessions/runs.py",
     ):
         assert wanted in names, wanted

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
-from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams

@@ -12,7 +12,7 @@ from collections import deque
 
 import pytest
 from framelens.core.pipeline import player_clock
-from framelens.core.pipeline.player_clock import PlaybackClock
+from framelens.core.sessions.playback.clock import PlaybackClock
 
 FPS = 30.0
 DEPTH = 2  # the player's decode-ahead

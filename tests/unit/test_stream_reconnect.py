@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.player import Player, PlayerState
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.stream import StreamSource
 from framelens.core.types import Frame, FrameResult

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from framelens.core.errors import ConfigError, ExportError
-from framelens.core.pipeline.wall_layout import WallLayout, load_wall_layout, save_wall_layout
+from framelens.core.sessions.wall_layout import WallLayout, load_wall_layout, save_wall_layout
 
 
 def test_a_wall_reads_back_with_its_sources_and_grid_and_moves_with_its_folder(

@@ -125,7 +125,7 @@ def superres_quality_report(
     not_sr = [v.name for v in variants if v.settings.model.task != "superres"]
     if not_sr:
         raise ConfigError(f"{', '.join(not_sr)}: not super-resolution models")
-    from framelens.core.pipeline.run import prepare_precision
+    from framelens.core.pipeline.variant import prepare_precision
 
     # FP16 and INT8 variants first (INT8 calibrates on this source), cached
     variants = [

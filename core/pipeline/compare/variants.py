@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from framelens.core.errors import ConfigError
 from framelens.core.pipeline.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
-from framelens.core.pipeline.run import prepare_precision
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.variant import prepare_precision
 from framelens.core.precision import PRECISIONS, CalibrationSettings
 
 __all__ = ["PRECISIONS", "parse_precisions", "precision_panes"]
@@ -53,7 +53,7 @@ def precision_panes(
     """One pane per precision of ``base``'s model, labelled with the precision.
 
     Each variant comes from the precision cache or is built now (INT8 calibrates on
-    ``source``, which takes a while): see framelens.core.pipeline.run.prepare_precision.
+    ``source``, which takes a while): see framelens.core.sessions.runs.prepare_precision.
     ``on_prepare(text, 0..1)`` texts start with the precision; ``cancel`` stops with
     Cancelled and leaves nothing cached.
     """

@@ -55,6 +55,9 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
     """
 
     name: ClassVar[str]
+    writes_outputs: ClassVar[bool] = True
+    """A run writes this task's per-frame outputs beside its video (detections: .json,
+    .csv, Parquet rows); False where the video is the output (super-resolution)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec

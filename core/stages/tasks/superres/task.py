@@ -92,6 +92,7 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
     """Super-resolution by ``spec.scale``: channels 1 (Y of YCrCb) or 3 (colour)."""
 
     name: ClassVar[str] = "superres"
+    writes_outputs: ClassVar[bool] = False  # the upscaled video is the output
 
     def __init__(self, spec: ModelSpec) -> None:
         if spec.scale < 2 or spec.channels not in (1, 3):

@@ -1,8 +1,7 @@
-"""Where a run's sources go when their device fails mid-run (out of memory, a driver
-error): another GPU of the run that has not failed, else the CPU; each source reopened
-at the frame its outputs are to write next. Used by a run of several sources
-(core/pipeline/multi_run.py); a run of one source goes on on the CPU the same way
-(core/pipeline/run.py)."""
+"""Where a session's sources go when their device fails mid-run (out of memory, a driver
+error): another GPU of the session that has not failed, else the CPU; each source
+reopened at the frame it is to hand out next. The one failover policy of every session
+(core/sessions/session.py): runs of one or many sources, archives and the wall."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from framelens.core.errors import FrameLensError, GpuError, SourceError, error_m
 from framelens.core.pipeline import build
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import Source
-from framelens.core.stages.sources.merged import MergedSource
 
 __all__ = ["Failover", "Reopened", "device_words"]
 
@@ -24,10 +22,10 @@ def device_words(device: str) -> str:
 
 @dataclass
 class Reopened:
-    """The sources reopened on the new device, read together (None: none could be), the
-    positions (in the list asked for) of those in it, and of the others why not."""
+    """The sources reopened on the new device, the positions (in the list asked for) of
+    those reopened, and of the others why not."""
 
-    merged: MergedSource | None
+    sources: list[Source]
     kept: list[int]
     not_kept: dict[int, str]
 
@@ -40,7 +38,6 @@ class Failover:
 
     devices: Sequence[str]
     workers: int | None  # inference workers per device (None: the path's default)
-    frames: int | None  # at most this many frames of each source
     say: Callable[[str], None]
     failed: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
@@ -55,8 +52,8 @@ class Failover:
     def move(
         self, settings: PipelineSettings, specs: Sequence[str], at: Sequence[tuple[int, int]]
     ) -> tuple[PipelineSettings, build.Workers, Reopened]:
-        """Workers on the first candidate that can take ``specs`` (each at its (next
-        frame to write, frames written) of ``at``), and the sources reopened there."""
+        """Workers on the first candidate that can take ``specs`` (each at its next frame
+        of ``at``), and the sources reopened there."""
         self.failed.append(settings.device)
         for target in self.candidates(settings):
             on_gpu = target.device.startswith("cuda")
@@ -68,7 +65,7 @@ class Failover:
                 self._cannot(target.device, exc)
                 continue
             try:
-                reopened = reopen_at(specs, at, built, self.frames, on_gpu=on_gpu)
+                reopened = reopen_at(specs, at, built, on_gpu=on_gpu)
             except GpuError as exc:  # no NVDEC session or frame buffers there
                 built.close()
                 if not on_gpu:
@@ -91,16 +88,14 @@ def reopen_at(
     specs: Sequence[str],
     at: Sequence[tuple[int, int]],
     built: build.Workers,
-    frames: int | None,
     *,
     on_gpu: bool = False,
 ) -> Reopened:
-    """``specs`` opened for ``built``'s pipelines, each at its (next frame to write,
-    frames written so far) of ``at``, so that with ``frames`` (at most that many of
-    each) none gives more than it had left. A live source, which cannot seek, goes on
-    from now. On a GPU (``on_gpu``) a source that cannot be opened or sought there (they
-    all were on the failed device: no frame buffers, no decoder) is the device's
-    failure, GpuError; on the CPU it is the source's own, and the others go on."""
+    """``specs`` opened for ``built``'s pipelines, each at its (next frame, frames handed
+    out) of ``at``. A live source, which cannot seek, goes on from now. On a GPU
+    (``on_gpu``) a source that cannot be opened or sought there (they all were on the
+    failed device: no frame buffers, no decoder) is the device's failure, GpuError; on
+    the CPU it is the source's own, and the others go on."""
     opened: list[Source] = []
     kept: list[int] = []
     not_kept: dict[int, str] = {}
@@ -126,10 +121,7 @@ def reopen_at(
                 continue
             opened.append(source)
             kept.append(j)
-        if not opened:
-            return Reopened(None, [], not_kept)
-        limits = [None if frames is None else max(0, frames - at[j][1]) for j in kept]
-        return Reopened(MergedSource(opened, limits=limits, raise_gpu_errors=True), kept, not_kept)
+        return Reopened(opened, kept, not_kept)
     except BaseException:
         build.close_quietly(opened)
         raise

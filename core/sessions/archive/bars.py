@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from framelens.core.pipeline.archive.types import InputProgress
+from framelens.core.sessions.archive.types import InputProgress
 from tqdm import tqdm
 
 

@@ -20,24 +20,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framelens.core.errors import ConfigError, FrameLensError, error_message
-from framelens.core.pipeline.archive.bars import BatchBars
-from framelens.core.pipeline.archive.inputs import discover_inputs, probe
-from framelens.core.pipeline.archive.local import run_local
-from framelens.core.pipeline.archive.manifest import Entry, Manifest, settings_record
-from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
-from framelens.core.pipeline.archive.processor import PARTS_DIR, Job
-from framelens.core.pipeline.archive.segments import (
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.variant import prepare_precision
+from framelens.core.sessions.archive.bars import BatchBars
+from framelens.core.sessions.archive.inputs import discover_inputs, probe
+from framelens.core.sessions.archive.local import run_local
+from framelens.core.sessions.archive.manifest import Entry, Manifest, settings_record
+from framelens.core.sessions.archive.parquet import DETECTIONS_DIR
+from framelens.core.sessions.archive.processor import PARTS_DIR, Job
+from framelens.core.sessions.archive.segments import (
     DEFAULT_SEGMENT_FRAMES,
     WHOLE,
     keyframes,
     plan,
     remove_parts,
 )
-from framelens.core.pipeline.archive.tracker import Tracker, remove_outputs
-from framelens.core.pipeline.archive.types import BatchSummary, InputProgress
-from framelens.core.pipeline.run import prepare_precision
-from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.pipeline.source_outputs import source_name
+from framelens.core.sessions.archive.tracker import Tracker, remove_outputs
+from framelens.core.sessions.archive.types import BatchSummary, InputProgress
+from framelens.core.sessions.outputs import source_name
+from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.stages.sinks.atomic import remove_stale
 from framelens.core.stages.sources.display import AS_STORED, display_of
 
@@ -111,16 +112,19 @@ def run_batch(
     cancel: threading.Event | None = None,
     progress: bool = True,
     segment_frames: int = DEFAULT_SEGMENT_FRAMES,
+    stages: StageFactory | None = None,
 ) -> BatchSummary:
     """Run ``settings``' pipeline over every video ``inputs`` name into ``output_dir``.
 
     ``ray``: None runs here, in this process; "local", "auto" or a cluster's address
-    run on Ray (core/pipeline/archive/ray_runner.py) with ``workers`` actors (default:
+    run on Ray (core/sessions/archive/ray_runner.py) with ``workers`` actors (default:
     one per CPU, or per ``gpus_per_worker`` GPUs when the device is CUDA); inputs longer
     than ``segment_frames`` are split there. ``on_progress`` receives every state change
     and progress report (at most ten a second per running job), on this thread;
     ``cancel`` stops the batch: running inputs go back to pending, their partial outputs
     removed, and a later batch resumes. ``progress`` draws the terminal's bars.
+    ``stages``: per-source stages after the task (core/sessions/source_stages.py), fresh
+    for every job (a picklable factory on Ray).
     """
     started = time.perf_counter()
     out = Path(output_dir).expanduser().absolute()
@@ -167,13 +171,13 @@ def run_batch(
                 for path, _ in todo:
                     tracker.add([j for j in jobs if j.path == path])
                 if ray is None:
-                    cancelled = run_local(jobs, settings, tracker, cancel)
+                    cancelled = run_local(jobs, settings, tracker, cancel, stages=stages)
                 else:
-                    from framelens.core.pipeline.archive.ray_runner import run_on_ray
+                    from framelens.core.sessions.archive.ray_runner import run_on_ray
 
                     cancelled, where = run_on_ray(
                         jobs, settings, tracker, cancel, address=ray,
-                        gpus_per_worker=gpus_per_worker, workers=workers,
+                        gpus_per_worker=gpus_per_worker, workers=workers, stages=stages,
                     )  # fmt: skip
         finally:
             for entry in manifest.entries.values():

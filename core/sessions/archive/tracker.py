@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framelens.core.errors import FrameLensError, error_message
-from framelens.core.pipeline.archive.manifest import Entry, Manifest
-from framelens.core.pipeline.archive.processor import PARTS_DIR, Job, JobResult
-from framelens.core.pipeline.archive.segments import merge_parts, remove_parts
-from framelens.core.pipeline.archive.types import InputProgress, InputState
+from framelens.core.sessions.archive.manifest import Entry, Manifest
+from framelens.core.sessions.archive.processor import PARTS_DIR, Job, JobResult
+from framelens.core.sessions.archive.segments import merge_parts, remove_parts
+from framelens.core.sessions.archive.types import InputProgress, InputState
 
 log = logging.getLogger(__name__)
 

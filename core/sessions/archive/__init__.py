@@ -11,17 +11,17 @@ or on Ray actors (ray_runner.py), writing Parquet rows (parquet.py) beside the p
 detections; query.py reads the dataset back.
 """
 
-from framelens.core.pipeline.archive.batch import run_batch
-from framelens.core.pipeline.archive.inputs import VIDEO_EXTENSIONS, discover_inputs
-from framelens.core.pipeline.archive.manifest import MANIFEST, read_manifest
-from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR
-from framelens.core.pipeline.archive.query import (
+from framelens.core.sessions.archive.batch import run_batch
+from framelens.core.sessions.archive.inputs import VIDEO_EXTENSIONS, discover_inputs
+from framelens.core.sessions.archive.manifest import MANIFEST, read_manifest
+from framelens.core.sessions.archive.parquet import DETECTIONS_DIR
+from framelens.core.sessions.archive.query import (
     archive_labels,
     query_detections,
     search_detections,
 )
-from framelens.core.pipeline.archive.segments import DEFAULT_SEGMENT_FRAMES
-from framelens.core.pipeline.archive.types import (
+from framelens.core.sessions.archive.segments import DEFAULT_SEGMENT_FRAMES
+from framelens.core.sessions.archive.types import (
     BatchSummary,
     DetectionHit,
     InputProgress,

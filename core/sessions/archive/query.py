@@ -9,8 +9,8 @@ import os
 from typing import Literal
 
 from framelens.core.errors import ConfigError
-from framelens.core.pipeline.archive.parquet import COLUMNS, dataset
-from framelens.core.pipeline.archive.types import DetectionHit
+from framelens.core.sessions.archive.parquet import COLUMNS, dataset
+from framelens.core.sessions.archive.types import DetectionHit
 
 
 def archive_labels(output_dir: str | os.PathLike[str]) -> list[str]:

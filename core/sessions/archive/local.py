@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from framelens.core.pipeline.archive.processor import FileProcessor, Job
-from framelens.core.pipeline.archive.tracker import Tracker
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.processor import FileProcessor, Job
+from framelens.core.sessions.archive.tracker import Tracker
+from framelens.core.sessions.source_stages import StageFactory
 
 WORKER = "local"
 
@@ -18,10 +19,12 @@ def run_local(
     settings: PipelineSettings,
     tracker: Tracker,
     cancel: threading.Event | None,
+    *,
+    stages: StageFactory | None = None,
 ) -> bool:
     """Run ``jobs`` in order; True when ``cancel`` stopped the batch (the input being
     processed goes back to pending, its partial outputs removed)."""
-    processor = FileProcessor(settings)
+    processor = FileProcessor(settings, stages=stages)
     try:
         for job in jobs:
             if cancel is not None and cancel.is_set():

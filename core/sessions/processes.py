@@ -1,9 +1,10 @@
 """Device slots of a several-source run, each in a process of its own.
 
 ``framelens run SRC... --export-dir DIR --device cuda:0,cuda:0 --processes``: the groups
-that ``run_many`` forms (one per device slot) run in spawned processes instead of threads
-of this one. Each process has its own interpreter, so the per-frame Python work of its
-sources and workers (demuxing, queueing, decoding boxes) no longer waits for one GIL
+that ``run_many`` (core/sessions/runs.py) forms, one session per device slot, run in
+spawned processes instead of threads of this one. Each process has its own interpreter,
+so the per-frame Python work of its sources and workers (demuxing, queueing, decoding
+boxes) no longer waits for one GIL
 shared with every other group: on a big GPU with many streams that lock, not the GPU, is
 what limits one process. Each group writes its own sources' outputs (the same files, the
 same way, as in a thread); the progress bar, cancel and Ctrl+C stay in this process, which
@@ -21,11 +22,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framelens.core.errors import FrameLensError, error_message
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sinks.atomic import remove_stale_file_temps
+
+if TYPE_CHECKING:
+    from framelens.core.sessions.runs import Counter, DevicePart, GroupJob
 
 __all__ = ["run_groups_in_processes"]
 
@@ -64,25 +68,22 @@ class _StopFlag:
 
 def _group_main(
     k: int,
+    job: GroupJob,
     specs: list[str],
     names: list[str],
     settings: PipelineSettings,
-    out_dir: str,
-    options: dict[str, Any],
     counter: Any,
     stop: Any,
     results: Any,
 ) -> None:
-    """A group's process: its run, then ("ok", summary) or ("error", exception) on
+    """A group's process: its session, then ("ok", part) or ("error", exception) on
     ``results``; the messages it would have printed travel with either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's: it sets ``stop``
-    from framelens.core.pipeline.multi_run import run_group
-
     messages: list[str] = []
     try:
-        part = run_group(
-            specs, names, settings, Path(out_dir), bar=_CountingBar(counter),
-            on_message=messages.append, cancel=_StopFlag(stop), **options,
+        part = job.run(
+            specs, names, settings, counter=_CountingBar(counter),
+            on_message=messages.append, cancel=_StopFlag(stop),
         )  # fmt: skip
         results.put((k, "ok", part, messages))
     except BaseException as exc:
@@ -92,20 +93,19 @@ def _group_main(
 
 
 def run_groups_in_processes(
+    job: GroupJob,
     groups: Sequence[Sequence[int]],
     slots: Sequence[str],
     specs: Sequence[str],
     names: Sequence[str],
     settings: PipelineSettings,
-    out_dir: Path,
     *,
-    bar: Any,
+    counter: Counter,
     on_message: Callable[[str], None] | None,
     cancel: threading.Event | None,
-    **options: Any,
-) -> list[dict[str, Any]]:
-    """``run_many``'s groups, group ``k`` on ``slots[k]`` in a spawned process; their
-    summaries in group order. The first error of any group is raised once all have
+) -> list[DevicePart]:
+    """``run_many``'s groups, group ``k`` on ``slots[k]`` in a spawned process; what
+    each did, in group order. The first error of any group is raised once all have
     stopped (the others are told to stop, and discard what they had not finished)."""
     ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
     shared_stop = ctx.Value("b", 0, lock=False)
@@ -114,11 +114,12 @@ def run_groups_in_processes(
     counters = [ctx.Value("q", 0, lock=False) for _ in groups]
     processes = []
     for k, group in enumerate(groups):
-        args = (k, [specs[i] for i in group], [names[i] for i in group],
-                replace(settings, device=slots[k]), str(out_dir), options, counters[k],
-                shared_stop, results)  # fmt: skip
+        args = (k, job, [specs[i] for i in group], [names[i] for i in group],
+                replace(settings, device=slots[k]), counters[k], shared_stop,
+                results)  # fmt: skip
         processes.append(ctx.Process(target=_group_main, args=args, name=f"fl-device-{k}"))
-    parts: list[dict[str, Any] | None] = [None] * len(groups)
+    parts: list[DevicePart | None] = [None] * len(groups)
+    out_dir = Path(job.out_dir)
     errors: list[BaseException] = []
     counted = 0
     try:
@@ -151,7 +152,7 @@ def run_groups_in_processes(
                     errors.append(payload)
                     stop.set()
             total = sum(int(c.value) for c in counters)
-            bar.update(total - counted)
+            counter.update(total - counted)
             counted = total
     finally:
         stop.set()  # a no-op after a normal end; else every group stops and cleans up

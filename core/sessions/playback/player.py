@@ -22,15 +22,6 @@ from functools import partial
 from framelens.core.errors import FrameLensError, GpuError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import DecodeAhead
-from framelens.core.pipeline.player_core import (
-    Command,
-    ErrorCallback,
-    PlayerCore,
-    ResultCallback,
-    StateCallback,
-    _close_decoder,
-)
-from framelens.core.pipeline.player_state import PlayerState, error_message
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import (
     PipelineSettings,
@@ -38,6 +29,16 @@ from framelens.core.pipeline.settings import (
     same_engine,
     with_changes,
 )
+from framelens.core.sessions.playback.state import PlayerState, error_message
+from framelens.core.sessions.playback.worker import (
+    Command,
+    ErrorCallback,
+    PlayerCore,
+    ResultCallback,
+    StateCallback,
+    _close_decoder,
+)
+from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.types import Frame
 
@@ -70,6 +71,7 @@ class Player(PlayerCore):
         decode_ahead: int = 2,
         spinning: bool = False,
         drop_late: bool = True,
+        stages: StageFactory | None = None,
     ) -> None:
         super().__init__(
             on_result,
@@ -78,6 +80,7 @@ class Player(PlayerCore):
             decode_ahead=decode_ahead,
             spinning=spinning,
             drop_late=drop_late,
+            stages=stages,
         )
         self._thread.start()
 
@@ -314,6 +317,7 @@ class Player(PlayerCore):
         """Re-process the frame on screen so a paused view reflects a change."""
         if self._current is None or self._state.playing:
             return
+        self._stages.reset()  # the frame on screen again: its stages see it afresh
         self._ready = None
         self._show(self._process(self._current))
 

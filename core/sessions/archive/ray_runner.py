@@ -1,6 +1,6 @@
 """A batch on Ray: one actor per worker (a GPU share each, ``num_gpus``, when the device
 is CUDA, else one CPU), each keeping its engine loaded across the jobs it is given
-(core/pipeline/archive/processor.py), one job at a time per actor.
+(core/sessions/archive/processor.py), one job at a time per actor.
 
 Progress and cancel go through a small hub actor: a worker reports each job's frames
 (at most ten times a second) and the answer says whether the batch was cancelled; the
@@ -31,9 +31,10 @@ from typing import Any
 
 from framelens.core.errors import ConfigError, error_message
 from framelens.core.models.shipping import PackedModel, materialise, pack_model
-from framelens.core.pipeline.archive.processor import FileProcessor, Job, JobResult
-from framelens.core.pipeline.archive.tracker import Tracker
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.processor import FileProcessor, Job, JobResult
+from framelens.core.sessions.archive.tracker import Tracker
+from framelens.core.sessions.source_stages import StageFactory
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,13 @@ class _Worker:
     """One Ray actor: a FileProcessor (its model written into this node's cache from
     the one the driver shipped) and the hub it reports to."""
 
-    def __init__(self, settings: PipelineSettings, namespace: str, name: str) -> None:
+    def __init__(
+        self,
+        settings: PipelineSettings,
+        namespace: str,
+        name: str,
+        stages: StageFactory | None = None,
+    ) -> None:
         # found by name, as is the model through it: a handle or an object among the
         # constructor's arguments would live in the object store, which Ray cannot
         # promise for an actor's restarts
@@ -87,7 +94,7 @@ class _Worker:
             count = None
         else:
             count = 1  # one CPU per actor: one single-threaded inference worker
-        self.processor: FileProcessor = FileProcessor(settings, workers=count)
+        self.processor: FileProcessor = FileProcessor(settings, workers=count, stages=stages)
 
     def pid(self) -> int:
         return os.getpid()
@@ -168,6 +175,7 @@ def run_on_ray(
     address: str,
     gpus_per_worker: float = 1.0,
     workers: int | None = None,
+    stages: StageFactory | None = None,
 ) -> tuple[bool, str]:
     """Run ``jobs`` on Ray actors; returns (cancelled, the cluster's address in words)."""
     import ray
@@ -199,7 +207,7 @@ def run_on_ray(
                     max_task_retries=RESTARTS,
                     max_concurrency=2,  # pid() answers while a job runs
                     **resources,
-                ).remote(settings, namespace, name)
+                ).remote(settings, namespace, name, stages)
             )
         return _schedule(jobs, tracker, cancel, actors, names, hub, RayError), address
     finally:

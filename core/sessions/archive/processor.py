@@ -1,6 +1,6 @@
 """A batch's worker: one set of pipelines (the engine loaded once) kept across the files
-and segments it is given, each run through the same body as ``framelens run``
-(core/pipeline/run.py ``process``)."""
+and segments it is given, each run as ``framelens run`` runs one source: a session
+(core/sessions/session.py) into its outputs (core/sessions/runs.py ``run_one``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import Cancelled, FrameLensError, error_message
-from framelens.core.pipeline import build
-from framelens.core.pipeline.archive.parquet import DETECTIONS_DIR, ParquetRows
-from framelens.core.pipeline.archive.segments import WHOLE, Segment
 from framelens.core.pipeline.build import Workers
-from framelens.core.pipeline.run import Opened, RunOutputs, open_pipelines, open_with, process
-from framelens.core.pipeline.runner import RunRange
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.sources import Source
+from framelens.core.sessions.archive.parquet import DETECTIONS_DIR, ParquetRows
+from framelens.core.sessions.archive.segments import WHOLE, Segment
+from framelens.core.sessions.outputs import RunOutputs
+from framelens.core.sessions.runs import run_one
+from framelens.core.sessions.session import Session, SessionOptions
+from framelens.core.sessions.source_stages import StageFactory
 
 PARTS_DIR = ".segments"
 """Where a split input's segments keep their detections until they are merged."""
@@ -81,21 +81,20 @@ class JobResult:
 
 class FileProcessor:
     """Runs jobs one after another on pipelines built once, for the first job, and kept
-    (after a GPU failure, the CPU ones the run went on with). Close it when done."""
+    (after a GPU failure, the CPU ones the run went on with). Close it when done.
+    ``stages``: per-source stages after the task, fresh for every job."""
 
-    def __init__(self, settings: PipelineSettings, *, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: PipelineSettings,
+        *,
+        workers: int | None = None,
+        stages: StageFactory | None = None,
+    ) -> None:
         self.settings = settings  # precision prepared already (the variant's model)
         self.count = workers
+        self.stages = stages
         self._built: Workers | None = None
-        self._path = ""
-
-    def _open(self, spec: str, notes: list[str]) -> tuple[Source, Workers, str]:
-        if self._built is None:
-            self._built = build.workers(self.settings, notify=notes.append, count=self.count)
-        built, self._built = self._built, None  # open_with closes it if it fails
-        source, built, path = open_with(spec, built, self.settings, notes)
-        self._built = built
-        return source, built, path
 
     def run(
         self,
@@ -107,15 +106,38 @@ class FileProcessor:
         """Run ``job``; failures come back in the result (a one-line ``error``), as
         does a cancel; nothing of an unfinished job is left on disk."""
         notes: list[str] = []
+        options = SessionOptions(
+            draw="all" if job.video else "none", pixels=job.video,
+            start=job.segment.start, frames=job.segment.frames, workers=self.count,
+        )  # fmt: skip
+        built, self._built = self._built, None
+        session = Session(
+            [job.file], self.settings, options=options, stages=self.stages, built=built,
+            say=notes.append,
+        )  # fmt: skip
         try:
-            source, built, path = self._open(job.file, notes)
+            session.open()
+            summary = run_one(session, self._outputs(job), on_progress=on_progress,
+                              cancel=cancel)  # fmt: skip
+        except Cancelled:
+            return JobResult(job, cancelled=True)
         except FrameLensError as exc:
-            return JobResult(job, error=error_message(exc))
-        opened = Opened(source, built, path, notes)
-        settings = self.settings
+            return JobResult(job, error=error_message(exc), notes=tuple(notes))
+        finally:
+            self._built = session.release_workers()
+            session.close()
+        return JobResult(
+            job,
+            frames=summary.frames,
+            fps=summary.fps,
+            outputs=tuple(summary.outputs),
+            notes=tuple(notes),
+        )
+
+    def _outputs(self, job: Job) -> RunOutputs:
         outputs = job.outputs()
         if job.detections:
-            labels = settings.model.labels
+            labels = self.settings.model.labels
             target, stop = job.parquet_path(), job.segment.stop
 
             def parquet(meta: dict[str, Any]) -> ParquetRows:
@@ -125,32 +147,7 @@ class FileProcessor:
             target.parent.mkdir(parents=True, exist_ok=True)
             if job.segments > 1:
                 job.part_json().parent.mkdir(parents=True, exist_ok=True)
-        try:
-            summary = process(
-                opened,
-                job.file,
-                settings,
-                outputs,
-                RunRange(job.segment.start, job.segment.frames),
-                reopen=lambda s: open_pipelines(job.file, s, notes),
-                progress=False,
-                on_progress=on_progress,
-                cancel=cancel,
-            )
-        except Cancelled:
-            return JobResult(job, cancelled=True)
-        except FrameLensError as exc:
-            return JobResult(job, error=error_message(exc), notes=tuple(notes))
-        finally:
-            opened.source.close()
-            self._built = opened.built
-        return JobResult(
-            job,
-            frames=int(summary["frames"]),
-            fps=float(summary["fps"]),
-            outputs=tuple(summary["outputs"]),
-            notes=tuple(notes),
-        )
+        return outputs
 
     def close(self) -> None:
         if self._built is not None:

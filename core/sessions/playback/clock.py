@@ -13,7 +13,7 @@ file at 32x) every frame is late and dropping them all would show nothing at all
 ``1 / SHOW_AT_LEAST_HZ`` s of dropping frames that do not catch up, the next late frame
 with no newer one waiting behind it is let through. The clock is read from worker
 threads and set from the player thread, hence the lock. The video wall paces each file
-source by one too (core/pipeline/wall.py ``PacedSource``).
+source by one too (core/sessions/wall.py ``PacedSource``).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from typing import Any
 
 from framelens.core.errors import ConfigError
 from framelens.core.models.catalog import model_sha256
-from framelens.core.pipeline.archive.types import InputProgress, InputState
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.types import InputProgress, InputState
 from framelens.core.stages.sinks.atomic import write_bytes_atomic
 
 MANIFEST = "manifest.json"

@@ -1,6 +1,8 @@
 """The player's worker thread: pacing, fetching processed frames, showing them, and the
-executor and source it plays from. ``Player`` (core/pipeline/player.py) adds the public
-commands and model swaps on top."""
+executor and source it plays from. ``Player`` (core/sessions/playback/player.py) adds the
+public commands and model swaps on top. Every frame shown passes the per-source stages
+(core/sessions/source_stages.py) first; a seek, a restart, a model swap's resume and a
+frame processed again reset them."""
 
 from __future__ import annotations
 
@@ -17,12 +19,11 @@ from typing import Any, cast
 from framelens.core.errors import SourceError
 from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
-from framelens.core.pipeline.player_clock import PlaybackClock, now
-from framelens.core.pipeline.player_state import PlayerState, RateMeter
 from framelens.core.pipeline.processor import FrameProcessor
-from framelens.core.pipeline.settings import (
-    PipelineSettings,
-)
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.playback.clock import PlaybackClock, now
+from framelens.core.sessions.playback.state import PlayerState, RateMeter
+from framelens.core.sessions.source_stages import SourceStages, StageFactory
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 
@@ -41,7 +42,7 @@ Command = Callable[[], None]
 
 
 class PlayerCore(ABC):
-    """The state and the worker-thread half of a Player (see core/pipeline/player.py)."""
+    """The state and the worker-thread half of a Player (see core/sessions/playback/player.py)."""
 
     def __init__(
         self,
@@ -52,8 +53,10 @@ class PlayerCore(ABC):
         decode_ahead: int = 2,
         spinning: bool = False,
         drop_late: bool = True,
+        stages: StageFactory | None = None,
     ) -> None:
         self._on_result = on_result
+        self._stages = SourceStages(stages)
         self._drop_late = drop_late  # False: every frame queues (the benchmark's baseline)
         self._on_state = on_state
         self._on_error = on_error
@@ -148,7 +151,7 @@ class PlayerCore(ABC):
 
     def _stale(self, frame: Frame, newer_waiting: bool) -> bool:
         """A decoded frame to drop unprocessed: playing in real time, and already too late
-        (core/pipeline/player_clock.py). Steps and seeks show every frame they ask for."""
+        (core/sessions/playback/clock.py). Steps and seeks show every frame they ask for."""
         if not (self._drop_late and self._state.playing):
             return False
         return self._clock.drop(float(frame.pts), newer_waiting)
@@ -217,6 +220,7 @@ class PlayerCore(ABC):
         self._waiting = None
         self._current = result.frame
         self._rate.tick()
+        self._stages(result)
         self._on_result(result)
         changes: dict[str, object] = {"index": result.frame.index}
         if self._state.playing:
@@ -305,6 +309,7 @@ class PlayerCore(ABC):
         self._publish(realtime=bool(realtime))
 
     def _ahead_seek(self, index: int) -> None:
+        self._stages.reset()  # what comes next does not follow what was shown
         if self._ahead is not None:
             self._ahead.seek(index)
         elif self._decoder is not None:
@@ -325,6 +330,7 @@ class PlayerCore(ABC):
         return True
 
     def _close_source(self) -> None:
+        self._stages.clear()  # another source: stages of its own
         self._ready = None
         self._current = None
         self._spec = None

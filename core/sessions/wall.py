@@ -1,20 +1,20 @@
-"""The video wall: N sources played at once through ONE executor (the GUI's many streams).
+"""The video wall: N sources played at once, a consumer of the one session.
 
-    sources ──PacedSource (each on MergedSource's thread for it)──> MergedSource
-        ──Executor (batches span sources: one engine call)──> collector thread
+    sources ──PacedSource (each on MergedSource's thread for it)──> Session
+        (core/sessions/session.py: merged source, executor, per-source stages, failover)
+        ──results──> collector thread
         ──per tile, at most ``display_depth`` results──> delivery thread ──> on_result
 
-The workers are built as the CLI's several-source run builds them
-(core/pipeline/multi_run.py): ``build.workers`` with the batch following the number of
-sources (8..32). Pacing happens where each source is read, on its own clock (its pts),
-so a 10 fps file and a 30 fps file each play at their own rate and the executor never
-holds frames back; "as fast as possible" turns that off. The collector drains the
-executor at once, whatever the consumer does: a slow consumer costs dropped frames
-(the oldest of a tile's queue, counted per tile), never a stalled pipeline or latency
-that grows. A source that fails is reported (``on_error``, the source named) and its
-tile says why; the others go on (MergedSource keeps reading them).
-
-Callbacks run on the wall's threads; a GUI marshals them onto its own.
+The session builds the workers as for the CLI's several-source run (the batch following
+the number of sources, 8..32) and moves the sources of a failing GPU to the CPU. Pacing
+happens where each source is read, on its own clock (its pts), so a 10 fps file and a 30
+fps file each play at their own rate and the executor never holds frames back; "as fast
+as possible" turns that off. The collector drains the session at once, whatever the
+consumer does: a slow consumer costs dropped frames (the oldest of a tile's queue,
+counted per tile), never a stalled pipeline or latency that grows. A source that fails
+is reported (``on_error``, the source named) and its tile says why; the others go on
+(MergedSource keeps reading them). Callbacks run on the wall's threads; a GUI marshals
+them onto its own.
 """
 
 from __future__ import annotations
@@ -29,16 +29,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from framelens.core.errors import FrameLensError, SourceError, error_message
-from framelens.core.pipeline import build
-from framelens.core.pipeline.decode_ahead import End, Failed
-from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
-from framelens.core.pipeline.multi_run import MAX_BATCH, MULTI_BATCH
-from framelens.core.pipeline.player_clock import PlaybackClock
+from framelens.core.errors import SourceError, error_message
+from framelens.core.pipeline.execute import DrawPolicy
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.pipeline.source_outputs import output_names
+from framelens.core.sessions.outputs import output_names
+from framelens.core.sessions.playback.clock import PlaybackClock
+from framelens.core.sessions.session import Session, SessionOptions, session_batch
+from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.stages.sources import Source
-from framelens.core.stages.sources.merged import MergedSource
 from framelens.core.types import Frame, FrameResult
 
 __all__ = ["DISPLAY_DEPTH", "PacedSource", "TileState", "WallPlayer", "WallState", "wall_batch"]
@@ -59,9 +57,7 @@ ErrorCallback = Callable[[str], None]
 def wall_batch(settings: PipelineSettings, sources: int) -> PipelineSettings:
     """The batch of a wall of ``sources``: as the CLI's several-source run, one slot per
     source, at least MULTI_BATCH, at most MAX_BATCH (a batch asked for is kept)."""
-    if settings.batch == 1 and sources > 1:
-        return replace(settings, batch=min(MAX_BATCH, max(MULTI_BATCH, sources)))
-    return settings
+    return session_batch(settings, sources)
 
 
 @dataclass(frozen=True)
@@ -161,7 +157,6 @@ class _Tile:
         self.state = state
         self.queue: deque[FrameResult] = deque()
         self.latency: deque[float] = deque(maxlen=_LATENCY_WINDOW)
-        self.source: PacedSource | None = None
 
 
 class WallPlayer:
@@ -180,6 +175,7 @@ class WallPlayer:
         draw: DrawPolicy = "none",
         display_depth: int = DISPLAY_DEPTH,
         spinning: bool = False,
+        stages: StageFactory | None = None,
     ) -> None:
         if display_depth < 1:
             raise ValueError("display_depth must be at least 1")
@@ -187,6 +183,8 @@ class WallPlayer:
         self._draw: DrawPolicy = draw
         self._depth = display_depth
         self._spinning = spinning
+        self._stages = stages  # per-source stages after the task, one chain per tile
+        self._session: Session | None = None
         self._pacing = _Pacing(realtime=realtime)
         self._lock = threading.Condition()
         self._tiles: list[_Tile] = []
@@ -262,46 +260,44 @@ class WallPlayer:
         for t in self._threads:
             t.join(timeout=30)
 
-    # ---- the collector thread: opens, drains the executor, measures -------------------
+    # ---- the collector thread: opens, drains the session, measures -------------------
 
     def _collect(self, specs: list[str], settings: PipelineSettings) -> None:
-        built: build.Workers | None = None
-        merged: MergedSource | None = None
-        executor: Executor[FrameResult] | None = None
-        opened: list[Source] = []
+        reported_errors: set[str] = set()
+
+        def batch_failed(error: BaseException) -> None:
+            text = error_message(error)
+            if text not in reported_errors:  # once: a batch fails frame by frame
+                reported_errors.add(text)
+                self._on_error(text)
+
+        options = SessionOptions(
+            draw=self._draw, copy=True, depth=1, decode_depth=1, merged=True,
+            wrap=lambda source: PacedSource(source, self._pacing), on_error=batch_failed,
+        )  # fmt: skip
+        session = Session(
+            specs, settings, names=[t.state.name for t in self._tiles], options=options,
+            stages=self._stages, say=self._on_error, spinning=self._spinning,
+        )  # fmt: skip
+        self._session = session
         try:
-            settings = wall_batch(settings, len(specs))
-            built = build.workers(settings, spinning=self._spinning, notify=self._on_error)
-            live: list[int] = []  # tile of each merged source
-            for i, spec in enumerate(specs):
-                if self._closed:
-                    return
-                try:
-                    source, _ = build.open_frames(spec, built.pipelines[0])
-                except FrameLensError as exc:
-                    self._tile_failed(i, f"cannot open: {error_message(exc)}")
-                    continue
-                paced = PacedSource(source, self._pacing)
-                self._tiles[i].source = paced
-                info = source.info
-                self._set_tile(i, status="playing", width=info.width, height=info.height)
-                opened.append(paced)
-                live.append(i)
-            if not opened:
-                self._publish(status="failed")
+            try:
+                session.open()
+            finally:
+                for i, entry in enumerate(session.sources):
+                    if entry.source is not None:
+                        info = entry.source.info
+                        self._set_tile(i, status="playing", width=info.width, height=info.height)
+                    elif entry.failure is not None:
+                        self._tile_failed(i, f"cannot open: {entry.failure}")
+            if self._closed:
                 return
-            merged = MergedSource(opened)
-            ran = built.pipelines[0].settings
-            workers = [PipelineWorker(p, self._draw) for p in built.pipelines]
-            executor = Executor.open(
-                merged, workers, batch=ran.batch, decode_depth=ran.batch,
-                depth=len(workers) * ran.batch,  # every worker busy, no more: live latency
-            )  # fmt: skip
+            ran = session.ran
             status = "playing" if self._want_playing else "paused"
-            self._publish(status=status, batch=ran.batch, path=built.path, model=ran.model.name)
+            self._publish(status=status, batch=ran.batch, path=session.path, model=ran.model.name)
             if self._want_playing:
                 self._pacing.playing.set()
-            self._drain(executor, merged, live)
+            self._drain(session)
         except BaseException as exc:
             if not self._closed:
                 self._on_error(error_message(exc))
@@ -310,50 +306,38 @@ class WallPlayer:
             self._pacing.stop.set()
             with self._lock:
                 self._lock.notify_all()
-            stopped = executor.close() if executor is not None else True
-            if merged is not None:
-                merged.close()  # its reader threads, then every source
-            elif opened:
-                build.close_quietly(opened)
-            if built is not None and stopped:
-                built.close()
+            session.close()
 
-    def _drain(
-        self, executor: Executor[FrameResult], merged: MergedSource, live: list[int]
-    ) -> None:
+    def _drain(self, session: Session) -> None:
         reported: set[int] = set()
-        errors: set[str] = set()
         marks = (0, 0)  # (batches, frames) at the last state
-        while not self._closed:
-            item = executor.get(0.05)
-            if isinstance(item, End):
-                self._publish_rates(executor, marks)
-                for i in live:
-                    if self._tiles[i].state.status != "failed":
-                        self._set_tile(i, status="ended", fps=0.0)
-                self._check_failures(merged, live, reported)
-                self._publish(status="ended", fps=0.0)
-                return
-            if isinstance(item, Failed):
-                text = error_message(item.error)
-                if text not in errors:  # once: a batch fails frame by frame
-                    errors.add(text)
-                    self._on_error(text)
-            elif item is not None:
-                self._take(live, item.value)
-            self._check_failures(merged, live, reported)
-            if time.perf_counter() - self._last_state_s >= STATE_EVERY_S:
-                marks = self._publish_rates(executor, marks)
 
-    def _take(self, live: list[int], result: FrameResult) -> None:
-        tile_index = live[result.frame.source_id]
-        result.frame.source_id = tile_index  # which tile: the consumer's numbering
-        tile = self._tiles[tile_index]
+        def tick() -> None:
+            nonlocal marks
+            self._check_failures(session, reported)
+            if time.perf_counter() - self._last_state_s >= STATE_EVERY_S:
+                marks = self._publish_rates(session, marks)
+
+        for result in session.results(lambda: self._closed, tick):
+            self._take(session, result)
+            tick()
+        if self._closed:
+            return
+        self._publish_rates(session, marks)
+        for i in range(len(self._tiles)):
+            if self._tiles[i].state.status not in ("failed", "opening"):
+                self._set_tile(i, status="ended", fps=0.0)
+        self._check_failures(session, reported)
+        self._publish(status="ended", fps=0.0)
+
+    def _take(self, session: Session, result: FrameResult) -> None:
+        tile = self._tiles[result.frame.source_id]  # the session numbers sources as tiles
+        source = session.sources[result.frame.source_id].source
         with self._lock:
             if math.isfinite(result.times.e2e):
                 tile.latency.append(result.times.e2e)
             tile.state = replace(tile.state, frames=tile.state.frames + 1)
-            count = tile.source.info.frame_count if tile.source is not None else None
+            count = source.info.frame_count if source is not None else None
             if count is not None and tile.state.frames >= count:
                 tile.state = replace(tile.state, status="ended", fps=0.0)
             while len(tile.queue) >= self._depth:  # live: the newest frames, not all
@@ -362,16 +346,18 @@ class WallPlayer:
             tile.queue.append(result)
             self._lock.notify_all()
 
-    def _check_failures(self, merged: MergedSource, live: list[int], reported: set[int]) -> None:
-        for k, why in list(merged.failures.items()):
-            if k not in reported:
-                reported.add(k)
-                self._tile_failed(live[k], why)
-        for i in live:
+    def _check_failures(self, session: Session, reported: set[int]) -> None:
+        for i, why in session.failures().items():
+            if i not in reported:
+                reported.add(i)
+                if self._tiles[i].state.status != "failed":
+                    self._tile_failed(i, why)
+        for i, entry in enumerate(session.sources):
             tile = self._tiles[i]
-            if tile.source is None or tile.state.status not in ("playing", "reconnecting"):
+            if entry.source is None or tile.state.status not in ("playing", "reconnecting"):
                 continue
-            status = "reconnecting" if tile.source.reconnecting else "playing"
+            down = bool(getattr(entry.source, "reconnecting", False))
+            status = "reconnecting" if down else "playing"
             if status != tile.state.status:
                 self._set_tile(i, status=status)
 
@@ -421,10 +407,8 @@ class WallPlayer:
             tile.state = replace(tile.state, **cast(dict[str, Any], changes))
         self._publish()
 
-    def _publish_rates(
-        self, executor: Executor[FrameResult], marks: tuple[int, int]
-    ) -> tuple[int, int]:
-        batches, frames = executor.batches_run, executor.frames_run
+    def _publish_rates(self, session: Session, marks: tuple[int, int]) -> tuple[int, int]:
+        batches, frames = session.engine_calls
         calls = batches - marks[0]
         mean = (frames - marks[1]) / calls if calls else self._state.mean_batch
         playing = self._state.playing
@@ -442,7 +426,7 @@ class WallPlayer:
             total = sum(counts) - sum(first)
         self._publish(
             fps=total / span if playing and span > 0 else 0.0, mean_batch=mean,
-            batches_run=batches, frames_run=frames,
+            batches_run=batches, frames_run=frames, path=session.path,
         )  # fmt: skip
         return batches, frames
 

@@ -1,0 +1,154 @@
+"""What a run writes for each of its sources, and the names those files get.
+
+A source's outputs are its annotated video (or PNG folder, or lossless MKV), its task's
+detections files (.json, .csv) and extra writers (an archive's Parquet rows), fed its
+results in frame order and committed together: all of them appear, or none
+(core/stages/sinks/atomic.py writes each to a temporary name first).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from framelens.core import __version__
+from framelens.core.models.catalog import model_sha256
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.sinks.lossless import FrameExporter
+from framelens.core.stages.tasks import DetectParams
+from framelens.core.stages.tasks.base import OutputWriter
+from framelens.core.stages.timing import stage
+from framelens.core.types import FrameResult, SourceInfo
+
+__all__ = [
+    "RunOutputs",
+    "SourceOutputs",
+    "WriterFactory",
+    "output_names",
+    "run_meta",
+    "source_name",
+]
+
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+WriterFactory = Callable[[dict[str, Any]], OutputWriter[Any]]
+"""An extra output of a run, opened with the run's provenance (``run_meta``) once the
+source is open, and committed with the others (a batch's Parquet rows)."""
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What a one-source run writes: the annotated video (or PNG folder), the task's
+    detections files (.json, .csv) and extra writers; all or none appear."""
+
+    export: str | None = None
+    detections: Sequence[str] = ()
+    lossless: bool = False
+    extra: Sequence[WriterFactory] = ()
+    label: str | None = None  # the source's name in the outputs (default: its spec)
+
+
+def source_name(spec: str) -> str:
+    """What a source's outputs are called: a file's stem, a URL's host and path, a
+    camera's index ("camera-0")."""
+    text = spec.strip()
+    if text.isdigit():
+        return f"camera-{text}"
+    if text.startswith("/dev/video"):
+        return f"camera-{text.removeprefix('/dev/video')}"
+    if _URL.match(text):
+        rest = _URL.sub("", text).split("?")[0].strip("/")
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", rest).strip("-")
+        return name or "stream"
+    return Path(text.rstrip("/\\")).stem or "source"
+
+
+def output_names(specs: Sequence[str]) -> list[str]:
+    """``source_name`` of each, clashes numbered "-2", "-3" in the order given."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for spec in specs:
+        base = source_name(spec)
+        count = seen.get(base, 0) + 1
+        seen[base] = count
+        name = base if count == 1 else f"{base}-{count}"
+        while name in names:  # "a-2" given as a file of its own
+            count += 1
+            name = f"{base}-{count}"
+        names.append(name)
+    return names
+
+
+def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:
+    """The provenance written into detections files and video metadata."""
+    params = settings.params
+    task: dict[str, Any] = (
+        {"conf": params.conf, "iou": params.iou}
+        if isinstance(params, DetectParams)
+        else {"task": "superres", "scale": settings.model.scale}
+    )
+    return {
+        "app_version": __version__,
+        "model": settings.model.name,
+        "model_sha256": model_sha256(settings.model.path),
+        "precision": settings.precision,
+        "backend": settings.backend,
+        "device": settings.device,
+        **task,
+        "source": source,
+        "source_fps": info.fps,
+        "width": info.width,
+        "height": info.height,
+    }
+
+
+class SourceOutputs:
+    """One source's exporter and writers, fed its results in frame order."""
+
+    def __init__(
+        self, video: FrameExporter | None = None, writers: Sequence[OutputWriter[Any]] = ()
+    ) -> None:
+        self.video = video
+        self.writers = list(writers)
+        self.frames = 0
+
+    @property
+    def encoder(self) -> str | None:
+        return self.video.encoder_name if self.video is not None else None
+
+    def add(self, result: FrameResult) -> None:
+        frame = result.frame
+        if self.video is not None and result.annotated is not None:
+            with stage(result.times, "encode"):
+                self.video.write(result.annotated, frame.pts, frame.index)
+        for writer in self.writers:
+            writer.add(frame.index, frame.pts, result.output)
+        self.frames += 1
+
+    def close(self) -> list[str]:
+        """Commit every output, or leave none: when one cannot be finished (a full disk),
+        those already moved into place are removed before the error goes on."""
+        done: list[Path] = []
+        try:
+            for w in self._all():
+                done.append(Path(str(w.close())))
+        except BaseException:
+            self.abort()
+            for path in done:
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+            raise
+        return [str(path) for path in done]
+
+    def abort(self) -> None:
+        for w in self._all():
+            w.abort()
+
+    def _all(self) -> list[FrameExporter | OutputWriter[Any]]:
+        return [w for w in (self.video, *self.writers) if w is not None]

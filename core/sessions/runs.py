@@ -1,0 +1,562 @@
+"""Runs: sources through a session into files (``framelens run``, one source or many).
+
+A run of one source is the several-source run with one source: both open a Session
+(core/sessions/session.py) per device, give each source its outputs
+(core/sessions/outputs.py) once it is open, and write every result as it comes. They
+differ only in where the outputs go: one source's where the user named them, several
+sources' as ``DIR/<name>.mp4`` and ``DIR/<name>.json``. Every source keeps its own
+decoder (NVDEC on the GPU); frames of all of them go through one executor per device,
+whose workers take up to ``batch`` frames at a time from whichever sources have them:
+DeepStream's nvstreammux -> nvinfer -> nvstreamdemux. A source that fails among several
+is reported and the others go on; its partial outputs are discarded, never renamed in.
+A device that fails mid-run hands its sources to another device of the run, or to the
+CPU, each from the frame it had reached (the session's one failover policy).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.pipeline.stats import RunStats
+from framelens.core.pipeline.variant import prepare_precision
+from framelens.core.sessions.outputs import (
+    RunOutputs,
+    SourceOutputs,
+    output_names,
+    run_meta,
+)
+from framelens.core.sessions.session import Session, SessionOptions, SessionSource
+from framelens.core.sessions.source_stages import StageFactory
+from framelens.core.sessions.summary import DeviceSummary, RunSummary, SourceSummary
+from framelens.core.stages.sinks.lossless import open_exporter
+from framelens.core.stages.sinks.video import provenance_metadata
+from framelens.core.stages.tasks import AnyTask
+from framelens.core.stages.timing import now_ms
+from framelens.core.types import SourceInfo
+from tqdm import tqdm
+
+__all__ = ["LIVE_KINDS", "DevicePart", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
+
+LIVE_KINDS = ("stream", "camera")
+"""Sources without an end: a run of them stops on Ctrl+C and keeps its outputs."""
+
+Say = Callable[[str], None]
+
+
+class CancelFlag(Protocol):
+    """A threading.Event, or the shared stop flag of a group in a process of its own
+    (core/sessions/processes.py)."""
+
+    def is_set(self) -> bool: ...
+
+
+class Counter(Protocol):
+    """What counts the frames written (a terminal bar, a counter shared with the parent)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+
+class OutputsFor(Protocol):
+    """A source's outputs, made once it is open: its entry, what it shows, the run's
+    provenance for it and the task."""
+
+    def __call__(
+        self, entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
+    ) -> SourceOutputs: ...
+
+
+@dataclass(frozen=True)
+class DevicePart:
+    """What one device's session did (a process sends it back to the parent)."""
+
+    sources: tuple[SourceSummary, ...]
+    frames: int
+    fps: float
+    started: float
+    finished: float
+    stage_ms: dict[str, float]
+    batch: int
+    batches_run: int
+    frames_run: int
+    inference_workers: int
+    path: str
+    backend: str
+    device: str
+    encoder: str | None
+    notes: tuple[str, ...]
+    moved_to: tuple[str, ...]
+
+    @property
+    def mean_batch(self) -> float:
+        return round(self.frames_run / self.batches_run, 2) if self.batches_run else 0.0
+
+
+def run_device(
+    specs: Sequence[str],
+    names: Sequence[str],
+    settings: PipelineSettings,
+    outputs_for: OutputsFor,
+    *,
+    options: SessionOptions,
+    stages: StageFactory | None = None,
+    devices: Sequence[str] = (),
+    failed_devices: list[str] | None = None,
+    counter: Counter | None = None,
+    on_message: Say | None = None,
+    on_frame: Callable[[int], None] | None = None,
+    cancel: CancelFlag | None = None,
+    session: Session | None = None,
+) -> DevicePart:
+    """One device's sources through one session into their outputs. ``session``: one
+    already open (an archive's, with workers kept across files); else opened here and
+    closed at the end. ``on_frame(frames written)`` after every result."""
+    own = session is None
+    if session is None:
+        session = Session(
+            specs, settings, names=names, options=options, stages=stages, devices=devices,
+            failed=failed_devices, say=on_message,
+        )  # fmt: skip
+        session.open()
+    outputs: dict[int, SourceOutputs] = {}
+    try:
+        ran = session.ran
+        task = session.workers.pipelines[0].task
+        for i, entry in enumerate(session.sources):
+            if entry.source is None:
+                continue
+            info = entry.source.info
+            meta = run_meta(entry.spec, replace(settings, backend=ran.backend), info)
+            outputs[i] = outputs_for(entry, info, meta, task)
+        return _write_all(session, outputs, counter, on_frame, cancel)
+    except BaseException:
+        for out in outputs.values():
+            out.abort()
+        raise
+    finally:
+        if own:
+            session.close()
+
+
+def _write_all(
+    session: Session,
+    outputs: dict[int, SourceOutputs],
+    counter: Counter | None,
+    on_frame: Callable[[int], None] | None,
+    cancel: CancelFlag | None,
+) -> DevicePart:
+    stats = RunStats()
+    latency: dict[int, list[float]] = {i: [] for i in outputs}
+    written = 0
+    stop = cancel.is_set if cancel is not None else lambda: False
+    ended_by_user = False
+    try:
+        for result in session.results(stop):
+            i = result.frame.source_id
+            t0 = now_ms()
+            outputs[i].add(result)
+            result.times.e2e += now_ms() - t0  # the writing is part of the frame's way
+            stats(result)
+            latency[i].append(result.times.e2e)
+            written += 1
+            if counter is not None:
+                counter.update()
+            if on_frame is not None:
+                on_frame(written)
+    except KeyboardInterrupt:
+        kinds = {session.sources[i].source.info.kind for i in session.live}  # type: ignore[union-attr]
+        if not kinds or not kinds <= set(LIVE_KINDS):
+            raise  # a file run stopped half way: nothing is kept
+        # a camera or stream has no end: Ctrl+C is how a recording stops, and what was
+        # recorded is kept, complete
+        ended_by_user = True
+        session.note(f"stopped by Ctrl+C after {written} frames of the live source")
+    if stop() and not ended_by_user:
+        raise Cancelled("cancelled")
+    stats.stop()
+    return _part(session, outputs, stats, latency)
+
+
+def _part(
+    session: Session,
+    outputs: dict[int, SourceOutputs],
+    stats: RunStats,
+    latency: dict[int, list[float]],
+) -> DevicePart:
+    entries: list[SourceSummary] = []
+    for i, entry in enumerate(session.sources):
+        out = outputs.get(i)
+        if out is None:  # never opened
+            entries.append(SourceSummary(entry.spec, entry.name, error=entry.failure))
+            session.note(f"{entry.spec} not opened: {entry.failure}")
+            continue
+        p50 = p99 = None
+        if latency[i]:
+            q50, q99 = np.percentile(latency[i], [50, 99])
+            p50, p99 = round(float(q50), 2), round(float(q99), 2)
+        if entry.failure is not None:
+            out.abort()  # a partial video is no evidence: nothing renamed in
+            session.note(f"{entry.spec} failed after {out.frames} frames: {entry.failure}")
+            entries.append(
+                SourceSummary(entry.spec, entry.name, out.frames, error=entry.failure,
+                              p50_ms=p50, p99_ms=p99)
+            )  # fmt: skip
+            continue
+        damage = getattr(entry.source, "damage_note", None) if entry.source else None
+        written = out.close()
+        if callable(damage) and (text := damage()):  # a damaged file: what the outputs hold
+            session.note(f"{text}; the outputs hold the {out.frames} frames processed")
+        entries.append(
+            SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
+                          p99_ms=p99)
+        )  # fmt: skip
+    ran = session.ran
+    encoders = [o.encoder for o in outputs.values() if o.encoder]
+    return DevicePart(
+        sources=tuple(entries),
+        frames=sum(o.frames for o in outputs.values()),
+        fps=round(stats.fps, 2),
+        started=session.started,
+        finished=session.finished,
+        stage_ms=stats.medians(),
+        batch=ran.batch,
+        batches_run=session.batches_run,
+        frames_run=session.frames_run,
+        inference_workers=session.worker_count,
+        path=session.path,
+        backend=ran.backend,
+        device=session.device,
+        encoder=encoders[0] if encoders else None,
+        notes=tuple(session.notes),
+        moved_to=tuple(session.moved_to),
+    )
+
+
+# ---- one source ---------------------------------------------------------------------------
+
+
+def run_to_outputs(
+    source_spec: str,
+    settings: PipelineSettings,
+    *,
+    export: str | None = None,
+    detections: str | None = None,
+    lossless: bool = False,
+    start: int = 0,
+    frames: int | None = None,
+    progress: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_message: Callable[[str], None] | None = None,
+    on_prepare: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+    stages: StageFactory | None = None,
+) -> RunSummary:
+    """Process a range of a source; outputs appear only when complete.
+
+    ``progress`` draws a terminal bar; ``on_progress(done, total)`` (total 0 when
+    unknown) is called at most ten times a second and at the end; setting
+    ``cancel`` stops the run with Cancelled and removes the partial outputs; Ctrl+C does
+    the same to a file run, but ends a camera's or stream's recording and keeps it.
+    ``export``: a video file, ``DIR/`` for one PNG per frame, or with ``lossless`` an
+    ``.mkv`` in FFV1 (both lossless: decoding gives back the exact pixels).
+    ``on_message`` receives one-line notes (a GPU failure and the switch to the CPU).
+    If the GPU fails mid-run, the run goes on from the same frame on the CPU.
+    For fp16/int8 the variant is prepared first (see prepare_precision; INT8
+    calibrates on this source), reported through ``on_prepare(text, 0..1)``.
+    ``stages``: per-source stages after the task (core/sessions/source_stages.py).
+    """
+    settings, variant = prepare_precision(
+        source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
+    )
+    options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
+                             start=start, frames=frames)  # fmt: skip
+    session = Session([source_spec], settings, options=options, stages=stages, say=on_message)
+    with session:
+        summary = run_one(
+            session,
+            RunOutputs(export, [detections] if detections else [], lossless),
+            progress=progress,
+            on_progress=on_progress,
+            cancel=cancel,
+        )
+    return replace(summary, variant=None if variant is None else variant.summary())
+
+
+def run_one(
+    session: Session,
+    outputs: RunOutputs,
+    *,
+    progress: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: CancelFlag | None = None,
+) -> RunSummary:
+    """An open one-source session into ``outputs`` (a run, an archive's job)."""
+    entry = session.sources[0]
+    assert entry.source is not None
+    info = entry.source.info
+    start, frames = session.options.start, session.options.frames
+    total = frames
+    if total is None and info.frame_count:
+        total = max(0, info.frame_count - start)
+    bar = tqdm(total=total, unit="frame", disable=not progress or None, file=sys.stderr)
+    last_report = 0.0
+
+    def report(done: int) -> None:
+        nonlocal last_report
+        if on_progress is not None and time.monotonic() - last_report >= 0.1:
+            last_report = time.monotonic()
+            on_progress(done, total or 0)
+
+    def outputs_for(
+        entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
+    ) -> SourceOutputs:
+        meta = {**meta, "source": outputs.label or entry.spec}
+        writers = [task.open_writer(path, meta) for path in outputs.detections]
+        writers += [make(meta) for make in outputs.extra]
+        video = None
+        if outputs.export:
+            fps = info.fps if info.fps > 0 else 30.0
+            out_w, out_h = task.output_size(info.width, info.height)
+            try:
+                video = open_exporter(
+                    outputs.export, lossless=outputs.lossless, width=out_w, height=out_h,
+                    fps=fps, meta=meta, tags=provenance_metadata(meta),
+                    audio_source=entry.spec if info.has_audio else None,
+                    audio_start_s=start / fps,
+                    audio_end_s=None if frames is None else (start + frames) / fps,
+                )  # fmt: skip
+            except BaseException:
+                for w in writers:
+                    w.abort()
+                raise
+        return SourceOutputs(video, writers)
+
+    try:
+        part = run_device(
+            [entry.spec], [entry.name], session.settings, outputs_for,
+            options=session.options, counter=bar, on_frame=report, cancel=cancel,
+            session=session,
+        )  # fmt: skip
+    finally:
+        bar.close()
+    if on_progress is not None:
+        on_progress(part.frames, max(part.frames, total or 0))
+    return _summary([part], [[0]], [session.device], session.settings, 0.0)
+
+
+# ---- several sources ------------------------------------------------------------------------
+
+
+def run_many(
+    specs: Sequence[str],
+    settings: PipelineSettings,
+    export_dir: str,
+    *,
+    devices: Sequence[str] | None = None,
+    videos: bool = True,
+    lossless: bool = False,
+    frames: int | None = None,
+    progress: bool = True,
+    on_message: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+    max_wait_ms: float | None = None,
+    workers: int | None = None,
+    processes: bool = False,
+    stages: StageFactory | None = None,
+) -> RunSummary:
+    """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
+
+    ``devices``: several ("cuda:0", "cuda:1", ... or the same one twice: two device
+    slots) spread the sources round robin, one session (batcher, engine and workers) per
+    device, all running at once; None: ``settings.device``. ``frames``: at most that many
+    of each source. ``max_wait_ms``: how long a batch waits for more frames after its
+    first (DeepStream's batched-push-timeout; None: the executor's default of a few ms).
+    ``workers``: inference workers (pipelines, each with its stream and thread) per
+    device; None: the run path's default. ``processes``: each device's session in a
+    process of its own (core/sessions/processes.py) instead of a thread of this one.
+    Returns a summary with one entry per source (its outputs, frames, and why it stopped
+    early if it did) and, with several devices, one per device."""
+    if len(specs) < 1:
+        raise ConfigError("give at least one source")
+    out_dir = Path(export_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
+    names = output_names(specs)
+    slots = list(devices) if devices else [settings.device]
+    groups = [list(range(k, len(specs), len(slots))) for k in range(len(slots))]
+    groups = [g for g in groups if g]
+    bar = tqdm(total=None, unit="frame", disable=not progress or None, file=sys.stderr)
+    start = time.perf_counter()
+    job = GroupJob(
+        out_dir=str(out_dir), videos=videos, lossless=lossless,
+        options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
+                               max_wait_ms=max_wait_ms, workers=workers),
+        devices=tuple(slots), stages=stages,
+    )  # fmt: skip
+    try:
+        if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
+            parts = [
+                job.run([specs[i] for i in groups[0]], [names[i] for i in groups[0]],
+                        replace(settings, device=slots[0]), counter=bar,
+                        on_message=on_message, cancel=cancel)
+            ]  # fmt: skip
+        elif processes:
+            from framelens.core.sessions.processes import run_groups_in_processes
+
+            parts = run_groups_in_processes(
+                job, groups, slots, specs, names, settings, counter=bar,
+                on_message=on_message, cancel=cancel,
+            )  # fmt: skip
+        else:
+            parts = _run_groups(job, groups, slots, specs, names, settings, bar, on_message, cancel)
+    finally:
+        bar.close()
+    return _summary(parts, groups, slots, settings, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """What every device group of a several-source run does with its sources (picklable:
+    a group may run in a process of its own)."""
+
+    out_dir: str
+    videos: bool
+    lossless: bool
+    options: SessionOptions
+    devices: tuple[str, ...]
+    stages: StageFactory | None = None
+
+    def run(
+        self,
+        specs: Sequence[str],
+        names: Sequence[str],
+        settings: PipelineSettings,
+        *,
+        counter: Counter | None,
+        on_message: Say | None,
+        cancel: CancelFlag | None,
+        failed_devices: list[str] | None = None,
+    ) -> DevicePart:
+        return run_device(
+            specs, names, settings, self.outputs_for, options=self.options, stages=self.stages,
+            devices=self.devices, failed_devices=failed_devices, counter=counter,
+            on_message=on_message, cancel=cancel,
+        )  # fmt: skip
+
+    def outputs_for(
+        self, entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
+    ) -> SourceOutputs:
+        out_dir = Path(self.out_dir)
+        video = None
+        if self.videos:
+            out_w, out_h = task.output_size(info.width, info.height)
+            suffix = ".mkv" if self.lossless else ".mp4"
+            video = open_exporter(
+                out_dir / f"{entry.name}{suffix}", lossless=self.lossless, width=out_w,
+                height=out_h, fps=info.fps if info.fps > 0 else 30.0, meta=meta,
+                tags=provenance_metadata(meta),
+            )  # fmt: skip
+        writers = []
+        if task.writes_outputs:
+            writers.append(task.open_writer(out_dir / f"{entry.name}.json", meta))
+        return SourceOutputs(video, writers)
+
+
+def _run_groups(
+    job: GroupJob,
+    groups: list[list[int]],
+    slots: Sequence[str],
+    specs: Sequence[str],
+    names: Sequence[str],
+    settings: PipelineSettings,
+    counter: Counter,
+    on_message: Say | None,
+    cancel: threading.Event | None,
+) -> list[DevicePart]:
+    """Each device's group of sources on a thread of its own; the first error of any
+    group is raised once all have stopped."""
+    parts: list[DevicePart | None] = [None] * len(groups)
+    errors: list[BaseException] = []
+    stop = cancel or threading.Event()
+    failed: list[str] = []  # shared: a device one group saw fail, no group moves to
+
+    def run(k: int) -> None:
+        try:
+            parts[k] = job.run(
+                [specs[i] for i in groups[k]], [names[i] for i in groups[k]],
+                replace(settings, device=slots[k]), counter=counter, on_message=on_message,
+                cancel=stop, failed_devices=failed,
+            )  # fmt: skip
+        except BaseException as exc:  # the others are told to stop; raised below
+            errors.append(exc)
+            stop.set()
+
+    threads = [
+        threading.Thread(target=run, args=(k,), name=f"fl-device-{k}", daemon=True)
+        for k in range(len(groups))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [p for p in parts if p is not None]
+
+
+def _summary(
+    parts: Sequence[DevicePart],
+    groups: Sequence[Sequence[int]],
+    slots: Sequence[str],
+    settings: PipelineSettings,
+    wall_s: float,
+) -> RunSummary:
+    by_index: dict[int, SourceSummary] = {}
+    for group, part in zip(groups, parts, strict=True):
+        for i, entry in zip(group, part.sources, strict=True):
+            by_index[i] = entry
+    total = sum(p.frames for p in parts)
+    # throughput over the span frames were processed (the groups run at once), not over
+    # the setup: engines built, decoders opened and outputs closed are in wall_s
+    span = max(p.finished for p in parts) - min(p.started for p in parts)
+    fps = round(total / span, 2) if span > 0 else 0.0
+    if len(parts) == 1:  # over its own frames' span, as RunStats measures it
+        fps = parts[0].fps
+    batched = sum(p.frames_run for p in parts)
+    calls = sum(p.batches_run for p in parts)
+    first = parts[0]
+    devices: tuple[DeviceSummary, ...] = ()
+    if len(parts) > 1:
+        devices = tuple(
+            DeviceSummary(slots[k], tuple(by_index[i].name for i in group), part.frames,
+                          part.fps, part.mean_batch, part.path, part.moved_to)
+            for k, (group, part) in enumerate(zip(groups, parts, strict=True))
+        )  # fmt: skip
+    return RunSummary(
+        sources=tuple(by_index[i] for i in range(len(by_index))),
+        frames=total,
+        fps=fps,
+        wall_s=round(wall_s, 2),
+        stage_ms=first.stage_ms,
+        batch=first.batch,
+        mean_batch=round(batched / calls, 2) if calls else 0.0,
+        inference_workers=sum(p.inference_workers for p in parts),
+        path=first.path,
+        notes=tuple(n for p in parts for n in p.notes),
+        model=settings.model.name,
+        precision=settings.precision,
+        backend=first.backend,
+        device=",".join(slots),
+        encoder=first.encoder,
+        devices=devices,
+    )

@@ -1,0 +1,74 @@
+"""The per-source stage slot: stateful stages that follow the task, one chain per source.
+
+    executor ──results in decode order──> SourceStages ──per source, in order──> consumers
+                                           source 0: [stage, stage, ...]
+                                           source 1: [stage, stage, ...]
+
+A stage sees every result of its source once, in frame order, after the task has made
+the result's output (detections) and before any consumer (writers, canvas, wall) takes
+it: the place where a tracker gives each box its ID and where lines, zones and events
+count. Each source gets chains of its own (from the factory), so one source's tracks
+never meet another's. When the frames stop following one another (a seek, a restart, a
+frame processed again after a settings change) the session resets that source's stages
+before the next result: a stage never sees time run backwards.
+
+Stages run on the consumer's thread of the session (core/sessions/session.py) or the
+player (core/sessions/playback/player_core.py); they need no lock of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from framelens.core.types import FrameResult
+
+__all__ = ["SourceStage", "SourceStages", "StageFactory"]
+
+
+class SourceStage(Protocol):
+    """One stateful step after the task, for one source."""
+
+    def __call__(self, result: FrameResult) -> None:
+        """Take the source's next result (it may add to ``result.output``)."""
+
+    def reset(self) -> None:
+        """The next result does not follow the last one (seek, restart): forget it."""
+
+
+StageFactory = Callable[[int], Sequence[SourceStage]]
+"""The stages of source ``source_id`` of a session, made when its first result comes."""
+
+
+class SourceStages:
+    """The chains of a session's sources, made on demand from ``factory``."""
+
+    def __init__(self, factory: StageFactory | None) -> None:
+        self._factory = factory
+        self._chains: dict[int, Sequence[SourceStage]] = {}
+
+    def __bool__(self) -> bool:
+        return self._factory is not None
+
+    def __call__(self, result: FrameResult) -> None:
+        """``result`` through its source's chain, in order."""
+        if self._factory is None:
+            return
+        source = result.frame.source_id
+        chain = self._chains.get(source)
+        if chain is None:
+            chain = self._chains[source] = tuple(self._factory(source))
+        for stage in chain:
+            stage(result)
+
+    def clear(self) -> None:
+        """Forget every chain: the sources are new (playback opened another video), and
+        their stages are made afresh when their first results come."""
+        self._chains.clear()
+
+    def reset(self, source_id: int | None = None) -> None:
+        """Reset one source's chain (None: every source's)."""
+        for source, chain in self._chains.items():
+            if source_id is None or source == source_id:
+                for stage in chain:
+                    stage.reset()
