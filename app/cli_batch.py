@@ -76,7 +76,7 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from framelens.cli import settings_from_args
+    from framelens.cli_options import settings_from_args
     from framelens.core.pipeline.build import default_batch
     from framelens.core.sessions.archive import DEFAULT_SEGMENT_FRAMES, run_batch
     from framelens.core.sessions.archive.inputs import discover_inputs
@@ -142,7 +142,7 @@ def _cluster_settings(args: argparse.Namespace) -> Any:
     import re
     from dataclasses import replace
 
-    from framelens.cli import settings_from_args
+    from framelens.cli_options import settings_from_args
 
     wanted = re.fullmatch(r"cuda(?::(\d+))?", args.device.strip().lower())
     if wanted is None:

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from framelens.cli import settings_from_args
+from framelens.cli_options import settings_from_args
 from framelens.core.errors import ConfigError
 
 __all__ = ["cmd_compare"]

@@ -59,7 +59,7 @@ def cmd_engines(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from framelens.cli import sample_video
+    from framelens.cli_options import sample_video
     from framelens.core.pipeline import engines
     from framelens.core.precision import CalibrationSettings
     from tqdm import tqdm

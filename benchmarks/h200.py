@@ -113,31 +113,54 @@ class GpuPipelineBench:
         from framelens.core.pipeline.settings import PipelineSettings
 
         settings = build.resolve(PipelineSettings(spec, device="cuda:0", batch=batch))
+        self.path, self.settings = path, settings
         self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
         self.source, self.decoder = build.open_frames(path, self.pipelines[0])
         self.workers = workers
         self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")
         self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
 
-    def run(self, frames: int) -> dict[str, Any]:
+    def run(self, frames: int, driver: str = "session") -> dict[str, Any]:
+        """``frames`` through the product's driver: the session (core/sessions/session.py,
+        what ``framelens run`` uses, its source opened untimed) or, for the before/after
+        ratio, the bare PipelineRunner loop the runs used before the session."""
         from framelens.core.pipeline.runner import PipelineRunner, RunRange
         from framelens.core.pipeline.stats import RunStats
 
         stats = RunStats()
-        self.source.seek(0)
-        runner = PipelineRunner(
-            self.source,
-            self.pipelines[0],
-            observers=[stats],
-            draw=False,
-            extra_pipelines=self.pipelines[1:],
-        )
-        done = runner.run(RunRange(0, frames))
-        fps = done / runner.wall_s
+        if driver == "session":
+            from framelens.core.pipeline.build import Workers
+            from framelens.core.sessions.session import Session, SessionOptions
+
+            options = SessionOptions(draw="none", pixels=False, frames=frames)
+            built = Workers(self.pipelines, "gpu pipeline")
+            session = Session([self.path], self.settings, options=options, built=built)
+            session.open()
+            try:
+                start, done = time.perf_counter(), 0
+                for result in session.results():
+                    stats(result)
+                    done += 1
+                wall_s = time.perf_counter() - start
+            finally:
+                session.release_workers()
+                session.close()
+        else:
+            self.source.seek(0)
+            runner = PipelineRunner(
+                self.source,
+                self.pipelines[0],
+                observers=[stats],
+                draw=False,
+                extra_pipelines=self.pipelines[1:],
+            )
+            done = runner.run(RunRange(0, frames))
+            wall_s = runner.wall_s
+        fps = done / wall_s
         stage_ms = stats.medians(skip=10)
-        line = f"  {self.label}: {done} frames, {fps:.1f} fps, ms {stage_ms}"
+        line = f"  {self.label} ({driver}): {done} frames, {fps:.1f} fps, ms {stage_ms}"
         print(line, file=sys.stderr, flush=True)
-        return {"fps": fps, "frames": done, "stage_ms": stage_ms}
+        return {"fps": fps, "frames": done, "stage_ms": stage_ms, "driver": driver}
 
     def close(self) -> None:
         for p in self.pipelines:
@@ -196,11 +219,21 @@ def main() -> int:
     # the product's path for a file on CUDA: two workers, GPU_FILE_BATCH frames per call
     bench = GpuPipelineBench(video, spec, GPU_WORKERS, batch=GPU_FILE_BATCH)
     decoder_path = bench.decoder
-    try:
-        pipes = [bench.run(frames) for _ in range(args.repeats)]
+    runner_runs: list[dict[str, Any]] = []
+    try:  # the session and the loop it replaced, alternating on the same warm pipelines
+        pipes = []
+        for _ in range(args.repeats):
+            pipes.append(bench.run(frames, "session"))
+            runner_runs.append(bench.run(frames, "runner"))
     finally:
         bench.close()
     pipeline_fps = median_of(pipes, "fps")
+    runner_fps = median_of(runner_runs, "fps")
+    result["session_vs_runner"] = {
+        "session_fps": [round(r["fps"], 1) for r in pipes],
+        "runner_fps": [round(r["fps"], 1) for r in runner_runs],
+        "ratio_of_medians": round(pipeline_fps / runner_fps, 3),
+    }
     best = sorted(pipes, key=lambda s: s["fps"])[len(pipes) // 2]
     result.update(
         pipeline_fps=pipeline_fps,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import logging
 import os
 import re
@@ -51,9 +52,11 @@ class KernelError(EngineError):
 def kernels_dir() -> Path:
     """The folder holding the .cu sources and shipped .ptx files (the source tree in a dev
     install: links are resolved, so ``kernels/build.py`` writes where git sees it)."""
-    import framelens.kernels
-
-    return Path(framelens.kernels.__file__).resolve().parent
+    # found, not imported: framelens.kernels' build script imports this module
+    spec = importlib.util.find_spec("framelens.kernels")
+    if spec is None or spec.origin is None:
+        raise KernelError("the framelens.kernels package is missing from this install")
+    return Path(spec.origin).resolve().parent
 
 
 def _source_bytes(path: Path, seen: set[Path]) -> bytes:

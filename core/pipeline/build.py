@@ -28,7 +28,8 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.stages.sources.display import AS_STORED, display_of
+from framelens.core.stages.sources.display import AS_STORED
+from framelens.core.stages.sources.file import display_of
 from framelens.core.stages.tasks import SuperResParams, task_for
 from framelens.core.stages.tasks.superres.tiling import cuda_options as sr_cuda_options
 

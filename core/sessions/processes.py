@@ -22,14 +22,44 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from framelens.core.errors import FrameLensError, error_message
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sinks.atomic import remove_stale_file_temps
 
-if TYPE_CHECKING:
-    from framelens.core.sessions.runs import Counter, DevicePart, GroupJob
+PartT = TypeVar("PartT")
+PartT_co = TypeVar("PartT_co", covariant=True)
+
+
+class Counter(Protocol):
+    """What counts the frames written (a terminal bar, a counter shared with the parent)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+
+class StopFlag(Protocol):
+    def is_set(self) -> bool: ...
+
+
+class GroupJob(Protocol[PartT_co]):
+    """What a device group does with its sources in its process (picklable; the run's
+    ``GroupJob`` of core/sessions/runs.py): its outputs' folder, and a run that returns
+    what the group did."""
+
+    @property
+    def out_dir(self) -> str: ...
+
+    def run(
+        self,
+        specs: Sequence[str],
+        names: Sequence[str],
+        settings: PipelineSettings,
+        *,
+        counter: Counter | None,
+        on_message: Callable[[str], None] | None,
+        cancel: StopFlag | None,
+    ) -> PartT_co: ...
 
 __all__ = ["run_groups_in_processes"]
 
@@ -68,7 +98,7 @@ class _StopFlag:
 
 def _group_main(
     k: int,
-    job: GroupJob,
+    job: GroupJob[Any],
     specs: list[str],
     names: list[str],
     settings: PipelineSettings,
@@ -93,7 +123,7 @@ def _group_main(
 
 
 def run_groups_in_processes(
-    job: GroupJob,
+    job: GroupJob[PartT],
     groups: Sequence[Sequence[int]],
     slots: Sequence[str],
     specs: Sequence[str],
@@ -103,7 +133,7 @@ def run_groups_in_processes(
     counter: Counter,
     on_message: Callable[[str], None] | None,
     cancel: threading.Event | None,
-) -> list[DevicePart]:
+) -> list[PartT]:
     """``run_many``'s groups, group ``k`` on ``slots[k]`` in a spawned process; what
     each did, in group order. The first error of any group is raised once all have
     stopped (the others are told to stop, and discard what they had not finished)."""
@@ -118,7 +148,7 @@ def run_groups_in_processes(
                 replace(settings, device=slots[k]), counters[k], shared_stop,
                 results)  # fmt: skip
         processes.append(ctx.Process(target=_group_main, args=args, name=f"fl-device-{k}"))
-    parts: list[DevicePart | None] = [None] * len(groups)
+    parts: list[PartT | None] = [None] * len(groups)
     out_dir = Path(job.out_dir)
     errors: list[BaseException] = []
     counted = 0

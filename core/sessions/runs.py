@@ -34,6 +34,8 @@ from framelens.core.sessions.outputs import (
     output_names,
     run_meta,
 )
+from framelens.core.sessions.processes import Counter, run_groups_in_processes
+from framelens.core.sessions.processes import StopFlag as CancelFlag
 from framelens.core.sessions.session import Session, SessionOptions, SessionSource
 from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.sessions.summary import DeviceSummary, RunSummary, SourceSummary
@@ -50,19 +52,6 @@ LIVE_KINDS = ("stream", "camera")
 """Sources without an end: a run of them stops on Ctrl+C and keeps its outputs."""
 
 Say = Callable[[str], None]
-
-
-class CancelFlag(Protocol):
-    """A threading.Event, or the shared stop flag of a group in a process of its own
-    (core/sessions/processes.py)."""
-
-    def is_set(self) -> bool: ...
-
-
-class Counter(Protocol):
-    """What counts the frames written (a terminal bar, a counter shared with the parent)."""
-
-    def update(self, n: int = 1) -> object: ...
 
 
 class OutputsFor(Protocol):
@@ -411,8 +400,6 @@ def run_many(
                         on_message=on_message, cancel=cancel)
             ]  # fmt: skip
         elif processes:
-            from framelens.core.sessions.processes import run_groups_in_processes
-
             parts = run_groups_in_processes(
                 job, groups, slots, specs, names, settings, counter=bar,
                 on_message=on_message, cancel=cancel,

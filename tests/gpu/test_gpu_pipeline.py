@@ -34,28 +34,19 @@ def detections_by_frame(
     device: str, frames: int, start: int = 0, backend: str = "onnxruntime"
 ) -> dict[int, Detections]:
     """Every frame's detections from the product's run path on ``device``."""
-    from framelens.core.pipeline import run
+    from framelens.core.sessions.session import Session, SessionOptions
 
     got: dict[int, Detections] = {}
     settings = PipelineSettings(
         resolve_model(DEFAULT_MODEL), device=device, params=DetectParams(conf=0.3), backend=backend
     )
-    source, workers = run.open_pipelines(SAMPLE, settings, [])
-    pipelines = workers.pipelines
-    runner = run.PipelineRunner(
-        source,
-        pipelines[0],
-        observers=[lambda r: got.__setitem__(r.frame.index, r.output)],
-        draw=False,
-        extra_pipelines=pipelines[1:],
-    )
-    try:
-        runner.run(run.RunRange(start, frames))
-    finally:
-        workers.close()
-        source.close()
+    options = SessionOptions(draw="none", pixels=False, start=start, frames=frames)
+    with Session([SAMPLE], settings, options=options) as session:
+        for result in session.results():
+            got[result.frame.index] = result.output
+        path = session.path
     if device.startswith("cuda"):
-        assert workers.path.startswith("gpu pipeline"), workers.path
+        assert path.startswith("gpu pipeline"), path
     return got
 
 

@@ -18,7 +18,8 @@ from framelens.cli import main
 from framelens.core.pipeline import build
 from framelens.core.stages.sinks.detections import frame_detections
 from framelens.core.stages.sources import open_source
-from framelens.core.stages.sources.display import AS_STORED, display_of
+from framelens.core.stages.sources.display import AS_STORED
+from framelens.core.stages.sources.file import display_of
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from media_factory import encode_frames, sample_frames
 

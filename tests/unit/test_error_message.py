@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from framelens.cli import main
 from framelens.core.errors import ConfigError, FrameLensError, SourceError, error_message
-from framelens.core.pipeline import player
+from framelens.core.sessions.playback import player
 
 
 def test_framelens_error_is_its_first_line_as_is() -> None:

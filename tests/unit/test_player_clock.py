@@ -1,4 +1,4 @@
-"""Which late frames real-time playback drops (core/pipeline/player_clock.py), on a
+"""Which late frames real-time playback drops (core/sessions/playback/clock.py), on a
 simulated timeline: the real PlaybackClock, its ``now`` stepped by a small model of the
 player (a decoder filling a decode-ahead queue of two, one inference worker, each frame
 shown when due). The player tests (tests/unit/test_player.py) check the same on the
@@ -11,7 +11,7 @@ import random
 from collections import deque
 
 import pytest
-from framelens.core.pipeline import player_clock
+from framelens.core.sessions.playback import clock as player_clock
 from framelens.core.sessions.playback.clock import PlaybackClock
 
 FPS = 30.0

@@ -40,7 +40,8 @@ from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
 from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.stages.sinks.atomic import remove_stale
-from framelens.core.stages.sources.display import AS_STORED, display_of
+from framelens.core.stages.sources.display import AS_STORED
+from framelens.core.stages.sources.file import display_of
 
 
 def _inside(path: str, folder: Path) -> bool:

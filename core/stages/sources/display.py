@@ -14,12 +14,9 @@ them are those of the picture shown (``Display``).
 
 from __future__ import annotations
 
-import functools
 import logging
-import os
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import cast
 
 import cv2
@@ -31,7 +28,7 @@ from framelens.core.types import Image
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AS_STORED", "UPRIGHT", "Display", "Orientation", "display_of", "orientation_of"]
+__all__ = ["AS_STORED", "UPRIGHT", "Display", "Orientation", "orientation_of"]
 
 _ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
 _PLAUSIBLE_ASPECT = (Fraction(1, 4), Fraction(4))  # pixels beyond: broken metadata, ignored
@@ -148,29 +145,3 @@ class Display:
         if self.orientation:
             parts.append(self.orientation.describe())
         return ", ".join(parts) or AS_STORED
-
-
-def display_of(path: str | os.PathLike[str]) -> str:
-    """How the video file at ``path`` is shown (``Display.describe``: AS_STORED when the
-    frames are the picture, or when it cannot be read: opening it then says why)."""
-    p = Path(path)
-    try:
-        stat = p.stat()
-    except OSError:
-        return AS_STORED
-    return _probe(os.fspath(p), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=64)
-def _probe(path: str, _mtime_ns: int, _size: int) -> str:
-    """Opens the file as a run does (the display matrix reaches PyAV with frames only);
-    keyed by the file's time and size, so a file replaced is probed again."""
-    from framelens.core.errors import FrameLensError
-    from framelens.core.stages.sources.file import FileSource
-
-    try:
-        with FileSource(path) as source:
-            return source.display.describe()
-    except (FrameLensError, OSError) as exc:
-        log.debug("%s: its display not read: %s", path, exc)
-    return AS_STORED

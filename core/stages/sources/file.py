@@ -29,6 +29,7 @@ number and time every frame of a file identically.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -43,7 +44,7 @@ import av
 from av.codec.hwaccel import HWAccel
 from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
-from framelens.core.errors import SourceError
+from framelens.core.errors import FrameLensError, SourceError
 from framelens.core.stages.sources.av_input import (
     AV_ERRORS,
     DECODER_LIMITS,
@@ -55,7 +56,7 @@ from framelens.core.stages.sources.av_input import (
     video_stream,
 )
 from framelens.core.stages.sources.base import Source
-from framelens.core.stages.sources.display import Display
+from framelens.core.stages.sources.display import AS_STORED, Display
 from framelens.core.types import Frame, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -375,3 +376,26 @@ class FileSource(PyAVFileReader, Source):
             decoded.pts,
             source_id=self.source_id,
         )
+
+
+def display_of(path: str | os.PathLike[str]) -> str:
+    """How the video file at ``path`` is shown (``Display.describe``: AS_STORED when the
+    frames are the picture, or when it cannot be read: opening it then says why)."""
+    p = Path(path)
+    try:
+        stat = p.stat()
+    except OSError:
+        return AS_STORED
+    return _probe(os.fspath(p), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _probe(path: str, _mtime_ns: int, _size: int) -> str:
+    """Opens the file as a run does (the display matrix reaches PyAV with frames only);
+    keyed by the file's time and size, so a file replaced is probed again."""
+    try:
+        with FileSource(path) as source:
+            return source.display.describe()
+    except (FrameLensError, OSError) as exc:
+        log.debug("%s: its display not read: %s", path, exc)
+    return AS_STORED

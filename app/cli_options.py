@@ -1,0 +1,116 @@
+"""The command line's shared options: the model options every command takes, the
+settings they make, and the bundled sample (framelens.cli and its subcommands' modules
+all use them; none of them imports another command's module)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from framelens.core.errors import ConfigError
+
+__all__ = ["add_model_args", "sample_video", "settings_from_args"]
+
+def sample_video() -> Path:
+    """The bundled demo clip (CC BY 4.0, attribution in resources/samples/ATTRIBUTION.md)."""
+    from importlib.resources import files
+
+    return Path(str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4"))
+
+
+def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
+    """The model, precision, device and threshold options of run, compare, batch, bench."""
+    p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
+    p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
+    p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
+    p.add_argument(
+        "--task",
+        choices=["detect", "faces", "superres"],
+        help="follows from the model; without --model, picks the task's default model",
+    )
+    p.add_argument(
+        "--tile",
+        type=int,
+        default=0,
+        metavar="PX",
+        help="superres: the largest input side run at once (default: from the model and device)",
+    )
+    if precision:  # compare takes --precisions instead
+        p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
+    p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "tensorrt"])
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="auto | cpu | cuda[:N]; run with several sources: a list, cuda:0,cuda:1",
+    )
+    p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="frames per engine call (default: 4 for a video file on the GPU, else 1)",
+    )
+    p.add_argument("--conf", type=float, default=0.25, help="confidence threshold")
+    p.add_argument("--iou", type=float, default=0.45, help="NMS IoU threshold")
+    p.add_argument("--classes", default=None, help="comma-separated class names to keep")
+
+
+def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | None:
+    if not names:
+        return None
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = [n for n in wanted if n not in index]
+    if unknown:
+        raise ConfigError(
+            f"unknown class {', '.join(unknown)}; the model knows {', '.join(labels[:8])}"
+            + (", ..." if len(labels) > 8 else "")
+        )
+    return frozenset(index[n] for n in wanted)
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    from framelens.core.models.catalog import (
+        DEFAULT_FACES_MODEL,
+        DEFAULT_MODEL,
+        DEFAULT_SUPERRES_MODEL,
+        resolve_model,
+    )
+    from framelens.core.pipeline.devices import resolve_device
+    from framelens.core.pipeline.settings import PipelineSettings, TaskParams
+    from framelens.core.stages.tasks import DetectParams, SuperResParams
+    from framelens.core.stages.tasks.superres.tiling import DEFAULT_OVERLAP
+
+    defaults = {"superres": DEFAULT_SUPERRES_MODEL, "faces": DEFAULT_FACES_MODEL}
+    default = defaults.get(args.task, DEFAULT_MODEL)  # --task without --model: its default
+    spec = resolve_model(
+        args.model or default, layout=args.layout, labels_file=args.labels, task=args.task
+    )
+    if args.task and args.task != spec.task:
+        raise ConfigError(f"--task {args.task} contradicts model {spec.name} ({spec.task})")
+    if not 0.0 <= args.conf <= 1.0 or not 0.0 <= args.iou <= 1.0:
+        raise ConfigError("--conf and --iou must be between 0 and 1")
+    if args.batch is not None and not 1 <= args.batch <= 64:
+        raise ConfigError("--batch must be between 1 and 64")
+    tile = getattr(args, "tile", 0)
+    params: TaskParams
+    if spec.task == "superres":
+        if tile and tile <= 2 * DEFAULT_OVERLAP:
+            raise ConfigError(f"--tile must be 0 (automatic) or more than {2 * DEFAULT_OVERLAP}")
+        params = SuperResParams(tile=tile)
+    else:
+        if tile:
+            raise ConfigError(f"--tile applies to super-resolution models, not {spec.name}")
+        params = DetectParams(args.conf, args.iou, _class_ids(args.classes, spec.labels))
+    return PipelineSettings(
+        model=spec,
+        params=params,
+        backend=args.backend,
+        device=resolve_device(args.device),
+        precision=args.precision,
+        threads=args.threads,
+        batch=args.batch or 1,
+    )
