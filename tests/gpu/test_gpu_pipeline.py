@@ -179,7 +179,8 @@ def test_gpu_failure_mid_run_goes_on_on_the_cpu(
     indices = [f["index"] for f in json.loads(out.read_text())["frames"]]
     assert indices == list(range(80))
     assert summary.path == "cpu pipeline"
-    assert any(m.startswith("GPU failed (frame 40: injected fault") for m in messages), messages
+    assert any(m.startswith("cuda:0 failed (frame 40: injected fault") for m in messages), messages
+    assert any("going on on the CPU from frame 40" in m for m in messages), messages
 
 
 def test_a_turned_video_on_the_gpu_finds_what_the_cpu_finds(

@@ -55,7 +55,7 @@ def test_four_sources_on_the_gpu_detect_what_single_cpu_runs_detect(
         [str(c) for c in copies], settings, str(tmp_path / "out"), devices=slots,
         videos=False, frames=FRAMES, progress=False, processes=processes,
     )  # fmt: skip
-    print({k: summary[k] for k in ("fps", "mean_batch", "path", "device")})
+    print(summary.fps, summary.mean_batch, summary.path, summary.device)
     assert summary.path.startswith("gpu pipeline") and summary.mean_batch > 1
     cpu = tmp_path / "cpu.json"
     run_to_outputs(str(SAMPLE), PipelineSettings(resolve_model(DEFAULT_MODEL)),
@@ -123,7 +123,7 @@ def test_eight_sources_on_one_gpu_spread_over_two_processes_by_default(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "8 sources on cuda:0: 2 processes" in done.stderr
     summary = json.loads(done.stdout)
-    assert [list(d.sources) for d in summary.devices] == [
+    assert [d["sources"] for d in summary["devices"]] == [
         [f"cam{i}" for i in range(0, 8, 2)],
         [f"cam{i}" for i in range(1, 8, 2)],
     ]
