@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from framelens.core import __version__
@@ -439,11 +440,38 @@ COMMANDS = {
 }
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""Signals that stop a command as Ctrl+C does: ``kill``, a service manager, a closed
+terminal. A file run removes its partial outputs; a recording of a live source ends and
+is kept, complete; a batch cancels (pending inputs stay for the next one)."""
+
+
+def stop_like_ctrl_c() -> list[int]:
+    """Make STOP_SIGNALS do what Ctrl+C does now, whatever handles it then (a command's
+    own cancel, else KeyboardInterrupt). Returns the signals received, in order."""
+    received: list[int] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler) and handler is not forward:
+            handler(signal.SIGINT, frame)
+        else:  # Ctrl+C ignored (started in the background) or Python's default
+            raise KeyboardInterrupt
+
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)  # Windows has no SIGHUP
+        if signum is not None:
+            signal.signal(signum, forward)
+    return received
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = args.command or "gui"
     if command == "gui" and not hasattr(args, "source"):
         args.source = None
+    received = stop_like_ctrl_c() if command != "gui" else []
     try:
         return COMMANDS[command](args)
     except FrameLensError as exc:
@@ -451,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("framelens: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
+        return 128 + (received[-1] if received else signal.SIGINT)
 
 
 if __name__ == "__main__":
