@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -420,7 +421,33 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return cmd_query(args)
 
 
+HEADLESS_PLATFORMS = frozenset(
+    {"offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay"}
+)
+"""Qt platform plugins that need no X11 or Wayland display."""
+
+
+def no_display(env: Mapping[str, str], platform: str = sys.platform) -> str | None:
+    """Why the window cannot open here (one line), or None: on Linux and the BSDs, no
+    DISPLAY, no WAYLAND_DISPLAY and no headless Qt platform asked for. (Qt itself would
+    abort with a misleading note about libxcb-cursor0.)"""
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    asked = env.get("QT_QPA_PLATFORM", "").split(":", 1)[0].strip().lower()
+    if asked in HEADLESS_PLATFORMS:
+        return None
+    return (
+        "no display: the window needs a desktop session (DISPLAY or WAYLAND_DISPLAY is "
+        "not set); use `framelens run` for the command line"
+    )
+
+
 def cmd_gui(args: argparse.Namespace) -> int:
+    reason = no_display(os.environ)
+    if reason is not None:
+        raise ConfigError(reason)
     # imported here: commands that never open a window do not pay for loading Qt
     from framelens.gui.app import main as run_gui
 
