@@ -131,8 +131,11 @@ class SrPreprocessor:
         crop = image[y : y + self.input_h, x : x + self.input_w]
         if self.padded is not None:
             pw, ph = self.padded
-            crop = cv2.copyMakeBorder(
-                crop, 0, ph - self.input_h, 0, pw - self.input_w, cv2.BORDER_REPLICATE
+            crop = np.asarray(
+                cv2.copyMakeBorder(
+                    crop, 0, ph - self.input_h, 0, pw - self.input_w, cv2.BORDER_REPLICATE
+                ),
+                dtype=np.uint8,
             )
         chroma = None
         if self.spec.channels == 1:
