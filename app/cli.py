@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from framelens.cli_options import add_model_args, sample_video, settings_from_args
@@ -317,7 +319,33 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return cmd_query(args)
 
 
+HEADLESS_PLATFORMS = frozenset(
+    {"offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay"}
+)
+"""Qt platform plugins that need no X11 or Wayland display."""
+
+
+def no_display(env: Mapping[str, str], platform: str = sys.platform) -> str | None:
+    """Why the window cannot open here (one line), or None: on Linux and the BSDs, no
+    DISPLAY, no WAYLAND_DISPLAY and no headless Qt platform asked for. (Qt itself would
+    abort with a misleading note about libxcb-cursor0.)"""
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    asked = env.get("QT_QPA_PLATFORM", "").split(":", 1)[0].strip().lower()
+    if asked in HEADLESS_PLATFORMS:
+        return None
+    return (
+        "no display: the window needs a desktop session (DISPLAY or WAYLAND_DISPLAY is "
+        "not set); use `framelens run` for the command line"
+    )
+
+
 def cmd_gui(args: argparse.Namespace) -> int:
+    reason = no_display(os.environ)
+    if reason is not None:
+        raise ConfigError(reason)
     # imported here: commands that never open a window do not pay for loading Qt
     from framelens.gui.app import main as run_gui
 
@@ -337,11 +365,38 @@ COMMANDS = {
 }
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""Signals that stop a command as Ctrl+C does: ``kill``, a service manager, a closed
+terminal. A file run removes its partial outputs; a recording of a live source ends and
+is kept, complete; a batch cancels (pending inputs stay for the next one)."""
+
+
+def stop_like_ctrl_c() -> list[int]:
+    """Make STOP_SIGNALS do what Ctrl+C does now, whatever handles it then (a command's
+    own cancel, else KeyboardInterrupt). Returns the signals received, in order."""
+    received: list[int] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler) and handler is not forward:
+            handler(signal.SIGINT, frame)
+        else:  # Ctrl+C ignored (started in the background) or Python's default
+            raise KeyboardInterrupt
+
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)  # Windows has no SIGHUP
+        if signum is not None:
+            signal.signal(signum, forward)
+    return received
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = args.command or "gui"
     if command == "gui" and not hasattr(args, "source"):
         args.source = None
+    received = stop_like_ctrl_c() if command != "gui" else []
     try:
         return COMMANDS[command](args)
     except FrameLensError as exc:
@@ -349,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("framelens: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
+        return 128 + (received[-1] if received else signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ def add_parser(sub: Any) -> None:
     build.add_argument("--calibration-frames", type=int, default=50)
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     what.add_parser("list", help="one line per cached plan")
-    what.add_parser("clear", help="remove the plans, timing caches and their precision graphs")
+    what.add_parser(
+        "clear", help="remove the plans and timing caches (the precision graphs stay)"
+    )
 
 
 def cmd_engines(args: argparse.Namespace) -> int:
@@ -52,8 +54,8 @@ def cmd_engines(args: argparse.Namespace) -> int:
             print("no TensorRT engines cached", file=sys.stderr)
         return 0
     if args.engines_command == "clear":
-        removed, graphs = engines.engines_clear()
-        print(f"removed {removed} plan(s) and {graphs} precision graph(s) built for them")
+        removed = engines.engines_clear()
+        print(f"removed {removed} plan(s) and their timing caches; precision graphs kept")
         return 0
     return _build(args)
 

@@ -6,6 +6,7 @@ import signal
 import sys
 from pathlib import Path
 
+from framelens.gui.gc_guard import collect_on_gui_thread
 from framelens.gui.settings import APPLICATION, ORGANISATION
 from framelens.gui.theme_style import ThemeStyle
 from PySide6.QtCore import QCoreApplication, QDir, Qt
@@ -49,6 +50,7 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication(sys.argv if argv is None else [sys.argv[0], *argv])
+    collect_on_gui_thread(app)  # Qt objects in cycles die on this thread, not a worker's
     apply_theme(app)
     return app
 

@@ -10,7 +10,10 @@ plots see every frame.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from framelens.core.api import (
     DEFAULT_MODEL,
@@ -48,6 +51,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 __all__ = ["Controller", "ExportJob", "ExportRequest", "default_outputs"]
 
 _IN_FLIGHT = 3  # results emitted but not yet taken by the GUI thread
+SHUTDOWN_WAIT_S = 10.0  # at most, for cancelled export and precision threads to end
 
 
 class Controller(QObject):
@@ -82,6 +86,7 @@ class Controller(QObject):
         self.state = PlayerState()
         self.last_result: FrameResult | None = None
         self._export: ExportJob | None = None
+        self._workers: list[threading.Thread] = []  # export and precision threads
         self.stateChanged.connect(self._remember_state)
         # Precision: the active one (what self.settings hold), the model it is a variant
         # of, and the background job preparing another one.
@@ -294,7 +299,15 @@ class Controller(QObject):
         conf = getattr(self.settings.params, "conf", CalibrationSettings().conf)
         calibration = self.calibration or CalibrationSettings(conf=conf)
         args = (job, self._base(), self.source, calibration)
-        threading.Thread(target=self._prepare, args=args, name="fl-precision", daemon=True).start()
+        self._start_worker(self._prepare, args, "fl-precision")
+
+    def _start_worker(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
+        """A worker thread of this controller's (a precision job, an export); shutdown()
+        waits for it, so none outlives the controller and signals into a deleted one."""
+        self._workers = [t for t in self._workers if t.is_alive()]
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._workers.append(thread)
+        thread.start()
 
     def _prepare(
         self,
@@ -460,9 +473,7 @@ class Controller(QObject):
             self.exportFailed.emit("choose a model before exporting")
             return
         job = self._export = ExportJob(request, self.settings)
-        threading.Thread(
-            target=self._run_export, args=(job,), name="fl-export", daemon=True
-        ).start()
+        self._start_worker(self._run_export, (job,), "fl-export")
 
     def _run_export(self, job: ExportJob) -> None:
         try:
@@ -488,3 +499,9 @@ class Controller(QObject):
         self.cancel_export()
         self._drop_job()
         self.player.close()
+        # the export and precision threads stop at their next frame or step, cancelled:
+        # wait for them, so that none emits into this controller once it is deleted
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        for thread in self._workers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._workers = []

@@ -21,6 +21,7 @@ from PySide6.QtCore import (
     QAbstractTableModel,
     QItemSelectionModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QSize,
     QSortFilterProxyModel,
@@ -122,8 +123,8 @@ def _iou(a: Box, b: Box) -> float:
 class _RowsModel(QAbstractTableModel):
     """The frame's rows; sorted and filtered by the proxy in front of it."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)  # owned by the dock: deleted with it, on the GUI thread
         self.rows: list[DetectionRow] = []
 
     def set_rows(self, rows: list[DetectionRow]) -> None:
@@ -167,8 +168,8 @@ class _RowsModel(QAbstractTableModel):
 
 
 class _ClassFilter(QSortFilterProxyModel):
-    def __init__(self, rows: _RowsModel) -> None:
-        super().__init__()
+    def __init__(self, rows: _RowsModel, parent: QObject) -> None:
+        super().__init__(parent)
         self.setSourceModel(rows)
         self.setSortRole(_SORT_ROLE)
         self._rows = rows
@@ -223,8 +224,8 @@ class DetectionsPanel(QWidget):
         )
         self.filter_combo.addItem(ALL_CLASSES)
         self.filter_combo.currentTextChanged.connect(self._on_filter)
-        self._rows = _RowsModel()
-        self._proxy = _ClassFilter(self._rows)
+        self._rows = _RowsModel(self)
+        self._proxy = _ClassFilter(self._rows, self)
         self.table = _Table()
         self.table.setObjectName("detectionsTable")
         self.table.setModel(self._proxy)

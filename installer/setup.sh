@@ -46,6 +46,15 @@ echo "FrameLens installed in .venv ($ORT)"
 if [ "$ORT" = onnxruntime-gpu ]; then
   bash installer/gpu.sh || echo "GPU extras incomplete: FrameLens runs, with the fallbacks 'framelens doctor' lists"
 fi
+# `framelens` lives in the environment, not on PATH: say how to start it
+cat <<EOF
+
+Start FrameLens (the window; \`framelens run VIDEO\` for the command line):
+  $PWD/.venv/bin/framelens
+or activate the environment once per terminal, then type \`framelens\`:
+  source $PWD/.venv/bin/activate
+  framelens
+EOF
 if [ "$RUN" = 1 ]; then
   exec .venv/bin/framelens gui "$(.venv/bin/python -c 'from framelens.cli import sample_video; print(sample_video())')"
 fi

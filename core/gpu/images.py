@@ -89,6 +89,28 @@ def copy_rgba(
     copy(stream)
 
 
+def replicate_edges(
+    ptr: int, pitch: int, width: int, height: int, padded_w: int, padded_h: int,
+    stream: Any,
+) -> None:  # fmt: skip
+    """Queue on ``stream`` the padding of a ``width`` x ``height`` RGBA8 device image to
+    ``padded_w`` x ``padded_h`` in place (its buffer that large): the last column
+    repeated to the right, then the last row (padding included) below, as OpenCV's
+    BORDER_REPLICATE on the right and bottom. The context current."""
+    cuda = cuda_driver()
+    for x in range(width, padded_w):
+        copy = cuda.Memcpy2D()
+        copy.set_src_device(ptr + (width - 1) * 4)
+        copy.src_pitch = pitch
+        copy.set_dst_device(ptr + x * 4)
+        copy.dst_pitch = pitch
+        copy.width_in_bytes = 4
+        copy.height = height
+        copy(stream)
+    for y in range(height, padded_h):
+        cuda.memcpy_dtod_async(ptr + y * pitch, ptr + (height - 1) * pitch, padded_w * 4, stream)
+
+
 def download_rgba(
     ctx: GpuContext, ptr: int, pitch: int, width: int, height: int, ready: Any
 ) -> np.ndarray[Any, np.dtype[np.uint8]]:

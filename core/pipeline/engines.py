@@ -10,13 +10,11 @@ GPU, TensorRT-RTX) every compute capability the flavour can target, ahead of tim
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from framelens.core.cache import variants_dir
 from framelens.core.errors import EngineError
 from framelens.core.models.catalog import resolve_model
 from framelens.core.precision import CalibrationSettings, prepare_variant
@@ -134,18 +132,10 @@ def engines_list(cache_dir: str | os.PathLike[str] | None = None) -> list[PlanIn
     return list_plans(cache_dir)
 
 
-def engines_clear(cache_dir: str | os.PathLike[str] | None = None) -> tuple[int, int]:
-    """Remove every plan and timing cache, and the precision graphs built for them (the
-    variant entries under the cache, never a user's own model). Returns (plans, graphs)."""
+def engines_clear(cache_dir: str | os.PathLike[str] | None = None) -> int:
+    """Remove every plan and timing cache: engines only. The precision graphs they were
+    built from stay (the FP16 graph and the calibrated INT8 graph are what ONNX Runtime
+    runs at those precisions too, and INT8's took a calibration). Returns the plans."""
     plans = len(list_plans(cache_dir))
-    variants = variants_dir(cache_dir).resolve()
-    removed = set()
-    for source in clear_plans(cache_dir):
-        try:
-            entry = source.resolve().parent
-        except OSError:
-            continue
-        if entry.parent == variants and entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.add(entry)
-    return plans, len(removed)
+    clear_plans(cache_dir)
+    return plans

@@ -3,7 +3,9 @@
 Per frame, on this pipeline's own CUDA stream, nothing leaving the device:
 
     wait for the decoder's write (or upload a host frame through pinned memory)
-    -> the display kernel: the original as RGBA (what the canvas shows beside the result)
+    -> the display kernel: the original as RGBA (what the canvas shows beside the result),
+       its last column and row repeated out to a multiple of the scale (the host path's
+       padding, color.py; the buffer is that large, the display image the frame's size)
     -> the colour split of the frame (or of the region of interest) from that RGBA:
        Y / 255 and the Cr, Cb planes for Y-channel models (kernels/sr_color.cu, OpenCV's
        integer YCrCb), planar float x input_scale for colour models
@@ -11,7 +13,8 @@ Per frame, on this pipeline's own CUDA stream, nothing leaving the device:
        left on the device
     -> the merge: model Y + chroma upscaled bicubically in the same kernel (or the colour
        model's planes) into an RGBA buffer at scale x size: the display frame, which the
-       canvas draws through CUDA-OpenGL interop and export downloads.
+       canvas draws through CUDA-OpenGL interop and export downloads; the padding's
+       output is left out of the display image (exactly scale x the frame).
 
 The arithmetic is the host path's (core/stages/tasks/superres/color.py) step by step;
 tests/gpu holds the two to the same pixels. A CUDA stage timer times ``preprocess``
@@ -30,14 +33,14 @@ import numpy as np
 from framelens.core.errors import EngineError, GpuError
 from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.images import RgbaDeviceImage
+from framelens.core.gpu.images import RgbaDeviceImage, replicate_edges
 from framelens.core.pipeline.gpu_base import GpuPipelineBase
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import DeviceEngine
 from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks import SuperResParams, SuperResTask, Upscaled
-from framelens.core.stages.tasks.superres.color import clamp_region, cropped_size
+from framelens.core.stages.tasks.superres.color import clamp_region, padded_size
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first frame
@@ -121,12 +124,15 @@ class GpuSuperResPipeline(GpuPipelineBase):
     # ---- buffers --------------------------------------------------------------------------
 
     def _buffers_for(self, width: int, height: int, crop_w: int, crop_h: int) -> _CropBuffers:
+        """Buffers for a ``width`` x ``height`` frame (the display buffer padded to a
+        multiple of the scale) and a model input of ``crop_w`` x ``crop_h``."""
         if self._src != (width, height) or self._orig is None:
             if self._orig is not None:
                 self._orig.close()
             self._orig = None
+            pw, ph = padded_size(width, height, self._sr.spec.scale)
             self._orig = DevicePool.pitched(
-                self.ctx, width * 4, height, self.RGBA_BUFFERS, kind="display frame"
+                self.ctx, pw * 4, ph, self.RGBA_BUFFERS, kind="display frame"
             )
             self._src = (width, height)
         if self._crop is None or self._crop.size != (crop_w, crop_h):
@@ -178,30 +184,34 @@ class GpuSuperResPipeline(GpuPipelineBase):
         params = self._settings.params
         asked = params.region if isinstance(params, SuperResParams) else None
         region = clamp_region(asked, width, height, spec.scale)
-        x, y, cw, ch = (
-            region if region is not None else (0, 0, *cropped_size(width, height, spec.scale))
-        )
-        if cw == 0 or ch == 0:
-            raise GpuError(f"a {width}x{height} frame is smaller than the scale {spec.scale}")
-        crop = self._buffers_for(width, height, cw, ch)
+        # a region is a multiple of the scale already; the whole frame is padded to one
+        x, y, cw, ch = region if region is not None else (0, 0, width, height)
+        pw, ph = (cw, ch) if region is not None else padded_size(width, height, spec.scale)
+        crop = self._buffers_for(width, height, pw, ph)
         assert self._orig is not None
         with self.ctx.active():
             original = self._original(frame)
             source = original.ptr + y * original.pitch + x * 4
             with timer.stage("preprocess"):
-                self._split(source, original.pitch, cw, ch, crop)
+                if (pw, ph) != (cw, ch):
+                    replicate_edges(
+                        original.ptr, original.pitch, width, height, pw, ph, self.stream
+                    )
+                self._split(source, original.pitch, pw, ph, crop)
             with timer.stage("inference"):
                 out = self.engine.infer_device(
-                    crop.input.buffers[0].ptr, (1, spec.channels, ch, cw), np.float32,
+                    crop.input.buffers[0].ptr, (1, spec.channels, ph, pw), np.float32,
                     to_host=False,
                 )[0]  # fmt: skip
-            want = (1, spec.channels, ch * spec.scale, cw * spec.scale)
+            want = (1, spec.channels, ph * spec.scale, pw * spec.scale)
             if tuple(out.shape) != want or out.dtype != np.float32:
                 raise GpuError(
                     f"{spec.name}: output {list(out.shape)} {out.dtype.name}, expected "
                     f"{list(want)} float32"
                 )
-            upscaled = self._merge(out.ptr, cw * spec.scale, ch * spec.scale, crop)
+            upscaled = self._merge(
+                out.ptr, pw * spec.scale, ph * spec.scale, crop, (cw * spec.scale, ch * spec.scale)
+            )
             timer.collect([times])
         return FrameResult(
             Frame(None, frame.index, frame.pts, device=original.image, source_id=frame.source_id),
@@ -245,7 +255,11 @@ class GpuSuperResPipeline(GpuPipelineBase):
                 dst_order=spec.color_order, scale=spec.input_scale,
             )  # fmt: skip
 
-    def _merge(self, out_ptr: int, w: int, h: int, crop: _CropBuffers) -> RgbaDeviceImage:
+    def _merge(
+        self, out_ptr: int, w: int, h: int, crop: _CropBuffers, shown: tuple[int, int]
+    ) -> RgbaDeviceImage:
+        """The model's ``w`` x ``h`` output merged into an output buffer; the image is
+        its top-left ``shown`` (width, height): the padding's output left out."""
         spec, k, stream = self._sr.spec, self.kernels, self.stream
         dst: DeviceBuffer = crop.output.acquire(stream, timeout=10.0)
         try:
@@ -265,7 +279,7 @@ class GpuSuperResPipeline(GpuPipelineBase):
             crop.output.release(dst)
             raise
         crop.output.mark_used(dst, stream)
-        return RgbaDeviceImage(dst, crop.output, w, h, self.ctx, dst.event)
+        return RgbaDeviceImage(dst, crop.output, *shown, self.ctx, dst.event)
 
     def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
         """Export's frame: the upscaled one, downloaded (the original stays on the device)."""

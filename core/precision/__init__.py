@@ -13,7 +13,8 @@ precision, to take a batch of N frames in one call; cached the same way.
 
 ``prepare_variant`` returns a cached variant or builds one; entries live under the
 user cache directory (or $FRAMELENS_CACHE_DIR), keyed by the model's hash, the
-calibration frames and the settings, and appear complete or not at all.
+calibration frames and the settings, and appear complete or not at all. A video file
+calibrated before finds its INT8 entry again without reading its frames (int8_sources.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from framelens.core.precision.calibration import (
     spread_indices,
 )
 from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
+from framelens.core.precision.int8_sources import link_for, read_link, write_link
 from framelens.core.precision.report import LayerSensitivity, SearchStep, SensitivityReport
 
 # FP16 and INT8 (fp16.py, int8.py and what they use) need onnx, whose import takes
@@ -213,6 +215,9 @@ def _int8(
         search_and_write,
     )
 
+    cached, link = _linked_int8(spec, model_hash, source, settings, root)
+    if cached is not None:  # this file calibrated before: no frame read
+        return cached
     frames = read_calibration_frames(
         spec,
         source,
@@ -224,6 +229,8 @@ def _int8(
     base, key, entry = _int8_entry(spec, model_hash, frames, settings, root)
     cached = _cached_int8(spec, key, entry)
     if cached is not None:
+        if link is not None:
+            write_link(link, entry, key)
         return cached
 
     analysis_key = digest(*base, settings.analysis_key())
@@ -265,6 +272,8 @@ def _int8(
         entry = stage.commit(
             {"precision": "int8", "key": key, "settings": settings.variant_key(), **meta}
         )
+    if link is not None:
+        write_link(link, entry, key)
     return VariantInfo.in_entry("int8", spec, entry, key, False, report)
 
 
@@ -296,6 +305,29 @@ def _int8_entry(
     return base, key, root / f"{_stem(spec)}-int8-{key[:16]}"
 
 
+def _linked_int8(
+    spec: ModelSpec,
+    model_hash: str,
+    source: str,
+    settings: CalibrationSettings,
+    root: Path,
+) -> tuple[VariantInfo | None, Path | None]:
+    """(the INT8 variant a file calibrated into before, found by its link without
+    reading a frame, or None; the link's path, None when ``source`` is not a file)."""
+    from framelens.core.precision.qdq import onnxruntime_version
+
+    base = (FORMAT_VERSION, "int8", model_hash, onnxruntime_version())
+    link = link_for(root, base, spec, source, settings)
+    named = read_link(link) if link is not None else None
+    if named is None:
+        return None, link
+    name, key = named
+    meta = read_entry(root / name)
+    if meta is None or meta.get("key") != key:  # the entry went (cache cleared)
+        return None, link
+    return _cached_int8(spec, key, root / name), link
+
+
 def _cached_int8(spec: ModelSpec, key: str, entry: Path) -> VariantInfo | None:
     if read_entry(entry) is None:
         return None
@@ -315,7 +347,9 @@ def cached_variant(
     """The ``precision`` variant of ``spec`` if the cache holds it, else None; builds nothing.
 
     For int8 the cache key depends on the calibration frames, so ``source`` is read
-    (a second or so: the frames prepare_variant would take); without a source, None.
+    (a second or so: the frames prepare_variant would take) unless it is a file that
+    was calibrated before (int8_sources.py: then no frame is read); without a source,
+    None.
     A GUI restoring the precision of the last session asks this before offering to
     calibrate again.
     """
@@ -329,11 +363,17 @@ def cached_variant(
         return None
     settings = settings or CalibrationSettings()
     settings.validate()
+    cached, link = _linked_int8(spec, model_hash, source, settings, root)
+    if cached is not None:
+        return cached
     frames = read_calibration_frames(
         spec, source, settings.frames, cancel=cancel, patch=settings.patch
     )
     _, key, entry = _int8_entry(spec, model_hash, frames, settings, root)
-    return _cached_int8(spec, key, entry)
+    cached = _cached_int8(spec, key, entry)
+    if cached is not None and link is not None:
+        write_link(link, entry, key)
+    return cached
 
 
 def variant_precision(path: Path) -> str | None:

@@ -120,6 +120,51 @@ def test_a_region_of_interest_on_the_gpu(gpu_ctx: GpuContext, images: list[Image
         assert np.abs(got.astype(np.int16) - want.astype(np.int16)).max() <= 2
 
 
+ODD_SIZES = ((241, 135), (240, 135), (99, 77))  # (width, height): none a multiple of 2 and 4
+
+
+@pytest.mark.parametrize("name", SR_MODELS)
+def test_odd_sizes_come_out_exactly_scale_times_on_the_gpu(
+    gpu_ctx: GpuContext, images: list[Image], name: str
+) -> None:
+    """Frames padded on the device (last column and row repeated in the display buffer)
+    and the output cut back: exactly scale x the frame, as the host path, to the same
+    bounds as whole frames."""
+    spec = resolve_model(name)
+    cuts = [np.ascontiguousarray(images[2][200 : 200 + h, 350 : 350 + w]) for w, h in ODD_SIZES]
+    for (want, got, original), image in zip(upscale_both(spec, cuts), cuts, strict=True):
+        h, w = image.shape[:2]
+        assert np.array_equal(original, image)  # the padding is not in the display image
+        assert got.shape == want.shape == (h * spec.scale, w * spec.scale, 3)
+        diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+        edge = 4 * spec.scale  # the output of the padded columns and rows is beside these
+        print(
+            f"{name} {w}x{h}: max {diff.max()}, {psnr(want, got):.1f} dB, last columns "
+            f"{psnr(want[:, -edge:], got[:, -edge:]):.1f} dB, rows "
+            f"{psnr(want[-edge:], got[-edge:]):.1f} dB"
+        )
+        assert diff.max() <= 2
+        assert psnr(want, got) >= 50.0
+        assert psnr(want[:, -edge:], got[:, -edge:]) >= 50.0
+        assert psnr(want[-edge:], got[-edge:]) >= 50.0
+
+
+def test_odd_sizes_with_a_colour_model_are_exact_on_the_gpu(
+    gpu_ctx: GpuContext, images: list[Image], tmp_path: Path
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from onnx_factory import upscaling_model
+
+    spec = resolve_model(str(upscaling_model(tmp_path / "nearest_x3.onnx", 3)))
+    cuts = [np.ascontiguousarray(images[2][200 : 200 + h, 350 : 350 + w]) for w, h in ODD_SIZES]
+    for (want, got, _), image in zip(upscale_both(spec, cuts), cuts, strict=True):
+        expected = np.repeat(np.repeat(image, 3, axis=0), 3, axis=1)  # every pixel 3x3
+        assert np.array_equal(want, expected)
+        assert np.array_equal(got, expected)
+
+
 @pytest.mark.skipif(esrgan("esrgan_thick_x2.onnx") is None, reason="ESRGAN not carried")
 def test_esrgan_on_the_gpu(gpu_ctx: GpuContext, images: list[Image]) -> None:
     path = esrgan("esrgan_thick_x2.onnx")

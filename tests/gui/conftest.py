@@ -15,9 +15,10 @@ import pytest
 os.environ["QT_QPA_PLATFORM"] = "xcb"  # before any QApplication exists
 
 from framelens.gui.app import apply_theme
+from framelens.gui.gc_guard import collect_on_gui_thread
 from framelens.gui.main_window import MainWindow
 from framelens.gui.settings import Settings
-from PySide6.QtCore import QCoreApplication, QSettings, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -46,6 +47,13 @@ def _isolated_settings_root(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     yield root
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _collected_on_the_gui_thread(qapp: QApplication) -> None:
+    """As the application does (gui/app.py): cyclic garbage is collected on the GUI
+    thread only, never by a worker thread that happens to allocate (gc_guard.py)."""
+    collect_on_gui_thread(qapp)
+
+
 @pytest.fixture(autouse=True)
 def _themed(qapp: QApplication) -> None:
     QCoreApplication.setOrganizationName("FrameLensTests")
@@ -72,6 +80,9 @@ def window(qtbot: QtBot, app_settings: Settings) -> Iterator[MainWindow]:
     qtbot.waitExposed(win)
     yield win
     win.close()  # stops the player threads (closeEvent -> controller.shutdown)
+    # deleted now, on this thread, rather than whenever a later test's event loop runs
+    win.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from framelens.core.api import (
 from framelens.core.errors import ConfigError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.batch import DirLock
 from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.stages.tasks import DetectParams
 from media_factory import write_clip
@@ -192,7 +193,7 @@ def test_a_cancelled_batch_keeps_nothing_half_written_and_the_next_one_resumes(
         "a.csv", "a.json", "manifest.json",
     ]  # fmt: skip
     assert [p.name for p in (out / "detections").iterdir()] == ["a.parquet"]
-    assert leftovers(out) == []
+    assert leftovers(out) == [] and not (out / ".batch.lock").exists()
     resumed = run_batch([str(archive)], out, settings, progress=False)
     assert (resumed.done, resumed.skipped, resumed.failed) == (2, 1, 1)
     assert {Path(r["source"]).name for r in parquet_rows(out)} == {"a.mp4", "b.mp4", "c.mkv"}
@@ -233,6 +234,37 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "framelens", *args], capture_output=True, text=True, timeout=600
     )
+
+
+def test_a_batch_removes_its_lock_when_it_ends_and_a_second_one_meanwhile_is_refused(
+    done: tuple[Path, list[InputProgress], object], archive: Path, settings: PipelineSettings,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    out, _, _ = done
+    assert not (out / ".batch.lock").exists()  # a batch that ended leaves only its outputs
+    # a batch that stopped with an error removes it too
+    with pytest.raises(ConfigError):  # nothing to do: the folder holds no videos
+        run_batch([str(out)], out, settings, progress=False)
+    assert not (out / ".batch.lock").exists()
+    # while one batch holds the folder, another (a second process) is refused in one line
+    held = DirLock(tmp_path)
+    try:
+        proc = _cli("batch", f"{archive}/north", "--output", str(tmp_path), "--device", "cpu",
+                    "--quiet")  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == f"framelens: error: another batch is writing to {tmp_path}"
+        assert not (tmp_path / "manifest.json").exists()
+    finally:
+        held.release()
+    assert not (tmp_path / ".batch.lock").exists()
+    # the lock file removed, the next holder locks a new one, and still only one at a time
+    again = DirLock(tmp_path)
+    try:
+        with pytest.raises(ConfigError, match="another batch"):
+            DirLock(tmp_path)
+    finally:
+        again.release()
+    assert not (tmp_path / ".batch.lock").exists()
 
 
 def test_cli_batch_ends_with_a_summary_and_query_prints_one_line_per_detection(

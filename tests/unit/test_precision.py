@@ -369,3 +369,58 @@ def test_a_new_target_reuses_the_cached_sensitivity(
     assert other.report is not None and v.report is not None
     assert [x.sensitivity for x in other.report.layers] == [x.sensitivity for x in v.report.layers]
     assert other.report.agreement_target == 0.8
+
+
+def test_switching_to_int8_again_on_the_same_video_reads_no_frame(
+    yolox_int8: SharedInt8, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guide's promise: once a video was calibrated, the next switch to INT8 is
+    immediate. The first prepare on a file decodes its calibration frames (they are the
+    entry's key); later ones find the entry by the file (path, size, time) and decode
+    nothing, until the file changes."""
+    import os
+    import shutil
+
+    import framelens.core.precision as precision
+
+    cache = tmp_path / "cache"
+    yolox_int8.copy_into(cache)  # calibrated before, in this cache
+    clip = tmp_path / "clip.mp4"
+    shutil.copyfile(SAMPLE, clip)
+    reads: list[str] = []
+    real_read = precision.read_calibration_frames
+
+    def counting_read(*args: object, **kwargs: object) -> object:
+        reads.append(str(args[1]))
+        return real_read(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(precision, "read_calibration_frames", counting_read)
+
+    def switch() -> tuple[VariantInfo, list[str]]:
+        seen: list[str] = []
+        variant = prepare_variant(
+            SPEC, "int8", source=str(clip), settings=CI_CALIBRATION,
+            on_progress=lambda text, _: seen.append(text), cache_dir=cache,
+        )  # fmt: skip
+        return variant, seen
+
+    first, seen = switch()
+    assert first.from_cache and first.path.parent.name == yolox_int8.variant.path.parent.name
+    assert reads == [str(clip)] and any(t.startswith("reading calibration frames") for t in seen)
+    second, seen = switch()
+    assert second.from_cache and second.path == first.path
+    assert second.report is not None and second.report.kept_float == first.report.kept_float  # type: ignore[union-attr]
+    assert reads == [str(clip)] and seen == []  # nothing decoded, nothing to report
+    # restoring the last session's choice (cached_variant) reads nothing either
+    restored = cached_variant(SPEC, "int8", source=str(clip), settings=CI_CALIBRATION,
+                              cache_dir=cache)  # fmt: skip
+    assert restored is not None and restored.path == first.path and len(reads) == 1
+    # other settings are another variant: the frames are read for them
+    other = CalibrationSettings(frames=16, sensitivity_frames=3, conf=0.5)
+    assert cached_variant(SPEC, "int8", source=str(clip), settings=other, cache_dir=cache) is None
+    assert len(reads) == 2
+    # the file changed on disk: its frames are read again (the same pixels: the same entry)
+    st = clip.stat()
+    os.utime(clip, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    third, _ = switch()
+    assert third.path == first.path and len(reads) == 3

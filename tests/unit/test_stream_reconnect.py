@@ -150,9 +150,11 @@ def test_the_player_says_reconnecting_while_a_stream_is_down(rtsp: RtspServer) -
         player.close()
 
 
-def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path, signame: str) -> None:
     """A stream has no end: Ctrl+C is how its recording stops, and what was recorded
-    is kept, complete (a file run interrupted keeps nothing: it was cut half way)."""
+    is kept, complete (a file run interrupted keeps nothing: it was cut half way);
+    SIGTERM (``kill``) does the same."""
     import json
     import signal
     import subprocess
@@ -177,7 +179,7 @@ def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path) -> None:
                    "the recording to start")  # fmt: skip
         time.sleep(2.0)
         assert proc.poll() is None, proc.communicate()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=60)
     finally:
         server.stop()

@@ -1,4 +1,4 @@
-"""The video wall's player (core/pipeline/wall.py): real clips cut from the sample with
+"""The video wall's player (core/sessions/wall.py): real clips cut from the sample with
 PyAV, a real image folder that breaks mid-run, the real YOLOX-Nano, one executor whose
 batches span the sources."""
 

@@ -11,6 +11,7 @@ and CSV, its Parquet file in ``DIR/detections/`` (the archive's dataset), and wi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -298,21 +299,48 @@ def _sweep(out: Path) -> None:
 
 
 class DirLock:
-    """One batch at a time per output folder: an exclusive lock on ``DIR/.batch.lock``
-    (released by release(), or by the process's death)."""
+    """One batch at a time per output folder: an exclusive lock on ``DIR/.batch.lock``,
+    held from the batch's start to its end (or the process's death), the file removed
+    when released.
+
+    Removing it is safe because a lock counts only while the name still leads to the
+    locked file: one who opened the file before its holder removed it, and locks it
+    after, finds the name gone (or another file there) and tries again on the new one."""
+
+    LOCK_NAME = ".batch.lock"
 
     def __init__(self, out: Path) -> None:
-        self._fd: int | None = os.open(out / ".batch.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        if sys.platform != "win32":
+        self._path = out / self.LOCK_NAME
+        self._fd: int | None = None
+        for _ in range(16):
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o666)
+            if sys.platform == "win32":
+                self._fd = fd
+                return
             import fcntl
 
             try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                self.release()
+                os.close(fd)
                 raise ConfigError(f"another batch is writing to {out}") from None
+            if self._still_named(fd):
+                self._fd = fd
+                return
+            os.close(fd)  # removed by the batch that just ended: lock the new one
+        raise ConfigError(f"another batch is writing to {out}")
+
+    def _still_named(self, fd: int) -> bool:
+        try:
+            named = os.stat(self._path)
+        except OSError:
+            return False
+        mine = os.fstat(fd)
+        return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
     def release(self) -> None:
         if self._fd is not None:
+            with contextlib.suppress(OSError):  # removed while held: the name is free
+                self._path.unlink()
             os.close(self._fd)
             self._fd = None

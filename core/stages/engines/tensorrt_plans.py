@@ -263,8 +263,8 @@ def list_plans(cache_dir: str | os.PathLike[str] | None = None) -> list[PlanInfo
 
 
 def clear_plans(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Remove every plan and timing cache; returns the plans' source graphs (the caller
-    removes the precision graphs among them)."""
+    """Remove every plan and timing cache; returns the plans' source graphs (which stay:
+    the precision graphs among them are ONNX Runtime's too)."""
     root = plans_dir(cache_dir)
     sources = [Path(p.source) for p in list_plans(cache_dir) if p.source]
     shutil.rmtree(root, ignore_errors=True)

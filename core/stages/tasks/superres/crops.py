@@ -62,8 +62,8 @@ class EnlargedCrop:
 
 
 class HostUpscaler(Closing):
-    """A BGR image -> the model's upscaled BGR image (the whole image, cropped to a
-    multiple of the scale first). Preprocessors are kept per input size."""
+    """A BGR image -> the model's upscaled BGR image, exactly scale x its size.
+    Preprocessors are kept per input size."""
 
     def __init__(self, task: SuperResTask, engine: Engine, device: str = "cpu") -> None:
         self.task = task

@@ -1,9 +1,10 @@
 """Super-resolution as a task: the frame upscaled by the model's scale.
 
 Y-channel models (ESPCN, FSRCNN) and colour models (ESRGAN, user exports), any input
-size (the frame is cropped to a multiple of the scale; frames larger than the model's
-tile run tiled, see tiling.py). The colour arithmetic is color.py's. The output is the
-upscaled BGR frame: what export writes, the canvas shows and compare measures.
+size: the output is exactly scale x the frame (padded to a multiple of the scale inside,
+the output cut back; frames larger than the model's tile run tiled, see tiling.py). The
+colour arithmetic is color.py's. The output is the upscaled BGR frame: what export
+writes, the canvas shows and compare measures.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from framelens.core.stages.tasks.superres.color import (
     SrInput,
     SrPreprocessor,
     clamp_region,
-    cropped_size,
     merge_output,
     output_size,
+    padded_size,
 )
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
 from framelens.core.stages.tasks.superres.tiling import TiledEngine, default_tile
@@ -49,7 +50,7 @@ class Upscaled:
     """One frame's super-resolution output: the upscaled frame, on the host (``image``,
     BGR) or in device memory (``device``, RGBA; the GPU path: ``image`` downloads it on
     first use); both None when no model ran. ``region``: the part of the source frame
-    upscaled (None: the whole frame, cropped to a multiple of the scale)."""
+    upscaled (None: the whole frame, scale x its size)."""
 
     __slots__ = ("_image", "device", "region", "scale")
 
@@ -107,8 +108,9 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
         return self.spec.scale
 
     def input_geometry(self, src_w: int, src_h: int) -> InputGeometry:
-        """The frame cropped to a multiple of the scale, unscaled and unpadded."""
-        w, h = cropped_size(src_w, src_h, self.scale)
+        """The model's input: the frame unscaled, padded on the right and bottom to a
+        multiple of the scale."""
+        w, h = padded_size(src_w, src_h, self.scale)
         return InputGeometry(h, w, w, h, 0, 0, Letterbox(1.0, 0.0, 0.0, src_w, src_h))
 
     def preprocessor(self, src_w: int, src_h: int, params: SuperResParams) -> SrPreprocessor:
