@@ -23,6 +23,7 @@ from media_factory import read_index, stamp_index
 SIZE = (96, 48)  # 12 blocks of 8 pixels: indices up to 4095
 
 FFPROBE = shutil.which("ffprobe")
+FFMPEG = shutil.which("ffmpeg")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Made:
     frames: int
     stored: tuple[int, int]  # width, height as stored (the blocks are read at this size)
     turns: int = 0  # quarter turns the display matrix turns it by (players show it upright)
+    first: int = 0  # the stamp of its first frame (a cut starts later)
 
 
 def encodable(codec: str) -> bool:
@@ -89,7 +91,7 @@ def content(image: npt.NDArray[np.uint8], made: Made) -> int:
     width, height = made.stored
     if image.shape[:2] != (height, width):
         image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
-    return read_index(image)
+    return read_index(image) - made.first
 
 
 def uneven_gif(
@@ -116,6 +118,20 @@ def jittered(path: Path, frames: int = 60) -> Made:
     return write_stamped(path, pts, Fraction(1, 1000))
 
 
+def ffmpeg_made(made: Made, path: Path, *args: str, seek: str | None = None) -> Made:
+    """``made`` re-encoded or cut by the FFmpeg command line (``args``: its output
+    options; ``seek``: ``-ss`` before the input): files as FFmpeg writes them, edit lists
+    and MPEG-TS included. How many
+    frames it holds and the stamp of the first: as FFmpeg's libraries decode it."""
+    assert FFMPEG is not None
+    start = ["-ss", seek] if seek else []
+    command = [FFMPEG, "-v", "error", "-y", *start, "-i", str(made.path), *args, str(path)]
+    subprocess.run(command, check=True, timeout=120)
+    with av.open(str(path)) as container:
+        stamps = [read_index(f.to_ndarray(format="bgr24")) for f in container.decode(video=0)]
+    return Made(path, len(stamps), made.stored, made.turns, stamps[0])
+
+
 def ffprobe_frames(path: Path) -> list[float]:
     """FFmpeg's own reading of ``path``: each decoded frame's time, in seconds."""
     assert FFPROBE is not None
@@ -136,4 +152,4 @@ def ffprobe_count(path: Path) -> int:
          "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", str(path)],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
-    return int(done.stdout.strip().strip(","))
+    return int(done.stdout.split()[0].strip(","))  # MPEG-TS repeats it per program

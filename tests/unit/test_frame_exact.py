@@ -25,6 +25,7 @@ from frame_exact_media import (
     Made,
     content,
     encodable,
+    ffmpeg_made,
     ffprobe_count,
     ffprobe_frames,
     jittered,
@@ -57,6 +58,20 @@ def _constant(folder: Path, name: str, frames: int = 40, **kwargs: Any) -> Made:
     return write_stamped(folder / name, range(frames), TB25, **kwargs)
 
 
+X264 = ("-c:v", "libx264", "-bf", "3", "-g", "12", "-x264-params", "open-gop=1")
+
+
+def _src(folder: Path, frames: int = 60) -> Made:
+    return _constant(folder, f"src{frames}.mp4", frames=frames)
+
+
+def _cut(folder: Path) -> Made:
+    whole = ffmpeg_made(_src(folder, 120), folder / "whole.mp4", *X264)
+    cut = ffmpeg_made(whole, folder / "cut.mp4", "-c", "copy", seek="1.3")
+    assert cut.first % 12, "the cut should start between keyframes"
+    return cut
+
+
 MAKERS: dict[str, tuple[str, Callable[[Path], Made]]] = {
     "constant rate": ("", lambda p: _constant(p, "c.mp4")),
     "B-frames, open GOPs": ("", lambda p: _constant(p, "b.mp4", options=OPEN_GOP, frames=60)),
@@ -67,6 +82,10 @@ MAKERS: dict[str, tuple[str, Callable[[Path], Made]]] = {
     "non-square pixels": ("", lambda p: _constant(p, "wide.mp4", pixel_aspect=Fraction(4, 3))),
     "HEVC": ("libx265", lambda p: _constant(p, "hevc.mp4", codec="libx265", options=HEVC)),
     "VP9": ("libvpx-vp9", lambda p: _constant(p, "vp9.webm", codec="libvpx-vp9", options=GOP12)),
+    "FFmpeg's MPEG-TS, B-frames": ("", lambda p: ffmpeg_made(_src(p), p / "ffmpeg.ts", *X264)),
+    # a stream copy cut between keyframes: an edit list hides the frames decoded only
+    # for the first shown one's sake
+    "FFmpeg's cut (edit list)": ("", lambda p: _cut(p)),
     "AV1": ("libsvtav1", lambda p: _constant(
         p, "av1.mkv", codec="libsvtav1", size=(96, 64), options={"preset": "12", "g": "12"}
     )),
