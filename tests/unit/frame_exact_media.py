@@ -132,6 +132,33 @@ def ffmpeg_made(made: Made, path: Path, *args: str, seek: str | None = None) -> 
     return Made(path, len(stamps), made.stored, made.turns, stamps[0])
 
 
+def with_tone(made: Made, path: Path, start_s: float, end_s: float) -> Made:
+    """``made`` with an AAC sound track, silent but for a 440 Hz tone in [start_s, end_s)."""
+    assert FFMPEG is not None
+    tone = f"aevalsrc=if(between(t\\,{start_s}\\,{end_s})\\,sin(2*PI*440*t)\\,0):s=48000:d=6"
+    command = [
+        FFMPEG, "-v", "error", "-y", "-i", str(made.path), "-f", "lavfi", "-i", tone,
+        "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a", "aac", str(path),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, timeout=120)
+    return Made(path, made.frames, made.stored, made.turns, made.first)
+
+
+def loudness(path: Path, start_s: float, end_s: float) -> float:
+    """The RMS level of ``path``'s sound in [start_s, end_s) (1.0: full scale)."""
+    with av.open(str(path)) as container:
+        chunks = [
+            (float(f.pts * f.time_base), f.to_ndarray().reshape(-1), f.sample_rate)
+            for f in container.decode(audio=0)
+        ]
+    picked = [
+        samples[max(0, round((start_s - t) * rate)) : max(0, round((end_s - t) * rate))]
+        for t, samples, rate in chunks
+    ]
+    joined = np.concatenate(picked)
+    return float(np.sqrt(np.mean(joined.astype(np.float64) ** 2))) if joined.size else 0.0
+
+
 def ffprobe_frames(path: Path) -> list[float]:
     """FFmpeg's own reading of ``path``: each decoded frame's time, in seconds."""
     assert FFPROBE is not None

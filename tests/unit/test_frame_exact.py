@@ -29,8 +29,10 @@ from frame_exact_media import (
     ffprobe_count,
     ffprobe_frames,
     jittered,
+    loudness,
     rate_change,
     uneven_gif,
+    with_tone,
     write_stamped,
 )
 from framelens.cli import main
@@ -203,6 +205,21 @@ def test_exported_video_keeps_each_frames_time(
     assert [round(t - written[0], 3) for t in written] == [round(t - source[0], 3) for t in source]
     with open_source(out) as src:
         assert [content(f.image, clip) for f in src] == list(range(start, clip.frames))
+
+
+def test_exported_sound_starts_with_the_first_frame(
+    made: Callable[[str], Made], tmp_path: Path
+) -> None:
+    """--start 60 on the 30 -> 15 fps file: frame 60 is at 2.5 s, where a tone starts;
+    the export's sound starts there too (before: at 60 frames / the average rate =
+    2.98 s, half a second late, and the tone was gone)."""
+    clip = with_tone(made(VFR), tmp_path / "sound.mp4", 2.5, 2.7)
+    out = tmp_path / "out.mp4"
+    _export(clip, str(out), 60, None)
+    assert loudness(out, 0.03, 0.15) > 0.3  # the tone, from the start
+    assert loudness(out, 0.3, 1.0) < 0.05
+    with open_source(out) as src:
+        assert [content(f.image, clip) for f in src] == list(range(60, clip.frames))
 
 
 def test_index_of_a_long_file_is_cached_and_follows_changes(
