@@ -17,6 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import av
 import cv2
 import pytest
 from archive_media import SAMPLE, json_rows, parquet_rows, sorted_rows
@@ -43,6 +44,7 @@ from framelens.core.pipeline.player import Player
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import frame_index as frame_index_module
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.sources.file import FileReader
 from framelens.core.stages.sources.frame_index import frame_index
 from media_factory import sample_frames
 from test_player import Recorder
@@ -313,3 +315,27 @@ def test_segments_start_on_keyframes_numbered_by_place(made: Callable[[str], Mad
     keyframe 80 at 72 and a segment started on a frame that needs earlier ones)."""
     clip = made(VFR)  # a keyframe every 10 frames
     assert keyframes(str(clip.path)) == list(range(0, 90, 10))
+
+
+class PacketReader(FileReader[av.Packet]):
+    """A reader whose "decoder" hands on every packet it is given as a picture, as
+    NVDEC does (FFmpeg's decoders drop an edit list's hidden frames themselves): the
+    numbering the GPU readers share with the CPU one, without a GPU."""
+
+    def _decode_packet(self, packet: av.Packet | None) -> list[av.Packet]:
+        return [packet] if packet is not None and packet.size else []
+
+
+def test_a_decoder_that_hands_on_hidden_frames_numbers_as_ffmpeg(
+    made: Callable[[str], Made],
+) -> None:
+    clip = made("FFmpeg's cut (edit list)")  # 99 packets, 87 frames shown
+    reader = PacketReader(clip.path)
+    try:
+        indices = []
+        while (decoded := reader.read_decoded()) is not None:
+            indices.append(decoded.index)
+    finally:
+        reader.close()
+    assert reader.info.frame_count == clip.frames == ffprobe_count(clip.path)
+    assert sorted(indices) == list(range(clip.frames))  # none hidden shown, none twice

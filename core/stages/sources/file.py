@@ -340,12 +340,22 @@ class FileReader(ABC, Generic[DecodedT]):
     def _decode(self) -> Generator[DecodedT, None, None]:
         try:
             for packet in self._container.demux(self._stream):
-                yield from self._decode_packet(packet)
+                yield from self._shown(self._decode_packet(packet))
         except AV_ERRORS as exc:
             # Cut short or damaged container: keep what is there, then end.
             self.truncated = True
             log.info("%s: reading stopped early: %s", self.info.uri, reason(exc))
-            yield from self._decode_packet(None)
+            yield from self._shown(self._decode_packet(None))
+
+    def _shown(self, items: Iterable[DecodedT]) -> Iterable[DecodedT]:
+        """The frames the file presents: not those an edit list cuts off, decoded only
+        as references of the first frame shown. FFmpeg's decoders drop those themselves;
+        NVDEC hands them over, and numbering them would shift every frame after."""
+        index = self._index
+        if index is None:
+            return items
+        first, last = index.pts[0], index.pts[-1]
+        return (i for i in items if i.pts is None or first <= i.pts <= last)
 
     def _decode_failed(self, error: str) -> None:
         # reported once, by damage_note(), when the run or the player is done with it
