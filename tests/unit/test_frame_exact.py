@@ -9,6 +9,7 @@ K..K+N-1 at their own times (before, FrameLens numbered frames by timestamp x ra
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -339,3 +340,19 @@ def test_a_decoder_that_hands_on_hidden_frames_numbers_as_ffmpeg(
         reader.close()
     assert reader.info.frame_count == clip.frames == ffprobe_count(clip.path)
     assert sorted(indices) == list(range(clip.frames))  # none hidden shown, none twice
+
+
+def test_compare_reports_the_frames_asked_for(
+    made: Callable[[str], Made], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`framelens compare --start 85` on the 90-frame 30 -> 15 fps file compares frames
+    85-89 at their own times (before: 4 frames, numbered from 87)."""
+    monkeypatch.setenv("FRAMELENS_CACHE_DIR", str(tmp_path / "cache"))
+    clip = made(VFR)
+    report = tmp_path / "report"
+    args = ["compare", str(clip.path), "--precisions", "fp32,fp16", "--start", "85"]
+    assert main([*args, "--device", "cpu", "--quiet", "--report", str(report)]) == 0
+    rows = list(csv.DictReader((report / "frames.csv").open()))
+    times = ffprobe_frames(clip.path)
+    assert [int(r["index"]) for r in rows] == [85, 86, 87, 88, 89]
+    assert [r["pts"] for r in rows] == [f"{times[k] - times[0]:.3f}" for k in range(85, 90)]
