@@ -34,7 +34,6 @@ number and time every frame of a file identically.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable
@@ -162,9 +161,9 @@ class FileReader(ABC, Generic[DecodedT]):
 
     def _describe_index(self, index: FrameIndex) -> None:
         """``info`` from the index: the frames there are, their real duration and rate."""
-        seconds = float((index.end - index.pts[0]) * self._time_base)
-        fps = len(index) / seconds if seconds > 0 else self._fps
-        self._fps = fps if math.isfinite(fps) and 0 < fps <= 1000 else self._fps
+        seconds = (index.end - index.pts[0]) * self._time_base  # a Fraction: 25 fps is 25.0
+        fps = float(len(index) / seconds) if seconds > 0 else self._fps
+        self._fps = fps if 0 < fps <= 1000 else self._fps
         duration = float((index.end - self._start) * self._time_base)
         self.info = replace(self.info, frame_count=len(index), fps=self._fps, duration=duration)
 
