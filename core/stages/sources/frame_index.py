@@ -4,8 +4,10 @@ Frame k of a file is the k-th frame it presents (0-based), whatever its timestam
 a phone's recording that drops from 30 to 15 fps half way, a GIF of 8 and 9 centisecond
 delays. Dividing a timestamp by a frame rate gets those wrong, so the file source looks
 frames up here instead: ``FrameIndex`` holds every frame's timestamp, sorted, read from
-the demuxed packets (no decoding: one packet is one presented frame), the keyframes to
-seek from, and the end of the last frame (so the duration is the real one).
+the demuxed packets (no decoding: one packet is one presented frame, except those an
+edit list hides), the keyframes to seek from, and the end of the last frame (so the
+duration is the real one). Not covered: interlaced video coded as one field per packet
+(some broadcast MPEG-TS), which would count each field as a frame.
 
 Reading the packets of a long file takes a while (a second or so per GB), so an index of
 a file worth it is cached under the FrameLens cache (``frame-index/``), keyed by the
