@@ -166,8 +166,8 @@ def test_duration_and_rate_are_the_files_own(name: str, made: Callable[[str], Ma
     assert info.fps == pytest.approx(len(times) / info.duration, rel=1e-6)
 
 
-def _export(clip: Made, out: str, start: int, frames: int | None) -> None:
-    args = ["run", str(clip.path), "--device", "cpu", "--quiet", "--export", out]
+def _export(clip: Made, out: str, start: int, frames: int | None, *more: str) -> None:
+    args = ["run", str(clip.path), "--device", "cpu", "--quiet", "--export", out, *more]
     args += ["--start", str(start)] + (["--frames", str(frames)] if frames else [])
     assert main(args) == 0
 
@@ -193,14 +193,17 @@ def test_png_export_names_frames_by_their_place(
     assert [round(t, 3) for t in record["pts_s"]] == [round(times[k] - times[0], 3) for k in want]
 
 
-@pytest.mark.parametrize("name", [VFR, JITTER, GIF])
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [(VFR, "out.mp4"), (JITTER, "out.mp4"), (GIF, "out.mp4"), (VFR, "lossless.mkv")],
+)
 def test_exported_video_keeps_each_frames_time(
-    name: str, made: Callable[[str], Made], tmp_path: Path
+    name: str, target: str, made: Callable[[str], Made], tmp_path: Path
 ) -> None:
     clip = made(name)
     start = 20
-    out = tmp_path / "out.mp4"
-    _export(clip, str(out), start, None)
+    out = tmp_path / target
+    _export(clip, str(out), start, None, *(["--lossless"] if target.endswith(".mkv") else []))
     source = ffprobe_frames(clip.path)[start:]
     written = ffprobe_frames(out)
     assert len(written) == len(source) == clip.frames - start
