@@ -195,7 +195,14 @@ def test_png_export_names_frames_by_their_place(
 
 @pytest.mark.parametrize(
     ("name", "target"),
-    [(VFR, "out.mp4"), (JITTER, "out.mp4"), (GIF, "out.mp4"), (VFR, "lossless.mkv")],
+    [
+        (VFR, "out.mp4"),
+        (JITTER, "out.mp4"),
+        (GIF, "out.mp4"),
+        (VFR, "out.mkv"),
+        (VFR, "out.mov"),
+        (VFR, "lossless.mkv"),
+    ],  # fmt: skip
 )
 def test_exported_video_keeps_each_frames_time(
     name: str, target: str, made: Callable[[str], Made], tmp_path: Path
