@@ -202,7 +202,7 @@ def test_png_export_names_frames_by_their_place(
         (VFR, "out.mkv"),
         (VFR, "out.mov"),
         (VFR, "lossless.mkv"),
-    ],  # fmt: skip
+    ],
 )
 def test_exported_video_keeps_each_frames_time(
     name: str, target: str, made: Callable[[str], Made], tmp_path: Path
