@@ -138,9 +138,8 @@ class GpuPipelineBench:
             session.open()
             try:
                 start, done = time.perf_counter(), 0
-                for result in session.results():
+                for done, result in enumerate(session.results(), start=1):
                     stats(result)
-                    done += 1
                 wall_s = time.perf_counter() - start
             finally:
                 session.release_workers()

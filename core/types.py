@@ -109,6 +109,7 @@ class SourceInfo:
     codec: str = ""
     seekable: bool = False
     has_audio: bool = False
+    duration: float | None = None  # seconds to the end of the last frame, when known
 
 
 def _empty_f32(*shape: int) -> npt.NDArray[np.float32]:

@@ -356,7 +356,7 @@ class MainWindow(
         previous, self.state = self.state, state
         info = state.source
         if info is not None and (previous.source is None or previous.source != info):
-            self.transport.set_source(state.frame_count, info.fps)
+            self.transport.set_source(state.frame_count, info.fps, info.duration)
             set_text(self.source_label, self._describe_source(state))
             # a source opened (a failed open publishes none): what the old one showed goes
             self.results_shown = 0
@@ -453,7 +453,7 @@ class MainWindow(
             return ""
         parts = [f"{info.width}×{info.height}"]
         if info.fps > 0:
-            parts.append(f"{info.fps:g} fps")
+            parts.append(f"{round(info.fps, 2):g} fps")  # an average: 11.78, 29.97, 25
         if info.codec:
             parts.append(info.codec)
         if state.frame_count:

@@ -91,6 +91,7 @@ class TransportBar(QWidget):
 
         self._frame_count: int | None = None
         self._fps = 0.0
+        self._duration: float | None = None
         # While dragging, seek at most every 40 ms to the latest position.
         self._drag_timer = QTimer(self)
         self._drag_timer.setSingleShot(True)
@@ -123,8 +124,15 @@ class TransportBar(QWidget):
         else:
             self.seekRequested.emit(value)
 
-    def set_source(self, frame_count: int | None, fps: float) -> None:
+    def set_source(
+        self, frame_count: int | None, fps: float, duration: float | None = None
+    ) -> None:
+        """A new source: its frames, average rate and duration in seconds (to the end of
+        its last frame; when unknown, frame count over rate)."""
         self._frame_count, self._fps = frame_count, fps
+        if duration is None and frame_count and fps > 0:
+            duration = frame_count / fps
+        self._duration = duration
         # A fixed width: a label that changes size re-lays out (and repaints) the window.
         widest = f"{frame_count or 999999}/{frame_count or 999999}  0:00:00.0 / 0:00:00.0"
         metrics = self.time_label.fontMetrics()
@@ -144,7 +152,7 @@ class TransportBar(QWidget):
         # one convention in the window: frame N of the count the status bar gives
         # ("501/1394" beside "1394 frames"), 1-based as a user counts frames
         frame = f"{index + 1}/{count}" if count else f"{index + 1}"
-        total = f" / {format_time((count - 1) / self._fps)}" if count and self._fps > 0 else ""
+        total = f" / {format_time(self._duration)}" if count and self._duration else ""
         self.time_label.setText(f"{frame}  {format_time(pts)}{total}")
 
     def show_playing(self, playing: bool) -> None:

@@ -19,9 +19,9 @@ QT_PACKAGES="libgl1-mesa-dri libglx-mesa0 libegl-mesa0 libxkbcommon-x11-0 libxcb
   libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-xinerama0
   libxcb-randr0 libxcb-shape0 libxcb-xkb1 libfontconfig1 libdbus-1-3"
 # --dev: Xvfb for the GUI tests; GStreamer's RTSP server (run by the system Python) for
-# the stream reconnect tests
+# the stream reconnect tests; FFmpeg's ffprobe, the oracle of the frame-exact tests
 [ "$DEV" = 1 ] && QT_PACKAGES="$QT_PACKAGES xvfb python3-gi gir1.2-gst-rtsp-server-1.0
-  gstreamer1.0-plugins-base gstreamer1.0-plugins-good"
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good ffmpeg"
 missing=""
 for p in $QT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

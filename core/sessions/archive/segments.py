@@ -16,16 +16,10 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from framelens.core.errors import ExportError, SourceError
+from framelens.core.errors import ExportError
 from framelens.core.stages.sinks.detections import DetectionsWriter, frame_detections
-from framelens.core.stages.sources.av_input import (
-    AV_ERRORS,
-    DECODER_LIMITS,
-    frame_rate,
-    open_container,
-    reason,
-    video_stream,
-)
+from framelens.core.stages.sources.av_input import DECODER_LIMITS, open_container
+from framelens.core.stages.sources.frame_index import frame_index
 
 DEFAULT_SEGMENT_FRAMES = 9000
 """Inputs longer than this (6 minutes at 25 fps) are split, on Ray, into segments of
@@ -47,22 +41,13 @@ WHOLE = Segment(0, 0, None)
 
 
 def keyframes(path: str) -> list[int]:
-    """The frame indices of ``path``'s keyframes, from its packets' timestamps (as the
-    file source numbers frames: ``round((pts - start) * fps)``), sorted."""
-    container = open_container(path, f"{path} is not a readable video", options=DECODER_LIMITS)
-    try:
-        stream = video_stream(container, path)
-        fps, tb, start = frame_rate(stream), stream.time_base, stream.start_time or 0
-        found = set()
-        try:
-            for packet in container.demux(stream):
-                if packet.is_keyframe and packet.pts is not None and tb is not None:
-                    found.add(round(float((packet.pts - start) * tb) * fps))
-        except AV_ERRORS as exc:
-            raise SourceError(f"{path}: reading its keyframes failed: {reason(exc)}") from exc
-        return sorted(found)
-    finally:
-        container.close()
+    """The frame indices of ``path``'s keyframes (frame k: the k-th frame the file
+    presents, as the file source numbers them), sorted."""
+    index = frame_index(path)
+    if index is None:  # no timestamps to place them by: one segment, counted through
+        open_container(path, f"{path} is not a readable video", options=DECODER_LIMITS).close()
+        return [0]
+    return sorted({index.position(pts) for pts, _dts in index.keyframes})
 
 
 def plan(frame_count: int | None, keys: Sequence[int], max_frames: int) -> list[Segment]:

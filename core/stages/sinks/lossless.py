@@ -89,7 +89,10 @@ class FfvExporter:
             self._stream: Any = self._out.add_stream("ffv1", rate=rate)
             self._stream.width, self._stream.height = width, height
             self._stream.pix_fmt = "bgr0"
-            self._stream.time_base = Fraction(1, 1000)  # Matroska keeps milliseconds
+            # Matroska keeps milliseconds; the encoder too, else it rounds every frame's
+            # time to a tick of the average rate (a variable-rate source's gaps lost)
+            self._stream.time_base = Fraction(1, 1000)
+            self._stream.codec_context.time_base = Fraction(1, 1000)
             self._out.start_encoding()
         except (av.FFmpegError, OSError, ValueError) as exc:
             self.abort()

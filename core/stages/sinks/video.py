@@ -3,7 +3,10 @@
 Timestamps: the first frame written is at t=0 in the export and every later frame
 keeps its distance from it (``pts_s - first_pts_s``), so a range that starts at
 source frame 500 starts at 0 and keeps the source's frame timing, variable rate
-included. Audio of ``[audio_start_s, audio_end_s)`` is shifted by the same amount.
+included. Audio of ``[audio_start_s, audio_end_s)`` is shifted by the same amount;
+when the first frame is not at ``audio_start_s`` (the caller estimated it from a
+frame rate the file does not keep), the audio starts at the first frame and ends with
+the last one instead, so sound and picture stay together.
 
 Odd frame sizes: yuv420p needs even sizes, and padding would change the size, so an
 odd-sized export is encoded as H.264 4:4:4 (yuv444p) at exactly the input size. Every
@@ -277,6 +280,8 @@ class VideoExporter(AtomicWriter):
             )
         if self._t0 is None:
             self._t0 = pts_s
+            if self._audio is not None:
+                self._audio.align(pts_s, 0.5 / self.fps)
         rel = pts_s - self._t0
         # Strictly increasing pts, even if the source repeats or reorders a timestamp.
         pts = max(round(rel / self.time_base), self._last_pts + 1)
@@ -361,6 +366,18 @@ class _AudioCopier:
         self._packets: Iterator[Any] = src.demux(self._in)
         self._pending: Any = None
         self._done = False
+
+    def align(self, first_frame_s: float, tolerance_s: float) -> None:
+        """Start at the first video frame's time when the range was given elsewhere
+        (further than ``tolerance_s``), and end with the video: the video starts there."""
+        if abs(first_frame_s - self._start_s) <= tolerance_s:
+            return
+        self._start_s = max(0.0, first_frame_s)
+        self._start_pts = round(self._start_s / self._tb)
+        self._end_s = None
+        self._src.seek(self._start_pts, stream=self._in)
+        self._packets = self._src.demux(self._in)
+        self._pending = None
 
     def pump(self, video_rel_s: float, hard_end_s: float | None = None) -> None:
         """Mux source audio up to the video's time ``video_rel_s`` (export seconds).

@@ -14,12 +14,16 @@ Damage policy, so a long analysis run survives a bad file:
   changed mid-stream) is scaled to that size, so every frame of a source has one size;
   ``resized`` counts them.
 
-Frame indices count presented frames from 0, except that they jump forward when a
-frame's timestamp is more than 1.5 frame durations later than the count expects: frames
-were lost (damage) and counting on would mislabel every later frame. After a seek the
-index is derived from the timestamp, ``round((pts - start) * fps)``. Both assume a
-constant frame rate; in variable-frame-rate files linear indices stay counts (plus the
-jumps), indices reached by seeking are approximate.
+Frame k is the k-th frame the file presents (0-based; the GUI shows k + 1), whatever its
+timestamps say: variable-rate recordings and GIFs with uneven delays number as FFmpeg
+counts them. A frame's time is its own timestamp. The numbering comes from the file's
+frame index (``frame_index.FrameIndex``: every frame's timestamp, read from its packets
+when the file opens, cached for long files), which also gives the frame count, the real
+duration (to the end of the last frame) and the average rate. Seeking to k decodes from
+the last keyframe before frame k's timestamp up to it: exact. Frames lost to damage
+leave their places empty (the index knows where each one was). Without usable
+timestamps (raw elementary streams, streams joined end to end) frames are counted, and
+seeking counts from the start.
 
 The numbering, seeking and damage handling live in ``FileReader``, which is generic
 over the decoder: ``FileSource`` decodes with PyAV into BGR frames, the GPU layer
@@ -31,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable
@@ -57,6 +60,7 @@ from framelens.core.stages.sources.av_input import (
 )
 from framelens.core.stages.sources.base import Source
 from framelens.core.stages.sources.display import AS_STORED, Display
+from framelens.core.stages.sources.frame_index import FrameIndex, frame_index
 from framelens.core.types import Frame, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -111,19 +115,26 @@ class FileReader(ABC, Generic[DecodedT]):
         self._fps = frame_rate(stream)
         self._time_base = stream.time_base or Fraction(1, round(self._fps))
         self._start = stream.start_time or 0
-        # stream.frames comes from the container index; 0 means the container has none.
-        self._exact_count = stream.frames > 0
+        # Where every frame is (None: the packets carry no timestamps). Else
+        # stream.frames comes from the container's index; 0 means it has none.
+        self._index = frame_index(uri)
+        self._exact_count = self._index is not None or stream.frames > 0
+        # the frames the container says it holds (more than are there when cut short)
+        self._claimed = stream.frames if stream.frames > 0 else None
         self.info = SourceInfo(
             uri=uri,
             kind="file",
             width=ctx.width,
             height=ctx.height,
             fps=self._fps,
-            frame_count=stream.frames if self._exact_count else self._estimate_count(),
+            frame_count=stream.frames if stream.frames > 0 else self._estimate_count(),
             codec=ctx.codec.canonical_name,
             seekable=True,
             has_audio=len(self._container.streams.audio) > 0,
+            duration=self._duration(),
         )
+        if self._index is not None:
+            self._describe_index(self._index)
         self.decode_errors = 0
         self.truncated = False
         self.resized = 0  # frames of another size, scaled to the size the file opened with
@@ -148,6 +159,22 @@ class FileReader(ABC, Generic[DecodedT]):
 
     def _repositioned(self) -> None:
         """Called after the demuxer moved (seek or rewind): reset decoder state here."""
+
+    def _describe_index(self, index: FrameIndex) -> None:
+        """``info`` from the index: the frames there are, their real duration and rate."""
+        seconds = (index.end - index.pts[0]) * self._time_base  # a Fraction: 25 fps is 25.0
+        fps = float(len(index) / seconds) if seconds > 0 else self._fps
+        self._fps = fps if 0 < fps <= 1000 else self._fps
+        duration = float((index.end - self._start) * self._time_base)
+        self.info = replace(self.info, frame_count=len(index), fps=self._fps, duration=duration)
+
+    def _duration(self) -> float | None:
+        stream = self._stream
+        if stream.duration and stream.time_base:
+            return float(stream.duration * stream.time_base)
+        if self._container.duration:
+            return self._container.duration / av.time_base
+        return None
 
     def _estimate_count(self) -> int | None:
         stream = self._stream
@@ -179,13 +206,15 @@ class FileReader(ABC, Generic[DecodedT]):
         self._delivered -= 1
 
     def _linear_index(self, item: DecodedT) -> int:
-        """The next count, unless the timestamp shows that frames were lost before this one."""
-        if item.pts is not None and self._position(item.pts) - self._next_index > 1.5:
-            return round(self._position(item.pts))
+        """The frame's place in the file: from the index when there is one (damage leaves
+        the lost frames' places empty), else the next count."""
+        index = self._index
+        if index is not None and item.pts is not None:
+            return index.position(item.pts)
         return self._next_index
 
     def _at_end(self) -> None:
-        count = self.info.frame_count
+        count = self._claimed if self._claimed is not None else self.info.frame_count
         if self._exact_count and count is not None and self._next_index < count:
             if not self.truncated:
                 log.info("%s ends at frame %d of %d", self.info.uri, self._next_index, count)
@@ -203,7 +232,7 @@ class FileReader(ABC, Generic[DecodedT]):
         """The damage met so far as one line for the user (None for a sound file):
         frames cut off, packets skipped, frames scaled to the opening size."""
         parts = []
-        count = self.info.frame_count
+        count = self._claimed if self._claimed is not None else self.info.frame_count
         if self.truncated:
             of = f" of {count}" if self._exact_count and count else ""
             parts.append(f"cut short or damaged, its frames stop at {self._next_index}{of}")
@@ -219,22 +248,34 @@ class FileReader(ABC, Generic[DecodedT]):
     def seek(self, index: int) -> None:
         """Make the next read return frame ``index``; SourceError if not possible."""
         self._check_open()
-        count = self.info.frame_count
+        frames = self._index
+        count = len(frames) if frames is not None else self.info.frame_count
+        if self._claimed is not None and count is not None and count <= index < self._claimed:
+            raise SourceError(
+                f"cannot seek to frame {index}: {self.info.uri} ends before it "
+                f"(cut short: its frames stop at {count} of {self._claimed})"
+            )
         if index < 0 or (self._exact_count and count is not None and index >= count):
             last = f"0..{count - 1}" if count else "unknown"
             raise SourceError(f"frame {index} is out of range for {self.info.uri} ({last})")
         self._pending = None
-        item = self._seek_near(index)
-        if item is not None and item.pts is not None:
-            at = round(self._position(item.pts))
-        else:
-            # No timestamps, or the container can't seek precisely: count from the start.
-            self._rewind()
-            item, at = next(self._frames, None), 0
-        while item is not None and at < index:
-            self._next_index = at + 1
+        if frames is None:
+            self._seek_by_count(index)
+            return
+        target = frames.pts[index]
+        item = self._seek_before(frames, target)
+        while item is not None and (item.pts is None or item.pts < target):
             item = next(self._frames, None)
-            at = self._linear_index(item) if item is not None else at
+        if item is None:
+            raise SourceError(f"cannot seek to frame {index}: {self.info.uri} ends before it")
+        self._pending = self._stamp(item, self._linear_index(item))
+
+    def _seek_by_count(self, index: int) -> None:
+        """No timestamps: count from the first frame (exact in every container)."""
+        self._rewind()
+        item, at = next(self._frames, None), 0
+        while item is not None and at < index:
+            item, at = next(self._frames, None), at + 1
         if item is None:
             raise SourceError(f"cannot seek to frame {index}: {self.info.uri} ends before it")
         self._pending = self._stamp(item, at)
@@ -246,33 +287,29 @@ class FileReader(ABC, Generic[DecodedT]):
             self._frames.close()
             self._container.close()
 
-    def _seek_near(self, index: int) -> DecodedT | None:
-        """The first frame after a keyframe seek, if it is at or before ``index``.
+    def _seek_before(self, frames: FrameIndex, target: int) -> DecodedT | None:
+        """The first frame decoded from a keyframe at or before ``target``'s frame, with
+        every frame from there to ``target`` decodable (their references read too).
 
         Keyframe indexes can be coarse and some containers (MPEG-TS) seek by estimate,
-        so when the seek lands after the target, retry further back.
+        so a seek that lands after its keyframe is retried further back, and at last the
+        file is read from its start.
         """
-        target_s = (index + 0.5) / self._fps  # half a frame of slack for pts rounding
-        for back_s in (0.0, 2.0, 10.0):
-            if target_s - back_s <= 0:
+        for key_pts, key_dts in frames.seek_points(target):
+            if key_pts <= frames.pts[0]:
                 break  # that's the start, where a rewind is exact
-            self._seek_to_seconds(target_s - back_s)
+            self._seek_to_timestamp(key_dts)
             item = next(self._frames, None)
-            if item is None:
-                continue
-            if item.pts is None:
-                break
-            if round(self._position(item.pts)) <= index:
+            # Landed on that keyframe (or a frame shown before it, which open GOPs
+            # decode after it), not on a later one: later frames all decode right.
+            if item is not None and item.pts is not None and item.pts <= key_pts:
                 return item
-        return None
+        self._rewind()
+        return next(self._frames, None)
 
-    def _seek_to_seconds(self, seconds: float) -> None:
+    def _seek_to_timestamp(self, timestamp: int) -> None:
         try:
-            self._container.seek(
-                self._start + math.floor(seconds / self._time_base),
-                backward=True,
-                stream=self._stream,
-            )
+            self._container.seek(timestamp, backward=True, stream=self._stream)
         except AV_ERRORS as exc:
             raise SourceError(f"seeking in {self.info.uri} failed: {reason(exc)}") from exc
         # The old generator may hold packets from before the seek.
@@ -292,10 +329,6 @@ class FileReader(ABC, Generic[DecodedT]):
         self._repositioned()
         self._frames = self._decode()
 
-    def _position(self, pts: int) -> float:
-        """Where a timestamp sits, in frames from the start."""
-        return float((pts - self._start) * self._time_base) * self._fps
-
     def _stamp(self, item: DecodedT, index: int) -> Decoded[DecodedT]:
         if item.pts is None:
             pts = index / self._fps
@@ -307,12 +340,22 @@ class FileReader(ABC, Generic[DecodedT]):
     def _decode(self) -> Generator[DecodedT, None, None]:
         try:
             for packet in self._container.demux(self._stream):
-                yield from self._decode_packet(packet)
+                yield from self._shown(self._decode_packet(packet))
         except AV_ERRORS as exc:
             # Cut short or damaged container: keep what is there, then end.
             self.truncated = True
             log.info("%s: reading stopped early: %s", self.info.uri, reason(exc))
-            yield from self._decode_packet(None)
+            yield from self._shown(self._decode_packet(None))
+
+    def _shown(self, items: Iterable[DecodedT]) -> Iterable[DecodedT]:
+        """The frames the file presents: not those an edit list cuts off, decoded only
+        as references of the first frame shown. FFmpeg's decoders drop those themselves;
+        NVDEC hands them over, and numbering them would shift every frame after."""
+        index = self._index
+        if index is None:
+            return items
+        first, last = index.pts[0], index.pts[-1]
+        return (i for i in items if i.pts is None or first <= i.pts <= last)
 
     def _decode_failed(self, error: str) -> None:
         # reported once, by damage_note(), when the run or the player is done with it
