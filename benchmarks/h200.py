@@ -137,10 +137,11 @@ class GpuPipelineBench:
             session = Session([self.path], self.settings, options=options, built=built)
             session.open()
             try:
-                start, done = time.perf_counter(), 0
-                for done, result in enumerate(session.results(), start=1):
+                start = time.perf_counter()
+                for result in session.results():
                     stats(result)
                 wall_s = time.perf_counter() - start
+                done = stats.frames
             finally:
                 session.release_workers()
                 session.close()
