@@ -263,7 +263,7 @@ def cmd_models(_: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.doctor import diagnose
+    from framelens.core.tools.doctor import diagnose
 
     report = diagnose()
     if args.json:
@@ -276,7 +276,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.bench import run_bench
+    from framelens.core.tools.bench import run_bench
 
     result = run_bench(
         args.source or str(sample_video()),

@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_engines(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline import engines
+    from framelens.core.tools import engine_prebuild as engines
 
     if args.engines_command == "list":
         plans = engines.engines_list()
@@ -62,8 +62,8 @@ def cmd_engines(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from framelens.cli_options import sample_video
-    from framelens.core.pipeline import engines
     from framelens.core.precision import CalibrationSettings
+    from framelens.core.tools import engine_prebuild as engines
     from tqdm import tqdm
 
     if args.batch < 1:

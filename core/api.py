@@ -77,7 +77,6 @@ from framelens.core.pipeline.devices import (
     device_choices,
     resolve_device,
 )
-from framelens.core.pipeline.engines import EngineBuild, build_engine
 from framelens.core.pipeline.settings import PipelineSettings, with_changes, without_classes
 from framelens.core.precision import (
     PRECISIONS,
@@ -148,6 +147,7 @@ from framelens.core.stages.tasks.superres.crops import (
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality, frame_quality
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement
+from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
 from framelens.core.types import Detections, Frame, FrameResult, Image
 
 __all__ = [

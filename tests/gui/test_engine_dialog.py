@@ -49,7 +49,7 @@ def test_the_window_builds_an_engine_with_progress(
 
 
 def test_cancel_stops_the_build_and_caches_nothing(window: MainWindow, qtbot: QtBot) -> None:
-    from framelens.core.pipeline.engines import engines_list
+    from framelens.core.tools.engine_prebuild import engines_list
 
     dialog = window.open_engine_builder()
     dialog.model_combo.setCurrentText("yolox-nano")

@@ -1,4 +1,5 @@
-"""`framelens bench`: the threaded pipeline against a naive per-frame loop.
+"""`framelens bench`: the product's driver (a session, core/sessions/session.py) against a
+naive per-frame loop.
 
 Both use the same model, ONNX Runtime threads, encoder and preset, on the same
 frames of the same source, one after the other in one process. Each gets a warm-up
@@ -20,27 +21,23 @@ from typing import Any
 from framelens.core import __version__
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
-from framelens.core.pipeline.frame_pipeline import FramePipeline
-from framelens.core.pipeline.runner import PipelineRunner, RunRange
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
+from framelens.core.sessions.session import Session, SessionOptions
 from framelens.core.stages.sinks.video import VideoExporter
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources import open_source
 from framelens.core.stages.timing import now_ms, stage
-from framelens.core.types import FrameResult, StageTimes
+from framelens.core.types import FrameResult, SourceInfo, StageTimes
 from tqdm import tqdm
 
 WARMUP_FRAMES = 20
 
+Tick = Callable[[FrameResult], None]
+
 
 @contextmanager
-def _bench_setup(
-    source_spec: str, settings: PipelineSettings, out: Path | None, workers: int = 1
-) -> Iterator[tuple[Source, list[FramePipeline], Callable[[FrameResult], None]]]:
-    """Source, pipelines and an encode step for one measured loop; the video is discarded."""
-    source = open_source(source_spec)
-    pipelines = [build.host_pipeline(settings) for _ in range(workers)]
-    info = source.info
+def _encoder(out: Path | None, info: SourceInfo) -> Iterator[Tick]:
+    """The encode step of a measured loop; the video is discarded."""
     video = None
     if out is not None:
         video = VideoExporter(
@@ -53,16 +50,10 @@ def _bench_setup(
                 video.write(result.annotated, result.frame.pts, result.frame.index)
 
     try:
-        yield source, pipelines, encode
+        yield encode
     finally:
         if video is not None:
             video.abort()
-        for p in pipelines:
-            p.close()
-        source.close()
-
-
-Tick = Callable[[FrameResult], None]
 
 
 def naive_loop(
@@ -74,7 +65,8 @@ def naive_loop(
 ) -> RunStats:
     """Read, preprocess, infer, postprocess, draw, encode: one after the other."""
     stats = RunStats()
-    with _bench_setup(source_spec, settings, out) as (source, (pipeline,), encode):
+    pipeline = build.host_pipeline(settings)
+    with open_source(source_spec) as source, _encoder(out, source.info) as encode:
         for _ in range(frames):
             t0 = now_ms()
             frame = source.read()
@@ -87,6 +79,7 @@ def naive_loop(
             if tick is not None:
                 tick(result)
         stats.stop()
+    pipeline.close()
     return stats
 
 
@@ -98,14 +91,20 @@ def pipeline_run(
     workers: int = 1,
     tick: Tick | None = None,
 ) -> RunStats:
-    """The threaded runner: decode thread, ``workers`` inference threads, encode on the caller."""
+    """The product's driver, a session: decode thread, ``workers`` inference threads,
+    overlays drawn by the workers, encode on the caller."""
     stats = RunStats()
-    observers: list[Tick] = [stats] if tick is None else [stats, tick]
-    with _bench_setup(source_spec, settings, out, workers) as (source, pipelines, encode):
-        runner = PipelineRunner(
-            source, pipelines[0], [encode], observers=observers, extra_pipelines=pipelines[1:]
-        )
-        runner.run(RunRange(0, frames))
+    built = build.Workers([build.host_pipeline(settings) for _ in range(workers)], "cpu pipeline")
+    session = Session([source_spec], settings, options=SessionOptions(frames=frames), built=built)
+    with session:
+        source = session.sources[0].source
+        assert source is not None
+        with _encoder(out, source.info) as encode:
+            for result in session.results():
+                encode(result)
+                stats(result)
+                if tick is not None:
+                    tick(result)
         stats.stop()
     return stats
 
