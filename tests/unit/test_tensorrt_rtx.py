@@ -19,7 +19,7 @@ import pytest
 from framelens.core.cache import variants_dir
 from framelens.core.errors import Cancelled, EngineError, ModelError
 from framelens.core.models.catalog import resolve_model
-from framelens.core.pipeline import build, engines
+from framelens.core.pipeline import build
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.precision import CalibrationSettings
 from framelens.core.stages.engines.tensorrt_flavour import (
@@ -29,6 +29,7 @@ from framelens.core.stages.engines.tensorrt_flavour import (
     parse_targets,
 )
 from framelens.core.stages.engines.tensorrt_plans import PLAN_FILE, BuildFor, cached_plan
+from framelens.core.tools import engine_prebuild as engines
 from int8_variant import SharedInt8
 
 rtx = next((f for f in installed_flavours() if f.name == "tensorrt-rtx"), None)
