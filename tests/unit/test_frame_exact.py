@@ -40,9 +40,9 @@ from frame_exact_media import (
 from framelens.cli import main
 from framelens.core.api import frames_at, run_batch
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.archive.segments import keyframes
-from framelens.core.pipeline.player import Player
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.segments import keyframes
+from framelens.core.sessions.playback.player import Player
 from framelens.core.stages.sources import frame_index as frame_index_module
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.file import FileReader
