@@ -403,3 +403,8 @@ def model_for(spec: ModelSpec, precision: str) -> ModelSpec:
             "prepare_variant(spec, 'int8', source=...) and pass its spec"
         )
     return prepare_variant(spec, precision).spec
+
+
+def fp32_variant(spec: ModelSpec) -> VariantInfo:
+    """The model as it is, as a variant: switching back to FP32 needs no preparation."""
+    return VariantInfo("fp32", spec.path, spec, "", False)

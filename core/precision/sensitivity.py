@@ -27,6 +27,8 @@ from framelens.core.precision.graph import (
 )
 from framelens.core.precision.int8_settings import CalibrationSettings, StageProgress
 from framelens.core.precision.qdq import cpu_session, input_name_of, quantize_qdq
+from framelens.core.precision.report import SensitivityReport
+from framelens.core.stages.engines.tensorrt_layers import kept_in_float, plan_layer_precisions
 from framelens.core.stages.tasks import AnyTask, DetectionTask, DetectParams, task_for
 from framelens.core.types import Detections
 
@@ -182,3 +184,14 @@ def analyse(
         sensitivity[name] = output_nsr(trials.outputs(frozenset({name}), subset.tensors), reference)
     progress("sensitivity", 1.0)
     return Analysis(absmax, sensitivity)
+
+
+def tensorrt_kept_float(report: SensitivityReport, graph: str | Path) -> set[str]:
+    """Convolutions the INT8 graph quantized that TensorRT ran in float, from the layer
+    list of a plan of ``graph`` a GPU has run (empty when none has)."""
+    precisions = plan_layer_precisions(graph)
+    if not precisions:
+        return set()
+    return kept_in_float(
+        precisions, [layer.name for layer in report.layers if not layer.kept_float]
+    )

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framelens.core.errors import ExportError
 from framelens.core.pipeline.compare.records import CompareLog, PaneRow
+from framelens.core.stages.sinks.atomic_dir import check_dir_target
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -206,3 +208,23 @@ def write_report_files(folder: Path, log: CompareLog, summary: dict[str, Any]) -
     plots = write_plots(folder, log, summary)
     (folder / HTML_FILE).write_text(_html(summary, plots), encoding="utf-8")
     return [folder / n for n in (SUMMARY, CSV_FILE, *plots, HTML_FILE)]
+
+
+def compare_report_folder(folder: str | Path, stem: str) -> Path:
+    """Where a compare report chosen to go in ``folder`` is written.
+
+    ``folder`` itself when it is empty or holds an earlier report (overwritten), else a
+    new ``<stem>_compare`` subfolder in it (``_2``, ``_3``... when taken).
+    """
+    try:
+        return check_dir_target(folder, REPORT_FILES)
+    except ExportError:
+        base = Path(folder) / f"{stem or 'video'}_compare"
+        target, n = base, 2
+        while target.exists():
+            try:
+                return check_dir_target(target, REPORT_FILES)
+            except ExportError:
+                target = base.with_name(f"{base.name}_{n}")
+                n += 1
+        return check_dir_target(target, REPORT_FILES)
