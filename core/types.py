@@ -91,6 +91,11 @@ class Frame:
         assert self.device is not None
         return int(self.device.height)
 
+    def release(self, stream: Any = None) -> None:
+        """Give back what holds the pixels early (a dropped frame): a host frame holds
+        nothing pooled; an NVDEC frame hands its buffer back to the decoder's pool."""
+        del stream
+
     def __repr__(self) -> str:
         where = "host" if self._image is not None else "device"
         return f"Frame(index={self.index}, pts={self.pts:.3f}, {self.width}x{self.height} {where})"

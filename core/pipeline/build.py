@@ -417,7 +417,7 @@ def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str
     if device is None:
         source = open_source(spec)
         wanted = pipeline is not None and pipeline.takes_device_frames
-        why = getattr(source, "fallback_reason", None) if wanted else None
+        why = source.fallback_reason if wanted else None
         return source, f"cpu ({why})" if why else "cpu"
     from framelens.core.gpu.buffers import cuda_driver, cuda_message
     from framelens.core.gpu.context import get_context

@@ -271,9 +271,7 @@ class Executor(Generic[T]):
         return taken, None
 
     def _drop(self, frame: Frame) -> None:
-        release = getattr(frame, "release", None)
-        if callable(release):
-            release()  # an NVDEC buffer back to its decoder at once
+        frame.release()  # an NVDEC buffer back to its decoder at once
         with self._cond:
             self.dropped += 1
 

@@ -40,6 +40,7 @@ class Failover:
     workers: int | None  # inference workers per device (None: the path's default)
     say: Callable[[str], None]
     failed: list[str] = field(default_factory=list)
+    spinning: bool = True  # ONNX Runtime's busy-wait (off where a GUI needs the core)
     moved: list[str] = field(default_factory=list)
 
     def candidates(self, settings: PipelineSettings) -> list[PipelineSettings]:
@@ -58,7 +59,9 @@ class Failover:
         for target in self.candidates(settings):
             on_gpu = target.device.startswith("cuda")
             try:
-                built = build.workers(target, notify=self.say, count=self.workers)
+                built = build.workers(
+                    target, notify=self.say, count=self.workers, spinning=self.spinning
+                )
             except FrameLensError as exc:
                 if not on_gpu:
                     raise

@@ -42,7 +42,7 @@ class StopFlag(Protocol):
     def is_set(self) -> bool: ...
 
 
-class GroupJob(Protocol[PartT_co]):
+class DeviceGroup(Protocol[PartT_co]):
     """What a device group does with its sources in its process (picklable; the run's
     ``GroupJob`` of core/sessions/runs.py): its outputs' folder, and a run that returns
     what the group did."""
@@ -56,6 +56,7 @@ class GroupJob(Protocol[PartT_co]):
         names: Sequence[str],
         settings: PipelineSettings,
         *,
+        ids: Sequence[int],
         counter: Counter | None,
         on_message: Callable[[str], None] | None,
         cancel: StopFlag | None,
@@ -98,7 +99,8 @@ class _StopFlag:
 
 def _group_main(
     k: int,
-    job: GroupJob[Any],
+    job: DeviceGroup[Any],
+    ids: list[int],
     specs: list[str],
     names: list[str],
     settings: PipelineSettings,
@@ -112,7 +114,7 @@ def _group_main(
     messages: list[str] = []
     try:
         part = job.run(
-            specs, names, settings, counter=_CountingBar(counter),
+            specs, names, settings, ids=ids, counter=_CountingBar(counter),
             on_message=messages.append, cancel=_StopFlag(stop),
         )  # fmt: skip
         results.put((k, "ok", part, messages))
@@ -123,7 +125,7 @@ def _group_main(
 
 
 def run_groups_in_processes(
-    job: GroupJob[PartT],
+    job: DeviceGroup[PartT],
     groups: Sequence[Sequence[int]],
     slots: Sequence[str],
     specs: Sequence[str],
@@ -144,7 +146,7 @@ def run_groups_in_processes(
     counters = [ctx.Value("q", 0, lock=False) for _ in groups]
     processes = []
     for k, group in enumerate(groups):
-        args = (k, job, [specs[i] for i in group], [names[i] for i in group],
+        args = (k, job, list(group), [specs[i] for i in group], [names[i] for i in group],
                 replace(settings, device=slots[k]), counters[k], shared_stop,
                 results)  # fmt: skip
         processes.append(ctx.Process(target=_group_main, args=args, name=f"fl-device-{k}"))

@@ -34,8 +34,7 @@ from framelens.core.sessions.outputs import (
     output_names,
     run_meta,
 )
-from framelens.core.sessions.processes import Counter, run_groups_in_processes
-from framelens.core.sessions.processes import StopFlag as CancelFlag
+from framelens.core.sessions.processes import Counter, StopFlag, run_groups_in_processes
 from framelens.core.sessions.session import Session, SessionOptions, SessionSource
 from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.sessions.summary import DeviceSummary, RunSummary, SourceSummary
@@ -102,8 +101,9 @@ def run_device(
     counter: Counter | None = None,
     on_message: Say | None = None,
     on_frame: Callable[[int], None] | None = None,
-    cancel: CancelFlag | None = None,
+    cancel: StopFlag | None = None,
     session: Session | None = None,
+    ids: Sequence[int] | None = None,
 ) -> DevicePart:
     """One device's sources through one session into their outputs. ``session``: one
     already open (an archive's, with workers kept across files); else opened here and
@@ -112,11 +112,12 @@ def run_device(
     if session is None:
         session = Session(
             specs, settings, names=names, options=options, stages=stages, devices=devices,
-            failed=failed_devices, say=on_message,
+            failed=failed_devices, say=on_message, ids=ids,
         )  # fmt: skip
-        session.open()
     outputs: dict[int, SourceOutputs] = {}
     try:
+        if own:
+            session.open()
         ran = session.ran
         task = session.workers.pipelines[0].task
         for i, entry in enumerate(session.sources):
@@ -140,7 +141,7 @@ def _write_all(
     outputs: dict[int, SourceOutputs],
     counter: Counter | None,
     on_frame: Callable[[int], None] | None,
-    cancel: CancelFlag | None,
+    cancel: StopFlag | None,
 ) -> DevicePart:
     stats = RunStats()
     latency: dict[int, list[float]] = {i: [] for i in outputs}
@@ -161,7 +162,7 @@ def _write_all(
             if on_frame is not None:
                 on_frame(written)
     except KeyboardInterrupt:
-        kinds = {session.sources[i].source.info.kind for i in session.live}  # type: ignore[union-attr]
+        kinds = {s.source.info.kind for s in session.sources if s.source is not None}
         if not kinds or not kinds <= set(LIVE_KINDS):
             raise  # a file run stopped half way: nothing is kept
         # a camera or stream has no end: Ctrl+C is how a recording stops, and what was
@@ -181,6 +182,7 @@ def _part(
     latency: dict[int, list[float]],
 ) -> DevicePart:
     entries: list[SourceSummary] = []
+    failures = session.failures()  # a merged feed's too, when Ctrl+C ended the run
     for i, entry in enumerate(session.sources):
         out = outputs.get(i)
         if out is None:  # never opened
@@ -191,18 +193,19 @@ def _part(
         if latency[i]:
             q50, q99 = np.percentile(latency[i], [50, 99])
             p50, p99 = round(float(q50), 2), round(float(q99), 2)
-        if entry.failure is not None:
+        failure = failures.get(i)
+        if failure is not None:
             out.abort()  # a partial video is no evidence: nothing renamed in
-            session.note(f"{entry.spec} failed after {out.frames} frames: {entry.failure}")
+            session.note(f"{entry.spec} failed after {out.frames} frames: {failure}")
             entries.append(
-                SourceSummary(entry.spec, entry.name, out.frames, error=entry.failure,
+                SourceSummary(entry.spec, entry.name, out.frames, error=failure,
                               p50_ms=p50, p99_ms=p99)
             )  # fmt: skip
             continue
-        damage = getattr(entry.source, "damage_note", None) if entry.source else None
+        damage = entry.source.damage_note() if entry.source is not None else None
         written = out.close()
-        if callable(damage) and (text := damage()):  # a damaged file: what the outputs hold
-            session.note(f"{text}; the outputs hold the {out.frames} frames processed")
+        if damage:  # a damaged file: what the outputs hold
+            session.note(f"{damage}; the outputs hold the {out.frames} frames processed")
         entries.append(
             SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
                           p99_ms=p99)
@@ -285,7 +288,7 @@ def run_one(
     *,
     progress: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
-    cancel: CancelFlag | None = None,
+    cancel: StopFlag | None = None,
 ) -> RunSummary:
     """An open one-source session into ``outputs`` (a run, an archive's job)."""
     entry = session.sources[0]
@@ -389,14 +392,14 @@ def run_many(
     job = GroupJob(
         out_dir=str(out_dir), videos=videos, lossless=lossless,
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
-                               max_wait_ms=max_wait_ms, workers=workers),
+                               max_wait_ms=max_wait_ms, workers=workers, merged=True),
         devices=tuple(slots), stages=stages,
     )  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
             parts = [
                 job.run([specs[i] for i in groups[0]], [names[i] for i in groups[0]],
-                        replace(settings, device=slots[0]), counter=bar,
+                        replace(settings, device=slots[0]), ids=groups[0], counter=bar,
                         on_message=on_message, cancel=cancel)
             ]  # fmt: skip
         elif processes:
@@ -429,15 +432,17 @@ class GroupJob:
         names: Sequence[str],
         settings: PipelineSettings,
         *,
+        ids: Sequence[int],
         counter: Counter | None,
         on_message: Say | None,
-        cancel: CancelFlag | None,
+        cancel: StopFlag | None,
         failed_devices: list[str] | None = None,
     ) -> DevicePart:
+        """The group's sources (``ids``: their numbers in the run) through one session."""
         return run_device(
             specs, names, settings, self.outputs_for, options=self.options, stages=self.stages,
             devices=self.devices, failed_devices=failed_devices, counter=counter,
-            on_message=on_message, cancel=cancel,
+            on_message=on_message, cancel=cancel, ids=ids,
         )  # fmt: skip
 
     def outputs_for(
@@ -481,8 +486,8 @@ def _run_groups(
         try:
             parts[k] = job.run(
                 [specs[i] for i in groups[k]], [names[i] for i in groups[k]],
-                replace(settings, device=slots[k]), counter=counter, on_message=on_message,
-                cancel=stop, failed_devices=failed,
+                replace(settings, device=slots[k]), ids=groups[k], counter=counter,
+                on_message=on_message, cancel=stop, failed_devices=failed,
             )  # fmt: skip
         except BaseException as exc:  # the others are told to stop; raised below
             errors.append(exc)

@@ -151,6 +151,7 @@ class Session:
         built: build.Workers | None = None,
         say: Say | None = None,
         spinning: bool = True,
+        ids: Sequence[int] | None = None,
     ) -> None:
         if not specs:
             raise SourceError("give at least one source")
@@ -162,14 +163,18 @@ class Session:
             SessionSource(spec, name)
             for spec, name in zip(specs, names or [str(s) for s in specs], strict=True)
         ]
-        self.stages = SourceStages(stages)
+        self.stages = SourceStages(stages, ids)
         self.notes: list[str] = []
         self._say = say
         self._spinning = spinning
         self._built = built
+        self._lent = built is not None  # the caller's workers: handed back, not closed
+        self._busy = False  # a worker did not stop: its pipelines must not be closed
         self._feed: Source | None = None
         self._route: list[int] = []  # the feed's source_id -> the session's source
-        self._failover = Failover(devices, options.workers, self.note, failed=failed or [])
+        self._failover = Failover(
+            devices, options.workers, self.note, failed=failed or [], spinning=spinning
+        )
         self.batches_run = 0  # engine calls over every device used, and the frames in them
         self.frames_run = 0
         self.started = self.finished = 0.0  # perf_counter span of results()
@@ -240,44 +245,74 @@ class Session:
 
     # ---- opening ----------------------------------------------------------------------------
 
-    def open(self) -> Session:
+    def open(
+        self,
+        stop: Callable[[], bool] = lambda: False,
+        on_opened: Callable[[int], None] | None = None,
+    ) -> Session:
         """Build the workers (unless given) and open every source where they want its
-        frames; a source that cannot be opened is recorded (one source: raised)."""
-        if self._built is None:
-            self._built = build.workers(
-                self.settings, notify=self.note, count=self.options.workers,
-                spinning=self._spinning,
-            )  # fmt: skip
+        frames; a source that cannot be opened is recorded (one source read without the
+        merger: raised). ``stop()`` is asked between sources (Cancelled);
+        ``on_opened(i)`` is told as each source opens or fails to. On any failure the
+        sources opened and the workers built here are closed again."""
         try:
-            opened = self._open_all()
-        except GpuError as exc:  # no NVDEC source could be set up: host pipelines, then
-            self._built.close()
-            self.note(f"GPU pipeline not used ({exc}); ONNX Runtime CUDA with host preprocessing")
-            self._built = build.workers(
-                self.settings, gpu_pipeline=False, count=self.options.workers,
-                spinning=self._spinning,
-            )  # fmt: skip
-            opened = self._open_all()
-        if not opened:
-            why = "; ".join(s.failure or "" for s in self.sources)
-            raise SourceError(f"no source could be opened: {why}")
-        sources = [self.sources[i].source for i in opened]
-        self._feed = self._feed_of([s for s in sources if s is not None], opened)
+            if self._built is None:
+                self._built = build.workers(
+                    self.settings, notify=self.note, count=self.options.workers,
+                    spinning=self._spinning,
+                )  # fmt: skip
+            try:
+                opened = self._open_all(stop, on_opened)
+            except GpuError as exc:  # no NVDEC source could be set up: host pipelines
+                self._close_workers()
+                self.note(
+                    f"GPU pipeline not used ({exc}); ONNX Runtime CUDA with host preprocessing"
+                )
+                self._built = build.workers(
+                    self.settings, gpu_pipeline=False, count=self.options.workers,
+                    spinning=self._spinning,
+                )  # fmt: skip
+                opened = self._open_all(stop, on_opened)
+            if not opened:
+                why = "; ".join(s.failure or "" for s in self.sources)
+                raise SourceError(f"no source could be opened: {why}")
+            sources = [self.sources[i].source for i in opened]
+            self._feed = self._feed_of([s for s in sources if s is not None], opened)
+        except BaseException:
+            build.close_quietly([s.source for s in self.sources if s.source is not None])
+            for entry in self.sources:
+                entry.source = None
+            if not self._lent:
+                self._close_workers()
+            raise
         self._note_workers()
         return self
 
-    def _open_all(self) -> list[int]:
+    def _close_workers(self) -> None:
+        """Close the workers (quietly: a failed GPU's teardown may fail too), unless a
+        worker thread still uses them."""
+        built, self._built = self._built, None
+        if built is not None and not self._busy:
+            built.close()
+
+    def _open_all(
+        self, stop: Callable[[], bool], on_opened: Callable[[int], None] | None
+    ) -> list[int]:
         """Every source opened for the workers; the numbers of those that opened."""
         opened: list[int] = []
         pipeline = self.workers.pipelines[0]
         try:
             for i, entry in enumerate(self.sources):
+                if stop():
+                    raise Cancelled("cancelled while opening the sources")
                 try:
                     source, entry.decoder = build.open_frames(entry.spec, pipeline)
                 except SourceError as exc:
-                    if len(self.sources) == 1:
-                        raise
                     entry.failure = error_message(exc)
+                    if not self._merges:
+                        raise
+                    if on_opened is not None:
+                        on_opened(i)
                     continue
                 entry.failure = None
                 entry.source = source
@@ -285,6 +320,8 @@ class Session:
                 if self.options.start:
                     _seek_to_start(source, self.options.start)
                     entry.next_index = self.options.start
+                if on_opened is not None:
+                    on_opened(i)
         except BaseException:
             build.close_quietly([s.source for s in self.sources if s.source is not None])
             for s in self.sources:
@@ -377,6 +414,7 @@ class Session:
                 yield self._deliver(item.value)
         finally:
             stopped = executor.close()
+            self._busy = self._busy or not stopped
             self._executor = None
             self.batches_run += executor.batches_run
             self.frames_run += executor.frames_run
@@ -425,7 +463,7 @@ class Session:
         gone, self._feed = self._feed, None
         failed_device = self.device
         try:
-            self.workers.close()
+            self._close_workers()  # a broken CUDA context fails its own teardown: quietly
         finally:
             build.close_quietly([gone] if gone is not None else [])
         self._mark_finished(gone)
@@ -496,12 +534,17 @@ class Session:
     # ---- closing ------------------------------------------------------------------------------
 
     def release_workers(self) -> build.Workers | None:
-        """The workers, handed to the caller (kept across an archive's files), not closed."""
+        """The workers, handed to the caller (kept across an archive's files), not closed;
+        None when there are none fit to keep (closed after a failure, or still busy)."""
         built, self._built = self._built, None
-        return built
+        return None if self._busy else built
 
     def close(self) -> None:
-        """Close the sources (a merged feed's reader threads first) and the workers."""
+        """Stop the executor if a consumer left it running, close the sources (a merged
+        feed's reader threads first) and the workers."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            self._busy = self._busy or not executor.close()
         feed, self._feed = self._feed, None
         try:
             if feed is not None:
@@ -511,8 +554,7 @@ class Session:
         finally:
             for s in self.sources:
                 s.source = None
-            if self._built is not None:
-                self._built.close()
+            self._close_workers()
 
     def __enter__(self) -> Session:
         return self.open() if self._feed is None else self

@@ -13,7 +13,7 @@ frame processed again after a settings change) the session resets that source's 
 before the next result: a stage never sees time run backwards.
 
 Stages run on the consumer's thread of the session (core/sessions/session.py) or the
-player (core/sessions/playback/player_core.py); they need no lock of their own.
+player (core/sessions/playback/worker.py); they need no lock of their own.
 """
 
 from __future__ import annotations
@@ -37,14 +37,16 @@ class SourceStage(Protocol):
 
 
 StageFactory = Callable[[int], Sequence[SourceStage]]
-"""The stages of source ``source_id`` of a session, made when its first result comes."""
+"""The stages of source number ``n`` of a run (its place among the sources given: the
+same in every device group and process), made when its first result comes."""
 
 
 class SourceStages:
     """The chains of a session's sources, made on demand from ``factory``."""
 
-    def __init__(self, factory: StageFactory | None) -> None:
+    def __init__(self, factory: StageFactory | None, ids: Sequence[int] | None = None) -> None:
         self._factory = factory
+        self._ids = list(ids) if ids is not None else None  # session source -> run's number
         self._chains: dict[int, Sequence[SourceStage]] = {}
 
     def __bool__(self) -> bool:
@@ -57,7 +59,8 @@ class SourceStages:
         source = result.frame.source_id
         chain = self._chains.get(source)
         if chain is None:
-            chain = self._chains[source] = tuple(self._factory(source))
+            number = source if self._ids is None else self._ids[source]
+            chain = self._chains[source] = tuple(self._factory(number))
         for stage in chain:
             stage(result)
 

@@ -123,7 +123,7 @@ class PacedSource(Source):
 
     @property
     def reconnecting(self) -> bool:
-        return bool(getattr(self.inner, "reconnecting", False))
+        return self.inner.reconnecting
 
     def read(self) -> Frame | None:
         p = self._pacing
@@ -280,16 +280,17 @@ class WallPlayer:
             stages=self._stages, say=self._on_error, spinning=self._spinning,
         )  # fmt: skip
         self._session = session
+
+        def opened(i: int) -> None:  # each tile says so as its source opens, or why not
+            entry = session.sources[i]
+            if entry.source is not None:
+                info = entry.source.info
+                self._set_tile(i, status="playing", width=info.width, height=info.height)
+            elif entry.failure is not None:
+                self._tile_failed(i, f"cannot open: {entry.failure}")
+
         try:
-            try:
-                session.open()
-            finally:
-                for i, entry in enumerate(session.sources):
-                    if entry.source is not None:
-                        info = entry.source.info
-                        self._set_tile(i, status="playing", width=info.width, height=info.height)
-                    elif entry.failure is not None:
-                        self._tile_failed(i, f"cannot open: {entry.failure}")
+            session.open(stop=lambda: self._closed, on_opened=opened)
             if self._closed:
                 return
             ran = session.ran
@@ -356,7 +357,7 @@ class WallPlayer:
             tile = self._tiles[i]
             if entry.source is None or tile.state.status not in ("playing", "reconnecting"):
                 continue
-            down = bool(getattr(entry.source, "reconnecting", False))
+            down = entry.source.reconnecting
             status = "reconnecting" if down else "playing"
             if status != tile.state.status:
                 self._set_tile(i, status=status)

@@ -103,6 +103,23 @@ def test_a_source_that_breaks_mid_run_is_reported_and_the_others_finish(
     assert any("005.jpg" in n for n in notes)
 
 
+def test_a_source_alone_on_its_device_slot_breaks_alone(
+    clips: list[str], tmp_path: Path
+) -> None:
+    """Two device slots, one source each: the broken one is reported, and the other
+    slot's source is written whole (a slot of one source breaking must not stop the run)."""
+    folder = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 10, bad=5)
+    summary = run_many(
+        [clips[0], str(folder)], PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1),
+        str(tmp_path / "out"), devices=["cpu", "cpu"], videos=False, progress=False,
+    )  # fmt: skip
+    good, broken = summary.sources
+    assert "005.jpg" in (broken.error or "") and broken.frames == 5
+    assert good.error is None and good.frames == FRAMES
+    assert len(detections(tmp_path / "out" / "clip0.json")) == FRAMES
+    assert not (tmp_path / "out" / "frames.json").exists()
+
+
 def test_the_merged_source_reads_every_frame_of_each_in_order_and_takes_turns(
     clips: list[str],
 ) -> None:

@@ -26,7 +26,7 @@ from framelens.core.pipeline.build import Workers
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.failover import Failover
-from framelens.core.sessions.runs import run_many
+from framelens.core.sessions.runs import run_many, run_to_outputs
 from framelens.core.sessions.summary import RunSummary
 from framelens.core.types import Frame, FrameResult, StageTimes
 from media_factory import encode_frames, sample_clips, sample_frames, write_broken_folder
@@ -380,3 +380,25 @@ def test_a_device_failing_with_nothing_left_to_move_keeps_what_was_finished(
     gone, done = summary.sources
     assert "025" in gone.error and done.frames == 6 and done.error is None
     assert len(frames_of(tmp_path / "out" / "short.json")) == 6
+
+
+def test_a_run_whose_source_cannot_be_opened_closes_the_workers_it_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export of a file that cannot be opened (the GUI's, again and again) leaves no
+    engine behind: the workers built for it are closed."""
+    built: list[Workers] = []
+    real_workers = build.workers
+
+    def workers(settings: PipelineSettings, **kw: Any) -> Workers:
+        made = real_workers(settings, **kw)
+        built.append(made)
+        return made
+
+    monkeypatch.setattr(build, "workers", workers)
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    with pytest.raises(SourceError):
+        run_to_outputs(str(tmp_path / "missing.mp4"), settings,
+                       detections=str(tmp_path / "d.json"), progress=False)  # fmt: skip
+    assert built and all(not w.pipelines for w in built)  # closed (close empties the list)
+    assert not list(tmp_path.iterdir())  # and nothing written

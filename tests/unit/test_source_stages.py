@@ -43,9 +43,12 @@ class Numbering:
 
     def __init__(self, source_id: int, log: list[tuple[int, int, int]]) -> None:
         self.source_id, self.log, self.count = source_id, log, 0
+        self.seen_from: int | None = None  # the session's number of the source it serves
 
     def __call__(self, result: FrameResult) -> None:
-        assert result.frame.source_id == self.source_id  # its own source's results only
+        if self.seen_from is None:
+            self.seen_from = result.frame.source_id
+        assert result.frame.source_id == self.seen_from  # its own source's results only
         self.log.append((self.source_id, result.frame.index, self.count))
         if self.count % 2:
             result.output = Detections.empty()
@@ -131,6 +134,18 @@ def test_four_sources_each_have_a_stage_of_their_own_that_sees_only_them_in_orde
         assert stages.seen(source) == list(range(FRAMES))  # once each, in frame order
         assert stages.numbers(source) == list(range(FRAMES))  # its own count, not shared
         assert_written_after_the_stage(tmp_path / "four" / f"clip{source}.json")
+
+
+def test_stages_are_numbered_by_the_sources_place_in_the_run_on_every_device_slot(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """Four sources over two device slots: each source's stage is made for its own
+    number in the run (0..3), not its place in its slot's group (0..1 twice)."""
+    stages = NumberingStages()
+    run_many(clips, settings, str(tmp_path / "slots"), devices=["cpu", "cpu"], videos=False,
+             progress=False, stages=stages)  # fmt: skip
+    for source in range(4):
+        assert stages.seen(source) == list(range(FRAMES))
 
 
 class PlaybackRecorder:

@@ -141,7 +141,7 @@ class PlayerCore(ABC):
     def _follow_reconnect(self) -> None:
         """Publish a live stream going down (reconnecting with backoff) and coming back."""
         source = self._decoder.source if self._decoder is not None else None
-        down = bool(getattr(source, "reconnecting", False))
+        down = source is not None and source.reconnecting
         if down != self._state.reconnecting:
             self._publish(reconnecting=down)
 

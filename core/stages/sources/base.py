@@ -21,6 +21,24 @@ class Source(Closing, ABC):
     source_id: int = 0
     """Stamped on every frame read (``Frame.source_id``): which source of a run it is."""
 
+    # what a source may declare of itself; the defaults are those of a plain file
+    decoder_name: str = "cpu"
+    """The decoder that gives the frames (NVDEC sources name theirs)."""
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why a source asked for on the GPU decodes on the host (None: it does not)."""
+        return None
+
+    @property
+    def reconnecting(self) -> bool:
+        """A live stream down and being reconnected with backoff (streams only)."""
+        return False
+
+    def damage_note(self) -> str | None:
+        """What a damaged file held, once read to its end (None: nothing to say)."""
+        return None
+
     @abstractmethod
     def read(self) -> Frame | None:
         """The next frame, or None once a file or folder has no more frames."""

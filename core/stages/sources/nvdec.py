@@ -103,7 +103,7 @@ class GpuVideoSource(Source):
         self._ctx = ctx
         self.stream = stream
         self.decoder_name = DECODER_NAMES[choice]
-        self.fallback_reason = fallback_reason
+        self._fallback_reason = fallback_reason
         self.info = reader.info
         self.acquire_timeout_s = acquire_timeout_s
         self._layout = Nv12Layout(reader.info.width, reader.info.height)
@@ -131,6 +131,11 @@ class GpuVideoSource(Source):
         except Exception as exc:
             self.close()
             raise SourceError(f"GPU frame buffers: {cuda_message(exc)}") from exc
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why NVDEC is not the decoder (PyAV decodes, through CUDA or on the CPU)."""
+        return self._fallback_reason
 
     @property
     def decode_errors(self) -> int:
