@@ -126,6 +126,7 @@ from framelens.core.stages.sinks import save_snapshot
 from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sinks.written import describe_outputs
 from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources.camera import CameraDevice, list_cameras
 from framelens.core.stages.tasks import (
     DetectParams,
     SuperResParams,
@@ -166,6 +167,7 @@ __all__ = [
     "WALL_LAYOUT_SUFFIX",
     "BatchSummary",
     "CalibrationSettings",
+    "CameraDevice",
     "Cancelled",
     "CompareRunner",
     "CompareStep",
@@ -237,6 +239,7 @@ __all__ = [
     "fp32_variant",
     "frames_at",
     "layout",
+    "list_cameras",
     "load_catalog",
     "load_wall_layout",
     "measure_frame_quality",

@@ -56,7 +56,7 @@ class Controller(QObject):
     resultReady = Signal(object)  # FrameResult
     stateChanged = Signal(object)  # PlayerState
     errorOccurred = Signal(str)  # one line
-    modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter)
+    modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter); None: no model
     exportProgress = Signal(int, int)  # done, total (total 0 when unknown)
     exportFinished = Signal(list)  # every path written: the video, the detections
     exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
@@ -171,6 +171,15 @@ class Controller(QObject):
             self._start_job(wanted, cached_only=wanted == "int8", fallback=True)
         elif self.source is not None:
             self.player.set_model(self.settings)
+
+    def clear_model(self) -> None:
+        """Play without a model: frames as decoded, nothing drawn (to review a video, or
+        an annotated export without its boxes drawn twice)."""
+        self._drop_job()
+        self._base_model, self.settings = None, None
+        self.precision, self.report = "fp32", None
+        self.player.clear_model()
+        self.modelChanged.emit(None)
 
     def set_device(self, device: str) -> bool:
         """Run inference on "auto", "cpu" or "cuda:N"; False (and a message) when impossible."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.api import WALL_LAYOUT_SUFFIX
+from framelens.core.api import WALL_LAYOUT_SUFFIX, list_cameras
 from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
 from framelens.gui.export_runner import writable_folder
 from framelens.gui.file_dialogs import open_file, save_file
@@ -71,9 +71,9 @@ class SourceOpening(MainWindowParts):
             self.open_source(path)
 
     def choose_camera(self) -> None:
-        dialog = OpenCameraDialog(self)
-        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted:
-            self.open_source(camera_spec(dialog.index))
+        dialog = OpenCameraDialog(list_cameras(), self)
+        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted and dialog.spec:
+            self.open_source(dialog.spec)
 
     def choose_url(self) -> None:
         dialog = OpenUrlDialog(self.settings.recent, self)

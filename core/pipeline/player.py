@@ -125,6 +125,12 @@ class Player(PlayerCore):
             target=self._build_model, args=(settings, token), name="fl-model", daemon=True
         ).start()
 
+    def clear_model(self) -> None:
+        """Play on without a model: frames shown as decoded (a model being built is
+        dropped)."""
+        self._model_token += 1
+        self._send(self._do_clear_model)
+
     def close(self) -> None:
         """Stop the threads and release the source and the engine."""
         if self._closed:
@@ -219,7 +225,7 @@ class Player(PlayerCore):
         self._publish(decoder=name)
         return source
 
-    def _match_source(self, pipeline: FrameProcessor) -> None:
+    def _match_source(self, pipeline: FrameProcessor | None) -> None:
         """Reopen the source when the new pipelines want frames from another decoder (a
         switch between CPU and CUDA, or to another GPU); the caller seeks it back to where
         playback was. If the source cannot be reopened, the player is left empty."""
@@ -261,7 +267,7 @@ class Player(PlayerCore):
             for p in self._workers:
                 p.update(**changes)
 
-    def _install(self, pipeline: FrameProcessor, workers: list[FrameProcessor]) -> None:
+    def _install(self, pipeline: FrameProcessor | None, workers: list[FrameProcessor]) -> None:
         current = self._current
         if current is not None and not current.on_host:
             # its pixels live in the old pipelines' buffers: keep a host copy first
@@ -293,6 +299,10 @@ class Player(PlayerCore):
             # the frame on screen (a seek), so playback goes on without a gap
             target, count = self._state.index + 1, self._state.frame_count
             self._ahead_seek(min(target, count - 1) if count else target)
+        if pipeline is None:  # no model: frames as decoded
+            self._settings = None
+            self._publish(model="", precision="")
+            return
         s = pipeline.settings
         latest = self._settings
         if latest is not None:  # thresholds may have changed while the model was built
@@ -303,6 +313,11 @@ class Player(PlayerCore):
             )  # fmt: skip
         self._settings = s
         self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
+
+    def _do_clear_model(self) -> None:
+        self._install(None, [])
+        self._publish(loading_model=False)
+        self._refresh()
 
     def _do_update(self, changes: dict[str, object]) -> None:
         if self._settings is not None:

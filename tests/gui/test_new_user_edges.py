@@ -1,0 +1,176 @@
+"""Rough edges a new user hit in the main window (issue 26), with the real sample video
+and the real model, under Xvfb."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from framelens.core.api import Detections, list_cameras
+from framelens.gui.dialogs import OpenCameraDialog
+from framelens.gui.goto_frame import GoToFrameDialog
+from framelens.gui.main_window import MainWindow
+from framelens.gui.model_panel import NO_MODEL_ITEM
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+RESULTS_TIMEOUT_MS = 60_000
+SHOTS = Path("/tmp/framelens-shots")
+
+
+def shot(widget: object, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert widget.grab().save(str(SHOTS / name))  # type: ignore[attr-defined]
+
+
+def start(window: MainWindow, qtbot: QtBot, sample: str, frames: int = 3) -> None:
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= frames, timeout=RESULTS_TIMEOUT_MS)
+
+
+def pause(window: MainWindow, qtbot: QtBot) -> None:
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+
+
+def last_index(window: MainWindow) -> int:
+    result = window.controller.last_result
+    return -1 if result is None else result.frame.index
+
+
+# ---- must-have 5: No model, Go to Frame, a camera list --------------------------------
+
+
+def test_no_model_plays_the_video_as_decoded(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    """ "No model" in the model list: the video plays on with nothing detected or drawn
+    (the frame shown is the frame decoded), and a model chosen again draws again."""
+    combo = window.panel.model_combo
+    assert combo.itemText(0) == NO_MODEL_ITEM
+    start(window, qtbot, sample)
+    pause(window, qtbot)
+    window.controller.seek(300)  # a person is in the picture there
+    qtbot.waitUntil(lambda: last_index(window) == 300, timeout=20_000)
+    drawn = window.controller.last_result
+    assert drawn is not None and len(drawn.output) > 0  # the model finds the person
+
+    combo.activated.emit(0)  # as a click on "No model"
+    qtbot.waitUntil(lambda: window.state.model == "", timeout=20_000)
+    window.controller.seek(300)
+    qtbot.waitUntil(
+        lambda: last_index(window) == 300 and window.controller.last_result is not drawn,
+        timeout=20_000,
+    )
+    plain = window.controller.last_result
+    assert plain is not None
+    assert isinstance(plain.output, Detections) and len(plain.output) == 0
+    assert plain.annotated is not None
+    assert np.array_equal(plain.annotated, plain.frame.image)  # nothing drawn on it
+    assert window.model_label.text() == "No model"
+    assert combo.currentText() == NO_MODEL_ITEM
+    shown = window.results_shown
+    window.controller.play()
+    qtbot.waitUntil(lambda: window.results_shown > shown + 5, timeout=20_000)
+    shot(window, "no-model.png")
+    pause(window, qtbot)
+
+    combo.activated.emit(combo.findData(window.controller.default_model()))
+    qtbot.waitUntil(lambda: window.state.model != "", timeout=RESULTS_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not window.state.loading_model, timeout=RESULTS_TIMEOUT_MS)
+    window.controller.seek(300)
+    qtbot.waitUntil(
+        lambda: (
+            last_index(window) == 300
+            and window.controller.last_result is not None
+            and len(window.controller.last_result.output) > 0
+        ),
+        timeout=20_000,
+    )
+
+
+def open_goto(window: MainWindow, qtbot: QtBot) -> GoToFrameDialog:
+    window.activateWindow()  # window shortcuts need the active window
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), GoToFrameDialog))
+    dialog = QApplication.activeModalWidget()
+    assert isinstance(dialog, GoToFrameDialog)
+    return dialog
+
+
+def test_ctrl_g_goes_to_the_frame_typed_as_the_counter_numbers_it(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    start(window, qtbot, sample)
+    dialog = open_goto(window, qtbot)
+    for typed, said in (("abc", "not a frame number"), ("1395", "1 to 1394"), ("0", "no frame 0")):
+        dialog.edit.setText(typed)
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+        assert dialog.isVisible(), f"{typed!r} was taken"
+        assert said in dialog.message.text() and dialog.message.isVisible()
+    shot(dialog, "go-to-frame-invalid.png")
+    dialog.edit.setText("1,200")
+    qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: last_index(window) == 1199, timeout=20_000)
+    assert not window.state.playing
+    assert window.transport.time_label.text().startswith("1200/1394")
+    assert window.goto_action.shortcut().toString() == "Ctrl+G"
+
+
+def test_go_to_frame_without_a_video_says_to_open_one(window: MainWindow, qtbot: QtBot) -> None:
+    window.goto_action.trigger()
+    qtbot.waitUntil(window.error_box.isVisible, timeout=5000)
+    assert "open a video first" in window.error_box.text()
+    window.error_box.close()
+
+
+def fake_sysfs(root: Path, names: dict[str, str]) -> Path:
+    for node, name in names.items():
+        (root / node).mkdir(parents=True)
+        (root / node / "name").write_text(name + "\n", encoding="utf-8")
+    return root
+
+
+def test_open_camera_lists_the_cameras_present_by_name(qtbot: QtBot, tmp_path: Path) -> None:
+    sysfs = fake_sysfs(
+        tmp_path / "video4linux",
+        {
+            "video10": "USB Capture HDMI",
+            "video0": "Integrated Camera: Integrated C",
+            "video2": "C920",
+        },
+    )
+    dialog = OpenCameraDialog(list_cameras(sysfs))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    texts = [dialog.list.item(i).text() for i in range(dialog.list.count())]
+    assert texts == [
+        "Integrated Camera: Integrated C (/dev/video0)",
+        "C920 (/dev/video2)",
+        "USB Capture HDMI (/dev/video10)",
+    ]
+    assert not dialog.notice.isVisible()
+    shot(dialog, "open-camera-list.png")
+    assert dialog.spec == "/dev/video0"  # the first, chosen already
+    dialog.list.setCurrentRow(1)
+    assert dialog.spec == "/dev/video2"
+    qtbot.keyClicks(dialog.edit, "rtsp://10.0.0.9/live")
+    assert dialog.spec == "rtsp://10.0.0.9/live"
+
+
+def test_open_camera_with_none_present_says_so_and_takes_a_typed_index(
+    window: MainWindow, qtbot: QtBot, tmp_path: Path
+) -> None:
+    dialog = OpenCameraDialog(list_cameras(tmp_path / "no-such-sysfs"), window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.notice.isVisible() and "No camera was found" in dialog.notice.text()
+    assert dialog.spec == ""
+    shot(dialog, "open-camera-none.png")
+    qtbot.keyClicks(dialog.edit, "7")
+    assert dialog.spec == "7"
