@@ -127,6 +127,7 @@ from framelens.core.stages.sinks.atomic_dir import check_dir_target
 from framelens.core.stages.sinks.written import describe_outputs
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.sources.camera import CameraDevice, list_cameras
+from framelens.core.stages.sources.suffixes import VIDEO_SUFFIXES
 from framelens.core.stages.tasks import (
     DetectParams,
     SuperResParams,
@@ -163,6 +164,7 @@ __all__ = [
     "MIN_PANES",
     "PRECISIONS",
     "TASK_OF_LAYOUT",
+    "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
     "BatchSummary",

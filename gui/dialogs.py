@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT, CameraDevice, describe_outputs
+from framelens.core.api import (
+    LAYOUTS,
+    TASK_OF_LAYOUT,
+    VIDEO_SUFFIXES,
+    CameraDevice,
+    describe_outputs,
+)
 from framelens.gui.controller import Controller
 from framelens.gui.export_runner import ExportRequest, default_outputs
 from framelens.gui.file_dialogs import open_file, save_file
@@ -32,9 +38,9 @@ from PySide6.QtWidgets import (
 )
 
 VIDEO_FILTER = (
-    "Videos (*.mp4 *.mkv *.mov *.avi *.m4v *.webm *.ts *.mpg *.mpeg *.wmv);;"
+    f"Videos ({' '.join('*' + suffix for suffix in VIDEO_SUFFIXES)});;"
     "Wall layouts (*.flwall);;All files (*)"
-)
+)  # the extensions core takes for a video: one list (core/stages/sources/suffixes.py)
 WALL_LAYOUT_FILTER = "FrameLens wall layout (*.flwall)"
 EXPORT_VIDEO_FILTER = "MP4 video (*.mp4);;Matroska (*.mkv);;QuickTime (*.mov);;AVI (*.avi)"
 DETECTIONS_FILTER = "JSON (*.json);;CSV (*.csv)"

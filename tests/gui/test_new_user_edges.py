@@ -3,17 +3,19 @@ and the real model, under Xvfb."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
-from framelens.core.api import Detections, list_cameras
-from framelens.gui.dialogs import OpenCameraDialog
+from framelens.core.api import VIDEO_SUFFIXES, Detections, list_cameras
+from framelens.gui.dialogs import VIDEO_FILTER, OpenCameraDialog
 from framelens.gui.goto_frame import GoToFrameDialog
 from framelens.gui.main_window import MainWindow
 from framelens.gui.model_panel import NO_MODEL_ITEM
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QTreeView
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -174,3 +176,90 @@ def test_open_camera_with_none_present_says_so_and_takes_a_typed_index(
     shot(dialog, "open-camera-none.png")
     qtbot.keyClicks(dialog.edit, "7")
     assert dialog.spec == "7"
+
+
+# ---- the Open dialogs take every video FrameLens plays, and say what they leave out ----
+
+
+def write_video(path: Path, frames: int = 8, size: tuple[int, int] = (96, 64)) -> str:
+    """A real video (H.264, or an animated GIF by its name), each frame another grey."""
+    gif = path.suffix == ".gif"
+    width, height = size
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("gif" if gif else "libx264", rate=10)
+        stream.width, stream.height = width, height
+        stream.pix_fmt = "rgb8" if gif else "yuv420p"
+        for i in range(frames):
+            image = np.full((height, width, 3), 20 + 25 * i, np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return str(path)
+
+
+def accept_typed(qtbot: QtBot, names: str, listed: int) -> list[str]:
+    """Answer the next file dialog by typing ``names`` in its name box, as a user does,
+    once it lists ``listed`` files (the folder read), or after 5 s."""
+    seen: list[str] = []
+    deadline = time.monotonic() + 5
+
+    def answer() -> None:
+        dialog = QApplication.activeModalWidget()
+        view = dialog.findChild(QTreeView, "treeView") if dialog is not None else None
+        if not isinstance(dialog, QFileDialog) or view is None:
+            QTimer.singleShot(50, answer)
+            return
+        if view.model().rowCount(view.rootIndex()) < listed and time.monotonic() < deadline:
+            QTimer.singleShot(50, answer)
+            return
+        seen.append(dialog.nameFilters()[0])
+        edit = dialog.findChild(QLineEdit, "fileNameEdit")
+        assert edit is not None
+        edit.setText(names)
+        dialog.accept()
+
+    QTimer.singleShot(0, answer)
+    return seen
+
+
+def test_open_several_opens_a_gif_and_names_what_it_leaves_out(
+    window: MainWindow, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """Four videos typed in Open Several, one a GIF: a wall of four. A file the Videos
+    filter does not show is left out by Qt's dialog: the window says which and why."""
+    for name in ("a.mp4", "b.mp4", "c.gif", "d.mkv"):
+        write_video(tmp_path / name)
+    (tmp_path / "notes.txt").write_text("not a video")
+    window.settings.last_dir = str(tmp_path)
+
+    seen = accept_typed(qtbot, '"a.mp4" "b.mp4" "c.gif" "d.mkv"', listed=4)
+    window.several_action.trigger()
+    assert seen and all(f"*{suffix}" in seen[0] for suffix in VIDEO_SUFFIXES)
+    wall = window.wall_window
+    assert wall is not None
+    assert [Path(s).name for s in wall.specs] == ["a.mp4", "b.mp4", "c.gif", "d.mkv"]
+    assert not window.error_box.isVisible()
+    wall.close()
+
+    accept_typed(qtbot, '"a.mp4" "notes.txt" "c.gif"', listed=4)
+    window.several_action.trigger()
+    qtbot.waitUntil(window.error_box.isVisible, timeout=5000)
+    text = window.error_box.text()
+    assert "notes.txt" in text and "Videos filter" in text and "All files" in text
+    assert "c.gif" not in text
+    shot(window.error_box, "open-several-left-out.png")
+    window.error_box.close()
+    wall = window.wall_window
+    assert wall is not None and [Path(s).name for s in wall.specs] == ["a.mp4", "c.gif"]
+    wall.close()
+
+
+def test_a_gif_is_a_video_to_the_open_dialog_and_to_a_batch_folder(tmp_path: Path) -> None:
+    """One list of video extensions, from core: what a batch finds in a folder is what
+    the Open dialogs show."""
+    from framelens.core.pipeline.archive import VIDEO_EXTENSIONS
+
+    assert VIDEO_EXTENSIONS == VIDEO_SUFFIXES
+    assert {".gif", ".mp4", ".mkv", ".mpg", ".wmv"} <= set(VIDEO_SUFFIXES)
+    assert "*.gif" in VIDEO_FILTER.split(";;")[0]
