@@ -79,6 +79,7 @@ class Controller(QObject):
         self.settings: PipelineSettings | None = None
         self._backend, self._device = backend, device
         self.source: str | None = None
+        self._opening: str | None = None  # asked for while another source is open
         self.state = PlayerState()
         self.last_result: FrameResult | None = None
         self._export: ExportJob | None = None
@@ -109,6 +110,8 @@ class Controller(QObject):
 
     @Slot(object)
     def _remember_state(self, state: PlayerState) -> None:
+        if self._opening is not None and state.source is None and self.state.source is not None:
+            self._opened(self._opening)  # the new source opened: the current one is let go
         self.state = state
 
     # ---- models -----------------------------------------------------------------
@@ -408,10 +411,18 @@ class Controller(QObject):
     # ---- playback -------------------------------------------------------------------
 
     @Slot(str)
-    def open_source(self, spec: str) -> None:
-        self.source = spec
+    def open_source(self, spec: str, *, play: bool = False) -> None:
+        """Open ``spec`` paused on its first frame, or playing (``play``); one that cannot
+        be opened leaves what was open exactly as it was (errorOccurred says why)."""
+        if self.state.source is None:
+            self._opened(spec)
+        else:  # taken once the player lets the current source go (_remember_state)
+            self._opening = spec
+        self.player.open(spec, self.settings, play=play)
+
+    def _opened(self, spec: str) -> None:
+        self.source, self._opening = spec, None
         self.last_result = None
-        self.player.open(spec, self.settings)
 
     @Slot()
     def play(self) -> None:

@@ -48,9 +48,7 @@ class SourceOpening(MainWindowParts):
         self._pending_recent = spec  # the view and plots start afresh once it has opened
         self.setWindowTitle(f"FrameLens — {display_name(spec)}")
         self.statusBar().showMessage(f"Opening {spec}…")
-        self.controller.open_source(spec)
-        if play:
-            self.controller.play()
+        self.controller.open_source(spec, play=play)  # played only once it has opened
         if self._restore_precision is not None and self.controller.preparing is None:
             # the last session's INT8, if this video's calibration is cached
             self.controller.set_precision(self._restore_precision, cached_only=True)

@@ -85,9 +85,12 @@ class Player(PlayerCore):
     def state(self) -> PlayerState:
         return self._state
 
-    def open(self, spec: str, settings: PipelineSettings | None = None) -> None:
-        """Open a source (path, URL or camera spec); shows its first frame, paused."""
-        self._send(lambda: self._do_open(spec, settings))
+    def open(
+        self, spec: str, settings: PipelineSettings | None = None, *, play: bool = False
+    ) -> None:
+        """Open a source (path, URL or camera spec); shows its first frame, paused, or
+        plays it (``play``). One that cannot be opened leaves the current one as it was."""
+        self._send(lambda: self._do_open(spec, settings, play))
 
     def play(self) -> None:
         self._send(self._do_play)
@@ -170,13 +173,16 @@ class Player(PlayerCore):
 
     # ---- command bodies (worker thread) -----------------------------------------
 
-    def _do_open(self, spec: str, settings: PipelineSettings | None) -> None:
+    def _do_open(self, spec: str, settings: PipelineSettings | None, play: bool = False) -> None:
         # The new source opens before the current one is let go: one that cannot be
         # opened (a camera that is not there) is reported and leaves the current source
-        # playing, untouched (not even paused).
+        # as it was: its frame, playing or paused or ended (the play asked for is the
+        # new source's).
+        current_wants = self._source_wants
         try:
             source = self._open_frames(spec)
         except FrameLensError as exc:
+            self._source_wants = current_wants  # the current source's, as before
             self._on_error(error_message(exc))
             return
         wants, decoder_name = self._source_wants, self._state.decoder
@@ -206,6 +212,8 @@ class Player(PlayerCore):
         self._publish(source=info, frame_count=info.frame_count, status="paused")
         self._start_workers()
         self._show_next()
+        if play:
+            self._do_play()
 
     def _open_frames(self, spec: str) -> Source:
         """The source, decoded where the installed pipelines want their frames: NVDEC into

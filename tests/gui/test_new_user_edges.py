@@ -263,3 +263,59 @@ def test_a_gif_is_a_video_to_the_open_dialog_and_to_a_batch_folder(tmp_path: Pat
     assert VIDEO_EXTENSIONS == VIDEO_SUFFIXES
     assert {".gif", ".mp4", ".mkv", ".mpg", ".wmv"} <= set(VIDEO_SUFFIXES)
     assert "*.gif" in VIDEO_FILTER.split(";;")[0]
+
+
+# ---- a failed open leaves the video that was there exactly as it was -------------------
+
+
+def settle(window: MainWindow, qtbot: QtBot, speed: float) -> None:
+    """Wait until the player has run every command sent before this one (it answers a
+    speed change with its state, in order)."""
+    window.controller.set_speed(speed)
+    qtbot.waitUntil(lambda: window.state.speed == speed, timeout=20_000)
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("7", "camera 7"),  # no camera 7 here
+        ("http://127.0.0.1:9/missing.mp4", "could not open stream"),
+        ("fake.mp4", "fake.mp4"),  # text named .mp4
+    ],
+)
+def test_a_failed_open_leaves_the_video_as_it_was(
+    window: MainWindow, qtbot: QtBot, tmp_path: Path, bad: str, said: str
+) -> None:
+    """Paused at a GIF's end, then on its frame 3: a camera that is not there, a URL
+    that answers nothing and a text file named .mp4 each say so in one line and change
+    nothing: the frame, paused or ended, the title, what a snapshot saves."""
+    gif = write_video(tmp_path / "walk.gif", frames=6)
+    if bad == "fake.mp4":
+        bad = str(tmp_path / "fake.mp4")
+        Path(bad).write_text("this is not a video")
+    window.open_source(gif)
+    qtbot.waitUntil(lambda: window.state.status == "ended", timeout=RESULTS_TIMEOUT_MS)
+    for expected_status, index in (("ended", 5), ("paused", 2)):
+        if expected_status == "paused":
+            window.controller.seek(index)
+            qtbot.waitUntil(lambda: last_index(window) == index, timeout=20_000)
+        settle(window, qtbot, 0.5)
+        before = (window.state.status, window.state.index, last_index(window))
+        assert before == (expected_status, index, index)
+        title, counter = window.windowTitle(), window.transport.time_label.text()
+        shown = window.results_shown
+        window.open_source(bad)
+        qtbot.waitUntil(lambda: said in window.error_box.text(), timeout=30_000)
+        settle(window, qtbot, 1.0)
+        after = (window.state.status, window.state.index, last_index(window))
+        assert after == before, f"opening {bad} changed the video"
+        assert window.results_shown == shown
+        assert window.windowTitle() == title
+        assert window.transport.time_label.text() == counter
+        assert window.controller.source == gif and window.source == gif
+        window.error_box.close()
+        window.error_box.setText("")
+    snapshot = tmp_path / "after.png"
+    window.save_snapshot(str(snapshot))
+    qtbot.waitUntil(snapshot.is_file, timeout=10_000)  # the frame on screen is still there
+    shot(window, "failed-open-kept.png")
