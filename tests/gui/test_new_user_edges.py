@@ -298,7 +298,7 @@ def test_a_failed_open_leaves_the_video_as_it_was(
     for expected_status, index in (("ended", 5), ("paused", 2)):
         if expected_status == "paused":
             window.controller.seek(index)
-            qtbot.waitUntil(lambda: last_index(window) == index, timeout=20_000)
+            qtbot.waitUntil(lambda i=index: last_index(window) == i, timeout=20_000)
         settle(window, qtbot, 0.5)
         before = (window.state.status, window.state.index, last_index(window))
         assert before == (expected_status, index, index)
