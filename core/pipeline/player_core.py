@@ -73,6 +73,7 @@ class PlayerCore(ABC):
         # Play on the last frame (End): the end comes before any new frame is shown
         self._shown_since_play = False
         self._play_from = -1  # the frame on screen when Play was pressed
+        self._sought: int | None = None  # a seek's target until a frame is shown
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._dropped_before = 0  # by executors of this source that were replaced
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
@@ -173,7 +174,7 @@ class PlayerCore(ABC):
                 self._clock.reset()
                 self._ahead_seek(0)
                 return None
-            self._publish(status="ended")
+            self._publish(status="ended", **self._cut_short())
             return None
         if isinstance(item, Failed):
             raise item.error
@@ -185,6 +186,21 @@ class PlayerCore(ABC):
             return self._process(res.frame, res.times.decode, item.start_ms)
         frame, decode_ms, t0 = item
         return self._process(frame, decode_ms, t0)
+
+    def _cut_short(self) -> dict[str, object]:
+        """The end of a file that holds fewer frames than its index says (cut short, or
+        damaged): the frames really there (up to the one on screen) and, once, a message
+        naming what was found. Nothing when the end came straight after a seek."""
+        source = self._decoder.source if self._decoder is not None else None
+        count, there = self._state.frame_count, self._state.index + 1
+        if not getattr(source, "truncated", False) or self._sought is not None:
+            return {}
+        if count is None or not 0 < there < count:
+            return {}
+        note = getattr(source, "damage_note", None)
+        found = note() if callable(note) else None
+        self._on_error(f"{found or 'the file is cut short'}: the {there} frames there play")
+        return {"frame_count": there}
 
     def _process(
         self, frame: Frame, decode_ms: float = math.nan, t0: float | None = None
@@ -215,6 +231,7 @@ class PlayerCore(ABC):
             )
             result.times.e2e = max(work, min(since_decode, since_due))
         self._waiting = None
+        self._sought = None
         self._current = result.frame
         self._rate.tick()
         self._on_result(result)
@@ -305,6 +322,7 @@ class PlayerCore(ABC):
         self._publish(realtime=bool(realtime))
 
     def _ahead_seek(self, index: int) -> None:
+        self._sought = index
         if self._ahead is not None:
             self._ahead.seek(index)
         elif self._decoder is not None:

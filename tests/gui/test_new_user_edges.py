@@ -10,6 +10,7 @@ import av
 import numpy as np
 import pytest
 from framelens.core.api import VIDEO_SUFFIXES, Detections, list_cameras
+from framelens.core.stages.sources.file import FileSource
 from framelens.gui.dialogs import VIDEO_FILTER, OpenCameraDialog
 from framelens.gui.goto_frame import GoToFrameDialog
 from framelens.gui.main_window import MainWindow
@@ -319,3 +320,63 @@ def test_a_failed_open_leaves_the_video_as_it_was(
     window.save_snapshot(str(snapshot))
     qtbot.waitUntil(snapshot.is_file, timeout=10_000)  # the frame on screen is still there
     shot(window, "failed-open-kept.png")
+
+
+# ---- a file cut short says so, and counts the frames it holds -------------------------
+
+
+def decodable_frames(path: Path) -> int:
+    """How many frames the file source decodes from ``path`` before its data ends (the
+    CLI's count: ``framelens run`` writes as many)."""
+    with FileSource(path) as source:
+        return sum(1 for _ in source)
+
+
+def test_a_file_cut_short_says_so_and_counts_the_frames_there(
+    window: MainWindow, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """An MP4 whose index says 377 frames, cut after 40% of its bytes (a download that
+    stopped): played to its end, the window says what was found, the counter and the
+    slider count the frames really there, and Space plays them again."""
+    full = tmp_path / "full.mp4"
+    with av.open(str(full), "w", options={"movflags": "faststart"}) as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 128, 96, "yuv420p"
+        stream.codec_context.gop_size = 10
+        rng = np.random.default_rng(7)
+        for i in range(377):
+            image = rng.integers(0, 255, (96, 128, 3), np.uint8)  # hard to compress
+            image[:8, : (i % 128)] = 255
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    cut = tmp_path / "download.mp4"
+    data = full.read_bytes()
+    cut.write_bytes(data[: int(len(data) * 0.4)])
+    there = decodable_frames(cut)
+    with av.open(str(cut)) as container:
+        assert container.streams.video[0].frames == 377  # what the index claims
+    assert 2 < there < 377
+
+    window.open_source(str(cut))
+    qtbot.waitUntil(lambda: window.state.status == "ended", timeout=RESULTS_TIMEOUT_MS)
+    qtbot.waitUntil(window.error_box.isVisible, timeout=10_000)
+    text = window.error_box.text()
+    assert "download.mp4" in text and "cut short" in text and "of 377" in text
+    assert f"the {there} frames there play" in text
+    assert window.state.frame_count == there
+    assert window.transport.time_label.text().startswith(f"{there}/{there} ")
+    assert window.transport.slider.maximum() == there - 1
+    assert f"{there} frames" in window.source_label.text()
+    shot(window, "cut-short.png")
+    shot(window.error_box, "cut-short-message.png")
+    window.error_box.close()
+
+    shown = window.results_shown
+    window.activateWindow()  # window shortcuts need the active window
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_Space)  # plays the frames there again
+    qtbot.waitUntil(lambda: window.results_shown > shown + 2, timeout=20_000)
+    qtbot.waitUntil(lambda: window.state.status == "ended", timeout=RESULTS_TIMEOUT_MS)
+    assert window.state.frame_count == there and last_index(window) == there - 1
