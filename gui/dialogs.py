@@ -335,7 +335,7 @@ class OpenCameraDialog(QDialog):
         self.notice.setWordWrap(True)
         self.edit = QLineEdit()
         self.edit.setPlaceholderText("or type an index (0), /dev/video0 or a URL")
-        self.edit.textEdited.connect(lambda text: text and self.list.clearSelection())
+        self.edit.textEdited.connect(self._on_typed)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
@@ -353,6 +353,10 @@ class OpenCameraDialog(QDialog):
             self.list.setCurrentRow(0)
         else:
             self.edit.setFocus()
+
+    def _on_typed(self, text: str) -> None:
+        if text:  # what is typed is what opens: no camera stays marked
+            self.list.clearSelection()
 
     @property
     def spec(self) -> str:
