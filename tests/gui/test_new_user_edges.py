@@ -9,14 +9,17 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from framelens.core.api import VIDEO_SUFFIXES, Detections, list_cameras
+from framelens.core.api import VIDEO_SUFFIXES, Detections, TileState, list_cameras
 from framelens.core.stages.sources.file import FileSource
 from framelens.gui.dialogs import VIDEO_FILTER, OpenCameraDialog
 from framelens.gui.goto_frame import GoToFrameDialog
+from framelens.gui.image_view import ImageView
 from framelens.gui.main_window import MainWindow
 from framelens.gui.model_panel import NO_MODEL_ITEM
+from framelens.gui.wall_canvas import WallCanvas
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QTreeView
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QLineEdit, QTreeView
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -380,3 +383,81 @@ def test_a_file_cut_short_says_so_and_counts_the_frames_there(
     qtbot.waitUntil(lambda: window.results_shown > shown + 2, timeout=20_000)
     qtbot.waitUntil(lambda: window.state.status == "ended", timeout=RESULTS_TIMEOUT_MS)
     assert window.state.frame_count == there and last_index(window) == there - 1
+
+
+# ---- text too long for its place ends in "…", the whole of it in the tooltip ----------
+
+
+def shows_whole_or_ellipsis(label: QLabel, full: str) -> str:
+    """What ``label`` paints (QLabel's own text), checked to fit its width and to end in
+    "…" where it is not the whole text."""
+    shown = QLabel.text(label)
+    assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+    if shown != full:
+        assert shown.endswith("…") and label.toolTip() == full
+    return shown
+
+
+def test_a_status_message_too_long_for_the_bar_ends_in_an_ellipsis(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """ "Space plays it aga": the message was cut by the style's padding, no ellipsis."""
+    start(window, qtbot, sample)
+    pause(window, qtbot)
+    window.resize(720, 600)
+    message = "End of video — Space plays it again; " + "a long explanation " * 6
+    window.statusBar().showMessage(message, 10_000)
+    label = window.status_bar.message_label
+    qtbot.waitUntil(lambda: label.width() < 700, timeout=5000)
+    qtbot.waitUntil(lambda: QLabel.text(label).endswith("…"), timeout=5000)
+    shows_whole_or_ellipsis(label, message)
+    shot(window.statusBar(), "status-ellipsis.png")
+
+
+def test_an_int8_progress_line_too_long_for_the_panel_ends_in_an_ellipsis(
+    window: MainWindow, qtbot: QtBot
+) -> None:
+    toggle = window.panel.precision
+    text = "INT8: calibrating on frame 37 of 50 of one-by-one-person-detection.mp4"
+    toggle.show_progress(text, 0.74)
+    label = toggle.progress_text
+    qtbot.waitUntil(label.isVisible, timeout=5000)
+    shown = shows_whole_or_ellipsis(label, label.text())
+    assert shown.endswith("…") and "74%" in label.toolTip()
+    assert label.height() <= 2 * label.fontMetrics().height()  # one line, not a wrap
+    shot(window.panel, "int8-progress-ellipsis.png")
+
+
+def test_a_region_caption_and_a_wall_tile_label_end_in_an_ellipsis(qtbot: QtBot) -> None:
+    view = ImageView()
+    qtbot.addWidget(view)
+    view.resize(220, 160)
+    caption = "Region 312×188 at (1024, 640) → 1248×752 · ×4"
+    view.set_image(np.zeros((40, 60, 3), np.uint8), caption)
+    view.show()
+    qtbot.waitExposed(view)
+    shown = view.shown_caption()
+    assert shown.endswith("…") and view.toolTip() == caption
+    assert view.fontMetrics().horizontalAdvance(shown) <= view.width() - 8
+    shot(view, "region-caption-ellipsis.png")
+
+    canvas = WallCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(400, 240)
+    canvas.set_sources(["bottles-warehouse-aisle-3", "entrance", "loading bay", "car park"])
+    canvas.set_states(
+        [
+            TileState("bottles-warehouse-aisle-3", "a.mp4", "playing", fps=14.9, latency_ms=212),
+            TileState("entrance", "b.mp4", "playing", fps=15.0, latency_ms=198),
+        ]
+    )
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    whole = canvas.caption(0)
+    shown = canvas.shown_caption(0)
+    assert whole.startswith("bottles-warehouse-aisle-3 · 14.9 fps")
+    assert shown != whole and shown.endswith("…") and shown.startswith("bott")
+    metrics = QFontMetrics(canvas.caption_font())
+    assert metrics.horizontalAdvance(shown) <= canvas.cell_rect(0).width() - 12
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert canvas.grab_frame_image().save(str(SHOTS / "wall-tile-ellipsis.png"))
