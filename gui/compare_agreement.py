@@ -97,6 +97,23 @@ _REASON_TIPS = {
 }
 
 
+def scope_text(compared_now: set[int], compared: tuple[int, int]) -> str:
+    """Over which frames the figures are (frames counted from 1): the table's F1,
+    precision and recall over this pass (a pass starts at Start, Home or Play after the
+    end), the report over every frame from the first compared to the last (the frames
+    never compared in between are computed for it)."""
+    if not compared_now:
+        return ""
+    lo, hi = min(compared_now) + 1, max(compared_now) + 1
+    n = len(compared_now)
+    span = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    now = f"Table over this pass: {n} frame{'s' if n != 1 else ''}, {span}"
+    first, last = compared
+    if first < 0:
+        return now
+    return f"{now} · Save Report over frames {first + 1}–{last + 1}"
+
+
 class PaneStats:
     """What the view keeps of one pane between repaints."""
 
