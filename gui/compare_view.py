@@ -43,7 +43,7 @@ from framelens.gui.controller import Controller
 from framelens.gui.folder_dialog import choose_folder
 from framelens.gui.widgets import ElidedLabel, icon, set_text
 from PySide6.QtCore import Qt, QTimer, QUrl, Slot
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,
@@ -90,6 +90,7 @@ class CompareWindow(QMainWindow):
         self._latest: CompareFrame | None = None
         self._run = 0
         self._pass: set[int] = set()  # source indices compared in this pass (run)
+        self._card_width = 0  # every pane's minimum width: the widest header's
         self._dirty = False
         self.report_path: str | None = None
         self.report_computed = 0  # frames the last report had to compute
@@ -340,6 +341,8 @@ class CompareWindow(QMainWindow):
         for card, pane in zip(self.cards, panes, strict=False):
             card.show_pane(pane.label, pane.settings)
             card.view.show_placeholder("Waiting for the first frame…")
+        self._card_width = 0
+        self._fit_cards()
         self.table.set_panes(panes)
         self.plots.set_labels(self.labels)
 
@@ -369,6 +372,15 @@ class CompareWindow(QMainWindow):
         if not self._fitted:
             self._fitted = True
             self._fit_panes(frame.step.frame.width, frame.step.frame.height)
+
+    def _fit_cards(self) -> None:
+        """One width for every pane, the widest header whole (a note shown over a frame,
+        Differences, takes what room is left and widens nothing)."""
+        widest = max((card.minimumSizeHint().width() for card in self.cards), default=0)
+        if widest > self._card_width:
+            self._card_width = widest
+            for card in self.cards:
+                card.fit_width(widest)
 
     def _fit_panes(self, width: int, height: int) -> None:
         """Give the panes the height their frames need; the table and plots the rest."""
@@ -469,7 +481,12 @@ class CompareWindow(QMainWindow):
             counts = frame.diff_counts[i] if i < len(frame.diff_counts) else None
             card.note.setVisible(self.differences and counts is not None)
             if self.differences and counts is not None:
-                set_text(card.note, diff_note(counts, self.labels[0] if self.labels else ""))
+                note = diff_note(counts, self.labels[0] if self.labels else "")
+                set_text(card.note, note)
+                card.note.setToolTip(
+                    f"On this frame: {QTextDocumentFragment.fromHtml(note).toPlainText()}"
+                )
+        self._fit_cards()  # headers with their latency now
         self.table.fill(frame.step, self._stats)
         set_text(self.scope, scope_text(self._pass, self.session.compared))
         self.plots.refresh(self._stats)

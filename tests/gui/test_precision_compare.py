@@ -498,3 +498,25 @@ def test_compare_says_over_which_frames_each_figure_is_and_when_it_plays_again(
     assert "Save Report over frames 1–48" in compare.scope.text()
     assert compare.grab().save(str(SHOTS / "compare-scope.png"))
     print("screenshot:", SHOTS / "compare-scope.png")
+
+
+def test_differences_keep_the_window_size_and_panes_share_the_width(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path
+) -> None:
+    """Issue 26: the window grew 140 px when Differences was turned on, and the
+    reference pane was narrower than the others."""
+    compare, _frames = compare_running(window, qtbot, sample, 300, ["fp32", "fp16"])
+    compare.show()
+    qtbot.waitExposed(compare)
+    compare.resize(compare.minimumSizeHint())  # as narrow as it goes: where it grew
+    qtbot.wait(200)  # the layout settles after the pause's repaint
+    size = compare.size()
+    widths = [card.width() for card in compare.cards]
+    compare.diff_action.trigger()
+    qtbot.waitUntil(lambda: compare.cards[1].note.isVisible(), timeout=10_000)
+    qtbot.wait(200)
+    assert compare.size() == size
+    after = [card.width() for card in compare.cards]
+    assert max(after) - min(after) <= 2 and max(widths) - min(widths) <= 2
+    assert compare.grab().save(str(SHOTS / "compare-differences.png"))
+    print("screenshot:", SHOTS / "compare-differences.png")
