@@ -48,11 +48,11 @@ class ElidedLabel(QLabel):
         self._full = ""
         self.setText(text)
 
-    def setText(self, text: str) -> None:  # type: ignore[override]
+    def setText(self, text: str) -> None:
         self._full = text
         self._elide()
 
-    def text(self) -> str:  # type: ignore[override]
+    def text(self) -> str:
         return self._full
 
     def shown_text(self) -> str:
