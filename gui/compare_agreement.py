@@ -20,7 +20,14 @@ from framelens.gui.compare_panes import PANE_COLOURS
 from framelens.gui.plots import themed_plot
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 __all__ = [
     "HISTORY",
@@ -95,6 +102,17 @@ _REASON_TIPS = {
         "reference is a detector"
     ),
 }
+
+
+def above(widget: QWidget, caption: QWidget) -> QWidget:
+    """``widget`` with ``caption`` under it, in one widget."""
+    box = QWidget()
+    column = QVBoxLayout(box)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.setSpacing(2)
+    column.addWidget(widget, 1)
+    column.addWidget(caption)
+    return box
 
 
 def scope_text(compared_now: set[int], compared: tuple[int, int]) -> str:

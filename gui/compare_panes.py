@@ -22,7 +22,7 @@ from framelens.core.api import (
 from framelens.gui.compare_worker import PaneRequest
 from framelens.gui.widgets import set_text
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -252,6 +252,11 @@ class PaneCard(QFrame):
         set_text(self.detail, runs_on(settings))
         self.detail.setToolTip(f"{settings.model.path}")
 
+    def show_note(self, note: str) -> None:
+        """The differences note (rich text); the room left may cut it: its tooltip has it."""
+        set_text(self.note, note)
+        self.note.setToolTip(f"On this frame: {QTextDocumentFragment.fromHtml(note).toPlainText()}")
+
     def fit_width(self, width: int) -> None:
         """As wide as ``width`` at least (the widest header of the panes compared)."""
         self.setMinimumWidth(max(MIN_CARD_WIDTH, width))
@@ -266,6 +271,17 @@ class PaneCard(QFrame):
 
     def set_precision(self, precision: str) -> None:
         self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(precision)))
+
+
+def fit_cards(cards: Sequence[PaneCard], width: int) -> int:
+    """One width for every pane, the widest header whole: the width they have now (the
+    ``width`` given, or more). A note shown over a frame (Differences) takes the room
+    left and widens nothing."""
+    widest = max((card.minimumSizeHint().width() for card in cards), default=0)
+    if widest > width:
+        for card in cards:
+            card.fit_width(widest)
+    return max(width, widest)
 
 
 def grid_height(

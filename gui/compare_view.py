@@ -28,6 +28,7 @@ from framelens.gui.compare_agreement import (
     AgreementPlots,
     AgreementTable,
     PaneStats,
+    above,
     scope_text,
 )
 from framelens.gui.compare_controller import (
@@ -37,19 +38,18 @@ from framelens.gui.compare_controller import (
     report_plan,
     report_saved,
 )
-from framelens.gui.compare_panes import PaneCard, diff_note, grid_height, latency_text
+from framelens.gui.compare_panes import PaneCard, diff_note, fit_cards, grid_height, latency_text
 from framelens.gui.compare_toolbar import CompareToolbar
 from framelens.gui.controller import Controller
 from framelens.gui.folder_dialog import choose_folder
 from framelens.gui.widgets import ElidedLabel, icon, set_text
 from PySide6.QtCore import Qt, QTimer, QUrl, Slot
-from PySide6.QtGui import QCloseEvent, QTextDocumentFragment
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,
     QMainWindow,
     QSplitter,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -124,14 +124,8 @@ class CompareWindow(QMainWindow):
         # frame from the first compared to the last): two figures that differ, said why
         self.scope = ElidedLabel("")
         self.scope.setObjectName("plotSummary")
-        table_box = QWidget()
-        table_column = QVBoxLayout(table_box)
-        table_column.setContentsMargins(0, 0, 0, 0)
-        table_column.setSpacing(2)
-        table_column.addWidget(self.table, 1)
-        table_column.addWidget(self.scope)
         bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(table_box)
+        bottom.addWidget(above(self.table, self.scope))
         bottom.addWidget(self.latency_plot)
         bottom.addWidget(self.f1_plot)
         bottom.setSizes([520, 400, 400])
@@ -341,8 +335,7 @@ class CompareWindow(QMainWindow):
         for card, pane in zip(self.cards, panes, strict=False):
             card.show_pane(pane.label, pane.settings)
             card.view.show_placeholder("Waiting for the first frame…")
-        self._card_width = 0
-        self._fit_cards()
+        self._card_width = fit_cards(self.cards, 0)
         self.table.set_panes(panes)
         self.plots.set_labels(self.labels)
 
@@ -372,15 +365,6 @@ class CompareWindow(QMainWindow):
         if not self._fitted:
             self._fitted = True
             self._fit_panes(frame.step.frame.width, frame.step.frame.height)
-
-    def _fit_cards(self) -> None:
-        """One width for every pane, the widest header whole (a note shown over a frame,
-        Differences, takes what room is left and widens nothing)."""
-        widest = max((card.minimumSizeHint().width() for card in self.cards), default=0)
-        if widest > self._card_width:
-            self._card_width = widest
-            for card in self.cards:
-                card.fit_width(widest)
 
     def _fit_panes(self, width: int, height: int) -> None:
         """Give the panes the height their frames need; the table and plots the rest."""
@@ -481,12 +465,8 @@ class CompareWindow(QMainWindow):
             counts = frame.diff_counts[i] if i < len(frame.diff_counts) else None
             card.note.setVisible(self.differences and counts is not None)
             if self.differences and counts is not None:
-                note = diff_note(counts, self.labels[0] if self.labels else "")
-                set_text(card.note, note)
-                card.note.setToolTip(
-                    f"On this frame: {QTextDocumentFragment.fromHtml(note).toPlainText()}"
-                )
-        self._fit_cards()  # headers with their latency now
+                card.show_note(diff_note(counts, self.labels[0] if self.labels else ""))
+        self._card_width = fit_cards(self.cards, self._card_width)  # with their latency now
         self.table.fill(frame.step, self._stats)
         set_text(self.scope, scope_text(self._pass, self.session.compared))
         self.plots.refresh(self._stats)

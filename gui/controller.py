@@ -111,7 +111,7 @@ class Controller(QObject):
     @Slot(object)
     def _remember_state(self, state: PlayerState) -> None:
         if self._opening is not None and state.source is None and self.state.source is not None:
-            self._opened(self._opening)  # the new source opened: the current one is let go
+            self._opened()  # the new source opened: the current one is let go
         self.state = state
 
     # ---- models -----------------------------------------------------------------
@@ -176,8 +176,7 @@ class Controller(QObject):
             self.player.set_model(self.settings)
 
     def clear_model(self) -> None:
-        """Play without a model: frames as decoded, nothing drawn (to review a video, or
-        an annotated export without its boxes drawn twice)."""
+        """Play without a model: frames as decoded (a review, an export's boxes not twice)."""
         self._drop_job()
         self._base_model, self.settings = None, None
         self.precision, self.report = "fp32", None
@@ -322,14 +321,10 @@ class Controller(QObject):
                 self.precisionProgress.emit(text, fraction)
 
         prepare_job(
-            job,
-            spec,
-            source,
-            calibration,
-            on_progress=progress,
+            job, spec, source, calibration, on_progress=progress,
             on_ready=lambda variant: self._variantReady.emit(job.token, variant),
             on_failed=lambda message: self._variantFailed.emit(job.token, message),
-        )
+        )  # fmt: skip
 
     @Slot(int, object)
     def _on_variant_ready(self, token: int, variant: VariantInfo | None) -> None:
@@ -412,17 +407,14 @@ class Controller(QObject):
 
     @Slot(str)
     def open_source(self, spec: str, *, play: bool = False) -> None:
-        """Open ``spec`` paused on its first frame, or playing (``play``); one that cannot
-        be opened leaves what was open exactly as it was (errorOccurred says why)."""
+        """Open ``spec`` paused, or playing (``play``); a failed open changes nothing."""
+        self._opening = spec  # taken once the player lets the current source go
         if self.state.source is None:
-            self._opened(spec)
-        else:  # taken once the player lets the current source go (_remember_state)
-            self._opening = spec
+            self._opened()
         self.player.open(spec, self.settings, play=play)
 
-    def _opened(self, spec: str) -> None:
-        self.source, self._opening = spec, None
-        self.last_result = None
+    def _opened(self) -> None:
+        self.source, self._opening, self.last_result = self._opening, None, None
 
     @Slot()
     def play(self) -> None:
@@ -487,12 +479,10 @@ class Controller(QObject):
     def _run_export(self, job: ExportJob) -> None:
         try:
             paths = job.run(self.exportProgress.emit)
-        except Cancelled:
-            self._export = None
-            self.exportFailed.emit("cancelled")
         except BaseException as exc:
             self._export = None
-            self.exportFailed.emit(error_message(exc))
+            cancelled = isinstance(exc, Cancelled)
+            self.exportFailed.emit("cancelled" if cancelled else error_message(exc))
         else:
             self._export = None
             self.exportFinished.emit(paths)

@@ -367,12 +367,8 @@ class MainWindow(
                 self._pending_recent = None
             self.statusBar().clearMessage()
         elif info is not None and state.frame_count != previous.frame_count:
-            # a file found cut short: the counter and the slider count the frames there
-            self.transport.set_source(state.frame_count, info.fps)
+            self.transport.set_count(state.frame_count)  # a file found cut short
             set_text(self.source_label, self._describe_source(state))
-            shown = self.controller.last_result
-            if shown is not None:
-                self.transport.show_position(shown.frame.index, shown.frame.pts)
         if info is None and state.status == "empty":
             set_text(self.source_label, "No source")
         if info is not None and state.reconnecting != previous.reconnecting:
