@@ -44,7 +44,7 @@ from framelens.gui.dialogs import VIDEO_FILTER
 from framelens.gui.file_dialogs import open_files_telling, open_folder
 from framelens.gui.folder_dialog import choose_folder
 from framelens.gui.settings import Settings
-from framelens.gui.widgets import ElidedLabel, format_time, icon
+from framelens.gui.widgets import format_time, icon
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
@@ -192,7 +192,7 @@ class BatchWindow(QMainWindow):
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
         self.progress.setFormat("%p%")
-        self.summary_label = ElidedLabel("Add videos or folders, choose the output folder, Start.")
+        self.summary_label = QLabel("Add videos or folders, choose the output folder, Start.")
         self.summary_label.setObjectName("dialogStatus")
         self.summary_label.setWordWrap(True)
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -9,8 +9,15 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from framelens.core.api import VIDEO_SUFFIXES, Detections, TileState, list_cameras
+from framelens.core.api import (
+    VIDEO_SUFFIXES,
+    Detections,
+    InputProgress,
+    TileState,
+    list_cameras,
+)
 from framelens.core.stages.sources.file import FileSource
+from framelens.gui.batch_table import PROGRESS, WORKER, BatchTableModel, ProgressDelegate
 from framelens.gui.dialogs import VIDEO_FILTER, OpenCameraDialog
 from framelens.gui.goto_frame import GoToFrameDialog
 from framelens.gui.image_view import ImageView
@@ -19,7 +26,14 @@ from framelens.gui.model_panel import NO_MODEL_ITEM
 from framelens.gui.wall_canvas import WallCanvas
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QLineEdit, QTreeView
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QTreeView,
+)
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -461,3 +475,28 @@ def test_a_region_caption_and_a_wall_tile_label_end_in_an_ellipsis(qtbot: QtBot)
     assert metrics.horizontalAdvance(shown) <= canvas.cell_rect(0).width() - 12
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert canvas.grab_frame_image().save(str(SHOTS / "wall-tile-ellipsis.png"))
+
+
+def test_a_batch_row_s_worker_and_progress_cut_in_their_columns_are_whole_in_tooltips(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """The Ray worker column and the progress bar's text were cut without an ellipsis."""
+    model = BatchTableModel()
+    table = QTableView()
+    qtbot.addWidget(table)
+    table.setModel(model)
+    table.setItemDelegateForColumn(PROGRESS, ProgressDelegate(table))
+    path = str(tmp_path / "cam-entrance-2024-03-01.mp4")
+    model.add_paths([path])
+    worker = "ray-worker-7 (node 10.0.4.21, pid 48211)"
+    model.apply(InputProgress(path, "running", 123456, 987654, 41.5, worker))
+    index = model.index(0, WORKER)
+    assert model.data(index, Qt.ItemDataRole.ToolTipRole) == worker
+    progress = model.index(0, PROGRESS)
+    assert model.data(progress, Qt.ItemDataRole.ToolTipRole) == "123456/987654"
+    table.setColumnWidth(PROGRESS, 48)
+    table.setColumnWidth(WORKER, 60)
+    table.resize(500, 120)
+    table.show()
+    qtbot.waitExposed(table)
+    shot(table, "batch-row-ellipsis.png")
