@@ -189,12 +189,14 @@ class PlayerCore(ABC):
 
     def _cut_short(self) -> dict[str, object]:
         """The end of a file that holds fewer frames than its index says (cut short, or
-        damaged): the frames really there (up to the one on screen) and, once, a message
-        naming what was found. Nothing when the end came straight after a seek."""
+        damaged): the frames really there (as the source counted them) and, once, a
+        message naming what was found. Nothing when the end came straight after a seek."""
         source = self._decoder.source if self._decoder is not None else None
-        count, there = self._state.frame_count, self._state.index + 1
         if not getattr(source, "truncated", False) or self._sought is not None:
             return {}
+        count, read = self._state.frame_count, getattr(source, "frames_there", None)
+        # the source's count: frames dropped late at the end were there, not shown
+        there = read if isinstance(read, int) else self._state.index + 1
         if count is None or not 0 < there < count:
             return {}
         note = getattr(source, "damage_note", None)
