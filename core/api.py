@@ -126,8 +126,10 @@ from framelens.core.stages.draw.style import (
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours as tensorrt_flavours
 from framelens.core.stages.sinks.written import describe_outputs
 from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources.camera import CameraDevice, list_cameras
 from framelens.core.stages.sources.frames_at import frames_at
 from framelens.core.stages.sources.samples import bundled_sample
+from framelens.core.stages.sources.suffixes import VIDEO_SUFFIXES
 from framelens.core.stages.tasks import (
     DetectParams,
     SuperResParams,
@@ -158,10 +160,12 @@ __all__ = [
     "MIN_PANES",
     "PRECISIONS",
     "TASK_OF_LAYOUT",
+    "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
     "BatchSummary",
     "CalibrationSettings",
+    "CameraDevice",
     "Cancelled",
     "CompareRunner",
     "CompareStep",
@@ -233,6 +237,7 @@ __all__ = [
     "fp32_variant",
     "frames_at",
     "layout",
+    "list_cameras",
     "load_catalog",
     "load_wall_layout",
     "measure_frame_quality",

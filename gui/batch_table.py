@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from framelens.core.api import InputProgress
+from framelens.gui.widgets import elide
 from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
@@ -231,6 +232,8 @@ class BatchTableModel(QAbstractTableModel):
                 return STATE_TIPS.get(row.state, row.state)
             if col == ERROR and row.error:
                 return row.error
+            if col in (PROGRESS, WORKER):  # cut with "…" in a narrow column: whole here
+                return self._text(row, col) or None
             return None
         if role == Qt.ItemDataRole.ForegroundRole and col in (STATE, ERROR):
             colour = STATE_COLOURS["failed" if col == ERROR else row.state]
@@ -280,7 +283,8 @@ class ProgressDelegate(QStyledItemDelegate):
                 QRectF(rect.x(), rect.y(), rect.width() * fraction, rect.height()), 3, 3
             )
         painter.setPen(TEXT)
-        painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), str(index.data() or ""))
+        text = elide(str(index.data() or ""), painter.fontMetrics(), rect.width() - 4)
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), text)
         painter.restore()
 
 

@@ -41,7 +41,7 @@ from framelens.gui.batch_table import (
     ProgressDelegate,
 )
 from framelens.gui.dialogs import VIDEO_FILTER
-from framelens.gui.file_dialogs import open_files, open_folder
+from framelens.gui.file_dialogs import open_files_telling, open_folder
 from framelens.gui.folder_dialog import choose_folder
 from framelens.gui.settings import Settings
 from framelens.gui.widgets import format_time, icon
@@ -249,7 +249,11 @@ class BatchWindow(QMainWindow):
             self._show_idle()
 
     def _choose_files(self) -> None:
-        paths = open_files(self, "Add videos", self.app_settings.last_dir, VIDEO_FILTER)
+        paths, left_out = open_files_telling(
+            self, "Add videos", self.app_settings.last_dir, VIDEO_FILTER
+        )
+        if left_out:  # Qt's dialog drops them silently
+            self.show_error(f"Add Videos {left_out}")
         if paths:
             self.app_settings.last_dir = str(Path(paths[0]).parent)
             self.add_inputs(paths)

@@ -20,7 +20,14 @@ from framelens.gui.compare_panes import PANE_COLOURS
 from framelens.gui.plots import themed_plot
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 __all__ = [
     "HISTORY",
@@ -95,6 +102,34 @@ _REASON_TIPS = {
         "reference is a detector"
     ),
 }
+
+
+def above(widget: QWidget, caption: QWidget) -> QWidget:
+    """``widget`` with ``caption`` under it, in one widget."""
+    box = QWidget()
+    column = QVBoxLayout(box)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.setSpacing(2)
+    column.addWidget(widget, 1)
+    column.addWidget(caption)
+    return box
+
+
+def scope_text(compared_now: set[int], compared: tuple[int, int]) -> str:
+    """Over which frames the figures are (frames counted from 1): the table's F1,
+    precision and recall over this pass (a pass starts at Start, Home or Play after the
+    end), the report over every frame from the first compared to the last (the frames
+    never compared in between are computed for it)."""
+    if not compared_now:
+        return ""
+    lo, hi = min(compared_now) + 1, max(compared_now) + 1
+    n = len(compared_now)
+    span = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    now = f"Table over this pass: {n} frame{'s' if n != 1 else ''}, {span}"
+    first, last = compared
+    if first < 0:
+        return now
+    return f"{now} · Save Report over frames {first + 1}–{last + 1}"
 
 
 class PaneStats:

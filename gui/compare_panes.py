@@ -22,7 +22,7 @@ from framelens.core.api import (
 from framelens.gui.compare_worker import PaneRequest
 from framelens.gui.widgets import set_text
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -69,7 +69,7 @@ def diff_note(counts: tuple[int, int], reference: str) -> str:
     """The difference view's header note: what this frame's pane lacks and adds."""
     missed, extra = counts
     if not missed and not extra:
-        same = f"the same boxes as {reference or 'the reference'} on this frame"
+        same = f"same boxes as {reference or 'the reference'}"
         return f'<span style="color:#8a93a3">{same}</span>'
     colours = difference_colours()
     parts = []
@@ -129,6 +129,9 @@ class FrameView(QWidget):
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
 
 
+MIN_CARD_WIDTH = 280  # a frame view (240) and the card's margins
+
+
 class PaneCard(QFrame):
     """One pane: a header (its set-up, or its label and latency) over its frame."""
 
@@ -142,6 +145,11 @@ class PaneCard(QFrame):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("paneCard")
+        # every pane as wide as the others, whatever its header says (the reference's
+        # was narrower), and a note shown over a frame (Differences) never widens the
+        # window: the width comes from the grid, not from the texts
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(MIN_CARD_WIDTH)
         self.index = index
         self.chip = QLabel("●")
         self.chip.setObjectName("paneChip")
@@ -152,6 +160,9 @@ class PaneCard(QFrame):
         self.note = QLabel("")
         self.note.setObjectName("paneNote")
         self.note.setTextFormat(Qt.TextFormat.RichText)
+        # the room the detail leaves, no more: shown or not, it changes no width
+        self.note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.note.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.note.hide()
         self.latency = QLabel("")
         self.latency.setObjectName("paneLatency")
@@ -207,8 +218,7 @@ class PaneCard(QFrame):
         info.setContentsMargins(0, 0, 0, 0)
         info.setSpacing(6)
         info.addWidget(self.detail)
-        info.addStretch(1)
-        info.addWidget(self.note)
+        info.addWidget(self.note, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 4, 8, 6)
         lay.setSpacing(2)
@@ -242,6 +252,15 @@ class PaneCard(QFrame):
         set_text(self.detail, runs_on(settings))
         self.detail.setToolTip(f"{settings.model.path}")
 
+    def show_note(self, note: str) -> None:
+        """The differences note (rich text); the room left may cut it: its tooltip has it."""
+        set_text(self.note, note)
+        self.note.setToolTip(f"On this frame: {QTextDocumentFragment.fromHtml(note).toPlainText()}")
+
+    def fit_width(self, width: int) -> None:
+        """As wide as ``width`` at least (the widest header of the panes compared)."""
+        self.setMinimumWidth(max(MIN_CARD_WIDTH, width))
+
     def request(self) -> PaneRequest:
         key = self.model_combo.currentData()
         return PaneRequest(
@@ -252,6 +271,17 @@ class PaneCard(QFrame):
 
     def set_precision(self, precision: str) -> None:
         self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(precision)))
+
+
+def fit_cards(cards: Sequence[PaneCard], width: int) -> int:
+    """One width for every pane, the widest header whole: the width they have now (the
+    ``width`` given, or more). A note shown over a frame (Differences) takes the room
+    left and widens nothing."""
+    widest = max((card.minimumSizeHint().width() for card in cards), default=0)
+    if widest > width:
+        for card in cards:
+            card.fit_width(widest)
+    return max(width, widest)
 
 
 def grid_height(

@@ -28,6 +28,8 @@ from framelens.gui.compare_agreement import (
     AgreementPlots,
     AgreementTable,
     PaneStats,
+    above,
+    scope_text,
 )
 from framelens.gui.compare_controller import (
     CompareFrame,
@@ -36,11 +38,11 @@ from framelens.gui.compare_controller import (
     report_plan,
     report_saved,
 )
-from framelens.gui.compare_panes import PaneCard, diff_note, grid_height, latency_text
+from framelens.gui.compare_panes import PaneCard, diff_note, fit_cards, grid_height, latency_text
 from framelens.gui.compare_toolbar import CompareToolbar
 from framelens.gui.controller import Controller
 from framelens.gui.folder_dialog import choose_folder
-from framelens.gui.widgets import icon, set_text
+from framelens.gui.widgets import ElidedLabel, icon, set_text
 from PySide6.QtCore import Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
@@ -54,6 +56,7 @@ from PySide6.QtWidgets import (
 __all__ = ["NONE", "CompareWindow"]
 
 REFRESH_MS = 100  # panes, table and plots repaint at most 10 times a second
+END_TEXT = "End of video — Play compares it again from the start."
 
 
 class CompareWindow(QMainWindow):
@@ -86,6 +89,8 @@ class CompareWindow(QMainWindow):
         self._stats: list[PaneStats] = []
         self._latest: CompareFrame | None = None
         self._run = 0
+        self._pass: set[int] = set()  # source indices compared in this pass (run)
+        self._card_width = 0  # every pane's minimum width: the widest header's
         self._dirty = False
         self.report_path: str | None = None
         self.report_computed = 0  # frames the last report had to compute
@@ -115,8 +120,12 @@ class CompareWindow(QMainWindow):
         self.table = AgreementTable()
         self.plots = AgreementPlots()
         self.latency_plot, self.f1_plot = self.plots.latency_plot, self.plots.f1_plot
+        # over which frames the table's figures are (this pass) and the report's (every
+        # frame from the first compared to the last): two figures that differ, said why
+        self.scope = ElidedLabel("")
+        self.scope.setObjectName("plotSummary")
         bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.table)
+        bottom.addWidget(above(self.table, self.scope))
         bottom.addWidget(self.latency_plot)
         bottom.addWidget(self.f1_plot)
         bottom.setSizes([520, 400, 400])
@@ -326,6 +335,7 @@ class CompareWindow(QMainWindow):
         for card, pane in zip(self.cards, panes, strict=False):
             card.show_pane(pane.label, pane.settings)
             card.view.show_placeholder("Waiting for the first frame…")
+        self._card_width = fit_cards(self.cards, 0)
         self.table.set_panes(panes)
         self.plots.set_labels(self.labels)
 
@@ -335,6 +345,8 @@ class CompareWindow(QMainWindow):
         if frame.run != self._run:
             self._run = frame.run
             self._stats = [PaneStats() for _ in self._stats]
+            self._pass.clear()
+        self._pass.add(frame.step.frame.index)
         self.frames_seen += 1
         index = float(frame.step.frame.index + 1)  # the plots' frames as the label counts
         for i, (stats, pane) in enumerate(zip(self._stats, frame.step.panes, strict=False)):
@@ -370,7 +382,9 @@ class CompareWindow(QMainWindow):
         elif state in ("playing", "paused", "ended"):
             self._set_mode(state)
             if state == "ended":
-                set_text(self.status, "End of video — Play compares it again from the start.")
+                set_text(self.status, END_TEXT)
+            elif state == "playing" and self.status.text() == END_TEXT:
+                set_text(self.status, "")  # playing again: the end is not where it is
             self.refresh()
         elif state == "stopped" and self._mode == "preparing":
             self._set_mode("setup")  # failed or cancelled: the panes stay as they were set
@@ -451,8 +465,10 @@ class CompareWindow(QMainWindow):
             counts = frame.diff_counts[i] if i < len(frame.diff_counts) else None
             card.note.setVisible(self.differences and counts is not None)
             if self.differences and counts is not None:
-                set_text(card.note, diff_note(counts, self.labels[0] if self.labels else ""))
+                card.show_note(diff_note(counts, self.labels[0] if self.labels else ""))
+        self._card_width = fit_cards(self.cards, self._card_width)  # with their latency now
         self.table.fill(frame.step, self._stats)
+        set_text(self.scope, scope_text(self._pass, self.session.compared))
         self.plots.refresh(self._stats)
         # one convention with the main window: frame N of the count (1-based)
         count = f"/{frame.frame_count}" if frame.frame_count else ""

@@ -60,7 +60,7 @@ class Controller(QObject):
     resultReady = Signal(object)  # FrameResult
     stateChanged = Signal(object)  # PlayerState
     errorOccurred = Signal(str)  # one line
-    modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter)
+    modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter); None: no model
     exportProgress = Signal(int, int)  # done, total (total 0 when unknown)
     exportFinished = Signal(list)  # every path written: the video, the detections
     exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
@@ -83,6 +83,7 @@ class Controller(QObject):
         self.settings: PipelineSettings | None = None
         self._backend, self._device = backend, device
         self.source: str | None = None
+        self._opening: str | None = None  # asked for while another source is open
         self.state = PlayerState()
         self.last_result: FrameResult | None = None
         self._export: ExportJob | None = None
@@ -114,6 +115,8 @@ class Controller(QObject):
 
     @Slot(object)
     def _remember_state(self, state: PlayerState) -> None:
+        if self._opening is not None and state.source is None and self.state.source is not None:
+            self._opened()  # the new source opened: the current one is let go
         self.state = state
 
     # ---- models -----------------------------------------------------------------
@@ -176,6 +179,14 @@ class Controller(QObject):
             self._start_job(wanted, cached_only=wanted == "int8", fallback=True)
         elif self.source is not None:
             self.player.set_model(self.settings)
+
+    def clear_model(self) -> None:
+        """Play without a model: frames as decoded (a review, an export's boxes not twice)."""
+        self._drop_job()
+        self._base_model, self.settings = None, None
+        self.precision, self.report = "fp32", None
+        self.player.clear_model()
+        self.modelChanged.emit(None)
 
     def set_device(self, device: str) -> bool:
         """Run inference on "auto", "cpu" or "cuda:N"; False (and a message) when impossible."""
@@ -323,14 +334,10 @@ class Controller(QObject):
                 self.precisionProgress.emit(text, fraction)
 
         prepare_job(
-            job,
-            spec,
-            source,
-            calibration,
-            on_progress=progress,
+            job, spec, source, calibration, on_progress=progress,
             on_ready=lambda variant: self._variantReady.emit(job.token, variant),
             on_failed=lambda message: self._variantFailed.emit(job.token, message),
-        )
+        )  # fmt: skip
 
     @Slot(int, object)
     def _on_variant_ready(self, token: int, variant: VariantInfo | None) -> None:
@@ -412,10 +419,15 @@ class Controller(QObject):
     # ---- playback -------------------------------------------------------------------
 
     @Slot(str)
-    def open_source(self, spec: str) -> None:
-        self.source = spec
-        self.last_result = None
-        self.player.open(spec, self.settings)
+    def open_source(self, spec: str, *, play: bool = False) -> None:
+        """Open ``spec`` paused, or playing (``play``); a failed open changes nothing."""
+        self._opening = spec  # taken once the player lets the current source go
+        if self.state.source is None:
+            self._opened()
+        self.player.open(spec, self.settings, play=play)
+
+    def _opened(self) -> None:
+        self.source, self._opening, self.last_result = self._opening, None, None
 
     @Slot()
     def play(self) -> None:
@@ -478,12 +490,10 @@ class Controller(QObject):
     def _run_export(self, job: ExportJob) -> None:
         try:
             paths = job.run(self.exportProgress.emit)
-        except Cancelled:
-            self._export = None
-            self.exportFailed.emit("cancelled")
         except BaseException as exc:
             self._export = None
-            self.exportFailed.emit(error_message(exc))
+            cancelled = isinstance(exc, Cancelled)
+            self.exportFailed.emit("cancelled" if cancelled else error_message(exc))
         else:
             self._export = None
             self.exportFinished.emit(paths)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from framelens.core.api import LAYOUTS, TASK_OF_LAYOUT, describe_outputs
+from framelens.core.api import (
+    LAYOUTS,
+    TASK_OF_LAYOUT,
+    VIDEO_SUFFIXES,
+    CameraDevice,
+    describe_outputs,
+)
 from framelens.gui.controller import Controller
 from framelens.gui.export_runner import ExportRequest, default_outputs
 from framelens.gui.file_dialogs import open_file, save_file
@@ -21,6 +27,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -30,9 +38,9 @@ from PySide6.QtWidgets import (
 )
 
 VIDEO_FILTER = (
-    "Videos (*.mp4 *.mkv *.mov *.avi *.m4v *.webm *.ts *.mpg *.mpeg *.wmv);;"
+    f"Videos ({' '.join('*' + suffix for suffix in VIDEO_SUFFIXES)});;"
     "Wall layouts (*.flwall);;All files (*)"
-)
+)  # the extensions core takes for a video: one list (core/stages/sources/suffixes.py)
 WALL_LAYOUT_FILTER = "FrameLens wall layout (*.flwall)"
 EXPORT_VIDEO_FILTER = "MP4 video (*.mp4);;Matroska (*.mkv);;QuickTime (*.mov);;AVI (*.avi)"
 DETECTIONS_FILTER = "JSON (*.json);;CSV (*.csv)"
@@ -305,25 +313,60 @@ class OpenUrlDialog(QDialog):
 
 
 class OpenCameraDialog(QDialog):
-    """Asks for a camera index (/dev/videoN on Linux)."""
+    """The cameras present, by name (Linux: /dev/videoN as /sys/class/video4linux names
+    them); an index, a device path or a URL can be typed instead, also when none is found."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, cameras: list[CameraDevice], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Open camera")
-        self.spin = QSpinBox()
-        self.spin.setRange(0, 63)
+        self.setMinimumWidth(460)
+        self.cameras = list(cameras)
+        self.list = QListWidget()
+        for camera in self.cameras:
+            item = QListWidgetItem(camera.label)
+            item.setToolTip(camera.label)
+            self.list.addItem(item)
+        self.list.itemDoubleClicked.connect(lambda _item: self.accept())
+        self.notice = QLabel(
+            "No camera was found on this computer. Type a camera index, a device path "
+            "or a stream URL below."
+        )
+        self.notice.setObjectName("dialogStatus")
+        self.notice.setWordWrap(True)
+        self.edit = QLineEdit()
+        self.edit.setPlaceholderText("or type an index (0), /dev/video0 or a URL")
+        self.edit.textEdited.connect(self._on_typed)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        form = QFormLayout(self)
-        form.addRow("Camera index", self.spin)
-        form.addRow(buttons)
+        lay = QVBoxLayout(self)
+        if self.cameras:
+            lay.addWidget(QLabel("Cameras on this computer:"))
+        lay.addWidget(self.list if self.cameras else self.notice)
+        self.list.setVisible(bool(self.cameras))
+        self.notice.setVisible(not self.cameras)
+        lay.addWidget(self.edit)
+        lay.addWidget(buttons)
+        if self.cameras:
+            self.list.setCurrentRow(0)
+        else:
+            self.edit.setFocus()
+
+    def _on_typed(self, text: str) -> None:
+        if text:  # what is typed is what opens: no camera stays marked
+            self.list.clearSelection()
 
     @property
-    def index(self) -> int:
-        return int(self.spin.value())
+    def spec(self) -> str:
+        """What to open: the text typed, else the camera chosen ("" when neither)."""
+        typed = self.edit.text().strip()
+        if typed:
+            return typed
+        row = self.list.currentRow()
+        selected = self.list.selectedItems()
+        return self.cameras[row].path if selected and 0 <= row < len(self.cameras) else ""
 
 
 class ImportModelDialog(QDialog):

@@ -11,11 +11,13 @@ size, type and date columns follow their contents and the name takes the rest.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Literal
 
 from PySide6.QtCore import QSize
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QHeaderView, QTreeView, QWidget
+from PySide6.QtWidgets import QFileDialog, QHeaderView, QLineEdit, QTreeView, QWidget
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -23,7 +25,7 @@ __all__ = [
     "file_dialog",
     "fit_columns",
     "open_file",
-    "open_files",
+    "open_files_telling",
     "open_folder",
     "save_file",
 ]
@@ -96,11 +98,40 @@ def open_file(
     return files[0] if files else ""
 
 
-def open_files(
+def open_files_telling(
     parent: QWidget | None, title: str, directory: str = "", name_filter: str = ""
-) -> list[str]:
-    """Existing files' paths, or [] if cancelled (as QFileDialog.getOpenFileNames)."""
-    return _run(file_dialog(parent, title, directory, name_filter, "open_many"))
+) -> tuple[list[str], str]:
+    """Existing files' paths, or [] if cancelled (as QFileDialog.getOpenFileNames), and one
+    line naming the files typed that the dialog left out (Qt
+    drops, silently, a typed name its file filter hides), or "" when none was."""
+    dialog = file_dialog(parent, title, directory, name_filter, "open_many")
+    try:
+        if not dialog.exec():
+            return [], ""
+        chosen = dialog.selectedFiles()
+        typed = _typed_files(dialog)
+        kind = dialog.selectedNameFilter().split(" (")[0] or "the filter"
+    finally:
+        dialog.deleteLater()
+    kept = {Path(p) for p in chosen}
+    left = [p for p in typed if p not in kept and p.is_file()]
+    if not left:
+        return chosen, ""
+    names = ", ".join(p.name for p in left)
+    them = "it" if len(left) == 1 else "them"
+    return chosen, (
+        f"left out {names}: the {kind} filter does not show {them} "
+        f"(choose All files in the dialog to open {them} anyway)"
+    )
+
+
+def _typed_files(dialog: QFileDialog) -> list[Path]:
+    """The paths typed in the dialog's name box ("a.mp4" "b.gif", or one bare name)."""
+    edit = dialog.findChild(QLineEdit, "fileNameEdit")
+    text = edit.text().strip() if edit is not None else ""
+    names = re.findall(r'"([^"]+)"', text) if text.startswith('"') else [text] if text else []
+    folder = Path(dialog.directory().absolutePath())
+    return [Path(n) if Path(n).is_absolute() else folder / n for n in names]
 
 
 def save_file(

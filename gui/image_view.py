@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from framelens.core.api import Image
+from framelens.gui.widgets import elide
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
@@ -42,6 +43,11 @@ class ImageView(QWidget):
         self.setToolTip(caption)
         self.update()
 
+    def shown_caption(self) -> str:
+        """The caption as painted: cut with "…" to the view's width (the tooltip has it
+        whole)."""
+        return elide(self.caption, self.fontMetrics(), self.width() - 8)
+
     def image_rect(self) -> QRectF:
         """Where the image is painted (widget coordinates)."""
         if self._image is None:
@@ -73,5 +79,5 @@ class ImageView(QWidget):
         if self.caption:
             painter.setPen(QColor(200, 206, 216))
             text = QRectF(0, self.height() - self.fontMetrics().height() - 4, self.width(), 20)
-            painter.drawText(text, int(Qt.AlignmentFlag.AlignHCenter), self.caption)
+            painter.drawText(text, int(Qt.AlignmentFlag.AlignHCenter), self.shown_caption())
         painter.end()

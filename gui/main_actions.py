@@ -7,6 +7,7 @@ hidden (full screen).
 from __future__ import annotations
 
 from framelens.core.api import __version__
+from framelens.gui.goto_frame import GoToFrameDialog
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.precision_toggle import PRECISION_NAMES
 from framelens.gui.widgets import icon
@@ -89,6 +90,12 @@ class MainActions(MainWindowParts):
         )
         self.start_action = self._action("Go to &Start", lambda: c.seek(0), "Home")
         self.end_action = self._action("Go to &End", self.seek_end, "End")
+        self.goto_action = self._action(
+            "&Go to Frame…",
+            self.go_to_frame,
+            "Ctrl+G",
+            tip="Show a frame by its number, as the counter shows it",
+        )
         self.fullscreen_action = self._action("&Full Screen", self.toggle_fullscreen, "F11")
         self.reset_view_action = self._action("&Reset Zoom", self.canvas.reset_view, "Ctrl+0")
         self.about_action = self._action("&About FrameLens", self.about)
@@ -164,6 +171,7 @@ class MainActions(MainWindowParts):
                 self.forward_action,
                 self.start_action,
                 self.end_action,
+                self.goto_action,
             ]
         )
         play_menu.addSeparator()
@@ -207,6 +215,27 @@ class MainActions(MainWindowParts):
         bar.addActions([self.export_action, self.snapshot_action])
         bar.addSeparator()
         bar.addAction(self.compare_action)
+
+    def go_to_frame(self) -> GoToFrameDialog | None:
+        """Playback > Go to Frame… (Ctrl+G): shows the frame typed, paused."""
+        info = self.state.source
+        if info is None:
+            self.show_error("open a video first, then go to one of its frames")
+            return None
+        if not info.seekable:
+            self.show_error(f"{info.kind} sources play live: there is no frame to go to")
+            return None
+        current = self.shown_index if self.shown_index >= 0 else self.state.index
+        dialog = GoToFrameDialog(self.state.frame_count, current, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def go() -> None:
+            self.controller.pause()
+            self.controller.seek(dialog.index)
+
+        dialog.accepted.connect(go)
+        dialog.open()
+        return dialog
 
     def toggle_fullscreen(self) -> None:
         if self.isFullScreen():

@@ -83,8 +83,13 @@ class DetectionsList(MainWindowParts):
         if visible and self._listed is not None:
             self._list_detections(self._listed)
 
-    def _sync_detections(self, spec: ModelSpec) -> None:
-        if spec.task == "superres":
+    def _sync_detections(self, spec: ModelSpec | None) -> None:
+        if spec is None:
+            self.detections_panel.show_unavailable(
+                "No model is chosen: the video plays as it is.\n\nThis list shows a "
+                "detector's boxes: choose YOLOX-Nano or YuNet in the Analysis panel."
+            )
+        elif spec.task == "superres":
             self.detections_panel.show_unavailable(
                 f"{spec.name} upscales frames; it finds no boxes.\n\nThis list shows a "
                 "detector's boxes: choose YOLOX-Nano or YuNet in the Analysis panel."

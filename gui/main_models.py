@@ -6,6 +6,7 @@ from framelens.core.api import FrameLensError, ModelSpec, error_message
 from framelens.gui.dialogs import ONNX_FILTER, ImportModelDialog
 from framelens.gui.file_dialogs import open_file
 from framelens.gui.main_window_parts import MainWindowParts
+from framelens.gui.model_panel import NO_MODEL
 from framelens.gui.widgets import set_text
 from PySide6.QtCore import Slot
 
@@ -23,6 +24,10 @@ class ModelChoice(MainWindowParts):
         task: str | None = None,
         quiet: bool = False,
     ) -> bool:
+        if key == NO_MODEL:  # for this session: the next start loads the last model
+            self._model_key = key
+            self.controller.clear_model()
+            return True
         try:
             spec = self.controller.resolve(key, layout, labels, task)
         except FrameLensError as exc:
@@ -81,7 +86,12 @@ class ModelChoice(MainWindowParts):
             self.panel.model_combo.setCurrentIndex(i)
 
     @Slot(object)
-    def _on_model(self, spec: ModelSpec) -> None:
+    def _on_model(self, spec: ModelSpec | None) -> None:
+        if spec is None:
+            self.panel.show_model(NO_MODEL, None)
+            set_text(self.model_label, "No model")
+            self._sync_superres(None)
+            return
         self.panel.show_model(self._model_key or spec.name, spec)
         set_text(self.model_label, spec.name)
         if spec.task != "superres":  # back from super-resolution: the saved thresholds

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.api import WALL_LAYOUT_SUFFIX
+from framelens.core.api import WALL_LAYOUT_SUFFIX, list_cameras
 from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
 from framelens.gui.export_runner import writable_folder
 from framelens.gui.file_dialogs import open_file, save_file
@@ -48,9 +48,7 @@ class SourceOpening(MainWindowParts):
         self._pending_recent = spec  # the view and plots start afresh once it has opened
         self.setWindowTitle(f"FrameLens — {display_name(spec)}")
         self.statusBar().showMessage(f"Opening {spec}…")
-        self.controller.open_source(spec)
-        if play:
-            self.controller.play()
+        self.controller.open_source(spec, play=play)  # played only once it has opened
         if self._restore_precision is not None and self.controller.preparing is None:
             # the last session's INT8, if this video's calibration is cached
             self.controller.set_precision(self._restore_precision, cached_only=True)
@@ -71,9 +69,9 @@ class SourceOpening(MainWindowParts):
             self.open_source(path)
 
     def choose_camera(self) -> None:
-        dialog = OpenCameraDialog(self)
-        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted:
-            self.open_source(camera_spec(dialog.index))
+        dialog = OpenCameraDialog(list_cameras(), self)
+        if dialog.exec() == OpenCameraDialog.DialogCode.Accepted and dialog.spec:
+            self.open_source(dialog.spec)
 
     def choose_url(self) -> None:
         dialog = OpenUrlDialog(self.settings.recent, self)

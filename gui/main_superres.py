@@ -191,25 +191,28 @@ class SuperResolution(MainWindowParts):
 
     # ---- model and mode ----------------------------------------------------------------
 
-    def _sync_superres(self, spec: ModelSpec) -> None:
+    def _sync_superres(self, spec: ModelSpec | None) -> None:
         """What the loaded model's task offers: the views for super-resolution, the crop
-        strip for detectors."""
-        sr = spec.task == "superres"
+        strip for detectors (None, no model: neither)."""
+        sr = spec is not None and spec.task == "superres"
         for action in (*self.sr_mode_actions.values(), self.measure_action):
             action.setEnabled(sr)
         self.clear_region_action.setEnabled(sr and self.canvas.mode == "roi")
         self.sr_toolbar.setVisible(sr)
         self.sr_panel.setVisible(sr)
-        self.crop_panel.setVisible(not sr)
+        self.crop_panel.setVisible(spec is not None and not sr)
         self._show_beside(sr and self.canvas.mode == "roi")
         self.sr_panel.quality_label.setText("")
         if sr:
             self._show_below(False)
             self.crop_worker.configure(None)
             self.controller.set_region(self.canvas.region if self.canvas.mode == "roi" else None)
-        else:
+        elif spec is not None:
             self.crop_panel.set_labels(spec.labels, self.settings.crops_classes)
             self._configure_crops()
+        else:
+            self._show_below(False)
+            self.crop_worker.configure(None)
 
     def choose_sr_mode(self, mode: str) -> None:
         self.canvas.set_mode(mode)

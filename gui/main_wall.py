@@ -7,7 +7,7 @@ from pathlib import Path
 
 from framelens.core.api import FrameLensError, load_wall_layout
 from framelens.gui.dialogs import VIDEO_FILTER, WALL_LAYOUT_FILTER
-from framelens.gui.file_dialogs import open_file, open_files
+from framelens.gui.file_dialogs import open_file, open_files_telling
 from framelens.gui.main_window_parts import MainWindowParts
 from framelens.gui.wall_window import WallWindow
 
@@ -20,7 +20,11 @@ class WallOpening(MainWindowParts):
     wall_window: WallWindow | None
 
     def choose_several(self) -> None:
-        paths = open_files(self, "Open several videos", self.settings.last_dir, VIDEO_FILTER)
+        paths, left_out = open_files_telling(
+            self, "Open several videos", self.settings.last_dir, VIDEO_FILTER
+        )
+        if left_out:  # Qt's dialog drops them silently
+            self.show_error(f"Open Several {left_out}")
         if paths:
             self.settings.last_dir = str(Path(paths[0]).parent)
             self.open_wall(paths)

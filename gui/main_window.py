@@ -366,6 +366,9 @@ class MainWindow(
                 self._rebuild_recent(self.settings.add_recent(self._pending_recent))
                 self._pending_recent = None
             self.statusBar().clearMessage()
+        elif info is not None and state.frame_count != previous.frame_count:
+            self.transport.set_count(state.frame_count)  # a file found cut short
+            set_text(self.source_label, self._describe_source(state))
         if info is None and state.status == "empty":
             set_text(self.source_label, "No source")
         if info is not None and state.reconnecting != previous.reconnecting:
@@ -376,7 +379,8 @@ class MainWindow(
             self.plots.reset_rate()
         if state.realtime != previous.realtime and self._ui_timer.isActive():
             self._start_ticks()
-        if state.status == "ended" and previous.status != "ended":
+        cut_short = info is not None and state.frame_count != previous.frame_count
+        if state.status == "ended" and previous.status != "ended" and not cut_short:
             self.statusBar().showMessage("End of video — Space plays it again", 4000)
         device = state.device.upper() if state.device == "cpu" else state.device
         backend = f"{state.backend} · {device}" if state.backend else ""

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
 
 OVERLAYS = ("boxes", "labels", "scores", "landmarks")
 IMPORT_ITEM = "Import ONNX…"
+NO_MODEL = ""  # the "No model" item's key: frames played as decoded, nothing drawn
+NO_MODEL_ITEM = "No model"
 SR_HEADER = "Super-resolution"
 
 
@@ -192,6 +194,11 @@ class ModelPanel(QWidget):
         """Detectors first, then the super-resolution models under their own heading."""
         self.model_combo.blockSignals(True)
         self.model_combo.clear()
+        self.model_combo.addItem(NO_MODEL_ITEM, NO_MODEL)
+        self.model_combo.setItemData(
+            0, "Play the video as it is, nothing detected or drawn", Qt.ItemDataRole.ToolTipRole
+        )
+        self.model_combo.insertSeparator(1)
         detectors = {k: v for k, v in catalog.items() if v.task != "superres"}
         upscalers = {k: v for k, v in catalog.items() if v.task == "superres"}
         for name, spec in detectors.items():
@@ -213,8 +220,17 @@ class ModelPanel(QWidget):
             self.model_combo.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
         )
 
-    def show_model(self, key: str, spec: ModelSpec) -> None:
-        """Select ``key`` (adding it for an imported file) and show its labels."""
+    def show_model(self, key: str, spec: ModelSpec | None) -> None:
+        """Select ``key`` (adding it for an imported file) and show its labels; ``spec``
+        None: "No model" (no thresholds, classes or overlay to set)."""
+        if spec is None:
+            self.model_combo.setCurrentIndex(self.model_combo.findData(NO_MODEL))
+            self.model_info.setText("no model: frames as decoded")
+            self.set_labels(())
+            self.show_task(True)
+            self.precision.hide()  # no model, no precision to choose
+            return
+        self.precision.show()
         i = self.model_combo.findData(key)
         if i < 0:
             i = self.model_combo.count() - 2  # before the separator

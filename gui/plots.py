@@ -16,6 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from framelens.core.api import FrameResult
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent, QTextDocument
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 HISTORY = 300
@@ -186,7 +187,7 @@ class StagePlots(QWidget):
         self.refresh()
 
     def _measured_fps(self) -> float:
-        if len(self._arrivals) < FPS_WINDOW // 2:  # too few to be a rate (bursts after seeks)
+        if len(self._arrivals) < 3:  # two intervals: a rate from the third frame on
             return math.nan
         span = self._arrivals[-1] - self._arrivals[0]
         return (len(self._arrivals) - 1) / span if span > 0 else math.nan
@@ -210,8 +211,13 @@ class StagePlots(QWidget):
         self.latency_plot.setRange(xRange=(lo, hi), yRange=_log_span(log_ms), padding=0.02)
         self.fps_curve.setData(x, fps, connect="finite")
         self.dropped_curve.setData(x, dropped, connect="finite")
+        # one frame (a one-frame file, a seek while paused) is a point, not a line
         for name, curve in self.stage_curves.items():
-            curve.setData(x, stages[name], connect="finite")
+            if len(x) == 1 and np.isfinite(stages[name]).any():
+                colour = STAGE_STYLE[name][1]
+                curve.setData(x, stages[name], symbol="o", symbolSize=5, symbolBrush=colour)
+            else:
+                curve.setData(x, stages[name], connect="finite", symbol=None)
         for plot in (self.fps_plot, self.latency_plot):
             # Settle the view transform now, not during the paint (which would queue
             # another repaint, and the window would be composited twice).
@@ -219,8 +225,7 @@ class StagePlots(QWidget):
         now = time.perf_counter()
         if now - self._summary_at >= SUMMARY_INTERVAL_S or self._count < 2:
             self._summary_at = now
-            self.summary.setText(self.summary_text())
-            self.summary.setToolTip(self.summary.text())
+            self._show_summary()
 
     def medians(self) -> dict[str, float]:
         """Median ms of each stage that ran, and "fps", over the frames shown."""
@@ -233,6 +238,10 @@ class StagePlots(QWidget):
 
     def summary_text(self) -> str:
         """The legend: each stage in its curve's colour with its median (rich text)."""
+        prefix, parts, suffix = self._summary_parts()
+        return prefix + " &nbsp; ".join(parts) + suffix
+
+    def _summary_parts(self) -> tuple[str, list[str], str]:
         medians = self.medians()
         # end to end first: in a narrow dock the line is cut on the right, and the
         # number a user reads first must not be what is cut (the tooltip has it all)
@@ -244,15 +253,38 @@ class StagePlots(QWidget):
             if name in medians
         ]
         if not parts:
-            return "Play a video to see the time each stage takes."
+            return "Play a video to see the time each stage takes.", [], ""
         fps = f"<b>{medians['fps']:.1f}</b> fps · " if "fps" in medians else ""
         dropped = ""
         if self._dropped_total:
             dropped = f' · <span style="color:#e05260">{self._dropped_total} dropped</span>'
         n = len(self._x)
-        return (
-            (f"Median of last {n} frames: {fps}" if n > 1 else f"This frame: {fps}")
-            + " &nbsp; ".join(parts)
-            + " ms"
-            + dropped
-        )
+        prefix = f"Median of last {n} frames: {fps}" if n > 1 else f"This frame: {fps}"
+        return prefix, parts, " ms" + dropped
+
+    def _show_summary(self) -> None:
+        """The summary, cut after the last stage that fits and marked "…" when cut; the
+        tooltip has it all."""
+        full = self.summary_text()
+        self.summary.setToolTip(full)
+        prefix, parts, suffix = self._summary_parts()
+        room = self.summary.contentsRect().width()
+        shown = full
+        for k in range(len(parts), -1, -1):
+            shown = prefix + " &nbsp; ".join(parts[:k]) + (suffix if k == len(parts) else " …")
+            if _rich_width(shown, self.summary) <= room:
+                break
+        self.summary.setText(shown)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._show_summary()
+
+
+def _rich_width(html: str, label: QLabel) -> float:
+    """The width ``label`` needs to show ``html`` on one line."""
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setDocumentMargin(0)
+    doc.setHtml(html)
+    return doc.idealWidth()

@@ -8,7 +8,7 @@ bar with Cancel appears; on failure the toggle returns to the active variant.
 from __future__ import annotations
 
 from framelens.core.api import SensitivityReport
-from framelens.gui.widgets import set_text
+from framelens.gui.widgets import ElidedLabel, set_text
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -101,9 +101,10 @@ class PrecisionToggle(QWidget):
         self.cancel_button.setObjectName("smallButton")
         self.cancel_button.setToolTip("Stop preparing the variant; the active one stays")
         self.cancel_button.clicked.connect(self.cancelRequested)
-        self.progress_text = QLabel("")
+        # one line ending in "…" (the whole line in its tooltip): a long stage name must
+        # not widen the panel, nor wrap out of the lines the panel has
+        self.progress_text = ElidedLabel("")
         self.progress_text.setObjectName("plotSummary")
-        self.progress_text.setWordWrap(True)  # long stage names must not widen the panel
         self.progress_row = QWidget()
         pl = QHBoxLayout(self.progress_row)
         pl.setContentsMargins(0, 0, 0, 0)

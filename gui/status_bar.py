@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from framelens.gui.widgets import ElidedLabel
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import (
@@ -158,10 +159,8 @@ class MainStatusBar(QStatusBar):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.row = _Row(self)
-        self.message_label = QLabel("")
+        self.message_label = ElidedLabel("")  # "…" at its own width, the rest in its tooltip
         self.message_label.setObjectName("statusMessage")
-        self.message_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.message_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.row.layout_.addWidget(self.message_label, 1)
         self.job = self._field("statusBusy", 60, required=True)  # "Preparing INT8 12%"
         self.source = self._field("statusSource", 30, short=compact_source)
@@ -247,7 +246,7 @@ class MainStatusBar(QStatusBar):
             levels[field] += 1
         for field in self.fields:
             field.show_form(levels[field])
-        self._show_message(message, available - needed() + message_width)
+        self._show_message(message)
 
     def _message_width(self, text: str) -> int:
         margins = self.message_label.contentsMargins()
@@ -258,15 +257,10 @@ class MainStatusBar(QStatusBar):
             + 2
         )
 
-    def _show_message(self, message: str, room: int) -> None:
-        label = self.message_label
-        shown = message
-        if message and self._message_width(message) > room:  # nothing left to give way
-            margins = label.contentsMargins()
-            inner = max(0, room - margins.left() - margins.right() - 2)
-            shown = label.fontMetrics().elidedText(message, Qt.TextElideMode.ElideRight, inner)
-        label.setText(shown)
-        label.setToolTip(message if shown != message else "")
+    def _show_message(self, message: str) -> None:
+        """The message in what the fields leave: the label ends it in "…" at the width
+        the row gives it, its style's padding counted (the whole of it in its tooltip)."""
+        self.message_label.setText(message)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         """The panel only: the message is the message label's to paint, not QStatusBar's

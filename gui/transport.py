@@ -92,6 +92,7 @@ class TransportBar(QWidget):
         self._frame_count: int | None = None
         self._fps = 0.0
         self._duration: float | None = None
+        self._shown: tuple[int, float] | None = None  # the position shown last
         # While dragging, seek at most every 40 ms to the latest position.
         self._drag_timer = QTimer(self)
         self._drag_timer.setSingleShot(True)
@@ -143,7 +144,15 @@ class TransportBar(QWidget):
         self.slider.setPageStep(max(1, round(fps * 5)) if fps > 0 else 50)
         self.slider.blockSignals(False)
 
+    def set_count(self, frame_count: int | None) -> None:
+        """The frames really there (a file found cut short): the slider and the counter
+        count them from now on, the frame on screen still shown."""
+        self.set_source(frame_count, self._fps)
+        if self._shown is not None:
+            self.show_position(*self._shown)
+
     def show_position(self, index: int, pts: float) -> None:
+        self._shown = (index, pts)
         if not self.slider.isSliderDown():
             self.slider.blockSignals(True)
             self.slider.setValue(index)

@@ -30,11 +30,14 @@ from framelens.core.api import (
 from framelens.gui.canvas import release_gpu_slot
 from framelens.gui.gl_texture import GlTexture
 from framelens.gui.overlay_paint import paint_overlay
+from framelens.gui.widgets import elide
 from OpenGL import GL
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
+    QFontMetrics,
+    QHelpEvent,
     QHideEvent,
     QImage,
     QMouseEvent,
@@ -42,7 +45,7 @@ from PySide6.QtGui import (
     QResizeEvent,
 )
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QToolTip, QWidget
 
 __all__ = ["LAYOUTS", "WallCanvas", "grid_size"]
 
@@ -204,6 +207,31 @@ class WallCanvas(QOpenGLWidget):
                 return i
         return None
 
+    def caption(self, tile: int) -> str:
+        """The tile's top line, whole (painted cut with "…" when the tile is narrow)."""
+        return _caption(self._states[tile], self._names[tile])[0]
+
+    def shown_caption(self, tile: int, font: QFont | None = None) -> str:
+        """The tile's top line as painted: cut with "…" to its cell (the tooltip has it
+        whole)."""
+        metrics = QFontMetrics(font or self.caption_font())
+        return elide(self.caption(tile), metrics, self.cell_rect(tile).width() - 12)
+
+    def caption_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPixelSize(12)
+        return font
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            tile = self.tile_at(QPointF(event.pos()))
+            if tile is None:
+                QToolTip.hideText()
+            else:
+                QToolTip.showText(event.globalPos(), self.caption(tile), self)
+            return True
+        return super().event(event)
+
     def grab_frame_image(self) -> QImage:
         """What the canvas shows, as rendered (for tests and screenshots)."""
         return self.grabFramebuffer()
@@ -280,16 +308,15 @@ class WallCanvas(QOpenGLWidget):
                 paint_overlay(painter, shapes)
                 painter.restore()
         cell = self.cell_rect(i)
-        top, message = _caption(self._states[i], self._names[i])
+        _top, message = _caption(self._states[i], self._names[i])
         painter.save()
-        font = QFont(painter.font())
-        font.setPixelSize(12)
+        font = self.caption_font()
         painter.setFont(font)
         strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
         painter.fillRect(strip, QColor(0, 0, 0, 150))
         painter.setPen(QColor(235, 238, 243))
         flags = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
-        painter.drawText(strip.adjusted(6, 0, -6, 0), flags, top)
+        painter.drawText(strip.adjusted(6, 0, -6, 0), flags, self.shown_caption(i, font))
         if message:
             failed = message.startswith("failed")
             painter.setPen(QColor(242, 95, 92) if failed else QColor(244, 162, 89))

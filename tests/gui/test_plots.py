@@ -74,3 +74,43 @@ def test_the_summary_of_one_frame_says_this_frame(qtbot: QtBot) -> None:
     assert plots.summary.toolTip() == text
     plots.add_result(FrameResult(frame, Detections.empty(), t))
     assert plots.summary_text().startswith("Median of last 2 frames: ")  # label: throttled
+
+
+def test_a_summary_too_long_for_its_dock_ends_with_an_ellipsis(qtbot: QtBot) -> None:
+    """Issue 26: "· 4 dro" was the end of the line in a narrow dock. The line now stops
+    after the last stage that fits, with "…", and the tooltip holds all of it."""
+    plots = StagePlots(auto_refresh=False)
+    qtbot.addWidget(plots)
+    plots.resize(420, 260)
+    plots.show()
+    qtbot.waitExposed(plots)
+    frame = Frame(np.zeros((4, 4, 3), np.uint8), 0, 0.0)
+    t = StageTimes(decode=3.0, preprocess=5.0, inference=80.0, postprocess=0.5, draw=0.2, e2e=90.0)
+    plots.set_dropped(4)
+    for _ in range(3):
+        plots.add_result(FrameResult(frame, Detections.empty(), t))
+    plots.refresh()
+    shown, full = plots.summary.text(), plots.summary.toolTip()
+    assert shown.endswith(" …") and "end to end" in shown
+    assert "4 dropped" in full and "postprocess" in full and "4 dro" not in shown
+    assert plots.summary.sizeHint().width() <= plots.summary.contentsRect().width()
+    plots.resize(1400, 260)  # room again: the whole line
+    qtbot.waitUntil(lambda: plots.summary.text() == full, timeout=5000)
+
+
+def test_the_throughput_plot_reads_from_the_third_frame(qtbot: QtBot) -> None:
+    """Issue 26: the throughput plot stayed empty for the first 15 frames while the
+    latency medians already read."""
+    import time
+
+    plots = StagePlots(auto_refresh=False)
+    qtbot.addWidget(plots)
+    plots.show()
+    qtbot.waitExposed(plots)
+    frame = Frame(np.zeros((4, 4, 3), np.uint8), 0, 0.0)
+    for _ in range(3):
+        plots.add_result(FrameResult(frame, Detections.empty(), StageTimes(e2e=8.0)))
+        time.sleep(0.02)  # frames 20 ms apart: the rate is what it measures, not a race
+    plots.refresh()
+    _x, fps = plots.fps_curve.getData()
+    assert fps is not None and np.isfinite(fps[-1]) and 0 < fps[-1] <= 51

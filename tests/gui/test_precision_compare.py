@@ -18,16 +18,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from archive_clips import PEOPLE, cut_clip
 from framelens.core.precision import CalibrationSettings
 from framelens.gui.compare_agreement import METRICS
 from framelens.gui.compare_controller import CompareFrame
-from framelens.gui.compare_view import NONE, CompareWindow
+from framelens.gui.compare_view import END_TEXT, NONE, CompareWindow
 from framelens.gui.main_window import MainWindow
 from framelens.gui.sensitivity import SensitivityChart
 from framelens.gui.settings import Settings
 from int8_variant import SharedInt8
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontInfo
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -458,3 +460,63 @@ def test_home_compares_from_the_first_frame(
     qtbot.waitUntil(lambda: len(frames) >= 1, timeout=TIMEOUT_MS)
     assert frames[0].step.frame.index == 0
     compare.close()
+
+
+def test_compare_says_over_which_frames_each_figure_is_and_when_it_plays_again(
+    window: MainWindow, qtbot: QtBot, cache: Path, tmp_path: Path
+) -> None:
+    """Issue 26: the F1 on screen (a second pass over frames 1-267) differed from the
+    saved report's (every frame) with nothing saying why; "End of video" stayed up while
+    it played again. A clip of 48 frames of the sample, compared from past frame 4."""
+    clip = str(cut_clip(PEOPLE, tmp_path / "clip.mp4", 300, 48, (384, 216)))
+    compare = open_compare_at(window, qtbot, clip, 4)
+    frames = shown_frames(compare)
+    compare.start()
+    qtbot.waitUntil(lambda: compare.session.state == "ended", timeout=3 * TIMEOUT_MS)
+    qtbot.waitUntil(lambda: compare.status.text() == END_TEXT, timeout=10_000)
+    first = sorted({f.step.frame.index for f in frames})
+    assert 4 <= first[0] < 40 and first[-1] == 47
+    qtbot.waitUntil(lambda: "this pass" in compare.scope.text(), timeout=10_000)
+    assert QLabel.text(compare.scope) == compare.scope.text()  # whole, not cut
+    text = compare.scope.text()
+    assert f"this pass: {len(first)} frames, {first[0] + 1}–48 ·" in text
+    assert f"Save Report over frames {first[0] + 1}–48" in text
+
+    del frames[:]
+    compare.home()  # a second pass, from the first frame
+    qtbot.waitUntil(lambda: len(frames) >= 1, timeout=TIMEOUT_MS)
+    compare.play()
+    qtbot.waitUntil(lambda: compare.session.state == "playing", timeout=10_000)
+    assert compare.status.text() != END_TEXT  # playing again: not the end
+    qtbot.waitUntil(lambda: len(frames) >= 4, timeout=TIMEOUT_MS)
+    pause_compare(compare, qtbot)
+    second = sorted({f.step.frame.index for f in frames})
+    qtbot.waitUntil(
+        lambda: f"this pass: {len(second)} frames, 1–{second[-1] + 1} ·" in compare.scope.text(),
+        timeout=10_000,
+    )
+    assert "Save Report over frames 1–48" in compare.scope.text()
+    assert compare.grab().save(str(SHOTS / "compare-scope.png"))
+    print("screenshot:", SHOTS / "compare-scope.png")
+
+
+def test_differences_keep_the_window_size_and_panes_share_the_width(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path
+) -> None:
+    """Issue 26: the window grew 140 px when Differences was turned on, and the
+    reference pane was narrower than the others."""
+    compare, _frames = compare_running(window, qtbot, sample, 300, ["fp32", "fp16"])
+    compare.show()
+    qtbot.waitExposed(compare)
+    compare.resize(compare.minimumSizeHint())  # as narrow as it goes: where it grew
+    qtbot.wait(200)  # the layout settles after the pause's repaint
+    size = compare.size()
+    widths = [card.width() for card in compare.cards]
+    compare.diff_action.trigger()
+    qtbot.waitUntil(lambda: compare.cards[1].note.isVisible(), timeout=10_000)
+    qtbot.wait(200)
+    assert compare.size() == size
+    after = [card.width() for card in compare.cards]
+    assert max(after) - min(after) <= 2 and max(widths) - min(widths) <= 2
+    assert compare.grab().save(str(SHOTS / "compare-differences.png"))
+    print("screenshot:", SHOTS / "compare-differences.png")

@@ -458,3 +458,24 @@ def test_close_releases_a_blocked_reader(server: LoopbackStreamServer) -> None:
     reader.join(timeout=2)
     assert not reader.is_alive()
     assert "closed" in str(errors[0])
+
+
+def test_a_file_cut_short_counts_the_frames_it_holds(tmp_path: Path) -> None:
+    """frames_there: None for a whole file; for one cut short, read to its end, the
+    frames it really holds (each read back by the index stamped in its pixels), not the
+    count its index claims. The player shows that count at such an end."""
+    from framelens.core.stages.sources.file import FileSource
+
+    clip = write_clip(
+        tmp_path / "whole.mp4", frames=200, container_options={"movflags": "faststart"}
+    )
+    with FileSource(clip) as whole:
+        assert sum(1 for _ in whole) == 200 and whole.frames_there is None
+    data = clip.read_bytes()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[: int(len(data) * 0.6)])
+    with FileSource(cut) as source:
+        assert source.info.frame_count == 200  # what the index claims
+        indices = [read_index(frame.image) for frame in source]
+        assert source.truncated and source.frames_there == len(indices) < 200
+        assert indices == list(range(len(indices)))

@@ -13,8 +13,9 @@ from pathlib import Path
 from framelens.core.errors import ConfigError
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.display import AS_STORED
+from framelens.core.stages.sources.suffixes import VIDEO_SUFFIXES
 
-VIDEO_EXTENSIONS = (".mp4", ".mkv", ".mov", ".avi", ".webm", ".ts", ".m4v", ".gif")
+VIDEO_EXTENSIONS = VIDEO_SUFFIXES
 """What a folder's videos are: found recursively by these extensions (any case)."""
 
 _GLOB = set("*?[")

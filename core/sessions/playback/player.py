@@ -88,9 +88,12 @@ class Player(PlayerCore):
     def state(self) -> PlayerState:
         return self._state
 
-    def open(self, spec: str, settings: PipelineSettings | None = None) -> None:
-        """Open a source (path, URL or camera spec); shows its first frame, paused."""
-        self._send(lambda: self._do_open(spec, settings))
+    def open(
+        self, spec: str, settings: PipelineSettings | None = None, *, play: bool = False
+    ) -> None:
+        """Open a source (path, URL or camera spec); shows its first frame, paused, or
+        plays it (``play``). One that cannot be opened leaves the current one as it was."""
+        self._send(lambda: self._do_open(spec, settings, play))
 
     def play(self) -> None:
         self._send(self._do_play)
@@ -127,6 +130,12 @@ class Player(PlayerCore):
         threading.Thread(
             target=self._build_model, args=(settings, token), name="fl-model", daemon=True
         ).start()
+
+    def clear_model(self) -> None:
+        """Play on without a model: frames shown as decoded (a model being built is
+        dropped)."""
+        self._model_token += 1
+        self._send(self._do_clear_model)
 
     def close(self) -> None:
         """Stop the threads and release the source and the engine."""
@@ -167,13 +176,16 @@ class Player(PlayerCore):
 
     # ---- command bodies (worker thread) -----------------------------------------
 
-    def _do_open(self, spec: str, settings: PipelineSettings | None) -> None:
+    def _do_open(self, spec: str, settings: PipelineSettings | None, play: bool = False) -> None:
         # The new source opens before the current one is let go: one that cannot be
         # opened (a camera that is not there) is reported and leaves the current source
-        # playing, untouched (not even paused).
+        # as it was: its frame, playing or paused or ended (the play asked for is the
+        # new source's).
+        current_wants = self._source_wants
         try:
             source = self._open_frames(spec)
         except FrameLensError as exc:
+            self._source_wants = current_wants  # the current source's, as before
             self._on_error(error_message(exc))
             return
         wants, decoder_name = self._source_wants, self._state.decoder
@@ -203,6 +215,8 @@ class Player(PlayerCore):
         self._publish(source=info, frame_count=info.frame_count, status="paused")
         self._start_workers()
         self._show_next()
+        if play:
+            self._do_play()
 
     def _open_frames(self, spec: str) -> Source:
         """The source, decoded where the installed pipelines want their frames: NVDEC into
@@ -222,7 +236,7 @@ class Player(PlayerCore):
         self._publish(decoder=name)
         return source
 
-    def _match_source(self, pipeline: FrameProcessor) -> None:
+    def _match_source(self, pipeline: FrameProcessor | None) -> None:
         """Reopen the source when the new pipelines want frames from another decoder (a
         switch between CPU and CUDA, or to another GPU); the caller seeks it back to where
         playback was. If the source cannot be reopened, the player is left empty."""
@@ -264,7 +278,7 @@ class Player(PlayerCore):
             for p in self._workers:
                 p.update(**changes)
 
-    def _install(self, pipeline: FrameProcessor, workers: list[FrameProcessor]) -> None:
+    def _install(self, pipeline: FrameProcessor | None, workers: list[FrameProcessor]) -> None:
         current = self._current
         if current is not None and not current.on_host:
             # its pixels live in the old pipelines' buffers: keep a host copy first
@@ -296,6 +310,10 @@ class Player(PlayerCore):
             # the frame on screen (a seek), so playback goes on without a gap
             target, count = self._state.index + 1, self._state.frame_count
             self._ahead_seek(min(target, count - 1) if count else target)
+        if pipeline is None:  # no model: frames as decoded
+            self._settings = None
+            self._publish(model="", precision="")
+            return
         s = pipeline.settings
         latest = self._settings
         if latest is not None:  # thresholds may have changed while the model was built
@@ -306,6 +324,11 @@ class Player(PlayerCore):
             )  # fmt: skip
         self._settings = s
         self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
+
+    def _do_clear_model(self) -> None:
+        self._install(None, [])
+        self._publish(loading_model=False)
+        self._refresh()
 
     def _do_update(self, changes: dict[str, object]) -> None:
         if self._settings is not None:

@@ -76,6 +76,7 @@ class PlayerCore(ABC):
         # Play on the last frame (End): the end comes before any new frame is shown
         self._shown_since_play = False
         self._play_from = -1  # the frame on screen when Play was pressed
+        self._sought: int | None = None  # a seek's target until a frame is shown
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._dropped_before = 0  # by executors of this source that were replaced
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
@@ -176,7 +177,7 @@ class PlayerCore(ABC):
                 self._clock.reset()
                 self._ahead_seek(0)
                 return None
-            self._publish(status="ended")
+            self._publish(status="ended", **self._cut_short())
             return None
         if isinstance(item, Failed):
             raise item.error
@@ -188,6 +189,22 @@ class PlayerCore(ABC):
             return self._process(res.frame, res.times.decode, item.start_ms)
         frame, decode_ms, t0 = item
         return self._process(frame, decode_ms, t0)
+
+    def _cut_short(self) -> dict[str, object]:
+        """The end of a file that holds fewer frames than its index says (cut short, or
+        damaged): the frames really there (as the source counted them) and, once, a
+        message naming what was found. Nothing when the end came straight after a seek."""
+        source = self._decoder.source if self._decoder is not None else None
+        there = source.frames_there if source is not None else None
+        if source is None or there is None or self._sought is not None:
+            return {}
+        # the source's count: frames dropped late at the end were there, not shown
+        count = self._state.frame_count
+        if count is None or not 0 < there < count:
+            return {}
+        found = source.damage_note()
+        self._on_error(f"{found or 'the file is cut short'}: the {there} frames there play")
+        return {"frame_count": there}
 
     def _process(
         self, frame: Frame, decode_ms: float = math.nan, t0: float | None = None
@@ -218,6 +235,7 @@ class PlayerCore(ABC):
             )
             result.times.e2e = max(work, min(since_decode, since_due))
         self._waiting = None
+        self._sought = None
         self._current = result.frame
         self._rate.tick()
         self._stages(result)
@@ -310,6 +328,7 @@ class PlayerCore(ABC):
 
     def _ahead_seek(self, index: int) -> None:
         self._stages.reset()  # what comes next does not follow what was shown
+        self._sought = index
         if self._ahead is not None:
             self._ahead.seek(index)
         elif self._decoder is not None:

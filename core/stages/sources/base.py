@@ -35,6 +35,12 @@ class Source(Closing, ABC):
         """A live stream down and being reconnected with backoff (streams only)."""
         return False
 
+    @property
+    def frames_there(self) -> int | None:
+        """How many frames a file found cut short holds (None while none is known to be
+        missing)."""
+        return None
+
     def damage_note(self) -> str | None:
         """What a damaged file held, once read to its end (None: nothing to say)."""
         return None

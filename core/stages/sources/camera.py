@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import cast
 
 import cv2
@@ -14,6 +17,43 @@ from framelens.core.stages.sources.base import Source
 from framelens.core.types import Frame, Image, SourceInfo
 
 DEFAULT_FPS = 30.0  # when the driver reports no rate
+V4L2_SYSFS = Path("/sys/class/video4linux")
+_VIDEO_NODE = re.compile(r"video(\d+)")
+
+
+@dataclass(frozen=True)
+class CameraDevice:
+    """A camera present on this machine: its index, device path and name."""
+
+    index: int
+    path: str  # what open_source takes: /dev/videoN on Linux
+    name: str  # as its driver calls it ("Integrated Camera: Integrated C")
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.path})"
+
+
+def list_cameras(sysfs: Path = V4L2_SYSFS) -> list[CameraDevice]:
+    """The cameras present, by index: on Linux every /dev/videoN that ``sysfs`` lists,
+    named from its ``name`` file. Empty where there are none or nothing lists them (a
+    webcam often has a second node for metadata: it is listed too, opening it fails)."""
+    try:
+        entries = list(sysfs.iterdir()) if sys.platform.startswith("linux") else []
+    except OSError:
+        return []
+    cameras = []
+    for entry in entries:
+        match = _VIDEO_NODE.fullmatch(entry.name)
+        if match is None:
+            continue
+        try:
+            name = (entry / "name").read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            name = ""
+        index = int(match.group(1))
+        cameras.append(CameraDevice(index, f"/dev/video{index}", name or f"Camera {index}"))
+    return sorted(cameras, key=lambda c: c.index)
 
 
 def _fourcc(value: float) -> str:

@@ -228,6 +228,12 @@ class FileReader(ABC, Generic[DecodedT]):
             )
             raise SourceError(f"{self.info.uri}: no frame could be decoded ({why})")
 
+    @property
+    def frames_there(self) -> int | None:
+        """How many frames a file found cut short holds (the count at the end it read
+        to); None while no frame is known to be missing."""
+        return self._next_index if self.truncated else None
+
     def damage_note(self) -> str | None:
         """The damage met so far as one line for the user (None for a sound file):
         frames cut off, packets skipped, frames scaled to the opening size."""

@@ -145,6 +145,10 @@ class GpuVideoSource(Source):
     def truncated(self) -> bool:
         return self._reader.truncated
 
+    @property
+    def frames_there(self) -> int | None:
+        return self._reader.frames_there
+
     def read(self) -> DeviceNV12Frame | None:
         """The next frame in device memory, or None at the end of the file."""
         self._check_open()
