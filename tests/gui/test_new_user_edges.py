@@ -276,7 +276,7 @@ def test_open_several_opens_a_gif_and_names_what_it_leaves_out(
 def test_a_gif_is_a_video_to_the_open_dialog_and_to_a_batch_folder(tmp_path: Path) -> None:
     """One list of video extensions, from core: what a batch finds in a folder is what
     the Open dialogs show."""
-    from framelens.core.pipeline.archive import VIDEO_EXTENSIONS
+    from framelens.core.sessions.archive import VIDEO_EXTENSIONS
 
     assert VIDEO_EXTENSIONS == VIDEO_SUFFIXES
     assert {".gif", ".mp4", ".mkv", ".mpg", ".wmv"} <= set(VIDEO_SUFFIXES)
