@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--frames", type=int, default=None, help="number of frames to process")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="print the run's plan first: model graph, backend, path, workers, batch and "
+        "each source's decoder, each with why",
+    )  # fmt: skip
+    run.add_argument(
         "--calibration-frames", type=int, default=50, help="int8: frames spread over the source"
     )
     run.add_argument(
@@ -165,12 +170,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         frames=args.frames,
         progress=not args.quiet,
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
+        on_plan=_print_plan if args.verbose else None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
     print(json.dumps(summary.as_json(), indent=2))
     _print_written(summary.outputs, "--export and --detections name the outputs")
     return 0
+
+
+def _print_plan(plan: Any) -> None:
+    """``-v``: the run's plan on stderr, a choice and its reason a line."""
+    for line in plan.lines():
+        print(f"framelens: plan: {line}", file=sys.stderr)
 
 
 def _print_written(outputs: Sequence[str], hint: str = "") -> None:
@@ -218,6 +230,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         max_wait_ms=args.batch_wait,
         workers=args.workers,
         processes=processes,
+        on_plan=_print_plan if args.verbose else None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())

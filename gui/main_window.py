@@ -387,7 +387,8 @@ class MainWindow(
         if backend and state.decoder.startswith("nvdec"):
             backend += " · NVDEC"
         set_text(self.backend_label, backend)
-        self.backend_label.setToolTip(f"Decoding: {state.decoder}" if state.decoder else "")
+        tip = [*state.plan, *([f"decoding: {state.decoder}"] if state.decoder else [])]
+        self.backend_label.setToolTip("\n".join(tip))  # the plan: each choice and why
         if state.model:
             set_text(self.model_label, self._model_text(state))
         set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")

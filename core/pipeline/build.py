@@ -23,6 +23,7 @@ from typing import Any
 from framelens.core.errors import ConfigError, EngineError, FrameLensError, GpuError, ModelError
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline.frame_pipeline import FramePipeline
+from framelens.core.pipeline.plan import Choice, Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
@@ -326,10 +327,12 @@ def pane_pipeline(settings: PipelineSettings) -> FrameProcessor:
 
 @dataclass
 class Workers:
-    """Pipelines for the executor's workers, and how they run (for the user and reports)."""
+    """Pipelines for the executor's workers, how they run (for the user and reports) and
+    the plan they were built from (None: built by hand, a benchmark's)."""
 
     pipelines: list[FrameProcessor]
     path: str  # "gpu pipeline", "host pipeline, cuda inference", "cpu pipeline"
+    plan: Plan | None = None
 
     @property
     def on_device(self) -> bool:
@@ -340,6 +343,114 @@ class Workers:
         self.pipelines = []
 
 
+def plan(
+    settings: PipelineSettings,
+    sources: Sequence[str] = (),
+    *,
+    count: int | None = None,
+    gpu_pipeline: bool = True,
+    batch_why: str | None = None,
+) -> Plan:
+    """Every choice a run of ``settings`` over ``sources`` makes, once, with its reason
+    (core/pipeline/plan.py): the graph of its precision (resolved here: an FP16 graph is
+    converted and cached, a batch-N rewrite made), the backend, the path, the workers,
+    the batch and each source's decoder. ``count``: inference workers asked for;
+    ``gpu_pipeline=False``: not the GPU pipeline (its source failed); ``batch_why``: why
+    the batch is what it is, where the caller chose it."""
+    if count is not None and count < 1:
+        raise ConfigError(f"inference workers must be at least 1, not {count}")
+    resolved = resolve(settings)  # an INT8 not prepared is one error, whatever the device
+    runs = usable_backend(resolved)
+    backend = _backend_choice(settings, runs)
+    on_cuda = runs.device.startswith("cuda")
+    worker_settings = runs
+    if on_cuda:
+        reason = gpu_unavailable(runs) if gpu_pipeline else "its source failed"
+        if reason is None:
+            path = Choice("gpu pipeline", "NVDEC, CUDA preprocessing and the engine on device "
+                          "buffers, no host round trip")  # fmt: skip
+        else:
+            path = Choice("host pipeline, cuda inference", f"GPU pipeline not used ({reason})")
+        n = GPU_WORKERS if count is None else count
+        workers_why = (
+            "asked for" if count is not None
+            else "two CUDA streams: one batch's upload and preprocessing overlap the other's "
+            "inference"
+        )  # fmt: skip
+    else:
+        path = Choice("cpu pipeline", f"device is {runs.device}")
+        worker_settings, per_core = cpu_workers(runs)
+        n = per_core if count is None else count
+        workers_why = (
+            "asked for" if count is not None
+            else f"--threads {runs.threads}: one worker" if runs.threads is not None
+            else f"one single-threaded worker per core, {os.cpu_count() or 1} cores"
+        )  # fmt: skip
+    on_gpu = path.value == "gpu pipeline"
+    return Plan(
+        asked=settings,
+        settings=runs,
+        graph=_graph_choice(settings, resolved),
+        backend=backend,
+        path=path,
+        workers=Choice(str(n), workers_why),
+        batch=Choice(str(runs.batch), batch_why or _batch_why(runs)),
+        decoders=tuple((spec, _decoder_choice(spec, on_gpu)) for spec in sources),
+        worker_count=n,
+        worker_settings=worker_settings,
+    )
+
+
+def _graph_choice(asked: PipelineSettings, resolved: PipelineSettings) -> Choice:
+    precision = asked.precision
+    why = {
+        "fp32": "the model as given",
+        "fp16": "its FP16 graph, inputs and outputs kept FP32 (converted once, cached)",
+        "int8": "its INT8 Q/DQ graph, calibrated on frames of your video (cached)",
+    }.get(precision, precision)
+    if resolved.batch > 1 and resolved.model.path != asked.model.path and precision == "fp32":
+        why += f", rewritten to take batches of {resolved.batch}"
+    elif resolved.batch > 1 and precision != "fp32":
+        why += f", for batches of {resolved.batch}"
+    return Choice(f"{asked.model.name} {precision}", why)
+
+
+def _backend_choice(asked: PipelineSettings, runs: PipelineSettings) -> Choice:
+    if asked.backend == "tensorrt" and runs.backend != "tensorrt":
+        return Choice(runs.backend, f"TensorRT not used ({tensorrt_reason(runs.device)})")
+    if runs.backend == "tensorrt":
+        return Choice("tensorrt", "an engine built from the graph, cached by its hash")
+    where = "CUDA" if runs.device.startswith("cuda") else "CPU"
+    return Choice("onnxruntime", f"ONNX Runtime's {where} provider runs the graph")
+
+
+def _batch_why(settings: PipelineSettings) -> str:
+    if settings.batch == 1:
+        return "one frame per engine call: none is held back for another"
+    if settings.device.startswith("cuda") and settings.batch == GPU_FILE_BATCH:
+        return (
+            f"{GPU_FILE_BATCH} frames per engine call for a video file on CUDA (at NVDEC's "
+            "ceiling on the H200), or as asked"
+        )
+    return f"{settings.batch} frames per engine call, as asked"
+
+
+def _decoder_choice(spec: str, on_gpu: bool) -> Choice:
+    if not on_gpu:
+        return Choice("cpu", "PyAV decodes: host pipelines take host frames")
+    if decodes_on_device(spec):
+        return Choice("nvdec", "a video file as stored: decoded straight into device memory")
+    if os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}:
+        return Choice("cpu", f"{display_of(spec)} for display: the host makes the picture shown")
+    return Choice("cpu", "a camera, stream or image folder is decoded on the host")
+
+
+def replan_sources(planned: Plan, sources: Sequence[str]) -> Plan:
+    """``planned`` for other sources (workers kept from file to file): their decoders."""
+    on_gpu = planned.on_gpu_pipeline
+    return replace(planned, decoders=tuple((s, _decoder_choice(s, on_gpu)) for s in sources))
+
+
 def workers(
     settings: PipelineSettings,
     *,
@@ -348,35 +459,48 @@ def workers(
     notify: Notify | None = None,
     gpu_pipeline: bool = True,
     count: int | None = None,
+    planned: Plan | None = None,
 ) -> Workers:
-    """The executor's pipelines for ``settings`` (resolved here), plus ``extra`` more of
-    the same kind (the player's own, for seeks and refreshes). ``count``: how many
-    inference workers instead of the path's default (two on CUDA, one per core on the CPU).
+    """The executor's pipelines for ``settings``: ``workers_for`` its plan (``planned``,
+    made by ``plan`` from the same settings, or made here)."""
+    if planned is None:
+        planned = plan(settings, count=count, gpu_pipeline=gpu_pipeline)
+    return workers_for(
+        planned, extra=extra, spinning=spinning, notify=notify, gpu_pipeline=gpu_pipeline
+    )
 
-    On CUDA: the GPU pipeline when it can run, else ONNX Runtime's CUDA provider with
-    host preprocessing, and a note that says why. On the CPU: one single-threaded worker
-    per core. ``gpu_pipeline=False`` skips the GPU pipeline (its source failed).
-    """
-    if count is not None and count < 1:
-        raise ConfigError(f"inference workers must be at least 1, not {count}")
-    settings = resolve(settings)  # an INT8 not prepared is one error, whatever the device
-    settings = usable_backend(settings, notify)
-    on_gpu = GPU_WORKERS if count is None else count
+
+def workers_for(
+    planned: Plan,
+    *,
+    extra: int = 0,
+    spinning: bool = True,
+    notify: Notify | None = None,
+    gpu_pipeline: bool = True,
+) -> Workers:
+    """The pipelines ``planned``, plus ``extra`` more of the same kind (the player's own,
+    for seeks and refreshes). ``notify`` is told what departs from what was asked (the
+    backend, the GPU pipeline) and a GPU pipeline that fails to build, after which the
+    workers are ONNX Runtime CUDA with host preprocessing, as the path says."""
+    settings = planned.settings
+    if notify is not None and planned.backend.value != planned.asked.backend:
+        notify(f"{planned.backend.why}; running ONNX Runtime CUDA")
+    on_gpu = planned.worker_count
     if settings.device.startswith("cuda"):
-        reason = gpu_unavailable(settings) if gpu_pipeline else "its source failed"
-        if reason is None:
+        why = None if planned.on_gpu_pipeline else planned.path.why
+        if why is None:
             try:
                 pipes = gpu_pipelines(settings, on_gpu + extra, spinning=spinning, resolved=True)
-                return Workers(pipes, "gpu pipeline")
-            except GpuError as exc:
-                reason = str(exc)
+                return Workers(pipes, "gpu pipeline", planned)
+            except GpuError as exc:  # what only building could tell: said, then host CUDA
+                why = f"GPU pipeline not used ({exc})"
         if gpu_pipeline and notify is not None:
-            notify(f"GPU pipeline not used ({reason}); ONNX Runtime CUDA with host preprocessing")
+            notify(f"{why}; ONNX Runtime CUDA with host preprocessing")
         each = [settings] * (on_gpu + extra)
         path = "host pipeline, cuda inference"
     else:
-        worker_settings, per_core = cpu_workers(settings)
-        each = [settings] * extra + [worker_settings] * (per_core if count is None else count)
+        worker_settings = planned.worker_settings or settings
+        each = [settings] * extra + [worker_settings] * planned.worker_count
         path = "cpu pipeline"
     built: list[FrameProcessor] = []
     try:
@@ -385,7 +509,7 @@ def workers(
     except BaseException:
         close_quietly(built)
         raise
-    return Workers(built, path)
+    return Workers(built, path, planned)
 
 
 # ---- sources that suit the pipelines -----------------------------------------------------

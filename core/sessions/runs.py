@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
 from framelens.core.pipeline.variant import prepare_precision
@@ -82,6 +83,7 @@ class DevicePart:
     encoder: str | None
     notes: tuple[str, ...]
     moved_to: tuple[str, ...]
+    plan: dict[str, Any] | None = None  # core/pipeline/plan.py, as JSON
 
     @property
     def mean_batch(self) -> float:
@@ -104,6 +106,7 @@ def run_device(
     cancel: StopFlag | None = None,
     session: Session | None = None,
     ids: Sequence[int] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> DevicePart:
     """One device's sources through one session into their outputs. ``session``: one
     already open (an archive's, with workers kept across files); else opened here and
@@ -112,7 +115,7 @@ def run_device(
     if session is None:
         session = Session(
             specs, settings, names=names, options=options, stages=stages, devices=devices,
-            failed=failed_devices, say=on_message, ids=ids,
+            failed=failed_devices, say=on_message, ids=ids, on_plan=on_plan,
         )  # fmt: skip
     outputs: dict[int, SourceOutputs] = {}
     try:
@@ -229,6 +232,7 @@ def _part(
         encoder=encoders[0] if encoders else None,
         notes=tuple(session.notes),
         moved_to=tuple(session.moved_to),
+        plan=session.plan.as_json() if session.plan is not None else None,
     )
 
 
@@ -250,6 +254,7 @@ def run_to_outputs(
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     stages: StageFactory | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -264,13 +269,16 @@ def run_to_outputs(
     For fp16/int8 the variant is prepared first (see prepare_precision; INT8
     calibrates on this source), reported through ``on_prepare(text, 0..1)``.
     ``stages``: per-source stages after the task (core/sessions/source_stages.py).
+    ``on_plan`` is told the run's plan (core/pipeline/plan.py) before it builds.
     """
     settings, variant = prepare_precision(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
     )
     options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
                              start=start, frames=frames)  # fmt: skip
-    session = Session([source_spec], settings, options=options, stages=stages, say=on_message)
+    session = Session(
+        [source_spec], settings, options=options, stages=stages, say=on_message, on_plan=on_plan
+    )
     with session:
         summary = run_one(
             session,
@@ -363,6 +371,7 @@ def run_many(
     workers: int | None = None,
     processes: bool = False,
     stages: StageFactory | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -375,7 +384,8 @@ def run_many(
     device; None: the run path's default. ``processes``: each device's session in a
     process of its own (core/sessions/processes.py) instead of a thread of this one.
     Returns a summary with one entry per source (its outputs, frames, and why it stopped
-    early if it did) and, with several devices, one per device."""
+    early if it did) and, with several devices, one per device. ``on_plan`` is told
+    each device's plan in this process (with ``processes``, the summary holds them)."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     out_dir = Path(export_dir)
@@ -400,7 +410,7 @@ def run_many(
             parts = [
                 job.run([specs[i] for i in groups[0]], [names[i] for i in groups[0]],
                         replace(settings, device=slots[0]), ids=groups[0], counter=bar,
-                        on_message=on_message, cancel=cancel)
+                        on_message=on_message, cancel=cancel, on_plan=on_plan)
             ]  # fmt: skip
         elif processes:
             parts = run_groups_in_processes(
@@ -408,7 +418,9 @@ def run_many(
                 on_message=on_message, cancel=cancel,
             )  # fmt: skip
         else:
-            parts = _run_groups(job, groups, slots, specs, names, settings, bar, on_message, cancel)
+            parts = _run_groups(
+                job, groups, slots, specs, names, settings, bar, on_message, cancel, on_plan
+            )
     finally:
         bar.close()
     return _summary(parts, groups, slots, settings, time.perf_counter() - start)
@@ -437,12 +449,13 @@ class GroupJob:
         on_message: Say | None,
         cancel: StopFlag | None,
         failed_devices: list[str] | None = None,
+        on_plan: Callable[[Plan], None] | None = None,
     ) -> DevicePart:
         """The group's sources (``ids``: their numbers in the run) through one session."""
         return run_device(
             specs, names, settings, self.outputs_for, options=self.options, stages=self.stages,
             devices=self.devices, failed_devices=failed_devices, counter=counter,
-            on_message=on_message, cancel=cancel, ids=ids,
+            on_message=on_message, cancel=cancel, ids=ids, on_plan=on_plan,
         )  # fmt: skip
 
     def outputs_for(
@@ -474,6 +487,7 @@ def _run_groups(
     counter: Counter,
     on_message: Say | None,
     cancel: threading.Event | None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> list[DevicePart]:
     """Each device's group of sources on a thread of its own; the first error of any
     group is raised once all have stopped."""
@@ -487,7 +501,7 @@ def _run_groups(
             parts[k] = job.run(
                 [specs[i] for i in groups[k]], [names[i] for i in groups[k]],
                 replace(settings, device=slots[k]), ids=groups[k], counter=counter,
-                on_message=on_message, cancel=stop, failed_devices=failed,
+                on_message=on_message, cancel=stop, failed_devices=failed, on_plan=on_plan,
             )  # fmt: skip
         except BaseException as exc:  # the others are told to stop; raised below
             errors.append(exc)
@@ -551,4 +565,5 @@ def _summary(
         device=",".join(slots),
         encoder=first.encoder,
         devices=devices,
+        plan=first.plan,
     )

@@ -35,6 +35,7 @@ from framelens.core.errors import (
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.failover import Failover, device_words
 from framelens.core.sessions.source_stages import SourceStages, StageFactory
@@ -152,6 +153,7 @@ class Session:
         say: Say | None = None,
         spinning: bool = True,
         ids: Sequence[int] | None = None,
+        on_plan: Callable[[Plan], None] | None = None,
     ) -> None:
         if not specs:
             raise SourceError("give at least one source")
@@ -169,6 +171,13 @@ class Session:
         self._spinning = spinning
         self._built = built
         self._lent = built is not None  # the caller's workers: handed back, not closed
+        self._on_plan = on_plan
+        self._batch_why = (
+            f"one slot per source of {len(specs)}, at least {MULTI_BATCH}, at most "
+            f"{MAX_BATCH} (DeepStream's batch-size); batches fill with the frames ready"
+            if self.settings.batch != settings.batch else None
+        )  # fmt: skip
+        self.plan: Plan | None = None  # what the workers were built from, and why
         self._busy = False  # a worker did not stop: its pipelines must not be closed
         self._feed: Source | None = None
         self._route: list[int] = []  # the feed's source_id -> the session's source
@@ -258,9 +267,11 @@ class Session:
         try:
             if self._built is None:
                 self._built = build.workers(
-                    self.settings, notify=self.note, count=self.options.workers,
-                    spinning=self._spinning,
+                    self.settings, planned=self._planned(), notify=self.note,
+                    spinning=self._spinning, count=self.options.workers,
                 )  # fmt: skip
+            else:
+                self._planned(self._built.plan)
             try:
                 opened = self._open_all(stop, on_opened)
             except GpuError as exc:  # no NVDEC source could be set up: host pipelines
@@ -269,8 +280,8 @@ class Session:
                     f"GPU pipeline not used ({exc}); ONNX Runtime CUDA with host preprocessing"
                 )
                 self._built = build.workers(
-                    self.settings, gpu_pipeline=False, count=self.options.workers,
-                    spinning=self._spinning,
+                    self.settings, planned=self._planned(gpu_pipeline=False),
+                    spinning=self._spinning, gpu_pipeline=False, count=self.options.workers,
                 )  # fmt: skip
                 opened = self._open_all(stop, on_opened)
             if not opened:
@@ -287,6 +298,22 @@ class Session:
             raise
         self._note_workers()
         return self
+
+    def _planned(self, made: Plan | None = None, *, gpu_pipeline: bool = True) -> Plan:
+        """The plan of this session's sources: made here, or the one given workers (or a
+        move's) were built from, its decoders those of these sources."""
+        specs = [s.spec for s in self.sources]
+        if made is None:
+            made = build.plan(
+                self.settings, specs, count=self.options.workers, gpu_pipeline=gpu_pipeline,
+                batch_why=self._batch_why,
+            )  # fmt: skip
+        else:
+            made = build.replan_sources(made, specs)
+        self.plan = made
+        if self._on_plan is not None:
+            self._on_plan(made)
+        return made
 
     def _close_workers(self) -> None:
         """Close the workers (quietly: a failed GPU's teardown may fail too), unless a
@@ -493,6 +520,8 @@ class Session:
                 raise
             return
         self.settings, self._built, self.device = settings, built, settings.device
+        if built.plan is not None:
+            self._planned(built.plan)
         self._note_workers()
         for j, reason in reopened.not_kept.items():
             self.sources[left[j]].failure = reason

@@ -76,6 +76,7 @@ class RunSummary:
     encoder: str | None = None
     devices: tuple[DeviceSummary, ...] = ()
     variant: dict[str, Any] | None = field(default=None)
+    plan: dict[str, Any] | None = None  # the (first) device's plan: every choice and why
 
     @property
     def outputs(self) -> list[str]:
@@ -105,6 +106,7 @@ class RunSummary:
             path=self.path,
             notes=list(self.notes),
             variant=self.variant,
+            plan=self.plan,
             model=self.model,
             precision=self.precision,
             backend=self.backend,

@@ -117,3 +117,16 @@ def test_an_error_stays_readable_while_the_pointer_crosses_the_menus(
     QApplication.sendEvent(window, QStatusTipEvent(""))  # the pointer left the menu
     qtbot.waitUntil(lambda: bar.currentMessage() == error, timeout=2000)
     assert error in assert_all_whole_and_apart(bar)
+
+
+def test_the_backend_field_tells_the_plan_in_its_tooltip(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """Hovering the backend says why the run took its path: each choice of the plan."""
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= 1 and bool(window.state.plan), timeout=60_000)
+    tip = window.backend_label.toolTip().splitlines()
+    assert tip[0].startswith("model: yolox-nano fp32 (the model as given)"), tip
+    assert "path: cpu pipeline (device is cpu)" in tip, tip
+    assert any(line.startswith("workers: ") for line in tip), tip
+    assert tip[-1].startswith("decoding: cpu"), tip

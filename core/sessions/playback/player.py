@@ -22,6 +22,7 @@ from functools import partial
 from framelens.core.errors import FrameLensError, GpuError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import DecodeAhead
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import (
     PipelineSettings,
@@ -31,6 +32,7 @@ from framelens.core.pipeline.settings import (
 )
 from framelens.core.sessions.playback.state import PlayerState, error_message
 from framelens.core.sessions.playback.worker import (
+    Built,
     Command,
     ErrorCallback,
     PlayerCore,
@@ -278,7 +280,12 @@ class Player(PlayerCore):
             for p in self._workers:
                 p.update(**changes)
 
-    def _install(self, pipeline: FrameProcessor | None, workers: list[FrameProcessor]) -> None:
+    def _install(
+        self,
+        pipeline: FrameProcessor | None,
+        workers: list[FrameProcessor],
+        plan: Plan | None = None,
+    ) -> None:
         current = self._current
         if current is not None and not current.on_host:
             # its pixels live in the old pipelines' buffers: keep a host copy first
@@ -312,7 +319,7 @@ class Player(PlayerCore):
             self._ahead_seek(min(target, count - 1) if count else target)
         if pipeline is None:  # no model: frames as decoded
             self._settings = None
-            self._publish(model="", precision="")
+            self._publish(model="", precision="", plan=())
             return
         s = pipeline.settings
         latest = self._settings
@@ -323,7 +330,10 @@ class Player(PlayerCore):
                 precision=s.precision, threads=s.threads, batch=s.batch,
             )  # fmt: skip
         self._settings = s
-        self._publish(model=s.model.name, backend=s.backend, device=s.device, precision=s.precision)
+        self._publish(
+            model=s.model.name, backend=s.backend, device=s.device, precision=s.precision,
+            plan=tuple(plan.lines()) if plan is not None else (),
+        )  # fmt: skip
 
     def _do_clear_model(self) -> None:
         self._install(None, [])
@@ -344,14 +354,12 @@ class Player(PlayerCore):
         self._ready = None
         self._show(self._process(self._current))
 
-    def _build_pipelines(
-        self, settings: PipelineSettings
-    ) -> tuple[FrameProcessor, list[FrameProcessor]]:
+    def _build_pipelines(self, settings: PipelineSettings) -> Built:
         """The player thread's pipeline and the executor's workers (as many as the CLI's),
         from the builder: on CUDA the GPU pipeline when it can run (the canvas then takes
         the display kernel's RGBA frames), else CUDA inference with a message saying why."""
         built = build.workers(settings, extra=1, spinning=self._spinning, notify=self._on_error)
-        return built.pipelines[0], built.pipelines[1:]
+        return built.pipelines[0], built.pipelines[1:], built.plan
 
     def _build_model(self, settings: PipelineSettings, token: int) -> None:
         try:
@@ -365,7 +373,7 @@ class Player(PlayerCore):
             return
         self._send(partial(self._swap, pipelines, token))
 
-    def _swap(self, pipelines: tuple[FrameProcessor, list[FrameProcessor]], token: int) -> None:
+    def _swap(self, pipelines: Built, token: int) -> None:
         if token != self._model_token:  # a newer request superseded this one
             for p in [pipelines[0], *pipelines[1]]:
                 p.close()

@@ -29,6 +29,7 @@ class PlayerState:
     realtime: bool = True
     loading_model: bool = False
     decoder: str = ""  # what decodes the source: "cpu", "nvdec (PyNvVideoCodec)", ...
+    plan: tuple[str, ...] = ()  # the model's plan, a choice and why a line (build.plan)
 
     @property
     def playing(self) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, cast
 from framelens.core.errors import SourceError
 from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
 from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.playback.clock import PlaybackClock, now
@@ -39,6 +40,9 @@ _STATE_EVERY_S = 0.5  # while playing, state (with the measured fps) at most thi
 
 
 Command = Callable[[], None]
+
+Built = tuple[FrameProcessor, list[FrameProcessor], Plan | None]
+"""The player thread's pipeline, the executor's workers, and the plan they follow."""
 
 
 class PlayerCore(ABC):
@@ -94,7 +98,7 @@ class PlayerCore(ABC):
         """Report a failed command (or fall back to the CPU after a GPU failure)."""
 
     @abstractmethod
-    def _swap(self, pipelines: tuple[FrameProcessor, list[FrameProcessor]], token: int) -> None:
+    def _swap(self, pipelines: Built, token: int) -> None:
         """Install pipelines built in the background (unless a newer request came)."""
 
     def _loop(self) -> None:

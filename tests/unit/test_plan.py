@@ -1,0 +1,110 @@
+"""A run's plan (core/pipeline/plan.py): every choice made once, each with a reason a
+user can read, shown by ``framelens run -v`` and kept in the run's JSON summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline import build
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.session import Session, SessionOptions
+from media_factory import encode_frames
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
+
+
+@pytest.fixture(scope="module")
+def model_settings() -> PipelineSettings:
+    return PipelineSettings(resolve_model(DEFAULT_MODEL))
+
+
+def test_run_v_prints_the_plan_before_the_run_and_the_summary_keeps_it(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "framelens", "run", SAMPLE, "--frames", "3", "--quiet", "-v",
+         "--device", "cpu", "--detections", str(tmp_path / "d.json")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("framelens: plan: ")]
+    kinds = [line.removeprefix("framelens: plan: ").split(":")[0] for line in lines]
+    assert kinds == ["model", "backend", "path", "workers", "batch", f"decoder of {SAMPLE}"]
+    assert "path: cpu pipeline (device is cpu)" in lines[2]
+    assert done.stderr.index("plan: model") < done.stderr.index("wrote")  # before the run ended
+    plan = json.loads(done.stdout)["plan"]
+    assert plan["path"] == {"value": "cpu pipeline", "why": "device is cpu"}
+    assert plan["decoders"] == [
+        {"source": SAMPLE, "value": "cpu", "why": "PyAV decodes: host pipelines take host frames"}
+    ]
+
+
+def test_the_plan_keeps_what_was_asked_and_says_why_of_each_worker_count(
+    model_settings: PipelineSettings,
+) -> None:
+    per_core = build.plan(model_settings, [SAMPLE])
+    assert per_core.asked is model_settings  # the settings stay what the user asked for
+    assert per_core.worker_count >= 1 and "per core" in per_core.workers.why
+    assert per_core.worker_settings is not None and per_core.worker_settings.threads == 1
+    threaded = build.plan(PipelineSettings(model_settings.model, threads=2), [SAMPLE])
+    assert threaded.worker_count == 1 and threaded.workers.why == "--threads 2: one worker"
+    asked = build.plan(model_settings, [SAMPLE], count=3)
+    assert (asked.worker_count, asked.workers.why) == (3, "asked for")
+
+
+def test_tensorrt_where_it_cannot_run_is_onnx_runtime_with_the_reason(
+    model_settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on the H200, where TensorRT-RTX builds engines but refuses to run them."""
+    why = "TensorRT-RTX does not run compute capability 9.0"
+    monkeypatch.setattr(build, "tensorrt_reason", lambda device: why)
+    asked = PipelineSettings(model_settings.model, device="cuda:0", backend="tensorrt")
+    plan = build.plan(asked, [SAMPLE])
+    assert plan.asked.backend == "tensorrt" and plan.settings.backend == "onnxruntime"
+    assert (plan.backend.value, plan.backend.why) == ("onnxruntime", f"TensorRT not used ({why})")
+    # no usable GPU here: the path says why the GPU pipeline is not used
+    assert plan.path.value == "host pipeline, cuda inference"
+    assert plan.path.why.startswith("GPU pipeline not used (")
+
+
+def test_on_the_gpu_pipeline_a_file_as_stored_goes_to_nvdec_and_a_turned_one_to_the_host(
+    model_settings: PipelineSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decoder of each source, chosen by what the GPU pipeline can take: NVDEC hands
+    a phone's portrait video on its side, so that one is decoded on the host (the GPU
+    itself stands in: this machine has none, and the plan builds nothing)."""
+    picture = np.full((64, 96, 3), 90, np.uint8)
+    upright = encode_frames(tmp_path / "upright.mp4", [picture] * 3)
+    turned = encode_frames(tmp_path / "phone.mp4", [picture] * 3, turns=1)
+    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
+    plan = build.plan(
+        PipelineSettings(model_settings.model, device="cuda:0"),
+        [str(upright), str(turned), "rtsp://camera.local/stream"],
+    )
+    assert plan.path.value == "gpu pipeline"
+    decoders = {source: (c.value, c.why) for source, c in plan.decoders}
+    assert decoders[str(upright)][0] == "nvdec"
+    assert decoders[str(turned)] == (
+        "cpu", "turned 90 degrees for display: the host makes the picture shown"
+    )
+    assert decoders["rtsp://camera.local/stream"][0] == "cpu"
+
+
+def test_several_sources_say_why_the_batch_grew(
+    model_settings: PipelineSettings, tmp_path: Path
+) -> None:
+    plans = []
+    specs = [SAMPLE] * 4
+    session = Session(specs, model_settings, options=SessionOptions(frames=1, draw="none"),
+                      on_plan=plans.append)  # fmt: skip
+    with session:
+        assert sum(1 for _ in session.results()) == 4
+    assert len(plans) == 1 and plans[0] is session.plan
+    assert plans[0].batch.value == "8"
+    assert plans[0].batch.why.startswith("one slot per source of 4, at least 8, at most 32")
+    assert [source for source, _ in plans[0].decoders] == specs
