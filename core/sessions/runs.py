@@ -37,10 +37,10 @@ from framelens.core.sessions.outputs import (
 )
 from framelens.core.sessions.processes import Counter, StopFlag, run_groups_in_processes
 from framelens.core.sessions.session import Session, SessionOptions, SessionSource
-from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.sessions.summary import DeviceSummary, RunSummary, SourceSummary
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import SourceInfo
@@ -268,7 +268,7 @@ def run_to_outputs(
     If the GPU fails mid-run, the run goes on from the same frame on the CPU.
     For fp16/int8 the variant is prepared first (see prepare_precision; INT8
     calibrates on this source), reported through ``on_prepare(text, 0..1)``.
-    ``stages``: per-source stages after the task (core/sessions/source_stages.py).
+    ``stages``: per-source stages after the task (core/stages/source_stages.py).
     ``on_plan`` is told the run's plan (core/pipeline/plan.py) before it builds.
     """
     settings, variant = prepare_precision(

@@ -4,7 +4,7 @@
           MergedSource of several (each on its own reader thread)
       ──Executor (core/pipeline/execute.py: decode ahead, N workers, batches span sources)
       ──results in decode order, each stamped with its source's number in the session
-      ──SourceStages (core/sessions/source_stages.py: trackers, analytics)──> the consumer
+      ──SourceStages (core/stages/source_stages.py: trackers, analytics)──> the consumer
 
 DeepStream's graph (mux -> infer -> tracker -> analytics -> sinks) with the consumer as
 the sink: ``framelens run`` with one or many sources and an archive's jobs write files
@@ -38,7 +38,7 @@ from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.failover import Failover, device_words
-from framelens.core.sessions.source_stages import SourceStages, StageFactory
+from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
 from framelens.core.types import FrameResult

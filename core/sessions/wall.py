@@ -35,7 +35,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.outputs import output_names
 from framelens.core.sessions.playback.clock import PlaybackClock
 from framelens.core.sessions.session import Session, SessionOptions, session_batch
-from framelens.core.sessions.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.types import Frame, FrameResult
 

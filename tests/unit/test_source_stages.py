@@ -1,4 +1,4 @@
-"""The per-source stage slot (core/sessions/source_stages.py) in every way of watching.
+"""The per-source stage slot (core/stages/source_stages.py) in every way of watching.
 
 A stage that numbers its source's frames stands in for a tracker: it must see every
 result of its own source once, in frame order, before any consumer; a seek must tell it
@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,9 @@ from framelens.core.sessions.archive import run_batch
 from framelens.core.sessions.archive.parquet import DETECTIONS_DIR
 from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.sessions.runs import run_many, run_to_outputs
-from framelens.core.sessions.source_stages import SourceStage
 from framelens.core.sessions.wall import WallPlayer, WallState
+from framelens.core.stages.source_stages import SourceStage
+from framelens.core.stages.tasks import DetectParams
 from framelens.core.types import Detections, FrameResult
 from media_factory import sample_clips
 
@@ -253,3 +255,45 @@ def test_an_archive_job_passes_its_frames_through_the_stage(
     table = pq.read_table(tmp_path / "archive" / DETECTIONS_DIR / "clip1.parquet")
     frames = np.asarray(table.column("frame").to_pylist())
     assert len(frames) and not np.any(frames % 2)  # the Parquet rows too: even frames only
+
+
+def test_compare_panes_each_have_stages_that_see_every_frame_and_a_restart_resets_them(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """The compare report (CLI) and the compare view's feed: a chain per pane, every
+    frame in order before the pane is measured, reset when the view plays again."""
+    from framelens.core.pipeline.compare.feed import LockstepFeed
+    from framelens.core.pipeline.compare.panes import CompareRunner, PaneSpec
+    from framelens.core.pipeline.compare.session import compare_to_report
+    from framelens.core.pipeline.decode_ahead import End
+    from framelens.core.stages.sources import open_source
+
+    fp32 = PaneSpec("fp32", settings)
+    strict = PaneSpec("strict", replace(settings, params=DetectParams(conf=0.6)))
+    logs: list[NumberingStages] = []
+
+    def per_pane(source_id: int) -> list[SourceStage]:
+        logs.append(NumberingStages())  # one log per pane, to tell the panes apart
+        return logs[-1](source_id)
+
+    summary = compare_to_report(clips[0], [fp32, strict], tmp_path / "report", frames=8,
+                                progress=False, stages=per_pane)  # fmt: skip
+    assert summary["frames"] == 8 and len(logs) == 2
+    assert [log.seen(0) for log in logs] == [list(range(8))] * 2
+
+    logs.clear()
+    with open_source(clips[0]) as source, CompareRunner([fp32, strict], stages=per_pane) as runner:
+        feed = LockstepFeed(source, runner)
+        try:
+            steps = [feed.next(30.0) for _ in range(3)]
+            assert all(not isinstance(s, End) and s is not None for s in steps)
+            feed.restart()
+            again = feed.next(30.0)
+            assert again is not None and not isinstance(again, End) and again.frame.index == 0
+        finally:
+            feed.close()
+    for log in logs:  # steps computed ahead of the view may be seen before the restart
+        seen = log.seen(0)
+        cut = seen.index(RESET)
+        assert seen[:cut] == list(range(cut)) and cut >= 3
+        assert seen[cut + 1] == 0  # after the restart: from the first frame, afresh

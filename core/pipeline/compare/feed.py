@@ -54,6 +54,7 @@ class LockstepFeed:
         if self._source.info.seekable:
             self._source.seek(0)
         self._runner.reset_totals()  # no worker runs now: the totals are ours
+        self._runner.reset_stages()
         self._executor = self._open()
 
     def _stop(self) -> None:

@@ -25,6 +25,7 @@ from framelens.core.errors import ConfigError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.tasks import MATCH_IOU
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch
 from framelens.core.stages.tasks.detect.diff import DetectionDiff, detection_diff
@@ -129,6 +130,7 @@ def check_panes(panes: Sequence[PaneSpec], reference: int | str = 0) -> int:
 class _Pane:
     spec: PaneSpec
     pipeline: FrameProcessor
+    stages: SourceStages
     totals: AgreementTotals = field(default_factory=AgreementTotals)
     warm_size: tuple[int, int] | None = None
 
@@ -139,7 +141,10 @@ class CompareRunner:
     ``draw``: also render each pane's overlays (``result.annotated``), for a GUI.
     ``image_of``: which image of a result PSNR/SSIM compare (default: the image the
     pane's task outputs, ``Task.output_image``; detectors output none, so
-    output image, none for detectors).
+    output image, none for detectors). ``stages``: per-source stages after the task
+    (core/stages/source_stages.py), a chain of its own for every pane (a tracker per
+    pane: does INT8 change the tracks?), run on each frame in order before the pane is
+    measured against the reference, reset by ``reset_stages`` (a restart, a seek).
     """
 
     def __init__(
@@ -149,6 +154,7 @@ class CompareRunner:
         reference: int | str = 0,
         draw: bool = False,
         image_of: ImageOf | None = None,
+        stages: StageFactory | None = None,
     ) -> None:
         self.reference = check_panes(panes, reference)
         self.draw = draw
@@ -156,7 +162,9 @@ class CompareRunner:
         self._panes: list[_Pane] = []
         try:
             for spec in panes:
-                self._panes.append(_Pane(spec, build.pane_pipeline(spec.settings)))
+                self._panes.append(
+                    _Pane(spec, build.pane_pipeline(spec.settings), SourceStages(stages))
+                )
         except BaseException:
             self.close()
             raise
@@ -177,6 +185,12 @@ class CompareRunner:
         """Start the running agreement afresh (after a seek, or a threshold change)."""
         for p in self._panes:
             p.totals = AgreementTotals()
+
+    def reset_stages(self) -> None:
+        """The next frame does not follow the last (a restart, a seek): every pane's
+        stages forget what they saw."""
+        for p in self._panes:
+            p.stages.reset()
 
     def _run_pane(self, pane: _Pane, frame: Frame, decode_ms: float) -> FrameResult:
         size = (frame.width, frame.height)
@@ -199,6 +213,8 @@ class CompareRunner:
     def step(self, frame: Frame, decode_ms: float = math.nan) -> CompareStep:
         """Process one frame in every pane; returns per-pane results and agreement."""
         results = [self._run_pane(p, frame, decode_ms) for p in self._panes]
+        for pane, result in zip(self._panes, results, strict=True):
+            pane.stages(result)  # in frame order: the panes run on one worker, in turn
         ref = results[self.reference]
         ref_task = self._panes[self.reference].pipeline.task
         ref_image = self._image(self._panes[self.reference], ref)

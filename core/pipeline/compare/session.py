@@ -28,6 +28,7 @@ from framelens.core.pipeline.execute import Executor
 from framelens.core.pipeline.runner import RunRange, seek_to_start
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source, open_source
 from tqdm import tqdm
 
@@ -47,6 +48,7 @@ def compare_to_report(
     progress: bool = True,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
+    stages: StageFactory | None = None,
 ) -> dict[str, Any]:
     """Compare ``panes`` on a range of a source and write the report; returns the summary.
 
@@ -55,6 +57,7 @@ def compare_to_report(
     ``reference``: a pane label or index. ``progress`` draws a terminal bar;
     ``on_progress(done, total)`` (total 0 when unknown) is called at most ten times
     a second and at the end; setting ``cancel`` stops with Cancelled and no report.
+    ``stages``: per-source stages after the task, a chain for every pane.
     """
     if not callable(panes):
         check_panes(panes, reference)
@@ -69,6 +72,7 @@ def compare_to_report(
             progress,
             on_progress,
             cancel,
+            stages,
         )
         summary = log.summary(source=source_spec, start=start, app_version=__version__)
         write_report_files(staging.tmp, log, summary)
@@ -84,9 +88,13 @@ def _compare(
     progress: bool,
     on_progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
+    stages: StageFactory | None = None,
 ) -> CompareLog:
     log = CompareLog(specs, reference)
-    with open_source(source_spec) as source, CompareRunner(specs, reference=reference) as runner:
+    with (
+        open_source(source_spec) as source,
+        CompareRunner(specs, reference=reference, stages=stages) as runner,
+    ):
         count = source.info.frame_count
         total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)
         bar = tqdm(total=total or None, unit="frame", disable=not progress or None, file=sys.stderr)

@@ -39,8 +39,8 @@ from framelens.core.sessions.archive.segments import (
 from framelens.core.sessions.archive.tracker import Tracker, remove_outputs
 from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
-from framelens.core.sessions.source_stages import StageFactory
 from framelens.core.stages.sinks.atomic import remove_stale
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
 
@@ -125,7 +125,7 @@ def run_batch(
     and progress report (at most ten a second per running job), on this thread;
     ``cancel`` stops the batch: running inputs go back to pending, their partial outputs
     removed, and a later batch resumes. ``progress`` draws the terminal's bars.
-    ``stages``: per-source stages after the task (core/sessions/source_stages.py), fresh
+    ``stages``: per-source stages after the task (core/stages/source_stages.py), fresh
     for every job (a picklable factory on Ray).
     """
     started = time.perf_counter()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.archive.processor import FileProcessor, Job
 from framelens.core.sessions.archive.tracker import Tracker
-from framelens.core.sessions.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory
 
 WORKER = "local"
 

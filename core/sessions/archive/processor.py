@@ -18,7 +18,7 @@ from framelens.core.sessions.archive.segments import WHOLE, Segment
 from framelens.core.sessions.outputs import RunOutputs
 from framelens.core.sessions.runs import run_one
 from framelens.core.sessions.session import Session, SessionOptions
-from framelens.core.sessions.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory
 
 PARTS_DIR = ".segments"
 """Where a split input's segments keep their detections until they are merged."""

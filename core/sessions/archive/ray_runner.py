@@ -34,7 +34,7 @@ from framelens.core.models.shipping import PackedModel, materialise, pack_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.archive.processor import FileProcessor, Job, JobResult
 from framelens.core.sessions.archive.tracker import Tracker
-from framelens.core.sessions.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from framelens.core.sessions.playback.worker import (
     StateCallback,
     _close_decoder,
 )
-from framelens.core.sessions.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.types import Frame
 

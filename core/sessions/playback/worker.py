@@ -1,7 +1,7 @@
 """The player's worker thread: pacing, fetching processed frames, showing them, and the
 executor and source it plays from. ``Player`` (core/sessions/playback/player.py) adds the
 public commands and model swaps on top. Every frame shown passes the per-source stages
-(core/sessions/source_stages.py) first; a seek, a restart, a model swap's resume and a
+(core/stages/source_stages.py) first; a seek, a restart, a model swap's resume and a
 frame processed again reset them."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.playback.clock import PlaybackClock, now
 from framelens.core.sessions.playback.state import PlayerState, RateMeter
-from framelens.core.sessions.source_stages import SourceStages, StageFactory
+from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 
