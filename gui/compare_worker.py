@@ -215,7 +215,11 @@ class CompareWorker:
             panes = self._make_panes(self._on_progress, self._cancel)
             if self._cancel.is_set():
                 raise Cancelled("cancelled")
-            with open_source(self.source) as source, CompareRunner(panes, draw=True) as runner:
+            with (
+                open_source(self.source) as source,
+                # a pane whose GPU fails goes on on the CPU: the window says so
+                CompareRunner(panes, draw=True, on_message=self._on_error) as runner,
+            ):
                 self.kept = KeptFrames(panes, runner.reference)
                 self.frame_count = source.info.frame_count
                 self._on_ready(panes)

@@ -297,3 +297,4 @@ def test_compare_panes_each_have_stages_that_see_every_frame_and_a_restart_reset
         cut = seen.index(RESET)
         assert seen[:cut] == list(range(cut)) and cut >= 3
         assert seen[cut + 1] == 0  # after the restart: from the first frame, afresh
+

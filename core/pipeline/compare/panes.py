@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from framelens.core.errors import ConfigError
+from framelens.core.errors import ConfigError, GpuError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -145,6 +145,8 @@ class CompareRunner:
     (core/stages/source_stages.py), a chain of its own for every pane (a tracker per
     pane: does INT8 change the tracks?), run on each frame in order before the pane is
     measured against the reference, reset by ``reset_stages`` (a restart, a seek).
+    A pane whose GPU fails (out of memory, a driver error) goes on on the CPU from the
+    same frame, as every session does, and ``on_message`` is told (``notes`` keeps it).
     """
 
     def __init__(
@@ -155,10 +157,13 @@ class CompareRunner:
         draw: bool = False,
         image_of: ImageOf | None = None,
         stages: StageFactory | None = None,
+        on_message: Callable[[str], None] | None = None,
     ) -> None:
         self.reference = check_panes(panes, reference)
         self.draw = draw
         self._image_of = image_of
+        self._on_message = on_message
+        self.notes: list[str] = []
         self._panes: list[_Pane] = []
         try:
             for spec in panes:
@@ -198,12 +203,31 @@ class CompareRunner:
             pane.pipeline.infer(frame, StageTimes())  # untimed warm-up, see the module doc
             pane.warm_size = size
         t0 = now_ms()
-        result = pane.pipeline.infer(frame, StageTimes(decode=decode_ms))
+        try:
+            result = pane.pipeline.infer(frame, StageTimes(decode=decode_ms))
+        except GpuError as exc:
+            if not pane.pipeline.settings.device.startswith("cuda"):
+                raise
+            self._to_cpu(pane, exc, frame.index)
+            return self._run_pane(pane, frame, decode_ms)
         if self.draw:
             pane.pipeline.draw(result, copy=True)  # each pane draws on its own copy
         own_ms = now_ms() - t0
         result.times.e2e = own_ms if math.isnan(decode_ms) else decode_ms + own_ms
         return result
+
+    def _to_cpu(self, pane: _Pane, exc: GpuError, index: int) -> None:
+        """The pane's pipeline on the CPU (ONNX Runtime), from frame ``index`` on."""
+        failed = pane.pipeline
+        device = failed.settings.device
+        cpu = build.after_gpu_failure(replace(pane.spec.settings, device=device))
+        pane.pipeline = build.pane_pipeline(cpu)
+        pane.warm_size = None
+        build.close_quietly([failed])  # a broken CUDA context fails its own teardown
+        text = f"{pane.spec.label}: {device} failed ({exc}); going on on the CPU from frame {index}"
+        self.notes.append(text)
+        if self._on_message is not None:
+            self._on_message(text)
 
     def _image(self, pane: _Pane, result: FrameResult) -> Image | None:
         if self._image_of is not None:

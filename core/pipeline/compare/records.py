@@ -118,6 +118,7 @@ class CompareLog:
     """
 
     def __init__(self, specs: Sequence[PaneSpec], reference: int) -> None:
+        self.notes: list[str] = []  # what happened on the way (a pane's GPU failing)
         self.specs = tuple(specs)
         self.reference = reference
         self.rows: list[FrameRow] = []

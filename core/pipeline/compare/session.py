@@ -74,7 +74,9 @@ def compare_to_report(
             cancel,
             stages,
         )
-        summary = log.summary(source=source_spec, start=start, app_version=__version__)
+        summary = log.summary(
+            source=source_spec, start=start, app_version=__version__, notes=list(log.notes)
+        )
         write_report_files(staging.tmp, log, summary)
         path = staging.commit()
     return {**summary, "report": str(path)}
@@ -93,7 +95,8 @@ def _compare(
     log = CompareLog(specs, reference)
     with (
         open_source(source_spec) as source,
-        CompareRunner(specs, reference=reference, stages=stages) as runner,
+        CompareRunner(specs, reference=reference, stages=stages, on_message=log.notes.append)
+        as runner,
     ):
         count = source.info.frame_count
         total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)
