@@ -20,6 +20,7 @@ from typing import Any
 from framelens.cli_options import add_model_args, sample_video, settings_from_args
 from framelens.core import __version__
 from framelens.core.errors import ConfigError, FrameLensError, error_message
+from framelens.terminal_bars import bars_for
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,7 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         lossless=args.lossless,
         start=args.start,
         frames=args.frames,
-        progress=not args.quiet,
+        progress=bars_for(args),
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         on_plan=_print_plan if args.verbose else None,
     )
@@ -225,7 +226,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         devices=devices,
         lossless=args.lossless,
         frames=args.frames,
-        progress=not args.quiet,
+        progress=bars_for(args),
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         max_wait_ms=args.batch_wait,
         workers=args.workers,
@@ -252,7 +253,7 @@ def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, An
     )
     calibration.validate()
     settings, variant = prepare_precision(
-        args.source, settings, progress=not args.quiet, calibration=calibration
+        args.source, settings, progress=bars_for(args), calibration=calibration
     )
     if variant is not None and variant.report is not None:
         cached = " (cached)" if variant.from_cache else ""
@@ -297,7 +298,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         threads=args.threads,
         export=not args.no_export,
         workers=args.workers,
-        progress=not args.quiet,
+        progress=bars_for(args),
     )
     text = json.dumps(result, indent=2)
     print(text)

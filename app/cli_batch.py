@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import ConfigError
+from framelens.terminal_bars import bars_for
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 128 + signal.SIGINT
@@ -120,7 +121,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             gpus_per_worker=args.gpus_per_worker or 1.0,
             workers=args.workers,
             cancel=cancel,
-            progress=not args.quiet,
+            progress=bars_for(args),
             segment_frames=args.segment_frames or DEFAULT_SEGMENT_FRAMES,
         )
     finally:

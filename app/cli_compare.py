@@ -9,6 +9,7 @@ from pathlib import Path
 
 from framelens.cli_options import settings_from_args
 from framelens.core.errors import ConfigError
+from framelens.terminal_bars import bars_for
 
 __all__ = ["cmd_compare"]
 
@@ -35,13 +36,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.source,
         # Called once the report directory is known to be writable: INT8 takes minutes.
         lambda: precision_panes(
-            base, precisions, source=args.source, progress=not args.quiet, calibration=calibration
+            base, precisions, source=args.source, progress=bars_for(args), calibration=calibration
         ),
         args.report,
         reference=reference,
         start=args.start,
         frames=args.frames,
-        progress=not args.quiet,
+        progress=bars_for(args),
     )
     print(json.dumps(summary, indent=2))
     return 0
@@ -75,7 +76,7 @@ def _compare_superres(args: argparse.Namespace) -> int:
         args.report,
         start=args.start,
         frames=args.frames,
-        progress=not args.quiet,
+        progress=bars_for(args),
     )
     print(json.dumps(summary, indent=2))
     return 0

@@ -3,14 +3,13 @@ calibrated on the run's own source (core/precision), cached either way."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from framelens.core.pipeline.settings import PipelineSettings
-from tqdm import tqdm
+from framelens.core.progress import Progress, make_bar
 
 if TYPE_CHECKING:
     from framelens.core.precision import CalibrationSettings, VariantInfo
@@ -22,7 +21,7 @@ def prepare_precision(
     source_spec: str,
     settings: PipelineSettings,
     *,
-    progress: bool = True,
+    progress: Progress = False,
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     calibration: CalibrationSettings | None = None,
@@ -39,7 +38,7 @@ def prepare_precision(
 
     if settings.precision == "fp32" or variant_precision(settings.model.path) == settings.precision:
         return settings, None
-    bar = tqdm(total=100, unit="%", disable=not progress or None, file=sys.stderr, leave=False)
+    bar = make_bar(progress, total=100, unit="%", leave=False)
 
     def report(text: str, fraction: float) -> None:
         bar.set_description_str(f"{settings.precision}: {text}", refresh=False)

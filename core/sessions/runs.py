@@ -15,7 +15,6 @@ CPU, each from the frame it had reached (the session's one failover policy).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
 from framelens.core.pipeline.variant import prepare_precision
+from framelens.core.progress import Progress, make_bar
 from framelens.core.sessions.outputs import (
     RunOutputs,
     SourceOutputs,
@@ -44,7 +44,6 @@ from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import SourceInfo
-from tqdm import tqdm
 
 __all__ = ["LIVE_KINDS", "DevicePart", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
 
@@ -248,7 +247,7 @@ def run_to_outputs(
     lossless: bool = False,
     start: int = 0,
     frames: int | None = None,
-    progress: bool = True,
+    progress: Progress = False,
     on_progress: Callable[[int, int], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     on_prepare: Callable[[str, float], None] | None = None,
@@ -294,7 +293,7 @@ def run_one(
     session: Session,
     outputs: RunOutputs,
     *,
-    progress: bool = False,
+    progress: Progress = False,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: StopFlag | None = None,
 ) -> RunSummary:
@@ -306,7 +305,7 @@ def run_one(
     total = frames
     if total is None and info.frame_count:
         total = max(0, info.frame_count - start)
-    bar = tqdm(total=total, unit="frame", disable=not progress or None, file=sys.stderr)
+    bar = make_bar(progress, total=total)
     last_report = 0.0
 
     def report(done: int) -> None:
@@ -364,7 +363,7 @@ def run_many(
     videos: bool = True,
     lossless: bool = False,
     frames: int | None = None,
-    progress: bool = True,
+    progress: Progress = False,
     on_message: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
     max_wait_ms: float | None = None,
@@ -397,7 +396,7 @@ def run_many(
     slots = list(devices) if devices else [settings.device]
     groups = [list(range(k, len(specs), len(slots))) for k in range(len(slots))]
     groups = [g for g in groups if g]
-    bar = tqdm(total=None, unit="frame", disable=not progress or None, file=sys.stderr)
+    bar = make_bar(progress)
     start = time.perf_counter()
     job = GroupJob(
         out_dir=str(out_dir), videos=videos, lossless=lossless,

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +22,16 @@ from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
+from framelens.core.progress import Bar, Progress, make_bar
 from framelens.core.sessions.session import Session, SessionOptions
 from framelens.core.stages.sinks.video import VideoExporter
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.timing import now_ms, stage
 from framelens.core.types import FrameResult, SourceInfo, StageTimes
-from tqdm import tqdm
 
 WARMUP_FRAMES = 20
 
-Tick = Callable[[FrameResult], None]
+Tick = Callable[[FrameResult], object]
 
 
 @contextmanager
@@ -116,16 +115,15 @@ def run_bench(
     threads: int | None = None,
     export: bool = True,
     workers: int = 1,
-    progress: bool = True,
+    progress: Progress = False,
 ) -> dict[str, Any]:
     """The naive loop and the pipeline on the same frames; ``progress``: a bar per step
     on the terminal (stderr, shown only where it is a terminal)."""
     spec = resolve_model(DEFAULT_MODEL)
     settings = PipelineSettings(model=spec, threads=threads)
 
-    def bar(what: str, total: int) -> Any:
-        return tqdm(total=total, desc=what, unit="frame", file=sys.stderr, leave=False,
-                    disable=None if progress else True)  # fmt: skip
+    def bar(what: str, total: int) -> closing[Bar]:
+        return closing(make_bar(progress, total=total, desc=what, leave=False))
 
     with tempfile.TemporaryDirectory(prefix="framelens-bench-") as tmp:
         out = Path(tmp) / "bench.mp4" if export else None

@@ -7,7 +7,6 @@ place at the end; an error, Ctrl+C or ``cancel`` leaves nothing behind.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,11 +25,11 @@ from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
 from framelens.core.pipeline.execute import Executor
 from framelens.core.pipeline.runner import RunRange, seek_to_start
+from framelens.core.progress import Progress, make_bar
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source, open_source
-from tqdm import tqdm
 
 __all__ = ["compare_to_report", "run_lockstep"]
 
@@ -45,7 +44,7 @@ def compare_to_report(
     reference: int | str = 0,
     start: int = 0,
     frames: int | None = None,
-    progress: bool = True,
+    progress: Progress = False,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     stages: StageFactory | None = None,
@@ -87,7 +86,7 @@ def _compare(
     specs: Sequence[PaneSpec],
     reference: int,
     rng: RunRange,
-    progress: bool,
+    progress: Progress,
     on_progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
     stages: StageFactory | None = None,
@@ -100,7 +99,7 @@ def _compare(
     ):
         count = source.info.frame_count
         total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)
-        bar = tqdm(total=total or None, unit="frame", disable=not progress or None, file=sys.stderr)
+        bar = make_bar(progress, total=total or None)
         last_report = 0.0
 
         def on_step(step: CompareStep) -> None:

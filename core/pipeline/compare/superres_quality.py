@@ -26,7 +26,6 @@ import html
 import json
 import math
 import statistics
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.runner import RunRange, seek_to_start
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.progress import Progress, make_bar
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.sources import open_source
@@ -49,7 +49,6 @@ from framelens.core.stages.tasks.superres.color import (
 )
 from framelens.core.stages.tasks.superres.metrics import psnr, ssim
 from framelens.core.types import Frame, Image, StageTimes
-from tqdm import tqdm
 
 __all__ = ["SrVariant", "superres_quality_report", "superres_variants"]
 
@@ -115,7 +114,7 @@ def superres_quality_report(
     *,
     start: int = 0,
     frames: int | None = None,
-    progress: bool = True,
+    progress: Progress = False,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
@@ -150,7 +149,7 @@ def _measure_range(
     source_spec: str,
     variants: Sequence[SrVariant],
     rng: RunRange,
-    progress: bool,
+    progress: Progress,
     on_progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
 ) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -164,9 +163,7 @@ def _measure_range(
             seek_to_start(source, rng)
             count = source.info.frame_count
             total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)
-            bar = tqdm(
-                total=total or None, unit="frame", disable=not progress or None, file=sys.stderr
-            )
+            bar = make_bar(progress, total=total or None)
             try:
                 while rng.count is None or len(rows) < rng.count:
                     if cancel is not None and cancel.is_set():

@@ -11,6 +11,7 @@ from framelens.core.pipeline.compare.panes import MAX_PANES, MIN_PANES, PaneSpec
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.variant import prepare_precision
 from framelens.core.precision import PRECISIONS, CalibrationSettings
+from framelens.core.progress import Progress
 
 __all__ = ["PRECISIONS", "parse_precisions", "precision_panes"]
 
@@ -45,7 +46,7 @@ def precision_panes(
     precisions: Sequence[str],
     *,
     source: str,
-    progress: bool = True,
+    progress: Progress = False,
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     calibration: CalibrationSettings | None = None,
@@ -76,7 +77,7 @@ def prepare_pane(
     settings: PipelineSettings,
     *,
     source: str,
-    progress: bool = True,
+    progress: Progress = False,
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     calibration: CalibrationSettings | None = None,

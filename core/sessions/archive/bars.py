@@ -1,28 +1,20 @@
-"""A batch on the terminal: one tqdm bar for the whole batch (frames of every input)
-and one per worker (the input it is on, its frames and fps)."""
+"""A batch's bars: one for the whole batch (frames of every input) and one per worker
+(the input it is on, its frames and fps), made by the caller's factory (core/progress.py:
+the command line's terminal bars)."""
 
 from __future__ import annotations
 
-import sys
-from typing import Any
-
+from framelens.core.progress import Bar, Progress, make_bar
 from framelens.core.sessions.archive.types import InputProgress
-from tqdm import tqdm
 
 
 class BatchBars:
     """Fed every InputProgress of a batch; ``close()`` when it ends."""
 
-    def __init__(self, total_frames: int, *, enabled: bool = True) -> None:
-        self._disable = not enabled or None  # None: tqdm's own choice, off without a tty
-        self.overall = tqdm(
-            total=total_frames or None,
-            unit="frame",
-            desc="batch",
-            file=sys.stderr,
-            disable=self._disable,
-        )
-        self._workers: dict[str, Any] = {}
+    def __init__(self, total_frames: int, progress: Progress = False) -> None:
+        self._progress = progress
+        self.overall = make_bar(progress, total=total_frames or None, desc="batch")
+        self._workers: dict[str, Bar] = {}
         self._frames: dict[str, int] = {}
         self._on: dict[str, str] = {}  # worker -> the input it is on
 
@@ -37,13 +29,7 @@ class BatchBars:
             return
         bar = self._workers.get(event.worker)
         if bar is None:
-            bar = tqdm(
-                unit="frame",
-                file=sys.stderr,
-                position=len(self._workers) + 1,
-                leave=False,
-                disable=self._disable,
-            )
+            bar = make_bar(self._progress, position=len(self._workers) + 1, leave=False)
             self._workers[event.worker] = bar
         if self._on.get(event.worker) != event.path:  # a new file: its own rate and time
             self._on[event.worker] = event.path

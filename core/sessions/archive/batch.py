@@ -23,6 +23,7 @@ from pathlib import Path
 from framelens.core.errors import ConfigError, FrameLensError, error_message
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.variant import prepare_precision
+from framelens.core.progress import Progress
 from framelens.core.sessions.archive.bars import BatchBars
 from framelens.core.sessions.archive.inputs import discover_inputs, probe
 from framelens.core.sessions.archive.local import run_local
@@ -112,7 +113,7 @@ def run_batch(
     workers: int | None = None,
     on_progress: Callable[[InputProgress], None] | None = None,
     cancel: threading.Event | None = None,
-    progress: bool = True,
+    progress: Progress = False,
     segment_frames: int = DEFAULT_SEGMENT_FRAMES,
     stages: StageFactory | None = None,
 ) -> BatchSummary:
@@ -144,7 +145,7 @@ def run_batch(
         manifest = Manifest(out)
         superres = settings.model.task == "superres"
         export_video = export_video or superres  # what a super-resolution batch writes
-        bars = BatchBars(0, enabled=progress)
+        bars = BatchBars(0, progress)
         listeners: list[Callable[[InputProgress], None]] = [bars]
         if on_progress is not None:
             listeners.append(on_progress)
