@@ -91,6 +91,7 @@ from framelens.core.precision import (
     fp32_variant,
     prepare_variant,
 )
+from framelens.core.precision.jobs import PrecisionJob, prepare_job
 from framelens.core.precision.sensitivity import tensorrt_kept_float
 from framelens.core.sessions.archive import (
     BatchSummary,
@@ -103,6 +104,22 @@ from framelens.core.sessions.archive import (
     read_manifest,
     run_batch,
     search_detections,
+)
+from framelens.core.sessions.compare_view import (
+    CompareFrame,
+    CompareWorker,
+    PaneRequest,
+    Resolve,
+    pane_labels,
+    prepare_panes,
+    report_target,
+)
+from framelens.core.sessions.export import (
+    ExportJob,
+    ExportRequest,
+    ProgressFn,
+    default_outputs,
+    writable_folder,
 )
 from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.sessions.runs import run_to_outputs
@@ -167,8 +184,10 @@ __all__ = [
     "CalibrationSettings",
     "CameraDevice",
     "Cancelled",
+    "CompareFrame",
     "CompareRunner",
     "CompareStep",
+    "CompareWorker",
     "ConfigError",
     "CropUpscaler",
     "DetectParams",
@@ -182,6 +201,8 @@ __all__ = [
     "EngineBuild",
     "EnlargedCrop",
     "ExportError",
+    "ExportJob",
+    "ExportRequest",
     "Frame",
     "FrameLensError",
     "FrameQuality",
@@ -198,12 +219,16 @@ __all__ = [
     "Overlay",
     "OverlayStyle",
     "PaneDifferences",
+    "PaneRequest",
     "PaneSpec",
     "PipelineSettings",
     "Player",
     "PlayerState",
+    "PrecisionJob",
+    "ProgressFn",
     "Rect",
     "Region",
+    "Resolve",
     "SensitivityReport",
     "Source",
     "SuperResParams",
@@ -227,6 +252,7 @@ __all__ = [
     "compare_report_folder",
     "compare_to_report",
     "crop_upscaler",
+    "default_outputs",
     "describe_outputs",
     "device_choices",
     "difference_colours",
@@ -242,11 +268,15 @@ __all__ = [
     "load_wall_layout",
     "measure_frame_quality",
     "open_source",
+    "pane_labels",
     "picture_size_for",
+    "prepare_job",
     "prepare_pane",
+    "prepare_panes",
     "prepare_variant",
     "query_detections",
     "read_manifest",
+    "report_target",
     "resolve_device",
     "resolve_model",
     "run_batch",
@@ -261,4 +291,5 @@ __all__ = [
     "wall_grid",
     "with_changes",
     "without_classes",
+    "writable_folder",
 ]

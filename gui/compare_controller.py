@@ -1,6 +1,6 @@
 """The compare view's bridge to core: the QObject that drives a CompareWorker.
 
-CompareSession owns a worker (compare_worker.py, no Qt) and turns its callbacks
+CompareSession owns a worker (core/sessions/compare_view.py, no Qt) and turns its callbacks
 into queued Qt signals (with the same back-pressure as the main controller), and
 runs "Save report" on a thread of its own: core's save_kept_report writes what the
 worker computed (its KeptFrames), computing only the frames never compared in
@@ -16,20 +16,18 @@ from pathlib import Path
 from framelens.core.api import (
     CalibrationSettings,
     Cancelled,
-    KeptFrames,
-    PaneSpec,
-    PipelineSettings,
-    error_message,
-    save_kept_report,
-)
-from framelens.gui.compare_worker import (
     CompareFrame,
     CompareWorker,
+    KeptFrames,
     PaneRequest,
+    PaneSpec,
+    PipelineSettings,
     Resolve,
+    error_message,
     pane_labels,
     prepare_panes,
     report_target,
+    save_kept_report,
 )
 from PySide6.QtCore import QObject, Signal, Slot
 

@@ -16,10 +16,10 @@ from framelens.core.api import (
     PRECISIONS,
     DeviceChoice,
     Image,
+    PaneRequest,
     PipelineSettings,
     difference_colours,
 )
-from framelens.gui.compare_worker import PaneRequest
 from framelens.gui.widgets import set_text
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent, QTextDocumentFragment

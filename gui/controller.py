@@ -22,6 +22,8 @@ from framelens.core.api import (
     Cancelled,
     DetectParams,
     DeviceChoice,
+    ExportJob,
+    ExportRequest,
     FrameLensError,
     FrameResult,
     ModelSpec,
@@ -29,23 +31,24 @@ from framelens.core.api import (
     PipelineSettings,
     Player,
     PlayerState,
+    PrecisionJob,
     Region,
     SensitivityReport,
     SuperResParams,
     VariantInfo,
     backend_choices,
+    default_outputs,
     device_choices,
     error_message,
     fp32_variant,
     load_catalog,
+    prepare_job,
     resolve_device,
     resolve_model,
     save_frame_snapshot,
     with_changes,
     without_classes,
 )
-from framelens.gui.export_runner import ExportJob, ExportRequest, default_outputs
-from framelens.gui.precision_jobs import PrecisionJob, prepare_job
 from PySide6.QtCore import QObject, Signal, Slot
 
 __all__ = ["Controller", "ExportJob", "ExportRequest", "default_outputs"]

@@ -10,10 +10,11 @@ from framelens.core.api import (
     TASK_OF_LAYOUT,
     VIDEO_SUFFIXES,
     CameraDevice,
+    ExportRequest,
+    default_outputs,
     describe_outputs,
 )
 from framelens.gui.controller import Controller
-from framelens.gui.export_runner import ExportRequest, default_outputs
 from framelens.gui.file_dialogs import open_file, save_file
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.api import WALL_LAYOUT_SUFFIX, list_cameras
+from framelens.core.api import WALL_LAYOUT_SUFFIX, list_cameras, writable_folder
 from framelens.gui.dialogs import VIDEO_FILTER, ExportDialog, OpenCameraDialog, OpenUrlDialog
-from framelens.gui.export_runner import writable_folder
 from framelens.gui.file_dialogs import open_file, save_file
 from framelens.gui.main_window_parts import MainWindowParts
 from PySide6.QtCore import Qt, QUrl

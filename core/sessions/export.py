@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from framelens.core.api import ExportError, PipelineSettings, run_to_outputs
+from framelens.core.errors import ExportError
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.runs import run_to_outputs
 
 __all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_outputs", "writable_folder"]
 

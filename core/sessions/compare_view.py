@@ -14,30 +14,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from framelens.core.api import (
+from framelens.core.errors import Cancelled, ConfigError, error_message
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.compare.differences import draw_pane_differences
+from framelens.core.pipeline.compare.feed import LockstepFeed
+from framelens.core.pipeline.compare.kept import KeptFrames
+from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
     MIN_PANES,
-    CalibrationSettings,
-    Cancelled,
     CompareRunner,
     CompareStep,
-    ConfigError,
-    End,
-    Image,
-    KeptFrames,
-    LockstepFeed,
-    ModelSpec,
     PaneSpec,
-    PipelineSettings,
-    Source,
-    compare_report_folder,
-    draw_pane_differences,
-    error_message,
-    open_source,
-    prepare_pane,
-    resolve_device,
-    without_classes,
 )
+from framelens.core.pipeline.compare.report import compare_report_folder
+from framelens.core.pipeline.compare.variants import prepare_pane
+from framelens.core.pipeline.decode_ahead import End
+from framelens.core.pipeline.devices import resolve_device
+from framelens.core.pipeline.settings import PipelineSettings, without_classes
+from framelens.core.precision.int8_settings import CalibrationSettings
+from framelens.core.stages.sources import Source, open_source
+from framelens.core.types import Image
 
 __all__ = [
     "CompareFrame",

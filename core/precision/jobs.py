@@ -11,15 +11,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from framelens.core.api import (
-    CalibrationSettings,
-    Cancelled,
-    ModelSpec,
-    VariantInfo,
-    cached_variant,
-    error_message,
-    prepare_variant,
-)
+from framelens.core.errors import Cancelled, error_message
+from framelens.core.models.spec import ModelSpec
+from framelens.core.precision import VariantInfo, cached_variant, prepare_variant
+from framelens.core.precision.int8_settings import CalibrationSettings
 
 __all__ = ["PrecisionJob", "prepare_job"]
 
