@@ -123,8 +123,7 @@ class GpuPipelineBench:
     def run(self, frames: int, driver: str = "session") -> dict[str, Any]:
         """``frames`` through the product's driver: the session (core/sessions/session.py,
         what ``framelens run`` uses, its source opened untimed) or, for the before/after
-        ratio, the bare PipelineRunner loop the runs used before the session."""
-        from framelens.core.pipeline.runner import PipelineRunner, RunRange
+        ratio, the bare executor loop the runs used before the session (PipelineRunner)."""
         from framelens.core.pipeline.stats import RunStats
 
         stats = RunStats()
@@ -145,17 +144,24 @@ class GpuPipelineBench:
             finally:
                 session.release_workers()
                 session.close()
-        else:
+        else:  # the loop runs had before the session: the executor over a source kept open
+            from framelens.core.pipeline.execute import Executor, PipelineWorker
+
             self.source.seek(0)
-            runner = PipelineRunner(
-                self.source,
-                self.pipelines[0],
-                observers=[stats],
-                draw=False,
-                extra_pipelines=self.pipelines[1:],
-            )
-            done = runner.run(RunRange(0, frames))
-            wall_s = runner.wall_s
+            batch = self.pipelines[0].settings.batch
+            executor = Executor.open(
+                self.source, [PipelineWorker(p, "none", copy=False, pixels=False)
+                              for p in self.pipelines],
+                batch=batch, decode_depth=4, depth=4 * len(self.pipelines) * batch, limit=frames,
+            )  # fmt: skip
+            start = time.perf_counter()
+            try:
+                for item in executor.in_order(frames):
+                    stats(item.value)
+            finally:
+                executor.close()
+            wall_s = time.perf_counter() - start
+            done = stats.frames
         fps = done / wall_s
         stage_ms = stats.medians(skip=10)
         line = f"  {self.label} ({driver}): {done} frames, {fps:.1f} fps, ms {stage_ms}"

@@ -3,9 +3,9 @@
     Source ──DecodeAhead (thread)──> frames ──N workers (threads), a batch each──> results
                                                                    └─> get() in decode order
 
-It is driven by the session (core/sessions/session.py: runs, archives, the wall), playback
-(core/sessions/playback/player.py), the benchmark (core/pipeline/runner.py) and
-comparison (core/pipeline/compare). A worker owns one pipeline (pipelines are not shared
+It is driven by the session (core/sessions/session.py: runs, archives, the wall, the
+benchmark), playback (core/sessions/playback/player.py) and comparison's lock-step feed
+(core/pipeline/compare/feed.py). A worker owns one pipeline (pipelines are not shared
 between threads) or one compare runner; ONNX Runtime and CUDA release the GIL, so the
 workers overlap. A worker takes up to ``batch`` consecutive frames and processes them in
 one call (one engine call). Results are handed out in decode order, tagged with the

@@ -19,7 +19,7 @@ from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec
 from framelens.core.pipeline.compare.saved import save_kept_report
-from framelens.core.pipeline.runner import RunRange
+from framelens.core.pipeline.ranges import RunRange
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams

@@ -10,8 +10,8 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
 from framelens.core.pipeline.processor import FrameProcessor
-from framelens.core.pipeline.runner import PipelineRunner, RunRange
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.session import Session, SessionOptions
 from framelens.core.stages.sources import open_source
 from framelens.core.types import Frame, FrameResult, Image, StageTimes
 
@@ -39,15 +39,11 @@ def test_a_run_in_batches_delivers_the_range_in_order_and_decodes_no_work_beyond
     pipelines = [counting(build.host_pipeline(settings), sizes) for _ in range(2)]
     seen: list[int] = []
     try:
-        with open_source(SAMPLE) as source:
-            runner = PipelineRunner(
-                source,
-                pipelines[0],
-                observers=[lambda r: seen.append(r.frame.index)],
-                draw=False,
-                extra_pipelines=pipelines[1:],
-            )
-            assert runner.run(RunRange(40, 22)) == 22
+        options = SessionOptions(draw="none", pixels=False, start=40, frames=22)
+        built = build.Workers(pipelines, "cpu pipeline")
+        with Session([SAMPLE], settings, options=options, built=built) as session:
+            seen.extend(result.frame.index for result in session.results())
+            session.release_workers()
     finally:
         for p in pipelines:
             p.close()
@@ -119,12 +115,13 @@ def test_back_to_back_runs_on_one_source_never_wait_for_buffers_held_past_a_rang
     pipelines = [pooled(build.host_pipeline(settings)) for _ in range(2)]
     alive_before = threading.active_count()
     try:
-        with open_source(SAMPLE) as source:
-            for _ in range(3):
-                source.seek(0)
-                runner = PipelineRunner(source, pipelines[0], extra_pipelines=pipelines[1:])
-                assert runner.run(RunRange(0, 12)) == 12
-                assert threading.active_count() <= alive_before  # every worker stopped
+        for _ in range(3):
+            built = build.Workers(pipelines, "cpu pipeline")
+            options = SessionOptions(frames=12)
+            with Session([SAMPLE], settings, options=options, built=built) as session:
+                assert sum(1 for _ in session.results()) == 12
+                session.release_workers()  # kept for the next range, as an archive keeps them
+            assert threading.active_count() <= alive_before  # every worker stopped
     finally:
         for p in pipelines:
             p.close()

@@ -1,9 +1,10 @@
-"""Compare panes stepping through a source on the executor, for an interactive view.
+"""Compare panes stepping through a source on the executor: compare's one driver.
 
-The CLI's comparison runs a range once (core/pipeline/compare/session.py); the compare
-view plays, pauses and restarts. Both drive the panes with the one executor
-(core/pipeline/execute.py): it decodes ahead while the panes run each frame in turn
-(never side by side) on its worker thread, and hands the steps out in frame order.
+The CLI's comparison runs a range once (core/pipeline/compare/session.py ``run_lockstep``);
+the compare view plays, pauses and restarts (core/sessions/compare_view.py). Both step
+through a LockstepFeed: the executor (core/pipeline/execute.py) decodes ahead while the
+panes run each frame in turn (never side by side) on its worker thread, and hands the
+steps out in frame order.
 """
 
 from __future__ import annotations
@@ -24,16 +25,20 @@ class LockstepFeed:
     ``restart``. The source and the runner stay the caller's.
     """
 
-    def __init__(self, source: Source, runner: CompareRunner, *, depth: int = 2) -> None:
+    def __init__(
+        self, source: Source, runner: CompareRunner, *, depth: int = 2, limit: int | None = None
+    ) -> None:
         self._source = source
         self._runner = runner
         self._depth = depth
+        self._limit = limit  # frames in all (a report's range): none decoded into work past it
         self._executor = self._open()
 
     def _open(self) -> Executor[CompareStep]:
         return Executor.open(
-            self._source, [LockstepWorker(self._runner)], depth=self._depth, decode_depth=2
-        )
+            self._source, [LockstepWorker(self._runner)], depth=self._depth, decode_depth=2,
+            limit=self._limit,
+        )  # fmt: skip
 
     def next(self, timeout: float) -> CompareStep | End | None:
         """The next frame's step, End at the end of the source, None after ``timeout``.

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from framelens.core.pipeline.compare.panes import CompareStep, PaneSpec
 from framelens.core.pipeline.compare.records import CompareLog, FrameRow, frame_row
-from framelens.core.pipeline.runner import RunRange
+from framelens.core.pipeline.ranges import RunRange
 from framelens.core.stages.tasks.detect.agreement import FrameMatch
 
 __all__ = ["KeptFrames"]

@@ -14,17 +14,17 @@ from typing import Any
 
 from framelens.core import __version__
 from framelens.core.errors import Cancelled, SourceError
+from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import (
     CompareRunner,
     CompareStep,
-    LockstepWorker,
     PaneSpec,
     check_panes,
 )
 from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.pipeline.execute import Executor
-from framelens.core.pipeline.runner import RunRange, seek_to_start
+from framelens.core.pipeline.decode_ahead import End
+from framelens.core.pipeline.ranges import RunRange, seek_to_start
 from framelens.core.progress import Progress, make_bar
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
@@ -130,18 +130,22 @@ def run_lockstep(
     on_step: Callable[[CompareStep], None],
     cancel: threading.Event | None,
 ) -> int:
-    """The range through the panes on the executor (decoding ahead); frames handed to
+    """The range through the panes (a LockstepFeed, decoding ahead); frames handed to
     ``on_step`` in order. Raises Cancelled once ``cancel`` is set."""
     seek_to_start(source, rng)
-    executor = Executor.open(source, [LockstepWorker(runner)], decode_depth=2, limit=rng.count)
+    feed = LockstepFeed(source, runner, limit=rng.count)
     done = 0
-    cancelled = cancel.is_set if cancel is not None else lambda: False
     try:
-        for item in executor.in_order(rng.count, cancelled):
-            on_step(item.value)
+        while rng.count is None or done < rng.count:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            step = feed.next(0.1)
+            if step is None:
+                continue
+            if isinstance(step, End):
+                break
+            on_step(step)
             done += 1
-        if cancelled():
-            raise Cancelled("cancelled")
     finally:
-        executor.close()
+        feed.close()
     return done

@@ -36,7 +36,7 @@ from framelens.core import __version__
 from framelens.core.errors import Cancelled, ConfigError, SourceError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
-from framelens.core.pipeline.runner import RunRange, seek_to_start
+from framelens.core.pipeline.ranges import RunRange, seek_to_start
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.progress import Progress, make_bar
 from framelens.core.stages.sinks.atomic import StrPath
