@@ -27,8 +27,8 @@ WARMUP = 20
 
 def gui_fps(source: str, frames: int) -> float:
     from framelens.gui.app import apply_theme
-    from framelens.gui.main_window import MainWindow
-    from framelens.gui.settings import Settings
+    from framelens.gui.common.settings import Settings
+    from framelens.gui.player.main_window import MainWindow
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 

@@ -71,8 +71,8 @@ def _wait(app: Any, seconds: float, until: Any = None) -> bool:
 def play_in_window(
     app: Any, video: str, device: str, seconds: float, screenshot: Path
 ) -> dict[str, Any]:
-    from framelens.gui.main_window import MainWindow
-    from framelens.gui.settings import Settings
+    from framelens.gui.common.settings import Settings
+    from framelens.gui.player.main_window import MainWindow
     from PySide6.QtCore import QSettings
 
     ini = Path(tempfile.mkdtemp()) / "framelens.ini"
@@ -101,7 +101,7 @@ def play_in_window(
         display_paths.add(window.display_label.text())
     elapsed = time.monotonic() - started
     state = window.state
-    from framelens.gui.screenshots import grab_window
+    from framelens.gui.common.screenshots import grab_window
 
     # the canvas's own framebuffer over the window's grab: QWidget.grab leaves out what
     # QPainter drew over the GL frame (the overlays), which made the first H200
@@ -151,9 +151,9 @@ def play_wall(
 ) -> dict[str, Any]:
     """The video wall of ``sources`` copies of the video on ``device``: its tiles drawn into
     one picture (on CUDA by a kernel into a device buffer, shown through interop)."""
-    from framelens.gui.main_window import MainWindow
-    from framelens.gui.screenshots import grab_window
-    from framelens.gui.settings import Settings
+    from framelens.gui.common.screenshots import grab_window
+    from framelens.gui.common.settings import Settings
+    from framelens.gui.player.main_window import MainWindow
     from PySide6.QtCore import QSettings
 
     ini = Path(tempfile.mkdtemp()) / "framelens.ini"
@@ -191,7 +191,7 @@ def play_wall(
 
 def time_canvas(app: Any, frames: list[Any], interop: bool, repeats: int) -> dict[str, Any]:
     """Give the canvas a new frame and repaint it, ``repeats`` times after a warm-up."""
-    from framelens.gui.canvas import VideoCanvas
+    from framelens.gui.display.canvas import VideoCanvas
 
     first = frames[0]
     width = int(first.shape[1]) if isinstance(first, np.ndarray) else int(first.width)
@@ -231,7 +231,7 @@ def overlay_check(app: Any, cuda: bool) -> dict[str, Any]:
     canvas's own rendering (as tests/gui/test_display_path.py does under Mesa)."""
     from framelens.core.stages.draw.style import OverlayStyle, class_colour
     from framelens.core.types import Detections
-    from framelens.gui.canvas import VideoCanvas
+    from framelens.gui.display.canvas import VideoCanvas
     from PySide6.QtGui import QImage
 
     black = np.zeros((360, 640, 3), dtype=np.uint8)

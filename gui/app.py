@@ -6,14 +6,14 @@ import signal
 import sys
 from pathlib import Path
 
-from framelens.gui.gc_guard import collect_on_gui_thread
-from framelens.gui.settings import APPLICATION, ORGANISATION
-from framelens.gui.theme_style import ThemeStyle
+from framelens.gui.common.gc_guard import collect_on_gui_thread
+from framelens.gui.common.settings import APPLICATION, ORGANISATION
+from framelens.gui.common.theme_style import ThemeStyle
 from PySide6.QtCore import QCoreApplication, QDir, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 STYLE_SHEET = RESOURCES / "style.qss"
 
 
@@ -70,7 +70,7 @@ def apply_theme(app: QApplication) -> None:
 def main(argv: list[str] | None = None, source: str | None = None) -> int:
     """Run the desktop application; ``source`` (or the first argument) is opened at start."""
     app = create_application(argv)
-    from framelens.gui.main_window import MainWindow  # after QApplication: widgets need it
+    from framelens.gui.player.main_window import MainWindow  # after QApplication: widgets need it
 
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")]
     window = MainWindow()

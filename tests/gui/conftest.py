@@ -15,9 +15,9 @@ import pytest
 os.environ["QT_QPA_PLATFORM"] = "xcb"  # before any QApplication exists
 
 from framelens.gui.app import apply_theme
-from framelens.gui.gc_guard import collect_on_gui_thread
-from framelens.gui.main_window import MainWindow
-from framelens.gui.settings import Settings
+from framelens.gui.common.gc_guard import collect_on_gui_thread
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from archive_clips import BOTTLES, PEOPLE, cut_clip, write_corrupt
 from framelens.core.api import InputProgress, read_manifest
-from framelens.gui.batch_table import ERROR, INPUT, PROGRESS, STATE_COLOURS
-from framelens.gui.batch_window import BatchWindow
-from framelens.gui.main_window import MainWindow
-from framelens.gui.settings import Settings
+from framelens.gui.batch.batch_table import ERROR, INPUT, PROGRESS, STATE_COLOURS
+from framelens.gui.batch.batch_window import BatchWindow
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.main_window import MainWindow
 from legibility import contrast
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QPalette

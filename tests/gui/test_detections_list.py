@@ -19,11 +19,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from framelens.core.api import PipelineSettings, run_to_outputs
-from framelens.gui.detections_dock import ALL_CLASSES, DetectionRow, class_matcher
-from framelens.gui.main_detections import DETECTIONS_SHORTCUT
-from framelens.gui.main_window import MainWindow
-from framelens.gui.screenshots import grab_window
-from framelens.gui.settings import Settings
+from framelens.gui.common.screenshots import grab_window
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.detections_dock import ALL_CLASSES, DetectionRow, class_matcher
+from framelens.gui.player.main_detections import DETECTIONS_SHORTCUT
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import QRect, QSettings, Qt
 from PySide6.QtGui import QImage, QKeySequence
 from PySide6.QtWidgets import QApplication

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from framelens.gui.dialogs import OpenUrlDialog
-from framelens.gui.main_window import MainWindow
+from framelens.gui.player.dialogs import OpenUrlDialog
+from framelens.gui.player.main_window import MainWindow
 from legibility import READABLE, glyph_contrast, save_shot, while_open
 from PySide6.QtCore import QPoint
 from PySide6.QtGui import QColor, QPainter, QPalette, QPixmap

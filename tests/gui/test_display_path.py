@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 from framelens.core.gpu import interop
-from framelens.gui.canvas import VideoCanvas
-from framelens.gui.main_window import MainWindow
+from framelens.gui.display.canvas import VideoCanvas
+from framelens.gui.player.main_window import MainWindow
 from OpenGL import GL
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours
-from framelens.gui.engine_dialog import EngineBuildDialog
-from framelens.gui.main_window import MainWindow
+from framelens.gui.common.engine_dialog import EngineBuildDialog
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 

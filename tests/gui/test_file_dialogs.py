@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLE
-from framelens.gui.dialogs import ExportDialog
-from framelens.gui.main_window import MainWindow
+from framelens.gui.player.dialogs import ExportDialog
+from framelens.gui.player.main_window import MainWindow
 from legibility import READABLE, glyph_contrast, painted_glyph_pixels, save_shot, while_open
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFileDialog, QToolButton, QTreeView

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.gui.folder_dialog import folder_dialog
+from framelens.gui.common.folder_dialog import folder_dialog
 from PySide6.QtWidgets import QDialog, QFileDialog
 from pytestqt.qtbot import QtBot
 

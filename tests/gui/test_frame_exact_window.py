@@ -13,8 +13,8 @@ import av
 import cv2
 import pytest
 from framelens.core.stages.sources.file import FileSource
-from framelens.gui.main_window import MainWindow
-from framelens.gui.screenshots import grab_window
+from framelens.gui.common.screenshots import grab_window
+from framelens.gui.player.main_window import MainWindow
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui

@@ -1,5 +1,5 @@
 """Qt objects die on the GUI thread: Python's cyclic garbage collector runs there only
-(gui/gc_guard.py), not on the player's or an export's thread, and a closed window is
+(gui/common/gc_guard.py), not on the player's or an export's thread, and a closed window is
 deleted with what it owns (the flaky segmentation fault of the export test: Qt objects in
 reference cycles destroyed by a collection an export thread happened to trigger)."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import shiboken6
-from framelens.gui.controller import ExportRequest
-from framelens.gui.main_window import MainWindow
-from framelens.gui.settings import Settings
+from framelens.gui.common.controller import ExportRequest
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QEvent
 from pytestqt.qtbot import QtBot
 

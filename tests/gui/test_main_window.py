@@ -12,10 +12,10 @@ import numpy as np
 import onnx
 import pytest
 from framelens.core.pipeline.devices import cuda_available
-from framelens.gui.dialogs import ImportModelDialog
-from framelens.gui.main_window import MainWindow
-from framelens.gui.screenshots import grab_window
-from framelens.gui.settings import Settings
+from framelens.gui.common.screenshots import grab_window
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.dialogs import ImportModelDialog
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QImage
 from PySide6.QtWidgets import QDialog, QMessageBox, QPushButton
@@ -334,7 +334,7 @@ def test_snapshot_suggests_the_videos_folder_then_where_the_last_one_went(
 ) -> None:
     """The save dialog starts where Export writes (the video's folder), not in the home
     folder; once a snapshot went elsewhere, there."""
-    from framelens.gui import main_sources
+    from framelens.gui.player import main_sources
 
     video = tmp_path / "footage" / "clip.mp4"
     video.parent.mkdir()

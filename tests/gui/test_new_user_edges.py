@@ -17,13 +17,14 @@ from framelens.core.api import (
     list_cameras,
 )
 from framelens.core.stages.sources.file import FileSource
-from framelens.gui.batch_table import PROGRESS, WORKER, BatchTableModel, ProgressDelegate
-from framelens.gui.dialogs import VIDEO_FILTER, OpenCameraDialog
-from framelens.gui.goto_frame import GoToFrameDialog
-from framelens.gui.image_view import ImageView
-from framelens.gui.main_window import MainWindow
-from framelens.gui.model_panel import NO_MODEL_ITEM
-from framelens.gui.wall_canvas import WallCanvas
+from framelens.gui.batch.batch_table import PROGRESS, WORKER, BatchTableModel, ProgressDelegate
+from framelens.gui.common.file_dialogs import VIDEO_FILTER
+from framelens.gui.display.image_view import ImageView
+from framelens.gui.player.dialogs import OpenCameraDialog
+from framelens.gui.player.goto_frame import GoToFrameDialog
+from framelens.gui.player.main_window import MainWindow
+from framelens.gui.player.model_panel import NO_MODEL_ITEM
+from framelens.gui.wall.wall_canvas import WallCanvas
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (

@@ -24,7 +24,7 @@ import pytest
 from framelens.core.stages.draw.opencv import annotate
 from framelens.core.stages.draw.style import LANDMARK_COLOURS, OverlayStyle, class_colour, layout
 from framelens.core.types import Detections
-from framelens.gui.canvas import QPainterAnnotator, VideoCanvas
+from framelens.gui.display.canvas import QPainterAnnotator, VideoCanvas
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 

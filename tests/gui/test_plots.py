@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 from framelens.core.types import Detections, Frame, FrameResult, StageTimes
-from framelens.gui.plots import StagePlots
+from framelens.gui.display.plots import StagePlots
 from pytestqt.qtbot import QtBot
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from archive_clips import PEOPLE, cut_clip
 from framelens.core.precision import CalibrationSettings
-from framelens.gui.compare_agreement import METRICS
-from framelens.gui.compare_controller import CompareFrame
-from framelens.gui.compare_view import END_TEXT, NONE, CompareWindow
-from framelens.gui.main_window import MainWindow
-from framelens.gui.sensitivity import SensitivityChart
-from framelens.gui.settings import Settings
+from framelens.gui.common.settings import Settings
+from framelens.gui.compare.compare_agreement import METRICS
+from framelens.gui.compare.compare_controller import CompareFrame
+from framelens.gui.compare.compare_view import END_TEXT, NONE, CompareWindow
+from framelens.gui.compare.sensitivity import SensitivityChart
+from framelens.gui.player.main_window import MainWindow
 from int8_variant import SharedInt8
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontInfo

@@ -25,8 +25,8 @@ from framelens.core.api import (
     resolve_model,
     run_batch,
 )
-from framelens.gui.main_window import MainWindow
-from framelens.gui.results_browser import ALL_CLASSES, ResultsBrowser
+from framelens.gui.batch.results_browser import ALL_CLASSES, ResultsBrowser
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot

@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx
 from framelens.core.api import resolve_model
 from framelens.core.precision.report import LayerSensitivity, SensitivityReport
-from framelens.gui.sensitivity import SensitivityDialog
+from framelens.gui.compare.sensitivity import SensitivityDialog
 from pytestqt.qtbot import QtBot
 
 

@@ -3,8 +3,8 @@ the actions really have them."""
 
 from __future__ import annotations
 
-from framelens.gui.main_window import MainWindow
-from framelens.gui.shortcuts_dialog import ShortcutsDialog, shortcut_rows
+from framelens.gui.common.shortcuts_dialog import ShortcutsDialog, shortcut_rows
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtWidgets import QTreeWidgetItem
 from pytestqt.qtbot import QtBot
 

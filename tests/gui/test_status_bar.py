@@ -10,7 +10,7 @@ tips shown over it.
 from __future__ import annotations
 
 import pytest
-from framelens.gui.main_window import MainWindow
+from framelens.gui.player.main_window import MainWindow
 from legibility import overlapping, painted_text, save_shot, shown_whole
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QStatusTipEvent

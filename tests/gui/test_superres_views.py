@@ -15,9 +15,9 @@ from framelens.core.api import (
     clamp_region,
     measure_frame_quality,
 )
-from framelens.gui.main_window import MainWindow
-from framelens.gui.settings import Settings
-from framelens.gui.sr_lens import LENS_SIDE
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.main_window import MainWindow
+from framelens.gui.superres.sr_lens import LENS_SIDE
 from PySide6.QtCore import QPoint, QPointF, QSettings, Qt
 from PySide6.QtGui import QImage, QWheelEvent
 from PySide6.QtTest import QTest

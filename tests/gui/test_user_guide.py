@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from framelens.cli import build_parser
-from framelens.gui.main_window import MainWindow
-from framelens.gui.shortcuts_dialog import shortcut_rows
-from framelens.gui.user_guide import GUIDE_RESOURCE, UserGuideDialog, guide_markdown
+from framelens.gui.common.shortcuts_dialog import shortcut_rows
+from framelens.gui.common.user_guide import GUIDE_RESOURCE, UserGuideDialog, guide_markdown
+from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextTable
 from PySide6.QtWidgets import QApplication

@@ -13,10 +13,10 @@ import cv2
 import numpy as np
 import pytest
 from framelens.core.stages.sources.file import FileSource
-from framelens.gui.main_window import MainWindow
-from framelens.gui.screenshots import grab_window
-from framelens.gui.settings import Settings
-from framelens.gui.wall_window import WallWindow
+from framelens.gui.common.screenshots import grab_window
+from framelens.gui.common.settings import Settings
+from framelens.gui.player.main_window import MainWindow
+from framelens.gui.wall.wall_window import WallWindow
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
@@ -277,7 +277,7 @@ def test_a_gui_thread_woken_late_takes_every_tile_s_newest_result_at_once(
     import time
 
     from framelens.core.types import Detections, Frame, FrameResult, StageTimes
-    from framelens.gui.wall_window import WallSession
+    from framelens.gui.wall.wall_window import WallSession
     from PySide6.QtWidgets import QApplication
 
     with FileSource(SAMPLE) as src:

@@ -320,7 +320,7 @@ def test_with_nothing_to_submit_ray_is_not_started_and_run_never_loads_it(
     code = (
         "import sys\n"
         "from framelens.core.api import PipelineSettings, resolve_model, run_batch\n"
-        "import framelens.cli, framelens.gui.main_window\n"
+        "import framelens.cli, framelens.gui.player.main_window\n"
         "assert 'ray' not in sys.modules, 'the app loaded ray'\n"
         f"s = run_batch([{str(archive / 'south' / 'broken.mp4')!r}], {str(tmp_path / 'o')!r},"
         " PipelineSettings(resolve_model('yolox-nano')), ray='local', progress=False)\n"

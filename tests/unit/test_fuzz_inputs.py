@@ -3,7 +3,7 @@ models, generated here into temporary folders, each met as a user meets it.
 
 Every case runs through ``framelens run --export --detections`` (a subprocess) and
 through the GUI's open path (``Player.open`` and ``resolve_model`` from
-framelens.core.api, what gui/controller.py calls). A case is either
+framelens.core.api, what gui/common/controller.py calls). A case is either
 
 * refused: exit code 2, ONE line on stderr (``framelens: error: ...``, the same words
   the GUI shows), no traceback, nothing at all in the output folder; or
@@ -271,7 +271,7 @@ def assert_processed(outcome: Outcome, expect: Processed, source: str) -> int:
 
 
 class Recorder:
-    """A GUI's Player callbacks (gui/controller.py marshals the same three)."""
+    """A GUI's Player callbacks (gui/common/controller.py marshals the same three)."""
 
     def __init__(self) -> None:
         self.errors: list[str] = []

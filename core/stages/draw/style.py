@@ -5,7 +5,7 @@ integer pixel geometry (inclusive coordinates) and colours for one image size, i
 painting order. The painters only put that on their surface:
 
 * OpenCV (``framelens.core.stages.draw.opencv``): export, snapshots, host frames;
-* QPainter (``framelens.gui.canvas``): the canvas' overlay over frames kept on the GPU;
+* QPainter (``framelens.gui.display.canvas``): the canvas' overlay over frames kept on the GPU;
 * CUDA (``framelens.core.stages.draw.cuda``): boxes and landmark dots straight into a
   device image. Label text is drawn by the host painters only.
 

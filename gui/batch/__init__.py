@@ -1,0 +1,1 @@
+"""Batch analysis of archives: the batch window, its table, the results browser."""

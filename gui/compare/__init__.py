@@ -1,0 +1,1 @@
+"""The compare window: panes in lock-step, their agreement, the INT8 sensitivity view."""

@@ -1,0 +1,1 @@
+"""Super-resolution views: side by side, the lens, the region, the crops."""

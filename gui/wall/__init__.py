@@ -1,0 +1,1 @@
+"""The video wall: many sources at once."""

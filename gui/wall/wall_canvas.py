@@ -1,0 +1,335 @@
+"""The video wall's canvas: ONE OpenGL widget that draws a grid of tiles.
+
+Each tile is a texture (gl_texture.py) holding its source's latest frame, letterboxed
+into its cell, with the detections painted over it the way the single canvas paints
+them over device frames (core's overlay layout through overlay_paint.py, so the wall
+shows the picture the exporter draws), and a caption: the source's name, its fps and
+latency, or why it is down ("failed: ...", "reconnecting"). The layout (1, 2x2, 3x3,
+4x4 or auto by count) decides how many tiles are on screen; a click on one emits
+``tileClicked`` with its index.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from framelens.core.api import (
+    INTEROP_PATH,
+    WALL_LAYOUTS,
+    Detections,
+    Frame,
+    OverlayStyle,
+    TileState,
+    WallPicture,
+    fallback_path,
+    layout,
+    picture_size_for,
+    wall_grid,
+)
+from framelens.gui.common.widgets import elide
+from framelens.gui.display.canvas import release_gpu_slot
+from framelens.gui.display.gl_texture import GlTexture
+from framelens.gui.display.overlay_paint import paint_overlay
+from OpenGL import GL
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QHelpEvent,
+    QHideEvent,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QResizeEvent,
+)
+from PySide6.QtOpenGLWidgets import QOpenGLWidget
+from PySide6.QtWidgets import QToolTip, QWidget
+
+__all__ = ["LAYOUTS", "WallCanvas", "grid_size"]
+
+LAYOUTS: dict[str, int] = {**WALL_LAYOUTS, "auto": 0}
+"""Layout name -> tiles per side (0: as many as the sources need); core's wall layouts."""
+
+_BACKGROUND = (0.075, 0.082, 0.098)
+_GAP = 2.0  # pixels between tiles
+_CAPTION_H = 20.0
+
+TileOverlay = tuple[Detections, tuple[str, ...], OverlayStyle]
+
+
+def grid_size(name: str, count: int) -> tuple[int, int]:
+    """(columns, rows) of layout ``name`` for ``count`` sources; auto: the squarest grid
+    that holds them all (2 -> 2x1, 3 or 4 -> 2x2, 5 -> 3x2, 16 -> 4x4). Core's rule, so
+    the device composite (core.gpu.wall_composite) lays tiles out the same."""
+    return wall_grid(count, name if name in LAYOUTS else "auto")
+
+
+def _caption(state: TileState | None, name: str) -> tuple[str, str]:
+    """(top line, centred message) of a tile."""
+    if state is None:
+        return name, "opening…"
+    if state.status == "failed":
+        return state.name, f"failed: {state.reason}"
+    if state.status == "reconnecting":
+        return state.name, "reconnecting…"
+    parts = [state.name]
+    if state.fps > 0:
+        parts.append(f"{state.fps:.1f} fps")
+    if math.isfinite(state.latency_ms):
+        parts.append(f"{state.latency_ms:.0f} ms")
+    if state.status == "ended":
+        parts.append("ended")
+    return " · ".join(parts), "opening…" if state.status == "opening" else ""
+
+
+class WallCanvas(QOpenGLWidget):
+    """The wall's one picture (core's WallPicture) fitted into one GL widget, with each
+    tile's overlay and caption painted over it; ``set_frame`` per result, then a repaint.
+
+    On the GPU path the tiles are drawn into the picture on the device by a kernel and the
+    picture reaches the screen through one CUDA-GL interop buffer (``display_path``)."""
+
+    tileClicked = Signal(int)  # index of the source clicked
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setMinimumSize(320, 180)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self._names: list[str] = []
+        self._picture = WallPicture()
+        self._texture = GlTexture()
+        self._shown_version = -1  # the picture's version in the texture
+        self._overlays: list[TileOverlay | None] = []
+        self._frame_sizes: list[tuple[int, int]] = []
+        self._states: list[TileState | None] = []
+        self._layout = "auto"
+        self.frames_painted = 0
+        # the picture takes the canvas's aspect once a resize has settled
+        self._resize_timer = QTimer(self, singleShot=True, interval=150)
+        self._resize_timer.timeout.connect(self._fit_picture)
+
+    # ---- content ---------------------------------------------------------------
+
+    def set_sources(self, names: Sequence[str]) -> None:
+        """One tile per source, in this order, blank until its first frame."""
+        self._names = list(names)
+        self._overlays = [None] * len(names)
+        self._frame_sizes = [(0, 0)] * len(names)
+        self._states = [None] * len(names)
+        self._relayout()
+
+    @property
+    def source_count(self) -> int:
+        return len(self._names)
+
+    def set_frame(self, tile: int, frame: Frame, overlay: TileOverlay | None = None) -> None:
+        """Tile ``tile`` shows ``frame`` with ``overlay`` painted over it from the next
+        paint on (the frame itself is not kept: it is drawn into the wall's picture)."""
+        if self._picture.put(tile, frame):
+            self._overlays[tile] = overlay
+            self._frame_sizes[tile] = (frame.width, frame.height)
+
+    def set_states(self, states: Sequence[TileState]) -> None:
+        for i, state in enumerate(states[: len(self._states)]):
+            self._states[i] = state
+
+    @property
+    def display_path(self) -> str:
+        """How the picture reaches the screen: "CUDA-GL interop" or "texture upload (why)"."""
+        if self._texture.via_interop:
+            return INTEROP_PATH
+        why = self._texture.uploader.reason or self._picture.note or "frames arrive in host memory"
+        return fallback_path(why)
+
+    # ---- layout ----------------------------------------------------------------
+
+    @property
+    def layout_name(self) -> str:
+        return self._layout
+
+    def set_layout(self, name: str) -> None:
+        if name not in LAYOUTS:
+            raise ValueError(f"unknown wall layout {name!r}")
+        self._layout = name
+        self._relayout()
+
+    def _relayout(self) -> None:
+        size = picture_size_for(self.width(), self.height())
+        self._picture.set_layout(len(self._names), self._layout, size)
+        self.update()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._resize_timer.start()
+
+    def _fit_picture(self) -> None:
+        """A new picture when the canvas's aspect has changed by more than 3%."""
+        pw, ph = self._picture.width, self._picture.height
+        if abs(math.log((self.width() / max(1, self.height())) / (pw / ph))) > 0.03:
+            self._relayout()
+
+    def grid(self) -> tuple[int, int]:
+        return grid_size(self._layout, len(self._names))
+
+    @property
+    def tile_count(self) -> int:
+        """Tiles on screen: the grid's cells, or fewer when there are fewer sources."""
+        return self._picture.tiles
+
+    def picture_rect(self) -> QRectF:
+        """Where the wall's picture lies in the widget (fitted, aspect kept, centred)."""
+        pw, ph = self._picture.width, self._picture.height
+        scale = min(self.width() / pw, self.height() / ph)
+        w, h = pw * scale, ph * scale
+        return QRectF(math.floor((self.width() - w) / 2), math.floor((self.height() - h) / 2), w, h)
+
+    def _to_widget(self, rect: tuple[int, int, int, int]) -> QRectF:
+        """A rectangle of the picture in widget coordinates."""
+        area = self.picture_rect()
+        s = area.width() / self._picture.width
+        x, y, w, h = rect
+        return QRectF(area.x() + x * s, area.y() + y * s, w * s, h * s)
+
+    def cell_rect(self, tile: int) -> QRectF:
+        """Where tile ``tile``'s cell lies, in widget coordinates."""
+        return self._to_widget(self._picture.cell(tile))
+
+    def image_rect(self, tile: int) -> QRectF:
+        """The tile's frame letterboxed into its cell (its cell before its first frame)."""
+        rect = self._picture.rect(tile)
+        return self._to_widget(rect) if rect is not None else self.cell_rect(tile)
+
+    def tile_at(self, point: QPointF) -> int | None:
+        for i in range(self.tile_count):
+            if self.cell_rect(i).contains(point):
+                return i
+        return None
+
+    def caption(self, tile: int) -> str:
+        """The tile's top line, whole (painted cut with "…" when the tile is narrow)."""
+        return _caption(self._states[tile], self._names[tile])[0]
+
+    def shown_caption(self, tile: int, font: QFont | None = None) -> str:
+        """The tile's top line as painted: cut with "…" to its cell (the tooltip has it
+        whole)."""
+        metrics = QFontMetrics(font or self.caption_font())
+        return elide(self.caption(tile), metrics, self.cell_rect(tile).width() - 12)
+
+    def caption_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPixelSize(12)
+        return font
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            tile = self.tile_at(QPointF(event.pos()))
+            if tile is None:
+                QToolTip.hideText()
+            else:
+                QToolTip.showText(event.globalPos(), self.caption(tile), self)
+            return True
+        return super().event(event)
+
+    def grab_frame_image(self) -> QImage:
+        """What the canvas shows, as rendered (for tests and screenshots)."""
+        return self.grabFramebuffer()
+
+    # ---- GL --------------------------------------------------------------------
+
+    def initializeGL(self) -> None:
+        GL.glClearColor(*_BACKGROUND, 1.0)
+        self._texture.create()  # a new context: a new texture
+        self._shown_version = -1
+        context = self.context()
+        if context is not None:
+            context.aboutToBeDestroyed.connect(release_gpu_slot(self))
+
+    def _release_gpu(self, texture_too: bool = True) -> None:
+        """Unregister the interop buffer and free the texture while the GL context exists
+        (the texture is made again at the next paint)."""
+        if not self._texture.id:
+            return
+        self.makeCurrent()
+        try:
+            self._texture.release(texture_too=True)
+        finally:
+            self.doneCurrent()
+        self._shown_version = -1
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self._release_gpu()  # the last moment the canvas is whole (see VideoCanvas)
+        super().hideEvent(event)
+
+    def close_picture(self) -> None:
+        """Free the picture's device memory (the window is closing)."""
+        self._picture.close()
+
+    def paintGL(self) -> None:
+        ratio = self.devicePixelRatioF()
+        GL.glViewport(0, 0, round(self.width() * ratio), round(self.height() * ratio))
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+        GL.glMatrixMode(GL.GL_PROJECTION)
+        GL.glLoadIdentity()
+        GL.glOrtho(0, self.width(), self.height(), 0, -1, 1)
+        GL.glMatrixMode(GL.GL_MODELVIEW)
+        GL.glLoadIdentity()
+        if not self._texture.id:
+            self._texture.create()  # shown again after a hide released it
+        if self._names and self._picture.version != self._shown_version:
+            self._shown_version = self._picture.version
+            self._texture.set(self._picture.picture())
+            self._texture.upload()
+        if self._names:
+            self._texture.draw(self.picture_rect(), ratio=ratio)
+        self.frames_painted += 1
+        painter = QPainter(self)
+        try:
+            for i in range(self.tile_count):
+                self._paint_tile(painter, i)
+            if not self._names:
+                painter.setPen(QColor(150, 158, 172))
+                painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignCenter), "No sources")
+        finally:
+            painter.end()
+
+    def _paint_tile(self, painter: QPainter, i: int) -> None:
+        overlay, (w, h) = self._overlays[i], self._frame_sizes[i]
+        if not self._picture.showing(i):
+            overlay = None  # a blank tile (since a layout change): no boxes over nothing
+        if overlay is not None and w and len(overlay[0]):
+            shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
+            if shapes:
+                r = self.image_rect(i)
+                painter.save()
+                painter.translate(r.left(), r.top())
+                painter.scale(r.width() / w, r.height() / h)
+                paint_overlay(painter, shapes)
+                painter.restore()
+        cell = self.cell_rect(i)
+        _top, message = _caption(self._states[i], self._names[i])
+        painter.save()
+        font = self.caption_font()
+        painter.setFont(font)
+        strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
+        painter.fillRect(strip, QColor(0, 0, 0, 150))
+        painter.setPen(QColor(235, 238, 243))
+        flags = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
+        painter.drawText(strip.adjusted(6, 0, -6, 0), flags, self.shown_caption(i, font))
+        if message:
+            failed = message.startswith("failed")
+            painter.setPen(QColor(242, 95, 92) if failed else QColor(244, 162, 89))
+            body = cell.adjusted(8, _CAPTION_H, -8, -8)
+            align = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap
+            painter.drawText(body, int(align), message)
+        painter.restore()
+
+    # ---- input -----------------------------------------------------------------
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            tile = self.tile_at(event.position())
+            if tile is not None:
+                self.tileClicked.emit(tile)
+        super().mouseReleaseEvent(event)
