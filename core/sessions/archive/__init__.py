@@ -6,7 +6,7 @@ resumable (``DIR/manifest.json``) and queryable (``DIR/detections/``, Parquet).
 
 The driver (batch.py) discovers and probes the inputs (inputs.py), keeps the manifest
 (manifest.py), plans segments of long files (segments.py) and follows the jobs
-(tracker.py); the jobs run on FileProcessors (processor.py) in this process (local.py)
+(progress.py); the jobs run on JobRunners (jobs.py) in this process (local.py)
 or on Ray actors (ray_runner.py), writing Parquet rows (parquet.py) beside the per-file
 detections; query.py reads the dataset back.
 """

@@ -26,10 +26,11 @@ from framelens.core.pipeline.variant import prepare_precision
 from framelens.core.progress import Progress
 from framelens.core.sessions.archive.bars import BatchBars
 from framelens.core.sessions.archive.inputs import discover_inputs, probe
+from framelens.core.sessions.archive.jobs import PARTS_DIR, Job
 from framelens.core.sessions.archive.local import run_local
 from framelens.core.sessions.archive.manifest import Entry, Manifest, settings_record
 from framelens.core.sessions.archive.parquet import DETECTIONS_DIR
-from framelens.core.sessions.archive.processor import PARTS_DIR, Job
+from framelens.core.sessions.archive.progress import InputTracker, remove_outputs
 from framelens.core.sessions.archive.segments import (
     DEFAULT_SEGMENT_FRAMES,
     WHOLE,
@@ -37,7 +38,6 @@ from framelens.core.sessions.archive.segments import (
     plan,
     remove_parts,
 )
-from framelens.core.sessions.archive.tracker import Tracker, remove_outputs
 from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
 from framelens.core.stages.sinks.atomic import remove_stale
@@ -149,7 +149,7 @@ def run_batch(
         listeners: list[Callable[[InputProgress], None]] = [bars]
         if on_progress is not None:
             listeners.append(on_progress)
-        tracker = Tracker(
+        tracker = InputTracker(
             manifest, out, listeners,
             labels=settings.model.labels, faces=settings.model.layout == "yunet",
         )  # fmt: skip
@@ -206,7 +206,7 @@ def run_batch(
 
 
 def _check(
-    paths: Sequence[str], manifest: Manifest, tracker: Tracker, record: dict[str, object]
+    paths: Sequence[str], manifest: Manifest, tracker: InputTracker, record: dict[str, object]
 ) -> tuple[list[tuple[str, int]], set[str]]:
     """Each input against the manifest: skipped when done with the same content and
     settings, else its old outputs removed and the file probed (a corrupt one fails

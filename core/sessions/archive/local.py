@@ -1,5 +1,5 @@
 """A batch in this process, without Ray: the jobs one after another on one
-FileProcessor (the engine built once), on the caller's thread."""
+JobRunner (the engine built once), on the caller's thread."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 from collections.abc import Sequence
 
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.sessions.archive.processor import FileProcessor, Job
-from framelens.core.sessions.archive.tracker import Tracker
+from framelens.core.sessions.archive.jobs import Job, JobRunner
+from framelens.core.sessions.archive.progress import InputTracker
 from framelens.core.stages.source_stages import StageFactory
 
 WORKER = "local"
@@ -17,14 +17,14 @@ WORKER = "local"
 def run_local(
     jobs: Sequence[Job],
     settings: PipelineSettings,
-    tracker: Tracker,
+    tracker: InputTracker,
     cancel: threading.Event | None,
     *,
     stages: StageFactory | None = None,
 ) -> bool:
     """Run ``jobs`` in order; True when ``cancel`` stopped the batch (the input being
     processed goes back to pending, its partial outputs removed)."""
-    processor = FileProcessor(settings, stages=stages)
+    processor = JobRunner(settings, stages=stages)
     try:
         for job in jobs:
             if cancel is not None and cancel.is_set():

@@ -1,6 +1,6 @@
 """A batch on Ray: one actor per worker (a GPU share each, ``num_gpus``, when the device
 is CUDA, else one CPU), each keeping its engine loaded across the jobs it is given
-(core/sessions/archive/processor.py), one job at a time per actor.
+(core/sessions/archive/jobs.py), one job at a time per actor.
 
 Progress and cancel go through a small hub actor: a worker reports each job's frames
 (at most ten times a second) and the answer says whether the batch was cancelled; the
@@ -32,8 +32,8 @@ from typing import Any
 from framelens.core.errors import ConfigError, error_message
 from framelens.core.models.shipping import PackedModel, materialise, pack_model
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.sessions.archive.processor import FileProcessor, Job, JobResult
-from framelens.core.sessions.archive.tracker import Tracker
+from framelens.core.sessions.archive.jobs import Job, JobResult, JobRunner
+from framelens.core.sessions.archive.progress import InputTracker
 from framelens.core.stages.source_stages import StageFactory
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class _Hub:
 
 
 class _Worker:
-    """One Ray actor: a FileProcessor (its model written into this node's cache from
+    """One Ray actor: a JobRunner (its model written into this node's cache from
     the one the driver shipped) and the hub it reports to."""
 
     def __init__(
@@ -94,7 +94,7 @@ class _Worker:
             count = None
         else:
             count = 1  # one CPU per actor: one single-threaded inference worker
-        self.processor: FileProcessor = FileProcessor(settings, workers=count, stages=stages)
+        self.processor: JobRunner = JobRunner(settings, workers=count, stages=stages)
 
     def pid(self) -> int:
         return os.getpid()
@@ -169,7 +169,7 @@ def _worker_count(workers: int | None, on_gpu: bool, gpus_per_worker: float) -> 
 def run_on_ray(
     jobs: Sequence[Job],
     settings: PipelineSettings,
-    tracker: Tracker,
+    tracker: InputTracker,
     cancel: threading.Event | None,
     *,
     address: str,
@@ -221,7 +221,7 @@ def run_on_ray(
 
 def _schedule(
     jobs: Sequence[Job],
-    tracker: Tracker,
+    tracker: InputTracker,
     cancel: threading.Event | None,
     actors: list[Any],
     names: list[str],

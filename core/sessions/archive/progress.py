@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from framelens.core.errors import FrameLensError, error_message
+from framelens.core.sessions.archive.jobs import PARTS_DIR, Job, JobResult
 from framelens.core.sessions.archive.manifest import Entry, Manifest
-from framelens.core.sessions.archive.processor import PARTS_DIR, Job, JobResult
 from framelens.core.sessions.archive.segments import merge_parts, remove_parts
 from framelens.core.sessions.archive.types import InputProgress, InputState
 
@@ -31,7 +31,7 @@ def remove_outputs(output_dir: Path, outputs: Sequence[str]) -> None:
         (output_dir / rel).unlink(missing_ok=True)
 
 
-class Tracker:
+class InputTracker:
     """Each input of a batch, as its jobs start, progress and finish. Used on the
     driver's thread only; ``listeners`` are called there."""
 

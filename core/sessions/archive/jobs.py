@@ -79,7 +79,7 @@ class JobResult:
     cancelled: bool = False
 
 
-class FileProcessor:
+class JobRunner:
     """Runs jobs one after another on pipelines built once, for the first job, and kept
     (after a GPU failure, the CPU ones the run went on with). Close it when done.
     ``stages``: per-source stages after the task, fresh for every job."""
