@@ -301,7 +301,9 @@ class WallPlayer:
             self._drain(session)
         except BaseException as exc:
             if not self._closed:
-                self._on_error(error_message(exc))
+                # every tile already said why it could not open: no line more for that
+                if not all(s.failure is not None for s in session.sources):
+                    self._on_error(error_message(exc))
                 self._publish(status="failed")
         finally:
             self._pacing.stop.set()

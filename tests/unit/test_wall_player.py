@@ -145,6 +145,19 @@ def test_a_failing_source_is_reported_by_name_and_the_others_go_on(
     assert tiles[0].status == tiles[2].status == "ended"
 
 
+def test_a_wall_of_sources_none_of_which_opens_says_why_once_per_tile(tmp_path: Path) -> None:
+    rec = Recorder()
+    wall = play([str(tmp_path / "a.mp4"), str(tmp_path / "b.mp4")], rec)
+    try:
+        wait_for(lambda: rec.state.status == "failed")
+    finally:
+        wall.close()
+    tiles = rec.state.tiles
+    assert [t.status for t in tiles] == ["failed", "failed"]
+    assert all(t.reason.startswith("cannot open") for t in tiles)
+    assert [e.split(" (")[0] for e in rec.errors] == ["a", "b"]  # one line a tile, no more
+
+
 def test_a_slow_consumer_sees_the_newest_frames_and_the_drops_are_counted(
     clips: list[str],
 ) -> None:
