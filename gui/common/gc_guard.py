@@ -34,10 +34,16 @@ class GuiThreadCollector(QObject):
     def __init__(self, parent: QObject, interval_ms: int = INTERVAL_MS) -> None:
         super().__init__(parent)
         self._thresholds = gc.get_threshold()
+        self._interval_ms = interval_ms
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.collect_due)
+        self.start()
+
+    def start(self) -> None:
+        """Automatic collection off, this thread's timer on (again, after ``stop``)."""
         gc.disable()
-        self._timer.start(interval_ms)
+        if not self._timer.isActive():
+            self._timer.start(self._interval_ms)
 
     @Slot()
     def collect_due(self) -> None:
@@ -50,8 +56,9 @@ class GuiThreadCollector(QObject):
             gc.collect(generation)
 
     def stop(self) -> None:
-        """Back to Python's automatic collection."""
+        """Back to Python's automatic collection (what was left collected here first)."""
         self._timer.stop()
+        gc.collect()
         gc.enable()
 
 
@@ -64,4 +71,6 @@ def collect_on_gui_thread(app: QCoreApplication) -> GuiThreadCollector:
     global _collector
     if _collector is None or not shiboken6.isValid(_collector):
         _collector = GuiThreadCollector(app)
+    else:
+        _collector.start()
     return _collector

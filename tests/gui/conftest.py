@@ -47,11 +47,16 @@ def _isolated_settings_root(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     yield root
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _collected_on_the_gui_thread(qapp: QApplication) -> None:
+@pytest.fixture(autouse=True)
+def _collected_on_the_gui_thread(qapp: QApplication) -> Iterator[None]:
     """As the application does (gui/app.py): cyclic garbage is collected on the GUI
-    thread only, never by a worker thread that happens to allocate (gc_guard.py)."""
-    collect_on_gui_thread(qapp)
+    thread only, never by a worker thread that happens to allocate (gc_guard.py). Only
+    while a GUI test runs: the tests after them spin no Qt event loop, so the collector's
+    timer would never fire and nothing in a reference cycle would ever be freed (the
+    players, sources and frames of every unit test after them)."""
+    collector = collect_on_gui_thread(qapp)
+    yield
+    collector.stop()
 
 
 @pytest.fixture(autouse=True)
