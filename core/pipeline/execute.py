@@ -217,22 +217,14 @@ class Executor(Generic[T]):
                     return
             with self._take:
                 taken, tail = self._take_batch()
-                idle = not taken and tail is None
-                if not idle:
-                    with self._cond:
-                        gen, version, first = self._generation, self._version, self._next_seq
-                        self._next_seq += len(taken) + (tail is not None)
-                        if taken:
-                            self.batches_run += 1
-                            self.frames_run += len(taken)
-            if idle:
-                # nothing to decode (the end of the source, a live source's gap): wait
-                # without the take lock, else this loop takes it again before a seek
-                # waiting for it runs (a lock is not fair): a player's seek after the end
-                # of a file then timed out under CI's load
+                if not taken and tail is None:
+                    continue
                 with self._cond:
-                    self._cond.wait(0.01)
-                continue
+                    gen, version, first = self._generation, self._version, self._next_seq
+                    self._next_seq += len(taken) + (tail is not None)
+                    if taken:
+                        self.batches_run += 1
+                        self.frames_run += len(taken)
             done = self._run(worker, taken, version)
             with self._cond:
                 if gen == self._generation and not self._stop:
