@@ -226,11 +226,6 @@ class Session:
         return list(self._failover.moved)
 
     @property
-    def live(self) -> list[int]:
-        """The sources still being read."""
-        return [i for i, s in enumerate(self.sources) if s.source is not None]
-
-    @property
     def engine_calls(self) -> tuple[int, int]:
         """Engine calls so far and the frames in them (their ratio: the batch the load gave)."""
         executor = self._executor
