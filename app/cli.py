@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 from framelens.cli_options import add_model_args, sample_video, settings_from_args
 from framelens.core import __version__
-from framelens.core.errors import ConfigError, FrameLensError, error_message
+from framelens.core.errors import Cancelled, ConfigError, FrameLensError, error_message
 from framelens.terminal_bars import bars_for
 
 
@@ -172,6 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=bars_for(args),
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         on_plan=_print_plan if args.verbose else None,
+        cancel=getattr(args, "cancel", None),
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
@@ -232,6 +234,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         workers=args.workers,
         processes=processes,
         on_plan=_print_plan if args.verbose else None,
+        cancel=getattr(args, "cancel", None),
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
@@ -253,8 +256,9 @@ def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, An
     )
     calibration.validate()
     settings, variant = prepare_precision(
-        args.source, settings, progress=bars_for(args), calibration=calibration
-    )
+        args.source, settings, progress=bars_for(args), calibration=calibration,
+        cancel=getattr(args, "cancel", None),
+    )  # fmt: skip
     if variant is not None and variant.report is not None:
         cached = " (cached)" if variant.from_cache else ""
         print(f"INT8 layer sensitivity{cached}:", file=sys.stderr)
@@ -405,14 +409,46 @@ def stop_like_ctrl_c() -> list[int]:
     return received
 
 
+def stop_at_next_frame() -> tuple[threading.Event, list[int]]:
+    """Ctrl+C and STOP_SIGNALS ask a run to stop at its next frame: the run unwinds from
+    there (a file's partial outputs removed, a live recording kept), never from whatever
+    line the signal fell on (a thread half started, a temporary half registered: they
+    were left behind). A second signal stops at once. Returns the request and the
+    signals received, in order."""
+    asked = threading.Event()
+    received: list[int] = []
+
+    def ask(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        if asked.is_set():
+            raise KeyboardInterrupt
+        asked.set()
+
+    for name in ("SIGINT", *STOP_SIGNALS):
+        signum = getattr(signal, name, None)  # Windows has no SIGHUP
+        if signum is not None:
+            signal.signal(signum, ask)
+    return asked, received
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = args.command or "gui"
     if command == "gui" and not hasattr(args, "source"):
         args.source = None
-    received = stop_like_ctrl_c() if command != "gui" else []
+    received: list[int] = []
+    if command == "run":
+        args.cancel, received = stop_at_next_frame()
+    elif command != "gui":
+        received = stop_like_ctrl_c()
     try:
         return COMMANDS[command](args)
+    except Cancelled as exc:
+        if not received:  # cancelled by nothing the user did: say what
+            print(f"framelens: error: {error_message(exc)}", file=sys.stderr)
+            return 2
+        print("framelens: interrupted", file=sys.stderr)
+        return 128 + received[-1]
     except FrameLensError as exc:
         print(f"framelens: error: {error_message(exc)}", file=sys.stderr)
         return 2

@@ -184,6 +184,7 @@ class Executor(Generic[T]):
         self._done: dict[int, Done[T] | End | Failed] = {}
         self._version = 0
         self._stop = False
+        self._seeking = 0  # seeks waiting for the take lock
         self._threads = [
             threading.Thread(target=self._work, args=(w,), name=f"fl-worker-{i}", daemon=True)
             for i, w in enumerate(self._workers)
@@ -211,7 +212,10 @@ class Executor(Generic[T]):
     def _work(self, worker: Worker[T]) -> None:
         while True:
             with self._cond:
-                while not self._stop and self._ahead() >= self._depth:
+                # a seek waiting for the take lock goes first: a lock is not fair, and
+                # workers looping on it (nothing to decode at the end of a file) took it
+                # again and again before a player's seek could (issue 26)
+                while not self._stop and (self._ahead() >= self._depth or self._seeking):
                     self._cond.wait(0.1)
                 if self._stop:
                     return
@@ -249,7 +253,7 @@ class Executor(Generic[T]):
             if want <= 0:
                 return taken, End()
         deadline = 0.0
-        while len(taken) < want:
+        while len(taken) < want and not (self._seeking and not taken):
             if not taken:
                 item = self._decoder.get(0.05)
             else:
@@ -330,12 +334,18 @@ class Executor(Generic[T]):
 
     def seek(self, index: int) -> None:
         """Reposition the source; nothing processed before is handed out after."""
-        with self._take:
-            self._decoder.seek(index)
+        with self._cond:
+            self._seeking += 1
+        try:
+            with self._take:
+                self._decoder.seek(index)
+                with self._cond:
+                    self._generation += 1
+                    self._next_seq = self._expected = 0
+                    self._done.clear()
+        finally:
             with self._cond:
-                self._generation += 1
-                self._next_seq = self._expected = 0
-                self._done.clear()
+                self._seeking -= 1
                 self._cond.notify_all()
 
     def stop_workers(self) -> bool:

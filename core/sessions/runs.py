@@ -164,17 +164,25 @@ def _write_all(
             if on_frame is not None:
                 on_frame(written)
     except KeyboardInterrupt:
-        kinds = {s.source.info.kind for s in session.sources if s.source is not None}
-        if not kinds or not kinds <= set(LIVE_KINDS):
+        if not _live(session):
             raise  # a file run stopped half way: nothing is kept
-        # a camera or stream has no end: Ctrl+C is how a recording stops, and what was
-        # recorded is kept, complete
         ended_by_user = True
-        session.note(f"stopped by Ctrl+C after {written} frames of the live source")
     if stop() and not ended_by_user:
-        raise Cancelled("cancelled")
+        if not _live(session):
+            raise Cancelled("cancelled")
+        ended_by_user = True
+    if ended_by_user:
+        # a camera or stream has no end: Ctrl+C (or ``kill``) is how a recording stops,
+        # and what was recorded is kept, complete
+        session.note(f"stopped by Ctrl+C after {written} frames of the live source")
     stats.stop()
     return _part(session, outputs, stats, latency)
+
+
+def _live(session: Session) -> bool:
+    """Whether every open source of the session is a camera or a stream."""
+    kinds = {s.source.info.kind for s in session.sources if s.source is not None}
+    return bool(kinds) and kinds <= set(LIVE_KINDS)
 
 
 def _part(
@@ -258,9 +266,9 @@ def run_to_outputs(
     """Process a range of a source; outputs appear only when complete.
 
     ``progress`` draws a terminal bar; ``on_progress(done, total)`` (total 0 when
-    unknown) is called at most ten times a second and at the end; setting
-    ``cancel`` stops the run with Cancelled and removes the partial outputs; Ctrl+C does
-    the same to a file run, but ends a camera's or stream's recording and keeps it.
+    unknown) is called at most ten times a second and at the end; setting ``cancel``
+    (or Ctrl+C) stops a file run with Cancelled (KeyboardInterrupt) and removes the
+    partial outputs, and ends a camera's or stream's recording and keeps it.
     ``export``: a video file, ``DIR/`` for one PNG per frame, or with ``lossless`` an
     ``.mkv`` in FFV1 (both lossless: decoding gives back the exact pixels).
     ``on_message`` receives one-line notes (a GPU failure and the switch to the CPU).

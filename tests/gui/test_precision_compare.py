@@ -251,14 +251,16 @@ def test_a_restored_int8_is_never_shown_as_fp32_alone_while_it_loads(
 
 
 def open_compare_at(window: MainWindow, qtbot: QtBot, sample: str, index: int) -> CompareWindow:
-    """The compare window opened on the main window's frame ``index`` (or just past it)."""
+    """The compare window opened on the main window's frame ``index``, paused there
+    first: left playing, a loaded machine was frames past it before the window opened."""
     play_fast(window, qtbot, sample, frames=2)
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
     window.controller.seek(index)
-    qtbot.waitUntil(lambda: window.state.index >= index, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.state.index == index, timeout=TIMEOUT_MS)
     compare = window.open_compare()
     assert isinstance(compare, CompareWindow)
     qtbot.addWidget(compare)
-    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
     return compare
 
 

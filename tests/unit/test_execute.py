@@ -127,3 +127,44 @@ def test_back_to_back_runs_on_one_source_never_wait_for_buffers_held_past_a_rang
             p.close()
     assert waits and not any(waits), "a worker waited for a buffer held past the range"
     assert sum(processed) == 3 * 12  # nothing decoded into work past each range
+
+
+class Index:
+    """The lightest worker: a frame's number (what is timed here is the executor)."""
+
+    def run(self, batch: list[tuple[Frame, float]]) -> list[int]:
+        return [frame.index for frame, _ in batch]
+
+    def update(self, **changes: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_seek_after_the_end_of_a_file_never_waits_behind_idle_workers(tmp_path: Path) -> None:
+    """Issue 26: at the end of a file the workers, with nothing to decode, took the take
+    lock again and again; a lock is not fair, so a player's seek waited behind them for
+    seconds (28 s was seen with 16 workers), and player tests timed out under CI's load.
+    A clip of small frames, so that the seek's own decoding is a few milliseconds."""
+    import time
+
+    from media_factory import write_clip
+
+    clip = write_clip(tmp_path / "clip.mp4", frames=30, size=(64, 48), gop=5)
+    executor: Executor[int] = Executor.open(open_source(str(clip)), [Index() for _ in range(16)])
+    waits: list[float] = []
+    try:
+        for _ in range(20):
+            executor.seek(27)
+            while not isinstance(executor.get(10.0), End):
+                pass
+            time.sleep(0.02)  # every worker idle at the end, looping for frames
+            t0 = time.monotonic()
+            executor.seek(27)
+            waits.append(time.monotonic() - t0)
+            item = executor.get(10.0)
+            assert isinstance(item, Done) and item.value == 27
+    finally:
+        executor.close(close_source=True)
+    assert max(waits) < 0.5, sorted(waits)[-3:]
