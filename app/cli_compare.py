@@ -15,9 +15,9 @@ __all__ = ["cmd_compare"]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from framelens.core.pipeline.compare.session import compare_to_report
     from framelens.core.pipeline.compare.variants import parse_precisions, precision_panes
     from framelens.core.precision import CalibrationSettings
+    from framelens.core.sessions.compare.to_report import compare_to_report
 
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")

@@ -58,7 +58,6 @@ from framelens.core.pipeline.compare.differences import (
     difference_colours,
     draw_pane_differences,
 )
-from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
@@ -68,8 +67,6 @@ from framelens.core.pipeline.compare.panes import (
     PaneSpec,
 )
 from framelens.core.pipeline.compare.report import compare_report_folder
-from framelens.core.pipeline.compare.saved import save_kept_report
-from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import prepare_pane
 from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.devices import (
@@ -105,6 +102,9 @@ from framelens.core.sessions.archive import (
     run_batch,
     search_detections,
 )
+from framelens.core.sessions.compare.lockstep import LockstepFeed
+from framelens.core.sessions.compare.saved import save_kept_report
+from framelens.core.sessions.compare.to_report import compare_to_report
 from framelens.core.sessions.compare_view import (
     CompareFrame,
     CompareWorker,

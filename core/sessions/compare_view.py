@@ -17,7 +17,6 @@ from pathlib import Path
 from framelens.core.errors import Cancelled, ConfigError, error_message
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline.compare.differences import draw_pane_differences
-from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import (
     MAX_PANES,
@@ -32,6 +31,7 @@ from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.devices import resolve_device
 from framelens.core.pipeline.settings import PipelineSettings, without_classes
 from framelens.core.precision.int8_settings import CalibrationSettings
+from framelens.core.sessions.compare.lockstep import LockstepFeed
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.types import Image
 

@@ -2,7 +2,8 @@
 
     specs ──opened where the workers want their frames (NVDEC or host)──> Source, or
           MergedSource of several (each on its own reader thread)
-      ──Executor (core/pipeline/execute.py: decode ahead, N workers, batches span sources)
+      ──Drive (core/sessions/drive.py) of the Executor (core/pipeline/execute.py: decode
+        ahead, N workers, batches span sources)
       ──results in decode order, each stamped with its source's number in the session
       ──SourceStages (core/stages/source_stages.py: trackers, analytics)──> the consumer
 
@@ -34,9 +35,10 @@ from framelens.core.errors import (
 )
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
-from framelens.core.pipeline.execute import DrawPolicy, Executor, PipelineWorker
+from framelens.core.pipeline.execute import DrawPolicy, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover, device_words
 from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.sources import Source
@@ -188,7 +190,7 @@ class Session:
         self.frames_run = 0
         self.started = self.finished = 0.0  # perf_counter span of results()
         self.device = self.settings.device
-        self._executor: Executor[FrameResult] | None = None
+        self._driving: Drive[FrameResult] | None = None
         self._ran_as: tuple[PipelineSettings, str, int] = (self.settings, "", 0)
 
     # ---- what the consumer reads ---------------------------------------------------------
@@ -228,10 +230,11 @@ class Session:
     @property
     def engine_calls(self) -> tuple[int, int]:
         """Engine calls so far and the frames in them (their ratio: the batch the load gave)."""
-        executor = self._executor
-        if executor is None:
+        drive = self._driving
+        if drive is None:
             return self.batches_run, self.frames_run
-        return self.batches_run + executor.batches_run, self.frames_run + executor.frames_run
+        batches, frames = drive.engine_calls
+        return self.batches_run + batches, self.frames_run + frames
 
     def failures(self) -> dict[int, str]:
         """Why each source that stopped early did (a merged feed's, as they happen)."""
@@ -411,18 +414,24 @@ class Session:
         single_limit = None if self._merges else opts.frames
         if single_limit is not None:
             single_limit = max(0, single_limit - self.sources[0].delivered)
-        executor = Executor.open(
-            self._feed, workers, batch=ran.batch, decode_depth=opts.decode_depth,
-            depth=opts.depth * len(workers) * ran.batch, limit=single_limit,
-            max_wait_ms=opts.max_wait_ms,
-        )  # fmt: skip
-        self._executor = executor
+        drive: Drive[FrameResult] = Drive(
+            self._feed, decode_depth=max(opts.decode_depth, ran.batch)
+        )
+        try:
+            drive.start(
+                workers, batch=ran.batch, depth=opts.depth * len(workers) * ran.batch,
+                limit=single_limit, max_wait_ms=opts.max_wait_ms,
+            )  # fmt: skip
+        except BaseException:
+            drive.stop_decoding()
+            raise
+        self._driving = drive
         handed = 0
         try:
             while not stop():
                 if single_limit is not None and handed >= single_limit:
                     break
-                item = executor.get(0.05)
+                item = drive.get(0.05)
                 if item is None:
                     if tick is not None:
                         tick()
@@ -435,11 +444,12 @@ class Session:
                 handed += 1
                 yield self._deliver(item.value)
         finally:
-            stopped = executor.close()
+            stopped = drive.stop_decoding()  # the source stays: a move reads where it was
             self._busy = self._busy or not stopped
-            self._executor = None
-            self.batches_run += executor.batches_run
-            self.frames_run += executor.frames_run
+            self._driving = None
+            batches, frames = drive.engine_calls
+            self.batches_run += batches
+            self.frames_run += frames
         if not stopped:  # its pipeline is still in use: no second thread may take it
             raise EngineError("an inference worker did not stop; its pipelines are still busy")
 
@@ -566,9 +576,9 @@ class Session:
     def close(self) -> None:
         """Stop the executor if a consumer left it running, close the sources (a merged
         feed's reader threads first) and the workers."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            self._busy = self._busy or not executor.close()
+        drive, self._driving = self._driving, None
+        if drive is not None:
+            self._busy = self._busy or not drive.stop_decoding()
         feed, self._feed = self._feed, None
         try:
             if feed is not None:

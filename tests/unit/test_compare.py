@@ -19,13 +19,13 @@ import pytest
 from framelens.cli import sample_video
 from framelens.core.errors import Cancelled, ConfigError, ExportError
 from framelens.core.models.catalog import resolve_model
-from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec, check_panes
 from framelens.core.pipeline.compare.records import VARIANT_KEYS, CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_csv
-from framelens.core.pipeline.compare.session import compare_to_report
 from framelens.core.pipeline.compare.variants import parse_precisions
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.compare.lockstep import LockstepFeed
+from framelens.core.sessions.compare.to_report import compare_to_report
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams
 from framelens.core.stages.tasks.detect.diff import detection_diff, draw_difference

@@ -51,7 +51,7 @@ def test_a_compare_pane_whose_gpu_fails_goes_on_on_the_cpu_from_that_frame(
 ) -> None:
     from framelens.core.pipeline import build
     from framelens.core.pipeline.compare.panes import PaneSpec
-    from framelens.core.pipeline.compare.session import compare_to_report
+    from framelens.core.sessions.compare.to_report import compare_to_report
 
     real = build.pane_pipeline
 

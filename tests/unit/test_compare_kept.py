@@ -15,12 +15,12 @@ from pathlib import Path
 
 from framelens.cli import sample_video
 from framelens.core.models.catalog import resolve_model
-from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, PaneSpec
-from framelens.core.pipeline.compare.saved import save_kept_report
 from framelens.core.pipeline.ranges import RunRange
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.compare.lockstep import LockstepFeed
+from framelens.core.sessions.compare.saved import save_kept_report
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks import DetectParams
 

@@ -262,10 +262,10 @@ def test_compare_panes_each_have_stages_that_see_every_frame_and_a_restart_reset
 ) -> None:
     """The compare report (CLI) and the compare view's feed: a chain per pane, every
     frame in order before the pane is measured, reset when the view plays again."""
-    from framelens.core.pipeline.compare.feed import LockstepFeed
     from framelens.core.pipeline.compare.panes import CompareRunner, PaneSpec
-    from framelens.core.pipeline.compare.session import compare_to_report
     from framelens.core.pipeline.decode_ahead import End
+    from framelens.core.sessions.compare.lockstep import LockstepFeed
+    from framelens.core.sessions.compare.to_report import compare_to_report
     from framelens.core.stages.sources import open_source
 
     fp32 = PaneSpec("fp32", settings)
@@ -297,4 +297,3 @@ def test_compare_panes_each_have_stages_that_see_every_frame_and_a_restart_reset
         cut = seen.index(RESET)
         assert seen[:cut] == list(range(cut)) and cut >= 3
         assert seen[cut + 1] == 0  # after the restart: from the first frame, afresh
-

@@ -21,7 +21,6 @@ from functools import partial
 
 from framelens.core.errors import FrameLensError, GpuError
 from framelens.core.pipeline import build
-from framelens.core.pipeline.decode_ahead import DecodeAhead
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import (
@@ -30,6 +29,7 @@ from framelens.core.pipeline.settings import (
     same_engine,
     with_changes,
 )
+from framelens.core.sessions.failover import Failover, device_words
 from framelens.core.sessions.playback.state import PlayerState, error_message
 from framelens.core.sessions.playback.worker import (
     Built,
@@ -38,7 +38,7 @@ from framelens.core.sessions.playback.worker import (
     PlayerCore,
     ResultCallback,
     StateCallback,
-    _close_decoder,
+    _close_drive,
 )
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
@@ -84,6 +84,8 @@ class Player(PlayerCore):
             drop_late=drop_late,
             stages=stages,
         )
+        # a failing GPU: the session's one policy (the player's session has one device)
+        self._failover = Failover((), None, self._on_error, spinning=spinning)
         self._thread.start()
 
     @property
@@ -156,7 +158,7 @@ class Player(PlayerCore):
     def _fail(self, exc: BaseException) -> None:
         s = self._settings
         if isinstance(exc, GpuError) and s is not None and s.device.startswith("cuda"):
-            self._fall_back_to_cpu(exc, s)
+            self._fail_over(exc, s)
             return
         if not isinstance(exc, FrameLensError):
             log.exception("player command failed")
@@ -164,17 +166,27 @@ class Player(PlayerCore):
             self._publish(status="paused")
         self._on_error(error_message(exc))
 
-    def _fall_back_to_cpu(self, exc: GpuError, settings: PipelineSettings) -> None:
-        """A GPU failure while playing: go on on the CPU from the frame after the one on
-        screen, and say so; playback does not stop."""
-        cpu = build.after_gpu_failure(settings)
-        self._on_error(f"GPU failed ({exc}); continuing on the CPU")
-        try:
-            self._install(*self._build_pipelines(cpu))
-        except BaseException as again:
-            if self._state.playing:
-                self._publish(status="paused")
-            self._on_error(error_message(again))
+    def _fail_over(self, exc: GpuError, settings: PipelineSettings) -> None:
+        """A GPU failure while playing: go on where every session's sources go
+        (core/sessions/failover.py: another GPU of the session, else the CPU) from the
+        frame after the one on screen, and say so; playback does not stop."""
+        self._failover.failed.append(settings.device)
+        targets = self._failover.candidates(settings)
+        for target in targets:
+            self._on_error(f"GPU failed ({exc}); continuing on {device_words(target.device)}")
+            try:
+                self._install(*self._build_pipelines(target))
+            except BaseException as again:
+                if target is not targets[-1] and isinstance(again, FrameLensError):
+                    self._failover.failed.append(target.device)
+                    exc = GpuError(error_message(again))
+                    continue
+                if self._state.playing:
+                    self._publish(status="paused")
+                self._on_error(error_message(again))
+            else:
+                self._failover.moved.append(target.device)
+            return
 
     # ---- command bodies (worker thread) -----------------------------------------
 
@@ -211,7 +223,7 @@ class Player(PlayerCore):
         except BaseException:
             source.close()
             raise
-        self._decoder = DecodeAhead(source, self._depth)
+        self._drive = self._drive_over(source)
         info = source.info
         self._clock.configure(interval_s=1.0 / info.fps if info.fps > 0 else None)
         self._publish(source=info, frame_count=info.frame_count, status="paused")
@@ -242,20 +254,20 @@ class Player(PlayerCore):
         """Reopen the source when the new pipelines want frames from another decoder (a
         switch between CPU and CUDA, or to another GPU); the caller seeks it back to where
         playback was. If the source cannot be reopened, the player is left empty."""
-        decoder, spec = self._decoder, self._spec
-        if decoder is None or spec is None:
+        drive, spec = self._drive, self._spec
+        if drive is None or spec is None:
             return
         if build.source_device(pipeline, spec) == self._source_wants:
             return  # also after NVDEC failed for these pipelines: no retry on every swap
         try:
             source = self._open_frames(spec)
         except BaseException:
-            self._decoder = self._spec = None
-            _close_decoder(decoder, self._state.decoder)
+            self._drive = self._spec = None
+            _close_drive(drive, self._state.decoder)
             self._publish(status="empty", index=-1, frame_count=None, source=None, decoder="")
             raise
-        _close_decoder(decoder, self._state.decoder)
-        self._decoder = DecodeAhead(source, self._depth)
+        _close_drive(drive, self._state.decoder)
+        self._drive = self._drive_over(source, dropped=drive.dropped)
 
     def _use_settings(self, settings: PipelineSettings) -> None:
         old = self._pipeline
@@ -274,8 +286,8 @@ class Player(PlayerCore):
         """Threshold/overlay changes to every pipeline: the player's and the workers'."""
         if self._pipeline is not None:
             self._pipeline.update(**changes)
-        if self._ahead is not None:
-            self._ahead.update(**changes)  # also marks frames processed ahead as stale
+        if self._drive is not None and self._drive.running:
+            self._drive.update(**changes)  # also marks frames processed ahead as stale
         else:
             for p in self._workers:
                 p.update(**changes)
@@ -309,7 +321,7 @@ class Player(PlayerCore):
         )
         self._workers = workers
         self._match_source(pipeline)
-        source = self._decoder.source if self._decoder is not None else None
+        source = self._drive.source if self._drive is not None else None
         resume = source is not None and source.info.seekable and self._state.index >= 0
         self._start_workers()
         if resume and self._state.status != "ended":

@@ -1,5 +1,6 @@
 """The player's worker thread: pacing, fetching processed frames, showing them, and the
-executor and source it plays from. ``Player`` (core/sessions/playback/player.py) adds the
+session's drive (core/sessions/drive.py: the source decoded ahead, the executor's workers)
+it plays from. ``Player`` (core/sessions/playback/player.py) adds the
 public commands and model swaps on top. Every frame shown passes the per-source stages
 (core/stages/source_stages.py) first; a seek, a restart, a model swap's resume and a
 frame processed again reset them."""
@@ -17,14 +18,16 @@ from functools import partial
 from typing import Any, cast
 
 from framelens.core.errors import SourceError
-from framelens.core.pipeline.decode_ahead import DecodeAhead, DecodeItem, End, Failed
-from framelens.core.pipeline.execute import Done, Executor, PipelineWorker
+from framelens.core.pipeline.decode_ahead import DecodeItem, End, Failed
+from framelens.core.pipeline.execute import Done, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.playback.clock import PlaybackClock, now
 from framelens.core.sessions.playback.state import PlayerState, RateMeter
 from framelens.core.stages.source_stages import SourceStages, StageFactory
+from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 
@@ -67,12 +70,12 @@ class PlayerCore(ABC):
         self._depth = decode_ahead
         self._spinning = spinning  # ORT busy-waiting would starve the GUI thread of a core
         self._commands: queue.Queue[Command | None] = queue.Queue()
-        self._decoder: DecodeAhead | None = None
+        # the open source decoded ahead, and the workers processing its frames ahead
+        self._drive: Drive[FrameResult] | None = None
         self._spec: str | None = None  # the open source, to reopen it for another decoder
         self._source_wants: str | None = None  # the device the source decodes for; None: host
         self._pipeline: FrameProcessor | None = None  # for the player thread's own work
-        self._ahead: Executor[FrameResult] | None = None  # workers processing frames ahead
-        self._workers: list[FrameProcessor] = []  # their pipelines, kept across sources
+        self._workers: list[FrameProcessor] = []  # the drive's pipelines, kept across sources
         self._settings: PipelineSettings | None = None
         self._state = PlayerState()
         self._current: Frame | None = None
@@ -82,7 +85,6 @@ class PlayerCore(ABC):
         self._play_from = -1  # the frame on screen when Play was pressed
         self._sought: int | None = None  # a seek's target until a frame is shown
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
-        self._dropped_before = 0  # by executors of this source that were replaced
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
         self._waiting_since = 0.0
         self._rate = RateMeter()
@@ -145,7 +147,7 @@ class PlayerCore(ABC):
 
     def _follow_reconnect(self) -> None:
         """Publish a live stream going down (reconnecting with backoff) and coming back."""
-        source = self._decoder.source if self._decoder is not None else None
+        source = self._drive.source if self._drive is not None else None
         down = source is not None and source.reconnecting
         if down != self._state.reconnecting:
             self._publish(reconnecting=down)
@@ -163,12 +165,10 @@ class PlayerCore(ABC):
 
     def _fetch_processed(self, timeout: float) -> FrameResult | None:
         item: Done[FrameResult] | DecodeItem | None
-        if self._ahead is not None:
-            item = self._ahead.get(timeout)
-        elif self._decoder is not None:
-            item = self._decoder.get(timeout)
-        else:
+        drive = self._drive
+        if drive is None:
             return None
+        item = drive.get(timeout) if drive.running else drive.decoded(timeout)
         if item is None:
             return None
         if isinstance(item, End):
@@ -186,7 +186,7 @@ class PlayerCore(ABC):
         if isinstance(item, Failed):
             raise item.error
         if isinstance(item, Done):
-            if self._ahead is not None and item.version == self._ahead.version:
+            if item.version == drive.version:
                 return item.value
             # made before a threshold change: redo it with the current settings
             res = item.value
@@ -198,7 +198,7 @@ class PlayerCore(ABC):
         """The end of a file that holds fewer frames than its index says (cut short, or
         damaged): the frames really there (as the source counted them) and, once, a
         message naming what was found. Nothing when the end came straight after a seek."""
-        source = self._decoder.source if self._decoder is not None else None
+        source = self._drive.source if self._drive is not None else None
         there = source.frames_there if source is not None else None
         if source is None or there is None or self._sought is not None:
             return {}
@@ -247,8 +247,8 @@ class PlayerCore(ABC):
         changes: dict[str, object] = {"index": result.frame.index}
         if self._state.playing:
             changes["fps"] = self._rate.fps
-        if self._ahead is not None:
-            changes["dropped"] = self._dropped_before + self._ahead.dropped
+        if self._drive is not None:
+            changes["dropped"] = self._drive.dropped
         back = self._state.reconnecting  # a frame came: the stream is back, say so now
         if back:
             changes["reconnecting"] = False
@@ -278,7 +278,7 @@ class PlayerCore(ABC):
         self._on_state(self._state)
 
     def _do_play(self) -> None:
-        if self._decoder is None:
+        if self._drive is None:
             return
         if self._state.status == "ended":
             self._ahead_seek(0)
@@ -294,7 +294,7 @@ class PlayerCore(ABC):
             self._publish(status="paused", fps=0.0)
 
     def _do_step(self, delta: int) -> None:
-        if self._decoder is None:
+        if self._drive is None:
             return
         self._do_pause()
         if delta < 0 or delta > 1:
@@ -306,7 +306,7 @@ class PlayerCore(ABC):
             self._show_next()
 
     def _do_seek(self, index: int) -> None:
-        if self._decoder is None:
+        if self._drive is None:
             return
         count = self._state.frame_count
         if count:
@@ -333,24 +333,24 @@ class PlayerCore(ABC):
     def _ahead_seek(self, index: int) -> None:
         self._stages.reset()  # what comes next does not follow what was shown
         self._sought = index
-        if self._ahead is not None:
-            self._ahead.seek(index)
-        elif self._decoder is not None:
-            self._decoder.seek(index)
+        if self._drive is not None:
+            self._drive.seek(index)
 
     def _start_workers(self) -> None:
-        if self._decoder is not None and self._workers and self._ahead is None:
+        drive = self._drive
+        if drive is not None and self._workers and not drive.running:
             workers = [PipelineWorker(p, "host") for p in self._workers]
-            batch = self._workers[0].settings.batch
-            self._ahead = Executor(self._decoder, workers, batch=batch, skip=self._stale)
+            drive.start(workers, batch=self._workers[0].settings.batch)
 
     def _stop_workers(self) -> bool:
-        """Stop the inference workers; False when one did not stop in time."""
-        if self._ahead is not None:
-            ahead, self._ahead = self._ahead, None
-            self._dropped_before += ahead.dropped
-            return ahead.close()
-        return True
+        """Stop the inference workers (the decoder goes on); False when one did not stop
+        in time."""
+        return self._drive.stop() if self._drive is not None else True
+
+    def _drive_over(self, source: Source, dropped: int = 0) -> Drive[FrameResult]:
+        """``source`` decoded ahead for the workers, late frames dropped while playing
+        (``dropped``: by the drive it replaces, the same video's)."""
+        return Drive(source, decode_depth=self._depth, skip=self._stale, dropped=dropped)
 
     def _close_source(self) -> None:
         self._stages.clear()  # another source: stages of its own
@@ -358,11 +358,9 @@ class PlayerCore(ABC):
         self._current = None
         self._spec = None
         self._source_wants = None
-        self._stop_workers()
-        self._dropped_before = 0
-        if self._decoder is not None:
-            decoder, self._decoder = self._decoder, None
-            decoder.close()
+        if self._drive is not None:
+            drive, self._drive = self._drive, None
+            drive.close()
 
     def _shutdown(self) -> None:
         while True:  # a model built while closing: its swap never ran, close it here
@@ -382,8 +380,8 @@ class PlayerCore(ABC):
             self._pipeline, self._workers = None, []
 
 
-def _close_decoder(decoder: DecodeAhead, name: str) -> None:
+def _close_drive(drive: Drive[FrameResult], name: str) -> None:
     try:
-        decoder.close()
+        drive.close()
     except Exception as exc:  # a broken GPU's decoder must not stop the switch
         log.warning("closing the %s decoder failed: %s", name, exc)

@@ -20,7 +20,7 @@ from framelens.core.errors import Cancelled, SourceError
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.pipeline.compare.session import run_lockstep
+from framelens.core.sessions.compare.lockstep import run_lockstep
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.sources import open_source

@@ -14,7 +14,6 @@ from typing import Any
 
 from framelens.core import __version__
 from framelens.core.errors import Cancelled, SourceError
-from framelens.core.pipeline.compare.feed import LockstepFeed
 from framelens.core.pipeline.compare.panes import (
     CompareRunner,
     CompareStep,
@@ -23,15 +22,15 @@ from framelens.core.pipeline.compare.panes import (
 )
 from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.pipeline.decode_ahead import End
-from framelens.core.pipeline.ranges import RunRange, seek_to_start
+from framelens.core.pipeline.ranges import RunRange
 from framelens.core.progress import Progress, make_bar
+from framelens.core.sessions.compare.lockstep import run_lockstep
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.source_stages import StageFactory
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources import open_source
 
-__all__ = ["compare_to_report", "run_lockstep"]
+__all__ = ["compare_to_report"]
 
 PanesOrPrepare = Sequence[PaneSpec] | Callable[[], Sequence[PaneSpec]]
 
@@ -94,8 +93,9 @@ def _compare(
     log = CompareLog(specs, reference)
     with (
         open_source(source_spec) as source,
-        CompareRunner(specs, reference=reference, stages=stages, on_message=log.notes.append)
-        as runner,
+        CompareRunner(
+            specs, reference=reference, stages=stages, on_message=log.notes.append
+        ) as runner,
     ):
         count = source.info.frame_count
         total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)
@@ -121,31 +121,3 @@ def _compare(
     if on_progress is not None:
         on_progress(done, max(done, total))
     return log
-
-
-def run_lockstep(
-    source: Source,
-    runner: CompareRunner,
-    rng: RunRange,
-    on_step: Callable[[CompareStep], None],
-    cancel: threading.Event | None,
-) -> int:
-    """The range through the panes (a LockstepFeed, decoding ahead); frames handed to
-    ``on_step`` in order. Raises Cancelled once ``cancel`` is set."""
-    seek_to_start(source, rng)
-    feed = LockstepFeed(source, runner, limit=rng.count)
-    done = 0
-    try:
-        while rng.count is None or done < rng.count:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            step = feed.next(0.1)
-            if step is None:
-                continue
-            if isinstance(step, End):
-                break
-            on_step(step)
-            done += 1
-    finally:
-        feed.close()
-    return done
