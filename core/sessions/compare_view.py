@@ -31,7 +31,7 @@ from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.devices import resolve_device
 from framelens.core.pipeline.settings import PipelineSettings, without_classes
 from framelens.core.precision.int8_settings import CalibrationSettings
-from framelens.core.sessions.compare.lockstep import LockstepFeed
+from framelens.core.sessions.compare.lockstep import LockstepFeed, pane_failover
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.types import Image
 
@@ -213,8 +213,14 @@ class CompareWorker:
                 raise Cancelled("cancelled")
             with (
                 open_source(self.source) as source,
-                # a pane whose GPU fails goes on on the CPU: the window says so
-                CompareRunner(panes, draw=True, on_message=self._on_error) as runner,
+                # a pane whose GPU fails goes on on another GPU, else the CPU: the
+                # window says so
+                CompareRunner(
+                    panes,
+                    draw=True,
+                    on_message=self._on_error,
+                    failover=pane_failover(panes, self._on_error),
+                ) as runner,  # fmt: skip
             ):
                 self.kept = KeptFrames(panes, runner.reference)
                 self.frame_count = source.info.frame_count

@@ -1,7 +1,10 @@
 """Where a session's sources go when their device fails mid-run (out of memory, a driver
 error): another GPU of the session that has not failed, else the CPU; each source
 reopened at the frame it is to hand out next. The one failover policy of every session
-(core/sessions/session.py): runs of one or many sources, archives and the wall."""
+(core/sessions/session.py): runs of one or many sources, archives and the wall; the
+player (core/sessions/playback/player.py) and compare's panes
+(core/pipeline/compare/panes.py ``CompareRunner``, given a Failover by
+core/sessions/compare/) take the same targets in the same order."""
 
 from __future__ import annotations
 
@@ -50,13 +53,17 @@ class Failover:
         gpus = [d for d in dict.fromkeys(self.devices) if d.startswith("cuda") and d not in out]
         return [replace(settings, device=d) for d in gpus] + [build.after_gpu_failure(settings)]
 
+    def targets(self, settings: PipelineSettings) -> list[PipelineSettings]:
+        """``settings``' device has failed: where to go on, in order (``candidates``)."""
+        self.failed.append(settings.device)
+        return self.candidates(settings)
+
     def move(
         self, settings: PipelineSettings, specs: Sequence[str], at: Sequence[tuple[int, int]]
     ) -> tuple[PipelineSettings, build.Workers, Reopened]:
         """Workers on the first candidate that can take ``specs`` (each at its next frame
         of ``at``), and the sources reopened there."""
-        self.failed.append(settings.device)
-        for target in self.candidates(settings):
+        for target in self.targets(settings):
             on_gpu = target.device.startswith("cuda")
             try:
                 built = build.workers(
@@ -65,7 +72,7 @@ class Failover:
             except FrameLensError as exc:
                 if not on_gpu:
                     raise
-                self._cannot(target.device, exc)
+                self.cannot(target.device, exc)
                 continue
             try:
                 reopened = reopen_at(specs, at, built, on_gpu=on_gpu)
@@ -73,7 +80,7 @@ class Failover:
                 built.close()
                 if not on_gpu:
                     raise
-                self._cannot(target.device, exc)
+                self.cannot(target.device, exc)
                 continue
             except BaseException:
                 built.close()
@@ -82,7 +89,8 @@ class Failover:
             return target, built, reopened
         raise AssertionError("the CPU is always a candidate")  # pragma: no cover
 
-    def _cannot(self, device: str, exc: BaseException) -> None:
+    def cannot(self, device: str, exc: BaseException) -> None:
+        """``device`` could not take a failed device's work either: marked failed, and said."""
         self.failed.append(device)
         self.say(f"{device} cannot take the sources of a failed device ({error_message(exc)})")
 

@@ -1,5 +1,6 @@
-"""Compare's panes under a GPU failure: the pane goes on on the CPU from the frame it
-reached, as every session's sources do (one failover policy), and the report says so."""
+"""Compare's panes under a GPU failure: the pane goes on on another GPU of the comparison,
+else the CPU, from the frame it reached, as every session's sources do (one failover
+policy, core/sessions/failover.py), and the report says so."""
 
 from __future__ import annotations
 
@@ -68,3 +69,51 @@ def test_a_compare_pane_whose_gpu_fails_goes_on_on_the_cpu_from_that_frame(
         "gpu: cuda:0 failed (frame 3: out of memory (injected)); going on on the CPU from frame 3"
     ]
     assert summary["variants"]["gpu"]["f1"] == 1.0  # the same model on the CPU: the same boxes
+
+
+class RunsOnAnotherGpu:
+    """A pane's pipeline on a second GPU that works: a real CPU pipeline underneath, its
+    settings those of ``device``."""
+
+    def __init__(self, inner: Any, device: str) -> None:
+        self.inner = inner
+        self.settings = replace(inner.settings, device=device)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_compare_pane_whose_gpu_fails_moves_to_another_gpu_of_the_comparison(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's one failover policy: another GPU the comparison uses before the CPU
+    (its panes stand on cuda:0, which fails at frame 3, and on cuda:1)."""
+    from framelens.core.pipeline import build
+    from framelens.core.pipeline.compare.panes import PaneSpec
+    from framelens.core.sessions.compare.to_report import compare_to_report
+
+    real = build.pane_pipeline
+    made: list[str] = []
+
+    def pane_pipeline(pane_settings: PipelineSettings) -> Any:
+        made.append(pane_settings.device)
+        cpu = real(replace(pane_settings, device="cpu", backend="onnxruntime"))
+        if pane_settings.device == "cuda:0":
+            return FailsOnTheGpu(cpu, fail_at=3)
+        if pane_settings.device == "cuda:1":
+            return RunsOnAnotherGpu(cpu, "cuda:1")
+        return cpu
+
+    monkeypatch.setattr(build, "pane_pipeline", pane_pipeline)
+    panes = [
+        PaneSpec("cpu", settings),
+        PaneSpec("gpu0", replace(settings, device="cuda:0")),
+        PaneSpec("gpu1", replace(settings, device="cuda:1")),
+    ]
+    summary = compare_to_report(clips[1], panes, tmp_path / "report", frames=8, progress=False)
+    assert summary["frames"] == 8
+    assert summary["notes"] == [
+        "gpu0: cuda:0 failed (frame 3: out of memory (injected)); going on on cuda:1 from frame 3"
+    ]
+    assert made == ["cpu", "cuda:0", "cuda:1", "cuda:1"]  # no CPU pipeline for the move
+    assert summary["variants"]["gpu0"]["f1"] == 1.0

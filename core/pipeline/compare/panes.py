@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from framelens.core.errors import ConfigError, GpuError
+from framelens.core.errors import ConfigError, FrameLensError, GpuError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -39,6 +40,7 @@ __all__ = [
     "MIN_PANES",
     "CompareRunner",
     "CompareStep",
+    "PaneFailover",
     "PaneResult",
     "PaneSpec",
 ]
@@ -126,6 +128,30 @@ def check_panes(panes: Sequence[PaneSpec], reference: int | str = 0) -> int:
     return _reference_index(labels, reference)
 
 
+class PaneFailover(Protocol):
+    """Where a pane whose GPU failed goes on: the session's one failover policy
+    (core/sessions/failover.py ``Failover``: another GPU of the comparison, else the CPU)."""
+
+    def targets(self, settings: PipelineSettings) -> Sequence[PipelineSettings]:
+        """``settings`` on each device that may take over, in order (the CPU last);
+        ``settings.device`` is marked failed."""
+        ...
+
+    def cannot(self, device: str, exc: BaseException) -> None:
+        """``device`` could not take over either: marked failed, and said."""
+        ...
+
+
+class _CpuOnly:
+    """Without a session's policy: straight to the CPU."""
+
+    def targets(self, settings: PipelineSettings) -> Sequence[PipelineSettings]:
+        return [build.after_gpu_failure(settings)]
+
+    def cannot(self, device: str, exc: BaseException) -> None:  # pragma: no cover
+        pass
+
+
 @dataclass
 class _Pane:
     spec: PaneSpec
@@ -145,8 +171,10 @@ class CompareRunner:
     (core/stages/source_stages.py), a chain of its own for every pane (a tracker per
     pane: does INT8 change the tracks?), run on each frame in order before the pane is
     measured against the reference, reset by ``reset_stages`` (a restart, a seek).
-    A pane whose GPU fails (out of memory, a driver error) goes on on the CPU from the
-    same frame, as every session does, and ``on_message`` is told (``notes`` keeps it).
+    A pane whose GPU fails (out of memory, a driver error) goes on from the same frame
+    where ``failover`` says, the session's one policy (core/sessions/failover.py: another
+    GPU of the comparison, else the CPU; without it: the CPU), and ``on_message`` is
+    told (``notes`` keeps it).
     """
 
     def __init__(
@@ -158,8 +186,10 @@ class CompareRunner:
         image_of: ImageOf | None = None,
         stages: StageFactory | None = None,
         on_message: Callable[[str], None] | None = None,
+        failover: PaneFailover | None = None,
     ) -> None:
         self.reference = check_panes(panes, reference)
+        self._failover = failover or _CpuOnly()
         self.draw = draw
         self._image_of = image_of
         self._on_message = on_message
@@ -208,7 +238,7 @@ class CompareRunner:
         except GpuError as exc:
             if not pane.pipeline.settings.device.startswith("cuda"):
                 raise
-            self._to_cpu(pane, exc, frame.index)
+            self._move(pane, exc, frame.index)
             return self._run_pane(pane, frame, decode_ms)
         if self.draw:
             pane.pipeline.draw(result, copy=True)  # each pane draws on its own copy
@@ -216,15 +246,26 @@ class CompareRunner:
         result.times.e2e = own_ms if math.isnan(decode_ms) else decode_ms + own_ms
         return result
 
-    def _to_cpu(self, pane: _Pane, exc: GpuError, index: int) -> None:
-        """The pane's pipeline on the CPU (ONNX Runtime), from frame ``index`` on."""
+    def _move(self, pane: _Pane, exc: GpuError, index: int) -> None:
+        """The pane's pipeline on the next device the failover policy gives (another GPU
+        of the comparison, else the CPU with ONNX Runtime), from frame ``index`` on."""
         failed = pane.pipeline
         device = failed.settings.device
-        cpu = build.after_gpu_failure(replace(pane.spec.settings, device=device))
-        pane.pipeline = build.pane_pipeline(cpu)
-        pane.warm_size = None
         build.close_quietly([failed])  # a broken CUDA context fails its own teardown
-        text = f"{pane.spec.label}: {device} failed ({exc}); going on on the CPU from frame {index}"
+        targets = self._failover.targets(replace(pane.spec.settings, device=device))
+        for target in targets:
+            try:
+                pane.pipeline = build.pane_pipeline(target)
+            except FrameLensError as again:
+                if target is targets[-1]:
+                    raise
+                self._failover.cannot(target.device, again)
+                continue
+            break
+        pane.warm_size = None
+        where = pane.pipeline.settings.device
+        where = "the CPU" if where == "cpu" else where
+        text = f"{pane.spec.label}: {device} failed ({exc}); going on on {where} from frame {index}"
         self.notes.append(text)
         if self._on_message is not None:
             self._on_message(text)

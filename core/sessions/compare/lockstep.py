@@ -13,16 +13,29 @@ of the comparison, else the CPU, from the frame it reached: ``CompareRunner``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from framelens.core.errors import Cancelled
-from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep, LockstepWorker
+from framelens.core.pipeline.compare.panes import (
+    CompareRunner,
+    CompareStep,
+    LockstepWorker,
+    PaneSpec,
+)
 from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.ranges import RunRange, seek_to_start
 from framelens.core.sessions.drive import Drive
+from framelens.core.sessions.failover import Failover
 from framelens.core.stages.sources import Source
 
-__all__ = ["LockstepFeed", "run_lockstep"]
+__all__ = ["LockstepFeed", "pane_failover", "run_lockstep"]
+
+
+def pane_failover(panes: Sequence[PaneSpec], say: Callable[[str], None]) -> Failover:
+    """The session's failover policy for a comparison's panes: a pane whose GPU fails
+    goes on on another GPU the comparison uses, else the CPU (``say``: a GPU that
+    cannot take it either)."""
+    return Failover([p.settings.device for p in panes], None, say, spinning=False)
 
 
 class LockstepFeed:

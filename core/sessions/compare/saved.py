@@ -20,7 +20,7 @@ from framelens.core.errors import Cancelled, SourceError
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.sessions.compare.lockstep import run_lockstep
+from framelens.core.sessions.compare.lockstep import pane_failover, run_lockstep
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.sources import open_source
@@ -83,7 +83,11 @@ def _compute_missing(
 
     with (
         open_source(source_spec) as source,
-        CompareRunner(kept.specs, reference=kept.reference) as runner,
+        CompareRunner(
+            kept.specs,
+            reference=kept.reference,
+            failover=pane_failover(kept.specs, lambda _: None),
+        ) as runner,  # fmt: skip
     ):
         for gap in gaps:
             if cancel is not None and cancel.is_set():

@@ -24,7 +24,7 @@ from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
 from framelens.core.pipeline.ranges import RunRange
 from framelens.core.progress import Progress, make_bar
-from framelens.core.sessions.compare.lockstep import run_lockstep
+from framelens.core.sessions.compare.lockstep import pane_failover, run_lockstep
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.source_stages import StageFactory
@@ -94,8 +94,12 @@ def _compare(
     with (
         open_source(source_spec) as source,
         CompareRunner(
-            specs, reference=reference, stages=stages, on_message=log.notes.append
-        ) as runner,
+            specs,
+            reference=reference,
+            stages=stages,
+            on_message=log.notes.append,
+            failover=pane_failover(specs, log.notes.append),
+        ) as runner,  # fmt: skip
     ):
         count = source.info.frame_count
         total = rng.count if rng.count is not None else max(0, (count or 0) - rng.start)

@@ -170,16 +170,14 @@ class Player(PlayerCore):
         """A GPU failure while playing: go on where every session's sources go
         (core/sessions/failover.py: another GPU of the session, else the CPU) from the
         frame after the one on screen, and say so; playback does not stop."""
-        self._failover.failed.append(settings.device)
-        targets = self._failover.candidates(settings)
+        targets = self._failover.targets(settings)
         for target in targets:
             self._on_error(f"GPU failed ({exc}); continuing on {device_words(target.device)}")
             try:
                 self._install(*self._build_pipelines(target))
             except BaseException as again:
                 if target is not targets[-1] and isinstance(again, FrameLensError):
-                    self._failover.failed.append(target.device)
-                    exc = GpuError(error_message(again))
+                    self._failover.cannot(target.device, again)
                     continue
                 if self._state.playing:
                     self._publish(status="paused")
