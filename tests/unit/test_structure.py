@@ -1,5 +1,6 @@
 """The structure the next engineer relies on: the architecture map points at real files,
-no module grows into several jobs, and pipelines are constructed by the builder only."""
+no module grows into several jobs, pipelines are constructed by the builder only, and
+the executor is driven by the session's drive only."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ def test_pipelines_are_constructed_in_the_builder_only() -> None:
         if construct.search(p.read_text(encoding="utf-8"))
     )
     assert places == ["core/pipeline/build.py"]
+
+
+def test_the_executor_is_made_and_driven_by_the_sessions_drive_only() -> None:
+    """One driver (issue 25): runs, archives, the wall, playback and compare all read
+    their frames through core/sessions/drive.py, so opening, stages and failover are
+    the session's, never a consumer's own loop over an executor."""
+    construct = re.compile(r"(?<!class )\bExecutor(?:\.open)?\(")  # a call, not a class line
+    places = sorted(
+        str(p.relative_to(ROOT))
+        for folder in ("core", "gui", "app")
+        for p in (ROOT / folder).rglob("*.py")
+        if construct.search(p.read_text(encoding="utf-8"))
+    )
+    assert places == ["core/sessions/drive.py"]
