@@ -6,12 +6,12 @@
 It is made and driven in one place, the session's Drive (core/sessions/drive.py), which
 the session (core/sessions/session.py: runs, archives, the wall, the benchmark),
 playback (core/sessions/playback/worker.py) and comparison's lock-step feed
-(core/sessions/compare/lockstep.py) read through. A worker owns one pipeline (pipelines are not shared
-between threads) or one compare runner; ONNX Runtime and CUDA release the GIL, so the
-workers overlap. A worker takes up to ``batch`` consecutive frames and processes them in
-one call (one engine call). Results are handed out in decode order, tagged with the
-settings version they were made with, so a consumer can redo a result that a threshold
-change made stale; a seek invalidates everything in flight.
+(core/sessions/compare/lockstep.py) read through. A worker owns one pipeline (pipelines
+are not shared between threads) or one compare runner; ONNX Runtime and CUDA release the
+GIL, so the workers overlap. A worker takes up to ``batch`` consecutive frames and
+processes them in one call (one engine call). Results are handed out in decode order,
+tagged with the settings version they were made with, so a consumer can redo a result
+that a threshold change made stale; a seek invalidates everything in flight.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ class Executor(Generic[T]):
     ``depth`` bounds how many frames may be in flight or waiting ahead of the consumer
     (a paused player holds at most that many). ``open(source, ...)`` makes the decoder
     too (tests, the raw-executor benchmark); the session's Drive keeps its decoder across
-    sets of workers (a player's model swaps) and gives each set an executor of its own. Workers and source are closed only when ``close`` is asked to.
+    sets of workers (a player's model swaps) and gives each set an executor of its own.
+    Workers and source are closed only when ``close`` is asked to.
     """
 
     @classmethod
