@@ -15,6 +15,7 @@ from framelens.gui.player.main_window_parts import WindowParts
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDockWidget
+from shiboken6 import isValid
 
 __all__ = ["DETECTIONS_SHORTCUT", "DetectionsList"]
 
@@ -60,7 +61,8 @@ class DetectionsList(QObject):
             self._sync(parts.controller.settings.model)
 
     def _on_toggled(self, on: bool) -> None:
-        if self.parts.window.isVisible():  # not while the window is being built or closed
+        window = self.parts.window  # not while it is being built, closed or deleted:
+        if isValid(window) and window.isVisible():
             self.parts.settings.detections_visible = on
         if not on:
             self.panel.pick(None)  # no box stays marked with the list gone
