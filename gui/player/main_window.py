@@ -8,9 +8,9 @@ feature object per job, each handed those parts: the playback controls
 wall (main_wall.py), batch analysis (main_batch.py), the model, device, backend and
 thresholds (main_models.py), precision switching (main_precision.py), the
 super-resolution views and enlarged detections (main_superres.py), the detections list
-(main_detections.py) and the menus and toolbar that hold their actions
-(main_actions.py). Features reach each other through those parts and Qt signals only.
-The window itself shows results and state, opens the compare view and says errors.
+(main_detections.py), the compare view (main_compare.py) and the menus and toolbar that
+hold their actions (main_actions.py). Features reach each other through those parts and
+Qt signals only. The window itself shows results and state and says errors.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from framelens.gui.display.plots import StagePlots
 from framelens.gui.player.dialogs import ExportDialog
 from framelens.gui.player.main_actions import MainMenus
 from framelens.gui.player.main_batch import BatchAnalysis
+from framelens.gui.player.main_compare import CompareOpening
 from framelens.gui.player.main_detections import DetectionsList
 from framelens.gui.player.main_models import ModelChoice
 from framelens.gui.player.main_playback import PlaybackControls
@@ -93,7 +94,6 @@ class MainWindow(QMainWindow):
         self._ui_timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._ui_timer.timeout.connect(self._tick)
         self._plots_interval_s = 0.1
-        self.compare_window: CompareWindow | None = None
 
         self.setWindowTitle("FrameLens")
         self.setWindowIcon(icon("framelens"))
@@ -131,13 +131,7 @@ class MainWindow(QMainWindow):
         self.models = ModelChoice(parts)
         self.precision = PrecisionSwitching(parts)
         self.superres = SuperResolution(parts)
-        self.compare_action = parts.action(
-            "&Compare…",
-            self.open_compare,
-            "Ctrl+K",
-            "compare",
-            "Play 2 to 4 precisions or models side by side on the same frames",
-        )
+        self.compare = CompareOpening(parts, model_key=lambda: self.models.key)
         self._lay_out()
         self.menus.fill(
             sources=self.sources,
@@ -146,7 +140,7 @@ class MainWindow(QMainWindow):
             playback=self.playback,
             precision=self.precision,
             superres=self.superres,
-            compare_action=self.compare_action,
+            compare_action=self.compare.action,
             docks=[self.panel_dock, self.plots_dock],
         )
         self._connect()
@@ -169,6 +163,9 @@ class MainWindow(QMainWindow):
 
     def open_source(self, spec: str, *, play: bool = True) -> None:
         self.sources.open_source(spec, play=play)
+
+    def open_compare(self) -> CompareWindow | None:
+        return self.compare.open_compare()
 
     def open_at(self, spec: str, frame: int) -> None:
         self.sources.open_at(spec, frame)
@@ -384,35 +381,6 @@ class MainWindow(QMainWindow):
         set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")
         # the model field and what is being prepared: main_precision.py, on the same signal
 
-    def open_compare(self) -> CompareWindow | None:
-        """The compare view on the open video, from the frame on screen; playback pauses."""
-        if self.source is None or self.state.source is None:
-            self.show_error("nothing to compare: open a video first")
-            return None
-        if self.controller.base_settings() is None:
-            self.show_error("choose a model before comparing")
-            return None
-        if self.compare_window is not None and self.compare_window.source == self.source:
-            self.compare_window.show()
-            self.compare_window.raise_()
-            return self.compare_window
-        if self.compare_window is not None:
-            self.compare_window.close()
-            self.compare_window.deleteLater()
-        self.controller.pause()  # two cores: the comparison gets them
-        last = self.controller.last_result
-        window = CompareWindow(
-            self.controller,
-            self.source,
-            max(0, self.state.index),
-            model_key=self.models.key,
-            preview=last.frame.image if last is not None else None,
-            parent=self,
-        )
-        self.compare_window = window
-        window.show()
-        return window
-
     @staticmethod
     def _describe_source(state: PlayerState) -> str:
         info = state.source
@@ -435,8 +403,7 @@ class MainWindow(QMainWindow):
         self.error_box.show()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if self.compare_window is not None:
-            self.compare_window.close()
+        self.compare.close()
         self.precision.close()
         self.wall.close()
         self.batch.close()  # a running batch is cancelled; what finished is kept

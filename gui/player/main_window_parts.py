@@ -2,11 +2,12 @@
 panel, transport and status bar, and where an error is said.
 
 MainWindow (main_window.py) builds these parts, then one feature object per job, each
-handed the parts: actions and menus (main_actions.py), opening sources and saving what
-it shows (main_sources.py), the video wall (main_wall.py), batch analysis
-(main_batch.py), the model, device and backend (main_models.py), precision switching
-(main_precision.py), the super-resolution views and enlarged detections
-(main_superres.py) and the detections list (main_detections.py). A feature reads the
+handed the parts: the menus and toolbar (main_actions.py), the playback controls
+(main_playback.py), opening sources and saving what it shows (main_sources.py), the
+video wall (main_wall.py), batch analysis (main_batch.py), the model, device and
+backend (main_models.py), precision switching (main_precision.py), the
+super-resolution views and enlarged detections (main_superres.py), the detections
+list (main_detections.py) and the compare view (main_compare.py). A feature reads the
 others only through these parts and Qt signals, never through the window's ``self``.
 """
 
