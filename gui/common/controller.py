@@ -62,8 +62,10 @@ class Controller(QObject):
     exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
     snapshotSaved = Signal(str)
     precisionProgress = Signal(str, float)  # "INT8: calibrating …", 0..1
-    precisionChanged = Signal(str, object)  # active precision, SensitivityReport | None
-    precisionFailed = Signal(str, str)  # precision asked for, one line ("cancelled")
+    # active precision, SensitivityReport | None, chosen (the user's choice: remember it)
+    precisionChanged = Signal(str, object, bool)
+    # precision asked for, one line ("cancelled"), restoring (the last session's choice)
+    precisionFailed = Signal(str, str, bool)
 
     _deliver = Signal(object)
     _variantReady = Signal(int, object)  # job token, VariantInfo | None
@@ -232,6 +234,15 @@ class Controller(QObject):
         """
         self.choice.set_precision(precision, cached_only=cached_only)
 
+    def choose_precision(self, precision: str) -> None:
+        """The user's choice of precision (set_precision, remembered once active:
+        precisionChanged's ``chosen``)."""
+        self.choice.choose_precision(precision)
+
+    def restore_precision(self, saved: str) -> None:
+        """The last session's precision: FP16 now, INT8 from the cache once a video opens."""
+        self.choice.restore_precision(saved)
+
     @Slot()
     def cancel_precision(self) -> None:
         """Stop preparing a variant; precisionFailed(…, "cancelled") follows."""
@@ -312,6 +323,7 @@ class Controller(QObject):
         if self.state.source is None:
             self._opened()
         self.player.open(spec, self.settings, play=play)
+        self.choice.source_opening()  # the last session's INT8, if cached for it
 
     def _opened(self) -> None:
         self.choice.source, self._opening, self.last_result = self._opening, None, None
@@ -416,11 +428,13 @@ class _ChoiceSignals:
     def model_changed(self, spec: ModelSpec | None) -> None:
         self._controller.modelChanged.emit(spec)
 
-    def precision_changed(self, precision: str, report: SensitivityReport | None) -> None:
-        self._controller.precisionChanged.emit(precision, report)
+    def precision_changed(
+        self, precision: str, report: SensitivityReport | None, chosen: bool
+    ) -> None:
+        self._controller.precisionChanged.emit(precision, report, chosen)
 
-    def precision_failed(self, precision: str, message: str) -> None:
-        self._controller.precisionFailed.emit(precision, message)
+    def precision_failed(self, precision: str, message: str, restoring: bool) -> None:
+        self._controller.precisionFailed.emit(precision, message, restoring)
 
     def prepare(
         self,

@@ -28,8 +28,6 @@ class PrecisionSwitching(QObject):
         super().__init__(parts.window)
         self.parts = parts
         self._state = PlayerState()
-        self._asked: str | None = None  # chosen by the user, being prepared
-        self._restore: str | None = None  # saved INT8: looked up once a video opens
         self.sensitivity_dialog: SensitivityDialog | None = None
         a = parts.action
         self.group = QActionGroup(self)
@@ -67,27 +65,19 @@ class PrecisionSwitching(QObject):
         c.stateChanged.connect(self._on_state)
 
     def restore(self) -> None:
-        """The last session's precision: FP16 at once (quick to build), INT8 once a video
-        opens whose calibration is cached."""
-        saved = self.parts.settings.precision
-        if saved == "fp16":
-            self.parts.controller.set_precision("fp16")
-            self.sync()
-        elif saved == "int8":  # calibrated per video: looked up when one opens
-            self._restore = "int8"
+        """The last session's precision: FP16 at once, INT8 once a video opens whose
+        calibration is cached (PlaybackChoice.restore_precision)."""
+        self.parts.controller.restore_precision(self.parts.settings.precision)
+        self.sync()
 
     def source_opening(self, _spec: str) -> None:
-        """A video is opening: the last session's INT8, if its calibration is cached."""
-        c = self.parts.controller
-        if self._restore is not None and c.preparing is None:
-            c.set_precision(self._restore, cached_only=True)
+        """A video is opening: the last session's INT8 may be being looked up for it."""
+        if self.parts.controller.preparing is not None:
             self.sync()
 
     def choose_precision(self, precision: str) -> None:
         """FP32 / FP16 / INT8 from the toggle, the menu or Ctrl+1/2/3; playback goes on."""
-        self._asked = precision
-        self._restore = None  # the user's choice now
-        self.parts.controller.set_precision(precision)
+        self.parts.controller.choose_precision(precision)
         self.sync()
 
     def sync(self) -> None:
@@ -147,20 +137,17 @@ class PrecisionSwitching(QObject):
         self.parts.panel.precision.show_progress(text, fraction)
         self.show_busy(f"Preparing {text.split(':')[0]} {100 * fraction:.0f}%")
 
-    @Slot(str, object)
-    def _on_changed(self, precision: str, report: SensitivityReport | None) -> None:
-        if precision == self._asked or precision == self._restore:
+    @Slot(str, object, bool)
+    def _on_changed(self, precision: str, report: SensitivityReport | None, chosen: bool) -> None:
+        if chosen:  # the user's choice (or the last session's) is active: remembered
             self.parts.settings.precision = precision
-            self._asked = self._restore = None
         self.sync()
         if report is not None and self.sensitivity_dialog is not None:
             self.sensitivity_dialog.set_report(report, self._state.model)
         self.parts.show_message(f"Running at {precision.upper()}", 3000)
 
-    @Slot(str, str)
-    def _on_failed(self, precision: str, message: str) -> None:
-        restoring = precision == self._restore
-        self._asked = self._restore = None
+    @Slot(str, str, bool)
+    def _on_failed(self, precision: str, message: str, restoring: bool) -> None:
         self.sync()
         self.parts.panel.precision.show_failed()
         name = precision.upper()

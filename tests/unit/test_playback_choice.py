@@ -31,7 +31,9 @@ class Driver:
     runs: list[PipelineSettings] = field(default_factory=list)
     models: list[ModelSpec | None] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    chosen: list[str] = field(default_factory=list)  # to be remembered
     failed: list[tuple[str, str]] = field(default_factory=list)
+    restore_failed: list[str] = field(default_factory=list)
     jobs: list[tuple[PrecisionJob, ModelSpec, str | None, CalibrationSettings]] = field(
         default_factory=list
     )
@@ -42,11 +44,17 @@ class Driver:
     def model_changed(self, spec: ModelSpec | None) -> None:
         self.models.append(spec)
 
-    def precision_changed(self, precision: str, report: SensitivityReport | None) -> None:
+    def precision_changed(
+        self, precision: str, report: SensitivityReport | None, chosen: bool
+    ) -> None:
         self.changed.append(precision)
+        if chosen:
+            self.chosen.append(precision)
 
-    def precision_failed(self, precision: str, message: str) -> None:
+    def precision_failed(self, precision: str, message: str, restoring: bool) -> None:
         self.failed.append((precision, message))
+        if restoring:
+            self.restore_failed.append(precision)
 
     def prepare(
         self,
@@ -189,3 +197,75 @@ def test_a_backend_that_cannot_run_here_is_refused_with_its_reason() -> None:
     assert choice.backend == "onnxruntime" and choice.settings is not None
     assert choice.settings.backend == "onnxruntime"
     assert choice.set_backend("onnx") == "unknown backend 'onnx'"
+
+
+def test_the_users_choice_is_the_one_remembered_once_active(
+    playing: tuple[PlaybackChoice, Driver],
+) -> None:
+    choice, driver = playing
+    choice.choose_precision("fp16")
+    assert driver.chosen == []  # not yet: it is being prepared
+    driver.finish(choice, driver.jobs[-1][0])
+    assert choice.precision == "fp16" and driver.chosen == ["fp16"]
+    choice.set_precision("fp32")  # not the user's choice (a fallback, say): not remembered
+    assert driver.changed[-1] == "fp32" and driver.chosen == ["fp16"]
+
+
+def test_a_model_switch_while_fp16_is_prepared_runs_the_new_models_fp16(
+    playing: tuple[PlaybackChoice, Driver],
+) -> None:
+    choice, driver = playing
+    choice.choose_precision("fp16")
+    first = driver.jobs[-1][0]
+    yunet = resolve_model("yunet")
+    choice.use_model(yunet)  # before YOLOX's FP16 is ready
+    second = driver.jobs[-1][0]
+    assert first.cancel.is_set() and second is not first and second.precision == "fp16"
+    driver.finish(choice, first)  # YOLOX's FP16 reports late: never run for yunet
+    driver.finish(choice, second)
+    ran = driver.runs[-1]
+    assert ran.model.name == "yunet" and ran.precision == "fp16"
+    assert ran.model.path != yunet.path and choice.precision == "fp16"
+
+
+def test_a_saved_int8_is_looked_up_in_the_cache_once_a_video_opens(cache: Path) -> None:
+    driver = Driver()
+    choice = PlaybackChoice(driver)
+    choice.calibration = SMALL
+    choice.use_model(resolve_model("yolox-nano"))
+    choice.restore_precision("int8")
+    assert choice.restoring == "int8" and driver.jobs == []  # no video: nothing to look up
+    choice.source = SAMPLE
+    choice.source_opening()
+    job = driver.jobs[-1][0]
+    assert job.precision == "int8" and job.cached_only  # never calibrated unasked
+    driver.finish(choice, job)
+    assert choice.precision == "int8" and driver.chosen == ["int8"]
+    assert choice.restoring is None
+
+
+def test_a_saved_int8_not_in_the_cache_is_said_as_a_restore_and_tried_once(
+    cache: Path,
+) -> None:
+    driver = Driver()
+    choice = PlaybackChoice(driver)
+    choice.use_model(resolve_model("yunet"))  # no INT8 of it in the cache
+    choice.restore_precision("int8")
+    choice.source = SAMPLE
+    choice.source_opening()
+    driver.finish(choice, driver.jobs[-1][0])
+    assert choice.precision == "fp32" and driver.restore_failed == ["int8"]
+    choice.source_opening()  # the next video: the user decides now
+    assert len(driver.jobs) == 1 and choice.restoring is None
+
+
+def test_the_users_choice_replaces_a_saved_int8_waiting_for_a_video(cache: Path) -> None:
+    driver = Driver()
+    choice = PlaybackChoice(driver)
+    choice.use_model(resolve_model("yolox-nano"))
+    choice.restore_precision("int8")
+    choice.choose_precision("fp32")  # already active: said, and remembered
+    assert driver.chosen == ["fp32"] and choice.restoring is None
+    choice.source = SAMPLE
+    choice.source_opening()
+    assert driver.jobs == []

@@ -11,7 +11,10 @@ policy, without Qt:
   whose late reports are ignored (by its token);
 - a model switch at FP16 or INT8 waits for the new model's variant (INT8 from the
   cache only: calibrating is the user's call) and, when there is none, goes on at FP32;
-- INT8 is calibrated on the open video: none open, it is refused.
+- INT8 is calibrated on the open video: none open, it is refused;
+- the last session's precision comes back: FP16 at once, INT8 once a video opens and
+  only from the cache; the choice to remember is the user's (or the restored one)
+  once it is active.
 """
 
 from __future__ import annotations
@@ -43,11 +46,15 @@ class ChoiceListener(Protocol):
     def model_changed(self, spec: ModelSpec | None) -> None:
         """A model was chosen (None: none, frames play as decoded)."""
 
-    def precision_changed(self, precision: str, report: SensitivityReport | None) -> None:
-        """``precision`` is active (also said when a choice changed nothing)."""
+    def precision_changed(
+        self, precision: str, report: SensitivityReport | None, chosen: bool
+    ) -> None:
+        """``precision`` is active (also said when a choice changed nothing); ``chosen``:
+        it is what the user chose (or the last session's, restored), to be remembered."""
 
-    def precision_failed(self, precision: str, message: str) -> None:
-        """``precision`` could not be had: one line ("cancelled" after a cancel)."""
+    def precision_failed(self, precision: str, message: str, restoring: bool) -> None:
+        """``precision`` could not be had: one line ("cancelled" after a cancel);
+        ``restoring``: it was the last session's choice, not one made now."""
 
     def prepare(
         self,
@@ -76,14 +83,18 @@ class PlaybackChoice:
         self._base_model: ModelSpec | None = None  # the model as chosen
         self._job: PrecisionJob | None = None
         self._token = 0
+        self._asked: str | None = None  # the user's choice, until it is active or fails
+        self._restoring: str | None = None  # the last session's INT8, until a video opens
 
     # ---- the model --------------------------------------------------------------------
 
     def use_model(self, spec: ModelSpec) -> None:
-        """Switch model. At FP16 or INT8 the new model's variant is prepared first (INT8
-        only from the cache); without one the switch goes on at FP32."""
+        """Switch model. At FP16 or INT8 (active, or being prepared for the model left)
+        the new model's variant is prepared first (INT8 only from the cache); without
+        one the switch goes on at FP32."""
         self._base_model = spec
-        wanted = self.precision
+        dropped = self._drop_job()  # the model left's variant: never applied to this one
+        wanted = dropped.precision if dropped is not None else self.precision
         if self.settings is None:
             self.settings = PipelineSettings(spec, backend=self.backend, device=self.device)
         else:
@@ -170,6 +181,29 @@ class PlaybackChoice:
 
     # ---- precision ------------------------------------------------------------------------
 
+    def choose_precision(self, precision: str) -> None:
+        """The user's choice (the toggle, the menu): remembered once it is active."""
+        self._asked, self._restoring = precision, None
+        self.set_precision(precision)
+
+    def restore_precision(self, saved: str) -> None:
+        """The last session's precision: FP16 at once (quick to build); INT8 is
+        calibrated per video, so it is looked up in the cache when one opens."""
+        if saved == "fp16":
+            self.set_precision("fp16")
+        elif saved == "int8":
+            self._restoring = "int8"
+
+    @property
+    def restoring(self) -> str | None:
+        """The last session's precision, waiting for a video to open."""
+        return self._restoring
+
+    def source_opening(self) -> None:
+        """A video is opening: the last session's INT8, if its calibration is cached."""
+        if self._restoring is not None and self._job is None:
+            self.set_precision(self._restoring, cached_only=True)
+
     @property
     def preparing(self) -> str | None:
         """The precision being prepared in the background, None when idle."""
@@ -183,10 +217,10 @@ class PlaybackChoice:
         cached (restoring a saved choice)."""
         p = precision.strip().lower()
         if p not in PRECISIONS:
-            self._listener.precision_failed(p, f"unknown precision {precision!r}")
+            self._failed(p, f"unknown precision {precision!r}")
             return
         if self.settings is None:
-            self._listener.precision_failed(p, "choose a model first")
+            self._failed(p, "choose a model first")
             return
         dropped = self._drop_job()  # the newer choice wins
         # a model switch that waited on the dropped job must still reach the player
@@ -194,7 +228,7 @@ class PlaybackChoice:
         if p == self.precision:
             if fallback:
                 self._run()
-            self._listener.precision_changed(p, self.report)  # say what is active
+            self._changed()  # say what is active
             return
         if p == "fp32":
             self._apply(fp32_variant(self._base()))
@@ -202,8 +236,7 @@ class PlaybackChoice:
         if p == "int8" and self.source is None:
             if fallback:
                 self._apply(fp32_variant(self._base()))
-            message = "open a video first: INT8 is calibrated on its frames"
-            self._listener.precision_failed(p, message)
+            self._failed(p, "open a video first: INT8 is calibrated on its frames")
             return
         self._start_job(p, cached_only=cached_only, fallback=fallback)
 
@@ -238,6 +271,18 @@ class PlaybackChoice:
         self._drop_job()
 
     # ---- inside ----------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        p = self.precision
+        chosen = p in (self._asked, self._restoring)
+        if chosen:
+            self._asked = self._restoring = None
+        self._listener.precision_changed(p, self.report, chosen)
+
+    def _failed(self, precision: str, message: str) -> None:
+        restoring = precision == self._restoring
+        self._asked = self._restoring = None
+        self._listener.precision_failed(precision, message, restoring)
 
     def _run(self) -> None:
         if self.source is not None and self.settings is not None:
@@ -275,12 +320,12 @@ class PlaybackChoice:
     def _variant_missing(self, job: PrecisionJob, message: str) -> None:
         if job.fallback and self.source is not None and self.settings is not None:
             self._run()  # the model switch goes on, at FP32
-            self._listener.precision_changed(self.precision, self.report)
-        self._listener.precision_failed(job.precision, message)
+            self._changed()
+        self._failed(job.precision, message)
 
     def _apply(self, variant: VariantInfo) -> None:
         assert self.settings is not None
         self.settings = replace(self.settings, model=variant.spec, precision=variant.precision)
         self.precision, self.report = variant.precision, variant.report
         self._run()
-        self._listener.precision_changed(self.precision, self.report)
+        self._changed()
