@@ -85,14 +85,14 @@ def play_in_window(
     _wait(app, 120, lambda: window.state.source is not None and not window.state.loading_model)
     boxes: list[int] = []  # detections of each frame handed to the canvas
     times: list[Any] = []  # their StageTimes (never the results: they hold device buffers)
-    show_detections = window._show_detections
+    show_detections = window.detections.show
 
     def counting(result: Any) -> None:
         boxes.append(len(result.output))
         times.append(result.times)
         show_detections(result)
 
-    window._show_detections = counting  # type: ignore[method-assign]
+    window.detections.show = counting  # type: ignore[method-assign]
     window.controller.play()
     started, shown0 = time.monotonic(), window.results_shown
     display_paths: set[str] = set()

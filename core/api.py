@@ -121,6 +121,7 @@ from framelens.core.sessions.export import (
     default_outputs,
     writable_folder,
 )
+from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.sessions.wall import TileState, WallPlayer, WallState
@@ -222,6 +223,7 @@ __all__ = [
     "PaneRequest",
     "PaneSpec",
     "PipelineSettings",
+    "PlaybackChoice",
     "Player",
     "PlayerState",
     "PrecisionJob",

@@ -12,15 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from framelens.core.api import (
     DEFAULT_MODEL,
-    PRECISIONS,
     CalibrationSettings,
     Cancelled,
-    DetectParams,
     DeviceChoice,
     ExportJob,
     ExportRequest,
@@ -29,25 +26,21 @@ from framelens.core.api import (
     ModelSpec,
     OverlayStyle,
     PipelineSettings,
+    PlaybackChoice,
     Player,
     PlayerState,
     PrecisionJob,
     Region,
     SensitivityReport,
-    SuperResParams,
     VariantInfo,
     backend_choices,
     default_outputs,
     device_choices,
     error_message,
-    fp32_variant,
     load_catalog,
     prepare_job,
-    resolve_device,
     resolve_model,
     save_frame_snapshot,
-    with_changes,
-    without_classes,
 )
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -69,8 +62,10 @@ class Controller(QObject):
     exportFailed = Signal(str)  # one line; "cancelled" after cancel_export()
     snapshotSaved = Signal(str)
     precisionProgress = Signal(str, float)  # "INT8: calibrating …", 0..1
-    precisionChanged = Signal(str, object)  # active precision, SensitivityReport | None
-    precisionFailed = Signal(str, str)  # precision asked for, one line ("cancelled")
+    # active precision, SensitivityReport | None, chosen (the user's choice: remember it)
+    precisionChanged = Signal(str, object, bool)
+    # precision asked for, one line ("cancelled"), restoring (the last session's choice)
+    precisionFailed = Signal(str, str, bool)
 
     _deliver = Signal(object)
     _variantReady = Signal(int, object)  # job token, VariantInfo | None
@@ -83,25 +78,60 @@ class Controller(QObject):
         self._slots = threading.Semaphore(_IN_FLIGHT)
         self._deliver.connect(self._on_deliver)
         self.player = Player(self._from_worker, self.stateChanged.emit, self.errorOccurred.emit)
-        self.settings: PipelineSettings | None = None
-        self._backend, self._device = backend, device
-        self.source: str | None = None
+        # what the player runs and the policy over it (precision jobs, fallbacks): core's
+        self.choice = PlaybackChoice(_ChoiceSignals(self), backend=backend, device=device)
         self._opening: str | None = None  # asked for while another source is open
         self.state = PlayerState()
         self.last_result: FrameResult | None = None
         self._export: ExportJob | None = None
         self._workers: list[threading.Thread] = []  # export and precision threads
         self.stateChanged.connect(self._remember_state)
-        # Precision: the active one (what self.settings hold), the model it is a variant
-        # of, and the background job preparing another one.
-        self.precision = "fp32"
-        self.report: SensitivityReport | None = None  # of the active INT8 variant
-        self.calibration: CalibrationSettings | None = None  # None: defaults at the run's conf
-        self._base_model: ModelSpec | None = None
-        self._job: PrecisionJob | None = None
-        self._job_token = 0
-        self._variantReady.connect(self._on_variant_ready)
+        self._variantReady.connect(self._on_variant_ready)  # queued: on the GUI thread
         self._variantFailed.connect(self._on_variant_failed)
+
+    # ---- what the choice holds ------------------------------------------------------
+
+    @property
+    def settings(self) -> PipelineSettings | None:
+        """What the player runs: the model's variant at the active precision."""
+        return self.choice.settings
+
+    @property
+    def source(self) -> str | None:
+        """The source open in the player (None: none yet)."""
+        return self.choice.source
+
+    @property
+    def precision(self) -> str:
+        return self.choice.precision
+
+    @property
+    def report(self) -> SensitivityReport | None:
+        """The active INT8 variant's sensitivity report."""
+        return self.choice.report
+
+    @property
+    def calibration(self) -> CalibrationSettings | None:
+        """How INT8 is calibrated (None: the defaults at the run's confidence)."""
+        return self.choice.calibration
+
+    @calibration.setter
+    def calibration(self, value: CalibrationSettings | None) -> None:
+        self.choice.calibration = value
+
+    @property
+    def preparing(self) -> str | None:
+        """The precision being prepared in the background, None when idle."""
+        return self.choice.preparing
+
+    @property
+    def superres(self) -> bool:
+        """True while a super-resolution model is loaded."""
+        return self.choice.superres
+
+    def base_settings(self) -> PipelineSettings | None:
+        """The current settings at FP32: the model as chosen, not its variant."""
+        return self.choice.base_settings()
 
     # ---- results from the worker ------------------------------------------------
 
@@ -160,55 +190,28 @@ class Controller(QObject):
         return True
 
     def use_model(self, spec: ModelSpec) -> None:
-        """Switch model; while a source is open the new engine is built in the background.
-
-        At FP16 or INT8 the new model's variant is prepared first (INT8 only from the
-        cache: calibrating is the user's call); without one it switches at FP32.
-        """
-        self._base_model = spec
-        wanted = self.precision
-        if self.settings is None:
-            self.settings = PipelineSettings(spec, backend=self._backend, device=self._device)
-        else:
-            self.settings = replace(
-                self.settings,
-                model=spec,
-                params=without_classes(self.settings.params),
-                precision="fp32",
-            )
-        self.precision, self.report = "fp32", None
-        self.modelChanged.emit(spec)
-        if wanted != "fp32":
-            self._start_job(wanted, cached_only=wanted == "int8", fallback=True)
-        elif self.source is not None:
-            self.player.set_model(self.settings)
+        """Switch model; while a source is open the new engine is built in the background
+        (at FP16 or INT8 its variant first: PlaybackChoice.use_model)."""
+        self.choice.use_model(spec)
 
     def clear_model(self) -> None:
         """Play without a model: frames as decoded (a review, an export's boxes not twice)."""
-        self._drop_job()
-        self._base_model, self.settings = None, None
-        self.precision, self.report = "fp32", None
+        self.choice.clear_model()
         self.player.clear_model()
-        self.modelChanged.emit(None)
 
     def set_device(self, device: str) -> bool:
         """Run inference on "auto", "cpu" or "cuda:N"; False (and a message) when impossible."""
-        try:
-            resolved = resolve_device(device)
-        except FrameLensError as exc:
-            self.errorOccurred.emit(error_message(exc))
-            return False
-        if self._backend == "tensorrt" and not resolved.startswith("cuda"):
-            self.errorOccurred.emit(
-                "TensorRT runs on NVIDIA GPUs: choose ONNX Runtime to run on the CPU"
-            )
-            return False
-        self._device = resolved
-        if self.settings is not None and self.settings.device != resolved:
-            self.settings = replace(self.settings, device=resolved)
-            if self.source is not None:
-                self.player.set_model(self.settings)
-        return True
+        return self._said(self.choice.set_device(device))
+
+    def set_backend(self, backend: str) -> bool:
+        """Run inference with "onnxruntime" or "tensorrt"; False (and a message) when that
+        backend cannot run here."""
+        return self._said(self.choice.set_backend(backend))
+
+    def _said(self, refusal: str | None) -> bool:
+        if refusal is not None:
+            self.errorOccurred.emit(refusal)
+        return refusal is None
 
     @staticmethod
     def device_choices() -> list[DeviceChoice]:
@@ -218,39 +221,7 @@ class Controller(QObject):
     def backend_choices() -> list[DeviceChoice]:
         return backend_choices()
 
-    def set_backend(self, backend: str) -> bool:
-        """Run inference with "onnxruntime" or "tensorrt"; False (and a message) when that
-        backend cannot run here."""
-        choice = next((c for c in backend_choices() if c.id == backend), None)
-        if choice is None:
-            self.errorOccurred.emit(f"unknown backend {backend!r}")
-            return False
-        if choice.unavailable is not None:
-            self.errorOccurred.emit(f"{choice.label} cannot be used: {choice.unavailable}")
-            return False
-        if backend == "tensorrt" and not self._device.startswith("cuda"):
-            self.errorOccurred.emit("TensorRT runs on NVIDIA GPUs: choose a CUDA device first")
-            return False
-        self._backend = backend
-        if self.settings is not None and self.settings.backend != backend:
-            self.settings = replace(self.settings, backend=backend)
-            if self.source is not None:
-                self.player.set_model(self.settings)
-        return True
-
-    def base_settings(self) -> PipelineSettings | None:
-        """The current settings at FP32: the model as chosen, not its variant."""
-        if self.settings is None:
-            return None
-        model = self._base_model or self.settings.model
-        return replace(self.settings, model=model, precision="fp32")
-
     # ---- precision ------------------------------------------------------------------
-
-    @property
-    def preparing(self) -> str | None:
-        """The precision being prepared in the background, None when idle."""
-        return self._job.precision if self._job is not None else None
 
     def set_precision(self, precision: str, *, cached_only: bool = False) -> None:
         """Switch to the FP32, FP16 or INT8 variant of the current model, playing on.
@@ -261,59 +232,21 @@ class Controller(QObject):
         stopping. ``cached_only``: take the variant only if it is cached (restoring a
         saved choice). Failures and cancels end in precisionFailed; nothing changes.
         """
-        p = precision.strip().lower()
-        if p not in PRECISIONS:
-            self.precisionFailed.emit(p, f"unknown precision {precision!r}")
-            return
-        if self.settings is None:
-            self.precisionFailed.emit(p, "choose a model first")
-            return
-        dropped = self._drop_job()  # the newer choice wins
-        # a model switch that waited on the dropped job must still reach the player
-        fallback = dropped is not None and dropped.fallback
-        if p == self.precision:
-            if fallback and self.source is not None:
-                self.player.set_model(self.settings)
-            self.precisionChanged.emit(p, self.report)  # nothing to do: say what is active
-            return
-        if p == "fp32":
-            self._apply(fp32_variant(self._base()))
-            return
-        if p == "int8" and self.source is None:
-            if fallback:
-                self._apply(fp32_variant(self._base()))
-            self.precisionFailed.emit(p, "open a video first: INT8 is calibrated on its frames")
-            return
-        self._start_job(p, cached_only=cached_only, fallback=fallback)
+        self.choice.set_precision(precision, cached_only=cached_only)
+
+    def choose_precision(self, precision: str) -> None:
+        """The user's choice of precision (set_precision, remembered once active:
+        precisionChanged's ``chosen``)."""
+        self.choice.choose_precision(precision)
+
+    def restore_precision(self, saved: str) -> None:
+        """The last session's precision: FP16 now, INT8 from the cache once a video opens."""
+        self.choice.restore_precision(saved)
 
     @Slot()
     def cancel_precision(self) -> None:
         """Stop preparing a variant; precisionFailed(…, "cancelled") follows."""
-        if self._job is not None:
-            self._job.cancel.set()
-
-    def _base(self) -> ModelSpec:
-        assert self.settings is not None
-        return self._base_model or self.settings.model
-
-    def _drop_job(self) -> PrecisionJob | None:
-        job, self._job = self._job, None
-        if job is not None:
-            job.cancel.set()
-            self._job_token += 1  # whatever it still reports is ignored
-        return job
-
-    def _start_job(self, precision: str, *, cached_only: bool, fallback: bool = False) -> None:
-        self._drop_job()
-        self._job_token += 1
-        job = self._job = PrecisionJob(
-            precision, self._job_token, threading.Event(), cached_only, fallback
-        )
-        assert self.settings is not None
-        conf = getattr(self.settings.params, "conf", CalibrationSettings().conf)
-        calibration = self.calibration or CalibrationSettings(conf=conf)
-        args = (job, self._base(), self.source, calibration)
-        self._start_worker(self._prepare, args, "fl-precision")
+        self.choice.cancel_precision()
 
     def _start_worker(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
         """A worker thread of this controller's (a precision job, an export); shutdown()
@@ -333,7 +266,7 @@ class Controller(QObject):
         """Worker thread: the variant, from the cache or built; the result goes by signal."""
 
         def progress(text: str, fraction: float) -> None:
-            if job.token == self._job_token:  # a superseded job's progress is not shown
+            if self.choice.is_current(job.token):  # a superseded job's progress is not shown
                 self.precisionProgress.emit(text, fraction)
 
         prepare_job(
@@ -344,45 +277,16 @@ class Controller(QObject):
 
     @Slot(int, object)
     def _on_variant_ready(self, token: int, variant: VariantInfo | None) -> None:
-        job = self._job
-        if job is None or token != job.token:
-            return  # superseded
-        self._job = None
-        if variant is None:
-            name = job.precision.upper()
-            model = self._base().name
-            message = f"{name} of {model} is not prepared for this video yet: choose {name}"
-            self._variant_missing(job, message + " to calibrate it")
-            return
-        self._apply(variant)
+        self.choice.variant_ready(token, variant)
 
     @Slot(int, str)
     def _on_variant_failed(self, token: int, message: str) -> None:
-        job = self._job
-        if job is None or token != job.token:
-            return
-        self._job = None
-        self._variant_missing(job, message)
-
-    def _variant_missing(self, job: PrecisionJob, message: str) -> None:
-        if job.fallback and self.source is not None and self.settings is not None:
-            self.player.set_model(self.settings)  # the model switch goes on, at FP32
-            self.precisionChanged.emit(self.precision, self.report)
-        self.precisionFailed.emit(job.precision, message)
-
-    def _apply(self, variant: VariantInfo) -> None:
-        assert self.settings is not None
-        self.settings = replace(self.settings, model=variant.spec, precision=variant.precision)
-        self.precision, self.report = variant.precision, variant.report
-        if self.source is not None:
-            self.player.set_model(self.settings)
-        self.precisionChanged.emit(self.precision, self.report)
+        self.choice.variant_failed(token, message)
 
     # ---- thresholds and overlay ---------------------------------------------------
 
     def _update(self, **changes: object) -> None:
-        if self.settings is not None:
-            self.settings = with_changes(self.settings, changes)
+        self.choice.update(**changes)
         self.player.update(**changes)
 
     @Slot(float)
@@ -403,21 +307,12 @@ class Controller(QObject):
     def set_region(self, region: Region | None) -> None:
         """Super-resolution's region of interest (x, y, w, h in source pixels; None: the
         whole frame); the current frame is upscaled again. No effect on detectors."""
-        if self.settings is not None and isinstance(self.settings.params, SuperResParams):
+        if self.choice.takes_region():
             self._update(region=region)
-
-    @property
-    def superres(self) -> bool:
-        """True while a super-resolution model is loaded."""
-        return self.settings is not None and self.settings.model.task == "superres"
 
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""
-        if self.settings is not None:
-            params = self.settings.params
-            if isinstance(params, DetectParams):
-                params = replace(params, conf=conf, iou=iou)
-            self.settings = replace(self.settings, params=params, overlay=overlay)
+        self.choice.configure(conf=conf, iou=iou, overlay=overlay)
 
     # ---- playback -------------------------------------------------------------------
 
@@ -428,9 +323,10 @@ class Controller(QObject):
         if self.state.source is None:
             self._opened()
         self.player.open(spec, self.settings, play=play)
+        self.choice.source_opening()  # the last session's INT8, if cached for it
 
     def _opened(self) -> None:
-        self.source, self._opening, self.last_result = self._opening, None, None
+        self.choice.source, self._opening, self.last_result = self._opening, None, None
 
     @Slot()
     def play(self) -> None:
@@ -510,7 +406,7 @@ class Controller(QObject):
 
     def shutdown(self) -> None:
         self.cancel_export()
-        self._drop_job()
+        self.choice.shutdown()
         self.player.close()
         # the export and precision threads stop at their next frame or step, cancelled:
         # wait for them, so that none emits into this controller once it is deleted
@@ -518,3 +414,34 @@ class Controller(QObject):
         for thread in self._workers:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._workers = []
+
+
+class _ChoiceSignals:
+    """The controller's side of its PlaybackChoice: the player, Qt signals, threads."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def run(self, settings: PipelineSettings) -> None:
+        self._controller.player.set_model(settings)
+
+    def model_changed(self, spec: ModelSpec | None) -> None:
+        self._controller.modelChanged.emit(spec)
+
+    def precision_changed(
+        self, precision: str, report: SensitivityReport | None, chosen: bool
+    ) -> None:
+        self._controller.precisionChanged.emit(precision, report, chosen)
+
+    def precision_failed(self, precision: str, message: str, restoring: bool) -> None:
+        self._controller.precisionFailed.emit(precision, message, restoring)
+
+    def prepare(
+        self,
+        job: PrecisionJob,
+        spec: ModelSpec,
+        source: str | None,
+        calibration: CalibrationSettings,
+    ) -> None:
+        c = self._controller
+        c._start_worker(c._prepare, (job, spec, source, calibration), "fl-precision")

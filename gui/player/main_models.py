@@ -1,20 +1,63 @@
-"""The main window's model-loading glue: model, device and backend choice, ONNX import."""
+"""The main window's model choice: the Analysis panel's model, device and backend, its
+thresholds, classes and overlay, and ONNX import."""
 
 from __future__ import annotations
 
-from framelens.core.api import FrameLensError, ModelSpec, error_message
+from framelens.core.api import FrameLensError, ModelSpec, OverlayStyle, error_message
 from framelens.gui.common.file_dialogs import ONNX_FILTER, open_file
 from framelens.gui.common.widgets import set_text
 from framelens.gui.player.dialogs import ImportModelDialog
-from framelens.gui.player.main_window_parts import MainWindowParts
-from framelens.gui.player.model_panel import NO_MODEL
-from PySide6.QtCore import Slot
+from framelens.gui.player.main_window_parts import WindowParts
+from framelens.gui.player.model_panel import NO_MODEL, OVERLAYS
+from PySide6.QtCore import QObject, Slot
 
 __all__ = ["ModelChoice"]
 
 
-class ModelChoice(MainWindowParts):
-    """Load the model chosen in the panel (or imported), on the device and backend chosen."""
+class ModelChoice(QObject):
+    """Load the model chosen in the panel (or imported), on the device and backend chosen,
+    with the thresholds and overlay set there (each choice saved)."""
+
+    def __init__(self, parts: WindowParts) -> None:
+        super().__init__(parts.window)
+        self.parts = parts
+        self.key = ""  # the panel's entry of the model loaded: a catalogue name or a path
+        p, c = parts.panel, parts.controller
+        p.modelChosen.connect(self.choose_model)
+        p.importRequested.connect(lambda: self.import_model())
+        p.confChanged.connect(self._on_conf)
+        p.iouChanged.connect(self._on_iou)
+        p.classesChanged.connect(c.set_classes)
+        p.overlayChanged.connect(self._on_overlay)
+        p.deviceChosen.connect(self.choose_device)
+        p.backendChosen.connect(self.choose_backend)
+        c.modelChanged.connect(self._on_model)
+
+    def restore(self) -> None:
+        """The saved thresholds, overlay, device, backend and model (else the default)."""
+        s, c, panel = self.parts.settings, self.parts.controller, self.parts.panel
+        panel.set_thresholds(s.conf, s.iou)
+        panel.set_overlay(OverlayStyle(**{n: s.overlay(n) for n in OVERLAYS}))
+        try:
+            catalog = c.catalog()
+        except FrameLensError as exc:
+            catalog = {}
+            self.parts.show_error(error_message(exc))
+        panel.set_models(catalog)
+        device = s.device
+        if not c.set_device(device):  # saved on a machine with a GPU, say
+            device = s.device = "auto"
+            c.set_device(device)
+        panel.set_devices(c.device_choices(), device)
+        backend = s.backend
+        if backend != "onnxruntime" and not c.set_backend(backend):
+            backend = s.backend = "onnxruntime"  # saved where TensorRT was installed, say
+        panel.set_backends(c.backend_choices(), backend)
+        wanted = s.model or c.default_model()
+        layout, labels, task = s.model_options() if s.model else (None, None, None)
+        if not self._load_model(wanted, layout, labels, task, quiet=True):
+            self._load_model(c.default_model())
+        c.configure(conf=s.conf, iou=s.iou, overlay=panel.overlay())
 
     def _load_model(
         self,
@@ -24,53 +67,55 @@ class ModelChoice(MainWindowParts):
         task: str | None = None,
         quiet: bool = False,
     ) -> bool:
+        c = self.parts.controller
         if key == NO_MODEL:  # for this session: the next start loads the last model
-            self._model_key = key
-            self.controller.clear_model()
+            self.key = key
+            c.clear_model()
             return True
         try:
-            spec = self.controller.resolve(key, layout, labels, task)
+            spec = c.resolve(key, layout, labels, task)
         except FrameLensError as exc:
             if not quiet:
-                self.show_error(error_message(exc))
+                self.parts.show_error(error_message(exc))
             return False
-        self._model_key = key
-        self.settings.model = key
-        self.settings.set_model_options(layout, labels, task)
-        self.controller.use_model(spec)
+        self.key = key
+        self.parts.settings.model = key
+        self.parts.settings.set_model_options(layout, labels, task)
+        c.use_model(spec)
         return True
 
     def choose_device(self, device: str) -> None:
-        if self.controller.set_device(device):
-            self.settings.device = device
+        if self.parts.controller.set_device(device):
+            self.parts.settings.device = device
         else:
-            self.panel.select_device(self.settings.device)
+            self.parts.panel.select_device(self.parts.settings.device)
 
     def choose_backend(self, backend: str) -> None:
-        if self.controller.set_backend(backend):
-            self.settings.backend = backend
+        if self.parts.controller.set_backend(backend):
+            self.parts.settings.backend = backend
         else:
-            self.panel.select_backend(self.settings.backend)
+            self.parts.panel.select_backend(self.parts.settings.backend)
 
     def choose_model(self, key: str) -> None:
-        if key != self._model_key and not self._load_model(key):
+        if key != self.key and not self._load_model(key):
             self._reselect_model()
 
     def import_model(self, path: str | None = None) -> None:
         """Ask for an ONNX file; ask for layout and labels when it is not recognised."""
+        window, c = self.parts.window, self.parts.controller
         if path is None:
-            path = open_file(self, "Import ONNX model", self.settings.last_dir, ONNX_FILTER)
+            path = open_file(window, "Import ONNX model", self.parts.settings.last_dir, ONNX_FILTER)
         if not path:
             self._reselect_model()
             return
         try:
-            self.controller.resolve(path)
+            c.resolve(path)
         except FrameLensError as exc:
-            dialog = ImportModelDialog(path, error_message(exc), self)
+            dialog = ImportModelDialog(path, error_message(exc), window)
             while dialog.exec() == ImportModelDialog.DialogCode.Accepted:
                 args = (dialog.model_path, dialog.layout_name, dialog.labels_file, dialog.task)
                 try:
-                    self.controller.resolve(*args)
+                    c.resolve(*args)
                 except FrameLensError as again:
                     dialog.show_message(error_message(again))
                     continue
@@ -81,20 +126,35 @@ class ModelChoice(MainWindowParts):
         self._load_model(path)
 
     def _reselect_model(self) -> None:
-        i = self.panel.model_combo.findData(self._model_key)
+        combo = self.parts.panel.model_combo
+        i = combo.findData(self.key)
         if i >= 0:
-            self.panel.model_combo.setCurrentIndex(i)
+            combo.setCurrentIndex(i)
 
     @Slot(object)
     def _on_model(self, spec: ModelSpec | None) -> None:
+        panel, label = self.parts.panel, self.parts.status_bar.model
         if spec is None:
-            self.panel.show_model(NO_MODEL, None)
-            set_text(self.model_label, "No model")
-            self._sync_superres(None)
+            panel.show_model(NO_MODEL, None)
+            set_text(label, "No model")
             return
-        self.panel.show_model(self._model_key or spec.name, spec)
-        set_text(self.model_label, spec.name)
+        panel.show_model(self.key or spec.name, spec)
+        set_text(label, spec.name)
         if spec.task != "superres":  # back from super-resolution: the saved thresholds
-            s = self.settings
-            self.controller.configure(conf=s.conf, iou=s.iou, overlay=self.panel.overlay())
-        self._sync_superres(spec)
+            s = self.parts.settings
+            self.parts.controller.configure(conf=s.conf, iou=s.iou, overlay=panel.overlay())
+
+    # ---- thresholds and overlay, saved as they change --------------------------------
+
+    def _on_conf(self, value: float) -> None:
+        self.parts.settings.conf = value
+        self.parts.controller.set_conf(value)
+
+    def _on_iou(self, value: float) -> None:
+        self.parts.settings.iou = value
+        self.parts.controller.set_iou(value)
+
+    def _on_overlay(self, style: OverlayStyle) -> None:
+        for name in OVERLAYS:
+            self.parts.settings.set_overlay(name, bool(getattr(style, name)))
+        self.parts.controller.set_overlay(style)

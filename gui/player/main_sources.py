@@ -11,9 +11,10 @@ from pathlib import Path
 from framelens.core.api import WALL_LAYOUT_SUFFIX, list_cameras, writable_folder
 from framelens.gui.common.file_dialogs import VIDEO_FILTER, open_file, save_file
 from framelens.gui.player.dialogs import ExportDialog, OpenCameraDialog, OpenUrlDialog
-from framelens.gui.player.main_window_parts import MainWindowParts
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from framelens.gui.player.main_window_parts import WindowParts
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import QMenu
 
 __all__ = ["SourceOpening", "camera_spec", "display_name"]
 
@@ -34,48 +35,108 @@ def display_name(spec: str) -> str:
     return Path(spec).name
 
 
-class SourceOpening(MainWindowParts):
+class SourceOpening(QObject):
     """Open a file, camera or stream (dialogs, drops, recent files); snapshot and export."""
+
+    opening = Signal(str)  # a source asked for (the player opens it next)
+    wallRequested = Signal(list)  # several files dropped: a video wall of them
+    layoutRequested = Signal(str)  # a saved wall layout opened as a source
+
+    def __init__(self, parts: WindowParts) -> None:
+        super().__init__(parts.window)
+        self.parts = parts
+        self._pending_recent: str | None = None  # added to Recent once it has opened
+        a = parts.action
+        self.open_action = a("&Open Video…", self.choose_file, "Ctrl+O", "open")
+        self.camera_action = a("Open &Camera…", self.choose_camera, "Ctrl+Shift+O", "camera")
+        self.url_action = a("Open &URL…", self.choose_url, "Ctrl+U", "stream")
+        self.export_action = a(
+            "&Export…",
+            self.open_export_dialog,
+            "Ctrl+E",
+            "export",
+            "Export annotated video and detections",
+        )
+        self.snapshot_action = a(
+            "Save &Snapshot…",
+            lambda: self.save_snapshot(),
+            "F12",
+            "snapshot",
+            "Save the annotated frame as PNG",
+        )
+        self.snapshot_action.setShortcuts([QKeySequence("F12"), QKeySequence("Ctrl+Shift+S")])
+        self.recent_menu = QMenu("Open &Recent", parts.window)
+        self._rebuild_recent(parts.settings.recent)
+        parts.controller.errorOccurred.connect(self._on_error)
+        parts.controller.snapshotSaved.connect(
+            lambda path: parts.show_message(f"Saved {path}", 5000)
+        )
+
+    @property
+    def source_actions(self) -> list[QAction]:
+        """File's ways in, in the menu's order."""
+        return [self.open_action, self.camera_action, self.url_action]
 
     def open_source(self, spec: str, *, play: bool = True) -> None:
         """Open a file, URL or camera spec and start playing it (``play`` False: paused
         on its first frame, as a seek after it wants). A saved wall layout opens its wall."""
         if spec.lower().endswith(WALL_LAYOUT_SUFFIX):
-            self.open_wall_layout(spec)
+            self.layoutRequested.emit(spec)
             return
-        self.source = spec
+        self.parts.shown.source = spec
         self._pending_recent = spec  # the view and plots start afresh once it has opened
-        self.setWindowTitle(f"FrameLens — {display_name(spec)}")
-        self.statusBar().showMessage(f"Opening {spec}…")
-        self.controller.open_source(spec, play=play)  # played only once it has opened
-        if self._restore_precision is not None and self.controller.preparing is None:
-            # the last session's INT8, if this video's calibration is cached
-            self.controller.set_precision(self._restore_precision, cached_only=True)
-            self._sync_precision()
+        self.parts.window.setWindowTitle(f"FrameLens — {display_name(spec)}")
+        self.parts.show_message(f"Opening {spec}…")
+        self.parts.controller.open_source(spec, play=play)  # played only once it has opened
+        self.opening.emit(spec)
 
     def open_at(self, spec: str, frame: int) -> None:
         """Open a video file paused at ``frame`` (a batch result's hit, say)."""
-        if self.source == spec and self.state.source is not None:
-            self.controller.pause()  # the same video: no reopening, only the seek
+        c = self.parts.controller
+        if self.parts.shown.source == spec and c.state.source is not None:
+            c.pause()  # the same video: no reopening, only the seek
         else:
             self.open_source(spec, play=False)
-        self.controller.seek(max(0, frame))
+        c.seek(max(0, frame))
+
+    def source_opened(self) -> None:
+        """The source asked for has opened: it goes to the top of Open Recent."""
+        if self._pending_recent is not None:
+            self.add_recent(self._pending_recent)
+            self._pending_recent = None
+
+    def _on_error(self, message: str) -> None:
+        pending = self._pending_recent
+        current = self.parts.controller.state.source
+        if pending is not None and (
+            current is None or display_name(pending).lower() in message.lower()
+        ):
+            # the open failed: the title and the recent list stay with what plays
+            self._pending_recent = None
+            self.parts.shown.source = current.uri if current is not None else None
+            self.parts.window.setWindowTitle(
+                f"FrameLens — {display_name(current.uri)}" if current is not None else "FrameLens"
+            )
 
     def choose_file(self) -> None:
-        path = open_file(self, "Open video", self.settings.last_dir, VIDEO_FILTER)
+        s = self.parts.settings
+        path = open_file(self.parts.window, "Open video", s.last_dir, VIDEO_FILTER)
         if path:
-            self.settings.last_dir = str(Path(path).parent)
+            s.last_dir = str(Path(path).parent)
             self.open_source(path)
 
     def choose_camera(self) -> None:
-        dialog = OpenCameraDialog(list_cameras(), self)
+        dialog = OpenCameraDialog(list_cameras(), self.parts.window)
         if dialog.exec() == OpenCameraDialog.DialogCode.Accepted and dialog.spec:
             self.open_source(dialog.spec)
 
     def choose_url(self) -> None:
-        dialog = OpenUrlDialog(self.settings.recent, self)
+        dialog = OpenUrlDialog(self.parts.settings.recent, self.parts.window)
         if dialog.exec() == OpenUrlDialog.DialogCode.Accepted and dialog.url:
             self.open_source(dialog.url)
+
+    def add_recent(self, spec: str) -> None:
+        self._rebuild_recent(self.parts.settings.add_recent(spec))
 
     def _rebuild_recent(self, items: list[str]) -> None:
         menu = self.recent_menu
@@ -92,21 +153,22 @@ class SourceOpening(MainWindowParts):
         menu.setEnabled(bool(items))
 
     def _clear_recent(self) -> None:
-        self.settings.clear_recent()
+        self.parts.settings.clear_recent()
         self._rebuild_recent([])
 
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+    @staticmethod
+    def drag_enter(event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
-    def dropEvent(self, event: QDropEvent) -> None:
+    def drop(self, event: QDropEvent) -> None:
         urls = event.mimeData().urls()
         if len(urls) > 1:  # several files: a video wall
             specs = [u.toLocalFile() if u.isLocalFile() else u.toString() for u in urls]
             if any(s.lower().endswith(WALL_LAYOUT_SUFFIX) for s in specs):
-                self.show_error("drop a wall layout on its own, not with videos")
+                self.parts.show_error("drop a wall layout on its own, not with videos")
                 return
-            self.open_wall(specs)
+            self.wallRequested.emit(specs)
             event.acceptProposedAction()
         elif urls:
             url = urls[0]
@@ -114,39 +176,41 @@ class SourceOpening(MainWindowParts):
             event.acceptProposedAction()
 
     def save_snapshot(self, path: str | None = None) -> None:
-        if self.controller.last_result is None:
-            self.show_error("nothing to save: open a video first")
+        c, s = self.parts.controller, self.parts.settings
+        if c.last_result is None:
+            self.parts.show_error("nothing to save: open a video first")
             return
         if path is None:
-            index = self.controller.last_result.frame.index
-            stem = Path(display_name(self.source or "frame")).stem or "frame"
-            folder = self._snapshot_folder()
-            suggested = str(folder / f"{stem}_{index:06d}.png")
-            path = save_file(self, "Save snapshot", suggested, "PNG image (*.png)")
+            index = c.last_result.frame.index
+            stem = Path(display_name(self.parts.shown.source or "frame")).stem or "frame"
+            suggested = str(self._snapshot_folder() / f"{stem}_{index:06d}.png")
+            path = save_file(self.parts.window, "Save snapshot", suggested, "PNG image (*.png)")
             if not path:
                 return
-            self.settings.snapshot_dir = str(Path(path).parent)
-        self.controller.save_snapshot(path)
+            s.snapshot_dir = str(Path(path).parent)
+        c.save_snapshot(path)
 
     def _snapshot_folder(self) -> Path:
         """Where the last snapshot went, else the video's folder (where Export writes)
         when it can be written, else the folder files were last opened from."""
-        info = self.state.source
+        info, s = self.parts.controller.state.source, self.parts.settings
         video = Path(info.uri).absolute().parent if info and info.kind == "file" else None
-        usable = writable_folder(self.settings.snapshot_dir) or writable_folder(video)
-        return usable or Path(self.settings.last_dir or Path.home())
+        usable = writable_folder(s.snapshot_dir) or writable_folder(video)
+        return usable or Path(s.last_dir or Path.home())
 
     def open_export_dialog(self) -> ExportDialog | None:
-        if self.source is None or self.state.source is None:
-            self.show_error("nothing to export: open a video first")
+        c, shown = self.parts.controller, self.parts.shown
+        state = c.state
+        if shown.source is None or state.source is None:
+            self.parts.show_error("nothing to export: open a video first")
             return None
-        if not self.state.source.seekable and self.state.source.kind != "file":
-            self.show_error("export works on files; record a camera or stream first")
+        if not state.source.seekable and state.source.kind != "file":
+            self.parts.show_error("export works on files; record a camera or stream first")
             return None
         # the frame on screen, as the transport counts it: the player's state can trail
         # the picture by a moment after a seek (the dialog said 3 while 101 was shown)
-        current = self.shown_index if self.shown_index >= 0 else max(0, self.state.index)
-        dialog = ExportDialog(self.controller, self.source, self.state.frame_count, current, self)
+        current = shown.index if shown.index >= 0 else max(0, state.index)
+        dialog = ExportDialog(c, shown.source, state.frame_count, current, self.parts.window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog

@@ -27,12 +27,12 @@ from framelens.core.api import (
 )
 from framelens.gui.display.gl_texture import Frame
 from framelens.gui.display.image_view import ImageView
-from framelens.gui.player.main_window_parts import MainWindowParts
+from framelens.gui.player.main_window_parts import WindowParts
 from framelens.gui.superres.crop_strip import CropStrip, CropWorker
 from framelens.gui.superres.sr_canvas import MODE_LABELS, MODES
 from framelens.gui.superres.sr_jobs import QualityJob
 from framelens.gui.superres.sr_panel import ORIGINAL_FILTERS, CropPanel, SrPanel, quality_text
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QSplitter, QToolBar, QWidget
 
@@ -47,35 +47,24 @@ TIPS = {
 }
 
 
-class SuperResolution(MainWindowParts):
+class SuperResolution(QObject):
     """Views, PSNR on demand and enlarged detections (see the module doc)."""
-
-    roi_view: ImageView
-    crop_strip: CropStrip
-    crop_worker: CropWorker
-    quality_job: QualityJob
-    sr_panel: SrPanel
-    crop_panel: CropPanel
-    sr_mode_actions: dict[str, QAction]
-    measure_action: QAction
-    clear_region_action: QAction
-    actual_pixels_action: QAction
-    sr_toolbar: QToolBar
-    last_quality: FrameQuality | None
-    _sr_row: QSplitter
-    _sr_column: QSplitter
 
     # ---- construction ---------------------------------------------------------------
 
-    def _build_superres(self) -> QWidget:
-        """The panel's sections and the video area: the canvas, the region of interest
-        beside it and the enlarged detections under it (returned for the central layout)."""
-        self.last_quality = None
+    def __init__(self, parts: WindowParts) -> None:
+        """The panel's sections and the video area (``widget``): the canvas, the region
+        of interest beside it and the enlarged detections under it; the actions."""
+        super().__init__(parts.window)
+        self.parts = parts
+        self.canvas, self.controller, self.settings = parts.canvas, parts.controller, parts.settings
+        self.panel, self.show_error = parts.panel, parts.show_error
+        self.last_quality: FrameQuality | None = None
         self.roi_view = ImageView("Drag a rectangle on the video: it is upscaled here")
         self.roi_view.setObjectName("roiView")
         self.crop_strip = CropStrip()
-        self.crop_worker = CropWorker(self)
-        self.quality_job = QualityJob(self)
+        self.crop_worker = CropWorker(parts.window)
+        self.quality_job = QualityJob(parts.window)
         self.sr_panel = SrPanel()
         self.crop_panel = CropPanel()
         self.panel.add_section(self.sr_panel)
@@ -91,7 +80,10 @@ class SuperResolution(MainWindowParts):
         self.roi_view.hide()
         self.crop_strip.hide()
         self._sr_row, self._sr_column = row, column
-        return row
+        self.widget: QWidget = row
+        self._build_actions()
+        self._connect()
+        self.controller.modelChanged.connect(self._sync)
 
     def _show_beside(self, on: bool) -> None:
         """The region of interest beside the video, a third of the width."""
@@ -107,10 +99,10 @@ class SuperResolution(MainWindowParts):
             self._sr_column.setSizes([total * 3 // 5, total * 2 // 5])
         self.crop_strip.setVisible(on)
 
-    def _build_sr_actions(self) -> None:
+    def _build_actions(self) -> None:
         group = QActionGroup(self)
         group.setExclusive(True)
-        self.sr_mode_actions = {}
+        self.sr_mode_actions: dict[str, QAction] = {}
         for i, mode in enumerate(MODES):
             action = self._sr_action(
                 MODE_LABELS[mode],
@@ -135,18 +127,7 @@ class SuperResolution(MainWindowParts):
             "&Actual Pixels", lambda: self.canvas.set_pixel_scale(1.0), "Ctrl+Alt+0"
         )
 
-    def _sr_action(self, text: str, slot: object, shortcut: str, tip: str = "") -> QAction:
-        return self._action(text, slot, shortcut, tip=tip)
-
-    def _build_sr_menus(self, view_menu: QMenu, analysis_menu: QMenu) -> None:
-        menu = view_menu.addMenu("&Super-resolution View")
-        menu.addActions(list(self.sr_mode_actions.values()))
-        menu.addSeparator()
-        menu.addAction(self.clear_region_action)
-        view_menu.addAction(self.actual_pixels_action)
-        analysis_menu.addSeparator()
-        analysis_menu.addAction(self.measure_action)
-        bar = self.addToolBar("Super-resolution")
+        bar = self.sr_toolbar = QToolBar("Super-resolution")
         bar.setObjectName("superresToolBar")
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
@@ -154,9 +135,22 @@ class SuperResolution(MainWindowParts):
         bar.addSeparator()
         self.measure_action.setIconText("Measure PSNR")
         bar.addAction(self.measure_action)
-        self.sr_toolbar = bar
 
-    def _connect_superres(self) -> None:
+    def _sr_action(self, text: str, slot: object, shortcut: str, tip: str = "") -> QAction:
+        return self.parts.action(text, slot, shortcut, tip=tip)
+
+    def add_to_menus(self, view_menu: QMenu, analysis_menu: QMenu) -> None:
+        """Its submenu of View, its entries in Analysis, and its toolbar."""
+        menu = view_menu.addMenu("&Super-resolution View")
+        menu.addActions(list(self.sr_mode_actions.values()))
+        menu.addSeparator()
+        menu.addAction(self.clear_region_action)
+        view_menu.addAction(self.actual_pixels_action)
+        analysis_menu.addSeparator()
+        analysis_menu.addAction(self.measure_action)
+        self.parts.window.addToolBar(self.sr_toolbar)
+
+    def _connect(self) -> None:
         c, s = self.canvas, self.settings
         c.modeChanged.connect(self._on_sr_mode)
         c.dividerMoved.connect(lambda f: setattr(s, "sr_divider", f))
@@ -175,7 +169,7 @@ class SuperResolution(MainWindowParts):
         self.crop_worker.cropsReady.connect(self._on_crops)
         self.crop_worker.failed.connect(lambda m: self.show_error(f"Enlarge detections: {m}"))
 
-    def _restore_superres(self) -> None:
+    def restore(self) -> None:
         s, c = self.settings, self.canvas
         c.set_divider(s.sr_divider)
         c.set_lens_zoom(s.sr_lens_zoom)
@@ -191,7 +185,7 @@ class SuperResolution(MainWindowParts):
 
     # ---- model and mode ----------------------------------------------------------------
 
-    def _sync_superres(self, spec: ModelSpec | None) -> None:
+    def _sync(self, spec: ModelSpec | None) -> None:
         """What the loaded model's task offers: the views for super-resolution, the crop
         strip for detectors (None, no model: neither)."""
         sr = spec is not None and spec.task == "superres"
@@ -230,8 +224,8 @@ class SuperResolution(MainWindowParts):
         self.controller.set_region(self.canvas.region if mode == "roi" else None)
         last = self.controller.last_result
         if last is not None and isinstance(last.output, Upscaled):
-            self._show_superres(last)  # what is shown changes now, not at the next frame
-        self.statusBar().showMessage(f"View: {MODE_LABELS[mode]}", 2000)
+            self.show(last)  # what is shown changes now, not at the next frame
+        self.parts.status_bar.showMessage(f"View: {MODE_LABELS[mode]}", 2000)
 
     def _on_region(self, region: Region | None) -> None:
         if self.canvas.mode == "roi":
@@ -242,11 +236,11 @@ class SuperResolution(MainWindowParts):
         self.sr_panel.show_filter(key)
         last = self.controller.last_result
         if last is not None and isinstance(last.output, Upscaled):
-            self._show_superres(last)
+            self.show(last)
 
     # ---- showing a result ----------------------------------------------------------------
 
-    def _show_superres(self, result: FrameResult) -> None:
+    def show(self, result: FrameResult) -> None:
         """A super-resolution result on the canvas, as the view wants it."""
         output: object = result.output
         assert isinstance(output, Upscaled)
@@ -317,12 +311,12 @@ class SuperResolution(MainWindowParts):
             return
         if self.quality_job.start(result.frame.image, settings):
             self.sr_panel.quality_label.setText(f"Measuring frame {result.frame.index + 1}…")
-            self.statusBar().showMessage("Measuring PSNR…", 3000)
+            self.parts.status_bar.showMessage("Measuring PSNR…", 3000)
 
     def _on_quality(self, quality: FrameQuality, model: str, precision: str) -> None:
         self.last_quality = quality
         self.sr_panel.quality_label.setText(quality_text(quality, model, precision))
-        self.statusBar().showMessage(
+        self.parts.status_bar.showMessage(
             f"{model} {precision.upper()}: {quality.model.psnr_db:.2f} dB, SSIM "
             f"{quality.model.ssim:.4f} · bicubic {quality.bicubic.psnr_db:.2f} dB, SSIM "
             f"{quality.bicubic.ssim:.4f}",
@@ -351,13 +345,13 @@ class SuperResolution(MainWindowParts):
         self._configure_crops()
         last = self.controller.last_result
         if on and last is not None:
-            self._feed_crops(last)
+            self.feed_crops(last)
 
     def _on_crops_model(self, name: str) -> None:
         self.settings.crops_model = name
         self._configure_crops()
 
-    def _feed_crops(self, result: FrameResult) -> None:
+    def feed_crops(self, result: FrameResult) -> None:
         """Hand the shown frame's detections of the chosen classes to the crop worker."""
         if self.crop_worker.settings is None or isinstance(result.output, Upscaled):
             return
@@ -374,6 +368,9 @@ class SuperResolution(MainWindowParts):
             dtype=np.intp,
         )
         self.crop_worker.submit(result.frame.image, dets.select(keep), result.frame.index)
+
+    def close(self) -> None:
+        self.crop_worker.close()
 
     def _on_crops(self, crops: list[EnlargedCrop], index: int) -> None:
         del index

@@ -12,31 +12,61 @@ from framelens.gui.common.file_dialogs import (
     open_file,
     open_files_telling,
 )
-from framelens.gui.player.main_window_parts import MainWindowParts
+from framelens.gui.player.main_window_parts import WindowParts
 from framelens.gui.wall.wall_window import WallWindow
+from PySide6.QtCore import QObject, Signal
 
 __all__ = ["WallOpening"]
 
 
-class WallOpening(MainWindowParts):
+class WallOpening(QObject):
     """Opens the wall window on several sources, and moves between it and the player."""
 
-    wall_window: WallWindow | None
+    playRequested = Signal(str)  # a tile focused: play it in the main window
+    layoutOpened = Signal(str)  # a saved layout opened: it goes to Open Recent
+
+    def __init__(self, parts: WindowParts) -> None:
+        super().__init__(parts.window)
+        self.parts = parts
+        self.window: WallWindow | None = None
+        a = parts.action
+        self.several_action = a(
+            "Open &Several…",
+            self.choose_several,
+            "Ctrl+Alt+O",
+            "open",
+            "Play several videos at once in a video wall (one engine call for all)",
+        )
+        self.layout_action = a(
+            "Open &Wall Layout…",
+            self.choose_wall_layout,
+            tip="Open a saved video wall: its sources and its grid",
+        )
+        self.back_action = a(
+            # Alt+Left, "back" as in a browser: Esc clears a super-resolution region
+            "Back to &Wall",
+            self.back_to_wall,
+            "Alt+Left",
+            tip="Return to the video wall",
+        )
+        self.back_action.setEnabled(False)
 
     def choose_several(self) -> None:
+        s = self.parts.settings
         paths, left_out = open_files_telling(
-            self, "Open several videos", self.settings.last_dir, VIDEO_FILTER
+            self.parts.window, "Open several videos", s.last_dir, VIDEO_FILTER
         )
         if left_out:  # Qt's dialog drops them silently
-            self.show_error(f"Open Several {left_out}")
+            self.parts.show_error(f"Open Several {left_out}")
         if paths:
-            self.settings.last_dir = str(Path(paths[0]).parent)
+            s.last_dir = str(Path(paths[0]).parent)
             self.open_wall(paths)
 
     def choose_wall_layout(self) -> None:
-        path = open_file(self, "Open wall layout", self.settings.last_dir, WALL_LAYOUT_FILTER)
+        s = self.parts.settings
+        path = open_file(self.parts.window, "Open wall layout", s.last_dir, WALL_LAYOUT_FILTER)
         if path:
-            self.settings.last_dir = str(Path(path).parent)
+            s.last_dir = str(Path(path).parent)
             self.open_wall_layout(path)
 
     def open_wall_layout(self, path: str) -> WallWindow | None:
@@ -46,56 +76,60 @@ class WallOpening(MainWindowParts):
         try:
             wall = load_wall_layout(path)
         except FrameLensError as exc:
-            self.show_error(str(exc))
+            self.parts.show_error(str(exc))
             return None
         window = self.open_wall(list(wall.sources), layout=wall.layout)
         if window is not None:
             window.layout_path = path
-            self._rebuild_recent(self.settings.add_recent(path))
+            self.layoutOpened.emit(path)
         return window
 
     def open_wall(self, specs: list[str], *, layout: str | None = None) -> WallWindow | None:
         """A wall of ``specs`` with the model chosen here, in ``layout`` (None: the last
         one chosen); the player here pauses."""
-        settings = self.controller.settings
-        if settings is None:
-            self.show_error("choose a model before opening a video wall")
+        c, s = self.parts.controller, self.parts.settings
+        if c.settings is None:
+            self.parts.show_error("choose a model before opening a video wall")
             return None
-        if self.wall_window is not None:
-            self.wall_window.close()
-            self.wall_window.deleteLater()
-        self.controller.pause()  # the cores go to the wall
-        realtime = self.settings.realtime
+        if self.window is not None:
+            self.window.close()
+            self.window.deleteLater()
+        c.pause()  # the cores go to the wall
         window = WallWindow(
-            list(specs), settings, self.settings, self, realtime=realtime, layout=layout
+            list(specs), c.settings, s, self.parts.window, realtime=s.realtime, layout=layout
         )
         window.focusRequested.connect(self.focus_tile)
-        self.wall_window = window
-        self.back_to_wall_action.setEnabled(False)
+        self.window = window
+        self.back_action.setEnabled(False)
         window.show()
         return window
 
     def focus_tile(self, spec: str) -> None:
         """Play ``spec`` here, with the usual controls; the wall pauses out of sight."""
-        wall = self.wall_window
+        wall = self.window
         if wall is None:
             return
         wall.pause()
         wall.hide()
-        self.open_source(spec)
-        self.back_to_wall_action.setEnabled(True)
-        self.show()
-        self.raise_()
-        self.activateWindow()
+        self.playRequested.emit(spec)
+        self.back_action.setEnabled(True)
+        main = self.parts.window
+        main.show()
+        main.raise_()
+        main.activateWindow()
 
     def back_to_wall(self) -> None:
         """The wall again (Alt+Left), playing; the player here pauses."""
-        wall = self.wall_window
+        wall = self.window
         if wall is None:
             return
-        self.controller.pause()
-        self.back_to_wall_action.setEnabled(False)
+        self.parts.controller.pause()
+        self.back_action.setEnabled(False)
         wall.show()
         wall.raise_()
         wall.activateWindow()
         wall.resume()
+
+    def close(self) -> None:
+        if self.window is not None:
+            self.window.close()

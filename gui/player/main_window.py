@@ -1,10 +1,16 @@
 """The main window: canvas, transport bar, model panel, plots, menus and status bar.
 
 Widgets only send intents to the Controller and draw what its signals bring. The
-window is built here (layout, docks, status bar, wiring, saved settings) and shows
-results and state; its other jobs are mixins: actions and menus (main_actions),
-opening sources, snapshot and export (main_sources), model choice (main_models),
-precision switching (main_precision) and batch analysis (main_batch).
+window builds its shared parts (gui/player/main_window_parts.py: the controller, the
+canvas, the panel, the transport bar, the status bar), lays them out, and composes one
+feature object per job, each handed those parts: the playback controls
+(main_playback.py), opening sources, snapshot and export (main_sources.py), the video
+wall (main_wall.py), batch analysis (main_batch.py), the model, device, backend and
+thresholds (main_models.py), precision switching (main_precision.py), the
+super-resolution views and enlarged detections (main_superres.py), the detections list
+(main_detections.py), the compare view (main_compare.py) and the menus and toolbar that
+hold their actions (main_actions.py). Features reach each other through those parts and
+Qt signals only. The window itself shows results and state and says errors.
 """
 
 from __future__ import annotations
@@ -14,36 +20,35 @@ from typing import cast
 
 from framelens.core.api import (
     DeviceFrame,
-    FrameLensError,
     FrameResult,
     OverlayStyle,
     PlayerState,
     Upscaled,
-    error_message,
 )
 from framelens.gui.common.controller import Controller
 from framelens.gui.common.settings import Settings
 from framelens.gui.common.widgets import icon, set_text
 from framelens.gui.compare.compare_view import CompareWindow
-from framelens.gui.compare.sensitivity import SensitivityDialog
 from framelens.gui.display.plots import StagePlots
-from framelens.gui.player.main_actions import MainActions
+from framelens.gui.player.dialogs import ExportDialog
+from framelens.gui.player.main_actions import MainMenus
 from framelens.gui.player.main_batch import BatchAnalysis
+from framelens.gui.player.main_compare import CompareOpening
 from framelens.gui.player.main_detections import DetectionsList
 from framelens.gui.player.main_models import ModelChoice
+from framelens.gui.player.main_playback import PlaybackControls
 from framelens.gui.player.main_precision import PrecisionSwitching
 from framelens.gui.player.main_sources import SourceOpening, camera_spec, display_name
 from framelens.gui.player.main_superres import SuperResolution
 from framelens.gui.player.main_wall import WallOpening
-from framelens.gui.player.model_panel import OVERLAYS, ModelPanel
+from framelens.gui.player.main_window_parts import Shown, WindowParts
+from framelens.gui.player.model_panel import ModelPanel
 from framelens.gui.player.status_bar import MainStatusBar
 from framelens.gui.player.transport import TransportBar
 from framelens.gui.superres.sr_canvas import SrCanvas
 from framelens.gui.wall.wall_window import WallWindow
-from PySide6.QtCore import QByteArray, Qt, QTimer, Slot
-from PySide6.QtGui import (
-    QCloseEvent,
-)
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QMainWindow,
@@ -67,18 +72,10 @@ REFRESH_RATES = {
 }
 
 
-class MainWindow(
-    MainActions,
-    SourceOpening,
-    WallOpening,
-    BatchAnalysis,
-    ModelChoice,
-    PrecisionSwitching,
-    SuperResolution,
-    DetectionsList,
-    QMainWindow,
-):
+class MainWindow(QMainWindow):
     """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
+
+    sourceOpened = Signal()  # the source asked for has opened (its first state)
 
     def __init__(
         self,
@@ -90,21 +87,13 @@ class MainWindow(
         self.controller = controller or Controller(self)
         self.state = PlayerState()
         self.results_shown = 0
-        self.shown_index = -1  # source index of the frame on screen
-        self.source: str | None = None
+        self._shown = Shown()
         self._latest: FrameResult | None = None
         self._plots_at = 0.0
         self._ui_timer = QTimer(self)
         self._ui_timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._ui_timer.timeout.connect(self._tick)
         self._plots_interval_s = 0.1
-        self._pending_recent: str | None = None
-        self._model_key = ""
-        self._asked_precision: str | None = None  # chosen by the user, being prepared
-        self._restore_precision: str | None = None  # saved INT8: looked up once a video opens
-        self.compare_window: CompareWindow | None = None
-        self.sensitivity_dialog: SensitivityDialog | None = None
-        self.wall_window: WallWindow | None = None
 
         self.setWindowTitle("FrameLens")
         self.setWindowIcon(icon("framelens"))
@@ -112,18 +101,109 @@ class MainWindow(
         self.setDockOptions(
             QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
         )
-
         self.canvas = SrCanvas()  # with the super-resolution views (main_superres.py)
         self.transport = TransportBar()
         self.panel = ModelPanel()
+        self.plots = StagePlots(auto_refresh=False)  # refreshed by _tick
+        self.error_box = QMessageBox(self)
+        self.error_box.setIcon(QMessageBox.Icon.Warning)
+        self.error_box.setWindowTitle("FrameLens")
+        self.error_box.setWindowModality(Qt.WindowModality.NonModal)
+        self._build_status_bar()
+        parts = WindowParts(
+            self,
+            self.controller,
+            self.settings,
+            self.canvas,
+            self.panel,
+            self.transport,
+            self.status_bar,
+            self._shown,
+            self.show_error,
+        )
+
+        # the features, each with its widgets, actions and slots
+        self.menus = MainMenus(parts)
+        self.playback = PlaybackControls(parts)
+        self.sources = SourceOpening(parts)
+        self.wall = WallOpening(parts)
+        self.batch = BatchAnalysis(parts)
+        self.models = ModelChoice(parts)
+        self.precision = PrecisionSwitching(parts)
+        self.superres = SuperResolution(parts)
+        self.compare = CompareOpening(parts, model_key=lambda: self.models.key)
+        self._lay_out()
+        self.menus.fill(
+            sources=self.sources,
+            wall=self.wall,
+            batch=self.batch,
+            playback=self.playback,
+            precision=self.precision,
+            superres=self.superres,
+            compare_action=self.compare.action,
+            docks=[self.panel_dock, self.plots_dock],
+        )
+        self._connect()
+        self._restore()
+        # after the restore: restoreDockWidget puts its dock back where it was
+        self.detections = DetectionsList(parts, beside=self.panel_dock)
+        self.menus.add_view_toggle(self.detections.action, self.plots_dock.toggleViewAction())
+
+    # ---- what users do (the features' own, for scripts and tests) ----------------------
+
+    @property
+    def source(self) -> str | None:
+        """The source asked for last (the title's), before and after it has opened."""
+        return self._shown.source
+
+    @property
+    def shown_index(self) -> int:
+        """The source index of the frame on screen (-1: none yet)."""
+        return self._shown.index
+
+    def open_source(self, spec: str, *, play: bool = True) -> None:
+        self.sources.open_source(spec, play=play)
+
+    def open_compare(self) -> CompareWindow | None:
+        return self.compare.open_compare()
+
+    def open_at(self, spec: str, frame: int) -> None:
+        self.sources.open_at(spec, frame)
+
+    def save_snapshot(self, path: str | None = None) -> None:
+        self.sources.save_snapshot(path)
+
+    def open_export_dialog(self) -> ExportDialog | None:
+        return self.sources.open_export_dialog()
+
+    def open_wall(self, specs: list[str], *, layout: str | None = None) -> WallWindow | None:
+        return self.wall.open_wall(specs, layout=layout)
+
+    def choose_model(self, key: str) -> None:
+        self.models.choose_model(key)
+
+    def import_model(self, path: str | None = None) -> None:
+        self.models.import_model(path)
+
+    def choose_device(self, device: str) -> None:
+        self.models.choose_device(device)
+
+    def choose_backend(self, backend: str) -> None:
+        self.models.choose_backend(backend)
+
+    def choose_precision(self, precision: str) -> None:
+        self.precision.choose_precision(precision)
+
+    # ---- construction ---------------------------------------------------------------
+
+    def _lay_out(self) -> None:
         central = QWidget()
         cl = QVBoxLayout(central)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.setSpacing(0)
-        cl.addWidget(self._build_superres(), 1)  # the canvas, the ROI view, the crop strip
+        cl.addWidget(self.superres.widget, 1)  # the canvas, the ROI view, the crop strip
         cl.addWidget(self.transport)
         self.setCentralWidget(central)
-
         # The side panel runs the full height; the plots sit under the video only.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         scroll = QScrollArea()
@@ -135,30 +215,9 @@ class MainWindow(
         self.panel_dock = self._dock(
             "Analysis", "analysisDock", scroll, Qt.DockWidgetArea.RightDockWidgetArea
         )
-        self.plots = StagePlots(auto_refresh=False)  # refreshed by _tick
         self.plots_dock = self._dock(
             "Performance", "performanceDock", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea
         )
-
-        self.error_box = QMessageBox(self)
-        self.error_box.setIcon(QMessageBox.Icon.Warning)
-        self.error_box.setWindowTitle("FrameLens")
-        self.error_box.setWindowModality(Qt.WindowModality.NonModal)
-
-        self._build_status_bar()
-        self._build_actions()
-        self._build_sr_actions()
-        self._build_batch_actions()
-        self._build_menus()
-        self._build_toolbar()
-        self._build_sr_menus(self.view_menu, self.analysis_menu)
-        self._build_batch_menus()
-        self._connect()
-        self._connect_superres()
-        self._restore()
-        self._build_detections()  # after the restore: it puts the dock back (main_detections)
-
-    # ---- construction ---------------------------------------------------------------
 
     def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -189,37 +248,23 @@ class MainWindow(
         self.fps_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
     def _connect(self) -> None:
-        c, t, p = self.controller, self.transport, self.panel
+        c = self.controller
         c.resultReady.connect(self._on_result)
         c.stateChanged.connect(self._on_state)
         c.errorOccurred.connect(self.show_error)
-        c.modelChanged.connect(self._on_model)
-        c.snapshotSaved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 5000))
         self.canvas.drawTimeMs.connect(self.plots.add_display_time)
         c.stateChanged.connect(lambda state: self.plots.set_dropped(state.dropped))
         self.canvas.zoomChanged.connect(
             lambda z: self.statusBar().showMessage(f"Zoom {z * 100:.0f}%", 1500)
         )
-        t.play_button.clicked.connect(c.toggle_play)
-        t.back_button.clicked.connect(lambda: c.step(-1))
-        t.forward_button.clicked.connect(lambda: c.step(1))
-        t.seekRequested.connect(c.seek)
-        t.speed_combo.currentIndexChanged.connect(self._on_speed)
-        t.realtime_button.toggled.connect(self._on_realtime)
-        p.modelChosen.connect(self.choose_model)
-        p.importRequested.connect(lambda: self.import_model())
-        p.confChanged.connect(self._on_conf)
-        p.iouChanged.connect(self._on_iou)
-        p.classesChanged.connect(c.set_classes)
-        p.overlayChanged.connect(self._on_overlay)
-        p.deviceChosen.connect(self.choose_device)
-        p.backendChosen.connect(self.choose_backend)
-        p.precision.precisionChosen.connect(self.choose_precision)
-        p.precision.cancelRequested.connect(c.cancel_precision)
-        p.precision.sensitivityRequested.connect(self.show_sensitivity)
-        c.precisionProgress.connect(self._on_precision_progress)
-        c.precisionChanged.connect(self._on_precision_changed)
-        c.precisionFailed.connect(self._on_precision_failed)
+        # the features' signals to one another
+        self.sources.opening.connect(self.precision.source_opening)
+        self.sources.wallRequested.connect(self.wall.open_wall)
+        self.sources.layoutRequested.connect(self.wall.open_wall_layout)
+        self.sourceOpened.connect(self.sources.source_opened)
+        self.wall.playRequested.connect(self.sources.open_source)
+        self.wall.layoutOpened.connect(self.sources.add_recent)
+        self.batch.hitChosen.connect(self.sources.open_at)
 
     def _restore(self) -> None:
         s = self.settings
@@ -233,70 +278,16 @@ class MainWindow(
         else:
             self.resizeDocks([self.panel_dock], [300], Qt.Orientation.Horizontal)
             self.resizeDocks([self.plots_dock], [250], Qt.Orientation.Vertical)
-        self._restore_superres()
-        self.panel.set_thresholds(s.conf, s.iou)
-        self.panel.set_overlay(OverlayStyle(**{n: s.overlay(n) for n in OVERLAYS}))
-        speed_index = self.transport.speed_combo.findData(s.speed)
-        self.transport.speed_combo.setCurrentIndex(speed_index if speed_index >= 0 else 2)
-        self.transport.realtime_button.setChecked(s.realtime)
-        self.realtime_action.setChecked(s.realtime)
-        self.controller.set_speed(self.transport.speed_combo.currentData())
-        self.controller.set_realtime(s.realtime)
-        try:
-            catalog = self.controller.catalog()
-        except FrameLensError as exc:
-            catalog = {}
-            self.show_error(error_message(exc))
-        self.panel.set_models(catalog)
-        device = s.device
-        if not self.controller.set_device(device):  # saved on a machine with a GPU, say
-            device = s.device = "auto"
-            self.controller.set_device(device)
-        self.panel.set_devices(self.controller.device_choices(), device)
-        backend = s.backend
-        if backend != "onnxruntime" and not self.controller.set_backend(backend):
-            backend = s.backend = "onnxruntime"  # saved where TensorRT was installed, say
-        self.panel.set_backends(self.controller.backend_choices(), backend)
-        wanted = s.model or self.controller.default_model()
-        layout, labels, task = s.model_options() if s.model else (None, None, None)
-        if not self._load_model(wanted, layout, labels, task, quiet=True):
-            self._load_model(self.controller.default_model())
-        self.controller.configure(conf=s.conf, iou=s.iou, overlay=self.panel.overlay())
-        if s.precision == "fp16":  # quick to build, so restored at once
-            self.controller.set_precision("fp16")
-            self._sync_precision()
-        elif s.precision == "int8":  # calibrated per video: looked up when one opens
-            self._restore_precision = "int8"
+        self.superres.restore()
+        self.playback.restore()
+        self.models.restore()
+        self.precision.restore()
 
-    # ---- sources -----------------------------------------------------------------
-    # ---- thresholds, overlay, playback settings ------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        self.sources.drag_enter(event)
 
-    def _on_conf(self, value: float) -> None:
-        self.settings.conf = value
-        self.controller.set_conf(value)
-
-    def _on_iou(self, value: float) -> None:
-        self.settings.iou = value
-        self.controller.set_iou(value)
-
-    def _on_overlay(self, style: OverlayStyle) -> None:
-        for name in OVERLAYS:
-            self.settings.set_overlay(name, bool(getattr(style, name)))
-        self.controller.set_overlay(style)
-
-    def _on_speed(self, _index: int) -> None:
-        speed = float(self.transport.speed_combo.currentData())
-        self.settings.speed = speed
-        self.controller.set_speed(speed)
-
-    def _on_realtime(self, on: bool) -> None:
-        self.settings.realtime = on
-        self.transport.speed_combo.setEnabled(on)
-        self.controller.set_realtime(on)
-
-    def seek_end(self) -> None:
-        if self.state.frame_count:
-            self.controller.seek(self.state.frame_count - 1)
+    def dropEvent(self, event: QDropEvent) -> None:
+        self.sources.drop(event)
 
     # ---- results and state ------------------------------------------------------------
 
@@ -327,7 +318,7 @@ class MainWindow(
         if result is not None:
             frame = result.frame
             if isinstance(result.output, Upscaled):
-                self._show_superres(result)  # the view chosen (main_superres.py)
+                self.superres.show(result)  # the view chosen (main_superres.py)
             elif result.annotated is None and frame.device is not None:
                 # the GPU path: the display kernel's RGBA frame goes to the canvas on the
                 # device (CUDA-GL interop when possible); the canvas paints the overlays
@@ -340,10 +331,10 @@ class MainWindow(
             else:
                 image = result.annotated if result.annotated is not None else frame.image
                 self.canvas.set_image(image)
-            self._feed_crops(result)  # enlarged detections, when asked for
-            self._show_detections(result)  # the detections list, when open
+            self.superres.feed_crops(result)  # enlarged detections, when asked for
+            self.detections.show(result)  # the detections list, when open
             self.transport.show_position(result.frame.index, result.frame.pts)
-            self.shown_index = result.frame.index
+            self._shown.index = result.frame.index
         now = time.perf_counter()
         if now - self._plots_at >= self._plots_interval_s or not self.state.playing:
             self._plots_at = now
@@ -362,9 +353,7 @@ class MainWindow(
             self.results_shown = 0
             self.canvas.reset_view()
             self.plots.clear()
-            if self._pending_recent is not None:
-                self._rebuild_recent(self.settings.add_recent(self._pending_recent))
-                self._pending_recent = None
+            self.sourceOpened.emit()  # Open Recent takes it (main_sources.py)
             self.statusBar().clearMessage()
         elif info is not None and state.frame_count != previous.frame_count:
             self.transport.set_count(state.frame_count)  # a file found cut short
@@ -389,67 +378,8 @@ class MainWindow(
         set_text(self.backend_label, backend)
         tip = [*state.plan, *([f"decoding: {state.decoder}"] if state.decoder else [])]
         self.backend_label.setToolTip("\n".join(tip))  # the plan: each choice and why
-        if state.model:
-            set_text(self.model_label, self._model_text(state))
         set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")
-        if (state.precision, state.loading_model) != (previous.precision, previous.loading_model):
-            self._sync_precision()
-        self._update_busy()
-
-    def _model_text(self, state: PlayerState) -> str:
-        """The model and the precision that runs; while another is prepared (a restored
-        INT8 calibrating, say) or its engine loads, that one too, as the panel says."""
-        running = state.precision.upper()
-        preparing = self.controller.preparing
-        # prepared, the player still building its engine: the panel says INT8 then
-        coming = preparing or self.controller.precision
-        if running and coming.upper() != running:
-            doing = "preparing" if preparing is not None else "loading"
-            return f"{state.model} · {running} → {coming.upper()} ({doing})"
-        return f"{state.model} · {running}"
-
-    def _update_busy(self, progress: str = "") -> None:
-        if self.state.loading_model:
-            text = "Loading model…"
-        elif self.controller.preparing is not None:
-            coming = f"Preparing {self.controller.preparing.upper()}"
-            if not progress and self.busy_label.text().startswith(f"{coming} "):
-                progress = self.busy_label.text()  # its last percentage, until the next
-            text = progress or f"{coming}…"
-        else:
-            text = ""
-        set_text(self.busy_label, text)  # shown while it says something
-        if self.state.model:
-            set_text(self.model_label, self._model_text(self.state))
-
-    def open_compare(self) -> CompareWindow | None:
-        """The compare view on the open video, from the frame on screen; playback pauses."""
-        if self.source is None or self.state.source is None:
-            self.show_error("nothing to compare: open a video first")
-            return None
-        if self.controller.base_settings() is None:
-            self.show_error("choose a model before comparing")
-            return None
-        if self.compare_window is not None and self.compare_window.source == self.source:
-            self.compare_window.show()
-            self.compare_window.raise_()
-            return self.compare_window
-        if self.compare_window is not None:
-            self.compare_window.close()
-            self.compare_window.deleteLater()
-        self.controller.pause()  # two cores: the comparison gets them
-        last = self.controller.last_result
-        window = CompareWindow(
-            self.controller,
-            self.source,
-            max(0, self.state.index),
-            model_key=self._model_key,
-            preview=last.frame.image if last is not None else None,
-            parent=self,
-        )
-        self.compare_window = window
-        window.show()
-        return window
+        # the model field and what is being prepared: main_precision.py, on the same signal
 
     @staticmethod
     def _describe_source(state: PlayerState) -> str:
@@ -468,30 +398,19 @@ class MainWindow(
     @Slot(str)
     def show_error(self, message: str) -> None:
         """One line in the status bar and in a (non-blocking) message box."""
-        pending = self._pending_recent
-        if pending is not None and (
-            self.state.source is None or display_name(pending).lower() in message.lower()
-        ):
-            # the open failed: the title and the recent list stay with what plays
-            self._pending_recent = None
-            current = self.state.source
-            self.source = current.uri if current is not None else None
-            self.setWindowTitle(
-                f"FrameLens — {display_name(current.uri)}" if current is not None else "FrameLens"
-            )
         self.status_bar.show_error(message, 10000)  # back after any tip shown over it
         self.error_box.setText(message)
         self.error_box.show()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        for child in (self.compare_window, self.sensitivity_dialog, self.wall_window):
-            if child is not None:
-                child.close()
-        self._close_batch()  # a running batch is cancelled; what finished is kept
+        self.compare.close()
+        self.precision.close()
+        self.wall.close()
+        self.batch.close()  # a running batch is cancelled; what finished is kept
         self.settings.geometry = QByteArray(self.saveGeometry())
         self.settings.window_state = QByteArray(self.saveState())
         self.settings.sync()
-        self.crop_worker.close()
+        self.superres.close()
         self.controller.shutdown()
         super().closeEvent(event)
 

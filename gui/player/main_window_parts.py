@@ -1,109 +1,78 @@
-"""What the main window's parts share: its widgets, controller, settings and state.
+"""What the main window's features share: the window, its controller, settings, canvas,
+panel, transport and status bar, and where an error is said.
 
-MainWindow (main_window.py) is assembled from one mixin per job: its actions and
-menus (main_actions.py), opening sources and saving what it shows (main_sources.py),
-choosing the model, device and backend (main_models.py) and switching precision
-(main_precision.py) and the super-resolution views, PSNR on demand and enlarged
-detections (main_superres.py). MainWindowParts, their common base, declares what they read of
-each other for the type checker; at run time it is a plain object, and MainWindow
-(a QMainWindow) builds everything declared here.
+MainWindow (main_window.py) builds these parts, then one feature object per job, each
+handed the parts: the menus and toolbar (main_actions.py), the playback controls
+(main_playback.py), opening sources and saving what it shows (main_sources.py), the
+video wall (main_wall.py), batch analysis (main_batch.py), the model, device and
+backend (main_models.py), precision switching (main_precision.py), the
+super-resolution views and enlarged detections (main_superres.py), the detections
+list (main_detections.py) and the compare view (main_compare.py). A feature reads the
+others only through these parts and Qt signals, never through the window's ``self``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from framelens.core.api import ModelSpec, PlayerState
+from framelens.gui.common.widgets import icon
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu
+from PySide6.QtWidgets import QMainWindow
 
 if TYPE_CHECKING:
     from framelens.gui.common.controller import Controller
-    from framelens.gui.common.engine_dialog import EngineBuildDialog
     from framelens.gui.common.settings import Settings
-    from framelens.gui.compare.compare_view import CompareWindow
-    from framelens.gui.compare.sensitivity import SensitivityDialog
-    from framelens.gui.display.plots import StagePlots
-    from framelens.gui.player.dialogs import ExportDialog
     from framelens.gui.player.model_panel import ModelPanel
+    from framelens.gui.player.status_bar import MainStatusBar
     from framelens.gui.player.transport import TransportBar
     from framelens.gui.superres.sr_canvas import SrCanvas
 
-    _Window = QMainWindow
-else:
-    _Window = object
-
-__all__ = ["MainWindowParts"]
+__all__ = ["Shown", "WindowParts"]
 
 
-class MainWindowParts(_Window):
-    """The main window's shared attributes and cross-part methods, declared only."""
+@dataclass
+class Shown:
+    """What the window shows: the source asked for (its title) and the frame on screen."""
 
-    settings: Settings
+    source: str | None = None  # asked for, before the player has opened it
+    index: int = -1  # source index of the frame on screen (-1: none yet)
+
+
+@dataclass(frozen=True)
+class WindowParts:
+    """The main window's shared parts, handed to each of its features."""
+
+    window: QMainWindow  # a parent for dialogs, the home of actions, toolbars and docks
     controller: Controller
-    state: PlayerState
-    source: str | None
-    results_shown: int
-    shown_index: int  # source index of the frame on screen (-1: none yet)
+    settings: Settings
     canvas: SrCanvas
-    transport: TransportBar
     panel: ModelPanel
-    plots: StagePlots
-    panel_dock: QDockWidget
-    plots_dock: QDockWidget
-    model_label: QLabel
-    recent_menu: QMenu
-    file_menu: QMenu
-    analysis_menu: QMenu
-    precision_actions: dict[str, QAction]
-    sensitivity_action: QAction
-    sensitivity_dialog: SensitivityDialog | None
-    engine_action: QAction
-    back_to_wall_action: QAction
-    _pending_recent: str | None
-    _model_key: str
-    _asked_precision: str | None  # chosen by the user, being prepared
-    _restore_precision: str | None  # saved INT8: looked up once a video opens
+    transport: TransportBar
+    status_bar: MainStatusBar
+    shown: Shown
+    show_error: Callable[[str], None]  # one line, in the status bar and a message box
 
-    if TYPE_CHECKING:
-        # main_actions.py
-        def _action(
-            self,
-            text: str,
-            slot: object,
-            shortcut: str | QKeySequence.StandardKey = "",
-            icon_name: str = "",
-            tip: str = "",
-        ) -> QAction: ...
+    def action(
+        self,
+        text: str,
+        slot: object,
+        shortcut: str | QKeySequence.StandardKey = "",
+        icon_name: str = "",
+        tip: str = "",
+    ) -> QAction:
+        """An action of the window: its shortcut works with the menu bar hidden (full screen)."""
+        action = QAction(text, self.window)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        if icon_name:
+            action.setIcon(icon(icon_name))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        self.window.addAction(action)
+        return action
 
-        # main_superres.py
-        def _sync_superres(self, spec: ModelSpec | None) -> None: ...
-
-        # main_window.py
-        def show_error(self, message: str) -> None: ...
-        def seek_end(self) -> None: ...
-        def open_compare(self) -> CompareWindow | None: ...
-        def _update_busy(self, progress: str = "") -> None: ...
-
-        # main_sources.py
-        def open_source(self, spec: str, *, play: bool = True) -> None: ...
-        def open_at(self, spec: str, frame: int) -> None: ...
-        def choose_file(self) -> None: ...
-        def choose_camera(self) -> None: ...
-        def choose_url(self) -> None: ...
-        def _rebuild_recent(self, items: list[str]) -> None: ...
-        def save_snapshot(self, path: str | None = None) -> None: ...
-        def open_export_dialog(self) -> ExportDialog | None: ...
-
-        # main_wall.py
-        def choose_several(self) -> None: ...
-        def choose_wall_layout(self) -> None: ...
-        def open_wall(self, specs: list[str], *, layout: str | None = None) -> object: ...
-        def open_wall_layout(self, path: str) -> object: ...
-        def back_to_wall(self) -> None: ...
-
-        # main_precision.py
-        def choose_precision(self, precision: str) -> None: ...
-        def show_sensitivity(self) -> SensitivityDialog | None: ...
-        def open_engine_builder(self) -> EngineBuildDialog: ...
-        def _sync_precision(self) -> None: ...
+    def show_message(self, text: str, timeout_ms: int = 0) -> None:
+        self.status_bar.showMessage(text, timeout_ms)

@@ -47,8 +47,8 @@ def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def open_batch(window: MainWindow, qtbot: QtBot) -> BatchWindow:
-    window.batch_action.trigger()  # File > Batch Analysis…
-    bw = window.batch_window
+    window.batch.batch_action.trigger()  # File > Batch Analysis…
+    bw = window.batch.batch_window
     assert bw is not None
     qtbot.waitExposed(bw)
     return bw
@@ -90,7 +90,7 @@ def states(bw: BatchWindow) -> dict[str, str]:
 def test_a_dropped_folder_runs_with_states_progress_errors_and_resumes(
     window: MainWindow, qtbot: QtBot, footage: Path, tmp_path: Path, app_settings: Settings
 ) -> None:
-    assert window.batch_action.shortcut().toString() == "Ctrl+Shift+B"
+    assert window.batch.batch_action.shortcut().toString() == "Ctrl+Shift+B"
     bw = open_batch(window, qtbot)
     assert "yolox-nano · detect · FP32 · CPU" in bw.options.settings_label.text()
     drop(bw, [footage])  # the folder: its videos, found recursively

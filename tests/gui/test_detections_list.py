@@ -56,13 +56,13 @@ def press(window: MainWindow, qtbot: QtBot, key: Qt.Key, mods: Qt.KeyboardModifi
 
 
 def listed(window: MainWindow, index: int) -> bool:
-    return window.shown_index == index and window.detections_panel.frame_index == index
+    return window.shown_index == index and window.detections.panel.frame_index == index
 
 
 def open_paused(window: MainWindow, qtbot: QtBot, sample: str, frame: int = FRAME) -> None:
     """The sample open, the list shown (Ctrl+D), paused on ``frame``."""
     press(window, qtbot, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
-    assert window.detections_dock.isVisible()
+    assert window.detections.dock.isVisible()
     window.open_source(sample)
     qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=TIMEOUT_MS)
     window.controller.pause()
@@ -103,7 +103,7 @@ def view_rect(window: MainWindow, box: tuple[float, float, float, float]) -> QRe
 
 
 def click_row(window: MainWindow, qtbot: QtBot, label: str) -> DetectionRow:
-    panel = window.detections_panel
+    panel = window.detections.panel
     rows = panel.visible_rows()
     view_row = next(i for i, r in enumerate(rows) if r.label == label)
     table = panel.table
@@ -125,7 +125,7 @@ def test_the_list_shows_the_models_detections_of_the_frame_on_screen(
     window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
 ) -> None:
     open_paused(window, qtbot, sample)
-    panel = window.detections_panel
+    panel = window.detections.panel
     settings = window.controller.settings
     assert settings is not None
     expected = model_detections(settings, sample, FRAME, tmp_path)
@@ -156,7 +156,7 @@ def test_a_row_clicked_marks_its_box_on_the_canvas(
     window: MainWindow, qtbot: QtBot, sample: str
 ) -> None:
     open_paused(window, qtbot, sample)
-    panel, canvas = window.detections_panel, window.canvas
+    panel, canvas = window.detections.panel, window.canvas
     qtbot.wait(200)
     before = rgb(canvas.grab_frame_image())
     person = click_row(window, qtbot, "person")
@@ -188,7 +188,7 @@ def test_the_picked_box_follows_the_video_until_it_is_gone(
     window: MainWindow, qtbot: QtBot, sample: str
 ) -> None:
     open_paused(window, qtbot, sample)
-    panel, canvas = window.detections_panel, window.canvas
+    panel, canvas = window.detections.panel, window.canvas
     picked = click_row(window, qtbot, "person")
     for step in (1, 2, 3):
         press(window, qtbot, Qt.Key.Key_Right, Qt.KeyboardModifier.NoModifier)
@@ -209,7 +209,7 @@ def test_the_class_filter_hides_the_other_classes(
     window: MainWindow, qtbot: QtBot, sample: str
 ) -> None:
     open_paused(window, qtbot, sample)
-    panel, canvas = window.detections_panel, window.canvas
+    panel, canvas = window.detections.panel, window.canvas
     combo = panel.filter_combo
     total = len(panel.all_rows())
     assert combo.itemText(0) == ALL_CLASSES and combo.findText("person") > 0
@@ -246,26 +246,26 @@ def test_view_detections_toggles_the_list_and_is_remembered(
     qtbot.addWidget(first)
     first.show()
     qtbot.waitExposed(first)
-    assert not first.detections_dock.isVisible()  # off until asked for
-    action = first.detections_action
-    assert action in first.view_menu.actions()
+    assert not first.detections.dock.isVisible()  # off until asked for
+    action = first.detections.action
+    assert action in first.menus.view_menu.actions()
     assert action.shortcut() == QKeySequence(DETECTIONS_SHORTCUT)
     press(first, qtbot, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
-    assert first.detections_dock.isVisible() and action.isChecked()
+    assert first.detections.dock.isVisible() and action.isChecked()
     first.close()
     second = MainWindow(settings=reopened(settings_file))
     qtbot.addWidget(second)
     second.show()
     qtbot.waitExposed(second)
-    assert second.detections_dock.isVisible()
-    second.detections_action.trigger()  # View > Detections again: hidden
-    assert not second.detections_dock.isVisible()
+    assert second.detections.dock.isVisible()
+    second.detections.action.trigger()  # View > Detections again: hidden
+    assert not second.detections.dock.isVisible()
     second.close()
     third = MainWindow(settings=reopened(settings_file))
     qtbot.addWidget(third)
     third.show()
     qtbot.waitExposed(third)
-    assert not third.detections_dock.isVisible()
+    assert not third.detections.dock.isVisible()
     third.close()
 
 
@@ -273,7 +273,7 @@ def test_for_super_resolution_the_list_says_it_lists_a_detectors_boxes(
     window: MainWindow, qtbot: QtBot, sample: str
 ) -> None:
     open_paused(window, qtbot, sample)
-    panel = window.detections_panel
+    panel = window.detections.panel
     click_row(window, qtbot, "person")
     window.choose_model("espcn-x2")
     qtbot.waitUntil(lambda: not panel.available, timeout=TIMEOUT_MS)

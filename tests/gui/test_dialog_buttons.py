@@ -73,7 +73,7 @@ def test_close_and_cancel_glyphs_are_readable(
         seen["shot"] = dialog.grab()
 
     while_open(QDialog, inspect, seen)
-    window.choose_url()
+    window.sources.choose_url()
     if "error" in seen:
         raise seen["error"]
     shots.append(seen.pop("shot"))

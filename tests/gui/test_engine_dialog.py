@@ -26,7 +26,7 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_window_builds_an_engine_with_progress(
     window: MainWindow, qtbot: QtBot, tmp_path: Path
 ) -> None:
-    window.engine_action.trigger()
+    window.precision.engine_action.trigger()
     dialog = window.findChild(EngineBuildDialog)
     assert dialog is not None and dialog.isVisible()
     assert dialog.model_combo.count() >= 3  # the catalogue's models
@@ -51,7 +51,7 @@ def test_the_window_builds_an_engine_with_progress(
 def test_cancel_stops_the_build_and_caches_nothing(window: MainWindow, qtbot: QtBot) -> None:
     from framelens.core.tools.engine_prebuild import engines_list
 
-    dialog = window.open_engine_builder()
+    dialog = window.precision.open_engine_builder()
     dialog.model_combo.setCurrentText("yolox-nano")
     dialog.targets_edit.setText("sm_86,sm_89,sm_120")
 

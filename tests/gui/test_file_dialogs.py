@@ -53,8 +53,8 @@ def browse_export_video(window: MainWindow) -> None:
 
 
 OPENERS: dict[str, Callable[[MainWindow], object]] = {
-    "open": lambda w: w.choose_file(),
-    "open_several": lambda w: w.choose_several(),
+    "open": lambda w: w.sources.choose_file(),
+    "open_several": lambda w: w.wall.choose_several(),
     "import_onnx": lambda w: w.import_model(),
     "export_video": browse_export_video,
 }

@@ -60,5 +60,5 @@ def test_a_gif_with_uneven_delays_plays_to_41_of_41(
     assert label.text() == "41/41  00:03.4 / 00:03.5"
     shot = tmp_path / "gif-at-its-end.png"
     grab_window(window).save(str(shot))
-    window.back_action.trigger()  # Left
+    window.playback.back_action.trigger()  # Left
     qtbot.waitUntil(lambda: window.transport.time_label.text().startswith("40/41"), timeout=20_000)

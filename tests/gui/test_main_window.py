@@ -105,9 +105,9 @@ def test_slider_seek_shows_requested_frame(window: MainWindow, qtbot: QtBot, sam
     # rough edge 3: the counter and the status bar count the same way (frame 501 of 1394)
     assert window.transport.time_label.text().startswith("501/1394")
     assert "1394 frames" in window.source_label.text()
-    window.back_action.trigger()
+    window.playback.back_action.trigger()
     qtbot.waitUntil(lambda: last_index(window) == 499, timeout=20_000)
-    window.forward_action.trigger()
+    window.playback.forward_action.trigger()
     qtbot.waitUntil(lambda: last_index(window) == 500, timeout=20_000)
     assert window.transport.slider.value() == 500
 
@@ -485,7 +485,7 @@ def test_dropping_a_file_opens_it(window: MainWindow, qtbot: QtBot, sample: str)
     drop(window, sample)
     qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=RESULTS_TIMEOUT_MS)
     assert window.source == sample
-    assert window.recent_menu.actions()[0].toolTip() == sample
+    assert window.sources.recent_menu.actions()[0].toolTip() == sample
 
 
 def test_a_wall_layout_dropped_with_videos_is_one_message(
@@ -496,7 +496,7 @@ def test_a_wall_layout_dropped_with_videos_is_one_message(
     drop(window, sample, str(layout))
     qtbot.waitUntil(window.error_box.isVisible, timeout=10_000)
     assert "wall layout on its own" in window.error_box.text()
-    assert window.wall_window is None
+    assert window.wall.window is None
     window.error_box.close()
 
 
@@ -562,7 +562,7 @@ def test_a_camera_that_fails_to_open_leaves_the_video_playing(
     assert window.source == sample and window.settings.recent[0] == sample
     shown = window.results_shown
     qtbot.waitUntil(lambda: window.results_shown > shown + 3, timeout=20_000)  # still playing
-    window.play_action.trigger()  # Space
+    window.playback.play_action.trigger()  # Space
     qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
 
 

@@ -138,11 +138,11 @@ def test_ctrl_g_goes_to_the_frame_typed_as_the_counter_numbers_it(
     qtbot.waitUntil(lambda: last_index(window) == 1199, timeout=20_000)
     assert not window.state.playing
     assert window.transport.time_label.text().startswith("1200/1394")
-    assert window.goto_action.shortcut().toString() == "Ctrl+G"
+    assert window.playback.goto_action.shortcut().toString() == "Ctrl+G"
 
 
 def test_go_to_frame_without_a_video_says_to_open_one(window: MainWindow, qtbot: QtBot) -> None:
-    window.goto_action.trigger()
+    window.playback.goto_action.trigger()
     qtbot.waitUntil(window.error_box.isVisible, timeout=5000)
     assert "open a video first" in window.error_box.text()
     window.error_box.close()
@@ -253,23 +253,23 @@ def test_open_several_opens_a_gif_and_names_what_it_leaves_out(
     window.settings.last_dir = str(tmp_path)
 
     seen = accept_typed(qtbot, '"a.mp4" "b.mp4" "c.gif" "d.mkv"', listed=4)
-    window.several_action.trigger()
+    window.wall.several_action.trigger()
     assert seen and all(f"*{suffix}" in seen[0] for suffix in VIDEO_SUFFIXES)
-    wall = window.wall_window
+    wall = window.wall.window
     assert wall is not None
     assert [Path(s).name for s in wall.specs] == ["a.mp4", "b.mp4", "c.gif", "d.mkv"]
     assert not window.error_box.isVisible()
     wall.close()
 
     accept_typed(qtbot, '"a.mp4" "notes.txt" "c.gif"', listed=4)
-    window.several_action.trigger()
+    window.wall.several_action.trigger()
     qtbot.waitUntil(window.error_box.isVisible, timeout=5000)
     text = window.error_box.text()
     assert "notes.txt" in text and "Videos filter" in text and "All files" in text
     assert "c.gif" not in text
     shot(window.error_box, "open-several-left-out.png")
     window.error_box.close()
-    wall = window.wall_window
+    wall = window.wall.window
     assert wall is not None and [Path(s).name for s in wall.specs] == ["a.mp4", "c.gif"]
     wall.close()
 

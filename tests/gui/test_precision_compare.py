@@ -81,7 +81,7 @@ def test_toggling_precision_while_playing_keeps_frames_coming(
     assert set(statuses) == {"playing"}, "playback paused during the switch"
     assert toggle.checked == "fp16"
     assert toggle.state_label.text().startswith("Active: FP16")
-    assert window.precision_actions["fp16"].isChecked()
+    assert window.precision.actions["fp16"].isChecked()
     assert window.model_label.text().endswith("FP16")
     assert window.settings.precision == "fp16"
     assert any(p.name == "model.onnx" for p in cache.rglob("*fp16*/*"))
@@ -93,7 +93,7 @@ def test_toggling_precision_while_playing_keeps_frames_coming(
     )
     assert toggle.checked == "fp16" and window.state.playing
 
-    window.precision_actions["fp32"].trigger()  # Ctrl+1
+    window.precision.actions["fp32"].trigger()  # Ctrl+1
     qtbot.waitUntil(lambda: window.state.precision == "fp32", timeout=TIMEOUT_MS)
     assert toggle.checked == "fp32" and window.state.playing
 
@@ -119,7 +119,7 @@ def test_int8_needs_a_video_and_shows_its_layer_sensitivity(
     assert f"({100 * report.int8_mac_fraction:.0f}% MACs int8)" in (
         window.panel.precision.state_label.text()
     )
-    dialog = window.show_sensitivity()
+    dialog = window.precision.show_sensitivity()
     assert dialog is not None
     chart: SensitivityChart = dialog.chart
     assert chart.bar_count == len(report.layers) > 50  # one bar per convolution
@@ -447,7 +447,7 @@ def test_home_compares_from_the_first_frame(
     compare.close()
 
     # the window opened at frame 20 again: Home in the main window, then Start, starts at 0
-    window.start_action.trigger()
+    window.playback.start_action.trigger()
     qtbot.waitUntil(
         lambda: (
             window.controller.last_result is not None

@@ -80,10 +80,10 @@ def thumbnail(rb: ResultsBrowser, row: int) -> np.ndarray:
 def test_hits_of_a_class_as_thumbnails_and_a_double_click_opens_that_frame(
     window: MainWindow, qtbot: QtBot, archive: Path
 ) -> None:
-    assert window.results_action.shortcut().toString() == "Ctrl+Shift+R"
+    assert window.batch.results_action.shortcut().toString() == "Ctrl+Shift+R"
     window.settings.batch_output = str(archive)  # the last batch's folder
-    window.results_action.trigger()  # Analysis > Browse Batch Results…
-    rb = window.results_browser
+    window.batch.results_action.trigger()  # Analysis > Browse Batch Results…
+    rb = window.batch.results_browser
     assert rb is not None
     qtbot.waitExposed(rb)
     assert rb.folder_edit.text() == str(archive)
@@ -164,6 +164,6 @@ def test_hits_of_a_class_as_thumbnails_and_a_double_click_opens_that_frame(
 
 
 def test_a_folder_without_a_batch_says_so(window: MainWindow, tmp_path: Path) -> None:
-    rb = window.open_results_browser(str(tmp_path))
+    rb = window.batch.open_results_browser(str(tmp_path))
     assert rb.list.count() == 0 and rb.class_combo.count() == 1
     assert rb.status_label.text() == f"No detections in {tmp_path} yet."

@@ -17,7 +17,7 @@ def test_help_lists_the_shortcuts_of_every_menu(window: MainWindow, qtbot: QtBot
     assert keys["Keyboard Shortcuts"] == "Ctrl+/"
     assert {menu for menu, _, _ in rows} >= {"File", "Playback", "View", "Analysis", "Help"}
     assert len(rows) == len({(m, n) for m, n, _ in rows})  # each once
-    window.shortcuts_action.trigger()
+    window.menus.shortcuts_action.trigger()
     dialog = window.findChild(ShortcutsDialog)
     assert dialog is not None and dialog.isVisible()
     shown: list[tuple[str, str]] = []

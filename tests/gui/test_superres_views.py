@@ -114,8 +114,8 @@ def test_sr_models_are_offered_and_play_with_detector_panels_hidden_and_plots_li
     assert window.canvas.image_size == (1536, 864)
     thresholds, classes, overlay = window.panel.detection_boxes
     assert not thresholds.isVisible() and not classes.isVisible() and not overlay.isVisible()
-    assert window.sr_panel.isVisible() and window.sr_toolbar.isVisible()
-    assert not window.crop_panel.isVisible()
+    assert window.superres.sr_panel.isVisible() and window.superres.sr_toolbar.isVisible()
+    assert not window.superres.crop_panel.isVisible()
     # the live plots, as for detection: fps and the stages of super-resolution
     window.plots.refresh()
     qtbot.waitUntil(lambda: window.plots.fps_curve.getData()[0] is not None, timeout=10_000)
@@ -125,7 +125,7 @@ def test_sr_models_are_offered_and_play_with_detector_panels_hidden_and_plots_li
     # back to a detector: its panels and the saved thresholds return
     window.choose_model("yolox-nano")
     qtbot.waitUntil(lambda: thresholds.isVisible(), timeout=10_000)
-    assert not window.sr_toolbar.isVisible() and window.crop_panel.isVisible()
+    assert not window.superres.sr_toolbar.isVisible() and window.superres.crop_panel.isVisible()
     assert window.controller.settings is not None
     assert window.controller.settings.params.conf == pytest.approx(window.settings.conf)  # type: ignore[union-attr]
 
@@ -136,7 +136,7 @@ def test_wipe_divider_drags_and_shows_the_original_left_and_the_model_right(
     play_sr(window, qtbot, sample)
     press(window, qtbot, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
     assert window.canvas.mode == "wipe"
-    assert window.sr_mode_actions["wipe"].isChecked()
+    assert window.superres.sr_mode_actions["wipe"].isChecked()
     canvas = window.canvas
     canvas.set_pixel_scale(1.0)
     start = QPoint(round(canvas.divider_x), canvas.height() // 2)
@@ -166,7 +166,7 @@ def test_wipe_divider_drags_and_shows_the_original_left_and_the_model_right(
     assert exact_share(left, on_screen(window, up, x0, x_div - 4, y0, y1)) < 0.9
 
     # the original by nearest neighbour: each source pixel as a 2x2 block
-    window.sr_panel.filterChosen.emit("nearest")
+    window.superres.sr_panel.filterChosen.emit("nearest")
     pixels = shown(window, qtbot)
     nearest = np.repeat(np.repeat(original, 2, axis=0), 2, axis=1)
     left = pixels[y0:y1, x0 : x_div - 4]
@@ -262,7 +262,7 @@ def test_region_drag_upscales_only_that_region_and_escape_clears_it(
     play_sr(window, qtbot, sample)
     press(window, qtbot, Qt.Key.Key_5, Qt.KeyboardModifier.AltModifier)
     canvas = window.canvas
-    assert canvas.mode == "roi" and window.roi_view.isVisible()
+    assert canvas.mode == "roi" and window.superres.roi_view.isVisible()
     wait_frame(window, qtbot, FRAME)
     qtbot.waitUntil(lambda: canvas.image_size == (768, 432), timeout=10_000)  # the original
     r = canvas.image_rect()
@@ -282,7 +282,7 @@ def test_region_drag_upscales_only_that_region_and_escape_clears_it(
     up = output(window)
     assert up.region == used
     assert up.image is not None and up.image.shape == (2 * used[3], 2 * used[2], 3)
-    qtbot.waitUntil(lambda: window.roi_view.image_shape == up.image.shape, timeout=10_000)  # type: ignore[union-attr]
+    qtbot.waitUntil(lambda: window.superres.roi_view.image_shape == up.image.shape, timeout=10_000)  # type: ignore[union-attr]
     # the region's pixels are the model's: the same as the whole frame upscaled there
     result = window.controller.last_result
     assert result is not None
@@ -299,7 +299,7 @@ def test_region_drag_upscales_only_that_region_and_escape_clears_it(
     wait_frame(window, qtbot, FRAME, whole=False)
     press(window, qtbot, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
     wait_frame(window, qtbot, FRAME, whole=True)
-    assert not window.roi_view.isVisible()
+    assert not window.superres.roi_view.isVisible()
 
 
 def test_measure_psnr_shows_the_models_and_bicubics_numbers_at_each_precision(
@@ -307,15 +307,15 @@ def test_measure_psnr_shows_the_models_and_bicubics_numbers_at_each_precision(
 ) -> None:
     play_sr(window, qtbot, sample)
     press(window, qtbot, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.last_quality is not None, timeout=TIMEOUT_MS)
-    q = window.last_quality
+    qtbot.waitUntil(lambda: window.superres.last_quality is not None, timeout=TIMEOUT_MS)
+    q = window.superres.last_quality
     assert q is not None
     result, settings = window.controller.last_result, window.controller.settings
     assert result is not None and settings is not None
     direct = measure_frame_quality(result.frame.image, settings)
     assert q.model.psnr_db == pytest.approx(direct.model.psnr_db)
     assert q.bicubic.ssim == pytest.approx(direct.bicubic.ssim)
-    text = window.sr_panel.quality_label.text()
+    text = window.superres.sr_panel.quality_label.text()
     assert f"{q.model.psnr_db:.2f} dB" in text and f"{q.bicubic.psnr_db:.2f} dB" in text
     assert f"{q.model.ssim:.4f}" in text and "FP32" in text
     # FP16 while paused: the toggle works for super-resolution, PSNR measured at FP16
@@ -326,16 +326,16 @@ def test_measure_psnr_shows_the_models_and_bicubics_numbers_at_each_precision(
     )
     window.controller.seek(FRAME)
     wait_frame(window, qtbot, FRAME)
-    window.last_quality = None
-    window.measure_action.trigger()
+    window.superres.last_quality = None
+    window.superres.measure_action.trigger()
     # rough edge 3: the frame as the transport counts it
-    assert window.sr_panel.quality_label.text() == f"Measuring frame {FRAME + 1}…"
+    assert window.superres.sr_panel.quality_label.text() == f"Measuring frame {FRAME + 1}…"
     qtbot.waitUntil(
         lambda: window.transport.time_label.text().startswith(f"{FRAME + 1}/"), timeout=5000
     )
-    qtbot.waitUntil(lambda: window.last_quality is not None, timeout=TIMEOUT_MS)
-    assert "FP16" in window.sr_panel.quality_label.text()
-    fp16 = window.last_quality
+    qtbot.waitUntil(lambda: window.superres.last_quality is not None, timeout=TIMEOUT_MS)
+    assert "FP16" in window.superres.sr_panel.quality_label.text()
+    fp16 = window.superres.last_quality
     assert fp16 is not None
     assert fp16.model.psnr_db == pytest.approx(q.model.psnr_db, abs=0.5)
 
@@ -347,17 +347,17 @@ def test_enlarge_detections_strip_holds_the_people_upscaled(
     qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=TIMEOUT_MS)
     window.controller.pause()
     qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
-    assert window.crop_panel.isVisible()
-    assert window.crop_panel.classes() == {"person"}  # the default: people (and faces)
-    window.crop_panel.enable_check.setChecked(True)
+    assert window.superres.crop_panel.isVisible()
+    assert window.superres.crop_panel.classes() == {"person"}  # the default: people (and faces)
+    window.superres.crop_panel.enable_check.setChecked(True)
     window.controller.seek(FRAME)
-    qtbot.waitUntil(lambda: len(window.crop_strip.crops) > 0, timeout=TIMEOUT_MS)
-    assert window.crop_strip.isVisible()
+    qtbot.waitUntil(lambda: len(window.superres.crop_strip.crops) > 0, timeout=TIMEOUT_MS)
+    assert window.superres.crop_strip.isVisible()
     result = window.controller.last_result
     assert result is not None
     people = [i for i, c in enumerate(result.output.class_ids) if c == 0]
-    assert 0 < len(window.crop_strip.crops) <= min(8, len(people))
-    for crop in window.crop_strip.crops:
+    assert 0 < len(window.superres.crop_strip.crops) <= min(8, len(people))
+    for crop in window.superres.crop_strip.crops:
         x1, y1, x2, y2 = crop.box
         assert crop.image.shape == (2 * (y2 - y1), 2 * (x2 - x1), 3)
         assert crop.class_id == 0
@@ -368,6 +368,6 @@ def test_enlarge_detections_strip_holds_the_people_upscaled(
         )
     assert window.settings.crops_enabled
     # no class chosen: the next frame enlarges nothing
-    window.crop_panel.class_list.item(0).setCheckState(Qt.CheckState.Unchecked)
+    window.superres.crop_panel.class_list.item(0).setCheckState(Qt.CheckState.Unchecked)
     window.controller.step(1)
-    qtbot.waitUntil(lambda: not window.crop_strip.crops, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not window.superres.crop_strip.crops, timeout=TIMEOUT_MS)

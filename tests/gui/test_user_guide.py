@@ -53,7 +53,7 @@ def test_the_package_ships_the_guide_of_docs() -> None:
 
 
 def test_f1_shows_the_guide_rendered(window: MainWindow, qtbot: QtBot) -> None:
-    assert window.user_guide_action.shortcut().toString() == "F1"
+    assert window.menus.user_guide_action.shortcut().toString() == "F1"
     dialog = open_guide(window, qtbot)
     assert dialog.isVisible() and dialog.windowTitle() == "FrameLens User Guide"
     headings = dialog.headings()

@@ -202,8 +202,8 @@ def test_clicking_a_tile_plays_that_source_in_the_player_and_esc_returns(
         assert window.source == clips[2] and not wall.isVisible()
         qtbot.waitUntil(lambda: window.results_shown >= 3, timeout=TIMEOUT_MS)
         assert window.state.source is not None and window.state.source.uri.endswith("cam3.mp4")
-        assert window.back_to_wall_action.isEnabled()
-        window.back_to_wall_action.trigger()
+        assert window.wall.back_action.isEnabled()
+        window.wall.back_action.trigger()
         qtbot.waitUntil(lambda: wall.isVisible() and wall.state.playing, timeout=10_000)
         qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
     finally:
@@ -243,7 +243,7 @@ def test_a_saved_wall_opens_again_with_its_sources_and_grid(
     finally:
         wall.close()
     window.open_source(saved)
-    again = window.wall_window
+    again = window.wall.window
     assert again is not None
     qtbot.addWidget(again)
     qtbot.waitUntil(lambda: len(again.state.tiles) == 3, timeout=TIMEOUT_MS)

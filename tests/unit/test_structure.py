@@ -4,6 +4,7 @@ the executor is driven by the session's drive only."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -54,3 +55,18 @@ def test_the_executor_is_made_and_driven_by_the_sessions_drive_only() -> None:
         if construct.search(p.read_text(encoding="utf-8"))
     )
     assert places == ["core/sessions/drive.py"]
+
+
+def test_the_main_window_is_composed_of_feature_objects_not_mixins() -> None:
+    """Each job of the main window is an object the window holds, handed its shared parts
+    (gui/player/main_window_parts.py); none inherits another's ``self``."""
+    player = ROOT / "gui" / "player"
+    bases = {
+        node.name: [ast.unparse(b) for b in node.bases]
+        for p in player.glob("main_*.py")
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    }
+    assert bases.pop("MainWindow") == ["QMainWindow"]
+    assert bases.pop("WindowParts") == [] and bases.pop("Shown") == []
+    assert bases and all(b == ["QObject"] for b in bases.values()), bases

@@ -1,0 +1,101 @@
+"""The main window's playback controls: the transport bar and the Playback menu (play,
+steps, start, end, go to frame), speed and real-time pacing, saved as they change."""
+
+from __future__ import annotations
+
+from framelens.gui.player.goto_frame import GoToFrameDialog
+from framelens.gui.player.main_window_parts import WindowParts
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction
+
+__all__ = ["PlaybackControls"]
+
+
+class PlaybackControls(QObject):
+    """Play, pause, step and seek from the transport bar, the menu and the keyboard."""
+
+    def __init__(self, parts: WindowParts) -> None:
+        super().__init__(parts.window)
+        self.parts = parts
+        c, t, a = parts.controller, parts.transport, parts.action
+        self.play_action = a("&Play / Pause", c.toggle_play, "Space", "play")
+        self.back_action = a("Step &Back", lambda: c.step(-1), "Left", "step-back")
+        self.forward_action = a("Step &Forward", lambda: c.step(1), "Right", "step-forward")
+        self.start_action = a("Go to &Start", lambda: c.seek(0), "Home")
+        self.end_action = a("Go to &End", self.seek_end, "End")
+        self.goto_action = a(
+            "&Go to Frame…",
+            self.go_to_frame,
+            "Ctrl+G",
+            tip="Show a frame by its number, as the counter shows it",
+        )
+        for action in self.stepping:
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.realtime_action = QAction("&Real-time Pacing", parts.window, checkable=True)
+        self.realtime_action.toggled.connect(t.realtime_button.setChecked)
+        t.realtime_button.toggled.connect(self.realtime_action.setChecked)
+        t.play_button.clicked.connect(c.toggle_play)
+        t.back_button.clicked.connect(lambda: c.step(-1))
+        t.forward_button.clicked.connect(lambda: c.step(1))
+        t.seekRequested.connect(c.seek)
+        t.speed_combo.currentIndexChanged.connect(self._on_speed)
+        t.realtime_button.toggled.connect(self._on_realtime)
+
+    @property
+    def stepping(self) -> list[QAction]:
+        """Play and the moves through the video, in the menu's order."""
+        return [
+            self.play_action,
+            self.back_action,
+            self.forward_action,
+            self.start_action,
+            self.end_action,
+        ]
+
+    def restore(self) -> None:
+        """The saved speed and pacing."""
+        s, t, c = self.parts.settings, self.parts.transport, self.parts.controller
+        speed_index = t.speed_combo.findData(s.speed)
+        t.speed_combo.setCurrentIndex(speed_index if speed_index >= 0 else 2)
+        t.realtime_button.setChecked(s.realtime)
+        self.realtime_action.setChecked(s.realtime)
+        c.set_speed(t.speed_combo.currentData())
+        c.set_realtime(s.realtime)
+
+    def _on_speed(self, _index: int) -> None:
+        speed = float(self.parts.transport.speed_combo.currentData())
+        self.parts.settings.speed = speed
+        self.parts.controller.set_speed(speed)
+
+    def _on_realtime(self, on: bool) -> None:
+        self.parts.settings.realtime = on
+        self.parts.transport.speed_combo.setEnabled(on)
+        self.parts.controller.set_realtime(on)
+
+    def seek_end(self) -> None:
+        state = self.parts.controller.state
+        if state.frame_count:
+            self.parts.controller.seek(state.frame_count - 1)
+
+    def go_to_frame(self) -> GoToFrameDialog | None:
+        """Playback > Go to Frame… (Ctrl+G): shows the frame typed, paused."""
+        c, shown = self.parts.controller, self.parts.shown
+        state = c.state
+        info = state.source
+        if info is None:
+            self.parts.show_error("open a video first, then go to one of its frames")
+            return None
+        if not info.seekable:
+            self.parts.show_error(f"{info.kind} sources play live: there is no frame to go to")
+            return None
+        current = shown.index if shown.index >= 0 else state.index
+        dialog = GoToFrameDialog(state.frame_count, current, self.parts.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def go() -> None:
+            c.pause()
+            c.seek(dialog.index)
+
+        dialog.accepted.connect(go)
+        dialog.open()
+        return dialog
