@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec
@@ -18,6 +18,9 @@ from framelens.core.stages.tasks.detect.candidates import Candidates
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.stages.tasks.detect.yolo import Yolov5Decoder
 from framelens.core.types import Detections, Image
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tasks.device import DeviceHalf, DeviceRig
 
 MATCH_IOU = 0.5
 """The product's one agreement rule: a test box matches a reference box of its class at
@@ -37,16 +40,38 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
     """Object or face detection: YOLOX, YOLOv5, YOLOv8/11, end-to-end NMS exports, YuNet."""
 
     name: ClassVar[str] = "detect"
+    has_thresholds: ClassVar[bool] = True
 
     def __init__(self, spec: ModelSpec, output_names: Sequence[str] | None = None) -> None:
         super().__init__(spec)
         self._decoder = make_decoder(spec, output_names)
 
+    @classmethod
+    def for_model(cls, spec: ModelSpec, output_names: Sequence[str] | None = None) -> DetectionTask:
+        return cls(spec, output_names)
+
+    @classmethod
+    def provenance(cls, spec: ModelSpec, params: DetectParams) -> dict[str, Any]:
+        del spec
+        return {
+            "conf": params.conf,
+            "iou": params.iou,
+            "task_summary": f"conf {params.conf}; iou {params.iou}",
+        }
+
+    def device_half(self, rig: DeviceRig) -> DeviceHalf:
+        """The batch path, with the candidate gather on the device for layouts that
+        have a gate (detect/device.py)."""
+        from framelens.core.stages.tasks.detect.device import DetectDevice
+
+        return DetectDevice(rig, self)
+
     def preprocessor(self, src_w: int, src_h: int, params: DetectParams) -> Preprocessor:
         del params
         return Preprocessor(self.spec, src_w, src_h, self.input_geometry(src_w, src_h))
 
-    def default_params(self) -> DetectParams:
+    @classmethod
+    def default_params(cls) -> DetectParams:
         return DetectParams()
 
     def decode(

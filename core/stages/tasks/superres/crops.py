@@ -25,7 +25,8 @@ import numpy.typing as npt
 from framelens.core.closing import Closing
 from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.tasks.superres.color import SrPreprocessor
-from framelens.core.stages.tasks.superres.task import SuperResParams, SuperResTask
+from framelens.core.stages.tasks.superres.output import SuperResParams
+from framelens.core.stages.tasks.superres.task import SuperResTask
 from framelens.core.types import Image
 
 __all__ = [
