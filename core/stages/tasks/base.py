@@ -18,6 +18,7 @@ from framelens.core.models.spec import ModelSpec, input_geometry
 from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.preprocess.base import HostPreprocessor
+from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.types import Image
 
@@ -71,6 +72,22 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         """ONNX Runtime CUDA provider options this task's model runs best with."""
         del spec
         return {}
+
+    int8_measure: ClassVar[str] = ""
+    """How the INT8 search measures a trial against FP32 (core/precision/agreement.py):
+    "f1" (detections), "psnr" (images); "" where it has no measure (no INT8 search)."""
+
+    @classmethod
+    def calibration_input(
+        cls, spec: ModelSpec, image: Image, patch: int
+    ) -> tuple[npt.NDArray[np.float32], Any]:
+        """One calibration frame's model input (a copy) and what decoding needs of it:
+        the frame laid out by the spec's input geometry (``patch``: the side of the part
+        a task that runs on any input size feeds instead)."""
+        del patch
+        h, w = image.shape[:2]
+        pre = Preprocessor(spec, w, h, input_geometry(spec, w, h))
+        return pre(image).copy(), pre.geometry
 
     @classmethod
     def provenance(cls, spec: ModelSpec, params: ParamsT) -> dict[str, Any]:

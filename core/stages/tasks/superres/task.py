@@ -13,6 +13,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from framelens.core.errors import ConfigError, ModelError
 from framelens.core.geometry import InputGeometry, Letterbox
 from framelens.core.models.spec import ModelSpec
@@ -44,6 +45,7 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
     writes_outputs: ClassVar[bool] = False  # the upscaled video is the output
     produces_image: ClassVar[bool] = True
     batches_frames: ClassVar[bool] = False  # an image per frame: batches gain nothing
+    int8_measure: ClassVar[str] = "psnr"
 
     def __init__(self, spec: ModelSpec) -> None:
         if spec.scale < 2 or spec.channels not in (1, 3):
@@ -83,6 +85,24 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
     @classmethod
     def cuda_options(cls, spec: ModelSpec) -> dict[str, str]:
         return cuda_options(spec)
+
+    @classmethod
+    def calibration_input(
+        cls, spec: ModelSpec, image: Image, patch: int
+    ) -> tuple[npt.NDArray[np.float32], SrInput]:
+        """The model's input for the most detailed ``patch``-square of the frame (the
+        largest luma variance on a grid of candidates), and its SrInput."""
+        h, w = image.shape[:2]
+        side = max(spec.scale, min(patch, w, h))
+        grey = image.mean(axis=2) if image.ndim == 3 else image
+        best, where = -1.0, (0, 0)
+        for y in np.linspace(0, h - side, 4).astype(int):
+            for x in np.linspace(0, w - side, 6).astype(int):
+                variance = float(grey[y : y + side, x : x + side].var())
+                if variance > best:
+                    best, where = variance, (int(x), int(y))
+        pre = SrPreprocessor(spec, w, h, (*where, side, side))
+        return pre(image).copy(), pre.geometry
 
     @classmethod
     def provenance(cls, spec: ModelSpec, params: SuperResParams) -> dict[str, Any]:
