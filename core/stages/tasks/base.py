@@ -73,6 +73,19 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         del spec
         return {}
 
+    @classmethod
+    def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> ParamsT:
+        """The parameters the command line's options ask for (``conf``, ``iou``,
+        ``classes``: names, comma-separated; ``tile``); ConfigError (one line) for
+        options that do not fit the task or the model. By default the task's defaults."""
+        del spec, options
+        return cls.default_params()
+
+    @classmethod
+    def describe(cls, spec: ModelSpec) -> str:
+        """What ``framelens models`` says of the model besides its name and task."""
+        return f"{spec.layout:<8} {spec.input_size[1]}x{spec.input_size[0]}"
+
     int8_measure: ClassVar[str] = ""
     """How the INT8 search measures a trial against FP32 (core/precision/agreement.py):
     "f1" (detections), "psnr" (images); "" where it has no measure (no INT8 search)."""

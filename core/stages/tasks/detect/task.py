@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from framelens.core.errors import ConfigError
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.draw.opencv import OverlayStyle, annotate
@@ -36,6 +37,22 @@ class DetectParams:
     classes: frozenset[int] | None = None  # class ids kept; None keeps all
 
 
+def class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | None:
+    """The ids of classes given by name (comma-separated); None for none given;
+    ConfigError for a name the model does not know."""
+    if not names:
+        return None
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = [n for n in wanted if n not in index]
+    if unknown:
+        raise ConfigError(
+            f"unknown class {', '.join(unknown)}; the model knows {', '.join(labels[:8])}"
+            + (", ..." if len(labels) > 8 else "")
+        )
+    return frozenset(index[n] for n in wanted)
+
+
 class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
     """Object or face detection: YOLOX, YOLOv5, YOLOv8/11, end-to-end NMS exports, YuNet."""
 
@@ -50,6 +67,18 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
     @classmethod
     def for_model(cls, spec: ModelSpec, output_names: Sequence[str] | None = None) -> DetectionTask:
         return cls(spec, output_names)
+
+    @classmethod
+    def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> DetectParams:
+        if options.get("tile"):
+            raise ConfigError(f"--tile applies to super-resolution models, not {spec.name}")
+        classes = class_ids(options.get("classes"), spec.labels)
+        return DetectParams(float(options["conf"]), float(options["iou"]), classes)
+
+    @classmethod
+    def describe(cls, spec: ModelSpec) -> str:
+        size = f"{spec.input_size[1]}x{spec.input_size[0]}"
+        return f"{spec.layout:<8} {size}  {len(spec.labels)} classes"
 
     @classmethod
     def provenance(cls, spec: ModelSpec, params: DetectParams) -> dict[str, Any]:

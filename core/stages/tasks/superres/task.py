@@ -31,7 +31,12 @@ from framelens.core.stages.tasks.superres.color import (
 )
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
 from framelens.core.stages.tasks.superres.output import SuperResParams, Upscaled
-from framelens.core.stages.tasks.superres.tiling import TiledEngine, cuda_options, default_tile
+from framelens.core.stages.tasks.superres.tiling import (
+    DEFAULT_OVERLAP,
+    TiledEngine,
+    cuda_options,
+    default_tile,
+)
 from framelens.core.types import Image
 
 if TYPE_CHECKING:
@@ -103,6 +108,19 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
                     best, where = variance, (int(x), int(y))
         pre = SrPreprocessor(spec, w, h, (*where, side, side))
         return pre(image).copy(), pre.geometry
+
+    @classmethod
+    def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> SuperResParams:
+        del spec
+        tile = int(options.get("tile") or 0)
+        if tile and tile <= 2 * DEFAULT_OVERLAP:
+            raise ConfigError(f"--tile must be 0 (automatic) or more than {2 * DEFAULT_OVERLAP}")
+        return SuperResParams(tile=tile)
+
+    @classmethod
+    def describe(cls, spec: ModelSpec) -> str:
+        channels = "Y channel" if spec.channels == 1 else "colour"
+        return f"x{spec.scale}, {channels}, any size"
 
     @classmethod
     def provenance(cls, spec: ModelSpec, params: SuperResParams) -> dict[str, Any]:
