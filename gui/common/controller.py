@@ -43,6 +43,7 @@ from framelens.core.api import (
     fp32_variant,
     load_catalog,
     prepare_job,
+    produces_image,
     resolve_device,
     resolve_model,
     save_frame_snapshot,
@@ -409,7 +410,7 @@ class Controller(QObject):
     @property
     def superres(self) -> bool:
         """True while a super-resolution model is loaded."""
-        return self.settings is not None and self.settings.model.task == "superres"
+        return self.settings is not None and produces_image(self.settings.model)
 
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""

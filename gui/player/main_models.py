@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from framelens.core.api import FrameLensError, ModelSpec, error_message
+from framelens.core.api import FrameLensError, ModelSpec, error_message, produces_image
 from framelens.gui.common.file_dialogs import ONNX_FILTER, open_file
 from framelens.gui.common.widgets import set_text
 from framelens.gui.player.dialogs import ImportModelDialog
@@ -94,7 +94,7 @@ class ModelChoice(MainWindowParts):
             return
         self.panel.show_model(self._model_key or spec.name, spec)
         set_text(self.model_label, spec.name)
-        if spec.task != "superres":  # back from super-resolution: the saved thresholds
+        if not produces_image(spec):  # back from super-resolution: the saved thresholds
             s = self.settings
             self.controller.configure(conf=s.conf, iou=s.iou, overlay=self.panel.overlay())
         self._sync_superres(spec)

@@ -11,6 +11,7 @@ task's type or compares its name.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -115,3 +116,24 @@ def test_the_built_in_tasks_come_from_the_registry() -> None:
     assert switched.params == SuperResParams()
     assert task_kind("superres").produces_image and not task_kind("detect").produces_image
     assert task_kind("faces").task is task_kind("detect").task
+
+
+BRANCHES = (
+    r'isinstance([a-z_.]*, *\(DetectionTask\|SuperResTask\)\|task == "\|task != "'
+    r'\|\.task == \|"superres"\|"detect"'
+)
+
+
+def test_no_task_kind_branches_outside_the_tasks_folder() -> None:
+    """The seam's rule: core/stages/tasks/ is the one place that knows each kind of
+    task; pipelines, sessions, precision, the CLI and the GUI ask a task (or its registry
+    entry) what it does. Model metadata (core/models/: which task a model file is, the
+    catalogue's defaults) sits below the tasks and names them as data."""
+    found = subprocess.run(
+        ["grep", "-rn", BRANCHES, "core", "app", "gui", "--include=*.py"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    ).stdout.splitlines()  # fmt: skip
+    outside = [
+        line for line in found if not line.startswith(("core/stages/tasks/", "core/models/"))
+    ]
+    assert outside == []
