@@ -137,3 +137,24 @@ def test_no_task_kind_branches_outside_the_tasks_folder() -> None:
         line for line in found if not line.startswith(("core/stages/tasks/", "core/models/"))
     ]
     assert outside == []
+
+
+def test_host_and_device_preprocessors_share_one_interface_and_one_layout() -> None:
+    """The CPU and CUDA preprocessors of a frame size are the same interface
+    (core/stages/preprocess/base.py) and place the frame alike: the geometry each hands
+    the task's decoding is the same letterbox. (tests/gpu compares their tensors.)"""
+    from framelens.core.gpu.kernels import PreprocessLayout
+    from framelens.core.stages.preprocess.base import DevicePreprocessor, HostPreprocessor
+    from framelens.core.stages.preprocess.cuda import CudaFramePreprocessor
+
+    detector = resolve_model(DEFAULT_MODEL)
+    task = task_for(detector)
+    for w, h in ((1920, 1080), (640, 480), (333, 777)):
+        host = task.preprocessor(w, h, task.default_params())
+        layout = PreprocessLayout.from_spec(detector, w, h, geometry=task.input_geometry(w, h))
+        device = CudaFramePreprocessor(None, layout)  # type: ignore[arg-type]  # no GPU here
+        assert isinstance(host, HostPreprocessor) and isinstance(device, DevicePreprocessor)
+        assert (host.src_w, host.src_h) == (device.src_w, device.src_h) == (w, h)
+        assert host.geometry == device.geometry
+    upscaler = task_for(resolve_model(DEFAULT_SUPERRES_MODEL))
+    assert isinstance(upscaler.preprocessor(64, 48, SuperResParams()), HostPreprocessor)

@@ -12,7 +12,7 @@ host and device implementations to the same tensor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 GeometryT_co = TypeVar("GeometryT_co", covariant=True)
 
 
+@runtime_checkable
 class FramePreprocessor(Protocol[GeometryT_co]):
     """Made for frames of one size (``src_w`` x ``src_h``); ``geometry`` is what the
     task's decode step receives for each frame it prepared."""
@@ -35,12 +36,14 @@ class FramePreprocessor(Protocol[GeometryT_co]):
     def geometry(self) -> GeometryT_co: ...
 
 
+@runtime_checkable
 class HostPreprocessor(FramePreprocessor[GeometryT_co], Protocol):
     """A host frame (BGR) -> the model's input tensor (1, C, H, W), reused per call."""
 
     def __call__(self, image: Image) -> npt.NDArray[np.float32]: ...
 
 
+@runtime_checkable
 class DevicePreprocessor(FramePreprocessor[GeometryT_co], Protocol):
     """A frame in device memory (NVDEC's NV12) or a host frame (uploaded) -> the model's
     input at ``dst_ptr``, queued on ``stream`` (nothing waits)."""
