@@ -268,14 +268,12 @@ def _prepare_precision(args: argparse.Namespace, settings: Any) -> tuple[Any, An
 
 def cmd_models(_: argparse.Namespace) -> int:
     from framelens.core.models.catalog import DEFAULT_MODEL, load_catalog
+    from framelens.core.stages.tasks import find_kind
 
     for name, spec in load_catalog().items():
         mark = "*" if name == DEFAULT_MODEL else " "
-        if spec.task == "superres":
-            what = f"x{spec.scale}, {'Y channel' if spec.channels == 1 else 'colour'}, any size"
-        else:
-            size = f"{spec.input_size[1]}x{spec.input_size[0]}"
-            what = f"{spec.layout:<8} {size}  {len(spec.labels)} classes"
+        kind = find_kind(spec.task)
+        what = kind.task.describe(spec) if kind is not None else spec.layout
         print(f"{mark} {name:<12} {spec.task:<8} {what}  {spec.licence}")
     return 0
 

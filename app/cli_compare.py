@@ -9,6 +9,7 @@ from pathlib import Path
 
 from framelens.cli_options import settings_from_args
 from framelens.core.errors import ConfigError
+from framelens.core.stages.tasks import task_kind, task_kinds
 from framelens.terminal_bars import bars_for
 
 __all__ = ["cmd_compare"]
@@ -21,7 +22,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
-    if args.task == "superres" or args.models:
+    if args.models or (args.task is not None and task_kind(args.task).produces_image):
         return _compare_superres(args)
     if not args.precisions:
         raise ConfigError("--precisions is required (2 to 4, e.g. fp32,fp16,int8)")
@@ -55,8 +56,9 @@ def _compare_superres(args: argparse.Namespace) -> int:
     )
     from framelens.core.precision import PRECISIONS
 
-    if args.task not in (None, "superres"):
-        raise ConfigError("--models compares super-resolution models: use --task superres")
+    upscaling = [k.name for k in task_kinds() if k.produces_image]
+    if args.task is not None and args.task not in upscaling:
+        raise ConfigError(f"--models compares super-resolution models: use --task {upscaling[0]}")
     given = [m.strip() for m in (args.models or args.model or "").split(",") if m.strip()]
     if not given:
         raise ConfigError("--task superres needs --models, e.g. espcn-x2,fsrcnn-x2")
@@ -66,7 +68,8 @@ def _compare_superres(args: argparse.Namespace) -> int:
         raise ConfigError(f"--precisions: one each of {', '.join(PRECISIONS)}")
     settings, names = [], []
     for model in given:
-        fields = {**vars(args), "model": model, "task": "superres", "precision": "fp32"}
+        task = args.task or upscaling[0]  # an ONNX file without metadata: read as such
+        fields = {**vars(args), "model": model, "task": task, "precision": "fp32"}
         one = settings_from_args(argparse.Namespace(**fields))
         settings.append(one)
         names.append(Path(model).stem if model.lower().endswith(".onnx") else model)

@@ -5,13 +5,13 @@ all use them; none of them imports another command's module)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import ConfigError
 
 __all__ = ["add_model_args", "sample_video", "settings_from_args"]
+
 
 def sample_video() -> Path:
     """The bundled demo clip (CC BY 4.0, attribution in resources/samples/ATTRIBUTION.md)."""
@@ -27,8 +27,9 @@ def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> Non
     p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
     p.add_argument(
         "--task",
-        choices=["detect", "faces", "superres"],
-        help="follows from the model; without --model, picks the task's default model",
+        metavar="TASK",
+        help="detect, faces or superres (or a task registered by a plugin): follows from the "
+        "model; without --model, picks the task's default model",
     )
     p.add_argument(
         "--tile",
@@ -58,34 +59,15 @@ def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> Non
     p.add_argument("--classes", default=None, help="comma-separated class names to keep")
 
 
-def _class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | None:
-    if not names:
-        return None
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    index = {label: i for i, label in enumerate(labels)}
-    unknown = [n for n in wanted if n not in index]
-    if unknown:
-        raise ConfigError(
-            f"unknown class {', '.join(unknown)}; the model knows {', '.join(labels[:8])}"
-            + (", ..." if len(labels) > 8 else "")
-        )
-    return frozenset(index[n] for n in wanted)
-
-
 def settings_from_args(args: argparse.Namespace) -> Any:
-    from framelens.core.models.catalog import (
-        DEFAULT_FACES_MODEL,
-        DEFAULT_MODEL,
-        DEFAULT_SUPERRES_MODEL,
-        resolve_model,
-    )
+    from framelens.core.models.catalog import default_model, resolve_model
     from framelens.core.pipeline.devices import resolve_device
-    from framelens.core.pipeline.settings import PipelineSettings, TaskParams
-    from framelens.core.stages.tasks import DetectParams, SuperResParams
-    from framelens.core.stages.tasks.superres.tiling import DEFAULT_OVERLAP
+    from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.stages.tasks import kind_of, task_kind
 
-    defaults = {"superres": DEFAULT_SUPERRES_MODEL, "faces": DEFAULT_FACES_MODEL}
-    default = defaults.get(args.task, DEFAULT_MODEL)  # --task without --model: its default
+    if args.task is not None:
+        task_kind(args.task)  # ModelError naming the tasks there are
+    default = default_model(args.task)  # --task without --model: its default
     spec = resolve_model(
         args.model or default, layout=args.layout, labels_file=args.labels, task=args.task
     )
@@ -95,16 +77,13 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         raise ConfigError("--conf and --iou must be between 0 and 1")
     if args.batch is not None and not 1 <= args.batch <= 64:
         raise ConfigError("--batch must be between 1 and 64")
-    tile = getattr(args, "tile", 0)
-    params: TaskParams
-    if spec.task == "superres":
-        if tile and tile <= 2 * DEFAULT_OVERLAP:
-            raise ConfigError(f"--tile must be 0 (automatic) or more than {2 * DEFAULT_OVERLAP}")
-        params = SuperResParams(tile=tile)
-    else:
-        if tile:
-            raise ConfigError(f"--tile applies to super-resolution models, not {spec.name}")
-        params = DetectParams(args.conf, args.iou, _class_ids(args.classes, spec.labels))
+    options = {
+        "conf": args.conf,
+        "iou": args.iou,
+        "classes": args.classes,
+        "tile": getattr(args, "tile", 0),
+    }
+    params = kind_of(spec).task.params_from_options(spec, options)
     return PipelineSettings(
         model=spec,
         params=params,

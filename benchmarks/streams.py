@@ -199,9 +199,9 @@ def main() -> int:
         sys.setswitchinterval(args.switch_interval)
 
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-    from framelens.core.pipeline.gpu_pipeline import HOST_CANDIDATES_ENV
     from framelens.core.pipeline.settings import PipelineSettings
     from framelens.core.sessions.runs import run_many
+    from framelens.core.stages.tasks.detect.device import HOST_CANDIDATES_ENV
 
     video = args.video or str(Path(tempfile.gettempdir()) / "framelens-person-1080p.mp4")
     if not Path(video).is_file():

@@ -151,7 +151,11 @@ from framelens.core.stages.sources.suffixes import VIDEO_SUFFIXES
 from framelens.core.stages.tasks import (
     DetectParams,
     SuperResParams,
+    TaskKind,
     Upscaled,
+    find_kind,
+    produces_image,
+    task_kinds,
 )
 from framelens.core.stages.tasks.superres.color import Region, bicubic_upscale, clamp_region
 from framelens.core.stages.tasks.superres.crops import (
@@ -235,6 +239,7 @@ __all__ = [
     "Source",
     "SuperResParams",
     "Tag",
+    "TaskKind",
     "TileState",
     "Upscaled",
     "VariantInfo",
@@ -262,6 +267,7 @@ __all__ = [
     "draw_pane_differences",
     "error_message",
     "fallback_path",
+    "find_kind",
     "fp32_variant",
     "frames_at",
     "layout",
@@ -276,6 +282,7 @@ __all__ = [
     "prepare_pane",
     "prepare_panes",
     "prepare_variant",
+    "produces_image",
     "query_detections",
     "read_manifest",
     "report_target",
@@ -288,6 +295,7 @@ __all__ = [
     "save_wall_layout",
     "search_detections",
     "sr_upscaler",
+    "task_kinds",
     "tensorrt_flavours",
     "tensorrt_kept_float",
     "wall_grid",

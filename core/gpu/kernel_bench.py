@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from framelens.core.gpu.kernels import GpuKernels, PreprocessLayout
-from framelens.core.models.spec import ModelSpec
+from framelens.core.models.spec import TASK_OF_LAYOUT, ModelSpec
 
 if TYPE_CHECKING:
     from framelens.core.gpu.context import GpuContext
@@ -107,7 +107,7 @@ def measure_preprocess_bandwidth(
             name="bench",
             path=Path("bench.onnx"),
             layout="yolox",
-            task="detect",
+            task=TASK_OF_LAYOUT["yolox"],
             input_size=input_size,
             letterbox=letterbox,
         )

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_FACES_MODEL",
     "DEFAULT_MODEL",
     "DEFAULT_SUPERRES_MODEL",
+    "default_model",
     "load_catalog",
     "model_sha256",
     "read_labels",
@@ -34,6 +35,14 @@ __all__ = [
 DEFAULT_MODEL = "yolox-nano"
 DEFAULT_SUPERRES_MODEL = "espcn-x2"
 DEFAULT_FACES_MODEL = "yunet"  # what --task faces runs without --model
+_DEFAULT_BY_TASK = {"superres": DEFAULT_SUPERRES_MODEL, "faces": DEFAULT_FACES_MODEL}
+
+
+def default_model(task: str | None) -> str:
+    """The catalogue model a task runs when none is given (--task without --model)."""
+    return _DEFAULT_BY_TASK.get(task or "", DEFAULT_MODEL)
+
+
 _PACKAGE = "framelens.models"
 _REQUIRED = ("file", "layout", "input_size")
 _REQUIRED_BY_TASK = {"detect": ("labels",), "faces": ("labels",), "superres": ("scale", "channels")}

@@ -31,8 +31,7 @@ from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
-from framelens.core.stages.tasks import SuperResParams, task_for
-from framelens.core.stages.tasks.superres.tiling import cuda_options as sr_cuda_options
+from framelens.core.stages.tasks import find_kind, kind_of, task_for
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ def default_batch(settings: PipelineSettings, spec: str) -> PipelineSettings:
     if (
         not settings.device.startswith("cuda")
         or not decodes_on_device(spec)
-        or settings.model.task == "superres"  # an image per frame: batches gain nothing
+        or not _batches_frames(settings)
     ):
         return replace(settings, batch=1)
     batched = replace(settings, batch=GPU_FILE_BATCH)
@@ -85,6 +84,12 @@ def default_batch(settings: PipelineSettings, spec: str) -> PipelineSettings:
     except ModelError:
         return replace(settings, batch=1)  # a graph fixed at batch 1 runs as it is
     return batched
+
+
+def _batches_frames(settings: PipelineSettings) -> bool:
+    """Whether the model's task gains from several frames per engine call."""
+    kind = find_kind(settings.model.task)
+    return kind is None or kind.batches_frames
 
 
 def tensorrt_reason(device: str) -> str | None:
@@ -237,8 +242,6 @@ def gpu_pipelines(
 def _gpu_pipeline(settings: PipelineSettings, ctx: Any, spinning: bool, non_blocking: bool) -> Any:
     from framelens.core.gpu.buffers import cuda_driver, cuda_message
     from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
-    from framelens.core.pipeline.gpu_superres import GpuSuperResPipeline
-    from framelens.core.stages.tasks import SuperResTask
 
     engine: Any = None
     try:
@@ -249,8 +252,6 @@ def _gpu_pipeline(settings: PipelineSettings, ctx: Any, spinning: bool, non_bloc
             stream = cuda_driver().Stream(flags=1 if non_blocking else 0)
         engine = _device_engine(settings, ctx, stream, spinning)
         task = task_for(settings.model, engine.output_names)
-        if isinstance(task, SuperResTask):
-            return GpuSuperResPipeline(settings, ctx, stream, engine, task)
         return GpuFramePipeline(settings, ctx, stream, engine, task)
     except BaseException as exc:
         if engine is not None:
@@ -287,7 +288,7 @@ def _device_engine(
         stream,
         threads=settings.threads,
         spinning=spinning,
-        cuda_options=sr_cuda_options(settings.model),  # {} unless a heavy SR model
+        cuda_options=kind_of(settings.model).task.cuda_options(settings.model),
     )
 
 
@@ -295,10 +296,10 @@ def gpu_unavailable(settings: PipelineSettings) -> str | None:
     """Why the GPU pipeline cannot run for these settings, or None."""
     if not settings.device.startswith("cuda"):
         return f"device is {settings.device}"
-    params = settings.params
-    if isinstance(params, SuperResParams) and params.tile:
-        # the GPU pipeline runs frames whole (device memory is what tiles save)
-        return f"a tile of {params.tile} px runs tiled on the host pipeline"
+    kind = find_kind(settings.model.task)
+    reason = kind.task.device_unavailable(settings.params) if kind is not None else None
+    if reason is not None:
+        return reason
     try:
         from framelens.core.gpu.context import get_context
         from framelens.core.gpu.shared_kernels import kernels_for

@@ -14,8 +14,9 @@ from typing import Any
 from framelens.core.pipeline.processor import PipelineBase
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines.base import Engine
+from framelens.core.stages.preprocess.base import HostPreprocessor
 from framelens.core.stages.tasks import AnyTask
-from framelens.core.stages.tasks.base import HostPreprocessor, stack_batch
+from framelens.core.stages.tasks.base import stack_batch
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 

@@ -18,8 +18,9 @@ class FrameProcessor(Protocol):
     """A pipeline: frames in, FrameResults out, one batch per engine call.
 
     Implementations: FramePipeline (host frames; ONNX Runtime on the CPU or CUDA) and
-    GpuFramePipeline (frames in device memory, CUDA kernels, device buffers), both built
-    by core/pipeline/build.py only. A pipeline is used by one thread at a time.
+    GpuFramePipeline (frames in device memory, CUDA kernels, device buffers), each one
+    class for every task, both built by core/pipeline/build.py only. A pipeline is used by
+    one thread at a time.
     """
 
     # True when it takes frames in device memory (NVDEC): the builder then opens the
@@ -91,10 +92,18 @@ class PipelineBase(ABC):
         return self.infer_batch([frame], [times])[0]
 
     def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
-        """The task's overlay on the host copy of the frame."""
+        """The task's overlay on the host copy of the frame; for a task whose output is
+        an image (super-resolution), that image (a GPU pipeline's frame then stays on
+        the device: only the output is downloaded)."""
         with self._host_timer.stage("draw"):
-            result.annotated = self._task.annotate(
-                result.frame.image, result.output, self._settings.overlay, copy=copy
+            task = self._task
+            image = task.output_image(result.output) if task.produces_image else None
+            result.annotated = (
+                image
+                if image is not None
+                else task.annotate(
+                    result.frame.image, result.output, self._settings.overlay, copy=copy
+                )
             )
         self._host_timer.collect([result.times])
         return result

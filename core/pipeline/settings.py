@@ -7,11 +7,17 @@ from typing import Any
 
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.draw.style import OverlayStyle
-from framelens.core.stages.tasks import DetectParams, SuperResParams
+from framelens.core.stages.tasks import TaskParams, param_fields, params_for, without_classes
 
-TaskParams = DetectParams | SuperResParams
-"""The parameters of the tasks FrameLens has (detection's conf/iou/classes,
-super-resolution's tile)."""
+__all__ = [
+    "ENGINE_FIELDS",
+    "PipelineSettings",
+    "TaskParams",
+    "live_changes",
+    "same_engine",
+    "with_changes",
+    "without_classes",
+]
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,7 @@ class PipelineSettings:
     """
 
     model: ModelSpec
-    params: TaskParams = field(default_factory=DetectParams)
+    params: TaskParams = None  # None: the defaults of the model's task (its registry entry)
     backend: str = "onnxruntime"
     device: str = "cpu"
     precision: str = "fp32"
@@ -32,17 +38,15 @@ class PipelineSettings:
     overlay: OverlayStyle = field(default_factory=OverlayStyle)
 
     def __post_init__(self) -> None:
-        # the parameters follow the model's task: a super-resolution model given the
-        # default (detection's) parameters gets its own defaults
-        superres = self.model.task == "superres"
-        if superres != isinstance(self.params, SuperResParams):
-            object.__setattr__(self, "params", SuperResParams() if superres else DetectParams())
+        # the parameters follow the model's task: a model given none, or another task's,
+        # gets its own task's defaults
+        params = params_for(self.model, self.params)
+        if params is not self.params:
+            object.__setattr__(self, "params", params)
 
 
 ENGINE_FIELDS = ("model", "backend", "device", "precision", "threads", "batch")
 """Settings a pipeline is built for; changing one needs a new pipeline."""
-
-PARAM_FIELDS = tuple(f.name for p in (DetectParams, SuperResParams) for f in fields(p))
 
 
 def with_changes(settings: PipelineSettings, changes: dict[str, object]) -> PipelineSettings:
@@ -51,22 +55,17 @@ def with_changes(settings: PipelineSettings, changes: dict[str, object]) -> Pipe
     fixed = set(ENGINE_FIELDS) & changes.keys()
     if fixed:
         raise ValueError(f"{sorted(fixed)} need a new pipeline")
-    params = changes.get("params", settings.params)
-    own = {f.name for f in fields(params)}  # type: ignore[arg-type]
+    params: Any = changes.get("params", settings.params)
+    own = {f.name for f in fields(params)}
     param_changes = {k: v for k, v in changes.items() if k in own}
-    rest: dict[str, Any] = {k: v for k, v in changes.items() if k not in PARAM_FIELDS}
+    every_param = param_fields()
+    rest: dict[str, Any] = {k: v for k, v in changes.items() if k not in every_param}
     unknown = set(rest) - {"params", "overlay"}
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)}")
     if param_changes:
-        rest["params"] = replace(rest.get("params", settings.params), **param_changes)
+        rest["params"] = replace(params, **param_changes)
     return replace(settings, **rest)
-
-
-def without_classes(params: TaskParams) -> TaskParams:
-    """``params`` for another model: a detector's class filter dropped (class ids are
-    the model's own)."""
-    return replace(params, classes=None) if isinstance(params, DetectParams) else params
 
 
 def same_engine(a: PipelineSettings, b: PipelineSettings) -> bool:

@@ -9,12 +9,13 @@ from dataclasses import replace
 from framelens.core.errors import ConfigError
 from framelens.core.pipeline.build import host_pipeline
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.tasks import SuperResParams, SuperResTask
+from framelens.core.stages.tasks import produces_image
 from framelens.core.stages.tasks.superres.crops import (
     DEFAULT_MARGIN,
     MAX_CROPS,
     CropUpscaler,
     HostUpscaler,
+    host_upscaler,
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality, frame_quality
 from framelens.core.types import Image
@@ -26,16 +27,16 @@ def sr_upscaler(settings: PipelineSettings) -> HostUpscaler:
     """The super-resolution model of ``settings`` (its precision, device and backend) as
     a function of images: a BGR image in, the upscaled image out. Close it when done.
     ConfigError for a model that is not a super-resolution model."""
-    if settings.model.task != "superres":
+    if not produces_image(settings.model):
         raise ConfigError(f"{settings.model.name} is not a super-resolution model")
     # built where every pipeline is (build.py): the precision variant, the device's
     # engine and the task's tiling; the upscaler runs the pipeline's task and engine
-    pipeline = host_pipeline(replace(settings, batch=1, params=SuperResParams()), spinning=False)
-    task = pipeline.task
-    if not isinstance(task, SuperResTask):  # the model's task decides: checked above
+    pipeline = host_pipeline(replace(settings, batch=1, params=None), spinning=False)
+    try:
+        return host_upscaler(pipeline.task, pipeline.engine, pipeline.settings.device)
+    except BaseException:
         pipeline.close()
-        raise ConfigError(f"{settings.model.name} is not a super-resolution model")
-    return HostUpscaler(task, pipeline.engine, pipeline.settings.device)
+        raise
 
 
 def crop_upscaler(

@@ -10,10 +10,11 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from framelens.core.errors import ConfigError
 from framelens.core.precision.calibration import CalibrationFrames
 from framelens.core.precision.int8_settings import CalibrationSettings
 from framelens.core.precision.sensitivity import Trials
-from framelens.core.stages.tasks import DetectionTask, DetectParams
+from framelens.core.stages.tasks import AnyTask, DetectParams
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.stages.tasks.superres.color import to_uint8
 from framelens.core.stages.tasks.superres.metrics import psnr
@@ -44,7 +45,7 @@ class Agreement(Protocol):
 
 
 def agreement(
-    ref: Sequence[Detections], test: Sequence[Detections], task: DetectionTask
+    ref: Sequence[Detections], test: Sequence[Detections], task: AnyTask
 ) -> AgreementTotals:
     """The task's agreement (the compare view's rule), summed over the frames."""
     totals = AgreementTotals()
@@ -61,8 +62,7 @@ class DetectionAgreement:
     def __init__(
         self, trials: Trials, frames: CalibrationFrames, settings: CalibrationSettings
     ) -> None:
-        assert isinstance(trials.task, DetectionTask)
-        self._task: DetectionTask = trials.task
+        self._task = trials.task
         self._trials, self._frames = trials, frames
         self.target = settings.agreement_target
         self._iou = settings.nms_iou
@@ -128,7 +128,10 @@ class ImageAgreement:
 def agreement_for(
     trials: Trials, frames: CalibrationFrames, settings: CalibrationSettings
 ) -> Agreement:
-    """The measure of the trials' task."""
-    if isinstance(trials.task, DetectionTask):
+    """The measure of the trials' task (its ``int8_measure``)."""
+    measure = trials.task.int8_measure
+    if measure == "f1":
         return DetectionAgreement(trials, frames, settings)
-    return ImageAgreement(trials, frames, settings)
+    if measure == "psnr":
+        return ImageAgreement(trials, frames, settings)
+    raise ConfigError(f"{trials.task.spec.name}: INT8 has no agreement measure for this task")

@@ -12,9 +12,9 @@ import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import Cancelled, SourceError
 from framelens.core.models.spec import ModelSpec
-from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sources import Source, open_source
-from framelens.core.types import Frame, Image
+from framelens.core.stages.tasks import kind_of
+from framelens.core.types import Frame
 
 MIN_FRAMES = 2
 
@@ -88,26 +88,6 @@ def _frames_of(
     return frames
 
 
-def superres_patch(
-    spec: ModelSpec, image: Image, patch: int
-) -> tuple[npt.NDArray[np.float32], Any]:
-    """A super-resolution model's input for the most detailed ``patch``-square of the
-    frame (the largest luma variance on a grid of candidates), and its SrInput."""
-    from framelens.core.stages.tasks.superres.color import SrPreprocessor
-
-    h, w = image.shape[:2]
-    side = max(spec.scale, min(patch, w, h))
-    grey = image.mean(axis=2) if image.ndim == 3 else image
-    best, where = -1.0, (0, 0)
-    for y in np.linspace(0, h - side, 4).astype(int):
-        for x in np.linspace(0, w - side, 6).astype(int):
-            variance = float(grey[y : y + side, x : x + side].var())
-            if variance > best:
-                best, where = variance, (int(x), int(y))
-    pre = SrPreprocessor(spec, w, h, (*where, side, side))
-    return pre(image).copy(), pre.geometry
-
-
 def read_calibration_frames(
     spec: ModelSpec,
     source: str,
@@ -117,8 +97,9 @@ def read_calibration_frames(
     cancel: threading.Event | None = None,
     patch: int = 128,
 ) -> CalibrationFrames:
-    """Decode ``n`` frames spread over ``source`` and preprocess them for ``spec`` (for
-    a super-resolution model: the most detailed ``patch`` x ``patch`` square of each).
+    """Decode ``n`` frames spread over ``source`` and preprocess them for ``spec`` as its
+    task's ``calibration_input`` says (a super-resolution model: the most detailed
+    ``patch`` x ``patch`` square of each).
 
     Files and image folders are sampled evenly over their whole length (by seeking);
     cameras and streams give about one frame a second. SourceError when fewer than
@@ -135,14 +116,9 @@ def read_calibration_frames(
     indices: list[int] = []
     with open_source(source) as src:
         frames = _frames_of(src, n, on_frame, cancel)
-        pre: Preprocessor | None = None
+        calibration_input = kind_of(spec).task.calibration_input
         for frame in frames:
-            if spec.task == "superres":
-                tensor, geometry = superres_patch(spec, frame.image, patch)
-            else:
-                if pre is None or (pre.src_w, pre.src_h) != (frame.width, frame.height):
-                    pre = Preprocessor(spec, frame.width, frame.height)
-                tensor, geometry = pre(frame.image).copy(), pre.geometry
+            tensor, geometry = calibration_input(spec, frame.image, patch)
             tensors.append(tensor)
             geometries.append(geometry)
             indices.append(frame.index)

@@ -29,7 +29,7 @@ from framelens.core.precision.int8_settings import CalibrationSettings, StagePro
 from framelens.core.precision.qdq import cpu_session, input_name_of, quantize_qdq
 from framelens.core.precision.report import SensitivityReport
 from framelens.core.stages.engines.tensorrt_layers import kept_in_float, plan_layer_precisions
-from framelens.core.stages.tasks import AnyTask, DetectionTask, DetectParams, task_for
+from framelens.core.stages.tasks import AnyTask, DetectParams, task_for
 from framelens.core.types import Detections
 
 
@@ -97,7 +97,6 @@ class Trials:
     def detections(
         self, int8: frozenset[str], frames: CalibrationFrames, conf: float, iou: float
     ) -> list[Detections]:
-        assert isinstance(self.task, DetectionTask), "detections of a detection model"
         gates = self.gated.gates(int8)
         dets = []
         for tensor, geometry in zip(frames.tensors, frames.geometries, strict=True):

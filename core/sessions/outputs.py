@@ -19,7 +19,7 @@ from framelens.core import __version__
 from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sinks.lossless import FrameExporter
-from framelens.core.stages.tasks import DetectParams
+from framelens.core.stages.tasks import kind_of
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
@@ -85,12 +85,8 @@ def output_names(specs: Sequence[str]) -> list[str]:
 
 def run_meta(source: str, settings: PipelineSettings, info: SourceInfo) -> dict[str, Any]:
     """The provenance written into detections files and video metadata."""
-    params = settings.params
-    task: dict[str, Any] = (
-        {"conf": params.conf, "iou": params.iou}
-        if isinstance(params, DetectParams)
-        else {"task": "superres", "scale": settings.model.scale}
-    )
+    model = settings.model
+    task = kind_of(model).task.provenance(model, settings.params)
     return {
         "app_version": __version__,
         "model": settings.model.name,

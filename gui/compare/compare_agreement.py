@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.api import MAX_PANES, CompareStep, PaneSpec
+from framelens.core.api import MAX_PANES, CompareStep, PaneSpec, produces_image
 from framelens.gui.compare.compare_panes import PANE_COLOURS
 from framelens.gui.display.plots import themed_plot
 from PySide6.QtCore import Qt
@@ -85,9 +85,9 @@ def image_metrics_reason(panes: Sequence[PaneSpec], pane: int, reference: int = 
     """Why PSNR/SSIM do not apply to ``pane`` (None when they do): they compare the
     image a model outputs (super-resolution) with the reference's, and a detector
     outputs boxes."""
-    if panes[pane].settings.model.task != "superres":
+    if not produces_image(panes[pane].settings.model):
         return "n/a: detection task"
-    if panes[reference].settings.model.task != "superres":
+    if not produces_image(panes[reference].settings.model):
         return "n/a: reference outputs no image"
     return None
 

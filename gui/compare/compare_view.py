@@ -22,6 +22,7 @@ from framelens.core.api import (
     FrameLensError,
     Image,
     PaneSpec,
+    produces_image,
 )
 from framelens.gui.common.controller import Controller
 from framelens.gui.common.folder_dialog import choose_folder
@@ -104,7 +105,7 @@ class CompareWindow(QMainWindow):
         self._fitted = False
 
         try:  # detectors: panes measure detection agreement (core's check_panes)
-            catalog = [n for n, m in controller.catalog().items() if m.task != "superres"]
+            catalog = [n for n, m in controller.catalog().items() if not produces_image(m)]
         except FrameLensError:
             catalog = []
         current = model_key or base.model.name

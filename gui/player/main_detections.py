@@ -9,7 +9,7 @@ dock says that it lists a detector's boxes.
 
 from __future__ import annotations
 
-from framelens.core.api import Detections, FrameResult, ModelSpec
+from framelens.core.api import Detections, FrameResult, ModelSpec, produces_image
 from framelens.gui.player.detections_dock import DetectionsPanel
 from framelens.gui.player.main_window_parts import WindowParts
 from PySide6.QtCore import QObject, Qt
@@ -78,7 +78,7 @@ class DetectionsList(QObject):
                 "No model is chosen: the video plays as it is.\n\nThis list shows a "
                 "detector's boxes: choose YOLOX-Nano or YuNet in the Analysis panel."
             )
-        elif spec.task == "superres":
+        elif produces_image(spec):
             self.panel.show_unavailable(
                 f"{spec.name} upscales frames; it finds no boxes.\n\nThis list shows a "
                 "detector's boxes: choose YOLOX-Nano or YuNet in the Analysis panel."

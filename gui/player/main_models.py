@@ -3,7 +3,13 @@ thresholds, classes and overlay, and ONNX import."""
 
 from __future__ import annotations
 
-from framelens.core.api import FrameLensError, ModelSpec, OverlayStyle, error_message
+from framelens.core.api import (
+    FrameLensError,
+    ModelSpec,
+    OverlayStyle,
+    error_message,
+    produces_image,
+)
 from framelens.gui.common.file_dialogs import ONNX_FILTER, open_file
 from framelens.gui.common.widgets import set_text
 from framelens.gui.player.dialogs import ImportModelDialog
@@ -140,7 +146,7 @@ class ModelChoice(QObject):
             return
         panel.show_model(self.key or spec.name, spec)
         set_text(label, spec.name)
-        if spec.task != "superres":  # back from super-resolution: the saved thresholds
+        if not produces_image(spec):  # back from super-resolution: the saved thresholds
             s = self.parts.settings
             self.parts.controller.configure(conf=s.conf, iou=s.iou, overlay=panel.overlay())
 

@@ -24,6 +24,7 @@ from framelens.core.api import (
     Region,
     Upscaled,
     bicubic_upscale,
+    produces_image,
 )
 from framelens.gui.display.gl_texture import Frame
 from framelens.gui.display.image_view import ImageView
@@ -177,7 +178,7 @@ class SuperResolution(QObject):
         c.set_mode(mode)
         self._show_sr_mode(mode)
         self.sr_panel.show_filter(s.sr_original_filter)
-        upscalers = {k: v for k, v in self.controller.catalog().items() if v.task == "superres"}
+        upscalers = {k: v for k, v in self.controller.catalog().items() if produces_image(v)}
         self.crop_panel.set_models(upscalers, s.crops_model)
         self.crop_panel.enable_check.blockSignals(True)
         self.crop_panel.enable_check.setChecked(s.crops_enabled)
@@ -188,7 +189,7 @@ class SuperResolution(QObject):
     def _sync(self, spec: ModelSpec | None) -> None:
         """What the loaded model's task offers: the views for super-resolution, the crop
         strip for detectors (None, no model: neither)."""
-        sr = spec is not None and spec.task == "superres"
+        sr = spec is not None and produces_image(spec)
         for action in (*self.sr_mode_actions.values(), self.measure_action):
             action.setEnabled(sr)
         self.clear_region_action.setEnabled(sr and self.canvas.mode == "roi")
@@ -303,7 +304,7 @@ class SuperResolution(QObject):
     def measure_psnr(self) -> None:
         """PSNR and SSIM of the model and of bicubic on the frame on screen (on a thread)."""
         result, settings = self.controller.last_result, self.controller.settings
-        if settings is None or settings.model.task != "superres":
+        if settings is None or not produces_image(settings.model):
             self.show_error("Measuring PSNR needs a super-resolution model")
             return
         if result is None:
@@ -333,7 +334,7 @@ class SuperResolution(QObject):
             self.crop_strip.set_crops([], [])
             return
         spec = self.controller.catalog().get(self.settings.crops_model)
-        if spec is None or spec.task != "superres":
+        if spec is None or not produces_image(spec):
             self.crop_worker.configure(None)
             return
         base = self.controller.settings

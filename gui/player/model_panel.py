@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from framelens.core.api import DeviceChoice, ModelSpec, OverlayStyle
+from framelens.core.api import DeviceChoice, ModelSpec, OverlayStyle, produces_image
 from framelens.gui.player.precision_toggle import PrecisionToggle
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -199,8 +199,8 @@ class ModelPanel(QWidget):
             0, "Play the video as it is, nothing detected or drawn", Qt.ItemDataRole.ToolTipRole
         )
         self.model_combo.insertSeparator(1)
-        detectors = {k: v for k, v in catalog.items() if v.task != "superres"}
-        upscalers = {k: v for k, v in catalog.items() if v.task == "superres"}
+        detectors = {k: v for k, v in catalog.items() if not produces_image(v)}
+        upscalers = {k: v for k, v in catalog.items() if produces_image(v)}
         for name, spec in detectors.items():
             self._add_model(name, name, spec)
         if upscalers:
@@ -238,7 +238,7 @@ class ModelPanel(QWidget):
             self.model_combo.setItemData(i, key, Qt.ItemDataRole.ToolTipRole)
         self.model_combo.setCurrentIndex(i)
         h, w = spec.input_size
-        if spec.task == "superres":
+        if produces_image(spec):
             channels = "Y channel" if spec.channels == 1 else "colour"
             self.model_info.setText(f"super-resolution · ×{spec.scale} · {channels}")
         else:
@@ -246,7 +246,7 @@ class ModelPanel(QWidget):
                 f"{spec.task} · {spec.layout} · {w}×{h} · {len(spec.labels)} classes"
             )
         self.set_labels(spec.labels)
-        self.show_task(spec.task == "superres")
+        self.show_task(produces_image(spec))
 
     def _on_model_activated(self, index: int) -> None:
         key = self.model_combo.itemData(index)

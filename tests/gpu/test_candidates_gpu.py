@@ -15,12 +15,12 @@ import pytest
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.shared_kernels import kernels_for
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline.gpu_pipeline import HOST_CANDIDATES_ENV
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.stages.tasks.detect import candidates_cuda
 from framelens.core.stages.tasks.detect.candidates import gather_host
 from framelens.core.stages.tasks.detect.candidates_cuda import DeviceCandidateGather
+from framelens.core.stages.tasks.detect.device import HOST_CANDIDATES_ENV
 
 pytestmark = pytest.mark.gpu
 

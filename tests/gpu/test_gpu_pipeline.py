@@ -91,7 +91,7 @@ def test_model_input_from_nvdec_equals_the_cpu_tensor(gpu_ctx: GpuContext) -> No
             frame, ref = gpu_source.read(), cpu_source.read()
             assert frame is not None and ref is not None and frame.index == ref.index == index
             pipeline.infer(frame, StageTimes())
-            sized = pipeline._sizes[(frame.width, frame.height)]  # this size's buffers
+            sized = pipeline.device_half._sizes[(frame.width, frame.height)]  # this size's buffers
             layout, model_input = sized.layout, sized.input
             got = np.empty(layout.shape, dtype=layout.numpy_dtype)
             with gpu_ctx.active():

@@ -1,4 +1,5 @@
-"""Super-resolution on the GPU (core/pipeline/gpu_superres.py) against the host path.
+"""Super-resolution on the GPU (core/stages/tasks/superres/device.py, run by the GPU
+pipeline) against the host path.
 
 The same host frames of the sample go through the host pipeline on the CPU and through
 the GPU pipeline (uploaded, split, inferred, merged on the device, downloaded only here
@@ -20,10 +21,11 @@ from framelens.core.gpu.context import GpuContext
 from framelens.core.models.catalog import load_catalog, resolve_model
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline import build
-from framelens.core.pipeline.gpu_superres import GpuSuperResPipeline
+from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.tasks import SuperResParams
 from framelens.core.stages.tasks.superres.color import bicubic_downscale, output_size
+from framelens.core.stages.tasks.superres.device import SuperResDevice
 from framelens.core.stages.tasks.superres.metrics import psnr
 from framelens.core.types import Frame, Image, StageTimes
 
@@ -60,7 +62,7 @@ def upscale_both(
     params = params or SuperResParams()
     host = build.host_pipeline(PipelineSettings(spec, params=params))
     gpu = build.gpu_pipelines(PipelineSettings(spec, device="cuda:0", params=params), 1)[0]
-    assert isinstance(gpu, GpuSuperResPipeline)
+    assert isinstance(gpu, GpuFramePipeline) and isinstance(gpu.device_half, SuperResDevice)
     out = []
     try:
         for i, image in enumerate(images):

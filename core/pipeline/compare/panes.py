@@ -27,7 +27,7 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.source_stages import SourceStages, StageFactory
-from framelens.core.stages.tasks import MATCH_IOU
+from framelens.core.stages.tasks import MATCH_IOU, produces_image
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch
 from framelens.core.stages.tasks.detect.diff import DetectionDiff, detection_diff
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
@@ -118,7 +118,7 @@ def check_panes(panes: Sequence[PaneSpec], reference: int | str = 0) -> int:
     duplicates = sorted({x for x in labels if labels.count(x) > 1})
     if duplicates:
         raise ConfigError(f"pane labels must differ: {', '.join(duplicates)} repeated")
-    upscalers = [p.label for p in panes if p.settings.model.task == "superres"]
+    upscalers = [p.label for p in panes if produces_image(p.settings.model)]
     if upscalers:  # their agreement is an image's, not the detection totals panes keep
         raise ConfigError(
             f"{', '.join(upscalers)}: super-resolution models are not compared in lock-step "

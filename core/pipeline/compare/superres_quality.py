@@ -42,6 +42,7 @@ from framelens.core.progress import Progress, make_bar
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.sources import open_source
+from framelens.core.stages.tasks import produces_image
 from framelens.core.stages.tasks.superres.color import (
     bicubic_downscale,
     bicubic_upscale,
@@ -121,7 +122,7 @@ def superres_quality_report(
     """Measure ``variants`` and bicubic on a range of a source; write the report."""
     if not variants:
         raise ConfigError("give at least one super-resolution model to compare")
-    not_sr = [v.name for v in variants if v.settings.model.task != "superres"]
+    not_sr = [v.name for v in variants if not produces_image(v.settings.model)]
     if not_sr:
         raise ConfigError(f"{', '.join(not_sr)}: not super-resolution models")
     from framelens.core.pipeline.variant import prepare_precision
@@ -183,7 +184,7 @@ def _measure_range(
         raise SourceError(f"{source_spec} has no frames to compare from frame {rng.start}")
     first = bicubic[scales[0]]
     summary: dict[str, Any] = {
-        "task": "superres",
+        "task": variants[0].settings.model.task,
         "source": source_spec,
         "start": rng.start,
         "frames": len(rows),

@@ -44,6 +44,7 @@ from framelens.core.stages.sinks.atomic import remove_stale
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
+from framelens.core.stages.tasks import kind_of
 
 
 def _inside(path: str, folder: Path) -> bool:
@@ -143,8 +144,8 @@ def run_batch(
         if not paths:
             raise ConfigError(f"the only videos found are {out}'s own outputs")
         manifest = Manifest(out)
-        superres = settings.model.task == "superres"
-        export_video = export_video or superres  # what a super-resolution batch writes
+        video_only = not kind_of(settings.model).writes_outputs
+        export_video = export_video or video_only  # what a super-resolution batch writes
         bars = BatchBars(0, progress)
         listeners: list[Callable[[InputProgress], None]] = [bars]
         if on_progress is not None:
@@ -169,7 +170,7 @@ def run_batch(
                 split = ray is not None and not export_video
                 jobs = _jobs(
                     todo, manifest, out, split, segment_frames,
-                    detections=not superres, video=export_video,
+                    detections=not video_only, video=export_video,
                 )  # fmt: skip
                 for path, _ in todo:
                     tracker.add([j for j in jobs if j.path == path])

@@ -32,7 +32,7 @@ from framelens.core.precision.int8_settings import CalibrationSettings
 from framelens.core.precision.jobs import PrecisionJob
 from framelens.core.precision.report import SensitivityReport
 from framelens.core.stages.draw.style import OverlayStyle
-from framelens.core.stages.tasks import DetectParams, SuperResParams
+from framelens.core.stages.tasks.registry import kind_of, produces_image
 
 __all__ = ["ChoiceListener", "PlaybackChoice"]
 
@@ -127,7 +127,7 @@ class PlaybackChoice:
     @property
     def superres(self) -> bool:
         """True while a super-resolution model is chosen."""
-        return self.settings is not None and self.settings.model.task == "superres"
+        return self.settings is not None and produces_image(self.settings.model)
 
     # ---- device and backend -------------------------------------------------------------
 
@@ -168,14 +168,15 @@ class PlaybackChoice:
             self.settings = with_changes(self.settings, changes)
 
     def takes_region(self) -> bool:
-        """Whether a region of interest means anything: super-resolution only."""
-        return self.settings is not None and isinstance(self.settings.params, SuperResParams)
+        """Whether a region of interest means anything: a task whose parameters take one
+        (super-resolution)."""
+        return self.settings is not None and hasattr(self.settings.params, "region")
 
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""
         if self.settings is not None:
             params = self.settings.params
-            if isinstance(params, DetectParams):
+            if kind_of(self.settings.model).has_thresholds:
                 params = replace(params, conf=conf, iou=iou)
             self.settings = replace(self.settings, params=params, overlay=overlay)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from framelens.core.geometry import Letterbox
 from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.kernels import GpuKernels, PreprocessLayout, yuv_matrix
@@ -104,6 +105,25 @@ class CudaPreprocessor:
             if pool is not None:
                 pool.close()
         self._upload = self._bgr = None
+
+
+class CudaFramePreprocessor:
+    """The device implementation of ``DevicePreprocessor`` (base.py) for frames of one
+    size: the fused kernel into the model input laid out by ``layout`` (the task's
+    geometry), on the uploads and kernels of ``pre``. The host twin is cpu.py's
+    ``Preprocessor``."""
+
+    def __init__(self, pre: CudaPreprocessor, layout: PreprocessLayout) -> None:
+        self.pre = pre
+        self.layout = layout
+        self.src_w, self.src_h = layout.src_w, layout.src_h
+
+    @property
+    def geometry(self) -> Letterbox:
+        return self.layout.letterbox
+
+    def __call__(self, frame: DeviceFrame, dst_ptr: int, stream: Any) -> None:
+        self.pre.model_input(frame, self.layout, dst_ptr, stream)
 
 
 def _planes(frame: DeviceNV12Frame) -> tuple[int, int, int, int]:

@@ -69,11 +69,7 @@ def provenance_metadata(meta: Mapping[str, object]) -> dict[str, str]:
     sha = get("model_sha256", "")
     model = get("model") + (f" (sha256 {sha[:12]})" if sha else "")
     backend = get("backend") + (f"/{meta['device']}" if meta.get("device") else "")
-    task = (
-        f"super-resolution x{get('scale')}"
-        if meta.get("task") == "superres"
-        else f"conf {get('conf')}; iou {get('iou')}"
-    )
+    task = get("task_summary", "") or f"conf {get('conf')}; iou {get('iou')}"
     comment = (
         f"FrameLens {get('app_version', __version__)}; model {model}; "
         f"precision {get('precision')}; backend {backend}; {task}"

@@ -1,17 +1,33 @@
 """Tasks: what is task-specific (input geometry, output decoding, parameters, overlay,
-agreement, export): detection (and faces) and super-resolution. ``task_for`` picks a
+agreement, export, the device half): detection (and faces) and super-resolution,
+registered here in the task registry (registry.py), which ``task_for`` reads to pick a
 model's task."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
-from framelens.core.errors import ModelError
-from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.tasks.base import OutputWriter, Task
 from framelens.core.stages.tasks.detect.task import MATCH_IOU, DetectionTask, DetectParams
-from framelens.core.stages.tasks.superres.task import SuperResParams, SuperResTask, Upscaled
+from framelens.core.stages.tasks.registry import (
+    AnyTask,
+    TaskKind,
+    TaskParams,
+    find_kind,
+    kind_of,
+    param_fields,
+    params_for,
+    produces_image,
+    register,
+    registered,
+    task_for,
+    task_kind,
+    task_kinds,
+    task_names,
+    unregister,
+)
+from framelens.core.stages.tasks.superres.output import SuperResParams, Upscaled
+from framelens.core.stages.tasks.superres.task import SuperResTask
 
 __all__ = [
     "MATCH_IOU",
@@ -22,19 +38,30 @@ __all__ = [
     "SuperResParams",
     "SuperResTask",
     "Task",
+    "TaskKind",
+    "TaskParams",
     "Upscaled",
+    "find_kind",
+    "kind_of",
+    "param_fields",
+    "params_for",
+    "produces_image",
+    "register",
+    "registered",
     "task_for",
+    "task_kind",
+    "task_kinds",
+    "task_names",
+    "unregister",
+    "without_classes",
 ]
 
-AnyTask = Task[Any, Any, Any, Any]
+register("detect", DetectionTask, "object detection")
+register("faces", DetectionTask, "face detection")
+register("superres", SuperResTask, "super-resolution")
 
-TASK_KINDS = ("detect", "faces")
 
-
-def task_for(spec: ModelSpec, output_names: Sequence[str] | None = None) -> AnyTask:
-    """The task of a model (its spec's ``task``); ModelError for a task not built yet."""
-    if spec.task in TASK_KINDS:
-        return DetectionTask(spec, output_names)
-    if spec.task == "superres":
-        return SuperResTask(spec)
-    raise ModelError(f"{spec.name}: FrameLens has no {spec.task!r} task")
+def without_classes(params: TaskParams) -> TaskParams:
+    """``params`` for another model: a detector's class filter dropped (class ids are
+    the model's own)."""
+    return replace(params, classes=None) if isinstance(params, DetectParams) else params

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -17,31 +17,22 @@ from framelens.core.geometry import InputGeometry
 from framelens.core.models.spec import ModelSpec, input_geometry
 from framelens.core.stages.draw.style import OverlayStyle
 from framelens.core.stages.engines.base import Engine
+from framelens.core.stages.preprocess.base import HostPreprocessor
+from framelens.core.stages.preprocess.cpu import Preprocessor
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.types import Image
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tasks.device import DeviceHalf, DeviceRig
 
 OutputT = TypeVar("OutputT")
 ParamsT = TypeVar("ParamsT")
 MatchT = TypeVar("MatchT")
 InputT = TypeVar("InputT")
-InputT_co = TypeVar("InputT_co", covariant=True)
 OutputT_contra = TypeVar("OutputT_contra", contravariant=True)
 
 EngineOutputs = Sequence[npt.NDArray[Any]]
 """A batch's engine outputs, in the model's output order, each with a leading batch dim."""
-
-
-class HostPreprocessor(Protocol[InputT_co]):
-    """A frame (BGR, host) -> the model's input tensor (1, C, H, W), reused per call; and
-    what the decode step needs of that frame (``geometry``: detection's letterbox)."""
-
-    src_w: int
-    src_h: int
-
-    @property
-    def geometry(self) -> InputT_co: ...
-
-    def __call__(self, image: Image) -> npt.NDArray[np.float32]: ...
 
 
 class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
@@ -58,9 +49,80 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
     writes_outputs: ClassVar[bool] = True
     """A run writes this task's per-frame outputs beside its video (detections: .json,
     .csv, Parquet rows); False where the video is the output (super-resolution)."""
+    produces_image: ClassVar[bool] = False
+    """The output is an image (``output_image``): views show it, compare measures it by
+    PSNR/SSIM, export writes it instead of an overlay on the frame."""
+    batches_frames: ClassVar[bool] = True
+    """Several frames per engine call pay off (a run on CUDA batches video files)."""
+    has_thresholds: ClassVar[bool] = False
+    """The user tunes score thresholds and a class filter (detection's controls)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
+
+    @classmethod
+    def for_model(cls, spec: ModelSpec, output_names: Sequence[str] | None = None) -> Self:
+        """The task of ``spec`` (``output_names``: the engine's, for tasks that read
+        outputs by name)."""
+        del output_names
+        return cls(spec)
+
+    @classmethod
+    def cuda_options(cls, spec: ModelSpec) -> dict[str, str]:
+        """ONNX Runtime CUDA provider options this task's model runs best with."""
+        del spec
+        return {}
+
+    @classmethod
+    def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> ParamsT:
+        """The parameters the command line's options ask for (``conf``, ``iou``,
+        ``classes``: names, comma-separated; ``tile``); ConfigError (one line) for
+        options that do not fit the task or the model. By default the task's defaults."""
+        del spec, options
+        return cls.default_params()
+
+    @classmethod
+    def describe(cls, spec: ModelSpec) -> str:
+        """What ``framelens models`` says of the model besides its name and task."""
+        return f"{spec.layout:<8} {spec.input_size[1]}x{spec.input_size[0]}"
+
+    int8_measure: ClassVar[str] = ""
+    """How the INT8 search measures a trial against FP32 (core/precision/agreement.py):
+    "f1" (detections), "psnr" (images); "" where it has no measure (no INT8 search)."""
+
+    @classmethod
+    def calibration_input(
+        cls, spec: ModelSpec, image: Image, patch: int
+    ) -> tuple[npt.NDArray[np.float32], Any]:
+        """One calibration frame's model input (a copy) and what decoding needs of it:
+        the frame laid out by the spec's input geometry (``patch``: the side of the part
+        a task that runs on any input size feeds instead)."""
+        del patch
+        h, w = image.shape[:2]
+        pre = Preprocessor(spec, w, h, input_geometry(spec, w, h))
+        return pre(image).copy(), pre.geometry
+
+    @classmethod
+    def provenance(cls, spec: ModelSpec, params: ParamsT) -> dict[str, Any]:
+        """What a run's outputs record of this task and its parameters (detections
+        files' and videos' metadata), with ``task_summary``: one line of it (the video's
+        comment)."""
+        del params
+        return {"task": spec.task, "task_summary": spec.task}
+
+    @classmethod
+    def device_unavailable(cls, params: ParamsT) -> str | None:
+        """Why the GPU pipeline cannot run this task with ``params``, or None."""
+        del params
+        return None
+
+    def device_half(self, rig: DeviceRig) -> DeviceHalf:
+        """This task's half of a GPU pipeline (core/stages/tasks/device.py): by default
+        the batch path, frames laid out by ``input_geometry`` into one engine input,
+        outputs copied to the host and decoded by ``decode``."""
+        from framelens.core.stages.tasks.device import BatchDevice
+
+        return BatchDevice(rig, self)
 
     def input_geometry(self, src_w: int, src_h: int) -> InputGeometry:
         """Where a ``src_w`` x ``src_h`` frame goes in the model's input; both
@@ -89,9 +151,10 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         """The (width, height) of the frames this task's export writes."""
         return src_w, src_h
 
+    @classmethod
     @abstractmethod
-    def default_params(self) -> ParamsT:
-        """The parameters a new pipeline starts with."""
+    def default_params(cls) -> ParamsT:
+        """The parameters a new pipeline starts with (the registry's defaults)."""
 
     @abstractmethod
     def decode(

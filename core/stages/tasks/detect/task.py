@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from framelens.core.errors import ConfigError
 from framelens.core.geometry import Letterbox
 from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.draw.opencv import OverlayStyle, annotate
@@ -18,6 +19,9 @@ from framelens.core.stages.tasks.detect.candidates import Candidates
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.stages.tasks.detect.yolo import Yolov5Decoder
 from framelens.core.types import Detections, Image
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tasks.device import DeviceHalf, DeviceRig
 
 MATCH_IOU = 0.5
 """The product's one agreement rule: a test box matches a reference box of its class at
@@ -33,20 +37,71 @@ class DetectParams:
     classes: frozenset[int] | None = None  # class ids kept; None keeps all
 
 
+def class_ids(names: str | None, labels: Sequence[str]) -> frozenset[int] | None:
+    """The ids of classes given by name (comma-separated); None for none given;
+    ConfigError for a name the model does not know."""
+    if not names:
+        return None
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = [n for n in wanted if n not in index]
+    if unknown:
+        raise ConfigError(
+            f"unknown class {', '.join(unknown)}; the model knows {', '.join(labels[:8])}"
+            + (", ..." if len(labels) > 8 else "")
+        )
+    return frozenset(index[n] for n in wanted)
+
+
 class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
     """Object or face detection: YOLOX, YOLOv5, YOLOv8/11, end-to-end NMS exports, YuNet."""
 
     name: ClassVar[str] = "detect"
+    has_thresholds: ClassVar[bool] = True
+    int8_measure: ClassVar[str] = "f1"
 
     def __init__(self, spec: ModelSpec, output_names: Sequence[str] | None = None) -> None:
         super().__init__(spec)
         self._decoder = make_decoder(spec, output_names)
 
+    @classmethod
+    def for_model(cls, spec: ModelSpec, output_names: Sequence[str] | None = None) -> DetectionTask:
+        return cls(spec, output_names)
+
+    @classmethod
+    def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> DetectParams:
+        if options.get("tile"):
+            raise ConfigError(f"--tile applies to super-resolution models, not {spec.name}")
+        classes = class_ids(options.get("classes"), spec.labels)
+        return DetectParams(float(options["conf"]), float(options["iou"]), classes)
+
+    @classmethod
+    def describe(cls, spec: ModelSpec) -> str:
+        size = f"{spec.input_size[1]}x{spec.input_size[0]}"
+        return f"{spec.layout:<8} {size}  {len(spec.labels)} classes"
+
+    @classmethod
+    def provenance(cls, spec: ModelSpec, params: DetectParams) -> dict[str, Any]:
+        del spec
+        return {
+            "conf": params.conf,
+            "iou": params.iou,
+            "task_summary": f"conf {params.conf}; iou {params.iou}",
+        }
+
+    def device_half(self, rig: DeviceRig) -> DeviceHalf:
+        """The batch path, with the candidate gather on the device for layouts that
+        have a gate (detect/device.py)."""
+        from framelens.core.stages.tasks.detect.device import DetectDevice
+
+        return DetectDevice(rig, self)
+
     def preprocessor(self, src_w: int, src_h: int, params: DetectParams) -> Preprocessor:
         del params
         return Preprocessor(self.spec, src_w, src_h, self.input_geometry(src_w, src_h))
 
-    def default_params(self) -> DetectParams:
+    @classmethod
+    def default_params(cls) -> DetectParams:
         return DetectParams()
 
     def decode(

@@ -23,9 +23,11 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 from framelens.core.closing import Closing
+from framelens.core.errors import ConfigError
 from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.tasks.superres.color import SrPreprocessor
-from framelens.core.stages.tasks.superres.task import SuperResParams, SuperResTask
+from framelens.core.stages.tasks.superres.output import SuperResParams
+from framelens.core.stages.tasks.superres.task import SuperResTask
 from framelens.core.types import Image
 
 __all__ = [
@@ -59,6 +61,15 @@ class EnlargedCrop:
     box: Box
     score: float
     class_id: int
+
+
+def host_upscaler(task: object, engine: Engine, device: str = "cpu") -> HostUpscaler:
+    """``task`` (a pipeline's) with ``engine`` as a HostUpscaler; ConfigError when the
+    task is not super-resolution."""
+    if not isinstance(task, SuperResTask):
+        name = getattr(getattr(task, "spec", None), "name", "the model")
+        raise ConfigError(f"{name} is not a super-resolution model")
+    return HostUpscaler(task, engine, device)
 
 
 class HostUpscaler(Closing):

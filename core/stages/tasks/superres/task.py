@@ -10,10 +10,10 @@ writes, the canvas shows and compare measures.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from framelens.core.errors import ConfigError, ModelError
 from framelens.core.geometry import InputGeometry, Letterbox
 from framelens.core.models.spec import ModelSpec
@@ -22,7 +22,6 @@ from framelens.core.stages.engines.base import Engine
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.tasks.base import EngineOutputs, OutputWriter, Task
 from framelens.core.stages.tasks.superres.color import (
-    Region,
     SrInput,
     SrPreprocessor,
     clamp_region,
@@ -31,62 +30,17 @@ from framelens.core.stages.tasks.superres.color import (
     padded_size,
 )
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement, image_agreement
-from framelens.core.stages.tasks.superres.tiling import TiledEngine, default_tile
-from framelens.core.types import DeviceImage, Image
+from framelens.core.stages.tasks.superres.output import SuperResParams, Upscaled
+from framelens.core.stages.tasks.superres.tiling import (
+    DEFAULT_OVERLAP,
+    TiledEngine,
+    cuda_options,
+    default_tile,
+)
+from framelens.core.types import Image
 
-
-@dataclass(frozen=True)
-class SuperResParams:
-    """``tile``: the largest input side run at once (0: chosen from the model and the
-    device); read when a pipeline is built. ``region``: (x, y, width, height) in source
-    pixels, the only part upscaled (region-of-interest mode; None: the whole frame),
-    changeable while a pipeline runs."""
-
-    tile: int = 0
-    region: Region | None = None
-
-
-class Upscaled:
-    """One frame's super-resolution output: the upscaled frame, on the host (``image``,
-    BGR) or in device memory (``device``, RGBA; the GPU path: ``image`` downloads it on
-    first use); both None when no model ran. ``region``: the part of the source frame
-    upscaled (None: the whole frame, scale x its size)."""
-
-    __slots__ = ("_image", "device", "region", "scale")
-
-    def __init__(
-        self,
-        image: Image | None,
-        scale: int,
-        *,
-        device: DeviceImage | None = None,
-        region: Region | None = None,
-    ) -> None:
-        self._image = image
-        self.device = device
-        self.scale = scale
-        self.region = region
-
-    @property
-    def image(self) -> Image | None:
-        if self._image is None and self.device is not None:
-            self._image = self.device.to_host_bgr()
-        return self._image
-
-    @property
-    def size(self) -> tuple[int, int] | None:
-        """(width, height) of the upscaled frame, without downloading it."""
-        if self.device is not None:
-            return int(self.device.width), int(self.device.height)
-        if self._image is not None:
-            return int(self._image.shape[1]), int(self._image.shape[0])
-        return None
-
-    def __len__(self) -> int:  # frames with output count like frames with detections
-        return 0 if self._image is None and self.device is None else 1
-
-    def __repr__(self) -> str:
-        return f"Upscaled(scale={self.scale}, size={self.size}, region={self.region})"
+if TYPE_CHECKING:
+    from framelens.core.stages.tasks.device import DeviceHalf, DeviceRig
 
 
 class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
@@ -94,6 +48,9 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
 
     name: ClassVar[str] = "superres"
     writes_outputs: ClassVar[bool] = False  # the upscaled video is the output
+    produces_image: ClassVar[bool] = True
+    batches_frames: ClassVar[bool] = False  # an image per frame: batches gain nothing
+    int8_measure: ClassVar[str] = "psnr"
 
     def __init__(self, spec: ModelSpec) -> None:
         if spec.scale < 2 or spec.channels not in (1, 3):
@@ -126,8 +83,66 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
         tile = (params.tile, params.tile) if params.tile else default_tile(self.spec, device)
         return TiledEngine(engine, self.scale, tile)
 
-    def default_params(self) -> SuperResParams:
+    @classmethod
+    def default_params(cls) -> SuperResParams:
         return SuperResParams()
+
+    @classmethod
+    def cuda_options(cls, spec: ModelSpec) -> dict[str, str]:
+        return cuda_options(spec)
+
+    @classmethod
+    def calibration_input(
+        cls, spec: ModelSpec, image: Image, patch: int
+    ) -> tuple[npt.NDArray[np.float32], SrInput]:
+        """The model's input for the most detailed ``patch``-square of the frame (the
+        largest luma variance on a grid of candidates), and its SrInput."""
+        h, w = image.shape[:2]
+        side = max(spec.scale, min(patch, w, h))
+        grey = image.mean(axis=2) if image.ndim == 3 else image
+        best, where = -1.0, (0, 0)
+        for y in np.linspace(0, h - side, 4).astype(int):
+            for x in np.linspace(0, w - side, 6).astype(int):
+                variance = float(grey[y : y + side, x : x + side].var())
+                if variance > best:
+                    best, where = variance, (int(x), int(y))
+        pre = SrPreprocessor(spec, w, h, (*where, side, side))
+        return pre(image).copy(), pre.geometry
+
+    @classmethod
+    def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> SuperResParams:
+        del spec
+        tile = int(options.get("tile") or 0)
+        if tile and tile <= 2 * DEFAULT_OVERLAP:
+            raise ConfigError(f"--tile must be 0 (automatic) or more than {2 * DEFAULT_OVERLAP}")
+        return SuperResParams(tile=tile)
+
+    @classmethod
+    def describe(cls, spec: ModelSpec) -> str:
+        channels = "Y channel" if spec.channels == 1 else "colour"
+        return f"x{spec.scale}, {channels}, any size"
+
+    @classmethod
+    def provenance(cls, spec: ModelSpec, params: SuperResParams) -> dict[str, Any]:
+        del params
+        return {
+            "task": spec.task,
+            "scale": spec.scale,
+            "task_summary": f"super-resolution x{spec.scale}",
+        }
+
+    @classmethod
+    def device_unavailable(cls, params: SuperResParams) -> str | None:
+        if params.tile:  # the GPU pipeline runs frames whole (device memory is what tiles save)
+            return f"a tile of {params.tile} px runs tiled on the host pipeline"
+        return None
+
+    def device_half(self, rig: DeviceRig) -> DeviceHalf:
+        """Frames upscaled one by one on the device, the colour split and merge in CUDA
+        kernels (superres/device.py)."""
+        from framelens.core.stages.tasks.superres.device import SuperResDevice
+
+        return SuperResDevice(rig, self)
 
     def decode(
         self, outputs: EngineOutputs, geometries: Sequence[SrInput], params: SuperResParams

@@ -1,4 +1,4 @@
-"""Super-resolution on the GPU: NVDEC frames -> upscaled RGBA display frames, on the device.
+"""Super-resolution's device half: NVDEC frames -> upscaled RGBA frames, on the device.
 
 Per frame, on this pipeline's own CUDA stream, nothing leaving the device:
 
@@ -20,27 +20,26 @@ The arithmetic is the host path's (core/stages/tasks/superres/color.py) step by 
 tests/gpu holds the two to the same pixels. A CUDA stage timer times ``preprocess``
 (original + split), ``inference`` and ``display`` (the merge). Frames run one engine call
 each and untiled (a tile asked for with --tile runs on the host pipeline, build.py).
-Built by core/pipeline/build.py, which creates the stream and the engine.
+The GPU pipeline (core/pipeline/gpu_pipeline.py) runs it on its stream, engine and
+timers (core/stages/tasks/device.py's DeviceRig).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
-from framelens.core.errors import EngineError, GpuError
-from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver, cuda_message
+from framelens.core.errors import GpuError
+from framelens.core.gpu.buffers import DeviceBuffer, DevicePool, cuda_driver
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.images import RgbaDeviceImage, replicate_edges
-from framelens.core.pipeline.gpu_base import GpuPipelineBase
-from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.stages.engines.base import DeviceEngine
+from framelens.core.models.spec import ModelSpec
 from framelens.core.stages.preprocess.cuda import DeviceFrame
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
-from framelens.core.stages.tasks import SuperResParams, SuperResTask, Upscaled
+from framelens.core.stages.tasks.device import DeviceRig
 from framelens.core.stages.tasks.superres.color import clamp_region, padded_size
+from framelens.core.stages.tasks.superres.output import SuperResParams, Upscaled
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first frame
@@ -49,8 +48,11 @@ WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first fr
 class _CropBuffers:
     """The model input, chroma planes and output frames of one crop size."""
 
-    def __init__(self, ctx: GpuContext, width: int, height: int, channels: int, scale: int) -> None:
-        self.size = (width, height)
+    def __init__(
+        self, ctx: GpuContext, size: tuple[int, int], channels: int, scale: int, frames: int
+    ) -> None:
+        width, height = size
+        self.size = size
         plane = width * height
         self.input = DevicePool.linear(ctx, plane * channels * 4, 1, kind="SR model input")
         self.chroma = (
@@ -58,11 +60,7 @@ class _CropBuffers:
         )
         try:
             self.output = DevicePool.pitched(
-                ctx,
-                width * scale * 4,
-                height * scale,
-                GpuSuperResPipeline.RGBA_BUFFERS,
-                kind="upscaled frame",
+                ctx, width * scale * 4, height * scale, frames, kind="upscaled frame"
             )
         except BaseException:
             self.close()
@@ -74,31 +72,28 @@ class _CropBuffers:
                 pool.close()
 
 
-class GpuSuperResPipeline(GpuPipelineBase):
-    """The super-resolution task on the GPU; one instance per stream and worker thread.
+class _Upscales(Protocol):
+    """What the device half needs of the task (task.py's SuperResTask)."""
+
+    spec: ModelSpec
+
+
+class SuperResDevice:
+    """The super-resolution task in a GPU pipeline, frame by frame, untiled.
 
     Results carry the original frame as an RGBA device image (``result.frame.device``)
     and the upscaled frame as another (``result.output.device``, ``Upscaled.image``
-    downloads it); ``draw`` (export) downloads only the upscaled one.
+    downloads it); export downloads only the upscaled one (``Task.produces_image``).
     """
 
-    label = "GPU super-resolution pipeline"
-
-    def __init__(
-        self,
-        settings: PipelineSettings,
-        ctx: GpuContext,
-        stream: Any,
-        engine: DeviceEngine,
-        task: SuperResTask,
-    ) -> None:
-        if engine.input_dtype != np.float32:
+    def __init__(self, rig: DeviceRig, task: _Upscales) -> None:
+        if rig.engine.input_dtype != np.float32:
             raise GpuError(
                 f"the GPU super-resolution path takes float32 models, this graph takes "
-                f"{engine.input_dtype.name}"
+                f"{rig.engine.input_dtype.name}"
             )
-        super().__init__(settings, ctx, stream, engine, task)
-        self._sr = task
+        self.rig = rig
+        self.task = task
         self._src: tuple[int, int] | None = None
         self._orig: DevicePool | None = None
         self._crop: _CropBuffers | None = None
@@ -106,18 +101,14 @@ class GpuSuperResPipeline(GpuPipelineBase):
     def warm_up(self) -> None:
         """One inference on a small blank: loads cuDNN before the first frame (the
         algorithm search for the frame's own size still runs on its first frame)."""
-        assert self.engine is not None, "warm_up() on a closed pipeline"
-        side, c = WARM_UP_SIDE, self._sr.spec.channels
+        rig = self.rig
+        side, c = WARM_UP_SIDE, self.task.spec.channels
         nbytes = side * side * c * 4
-        blank = DevicePool.linear(self.ctx, nbytes, 1, kind="warm-up input")
+        blank = DevicePool.linear(rig.ctx, nbytes, 1, kind="warm-up input")
         try:
-            with self.ctx.active():
-                cuda_driver().memset_d8_async(blank.buffers[0].ptr, 0, nbytes, self.stream)
-            self.engine.infer_device(blank.buffers[0].ptr, (1, c, side, side), np.float32)
-        except EngineError as exc:
-            raise GpuError(f"warming up the model: {exc}") from exc
-        except Exception as exc:
-            raise GpuError(f"warming up the model: {cuda_message(exc)}") from exc
+            with rig.ctx.active():
+                cuda_driver().memset_d8_async(blank.buffers[0].ptr, 0, nbytes, rig.stream)
+            rig.engine.infer_device(blank.buffers[0].ptr, (1, c, side, side), np.float32)
         finally:
             blank.close()
 
@@ -126,80 +117,66 @@ class GpuSuperResPipeline(GpuPipelineBase):
     def _buffers_for(self, width: int, height: int, crop_w: int, crop_h: int) -> _CropBuffers:
         """Buffers for a ``width`` x ``height`` frame (the display buffer padded to a
         multiple of the scale) and a model input of ``crop_w`` x ``crop_h``."""
+        rig = self.rig
         if self._src != (width, height) or self._orig is None:
             if self._orig is not None:
                 self._orig.close()
             self._orig = None
-            pw, ph = padded_size(width, height, self._sr.spec.scale)
+            pw, ph = padded_size(width, height, self.task.spec.scale)
             self._orig = DevicePool.pitched(
-                self.ctx, pw * 4, ph, self.RGBA_BUFFERS, kind="display frame"
+                rig.ctx, pw * 4, ph, rig.rgba_buffers, kind="display frame"
             )
             self._src = (width, height)
         if self._crop is None or self._crop.size != (crop_w, crop_h):
             if self._crop is not None:
                 self._crop.close()
             self._crop = None
-            spec = self._sr.spec
-            self._crop = _CropBuffers(self.ctx, crop_w, crop_h, spec.channels, spec.scale)
+            spec = self.task.spec
+            self._crop = _CropBuffers(
+                rig.ctx, (crop_w, crop_h), spec.channels, spec.scale, rig.rgba_buffers
+            )
         return self._crop
 
-    def _free_frame_buffers(self) -> None:
+    def free(self) -> None:
         if self._orig is not None:
             self._orig.close()
         if self._crop is not None:
             self._crop.close()
         self._orig, self._crop, self._src = None, None, None
-        self._pre.free()
 
     # ---- frames ---------------------------------------------------------------------------
 
-    def infer_batch(
-        self, frames: Sequence[DeviceFrame], times_each: Sequence[StageTimes]
+    def infer(
+        self,
+        frames: Sequence[DeviceFrame],
+        times_each: Sequence[StageTimes],
+        params: Any,
+        pixels: bool,
     ) -> list[FrameResult]:
-        results: list[FrameResult] = []
-        try:
-            for frame, times in zip(frames, times_each, strict=True):
-                results.append(self._upscale(frame, times))
-            return results
-        except BaseException as exc:
-            self._timer.reset()
-            # the decoder's buffers of frames not reached go back, so a pipeline that
-            # survives an error does not run its source dry
-            for frame in frames[len(results) :]:
-                if isinstance(frame, DeviceNV12Frame):
-                    with contextlib.suppress(Exception):
-                        frame.release()
-            if isinstance(exc, GpuError) or not isinstance(exc, Exception):
-                raise
-            index = frames[len(results)].index if len(results) < len(frames) else -1
-            if isinstance(exc, EngineError):
-                raise GpuError(f"frame {index}: {exc}") from exc
-            raise GpuError(f"frame {index}: {cuda_message(exc)}") from exc
-
-    def _upscale(self, frame: DeviceFrame, times: StageTimes) -> FrameResult:
-        if self.engine is None:
-            raise GpuError("the GPU pipeline is closed")
-        spec, timer = self._sr.spec, self._timer
-        width, height = frame.width, frame.height
-        params = self._settings.params
+        """Each frame upscaled (the original is always kept: the views show both)."""
+        del pixels
         asked = params.region if isinstance(params, SuperResParams) else None
+        return [self._upscale(f, t, asked) for f, t in zip(frames, times_each, strict=True)]
+
+    def _upscale(self, frame: DeviceFrame, times: StageTimes, asked: Any) -> FrameResult:
+        rig = self.rig
+        spec, timer = self.task.spec, rig.timer
+        width, height = frame.width, frame.height
         region = clamp_region(asked, width, height, spec.scale)
         # a region is a multiple of the scale already; the whole frame is padded to one
         x, y, cw, ch = region if region is not None else (0, 0, width, height)
         pw, ph = (cw, ch) if region is not None else padded_size(width, height, spec.scale)
         crop = self._buffers_for(width, height, pw, ph)
         assert self._orig is not None
-        with self.ctx.active():
+        with rig.ctx.active():
             original = self._original(frame)
             source = original.ptr + y * original.pitch + x * 4
             with timer.stage("preprocess"):
                 if (pw, ph) != (cw, ch):
-                    replicate_edges(
-                        original.ptr, original.pitch, width, height, pw, ph, self.stream
-                    )
+                    replicate_edges(original.ptr, original.pitch, width, height, pw, ph, rig.stream)
                 self._split(source, original.pitch, pw, ph, crop)
             with timer.stage("inference"):
-                out = self.engine.infer_device(
+                out = rig.engine.infer_device(
                     crop.input.buffers[0].ptr, (1, spec.channels, ph, pw), np.float32,
                     to_host=False,
                 )[0]  # fmt: skip
@@ -222,36 +199,37 @@ class GpuSuperResPipeline(GpuPipelineBase):
     def _original(self, frame: DeviceFrame) -> _Original:
         """The frame as RGBA in a display buffer (an NVDEC frame is released after)."""
         assert self._orig is not None
-        stream = self.stream
+        rig = self.rig
+        stream = rig.stream
         rgba: DeviceBuffer = self._orig.acquire(stream, timeout=10.0)
         try:
             if isinstance(frame, DeviceNV12Frame):
                 frame.wait(stream)  # the decoder's write, before the timed stage
             else:
-                self._pre.upload(frame, stream)
-            with self._timer.stage("preprocess"):
-                self._pre.rgba(frame, rgba, stream)
+                rig.pre.upload(frame, stream)
+            with rig.timer.stage("preprocess"):
+                rig.pre.rgba(frame, rgba, stream)
         except BaseException:
             self._orig.release(rgba)
             raise
         if isinstance(frame, DeviceNV12Frame):
             frame.release(stream)  # the decoder may reuse it once the kernel ran
         self._orig.mark_used(rgba, stream)
-        image = RgbaDeviceImage(rgba, self._orig, frame.width, frame.height, self.ctx, rgba.event)
+        image = RgbaDeviceImage(rgba, self._orig, frame.width, frame.height, rig.ctx, rgba.event)
         return _Original(image, rgba.ptr, rgba.pitch)
 
     def _split(self, src_ptr: int, pitch: int, cw: int, ch: int, crop: _CropBuffers) -> None:
-        spec, k = self._sr.spec, self.kernels
+        spec, k, stream = self.task.spec, self.rig.kernels, self.rig.stream
         y_ptr = crop.input.buffers[0].ptr
         if crop.chroma is not None:
             cr = crop.chroma.buffers[0].ptr
             k.bgr_to_ycrcb_planes(
-                src_ptr, pitch, cw, ch, y_ptr, cr, cr + cw * ch, self.stream,
+                src_ptr, pitch, cw, ch, y_ptr, cr, cr + cw * ch, stream,
                 src_order="rgb", src_channels=4,
             )  # fmt: skip
         else:
             k.packed_to_planar(
-                src_ptr, pitch, cw, ch, y_ptr, self.stream, src_order="rgb", src_channels=4,
+                src_ptr, pitch, cw, ch, y_ptr, stream, src_order="rgb", src_channels=4,
                 dst_order=spec.color_order, scale=spec.input_scale,
             )  # fmt: skip
 
@@ -260,10 +238,10 @@ class GpuSuperResPipeline(GpuPipelineBase):
     ) -> RgbaDeviceImage:
         """The model's ``w`` x ``h`` output merged into an output buffer; the image is
         its top-left ``shown`` (width, height): the padding's output left out."""
-        spec, k, stream = self._sr.spec, self.kernels, self.stream
+        spec, k, stream = self.task.spec, self.rig.kernels, self.rig.stream
         dst: DeviceBuffer = crop.output.acquire(stream, timeout=10.0)
         try:
-            with self._timer.stage("display"):
+            with self.rig.timer.stage("display"):
                 if crop.chroma is not None:
                     cw, ch = crop.size
                     cr = crop.chroma.buffers[0].ptr
@@ -279,15 +257,7 @@ class GpuSuperResPipeline(GpuPipelineBase):
             crop.output.release(dst)
             raise
         crop.output.mark_used(dst, stream)
-        return RgbaDeviceImage(dst, crop.output, *shown, self.ctx, dst.event)
-
-    def draw(self, result: FrameResult, *, copy: bool = True) -> FrameResult:
-        """Export's frame: the upscaled one, downloaded (the original stays on the device)."""
-        del copy
-        with self._host_timer.stage("draw"):
-            result.annotated = result.output.image
-        self._host_timer.collect([result.times])
-        return result
+        return RgbaDeviceImage(dst, crop.output, *shown, self.rig.ctx, dst.event)
 
 
 class _Original:
