@@ -122,11 +122,14 @@ class GpuFramePipeline(PipelineBase):
                         frame.release()
             if isinstance(exc, GpuError) or not isinstance(exc, Exception):
                 raise
-            first = frames[0].index if frames else -1
+            # which frames: a batch may hold several sources' frames, so no one number
+            where = f"frame {frames[0].index}" if frames else "no frame"
+            if len(frames) > 1:
+                where = f"a batch of {len(frames)} frames from {where}"
             if isinstance(exc, EngineError):
-                raise GpuError(f"frame {first}: {exc}") from exc
+                raise GpuError(f"{where}: {exc}") from exc
             # pycuda's driver errors (out of memory, launch failure)
-            raise GpuError(f"frame {first}: {cuda_message(exc)}") from exc
+            raise GpuError(f"{where}: {cuda_message(exc)}") from exc
 
     def _infer(
         self, frames: Sequence[DeviceFrame], times_each: Sequence[StageTimes]
