@@ -358,6 +358,18 @@ class Controller(QObject):
 
     # ---- snapshot and export -----------------------------------------------------
 
+    def seek_refusal(self) -> str | None:
+        """Why Go to Frame cannot be asked for now (None: it can)."""
+        return self.view.seek_refusal()
+
+    def snapshot_refusal(self) -> str | None:
+        """Why there is no frame to save (None: there is)."""
+        return self.view.snapshot_refusal()
+
+    def export_refusal(self) -> str | None:
+        """Why File > Export cannot be asked for now (None: it can)."""
+        return self.view.export_refusal()
+
     @Slot(str)
     def save_snapshot(self, path: str) -> None:
         try:

@@ -24,6 +24,8 @@ from framelens.core.sessions.playback.delivery import ResultGate
 from framelens.core.sessions.playback.player import Player
 from framelens.core.sessions.playback.view import PlaybackView
 from framelens.core.types import FrameResult
+from loopback_server import LoopbackStreamServer
+from media_factory import write_clip
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
@@ -131,6 +133,39 @@ def test_the_source_asked_for_is_current_once_it_replaces_the_one_open(
     assert view.last_result is None  # the sample's frame is not the bottle's
     screen.until(lambda: playing(view, BOTTLE))
     assert view.last_result is not None and view.last_result.frame.index == 0
+
+
+def test_going_to_a_frame_and_exporting_need_a_video_open(
+    view: PlaybackView, screen: Screen
+) -> None:
+    assert view.seek_refusal() == "open a video first, then go to one of its frames"
+    assert view.export_refusal() == "nothing to export: open a video first"
+    assert view.snapshot_refusal() == "nothing to save: open a video first"
+    screen.open(SAMPLE, None)
+    screen.until(lambda: playing(view, SAMPLE))
+    assert (view.seek_refusal(), view.export_refusal(), view.snapshot_refusal()) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_a_live_stream_has_no_frame_to_go_to_and_is_not_exported(
+    view: PlaybackView, screen: Screen, tmp_path: Path
+) -> None:
+    ts = write_clip(tmp_path / "live.ts", frames=100, fps=25, size=(160, 128), gop=25)
+    data = ts.read_bytes()
+    server = LoopbackStreamServer(data, bytes_per_s=len(data) / 4)
+    server.start()
+    try:
+        screen.open(server.url, None)
+        screen.until(lambda: playing(view, server.url))
+        assert view.seek_refusal() == "stream sources play live: there is no frame to go to"
+        assert view.export_refusal() == "export works on files; record a camera or stream first"
+        assert view.snapshot_refusal() is None  # the frame on screen can be saved
+    finally:
+        screen.player.close()
+        server.stop()
 
 
 def test_a_snapshot_needs_a_frame_on_screen_and_saves_that_frame(

@@ -7,8 +7,9 @@ the screen) and asks before it acts (a snapshot, an export); this module decides
   the player has let the old one go (its state says no source), at once when none is
   open; a failed open leaves the current one playing, and current;
 - the frame on screen (``last_result``): forgotten when another source becomes current;
-- a snapshot needs a frame on screen; an export needs a model, one export at a time,
-  and says "cancelled" when the user stopped it.
+- a snapshot needs a frame on screen; going to a frame needs a source that seeks;
+  File > Export needs a file (or a seekable source) open, a model, one export at a
+  time, and says "cancelled" when the user stopped it.
 """
 
 from __future__ import annotations
@@ -62,16 +63,38 @@ class PlaybackView:
     def _opened(self) -> None:
         self._choice.source, self._opening, self.last_result = self._opening, None, None
 
+    def seek_refusal(self) -> str | None:
+        """Why no frame can be gone to by its number now (None: it can)."""
+        info = self.state.source
+        if info is None:
+            return "open a video first, then go to one of its frames"
+        if not info.seekable:
+            return f"{info.kind} sources play live: there is no frame to go to"
+        return None
+
     # ---- snapshot and export -----------------------------------------------------------
+
+    def snapshot_refusal(self) -> str | None:
+        """Why the frame on screen cannot be saved (None: it can)."""
+        return "nothing to save: open a video first" if self.last_result is None else None
 
     def save_snapshot(self, path: str | Path) -> Path:
         """The frame on screen as a PNG with its overlays (the GPU path draws them on
         screen, not into frames: drawn here for the file); the path written. ExportError
         with nothing on screen or when the file cannot be written."""
-        result = self.last_result
-        if result is None:
-            raise ExportError("nothing to save: open a video first")
+        result, refusal = self.last_result, self.snapshot_refusal()
+        if result is None or refusal is not None:
+            raise ExportError(refusal)
         return save_frame_snapshot(result, path, self._choice.settings)
+
+    def export_refusal(self) -> str | None:
+        """Why File > Export cannot be asked for now (None: its dialog may open)."""
+        info = self.state.source
+        if info is None:
+            return "nothing to export: open a video first"
+        if not info.seekable and info.kind != "file":
+            return "export works on files; record a camera or stream first"
+        return None
 
     @property
     def exporting(self) -> bool:
