@@ -122,7 +122,9 @@ from framelens.core.sessions.export import (
     writable_folder,
 )
 from framelens.core.sessions.playback.choice import PlaybackChoice
+from framelens.core.sessions.playback.delivery import ResultGate
 from framelens.core.sessions.playback.player import Player, PlayerState
+from framelens.core.sessions.playback.view import PlaybackView
 from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.sessions.wall import TileState, WallPlayer, WallState
 from framelens.core.sessions.wall_layout import (
@@ -228,6 +230,7 @@ __all__ = [
     "PaneSpec",
     "PipelineSettings",
     "PlaybackChoice",
+    "PlaybackView",
     "Player",
     "PlayerState",
     "PrecisionJob",
@@ -235,6 +238,7 @@ __all__ = [
     "Rect",
     "Region",
     "Resolve",
+    "ResultGate",
     "SensitivityReport",
     "Source",
     "SuperResParams",

@@ -54,7 +54,8 @@ def crop_upscaler(
 def measure_frame_quality(image: Image, settings: PipelineSettings) -> FrameQuality:
     """PSNR and SSIM of ``settings``' model (at its precision) and of bicubic against
     ``image``, shrunk by the model's scale and upscaled again (compare's method on one
-    frame). Builds the model for the call: a fraction of a second, run it off the GUI
-    thread."""
+    frame), always the whole frame: the task's default parameters, not ``settings``'
+    (a region of interest, say). Builds the model for the call: a fraction of a second,
+    run it off the GUI thread."""
     with sr_upscaler(settings) as upscaler:
         return frame_quality(image, upscaler, upscaler.scale)

@@ -2,9 +2,10 @@
 
 The Player calls back on its worker threads; emitting a signal from there queues
 it to the GUI thread, so every slot connected to this controller runs on the GUI
-thread. A small semaphore applies back-pressure: the worker waits (briefly) when
-the GUI has not yet taken the last few results, so memory stays flat and the
-plots see every frame.
+thread. What is decided lives in core, without Qt: the model and precision
+(PlaybackChoice), the current source, the frame on screen, whether a snapshot or an
+export may start (PlaybackView), how many results wait for the GUI (ResultGate). This
+class forwards intents to them and turns their answers into signals.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 from framelens.core.api import (
     DEFAULT_MODEL,
     CalibrationSettings,
-    Cancelled,
     DeviceChoice,
     ExportJob,
     ExportRequest,
@@ -27,10 +27,12 @@ from framelens.core.api import (
     OverlayStyle,
     PipelineSettings,
     PlaybackChoice,
+    PlaybackView,
     Player,
     PlayerState,
     PrecisionJob,
     Region,
+    ResultGate,
     SensitivityReport,
     VariantInfo,
     backend_choices,
@@ -40,13 +42,11 @@ from framelens.core.api import (
     load_catalog,
     prepare_job,
     resolve_model,
-    save_frame_snapshot,
 )
 from PySide6.QtCore import QObject, Signal, Slot
 
 __all__ = ["Controller", "ExportJob", "ExportRequest", "default_outputs"]
 
-_IN_FLIGHT = 3  # results emitted but not yet taken by the GUI thread
 SHUTDOWN_WAIT_S = 10.0  # at most, for cancelled export and precision threads to end
 
 
@@ -75,15 +75,13 @@ class Controller(QObject):
         self, parent: QObject | None = None, *, backend: str = "onnxruntime", device: str = "cpu"
     ) -> None:
         super().__init__(parent)
-        self._slots = threading.Semaphore(_IN_FLIGHT)
+        self._gate = ResultGate()  # results handed to the GUI thread, not yet taken
         self._deliver.connect(self._on_deliver)
         self.player = Player(self._from_worker, self.stateChanged.emit, self.errorOccurred.emit)
         # what the player runs and the policy over it (precision jobs, fallbacks): core's
         self.choice = PlaybackChoice(_ChoiceSignals(self), backend=backend, device=device)
-        self._opening: str | None = None  # asked for while another source is open
-        self.state = PlayerState()
-        self.last_result: FrameResult | None = None
-        self._export: ExportJob | None = None
+        # the current source, the frame on screen, snapshot and export: core's too
+        self.view = PlaybackView(self.choice)
         self._workers: list[threading.Thread] = []  # export and precision threads
         self.stateChanged.connect(self._remember_state)
         self._variantReady.connect(self._on_variant_ready)  # queued: on the GUI thread
@@ -99,7 +97,17 @@ class Controller(QObject):
     @property
     def source(self) -> str | None:
         """The source open in the player (None: none yet)."""
-        return self.choice.source
+        return self.view.source
+
+    @property
+    def state(self) -> PlayerState:
+        """The player's last reported state."""
+        return self.view.state
+
+    @property
+    def last_result(self) -> FrameResult | None:
+        """The result last taken by the GUI (None: none since the source opened)."""
+        return self.view.last_result
 
     @property
     def precision(self) -> str:
@@ -136,21 +144,18 @@ class Controller(QObject):
     # ---- results from the worker ------------------------------------------------
 
     def _from_worker(self, result: FrameResult) -> None:
-        # Wait a little for the GUI; on timeout (GUI blocked) the result is dropped.
-        if self._slots.acquire(timeout=0.5):
+        if self._gate.admit():  # else the GUI is blocked: the result is dropped
             self._deliver.emit(result)
 
     @Slot(object)
     def _on_deliver(self, result: FrameResult) -> None:
-        self._slots.release()
-        self.last_result = result
+        self._gate.taken()
+        self.view.shown(result)
         self.resultReady.emit(result)
 
     @Slot(object)
     def _remember_state(self, state: PlayerState) -> None:
-        if self._opening is not None and state.source is None and self.state.source is not None:
-            self._opened()  # the new source opened: the current one is let go
-        self.state = state
+        self.view.state_changed(state)
 
     # ---- models -----------------------------------------------------------------
 
@@ -286,8 +291,9 @@ class Controller(QObject):
     # ---- thresholds and overlay ---------------------------------------------------
 
     def _update(self, **changes: object) -> None:
-        self.choice.update(**changes)
-        self.player.update(**changes)
+        applied = self.choice.update(**changes)
+        if applied:
+            self.player.update(**applied)
 
     @Slot(float)
     def set_conf(self, conf: float) -> None:
@@ -307,8 +313,7 @@ class Controller(QObject):
     def set_region(self, region: Region | None) -> None:
         """Super-resolution's region of interest (x, y, w, h in source pixels; None: the
         whole frame); the current frame is upscaled again. No effect on detectors."""
-        if self.choice.takes_region():
-            self._update(region=region)
+        self._update(region=region)
 
     def configure(self, *, conf: float, iou: float, overlay: OverlayStyle) -> None:
         """Initial thresholds (from saved settings) before anything is open."""
@@ -319,14 +324,9 @@ class Controller(QObject):
     @Slot(str)
     def open_source(self, spec: str, *, play: bool = False) -> None:
         """Open ``spec`` paused, or playing (``play``); a failed open changes nothing."""
-        self._opening = spec  # taken once the player lets the current source go
-        if self.state.source is None:
-            self._opened()
+        self.view.opening(spec)  # current once the player lets the current source go
         self.player.open(spec, self.settings, play=play)
         self.choice.source_opening()  # the last session's INT8, if cached for it
-
-    def _opened(self) -> None:
-        self.choice.source, self._opening, self.last_result = self._opening, None, None
 
     @Slot()
     def play(self) -> None:
@@ -358,15 +358,22 @@ class Controller(QObject):
 
     # ---- snapshot and export -----------------------------------------------------
 
+    def seek_refusal(self) -> str | None:
+        """Why Go to Frame cannot be asked for now (None: it can)."""
+        return self.view.seek_refusal()
+
+    def snapshot_refusal(self) -> str | None:
+        """Why there is no frame to save (None: there is)."""
+        return self.view.snapshot_refusal()
+
+    def export_refusal(self) -> str | None:
+        """Why File > Export cannot be asked for now (None: it can)."""
+        return self.view.export_refusal()
+
     @Slot(str)
     def save_snapshot(self, path: str) -> None:
-        result = self.last_result
-        if result is None:
-            self.errorOccurred.emit("nothing to save: open a video first")
-            return
         try:
-            # the GPU path draws overlays on screen, not into frames: drawn for the file
-            written = save_frame_snapshot(result, path, self.settings)
+            written = self.view.save_snapshot(path)
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
             return
@@ -374,33 +381,26 @@ class Controller(QObject):
 
     @property
     def exporting(self) -> bool:
-        return self._export is not None
+        return self.view.exporting
 
     def start_export(self, request: ExportRequest) -> None:
-        if self._export is not None:
-            self.exportFailed.emit("an export is already running")
+        try:
+            job = self.view.start_export(request)
+        except FrameLensError as exc:
+            self.exportFailed.emit(error_message(exc))
             return
-        if self.settings is None:
-            self.exportFailed.emit("choose a model before exporting")
-            return
-        job = self._export = ExportJob(request, self.settings)
         self._start_worker(self._run_export, (job,), "fl-export")
 
     def _run_export(self, job: ExportJob) -> None:
-        try:
-            paths = job.run(self.exportProgress.emit)
-        except BaseException as exc:
-            self._export = None
-            cancelled = isinstance(exc, Cancelled)
-            self.exportFailed.emit("cancelled" if cancelled else error_message(exc))
+        outcome = self.view.run_export(job, self.exportProgress.emit)
+        if isinstance(outcome, str):
+            self.exportFailed.emit(outcome)
         else:
-            self._export = None
-            self.exportFinished.emit(paths)
+            self.exportFinished.emit(outcome)
 
     @Slot()
     def cancel_export(self) -> None:
-        if self._export is not None:
-            self._export.cancel()
+        self.view.cancel_export()
 
     # ---- lifetime -----------------------------------------------------------------
 

@@ -80,13 +80,9 @@ class PlaybackControls(QObject):
     def go_to_frame(self) -> GoToFrameDialog | None:
         """Playback > Go to Frame… (Ctrl+G): shows the frame typed, paused."""
         c, shown = self.parts.controller, self.parts.shown
-        state = c.state
-        info = state.source
-        if info is None:
-            self.parts.show_error("open a video first, then go to one of its frames")
-            return None
-        if not info.seekable:
-            self.parts.show_error(f"{info.kind} sources play live: there is no frame to go to")
+        state, refusal = c.state, c.seek_refusal()
+        if refusal is not None:
+            self.parts.show_error(refusal)
             return None
         current = shown.index if shown.index >= 0 else state.index
         dialog = GoToFrameDialog(state.frame_count, current, self.parts.window)

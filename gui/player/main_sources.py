@@ -177,11 +177,12 @@ class SourceOpening(QObject):
 
     def save_snapshot(self, path: str | None = None) -> None:
         c, s = self.parts.controller, self.parts.settings
-        if c.last_result is None:
-            self.parts.show_error("nothing to save: open a video first")
+        refusal, on_screen = c.snapshot_refusal(), c.last_result
+        if refusal is not None:
+            self.parts.show_error(refusal)
             return
         if path is None:
-            index = c.last_result.frame.index
+            index = on_screen.frame.index if on_screen is not None else 0
             stem = Path(display_name(self.parts.shown.source or "frame")).stem or "frame"
             suggested = str(self._snapshot_folder() / f"{stem}_{index:06d}.png")
             path = save_file(self.parts.window, "Save snapshot", suggested, "PNG image (*.png)")
@@ -200,17 +201,15 @@ class SourceOpening(QObject):
 
     def open_export_dialog(self) -> ExportDialog | None:
         c, shown = self.parts.controller, self.parts.shown
-        state = c.state
-        if shown.source is None or state.source is None:
-            self.parts.show_error("nothing to export: open a video first")
+        state, refusal = c.state, c.export_refusal()
+        if refusal is not None:
+            self.parts.show_error(refusal)
             return None
-        if not state.source.seekable and state.source.kind != "file":
-            self.parts.show_error("export works on files; record a camera or stream first")
-            return None
+        source = shown.source or (state.source.uri if state.source is not None else "")
         # the frame on screen, as the transport counts it: the player's state can trail
         # the picture by a moment after a seek (the dialog said 3 while 101 was shown)
         current = shown.index if shown.index >= 0 else max(0, state.index)
-        dialog = ExportDialog(c, shown.source, state.frame_count, current, self.parts.window)
+        dialog = ExportDialog(c, source, state.frame_count, current, self.parts.window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog

@@ -4,9 +4,14 @@ by side, lens, region of interest), PSNR of the frame on demand, and for detecto
 
 The views are chosen by View > Super-resolution View, the Super-resolution toolbar, the
 panel, or Alt+1..5; the choice, the wipe's divider, the lens zoom and the original's
-enlargement are saved. The region of interest goes to the pipeline as
-SuperResParams.region (only that part is upscaled, live) and its upscaled pixels are
-shown in the panel beside the video.
+enlargement are saved. The region of interest goes to the pipeline (the controller's
+``set_region``: only that part is upscaled, live) and its upscaled pixels are shown in
+the panel beside the video.
+
+This is the super-resolution feature's own code: the one place in the GUI that reads
+the task's output type (``Upscaled``: scale, region, host or device image), in
+``upscaled``; the main window's display hands it every result (``show``) and draws on
+the canvas those it does not take.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import cast
 
 import numpy as np
 from framelens.core.api import (
+    Detections,
     DeviceFrame,
     EnlargedCrop,
     FrameQuality,
@@ -224,7 +230,7 @@ class SuperResolution(QObject):
         self.clear_region_action.setEnabled(sr and mode == "roi")
         self.controller.set_region(self.canvas.region if mode == "roi" else None)
         last = self.controller.last_result
-        if last is not None and isinstance(last.output, Upscaled):
+        if last is not None:
             self.show(last)  # what is shown changes now, not at the next frame
         self.parts.status_bar.showMessage(f"View: {MODE_LABELS[mode]}", 2000)
 
@@ -236,15 +242,21 @@ class SuperResolution(QObject):
         self.settings.sr_original_filter = key
         self.sr_panel.show_filter(key)
         last = self.controller.last_result
-        if last is not None and isinstance(last.output, Upscaled):
+        if last is not None:
             self.show(last)
 
     # ---- showing a result ----------------------------------------------------------------
 
-    def show(self, result: FrameResult) -> None:
-        """A super-resolution result on the canvas, as the view wants it."""
-        output: object = result.output
-        assert isinstance(output, Upscaled)
+    def show(self, result: FrameResult) -> bool:
+        """A super-resolution result on the canvas, as the view wants it (True); False
+        for any other result (the display draws it)."""
+        output = upscaled(result)
+        if output is None:
+            return False
+        self._show(result, output)
+        return True
+
+    def _show(self, result: FrameResult, output: Upscaled) -> None:
         frame, scale, mode = result.frame, output.scale, self.canvas.mode
         original: Frame = (
             frame.image
@@ -354,12 +366,12 @@ class SuperResolution(QObject):
 
     def feed_crops(self, result: FrameResult) -> None:
         """Hand the shown frame's detections of the chosen classes to the crop worker."""
-        if self.crop_worker.settings is None or isinstance(result.output, Upscaled):
-            return
+        dets = result.output
+        if self.crop_worker.settings is None or not isinstance(dets, Detections):
+            return  # off, or a result with no boxes (a super-resolution model's)
         settings = self.controller.settings
         labels = settings.model.labels if settings is not None else ()
         chosen = self.crop_panel.classes()
-        dets = result.output
         keep = np.array(
             [
                 i
@@ -378,3 +390,9 @@ class SuperResolution(QObject):
         settings = self.controller.settings
         labels = settings.model.labels if settings is not None else ()
         self.crop_strip.set_crops(crops, labels)
+
+
+def upscaled(result: FrameResult) -> Upscaled | None:
+    """``result``'s super-resolution output, None for another task's (a detector's)."""
+    output: object = result.output
+    return output if isinstance(output, Upscaled) else None

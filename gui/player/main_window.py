@@ -7,34 +7,26 @@ feature object per job, each handed those parts: the playback controls
 (main_playback.py), opening sources, snapshot and export (main_sources.py), the video
 wall (main_wall.py), batch analysis (main_batch.py), the model, device, backend and
 thresholds (main_models.py), precision switching (main_precision.py), the
-super-resolution views and enlarged detections (main_superres.py), the detections list
-(main_detections.py), the compare view (main_compare.py) and the menus and toolbar that
-hold their actions (main_actions.py). Features reach each other through those parts and
-Qt signals only. The window itself shows results and state and says errors.
+super-resolution views and enlarged detections (main_superres.py), results and state
+on screen (main_display.py), the detections list (main_detections.py), the compare view
+(main_compare.py) and the menus and toolbar that hold their actions (main_actions.py).
+Features reach each other through those parts and Qt signals only. The window builds
+and wires them, and says errors.
 """
 
 from __future__ import annotations
 
-import time
-from typing import cast
-
-from framelens.core.api import (
-    DeviceFrame,
-    FrameResult,
-    OverlayStyle,
-    PlayerState,
-    Upscaled,
-)
+from framelens.core.api import PlayerState
 from framelens.gui.common.controller import Controller
 from framelens.gui.common.settings import Settings
 from framelens.gui.common.widgets import icon, set_text
 from framelens.gui.compare.compare_view import CompareWindow
-from framelens.gui.display.plots import StagePlots
 from framelens.gui.player.dialogs import ExportDialog
 from framelens.gui.player.main_actions import MainMenus
 from framelens.gui.player.main_batch import BatchAnalysis
 from framelens.gui.player.main_compare import CompareOpening
 from framelens.gui.player.main_detections import DetectionsList
+from framelens.gui.player.main_display import ResultDisplay
 from framelens.gui.player.main_models import ModelChoice
 from framelens.gui.player.main_playback import PlaybackControls
 from framelens.gui.player.main_precision import PrecisionSwitching
@@ -47,7 +39,7 @@ from framelens.gui.player.status_bar import MainStatusBar
 from framelens.gui.player.transport import TransportBar
 from framelens.gui.superres.sr_canvas import SrCanvas
 from framelens.gui.wall.wall_window import WallWindow
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QByteArray, Qt, Slot
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -58,24 +50,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-# Repaint rates while playing: (video Hz, plots Hz). A window holding a GL widget is
-# composited as a whole on each repaint: ~1 ms on a GPU, but ~25 ms of CPU for a
-# 1360x860 window on Mesa's llvmpipe, CPU the pipeline needs. Real-time playback shows
-# every frame up to 30 Hz; "max speed" is a throughput mode and previews more sparsely,
-# the more so with software OpenGL.
-REFRESH_RATES = {
-    # (realtime, software GL)
-    (True, False): (30.0, 10.0),
-    (True, True): (30.0, 4.0),
-    (False, False): (30.0, 10.0),
-    (False, True): (10.0, 1.0),
-}
-
 
 class MainWindow(QMainWindow):
     """FrameLens's window. ``controller`` and ``settings`` are injectable for tests."""
-
-    sourceOpened = Signal()  # the source asked for has opened (its first state)
 
     def __init__(
         self,
@@ -85,15 +62,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings or Settings()
         self.controller = controller or Controller(self)
-        self.state = PlayerState()
-        self.results_shown = 0
         self._shown = Shown()
-        self._latest: FrameResult | None = None
-        self._plots_at = 0.0
-        self._ui_timer = QTimer(self)
-        self._ui_timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self._ui_timer.timeout.connect(self._tick)
-        self._plots_interval_s = 0.1
 
         self.setWindowTitle("FrameLens")
         self.setWindowIcon(icon("framelens"))
@@ -104,7 +73,6 @@ class MainWindow(QMainWindow):
         self.canvas = SrCanvas()  # with the super-resolution views (main_superres.py)
         self.transport = TransportBar()
         self.panel = ModelPanel()
-        self.plots = StagePlots(auto_refresh=False)  # refreshed by _tick
         self.error_box = QMessageBox(self)
         self.error_box.setIcon(QMessageBox.Icon.Warning)
         self.error_box.setWindowTitle("FrameLens")
@@ -132,6 +100,9 @@ class MainWindow(QMainWindow):
         self.precision = PrecisionSwitching(parts)
         self.superres = SuperResolution(parts)
         self.compare = CompareOpening(parts, model_key=lambda: self.models.key)
+        # results and state on screen; a super-resolution result in the view chosen
+        self.display = ResultDisplay(parts, views=[self.superres.show])
+        self.plots = self.display.plots
         self._lay_out()
         self.menus.fill(
             sources=self.sources,
@@ -148,6 +119,7 @@ class MainWindow(QMainWindow):
         # after the restore: restoreDockWidget puts its dock back where it was
         self.detections = DetectionsList(parts, beside=self.panel_dock)
         self.menus.add_view_toggle(self.detections.action, self.plots_dock.toggleViewAction())
+        self.display.resultShown.connect(self.detections.show)  # the list, when open
 
     # ---- what users do (the features' own, for scripts and tests) ----------------------
 
@@ -155,6 +127,16 @@ class MainWindow(QMainWindow):
     def source(self) -> str | None:
         """The source asked for last (the title's), before and after it has opened."""
         return self._shown.source
+
+    @property
+    def state(self) -> PlayerState:
+        """The player's state as the window last showed it."""
+        return self.display.state
+
+    @property
+    def results_shown(self) -> int:
+        """Results the window has taken since the source opened."""
+        return self.display.results_shown
 
     @property
     def shown_index(self) -> int:
@@ -237,7 +219,6 @@ class MainWindow(QMainWindow):
         self.setStatusBar(bar)
         self.busy_label, self.source_label, self.model_label = bar.job, bar.source, bar.model
         self.backend_label, self.display_label, self.fps_label = bar.backend, bar.display, bar.fps
-        self.source_label.setText("No source")
         self.display_label.setText(self.canvas.display_path)  # interop, or upload and why
         self.display_label.setToolTip("How frames reach the screen")
         self.canvas.displayPathChanged.connect(lambda path: set_text(self.display_label, path))
@@ -248,20 +229,13 @@ class MainWindow(QMainWindow):
         self.fps_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
     def _connect(self) -> None:
-        c = self.controller
-        c.resultReady.connect(self._on_result)
-        c.stateChanged.connect(self._on_state)
-        c.errorOccurred.connect(self.show_error)
-        self.canvas.drawTimeMs.connect(self.plots.add_display_time)
-        c.stateChanged.connect(lambda state: self.plots.set_dropped(state.dropped))
-        self.canvas.zoomChanged.connect(
-            lambda z: self.statusBar().showMessage(f"Zoom {z * 100:.0f}%", 1500)
-        )
+        self.controller.errorOccurred.connect(self.show_error)
         # the features' signals to one another
+        self.display.resultShown.connect(self.superres.feed_crops)  # enlarged detections
+        self.display.sourceOpened.connect(self.sources.source_opened)
         self.sources.opening.connect(self.precision.source_opening)
         self.sources.wallRequested.connect(self.wall.open_wall)
         self.sources.layoutRequested.connect(self.wall.open_wall_layout)
-        self.sourceOpened.connect(self.sources.source_opened)
         self.wall.playRequested.connect(self.sources.open_source)
         self.wall.layoutOpened.connect(self.sources.add_recent)
         self.batch.hitChosen.connect(self.sources.open_at)
@@ -289,111 +263,7 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:
         self.sources.drop(event)
 
-    # ---- results and state ------------------------------------------------------------
-
-    @Slot(object)
-    def _on_result(self, result: FrameResult) -> None:
-        """Every result feeds the plots; the screen shows the latest one at each tick."""
-        self.results_shown += 1
-        self.plots.add_result(result)
-        self._latest = result
-        if not self.state.playing:
-            self._tick()  # a seek or a step: show it now
-        elif not self._ui_timer.isActive():
-            self._start_ticks()
-
-    def _start_ticks(self) -> None:
-        video_hz, plots_hz = REFRESH_RATES[(self.state.realtime, self.canvas.software_gl)]
-        self._plots_interval_s = 1.0 / plots_hz
-        self._ui_timer.start(round(1000.0 / video_hz))
-
-    def _tick(self) -> None:
-        """One repaint of everything that changed: video, position, plots.
-
-        A window holding a GL widget is composited as a whole on every repaint,
-        which is costly without a GPU (llvmpipe), so all updates share one tick
-        at the rates of REFRESH_RATES while playing.
-        """
-        result, self._latest = self._latest, None
-        if result is not None:
-            frame = result.frame
-            if isinstance(result.output, Upscaled):
-                self.superres.show(result)  # the view chosen (main_superres.py)
-            elif result.annotated is None and frame.device is not None:
-                # the GPU path: the display kernel's RGBA frame goes to the canvas on the
-                # device (CUDA-GL interop when possible); the canvas paints the overlays
-                settings = self.controller.settings
-                labels = settings.model.labels if settings is not None else ()
-                style = settings.overlay if settings is not None else OverlayStyle()
-                self.canvas.set_image(
-                    cast(DeviceFrame, frame.device), (result.output, labels, style)
-                )
-            else:
-                image = result.annotated if result.annotated is not None else frame.image
-                self.canvas.set_image(image)
-            self.superres.feed_crops(result)  # enlarged detections, when asked for
-            self.detections.show(result)  # the detections list, when open
-            self.transport.show_position(result.frame.index, result.frame.pts)
-            self._shown.index = result.frame.index
-        now = time.perf_counter()
-        if now - self._plots_at >= self._plots_interval_s or not self.state.playing:
-            self._plots_at = now
-            self.plots.refresh()
-        if result is None and not self.state.playing:
-            self._ui_timer.stop()
-
-    @Slot(object)
-    def _on_state(self, state: PlayerState) -> None:
-        previous, self.state = self.state, state
-        info = state.source
-        if info is not None and (previous.source is None or previous.source != info):
-            self.transport.set_source(state.frame_count, info.fps, info.duration)
-            set_text(self.source_label, self._describe_source(state))
-            # a source opened (a failed open publishes none): what the old one showed goes
-            self.results_shown = 0
-            self.canvas.reset_view()
-            self.plots.clear()
-            self.sourceOpened.emit()  # Open Recent takes it (main_sources.py)
-            self.statusBar().clearMessage()
-        elif info is not None and state.frame_count != previous.frame_count:
-            self.transport.set_count(state.frame_count)  # a file found cut short
-            set_text(self.source_label, self._describe_source(state))
-        if info is None and state.status == "empty":
-            set_text(self.source_label, "No source")
-        if info is not None and state.reconnecting != previous.reconnecting:
-            text = self._describe_source(state)  # a stream down: backoff until it is back
-            set_text(self.source_label, f"{text} · reconnecting…" if state.reconnecting else text)
-        if state.playing != previous.playing:
-            self.transport.show_playing(state.playing)
-            self.plots.reset_rate()
-        if state.realtime != previous.realtime and self._ui_timer.isActive():
-            self._start_ticks()
-        cut_short = info is not None and state.frame_count != previous.frame_count
-        if state.status == "ended" and previous.status != "ended" and not cut_short:
-            self.statusBar().showMessage("End of video — Space plays it again", 4000)
-        device = state.device.upper() if state.device == "cpu" else state.device
-        backend = f"{state.backend} · {device}" if state.backend else ""
-        if backend and state.decoder.startswith("nvdec"):
-            backend += " · NVDEC"
-        set_text(self.backend_label, backend)
-        tip = [*state.plan, *([f"decoding: {state.decoder}"] if state.decoder else [])]
-        self.backend_label.setToolTip("\n".join(tip))  # the plan: each choice and why
-        set_text(self.fps_label, f"{state.fps:.1f} fps" if state.playing and state.fps else "")
-        # the model field and what is being prepared: main_precision.py, on the same signal
-
-    @staticmethod
-    def _describe_source(state: PlayerState) -> str:
-        info = state.source
-        if info is None:
-            return ""
-        parts = [f"{info.width}×{info.height}"]
-        if info.fps > 0:
-            parts.append(f"{round(info.fps, 2):g} fps")  # an average: 11.78, 29.97, 25
-        if info.codec:
-            parts.append(info.codec)
-        if state.frame_count:
-            parts.append(f"{state.frame_count} frames")
-        return " · ".join(parts)
+    # ---- errors and closing ---------------------------------------------------------------
 
     @Slot(str)
     def show_error(self, message: str) -> None:

@@ -4,13 +4,11 @@ take a few hundred milliseconds on a laptop CPU): the result comes back by a sig
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 
 from framelens.core.api import (
     FrameQuality,
     Image,
     PipelineSettings,
-    SuperResParams,
     error_message,
     measure_frame_quality,
 )
@@ -31,11 +29,11 @@ class QualityJob(QObject):
         self._thread: threading.Thread | None = None
 
     def start(self, image: Image, settings: PipelineSettings) -> bool:
-        """Measure ``image`` with ``settings``' model (whole frame); False when busy."""
+        """Measure ``image`` with ``settings``' model (the whole frame, whatever region
+        of interest the settings hold: measure_frame_quality's); False when busy."""
         if self.running:
             return False
         self.running = True
-        settings = replace(settings, params=SuperResParams())  # the whole frame
         self._thread = threading.Thread(
             target=self._run, args=(image.copy(), settings), name="fl-psnr", daemon=True
         )

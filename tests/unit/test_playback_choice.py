@@ -269,3 +269,13 @@ def test_the_users_choice_replaces_a_saved_int8_waiting_for_a_video(cache: Path)
     choice.source = SAMPLE
     choice.source_opening()
     assert driver.jobs == []
+
+
+def test_a_region_of_interest_reaches_only_a_model_that_takes_one() -> None:
+    choice = PlaybackChoice(Driver())
+    choice.use_model(resolve_model("yolox-nano"))
+    assert choice.update(region=(0, 0, 32, 32), conf=0.5) == {"conf": 0.5}  # no region
+    assert choice.settings is not None and choice.settings.params.conf == 0.5
+    choice.use_model(resolve_model("espcn-x2"))
+    assert choice.update(region=(0, 0, 32, 32)) == {"region": (0, 0, 32, 32)}
+    assert choice.settings is not None and choice.settings.params.region == (0, 0, 32, 32)

@@ -70,3 +70,38 @@ def test_the_main_window_is_composed_of_feature_objects_not_mixins() -> None:
     assert bases.pop("MainWindow") == ["QMainWindow"]
     assert bases.pop("WindowParts") == [] and bases.pop("Shown") == []
     assert bases and all(b == ["QObject"] for b in bases.values()), bases
+
+
+def test_the_main_window_builds_and_wires_and_shows_nothing_itself() -> None:
+    """Results and the player's state reach the screen through the display feature
+    (gui/player/main_display.py), not the window's own slots."""
+    tree = ast.parse((ROOT / "gui" / "player" / "main_window.py").read_text(encoding="utf-8"))
+    window = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "MainWindow"
+    )
+    connected = {
+        ast.unparse(node.func.value)
+        for node in ast.walk(window)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "connect"
+    }
+    assert not {c for c in connected if c.endswith(("resultReady", "stateChanged"))}, connected
+
+
+def test_one_gui_module_reads_a_task_s_own_types() -> None:
+    """The GUI asks the task registry (produces_image, has_thresholds, ...) or a result's
+    generic parts; a task's own output or parameter types are read by its own feature
+    only: super-resolution's Upscaled by gui/player/main_superres.py."""
+    own = {"Upscaled", "SuperResParams", "DetectParams"}
+
+    def names(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        return used
+
+    readers = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "gui").rglob("*.py") if names(p) & own
+    )
+    assert readers == ["gui/player/main_superres.py"]

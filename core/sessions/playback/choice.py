@@ -162,10 +162,15 @@ class PlaybackChoice:
 
     # ---- thresholds, classes, overlay, region -------------------------------------------
 
-    def update(self, **changes: object) -> None:
-        """Thresholds, classes, overlay or region changed (the player is told apart)."""
-        if self.settings is not None:
+    def update(self, **changes: object) -> dict[str, object]:
+        """Thresholds, classes, overlay or region changed; returns the changes the player
+        is to take too: all of them but a region, which only a task whose parameters
+        take one (super-resolution) is given."""
+        if "region" in changes and not self.takes_region():
+            changes = {k: v for k, v in changes.items() if k != "region"}
+        if self.settings is not None and changes:
             self.settings = with_changes(self.settings, changes)
+        return changes
 
     def takes_region(self) -> bool:
         """Whether a region of interest means anything: a task whose parameters take one
