@@ -491,8 +491,14 @@ def replan_move(
     path, workers and decoders), the batch kept, and the move said after any earlier
     one: where they went and ``why``."""
     moved = plan(target, sources, count=count, batch_why=f"{planned.batch.why}; kept after a move")
-    where = "the CPU" if target.device == "cpu" else target.device
-    return replace(moved, moves=(*planned.moves, Choice(where, why)))
+    return with_move(moved, target.device, why, planned.moves)
+
+
+def with_move(planned: Plan, device: str, why: str, before: Sequence[Choice] = ()) -> Plan:
+    """``planned`` (made for ``device``) saying that its sources moved there and ``why``,
+    after the moves ``before``."""
+    where = "the CPU" if device == "cpu" else device
+    return replace(planned, moves=(*before, Choice(where, why)))
 
 
 def workers(

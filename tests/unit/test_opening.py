@@ -163,3 +163,46 @@ def test_compare_opens_on_the_host_by_the_plans_rule_for_shared_frames() -> None
     with open_for_panes(str(SAMPLE)) as source:
         assert source.read() is not None
         assert source.info.kind == "file"
+
+
+def test_playback_moved_off_a_failed_gpu_shows_the_move_in_its_plan() -> None:
+    """The player's move takes the session's policy and its plan (the status bar's
+    tooltip) says where it went and why, as a run's does."""
+    import threading
+
+    from framelens.core.sessions.playback.player import Player, PlayerState
+
+    states: list[PlayerState] = []
+    errors: list[str] = []
+    changed = threading.Condition()
+
+    def on_state(state: PlayerState) -> None:
+        with changed:
+            states.append(state)
+            changed.notify_all()
+
+    def wait(test: Any) -> None:
+        with changed:
+            assert changed.wait_for(lambda: bool(states) and test(states[-1]), timeout=60)
+
+    player = Player(lambda _: None, on_state, errors.append)
+    real_build = player._build_pipelines
+
+    def stand_ins(s: PipelineSettings) -> Any:
+        if s.device.startswith("cuda"):
+            return StandIn(s, FAIL_AT), [StandIn(s, FAIL_AT)]
+        return real_build(s)
+
+    player._build_pipelines = stand_ins  # type: ignore[method-assign]
+    try:
+        player.open(str(SAMPLE), settings_on("cuda:0"))
+        wait(lambda s: s.index >= 0)
+        player.set_realtime(False)
+        player.play()
+        wait(lambda s: s.device == "cpu" and s.index > FAIL_AT + 2)
+    finally:
+        player.close()
+    plan = states[-1].plan
+    assert any(line.startswith("path: cpu pipeline") for line in plan), plan
+    assert plan[-1].startswith(f"moved to: the CPU (cuda:0 failed (frame {FAIL_AT}: out of"), plan
+    assert errors[0].startswith(f"GPU failed (frame {FAIL_AT}")

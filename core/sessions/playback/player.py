@@ -175,7 +175,13 @@ class Player(PlayerCore):
         for target in targets:
             self._on_error(f"GPU failed ({exc}); continuing on {device_words(target.device)}")
             try:
-                self._install(*self._build_pipelines(target))
+                pipeline, workers, *planned = self._build_pipelines(target)
+                plan = planned[0] if planned else None
+                if plan is not None:  # the plan the tooltip shows says where and why
+                    before = self._plan.moves if self._plan is not None else ()
+                    why = f"{settings.device} failed ({exc}), from the frame after the one shown"
+                    plan = build.with_move(plan, target.device, why, before)
+                self._install(pipeline, workers, plan)
             except BaseException as again:
                 if target is not targets[-1] and isinstance(again, FrameLensError):
                     self._failover.cannot(target.device, again)
@@ -321,6 +327,7 @@ class Player(PlayerCore):
             # the frame on screen (a seek), so playback goes on without a gap
             target, count = self._state.index + 1, self._state.frame_count
             self._ahead_seek(min(target, count - 1) if count else target)
+        self._plan = plan
         if pipeline is None:  # no model: frames as decoded
             self._settings = None
             self._publish(model="", precision="", plan=())
