@@ -96,7 +96,7 @@ class Failover:
                 continue
             try:
                 reopened = reopen_at(specs, at, built, on_gpu=on_gpu, say=self.say)
-            except GpuError as exc:  # no NVDEC session or frame buffers there
+            except GpuError as exc:  # a source that cannot be opened or sought there
                 built.close()
                 if not on_gpu:
                     raise

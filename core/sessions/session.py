@@ -298,6 +298,9 @@ class Session:
             )  # fmt: skip
         else:
             made = build.replan_sources(made, specs)
+        return self._use_plan(made)
+
+    def _use_plan(self, made: Plan) -> Plan:
         self.plan = made
         if self._on_plan is not None:
             self._on_plan(made)
@@ -517,8 +520,8 @@ class Session:
                 raise
             return
         self.settings, self._built, self.device = settings, built, settings.device
-        if built.plan is not None:
-            self._planned(built.plan)
+        if built.plan is not None:  # planned for the sources moved, saying where and why
+            self._use_plan(built.plan)
         self._note_workers()
         for j, reason in reopened.not_kept.items():
             self.sources[left[j]].failure = reason
