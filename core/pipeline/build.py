@@ -396,7 +396,7 @@ def plan(
         path=path,
         workers=Choice(str(n), workers_why),
         batch=Choice(str(runs.batch), batch_why or _batch_why(runs)),
-        decoders=tuple((spec, _decoder_choice(spec, on_gpu)) for spec in sources),
+        decoders=tuple((spec, decoder_choice(spec, on_gpu)) for spec in sources),
         worker_count=n,
         worker_settings=worker_settings,
     )
@@ -436,11 +436,37 @@ def _batch_why(settings: PipelineSettings) -> str:
     return f"{settings.batch} frames per engine call, as asked"
 
 
-def _decoder_choice(spec: str, on_gpu: bool) -> Choice:
+NVDEC_MISSING = "NVDEC could not be set up"
+
+
+def decoder_choice(spec: str, on_gpu: bool, *, shared: bool = False) -> Choice:
+    """Where ``spec``'s frames are decoded, and why: the plan's choice for each source
+    (core/sessions/opening.py opens it so). ``on_gpu``: for GPU pipelines; ``shared``:
+    every frame goes through several pipelines in turn (compare's panes).
+
+    One policy wherever NVDEC cannot be set up when the source opens (no CUDA stream on
+    the device, no memory for its frame buffers) and the host can read the file: it is
+    decoded on the host for the same GPU pipelines, which upload host frames as they do
+    a camera's, and the run's notes say so. The workers are kept: nothing is rebuilt (an
+    engine build or a TensorRT plan load), the CUDA preprocessing and display kernels
+    stay, and a GPU that is really broken fails its first batch, where the session's
+    failover moves its sources (another GPU, else the CPU). Rebuilding them as host
+    pipelines with CUDA inference, as runs once did, was never measured faster and
+    preprocesses on the CPU."""
+    if shared:
+        return Choice(
+            "cpu",
+            "every pane takes each frame in turn, on whichever device it runs, and the "
+            "view keeps the frames: decoded once on the host",
+        )
     if not on_gpu:
         return Choice("cpu", "PyAV decodes: host pipelines take host frames")
     if decodes_on_device(spec):
-        return Choice("nvdec", "a video file as stored: decoded straight into device memory")
+        return Choice(
+            "nvdec",
+            "a video file as stored: decoded straight into device memory (where NVDEC "
+            "cannot be set up, on the host for the same GPU pipelines)",
+        )
     if os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}:
         return Choice("cpu", f"{display_of(spec)} for display: the host makes the picture shown")
     return Choice("cpu", "a camera, stream or image folder is decoded on the host")
@@ -449,7 +475,30 @@ def _decoder_choice(spec: str, on_gpu: bool) -> Choice:
 def replan_sources(planned: Plan, sources: Sequence[str]) -> Plan:
     """``planned`` for other sources (workers kept from file to file): their decoders."""
     on_gpu = planned.on_gpu_pipeline
-    return replace(planned, decoders=tuple((s, _decoder_choice(s, on_gpu)) for s in sources))
+    return replace(planned, decoders=tuple((s, decoder_choice(s, on_gpu)) for s in sources))
+
+
+def replan_move(
+    planned: Plan,
+    target: PipelineSettings,
+    sources: Sequence[str],
+    why: str,
+    *,
+    count: int | None = None,
+) -> Plan:
+    """The plan of ``sources`` moved off a failed device onto ``target`` (the session's
+    failover, core/sessions/failover.py): planned again for that device (its backend,
+    path, workers and decoders), the batch kept, and the move said after any earlier
+    one: where they went and ``why``."""
+    moved = plan(target, sources, count=count, batch_why=f"{planned.batch.why}; kept after a move")
+    return with_move(moved, target.device, why, planned.moves)
+
+
+def with_move(planned: Plan, device: str, why: str, before: Sequence[Choice] = ()) -> Plan:
+    """``planned`` (made for ``device``) saying that its sources moved there and ``why``,
+    after the moves ``before``."""
+    where = "the CPU" if device == "cpu" else device
+    return replace(planned, moves=(*before, Choice(where, why)))
 
 
 def workers(

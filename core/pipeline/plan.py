@@ -51,6 +51,7 @@ class Plan:
     decoders: tuple[tuple[str, Choice], ...] = ()  # (source, its decoder)
     worker_count: int = 1
     worker_settings: PipelineSettings | None = None  # each worker's (CPU: one thread each)
+    moves: tuple[Choice, ...] = ()  # where the sources went after a device failed, and why
 
     @property
     def on_gpu_pipeline(self) -> bool:
@@ -66,13 +67,14 @@ class Plan:
             self.batch.line("batch"),
         ]
         out += [choice.line(f"decoder of {source}") for source, choice in self.decoders]
+        out += [choice.line("moved to") for choice in self.moves]
         return out
 
     def as_json(self) -> dict[str, Any]:
         def pair(choice: Choice) -> dict[str, str]:
             return {"value": choice.value, "why": choice.why}
 
-        return {
+        out: dict[str, Any] = {
             "model": pair(self.graph),
             "backend": pair(self.backend),
             "path": pair(self.path),
@@ -80,3 +82,6 @@ class Plan:
             "batch": pair(self.batch),
             "decoders": [{"source": s, **pair(c)} for s, c in self.decoders],
         }
+        if self.moves:
+            out["moves"] = [pair(c) for c in self.moves]
+        return out

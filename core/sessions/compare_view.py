@@ -31,8 +31,8 @@ from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.devices import resolve_device
 from framelens.core.pipeline.settings import PipelineSettings, without_classes
 from framelens.core.precision.int8_settings import CalibrationSettings
-from framelens.core.sessions.compare.lockstep import LockstepFeed, pane_failover
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.sessions.compare.lockstep import LockstepFeed, open_for_panes, pane_failover
+from framelens.core.stages.sources import Source
 from framelens.core.types import Image
 
 __all__ = [
@@ -212,7 +212,7 @@ class CompareWorker:
             if self._cancel.is_set():
                 raise Cancelled("cancelled")
             with (
-                open_source(self.source) as source,
+                open_for_panes(self.source) as source,
                 # a pane whose GPU fails goes on on another GPU, else the CPU: the
                 # window says so
                 CompareRunner(

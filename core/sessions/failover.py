@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 
 from framelens.core.errors import FrameLensError, GpuError, SourceError, error_message
 from framelens.core.pipeline import build
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.opening import SourceOpener
 from framelens.core.stages.sources import Source
 
 __all__ = ["Failover", "Reopened", "device_words"]
@@ -59,24 +61,42 @@ class Failover:
         return self.candidates(settings)
 
     def move(
-        self, settings: PipelineSettings, specs: Sequence[str], at: Sequence[tuple[int, int]]
+        self,
+        settings: PipelineSettings,
+        specs: Sequence[str],
+        at: Sequence[tuple[int, int]],
+        *,
+        planned: Plan | None = None,
+        why: str = "",
     ) -> tuple[PipelineSettings, build.Workers, Reopened]:
         """Workers on the first candidate that can take ``specs`` (each at its next frame
-        of ``at``), and the sources reopened there."""
+        of ``at``), and the sources reopened there. The workers' plan is the session's
+        (``planned``) made again for that device, saying where the sources went and
+        ``why`` (build.replan_move); without one, a plan of its own."""
+        failed = settings.device
         for target in self.targets(settings):
             on_gpu = target.device.startswith("cuda")
             try:
+                if planned is None:
+                    replanned = build.plan(target, specs, count=self.workers)
+                else:
+                    because = f"{failed} failed ({why})" if why else f"{failed} failed"
+                    because += ", each source from the frame it had reached"
+                    replanned = build.replan_move(
+                        planned, target, specs, because, count=self.workers
+                    )
                 built = build.workers(
-                    target, notify=self.say, count=self.workers, spinning=self.spinning
-                )
+                    target, planned=replanned, notify=self.say, count=self.workers,
+                    spinning=self.spinning,
+                )  # fmt: skip
             except FrameLensError as exc:
                 if not on_gpu:
                     raise
                 self.cannot(target.device, exc)
                 continue
             try:
-                reopened = reopen_at(specs, at, built, on_gpu=on_gpu)
-            except GpuError as exc:  # no NVDEC session or frame buffers there
+                reopened = reopen_at(specs, at, built, on_gpu=on_gpu, say=self.say)
+            except GpuError as exc:  # a source that cannot be opened or sought there
                 built.close()
                 if not on_gpu:
                     raise
@@ -101,12 +121,14 @@ def reopen_at(
     built: build.Workers,
     *,
     on_gpu: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> Reopened:
     """``specs`` opened for ``built``'s pipelines, each at its (next frame, frames handed
     out) of ``at``. A live source, which cannot seek, goes on from now. On a GPU
     (``on_gpu``) a source that cannot be opened or sought there (they all were on the
     failed device: no frame buffers, no decoder) is the device's failure, GpuError; on
     the CPU it is the source's own, and the others go on."""
+    opener = SourceOpener(built.pipelines[0], plan=built.plan, say=say)
     opened: list[Source] = []
     kept: list[int] = []
     not_kept: dict[int, str] = {}
@@ -119,7 +141,7 @@ def reopen_at(
     try:
         for j, (spec, (next_index, _)) in enumerate(zip(specs, at, strict=True)):
             try:
-                source, _ = build.open_frames(spec, built.pipelines[0])
+                source = opener.open(spec).source
             except SourceError as exc:
                 cannot(spec, exc, j)
                 continue

@@ -37,7 +37,13 @@ from framelens.core.sessions.outputs import (
 )
 from framelens.core.sessions.processes import Counter, StopFlag, run_groups_in_processes
 from framelens.core.sessions.session import Session, SessionOptions, SessionSource
-from framelens.core.sessions.summary import DeviceSummary, RunSummary, SourceSummary
+from framelens.core.sessions.summary import (
+    DeviceSummary,
+    EngineCalls,
+    Ran,
+    RunSummary,
+    SourceSummary,
+)
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
 from framelens.core.stages.source_stages import StageFactory
@@ -45,7 +51,7 @@ from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import SourceInfo
 
-__all__ = ["LIVE_KINDS", "DevicePart", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
+__all__ = ["LIVE_KINDS", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
 
 LIVE_KINDS = ("stream", "camera")
 """Sources without an end: a run of them stops on Ctrl+C and keeps its outputs."""
@@ -60,33 +66,6 @@ class OutputsFor(Protocol):
     def __call__(
         self, entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
     ) -> SourceOutputs: ...
-
-
-@dataclass(frozen=True)
-class DevicePart:
-    """What one device's session did (a process sends it back to the parent)."""
-
-    sources: tuple[SourceSummary, ...]
-    frames: int
-    fps: float
-    started: float
-    finished: float
-    stage_ms: dict[str, float]
-    batch: int
-    batches_run: int
-    frames_run: int
-    inference_workers: int
-    path: str
-    backend: str
-    device: str
-    encoder: str | None
-    notes: tuple[str, ...]
-    moved_to: tuple[str, ...]
-    plan: dict[str, Any] | None = None  # core/pipeline/plan.py, as JSON
-
-    @property
-    def mean_batch(self) -> float:
-        return round(self.frames_run / self.batches_run, 2) if self.batches_run else 0.0
 
 
 def run_device(
@@ -106,7 +85,7 @@ def run_device(
     session: Session | None = None,
     ids: Sequence[int] | None = None,
     on_plan: Callable[[Plan], None] | None = None,
-) -> DevicePart:
+) -> DeviceSummary:
     """One device's sources through one session into their outputs. ``session``: one
     already open (an archive's, with workers kept across files); else opened here and
     closed at the end. ``on_frame(frames written)`` after every result."""
@@ -128,7 +107,8 @@ def run_device(
             info = entry.source.info
             meta = run_meta(entry.spec, replace(settings, backend=ran.backend), info)
             outputs[i] = outputs_for(entry, info, meta, task)
-        return _write_all(session, outputs, counter, on_frame, cancel)
+        given = (settings.device, tuple(range(len(specs))) if ids is None else tuple(ids))
+        return _write_all(session, outputs, counter, on_frame, cancel, given)
     except BaseException:
         for out in outputs.values():
             out.abort()
@@ -144,7 +124,8 @@ def _write_all(
     counter: Counter | None,
     on_frame: Callable[[int], None] | None,
     cancel: StopFlag | None,
-) -> DevicePart:
+    given: tuple[str, tuple[int, ...]],
+) -> DeviceSummary:
     stats = RunStats()
     latency: dict[int, list[float]] = {i: [] for i in outputs}
     written = 0
@@ -176,7 +157,7 @@ def _write_all(
         # and what was recorded is kept, complete
         session.note(f"stopped by Ctrl+C after {written} frames of the live source")
     stats.stop()
-    return _part(session, outputs, stats, latency)
+    return _part(session, outputs, stats, latency, given)
 
 
 def _live(session: Session) -> bool:
@@ -190,7 +171,9 @@ def _part(
     outputs: dict[int, SourceOutputs],
     stats: RunStats,
     latency: dict[int, list[float]],
-) -> DevicePart:
+    given: tuple[str, tuple[int, ...]],
+) -> DeviceSummary:
+    """The device's part: ``given`` the device it was given and its sources' numbers."""
     entries: list[SourceSummary] = []
     failures = session.failures()  # a merged feed's too, when Ctrl+C ended the run
     for i, entry in enumerate(session.sources):
@@ -222,24 +205,25 @@ def _part(
         )  # fmt: skip
     ran = session.ran
     encoders = [o.encoder for o in outputs.values() if o.encoder]
-    return DevicePart(
-        sources=tuple(entries),
+    return DeviceSummary(
+        device=given[0],
+        ids=given[1],
+        outcomes=tuple(entries),
         frames=sum(o.frames for o in outputs.values()),
         fps=round(stats.fps, 2),
-        started=session.started,
-        finished=session.finished,
+        span=(session.started, session.finished),
         stage_ms=stats.medians(),
-        batch=ran.batch,
-        batches_run=session.batches_run,
-        frames_run=session.frames_run,
-        inference_workers=session.worker_count,
-        path=session.path,
-        backend=ran.backend,
-        device=session.device,
+        calls=EngineCalls(session.batches_run, session.frames_run),
+        ran=Ran(
+            path=session.path,
+            backend=ran.backend,
+            batch=ran.batch,
+            workers=session.worker_count,
+            plan=session.plan.as_json() if session.plan is not None else None,
+        ),
         encoder=encoders[0] if encoders else None,
         notes=tuple(session.notes),
         moved_to=tuple(session.moved_to),
-        plan=session.plan.as_json() if session.plan is not None else None,
     )
 
 
@@ -356,7 +340,7 @@ def run_one(
         bar.close()
     if on_progress is not None:
         on_progress(part.frames, max(part.frames, total or 0))
-    return _summary([part], [[0]], [session.device], session.settings, 0.0)
+    return _summary([part], session.device, session.settings, 0.0)
 
 
 # ---- several sources ------------------------------------------------------------------------
@@ -430,7 +414,7 @@ def run_many(
             )
     finally:
         bar.close()
-    return _summary(parts, groups, slots, settings, time.perf_counter() - start)
+    return _summary(parts, ",".join(slots), settings, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
@@ -457,7 +441,7 @@ class GroupJob:
         cancel: StopFlag | None,
         failed_devices: list[str] | None = None,
         on_plan: Callable[[Plan], None] | None = None,
-    ) -> DevicePart:
+    ) -> DeviceSummary:
         """The group's sources (``ids``: their numbers in the run) through one session."""
         return run_device(
             specs, names, settings, self.outputs_for, options=self.options, stages=self.stages,
@@ -495,10 +479,10 @@ def _run_groups(
     on_message: Say | None,
     cancel: threading.Event | None,
     on_plan: Callable[[Plan], None] | None = None,
-) -> list[DevicePart]:
+) -> list[DeviceSummary]:
     """Each device's group of sources on a thread of its own; the first error of any
     group is raised once all have stopped."""
-    parts: list[DevicePart | None] = [None] * len(groups)
+    parts: list[DeviceSummary | None] = [None] * len(groups)
     errors: list[BaseException] = []
     stop = cancel or threading.Event()
     failed: list[str] = []  # shared: a device one group saw fail, no group moves to
@@ -528,49 +512,12 @@ def _run_groups(
 
 
 def _summary(
-    parts: Sequence[DevicePart],
-    groups: Sequence[Sequence[int]],
-    slots: Sequence[str],
-    settings: PipelineSettings,
-    wall_s: float,
+    parts: Sequence[DeviceSummary], device: str, settings: PipelineSettings, wall_s: float
 ) -> RunSummary:
-    by_index: dict[int, SourceSummary] = {}
-    for group, part in zip(groups, parts, strict=True):
-        for i, entry in zip(group, part.sources, strict=True):
-            by_index[i] = entry
-    total = sum(p.frames for p in parts)
-    # throughput over the span frames were processed (the groups run at once), not over
-    # the setup: engines built, decoders opened and outputs closed are in wall_s
-    span = max(p.finished for p in parts) - min(p.started for p in parts)
-    fps = round(total / span, 2) if span > 0 else 0.0
-    if len(parts) == 1:  # over its own frames' span, as RunStats measures it
-        fps = parts[0].fps
-    batched = sum(p.frames_run for p in parts)
-    calls = sum(p.batches_run for p in parts)
-    first = parts[0]
-    devices: tuple[DeviceSummary, ...] = ()
-    if len(parts) > 1:
-        devices = tuple(
-            DeviceSummary(slots[k], tuple(by_index[i].name for i in group), part.frames,
-                          part.fps, part.mean_batch, part.path, part.moved_to)
-            for k, (group, part) in enumerate(zip(groups, parts, strict=True))
-        )  # fmt: skip
     return RunSummary(
-        sources=tuple(by_index[i] for i in range(len(by_index))),
-        frames=total,
-        fps=fps,
-        wall_s=round(wall_s, 2),
-        stage_ms=first.stage_ms,
-        batch=first.batch,
-        mean_batch=round(batched / calls, 2) if calls else 0.0,
-        inference_workers=sum(p.inference_workers for p in parts),
-        path=first.path,
-        notes=tuple(n for p in parts for n in p.notes),
+        devices=tuple(parts),
         model=settings.model.name,
         precision=settings.precision,
-        backend=first.backend,
-        device=",".join(slots),
-        encoder=first.encoder,
-        devices=devices,
-        plan=first.plan,
+        device=device,
+        wall_s=round(wall_s, 2),
     )

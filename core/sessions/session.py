@@ -12,10 +12,11 @@ the sink: ``framelens run`` with one or many sources and an archive's jobs write
 (core/sessions/runs.py), the wall shows tiles (core/sessions/wall.py); each iterates
 ``results`` and differs only in what it does with a result and how it paces its
 sources (``SessionOptions.wrap``). Everything else lives here once: opening the sources
-for the workers built for them, the executor's sizes, what each source has delivered,
-a source that fails (several: it stops alone; one: the session fails), and one policy
-for a GPU that fails: its sources move to another GPU of the session, else the CPU,
-each from the frame it had reached, with a message (core/sessions/failover.py).
+for the workers built for them (as the plan says: core/sessions/opening.py), the
+executor's sizes, what each source has delivered, a source that fails (several: it stops
+alone; one: the session fails), and one policy for a GPU that fails: its sources move to
+another GPU of the session, else the CPU, each from the frame it had reached, with a
+message (core/sessions/failover.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover, device_words
+from framelens.core.sessions.opening import SourceOpener
 from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
@@ -270,18 +272,7 @@ class Session:
                 )  # fmt: skip
             else:
                 self._planned(self._built.plan)
-            try:
-                opened = self._open_all(stop, on_opened)
-            except GpuError as exc:  # no NVDEC source could be set up: host pipelines
-                self._close_workers()
-                self.note(
-                    f"GPU pipeline not used ({exc}); ONNX Runtime CUDA with host preprocessing"
-                )
-                self._built = build.workers(
-                    self.settings, planned=self._planned(gpu_pipeline=False),
-                    spinning=self._spinning, gpu_pipeline=False, count=self.options.workers,
-                )  # fmt: skip
-                opened = self._open_all(stop, on_opened)
+            opened = self._open_all(stop, on_opened)
             if not opened:
                 why = "; ".join(s.failure or "" for s in self.sources)
                 raise SourceError(f"no source could be opened: {why}")
@@ -297,17 +288,19 @@ class Session:
         self._note_workers()
         return self
 
-    def _planned(self, made: Plan | None = None, *, gpu_pipeline: bool = True) -> Plan:
+    def _planned(self, made: Plan | None = None) -> Plan:
         """The plan of this session's sources: made here, or the one given workers (or a
         move's) were built from, its decoders those of these sources."""
         specs = [s.spec for s in self.sources]
         if made is None:
             made = build.plan(
-                self.settings, specs, count=self.options.workers, gpu_pipeline=gpu_pipeline,
-                batch_why=self._batch_why,
+                self.settings, specs, count=self.options.workers, batch_why=self._batch_why,
             )  # fmt: skip
         else:
             made = build.replan_sources(made, specs)
+        return self._use_plan(made)
+
+    def _use_plan(self, made: Plan) -> Plan:
         self.plan = made
         if self._on_plan is not None:
             self._on_plan(made)
@@ -325,13 +318,13 @@ class Session:
     ) -> list[int]:
         """Every source opened for the workers; the numbers of those that opened."""
         opened: list[int] = []
-        pipeline = self.workers.pipelines[0]
+        opener = SourceOpener(self.workers.pipelines[0], plan=self.plan, say=self.note)
         try:
             for i, entry in enumerate(self.sources):
                 if stop():
                     raise Cancelled("cancelled while opening the sources")
                 try:
-                    source, entry.decoder = build.open_frames(entry.spec, pipeline)
+                    source, entry.decoder = opener.open(entry.spec).pair
                 except SourceError as exc:
                     entry.failure = error_message(exc)
                     if not self._merges:
@@ -513,7 +506,9 @@ class Session:
         at = [(self.sources[i].next_index, self.sources[i].delivered) for i in left]
         specs = [self.sources[i].spec for i in left]
         try:
-            settings, built, reopened = self._failover.move(self.settings, specs, at)
+            settings, built, reopened = self._failover.move(
+                self.settings, specs, at, planned=self.plan, why=error_message(exc)
+            )
         except FrameLensError as move_error:  # not even the CPU: they end here
             self.note(
                 f"{failed_device} failed ({exc}); no device could take its sources: "
@@ -525,8 +520,8 @@ class Session:
                 raise
             return
         self.settings, self._built, self.device = settings, built, settings.device
-        if built.plan is not None:
-            self._planned(built.plan)
+        if built.plan is not None:  # planned for the sources moved, saying where and why
+            self._use_plan(built.plan)
         self._note_workers()
         for j, reason in reopened.not_kept.items():
             self.sources[left[j]].failure = reason

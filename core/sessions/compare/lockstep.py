@@ -26,9 +26,18 @@ from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.ranges import RunRange, seek_to_start
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover
+from framelens.core.sessions.opening import SourceOpener
 from framelens.core.stages.sources import Source
 
-__all__ = ["LockstepFeed", "pane_failover", "run_lockstep"]
+__all__ = ["LockstepFeed", "open_for_panes", "pane_failover", "run_lockstep"]
+
+
+def open_for_panes(spec: str) -> Source:
+    """``spec`` opened for a comparison's panes, as every session opens its sources
+    (core/sessions/opening.py), by the plan's rule for frames shared by several
+    pipelines: on the host (each pane takes each frame in turn, on whichever device it
+    runs, and the view keeps them)."""
+    return SourceOpener(None, shared=True).open(spec).source
 
 
 def pane_failover(panes: Sequence[PaneSpec], say: Callable[[str], None]) -> Failover:

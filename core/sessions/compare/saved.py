@@ -20,10 +20,9 @@ from framelens.core.errors import Cancelled, SourceError
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.panes import CompareRunner, CompareStep
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
-from framelens.core.sessions.compare.lockstep import pane_failover, run_lockstep
+from framelens.core.sessions.compare.lockstep import open_for_panes, pane_failover, run_lockstep
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
-from framelens.core.stages.sources import open_source
 
 __all__ = ["save_kept_report"]
 
@@ -82,7 +81,7 @@ def _compute_missing(
             on_progress(done, total)
 
     with (
-        open_source(source_spec) as source,
+        open_for_panes(source_spec) as source,
         CompareRunner(
             kept.specs,
             reference=kept.reference,

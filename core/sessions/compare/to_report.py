@@ -24,11 +24,10 @@ from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
 from framelens.core.pipeline.ranges import RunRange
 from framelens.core.progress import Progress, make_bar
-from framelens.core.sessions.compare.lockstep import pane_failover, run_lockstep
+from framelens.core.sessions.compare.lockstep import open_for_panes, pane_failover, run_lockstep
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.source_stages import StageFactory
-from framelens.core.stages.sources import open_source
 
 __all__ = ["compare_to_report"]
 
@@ -92,7 +91,7 @@ def _compare(
 ) -> CompareLog:
     log = CompareLog(specs, reference)
     with (
-        open_source(source_spec) as source,
+        open_for_panes(source_spec) as source,
         CompareRunner(
             specs,
             reference=reference,

@@ -30,6 +30,7 @@ from framelens.core.pipeline.settings import (
     with_changes,
 )
 from framelens.core.sessions.failover import Failover, device_words
+from framelens.core.sessions.opening import SourceOpener
 from framelens.core.sessions.playback.state import PlayerState, error_message
 from framelens.core.sessions.playback.worker import (
     Built,
@@ -174,7 +175,13 @@ class Player(PlayerCore):
         for target in targets:
             self._on_error(f"GPU failed ({exc}); continuing on {device_words(target.device)}")
             try:
-                self._install(*self._build_pipelines(target))
+                pipeline, workers, *planned = self._build_pipelines(target)
+                plan = planned[0] if planned else None
+                if plan is not None:  # the plan the tooltip shows says where and why
+                    before = self._plan.moves if self._plan is not None else ()
+                    why = f"{settings.device} failed ({exc}), from the frame after the one shown"
+                    plan = build.with_move(plan, target.device, why, before)
+                self._install(pipeline, workers, plan)
             except BaseException as again:
                 if target is not targets[-1] and isinstance(again, FrameLensError):
                     self._failover.cannot(target.device, again)
@@ -231,22 +238,15 @@ class Player(PlayerCore):
             self._do_play()
 
     def _open_frames(self, spec: str) -> Source:
-        """The source, decoded where the installed pipelines want their frames: NVDEC into
-        device memory for GPU pipelines and video files, else on the host."""
+        """The source, decoded where the installed pipelines want their frames, as every
+        session opens its sources (core/sessions/opening.py): NVDEC into device memory
+        for GPU pipelines and video files, else on the host; where NVDEC cannot be set
+        up, on the host for the same pipelines, said once."""
         pipeline = self._pipeline
         self._source_wants = build.source_device(pipeline, spec)
-        if self._source_wants is not None:
-            try:
-                source, name = build.open_frames(spec, pipeline)
-            except FrameLensError as exc:  # no CUDA context, no NVDEC, no memory for buffers
-                self._on_error(f"NVDEC not used ({exc}); decoding on the CPU")
-            else:
-                self._publish(decoder=name)
-                return source
-        # the pipeline for the host too when it wants no NVDEC: the name then says why
-        source, name = build.open_frames(spec, pipeline if self._source_wants is None else None)
-        self._publish(decoder=name)
-        return source
+        opened = SourceOpener(pipeline, say=self._on_error).open(spec)
+        self._publish(decoder=opened.decoder)
+        return opened.source
 
     def _match_source(self, pipeline: FrameProcessor | None) -> None:
         """Reopen the source when the new pipelines want frames from another decoder (a
@@ -327,6 +327,7 @@ class Player(PlayerCore):
             # the frame on screen (a seek), so playback goes on without a gap
             target, count = self._state.index + 1, self._state.frame_count
             self._ahead_seek(min(target, count - 1) if count else target)
+        self._plan = plan
         if pipeline is None:  # no model: frames as decoded
             self._settings = None
             self._publish(model="", precision="", plan=())

@@ -77,6 +77,7 @@ class PlayerCore(ABC):
         self._pipeline: FrameProcessor | None = None  # for the player thread's own work
         self._workers: list[FrameProcessor] = []  # the drive's pipelines, kept across sources
         self._settings: PipelineSettings | None = None
+        self._plan: Plan | None = None  # what the installed pipelines were built from
         self._state = PlayerState()
         self._current: Frame | None = None
         self._ready: FrameResult | None = None  # processed, waiting for its time
