@@ -56,6 +56,7 @@ class Controller(QObject):
     resultReady = Signal(object)  # FrameResult
     stateChanged = Signal(object)  # PlayerState
     errorOccurred = Signal(str)  # one line
+    openFailed = Signal(str)  # the source asked for could not be opened (after errorOccurred)
     modelChanged = Signal(object)  # ModelSpec chosen (labels for the class filter); None: no model
     exportProgress = Signal(int, int)  # done, total (total 0 when unknown)
     exportFinished = Signal(list)  # every path written: the video, the detections
@@ -68,6 +69,7 @@ class Controller(QObject):
     precisionFailed = Signal(str, str, bool)
 
     _deliver = Signal(object)
+    _openFailed = Signal(str)  # from the player's thread
     _variantReady = Signal(int, object)  # job token, VariantInfo | None
     _variantFailed = Signal(int, str)  # job token, one line
 
@@ -77,7 +79,11 @@ class Controller(QObject):
         super().__init__(parent)
         self._gate = ResultGate()  # results handed to the GUI thread, not yet taken
         self._deliver.connect(self._on_deliver)
-        self.player = Player(self._from_worker, self.stateChanged.emit, self.errorOccurred.emit)
+        self.player = Player(
+            self._from_worker, self.stateChanged.emit, self.errorOccurred.emit,
+            on_open_failed=self._openFailed.emit,
+        )  # fmt: skip
+        self._openFailed.connect(self._on_open_failed)
         # what the player runs and the policy over it (precision jobs, fallbacks): core's
         self.choice = PlaybackChoice(_ChoiceSignals(self), backend=backend, device=device)
         # the current source, the frame on screen, snapshot and export: core's too
@@ -156,6 +162,11 @@ class Controller(QObject):
     @Slot(object)
     def _remember_state(self, state: PlayerState) -> None:
         self.view.state_changed(state)
+
+    @Slot(str)
+    def _on_open_failed(self, spec: str) -> None:
+        self.view.open_failed(spec)
+        self.openFailed.emit(spec)
 
     # ---- models -----------------------------------------------------------------
 

@@ -67,7 +67,7 @@ class SourceOpening(QObject):
         self.snapshot_action.setShortcuts([QKeySequence("F12"), QKeySequence("Ctrl+Shift+S")])
         self.recent_menu = QMenu("Open &Recent", parts.window)
         self._rebuild_recent(parts.settings.recent)
-        parts.controller.errorOccurred.connect(self._on_error)
+        parts.controller.openFailed.connect(self._on_open_failed)
         parts.controller.snapshotSaved.connect(
             lambda path: parts.show_message(f"Saved {path}", 5000)
         )
@@ -105,18 +105,16 @@ class SourceOpening(QObject):
             self.add_recent(self._pending_recent)
             self._pending_recent = None
 
-    def _on_error(self, message: str) -> None:
-        pending = self._pending_recent
+    def _on_open_failed(self, spec: str) -> None:
+        if self._pending_recent != spec:
+            return  # another open was asked for since: it is the one pending
+        # the open failed: the title and the recent list stay with what plays
+        self._pending_recent = None
         current = self.parts.controller.state.source
-        if pending is not None and (
-            current is None or display_name(pending).lower() in message.lower()
-        ):
-            # the open failed: the title and the recent list stay with what plays
-            self._pending_recent = None
-            self.parts.shown.source = current.uri if current is not None else None
-            self.parts.window.setWindowTitle(
-                f"FrameLens — {display_name(current.uri)}" if current is not None else "FrameLens"
-            )
+        self.parts.shown.source = current.uri if current is not None else None
+        self.parts.window.setWindowTitle(
+            f"FrameLens — {display_name(current.uri)}" if current is not None else "FrameLens"
+        )
 
     def choose_file(self) -> None:
         s = self.parts.settings

@@ -74,7 +74,9 @@ class Screen:
             lambda r: self._queue.put(("result", r)),
             lambda s: self._queue.put(("state", s)),
             lambda e: self._queue.put(("error", e)),
+            on_open_failed=lambda spec: self._queue.put(("failed", spec)),
         )
+        self.failed: list[str] = []
 
     def open(self, spec: str, settings: PipelineSettings | None) -> None:
         self.view.opening(spec)
@@ -88,6 +90,9 @@ class Screen:
                 self.view.state_changed(item)  # type: ignore[arg-type]
             elif kind == "result":
                 self.view.shown(item)  # type: ignore[arg-type]
+            elif kind == "failed":
+                self.view.open_failed(str(item))
+                self.failed.append(str(item))
             else:
                 self.errors.append(str(item))
 
@@ -133,6 +138,28 @@ def test_the_source_asked_for_is_current_once_it_replaces_the_one_open(
     assert view.last_result is None  # the sample's frame is not the bottle's
     screen.until(lambda: playing(view, BOTTLE))
     assert view.last_result is not None and view.last_result.frame.index == 0
+
+
+def test_an_open_that_fails_is_named_by_the_player_not_guessed_from_its_message(
+    view: PlaybackView, screen: Screen, tmp_path: Path
+) -> None:
+    """The window learnt that an open failed by looking for the video's name in the error
+    line; a message without it (a stream, a camera) left the title on a video that never
+    opened. The player now names the source it could not open."""
+    fake = tmp_path / "holiday.mp4"
+    fake.write_text("not a video")
+    screen.open(str(fake), None)
+    screen.until(lambda: bool(screen.failed))
+    assert screen.failed == [str(fake)] and screen.errors  # said why, then which
+    assert view.source is None  # nothing was open, and nothing opened
+    screen.open(SAMPLE, None)
+    screen.until(lambda: playing(view, SAMPLE))
+    screen.open("http://127.0.0.1:9/live", None)  # nothing listens there
+    screen.until(lambda: len(screen.failed) == 2)
+    assert screen.failed[-1] == "http://127.0.0.1:9/live"
+    assert view.source == SAMPLE  # the video that plays stays current
+    screen.open(BOTTLE, None)
+    screen.until(lambda: view.source == BOTTLE)  # no stale open got in the way
 
 
 def test_going_to_a_frame_and_exporting_need_a_video_open(

@@ -36,6 +36,7 @@ from framelens.core.sessions.playback.worker import (
     Built,
     Command,
     ErrorCallback,
+    OpenFailedCallback,
     PlayerCore,
     ResultCallback,
     StateCallback,
@@ -75,6 +76,7 @@ class Player(PlayerCore):
         spinning: bool = False,
         drop_late: bool = True,
         stages: StageFactory | None = None,
+        on_open_failed: OpenFailedCallback | None = None,
     ) -> None:
         super().__init__(
             on_result,
@@ -84,6 +86,7 @@ class Player(PlayerCore):
             spinning=spinning,
             drop_late=drop_late,
             stages=stages,
+            on_open_failed=on_open_failed,
         )
         # a failing GPU: the session's one policy (the player's session has one device)
         self._failover = Failover((), None, self._on_error, spinning=spinning)
@@ -206,6 +209,8 @@ class Player(PlayerCore):
         except FrameLensError as exc:
             self._source_wants = current_wants  # the current source's, as before
             self._on_error(error_message(exc))
+            if self._on_open_failed is not None:
+                self._on_open_failed(spec)
             return
         wants, decoder_name = self._source_wants, self._state.decoder
         try:

@@ -50,6 +50,13 @@ class PlaybackView:
         if self.state.source is None:
             self._opened()
 
+    def open_failed(self, spec: str) -> None:
+        """``spec`` could not be opened: the current source stays current."""
+        if self._opening == spec:
+            self._opening = None
+        if self._choice.source == spec and self.state.source is None:
+            self._choice.source = None  # nothing was open: nothing is current
+
     def state_changed(self, state: PlayerState) -> None:
         """The player's new state (its reports, in order)."""
         if self._opening is not None and state.source is None and self.state.source is not None:

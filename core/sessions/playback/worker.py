@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 ResultCallback = Callable[[FrameResult], None]
 StateCallback = Callable[["PlayerState"], None]
 ErrorCallback = Callable[[str], None]
+OpenFailedCallback = Callable[[str], None]
 
 _STATE_EVERY_S = 0.5  # while playing, state (with the measured fps) at most this often
 
@@ -61,8 +62,11 @@ class PlayerCore(ABC):
         spinning: bool = False,
         drop_late: bool = True,
         stages: StageFactory | None = None,
+        on_open_failed: OpenFailedCallback | None = None,
     ) -> None:
         self._on_result = on_result
+        # a source that could not be opened (after on_error said why): the one open stays
+        self._on_open_failed = on_open_failed
         self._stages = SourceStages(stages)
         self._drop_late = drop_late  # False: every frame queues (the benchmark's baseline)
         self._on_state = on_state
