@@ -38,9 +38,7 @@ def add_parser(sub: Any) -> None:
     build.add_argument("--calibration-frames", type=int, default=50)
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     what.add_parser("list", help="one line per cached plan")
-    what.add_parser(
-        "clear", help="remove the plans and timing caches (the precision graphs stay)"
-    )
+    what.add_parser("clear", help="remove the plans and timing caches (the precision graphs stay)")
 
 
 def cmd_engines(args: argparse.Namespace) -> int:

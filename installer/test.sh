@@ -9,6 +9,7 @@ bash installer/setup.sh --dev
 .venv/bin/python -m pip install -q --no-deps "tensorrt-stubs==10.13.0.35.1"
 .venv/bin/python installer/tensorrt_stubs.py
 .venv/bin/ruff check app core gui tests benchmarks
+.venv/bin/ruff format --check app core gui tests benchmarks
 .venv/bin/lint-imports
 # type-check the installed package (entry layer, core and gui, all strict) so framelens.* imports resolve
 .venv/bin/mypy -p framelens

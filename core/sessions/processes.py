@@ -62,6 +62,7 @@ class DeviceGroup(Protocol[PartT_co]):
         cancel: StopFlag | None,
     ) -> PartT_co: ...
 
+
 __all__ = ["run_groups_in_processes"]
 
 _POLL_S = 0.2

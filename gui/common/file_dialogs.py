@@ -46,7 +46,6 @@ ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"
 LABELS_FILTER = "Label lists (*.txt *.names *.yaml *.yml *.json);;All files (*)"
 
 
-
 def file_dialog(
     parent: QWidget | None,
     title: str,

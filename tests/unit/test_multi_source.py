@@ -75,10 +75,7 @@ def test_four_sources_give_the_detections_of_four_single_runs(
         alone = tmp_path / f"{Path(clip).stem}-alone.json"
         run_to_outputs(clip, settings, detections=str(alone), progress=False)
         together = tmp_path / "all" / f"{entry.name}.json"
-        assert (
-            str(together) in entry.outputs
-            and (tmp_path / "all" / f"{entry.name}.mp4").is_file()
-        )
+        assert str(together) in entry.outputs and (tmp_path / "all" / f"{entry.name}.mp4").is_file()
         assert_same_detections(detections(together), detections(alone))
         found += sum(len(f["detections"]) for f in detections(alone))  # type: ignore[arg-type]
     assert found > 40  # the clips show the person: the comparison compared something
@@ -103,9 +100,7 @@ def test_a_source_that_breaks_mid_run_is_reported_and_the_others_finish(
     assert any("005.jpg" in n for n in notes)
 
 
-def test_a_source_alone_on_its_device_slot_breaks_alone(
-    clips: list[str], tmp_path: Path
-) -> None:
+def test_a_source_alone_on_its_device_slot_breaks_alone(clips: list[str], tmp_path: Path) -> None:
     """Two device slots, one source each: the broken one is reported, and the other
     slot's source is written whole (a slot of one source breaking must not stop the run)."""
     folder = write_broken_folder(tmp_path / "frames", SAMPLE, 300, 10, bad=5)

@@ -90,7 +90,8 @@ def test_on_the_gpu_pipeline_a_file_as_stored_goes_to_nvdec_and_a_turned_one_to_
     decoders = {source: (c.value, c.why) for source, c in plan.decoders}
     assert decoders[str(upright)][0] == "nvdec"
     assert decoders[str(turned)] == (
-        "cpu", "turned 90 degrees for display: the host makes the picture shown"
+        "cpu",
+        "turned 90 degrees for display: the host makes the picture shown",
     )
     assert decoders["rtsp://camera.local/stream"][0] == "cpu"
 
