@@ -23,6 +23,10 @@ HISTORY = 300
 REFRESH_MS = 100
 SUMMARY_INTERVAL_S = 1.0  # the medians line: a re-layout each time, and steadier to read
 FPS_WINDOW = 30  # results the fps of a point is measured over
+FPS_MIN_SPAN_S = 0.03
+"""The least time a rate is measured over until the window is full: results that reach
+the GUI thread together (queued while it was busy) arrive microseconds apart, and a rate
+over those read thousands of fps on the first points, flattening the plot."""
 
 # Stage -> (label, colour). "display" is getting the frame on screen: the pipeline's own
 # display stage (the GPU's RGBA kernel) plus the canvas's upload + paint
@@ -190,7 +194,9 @@ class StagePlots(QWidget):
         if len(self._arrivals) < 3:  # two intervals: a rate from the third frame on
             return math.nan
         span = self._arrivals[-1] - self._arrivals[0]
-        return (len(self._arrivals) - 1) / span if span > 0 else math.nan
+        if span <= 0 or (span < FPS_MIN_SPAN_S and len(self._arrivals) < FPS_WINDOW):
+            return math.nan
+        return (len(self._arrivals) - 1) / span
 
     def refresh(self) -> None:
         """Redraw the curves and the summary if new data came since the last call."""

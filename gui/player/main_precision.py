@@ -117,7 +117,11 @@ class PrecisionSwitching(QObject):
         else:
             text = ""
         set_text(bar.job, text)  # shown while it says something
-        if state.model:
+        if c.settings is None:
+            # no model chosen: a state the player sent before it let the model go still
+            # names it, and must not write it back over "No model"
+            set_text(bar.model, "No model")
+        elif state.model:
             set_text(bar.model, self._model_text(state))
 
     def _model_text(self, state: PlayerState) -> str:

@@ -4,6 +4,7 @@ and the real model, under Xvfb."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import av
@@ -95,6 +96,12 @@ def test_no_model_plays_the_video_as_decoded(window: MainWindow, qtbot: QtBot, s
     shown = window.results_shown
     window.controller.play()
     qtbot.waitUntil(lambda: window.results_shown > shown + 5, timeout=20_000)
+    # playing: the player's states keep coming, and none brings the old model back, not
+    # even one it sent before it let the model go (as the smoke run saw, at full speed)
+    late = replace(window.state, model="yolox-nano", precision="fp32", loading_model=True)
+    window.controller.stateChanged.emit(late)
+    window.controller.stateChanged.emit(replace(late, loading_model=False))
+    assert window.model_label.text() == "No model"
     shot(window, "no-model.png")
     pause(window, qtbot)
 

@@ -114,3 +114,26 @@ def test_the_throughput_plot_reads_from_the_third_frame(qtbot: QtBot) -> None:
     plots.refresh()
     _x, fps = plots.fps_curve.getData()
     assert fps is not None and np.isfinite(fps[-1]) and 0 < fps[-1] <= 51
+
+
+def test_results_arriving_together_read_no_spike_of_thousands_of_fps(qtbot: QtBot) -> None:
+    """A smoke run saw the first throughput point at 2,400 fps (15,000 after real time
+    was turned off) on a 10 fps video: results queued while the GUI thread was busy reach
+    it microseconds apart, and a rate over those flattened the plot's useful range."""
+    import time
+
+    plots = StagePlots(auto_refresh=False)
+    qtbot.addWidget(plots)
+    plots.show()
+    qtbot.waitExposed(plots)
+    frame = Frame(np.zeros((4, 4, 3), np.uint8), 0, 0.0)
+    for _ in range(4):  # a burst: no time between them
+        plots.add_result(FrameResult(frame, Detections.empty(), StageTimes(e2e=8.0)))
+    for _ in range(3):  # then the video's pace, 100 ms a frame
+        time.sleep(0.1)
+        plots.add_result(FrameResult(frame, Detections.empty(), StageTimes(e2e=8.0)))
+    plots.refresh()
+    _x, fps = plots.fps_curve.getData()
+    assert fps is not None
+    assert not np.isfinite(fps[:4]).any()  # no rate from the burst alone
+    assert np.nanmax(fps) < 40  # 6 intervals over ~0.3 s: ~20 fps, not thousands
