@@ -402,7 +402,7 @@ def stop_like_ctrl_c() -> list[int]:
 
     for name in STOP_SIGNALS:
         signum = getattr(signal, name, None)  # Windows has no SIGHUP
-        if signum is not None:
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:  # nohup
             signal.signal(signum, forward)
     return received
 
@@ -424,7 +424,9 @@ def stop_at_next_frame() -> tuple[threading.Event, list[int]]:
 
     for name in ("SIGINT", *STOP_SIGNALS):
         signum = getattr(signal, name, None)  # Windows has no SIGHUP
-        if signum is not None:
+        # a signal ignored when the run started stays ignored: Ctrl+C for a run started
+        # in the background by a script, SIGHUP under nohup
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, ask)
     return asked, received
 

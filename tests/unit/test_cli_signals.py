@@ -46,3 +46,37 @@ def test_a_killed_file_run_leaves_nothing_in_its_folder(
     assert proc.returncode == 128 + signum, err
     assert stdout == ""  # no summary: the run did not complete
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "framelens: interrupted"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_ignored_when_the_run_started_stays_ignored(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """``nohup framelens run ...`` (SIGHUP ignored) and a run a script started in the
+    background (Ctrl+C ignored) go on to the end when that signal comes, as POSIX
+    programs do: the run wrote its outputs."""
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def ignore() -> None:
+        signal.signal(signum, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", "run", str(SAMPLE), "--frames", "40",
+         "--detections", str(out / "run.json"), "--device", "cpu", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not any(".partial-" in p.name for p in out.iterdir()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not start writing"
+            time.sleep(0.02)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["run.json"]
