@@ -294,6 +294,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from framelens.core.tools.bench import run_bench
 
+    for option, value in (("--frames", args.frames), ("--workers", args.workers)):
+        if value <= 0:
+            raise ConfigError(f"{option} must be positive")
+    if args.threads is not None and args.threads <= 0:
+        raise ConfigError("--threads must be positive")
     result = run_bench(
         args.source or str(sample_video()),
         frames=args.frames,

@@ -94,6 +94,8 @@ def test_run_csv_and_class_filter(tmp_path: Path) -> None:
         (["run", SAMPLE, "--batch", "0"], "--batch must be between 1 and 64"),
         (["run", SAMPLE, "--device", "cuda"], "CUDA"),
         (["run", SAMPLE, "--frames", "2", "--export", "/nonexistent/dir/out.mp4"], "cannot write"),
+        (["bench", SAMPLE, "--frames", "0"], "--frames must be positive"),  # measured nothing
+        (["bench", SAMPLE, "--workers", "0"], "--workers must be positive"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(args: list[str], message: str) -> None:
