@@ -262,6 +262,7 @@ def run_to_outputs(
     ``stages``: per-source stages after the task (core/stages/source_stages.py).
     ``on_plan`` is told the run's plan (core/pipeline/plan.py) before it builds.
     """
+    began = time.perf_counter()
     settings, variant = prepare_precision(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
     )
@@ -278,7 +279,11 @@ def run_to_outputs(
             on_progress=on_progress,
             cancel=cancel,
         )
-    return replace(summary, variant=None if variant is None else variant.summary())
+    return replace(
+        summary,
+        variant=None if variant is None else variant.summary(),
+        wall_s=round(time.perf_counter() - began, 2),  # the whole call, the variant's too
+    )
 
 
 def run_one(
@@ -289,7 +294,9 @@ def run_one(
     on_progress: Callable[[int, int], None] | None = None,
     cancel: StopFlag | None = None,
 ) -> RunSummary:
-    """An open one-source session into ``outputs`` (a run, an archive's job)."""
+    """An open one-source session into ``outputs`` (a run, an archive's job); its
+    ``wall_s`` from this call on (the session was opened before)."""
+    began = time.perf_counter()
     entry = session.sources[0]
     assert entry.source is not None
     info = entry.source.info
@@ -340,7 +347,7 @@ def run_one(
         bar.close()
     if on_progress is not None:
         on_progress(part.frames, max(part.frames, total or 0))
-    return _summary([part], session.device, session.settings, 0.0)
+    return _summary([part], session.device, session.settings, time.perf_counter() - began)
 
 
 # ---- several sources ------------------------------------------------------------------------

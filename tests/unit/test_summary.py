@@ -69,3 +69,14 @@ def test_a_one_source_run_is_one_part_and_its_json_has_no_device_list(tmp_path: 
     data = summary.as_json()
     assert "devices" not in data
     assert data["source"] == str(SAMPLE) and data["outputs"] == [str(out)]
+
+
+def test_a_one_source_run_says_how_long_the_whole_call_took(tmp_path: Path) -> None:
+    """``wall_s`` read 0.0 for every one-source run (only several-source runs set it):
+    the whole call, engine and outputs included, is at least the frames' own time."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL))
+    summary = run_to_outputs(str(SAMPLE), settings, frames=FRAMES,
+                             detections=str(tmp_path / "d.json"))  # fmt: skip
+    assert summary.frames == FRAMES and summary.fps > 0
+    assert summary.frames / summary.fps <= summary.wall_s
+    assert json.loads(json.dumps(summary.as_json()))["wall_s"] == summary.wall_s
