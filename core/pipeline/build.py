@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from framelens.core.errors import ConfigError, EngineError, FrameLensError, GpuError, ModelError
+from framelens.core.models.catalog import default_model
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.plan import Choice, Plan
@@ -404,8 +405,9 @@ def plan(
 
 def _graph_choice(asked: PipelineSettings, resolved: PipelineSettings) -> Choice:
     precision = asked.precision
+    default = asked.model.name == default_model(asked.model.task)  # no model was named
     why = {
-        "fp32": "the model as given",
+        "fp32": "the model as given" if not default else "its graph as stored",
         "fp16": "its FP16 graph, inputs and outputs kept FP32 (converted once, cached)",
         "int8": "its INT8 Q/DQ graph, calibrated on frames of your video (cached)",
     }.get(precision, precision)
@@ -413,6 +415,8 @@ def _graph_choice(asked: PipelineSettings, resolved: PipelineSettings) -> Choice
         why += f", rewritten to take batches of {resolved.batch}"
     elif resolved.batch > 1 and precision != "fp32":
         why += f", for batches of {resolved.batch}"
+    if default:
+        why = f"the {asked.model.task} task's default model, {why}"
     return Choice(f"{asked.model.name} {precision}", why)
 
 

@@ -126,7 +126,7 @@ def test_the_backend_field_tells_the_plan_in_its_tooltip(
     window.open_source(sample)
     qtbot.waitUntil(lambda: window.results_shown >= 1 and bool(window.state.plan), timeout=60_000)
     tip = window.backend_label.toolTip().splitlines()
-    assert tip[0].startswith("model: yolox-nano fp32 (the model as given)"), tip
+    assert tip[0].startswith("model: yolox-nano fp32 (the detect task's default model"), tip
     assert "path: cpu pipeline (device is cpu)" in tip, tip
     assert any(line.startswith("workers: ") for line in tip), tip
     assert tip[-1].startswith("decoding: cpu"), tip

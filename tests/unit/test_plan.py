@@ -109,3 +109,18 @@ def test_several_sources_say_why_the_batch_grew(
     assert plans[0].batch.value == "8"
     assert plans[0].batch.why.startswith("one slot per source of 4, at least 8, at most 32")
     assert [source for source, _ in plans[0].decoders] == specs
+
+
+def test_a_tasks_default_model_is_said_to_be_its_default_not_the_model_as_given() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "framelens", "run", SAMPLE, "--task", "superres", "--frames", "2",
+         "--quiet", "-v", "--device", "cpu"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "framelens: plan: model: espcn-x2 fp32 (the superres task's default model" in (
+        done.stderr
+    ), done.stderr
+    assert "the model as given" not in done.stderr
+    named = build.plan(PipelineSettings(resolve_model("fsrcnn-x2")), [SAMPLE])
+    assert named.graph.why == "the model as given"  # a model the user named
