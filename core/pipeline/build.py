@@ -464,7 +464,7 @@ def decoder_choice(spec: str, on_gpu: bool, *, shared: bool = False) -> Choice:
             "view keeps the frames: decoded once on the host",
         )
     if not on_gpu:
-        return Choice("cpu", "PyAV decodes: host pipelines take host frames")
+        return Choice("cpu", f"{_host_reader(spec)}: host pipelines take host frames")
     if decodes_on_device(spec):
         return Choice(
             "nvdec",
@@ -474,6 +474,15 @@ def decoder_choice(spec: str, on_gpu: bool, *, shared: bool = False) -> Choice:
     if os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}:
         return Choice("cpu", f"{display_of(spec)} for display: the host makes the picture shown")
     return Choice("cpu", "a camera, stream or image folder is decoded on the host")
+
+
+def _host_reader(spec: str) -> str:
+    """What reads ``spec``'s frames on the host (core/stages/sources/open_source)."""
+    if os.path.isdir(spec):
+        return "the image-folder reader loads each image (OpenCV)"
+    if spec.isdigit() or spec.startswith("/dev/video"):
+        return "OpenCV reads the camera"
+    return "PyAV decodes"
 
 
 def replan_sources(planned: Plan, sources: Sequence[str]) -> Plan:

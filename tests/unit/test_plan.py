@@ -124,3 +124,22 @@ def test_a_tasks_default_model_is_said_to_be_its_default_not_the_model_as_given(
     assert "the model as given" not in done.stderr
     named = build.plan(PipelineSettings(resolve_model("fsrcnn-x2")), [SAMPLE])
     assert named.graph.why == "the model as given"  # a model the user named
+
+
+def test_an_image_folder_is_said_to_be_read_by_the_image_folder_reader(tmp_path: Path) -> None:
+    import cv2
+
+    folder = tmp_path / "stills"
+    folder.mkdir()
+    for index in range(2):
+        cv2.imwrite(str(folder / f"img{index}.png"), np.full((64, 96, 3), 90 + index, np.uint8))
+    done = subprocess.run(
+        [sys.executable, "-m", "framelens", "run", str(folder), "--frames", "2", "--quiet", "-v",
+         "--device", "cpu"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (decoder,) = json.loads(done.stdout)["plan"]["decoders"]
+    assert decoder["why"].startswith("the image-folder reader loads each image"), decoder
+    assert "PyAV" not in done.stderr
+    assert "PyAV decodes" in build.decoder_choice(SAMPLE, False).why  # a video file still is
