@@ -228,3 +228,24 @@ def test_python_m_framelens_is_the_framelens_command(tmp_path: Path) -> None:
     assert framelens_m("--version").stdout.strip().startswith("framelens ")
     usage = framelens_m("--help").stdout
     assert usage.startswith("usage: framelens ") and "__main__" not in usage
+
+
+def test_a_camera_that_is_not_there_is_one_line_without_opencvs_warnings() -> None:
+    import cv2.utils.logging as cv_logging
+
+    missing = "63"  # no /dev/video63 on the machines that run this
+    done = subprocess.run(
+        [sys.executable, "-m", "framelens", "run", missing, "--device", "cpu", "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"framelens: error: camera {missing} could not be opened (no such device?)"
+    ], done.stderr
+    from framelens.core.errors import SourceError
+    from framelens.core.stages.sources import open_source
+
+    level = cv_logging.getLogLevel()
+    with pytest.raises(SourceError):
+        open_source(missing)
+    assert cv_logging.getLogLevel() == level  # OpenCV's logging is as it was after the probe

@@ -6,6 +6,8 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -62,6 +64,19 @@ def _fourcc(value: float) -> str:
     return text.strip("\x00 ") if text.isprintable() else ""
 
 
+@contextmanager
+def _opencv_quiet() -> Iterator[None]:
+    """OpenCV's own logging silenced while a camera is probed, its level restored after."""
+    from cv2.utils import logging as cv_logging
+
+    level = cv_logging.getLogLevel()
+    cv_logging.setLogLevel(cv_logging.LOG_LEVEL_SILENT)
+    try:
+        yield
+    finally:
+        cv_logging.setLogLevel(level)
+
+
 class CameraSource(Source):
     """Frames from camera ``device`` (an index, or a /dev/videoN path on Linux).
 
@@ -73,8 +88,9 @@ class CameraSource(Source):
         self._name = str(device)
         backend = cv2.CAP_V4L2 if sys.platform.startswith("linux") else cv2.CAP_ANY
         try:
-            capture = cv2.VideoCapture(device, backend)
-            opened = capture.isOpened()
+            with _opencv_quiet():  # a missing camera is our one line, not OpenCV's warnings
+                capture = cv2.VideoCapture(device, backend)
+                opened = capture.isOpened()
         except cv2.error as exc:
             raise SourceError(f"camera {device} could not be opened: {exc}") from exc
         if not opened:
