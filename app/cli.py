@@ -182,10 +182,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_plan(plan: Any) -> None:
-    """``-v``: the run's plan on stderr, a choice and its reason a line."""
-    for line in plan.lines():
-        print(f"framelens: plan: {line}", file=sys.stderr)
+def _print_plan(plan: Any, slot: str = "") -> None:
+    """``-v``: the run's plan on stderr, a choice and its reason a line; ``slot``: the
+    device slot it is of, where a run has several."""
+    of = f" of {slot}" if slot else ""
+    # one write: two device slots' threads print their blocks whole, not interleaved
+    sys.stderr.write("".join(f"framelens: plan{of}: {line}\n" for line in plan.lines()))
+
+
+def _slot_plan_printer(devices: Sequence[str]) -> Any:
+    """``-v`` of a several-source run: each device slot's plan, said whose when there
+    are several (device k as --device lists it, counted from 0)."""
+
+    def show(k: int, plan: Any) -> None:
+        _print_plan(plan, f"device {k} ({devices[k]})" if len(devices) > 1 else "")
+
+    return show
 
 
 def _print_written(outputs: Sequence[str], hint: str = "") -> None:
@@ -233,7 +245,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         max_wait_ms=args.batch_wait,
         workers=args.workers,
         processes=processes,
-        on_plan=_print_plan if args.verbose else None,
+        on_plan=_slot_plan_printer(devices) if args.verbose else None,
         cancel=getattr(args, "cancel", None),
     )
     if variant is not None:

@@ -15,6 +15,7 @@ CPU, each from the frame it had reached (the session's one failover policy).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -245,7 +246,7 @@ def run_to_outputs(
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     stages: StageFactory | None = None,
-    on_plan: Callable[[Plan], None] | None = None,
+    on_plan: Callable[[int, Plan], None] | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -369,7 +370,7 @@ def run_many(
     workers: int | None = None,
     processes: bool = False,
     stages: StageFactory | None = None,
-    on_plan: Callable[[Plan], None] | None = None,
+    on_plan: Callable[[int, Plan], None] | None = None,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -382,8 +383,9 @@ def run_many(
     device; None: the run path's default. ``processes``: each device's session in a
     process of its own (core/sessions/processes.py) instead of a thread of this one.
     Returns a summary with one entry per source (its outputs, frames, and why it stopped
-    early if it did) and, with several devices, one per device. ``on_plan`` is told
-    each device's plan in this process (with ``processes``, the summary holds them)."""
+    early if it did) and, with several devices, one per device. ``on_plan(k, plan)`` is
+    told each device slot's plan (``k``: its number in ``devices``), a process's as it
+    reports it."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     out_dir = Path(export_dir)
@@ -408,7 +410,7 @@ def run_many(
             parts = [
                 job.run([specs[i] for i in groups[0]], [names[i] for i in groups[0]],
                         replace(settings, device=slots[0]), ids=groups[0], counter=bar,
-                        on_message=on_message, cancel=cancel, on_plan=on_plan)
+                        on_message=on_message, cancel=cancel, on_plan=_slot_plan(on_plan, 0))
             ]  # fmt: skip
         elif processes:
             parts = run_groups_in_processes(
@@ -485,7 +487,7 @@ def _run_groups(
     counter: Counter,
     on_message: Say | None,
     cancel: threading.Event | None,
-    on_plan: Callable[[Plan], None] | None = None,
+    on_plan: Callable[[int, Plan], None] | None = None,
 ) -> list[DeviceSummary]:
     """Each device's group of sources on a thread of its own; the first error of any
     group is raised once all have stopped."""
@@ -499,7 +501,8 @@ def _run_groups(
             parts[k] = job.run(
                 [specs[i] for i in groups[k]], [names[i] for i in groups[k]],
                 replace(settings, device=slots[k]), ids=groups[k], counter=counter,
-                on_message=on_message, cancel=stop, failed_devices=failed, on_plan=on_plan,
+                on_message=on_message, cancel=stop, failed_devices=failed,
+                on_plan=_slot_plan(on_plan, k),
             )  # fmt: skip
         except BaseException as exc:  # the others are told to stop; raised below
             errors.append(exc)
@@ -516,6 +519,13 @@ def _run_groups(
     if errors:
         raise errors[0]
     return [p for p in parts if p is not None]
+
+
+def _slot_plan(
+    on_plan: Callable[[int, Plan], None] | None, k: int
+) -> Callable[[Plan], None] | None:
+    """Device slot ``k``'s session tells ``on_plan`` its plans with its number."""
+    return None if on_plan is None else functools.partial(on_plan, k)
 
 
 def _summary(

@@ -12,6 +12,12 @@ from typing import Any
 __all__ = ["DeviceSummary", "EngineCalls", "Ran", "RunSummary", "SourceSummary"]
 
 
+PER_DEVICE = (
+    "each device has its own plan (devices[i].plan); model, backend, path, workers and "
+    "batch here are the first device's, the decoders every source's"
+)
+
+
 @dataclass(frozen=True)
 class SourceSummary:
     """One source of a run: the files written, or why it stopped early (``error``:
@@ -105,6 +111,7 @@ class DeviceSummary:
             "mean_batch": self.mean_batch,
             "path": self.path,
             "moved_to": list(self.moved_to),
+            "plan": self.ran.plan,
         }
 
 
@@ -164,8 +171,14 @@ class RunSummary:
 
     @property
     def plan(self) -> dict[str, Any] | None:
-        """The (first) device's plan: every choice and why (after a move, the move's)."""
-        return self._first.ran.plan
+        """The run's plan: every choice and why (after a move, the move's). Several
+        devices: each has its own (``devices[i].plan`` in the JSON); this one holds the
+        first device's choices with every device's decoders, and says so."""
+        first = self._first.ran.plan
+        if len(self.devices) == 1 or first is None:
+            return first
+        decoders = [d for part in self.devices for d in (part.ran.plan or {}).get("decoders", [])]
+        return {**first, "decoders": decoders, "per_device": PER_DEVICE}
 
     @property
     def encoder(self) -> str | None:

@@ -139,7 +139,7 @@ def test_the_plan_after_a_move_says_where_the_sources_went_and_why(
     plans: list[Plan] = []
     summary = run_many(
         clips, settings_on("cuda:0"), str(tmp_path / "out"), videos=False, progress=False,
-        on_plan=plans.append,
+        on_plan=lambda _slot, plan: plans.append(plan),
     )  # fmt: skip
     assert [p.settings.device for p in plans] == ["cuda:0", "cpu"]
     moved = plans[-1]

@@ -143,3 +143,44 @@ def test_an_image_folder_is_said_to_be_read_by_the_image_folder_reader(tmp_path:
     assert decoder["why"].startswith("the image-folder reader loads each image"), decoder
     assert "PyAV" not in done.stderr
     assert "PyAV decodes" in build.decoder_choice(SAMPLE, False).why  # a video file still is
+
+
+def _two_sources_on_two_slots(tmp_path: Path, *extra: str) -> tuple[list[str], str, dict]:
+    import shutil
+
+    sources = [str(shutil.copy(SAMPLE, tmp_path / f"{name}.mp4")) for name in ("a", "b")]
+    done = subprocess.run(
+        [sys.executable, "-m", "framelens", "run", *sources, "--export-dir", str(tmp_path / "D"),
+         "--device", "cpu,cpu", "--frames", "2", "--quiet", "-v", *extra],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return sources, done.stderr, json.loads(done.stdout)
+
+
+def _plan_blocks(stderr: str) -> dict[str, list[str]]:
+    """The -v lines by whose plan they say they are, in their order."""
+    blocks: dict[str, list[str]] = {}
+    for line in stderr.splitlines():
+        if line.startswith("framelens: plan of "):
+            slot, _, choice = line.removeprefix("framelens: plan of ").partition("): ")
+            blocks.setdefault(slot + ")", []).append(choice)
+    return blocks
+
+
+def test_each_device_slots_plan_says_whose_it_is_and_the_summary_keeps_each(
+    tmp_path: Path,
+) -> None:
+    (a, b), stderr, summary = _two_sources_on_two_slots(tmp_path)
+    blocks = _plan_blocks(stderr)
+    assert list(blocks) == ["device 0 (cpu)", "device 1 (cpu)"], stderr
+    assert blocks["device 0 (cpu)"][-1].startswith(f"decoder of {a}: cpu")
+    assert blocks["device 1 (cpu)"][-1].startswith(f"decoder of {b}: cpu")
+    assert "framelens: plan: " not in stderr  # no line without its device
+    first, second = summary["devices"]
+    assert [d["source"] for d in first["plan"]["decoders"]] == [a]
+    assert [d["source"] for d in second["plan"]["decoders"]] == [b]
+    top = summary["plan"]  # the first's choices, as before, with every source's decoder
+    assert top["path"] == first["plan"]["path"]
+    assert [d["source"] for d in top["decoders"]] == [a, b]
+    assert "devices[i].plan" in top["per_device"]

@@ -47,7 +47,10 @@ def test_a_run_on_two_device_slots_reads_everything_from_its_parts(
     assert (first.ids, second.ids) == ((0, 2), (1,))
     assert [s.name for s in summary.sources] == ["clip0", "clip1", "clip2"]  # the run's order
     assert summary.frames == first.frames + second.frames == 3 * FRAMES
-    assert summary.plan == first.ran.plan and summary.plan is not None
+    assert first.ran.plan is not None and second.ran.plan is not None
+    assert summary.plan is not None and summary.plan["path"] == first.ran.plan["path"]
+    both = first.ran.plan["decoders"] + second.ran.plan["decoders"]
+    assert summary.plan["decoders"] == both  # every device's sources
     assert summary.path == first.ran.path == "cpu pipeline"
     assert summary.inference_workers == first.ran.workers + second.ran.workers
     calls = first.calls.calls + second.calls.calls
@@ -55,6 +58,7 @@ def test_a_run_on_two_device_slots_reads_everything_from_its_parts(
     data = json.loads(json.dumps(summary.as_json()))
     assert [d["sources"] for d in data["devices"]] == [["clip0", "clip2"], ["clip1"]]
     assert data["frames"] == 3 * FRAMES and data["plan"] == summary.plan
+    assert [d["plan"] for d in data["devices"]] == [first.ran.plan, second.ran.plan]
 
 
 def test_a_one_source_run_is_one_part_and_its_json_has_no_device_list(tmp_path: Path) -> None:
