@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from framelens.core.errors import FrameLensError, error_message
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.sinks.atomic import remove_stale_file_temps
 
@@ -60,6 +61,7 @@ class DeviceGroup(Protocol[PartT_co]):
         counter: Counter | None,
         on_message: Callable[[str], None] | None,
         cancel: StopFlag | None,
+        on_plan: Callable[[Plan], None] | None = None,
     ) -> PartT_co: ...
 
 
@@ -108,15 +110,22 @@ def _group_main(
     counter: Any,
     stop: Any,
     results: Any,
+    plans: bool = False,
 ) -> None:
     """A group's process: its session, then ("ok", part) or ("error", exception) on
-    ``results``; the messages it would have printed travel with either."""
+    ``results``; the messages it would have printed travel with either. ``plans``: each
+    plan its session makes is sent as ("plan", plan) when it is made."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's: it sets ``stop``
     messages: list[str] = []
+
+    def send_plan(plan: Plan) -> None:
+        results.put((k, "plan", plan, []))
+
     try:
         part = job.run(
             specs, names, settings, ids=ids, counter=_CountingBar(counter),
             on_message=messages.append, cancel=_StopFlag(stop),
+            on_plan=send_plan if plans else None,
         )  # fmt: skip
         results.put((k, "ok", part, messages))
     except BaseException as exc:
@@ -136,10 +145,12 @@ def run_groups_in_processes(
     counter: Counter,
     on_message: Callable[[str], None] | None,
     cancel: threading.Event | None,
+    on_plan: Callable[[int, Plan], None] | None = None,
 ) -> list[PartT]:
     """``run_many``'s groups, group ``k`` on ``slots[k]`` in a spawned process; what
     each did, in group order. The first error of any group is raised once all have
-    stopped (the others are told to stop, and discard what they had not finished)."""
+    stopped (the others are told to stop, and discard what they had not finished).
+    ``on_plan(k, plan)``: each plan group ``k`` makes, as its process reports it."""
     ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
     shared_stop = ctx.Value("b", 0, lock=False)
     stop = _StopFlag(shared_stop)
@@ -149,7 +160,7 @@ def run_groups_in_processes(
     for k, group in enumerate(groups):
         args = (k, job, list(group), [specs[i] for i in group], [names[i] for i in group],
                 replace(settings, device=slots[k]), counters[k], shared_stop,
-                results)  # fmt: skip
+                results, on_plan is not None)  # fmt: skip
         processes.append(ctx.Process(target=_group_main, args=args, name=f"fl-device-{k}"))
     parts: list[PartT | None] = [None] * len(groups)
     out_dir = Path(job.out_dir)
@@ -175,6 +186,10 @@ def run_groups_in_processes(
                         ))  # fmt: skip
                         stop.set()
             else:
+                if status == "plan":
+                    if on_plan is not None:
+                        on_plan(k, payload)
+                    continue
                 pending.discard(k)
                 for text in messages:
                     if on_message is not None:

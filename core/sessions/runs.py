@@ -415,7 +415,7 @@ def run_many(
         elif processes:
             parts = run_groups_in_processes(
                 job, groups, slots, specs, names, settings, counter=bar,
-                on_message=on_message, cancel=cancel,
+                on_message=on_message, cancel=cancel, on_plan=on_plan,
             )  # fmt: skip
         else:
             parts = _run_groups(

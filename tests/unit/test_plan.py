@@ -184,3 +184,18 @@ def test_each_device_slots_plan_says_whose_it_is_and_the_summary_keeps_each(
     assert top["path"] == first["plan"]["path"]
     assert [d["source"] for d in top["decoders"]] == [a, b]
     assert "devices[i].plan" in top["per_device"]
+
+
+def test_device_slots_in_processes_print_the_plans_their_processes_report(
+    tmp_path: Path,
+) -> None:
+    (a, b), stderr, summary = _two_sources_on_two_slots(tmp_path, "--processes", "2")
+    blocks = _plan_blocks(stderr)
+    assert sorted(blocks) == ["device 0 (cpu)", "device 1 (cpu)"], stderr
+    assert blocks["device 0 (cpu)"][-1].startswith(f"decoder of {a}: cpu")
+    assert blocks["device 1 (cpu)"][-1].startswith(f"decoder of {b}: cpu")
+    for k, device in enumerate(summary["devices"]):  # what it printed is what it ran with
+        assert blocks[f"device {k} (cpu)"][0] == "model: {value} ({why})".format(
+            **device["plan"]["model"]
+        )
+    assert stderr.index("plan of device") < stderr.index("wrote")
