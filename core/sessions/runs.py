@@ -246,7 +246,7 @@ def run_to_outputs(
     on_prepare: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     stages: StageFactory | None = None,
-    on_plan: Callable[[int, Plan], None] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
