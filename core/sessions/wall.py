@@ -422,10 +422,11 @@ class WallPlayer:
             t0, first = self._samples[0]
             span = now - t0
             for tile, n0, n1 in zip(self._tiles, first, counts, strict=True):
+                if tile.latency:  # an ended tile's too: a short clip ends before a tick
+                    tile.state = replace(tile.state, latency_ms=statistics.median(tile.latency))
                 if tile.state.status in ("playing", "reconnecting"):
-                    latency = statistics.median(tile.latency) if tile.latency else math.nan
                     fps = (n1 - n0) / span if playing and span > 0 else 0.0
-                    tile.state = replace(tile.state, fps=fps, latency_ms=latency)
+                    tile.state = replace(tile.state, fps=fps)
             total = sum(counts) - sum(first)
         self._publish(
             fps=total / span if playing and span > 0 else 0.0, mean_batch=mean,

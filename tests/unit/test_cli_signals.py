@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -27,6 +28,7 @@ def test_a_killed_file_run_leaves_nothing_in_its_folder(
         [sys.executable, "-m", "framelens", "run", str(SAMPLE), "--export", str(out / "int.mp4"),
          "--detections", str(out / "int.json"), "--device", "cpu", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     try:
         # the outputs' temporaries appear with the first frame processed; the sample's

@@ -15,6 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from child_signals import as_from_a_terminal
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.outputs import output_names, source_name
@@ -398,6 +399,7 @@ def test_ctrl_c_while_the_groups_start_is_one_line_and_leaves_nothing(
         [sys.executable, "-m", "framelens", "run", *clips[:2], "--export-dir", str(out),
          "--device", "cpu,cpu", "--processes", "2", "--quiet"],
         stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _children_of(proc.pid):

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from child_signals import as_from_a_terminal
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.playback.player import Player, PlayerState
@@ -172,6 +173,7 @@ def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path, signame: st
         proc = subprocess.Popen(
             [exe, "run", server.url, "--export", str(out), "--detections", str(dets), "--quiet"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=as_from_a_terminal,
         )  # fmt: skip
         # the outputs' temporaries appear with the first frame processed (after the
         # engine's start-up); then two seconds of the stream, 50 frames in real time

@@ -84,6 +84,23 @@ def delivered_all(rec: Recorder) -> bool:
     return s.status == "ended" and all(t.shown + t.dropped == t.frames for t in s.tiles)
 
 
+def test_a_wall_of_clips_shorter_than_a_state_report_still_shows_each_tiles_latency(
+    tmp_path: Path,
+) -> None:
+    """A tile reaching its last frame is ended at once; its latency was measured only
+    for playing tiles, so clips that end before the first state report (a CI run saw it
+    under load) showed none at all."""
+    short = sample_clips(tmp_path, SAMPLE, (290, 600), 2, rate=RATE)
+    rec = Recorder()
+    wall = play(short, rec, realtime=False, display_depth=2)
+    try:
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    assert [t.frames for t in rec.state.tiles] == [2, 2]
+    assert all(t.latency_ms > 0 for t in rec.state.tiles), rec.state.tiles
+
+
 def test_every_frame_of_every_source_arrives_in_order_through_shared_engine_calls(
     clips: list[str],
 ) -> None:
