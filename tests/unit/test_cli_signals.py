@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,21 +19,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
-def test_a_killed_file_run_leaves_nothing_in_its_folder(
-    tmp_path: Path, signum: signal.Signals
-) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
+def signalled_run(
+    out: Path, args: list[str], signum: int, preexec: Callable[[], None]
+) -> tuple[int, str, str]:
+    """``framelens run SAMPLE ARGS --device cpu --quiet``, sent ``signum`` once its outputs'
+    temporaries appear in ``out`` (the first frame processed; the rest of the run takes
+    seconds more on the CPU); its exit code, stdout and stderr."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "framelens", "run", str(SAMPLE), "--export", str(out / "int.mp4"),
-         "--detections", str(out / "int.json"), "--device", "cpu", "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=as_from_a_terminal,
+        [sys.executable, "-m", "framelens", "run", str(SAMPLE), *args, "--device", "cpu",
+         "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec,
     )  # fmt: skip
     try:
-        # the outputs' temporaries appear with the first frame processed; the sample's
-        # 377 frames take several seconds more on the CPU
         deadline = time.monotonic() + 120
         while not any(".partial-" in p.name for p in out.iterdir()):
             assert proc.poll() is None, proc.communicate()
@@ -44,8 +42,19 @@ def test_a_killed_file_run_leaves_nothing_in_its_folder(
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    return proc.returncode, stdout, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_killed_file_run_leaves_nothing_in_its_folder(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["--export", str(out / "int.mp4"), "--detections", str(out / "int.json")]
+    code, stdout, err = signalled_run(out, args, signum, as_from_a_terminal)
     assert sorted(p.name for p in out.iterdir()) == []  # neither outputs nor temporaries
-    assert proc.returncode == 128 + signum, err
+    assert code == 128 + signum, err
     assert stdout == ""  # no summary: the run did not complete
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "framelens: interrupted"
 
@@ -63,22 +72,7 @@ def test_a_signal_ignored_when_the_run_started_stays_ignored(
     def ignore() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "framelens", "run", str(SAMPLE), "--frames", "40",
-         "--detections", str(out / "run.json"), "--device", "cpu", "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not any(".partial-" in p.name for p in out.iterdir()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not start writing"
-            time.sleep(0.02)
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err
+    args = ["--frames", "40", "--detections", str(out / "run.json")]
+    code, _, err = signalled_run(out, args, signum, ignore)
+    assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["run.json"]
