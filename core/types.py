@@ -128,12 +128,20 @@ class Detections:
     boxes: (N, 4) float32 x1, y1, x2, y2 in source pixels.
     scores: (N,) float32. class_ids: (N,) int32.
     landmarks: (N, 5, 2) float32 for face models, else None.
+    track_ids: (N,) int64 when a tracker ran (core/stages/tracking): the box's track,
+        numbered from 1 per source; -1 for a box that belongs to no confirmed track
+        (yet). None when no tracker ran.
+    trails: when a tracker ran with trails on, one (k, 2) float32 array per box: the
+        centre points of its track's last k observations, oldest first, ending at this
+        box (empty for a box with track_id -1). None otherwise.
     """
 
     boxes: npt.NDArray[np.float32] = field(default_factory=lambda: _empty_f32(0, 4))
     scores: npt.NDArray[np.float32] = field(default_factory=lambda: _empty_f32(0))
     class_ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     landmarks: npt.NDArray[np.float32] | None = None
+    track_ids: npt.NDArray[np.int64] | None = None
+    trails: tuple[npt.NDArray[np.float32], ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.boxes)
@@ -141,17 +149,27 @@ class Detections:
             raise ValueError("Detections arrays must have equal length N and boxes (N, 4)")
         if self.landmarks is not None and self.landmarks.shape != (n, 5, 2):
             raise ValueError("landmarks must be (N, 5, 2)")
+        if self.track_ids is not None and self.track_ids.shape != (n,):
+            raise ValueError("track_ids must be (N,)")
+        if self.trails is not None and len(self.trails) != n:
+            raise ValueError("trails must have one entry per box")
 
     def __len__(self) -> int:
         return len(self.boxes)
 
     def select(self, mask: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> Detections:
         """A subset by boolean mask or index array."""
+        trails = self.trails
+        if trails is not None:
+            keep = np.arange(len(self))[mask]
+            trails = tuple(trails[int(i)] for i in keep)
         return Detections(
             self.boxes[mask],
             self.scores[mask],
             self.class_ids[mask],
             None if self.landmarks is None else self.landmarks[mask],
+            None if self.track_ids is None else self.track_ids[mask],
+            trails,
         )
 
     @staticmethod

@@ -42,6 +42,17 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then ORT=o
 EXTRAS=""; [ "$DEV" = 1 ] && EXTRAS="[dev]"
 # strict editable mode: a real package tree, so mypy and import-linter see framelens.*
 .venv/bin/python -m pip install -q -e ".$EXTRAS" "$ORT" --config-settings editable_mode=strict
+# TrackEval (HOTA, CLEAR and Identity metrics for `framelens evaluate`) declares
+# opencv-python, the Qt-bundling OpenCV that must never sit beside PySide6's: installed
+# without its dependencies (what it uses, numpy, scipy and matplotlib, FrameLens has).
+.venv/bin/python -m pip install -q --no-deps "trackeval==1.3.0"
+if [ "$DEV" = 1 ]; then
+  # The second, independent implementations the tracker tests hold ours against
+  # (Roboflow's trackers with supervision) and the MOT sample data with its published
+  # metrics (py-motmetrics): they declare opencv-python too, so the same way.
+  .venv/bin/python -m pip install -q --no-deps "trackers==2.6.1" "supervision==0.31.2" \
+    "pydeprecate==0.14.0" "rich>=13" "defusedxml==0.7.1" "motmetrics==1.4.0"
+fi
 echo "FrameLens installed in .venv ($ORT)"
 if [ "$ORT" = onnxruntime-gpu ]; then
   bash installer/gpu.sh || echo "GPU extras incomplete: FrameLens runs, with the fallbacks 'framelens doctor' lists"
