@@ -140,8 +140,11 @@ from framelens.core.stages.draw.style import (
     OverlayStyle,
     Rect,
     Tag,
+    Trail,
+    box_colour,
     class_colour,
     layout,
+    track_colour,
 )
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours as tensorrt_flavours
 from framelens.core.stages.sinks.written import describe_outputs
@@ -245,6 +248,7 @@ __all__ = [
     "Tag",
     "TaskKind",
     "TileState",
+    "Trail",
     "Upscaled",
     "VariantInfo",
     "WallLayout",
@@ -255,6 +259,7 @@ __all__ = [
     "archive_labels",
     "backend_choices",
     "bicubic_upscale",
+    "box_colour",
     "build_engine",
     "bundled_sample",
     "cached_variant",
@@ -302,6 +307,7 @@ __all__ = [
     "task_kinds",
     "tensorrt_flavours",
     "tensorrt_kept_float",
+    "track_colour",
     "wall_grid",
     "with_changes",
     "without_classes",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from framelens.core.api import (
     BGR,
     DEFAULT_STYLE,
@@ -17,9 +18,10 @@ from framelens.core.api import (
     OverlayStyle,
     Rect,
     Tag,
+    Trail,
     layout,
 )
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 
 __all__ = ["HIGHLIGHT_COLOUR", "QPainterAnnotator", "paint_highlight", "paint_overlay"]
@@ -61,11 +63,22 @@ def _paint_text(painter: QPainter, tag: Tag) -> None:
     painter.restore()
 
 
+def _trail_image(trail: Trail) -> QImage:
+    """The trail's mask as an image: its colour where the mask is set, clear elsewhere."""
+    h, w = trail.mask.shape
+    b, g, r = trail.colour
+    argb = np.zeros((h, w), np.uint32)
+    argb[trail.mask] = (255 << 24) | (r << 16) | (g << 8) | b
+    data = argb.tobytes()
+    # copied: the image then owns its pixels (``data`` goes when this returns)
+    return QImage(data, w, h, 4 * w, QImage.Format.Format_ARGB32_Premultiplied).copy()
+
+
 def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
     """Paint ``overlay`` with ``painter``, whose coordinates are image pixels.
 
-    The shapes are ``framelens.core.stages.draw.style``'s filled rectangles, in its
-    order, so the same pixels get the same colours as in OpenCV's drawing; only the
+    The shapes are ``framelens.core.stages.draw.style``'s filled rectangles (and trails'
+    masks), in its order, so the same pixels get the same colours as in OpenCV's drawing; only the
     tag text differs (Qt's font fitted into the box of OpenCV's Hershey text).
     """
     w, h = overlay.width, overlay.height
@@ -75,6 +88,9 @@ def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
 
     painter.save()
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)  # pixels stay pixels
+    for trail in overlay.trails:  # under the boxes
+        painter.drawImage(QPointF(trail.x, trail.y), _trail_image(trail))
     for mark in overlay.boxes:
         colour = _qcolour(mark.colour)
         if mark.outline:
