@@ -14,6 +14,7 @@ Groups:
 * archives: batches over folders of footage (``run_batch``, local or on Ray), their
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
   ``archive_labels``)
+* tracking: the trackers' settings, playback's tracker and track log, following an ID
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
   through one executor) and its state
@@ -123,7 +124,9 @@ from framelens.core.sessions.export import (
 )
 from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.delivery import ResultGate
+from framelens.core.sessions.playback.follow import FollowStep, TrackFollow, track_name
 from framelens.core.sessions.playback.player import Player, PlayerState
+from framelens.core.sessions.playback.tracking import PlaybackTracking
 from framelens.core.sessions.playback.view import PlaybackView
 from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.sessions.wall import TileState, WallPlayer, WallState
@@ -172,6 +175,8 @@ from framelens.core.stages.tasks.superres.crops import (
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement
+from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerKind, TrackerSettings
+from framelens.core.stages.tracking.track_log import TrackLog, TrackRecord
 from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
 from framelens.core.types import Detections, Frame, FrameResult, Image
 
@@ -187,6 +192,7 @@ __all__ = [
     "MIN_PANES",
     "PRECISIONS",
     "TASK_OF_LAYOUT",
+    "TRACKER_KINDS",
     "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
@@ -213,6 +219,7 @@ __all__ = [
     "ExportError",
     "ExportJob",
     "ExportRequest",
+    "FollowStep",
     "Frame",
     "FrameLensError",
     "FrameQuality",
@@ -233,6 +240,7 @@ __all__ = [
     "PaneSpec",
     "PipelineSettings",
     "PlaybackChoice",
+    "PlaybackTracking",
     "PlaybackView",
     "Player",
     "PlayerState",
@@ -248,6 +256,11 @@ __all__ = [
     "Tag",
     "TaskKind",
     "TileState",
+    "TrackFollow",
+    "TrackLog",
+    "TrackRecord",
+    "TrackerKind",
+    "TrackerSettings",
     "Trail",
     "Upscaled",
     "VariantInfo",
@@ -308,6 +321,7 @@ __all__ = [
     "tensorrt_flavours",
     "tensorrt_kept_float",
     "track_colour",
+    "track_name",
     "wall_grid",
     "with_changes",
     "without_classes",
