@@ -16,6 +16,7 @@ from framelens.core.types import Detections
 from track_scenes import (
     SceneFrame,
     id_f1,
+    id_precision,
     moving_objects,
     run_ours,
     run_roboflow,
@@ -32,10 +33,12 @@ def roboflow(kind: str) -> object:
         return trackers.ByteTrackTracker(
             minimum_iou_threshold=0.2, high_conf_det_threshold=0.5, track_activation_threshold=0.6
         )
+    if kind == "ocsort":
+        return trackers.OCSORTTracker()  # its defaults are OC-SORT's published ones
     raise AssertionError(kind)
 
 
-KINDS = [k for k in TRACKER_KINDS if k == "bytetrack"]
+KINDS = [k for k in TRACKER_KINDS if k != "botsort"]
 
 
 def crossing_scene(seed: int) -> list[SceneFrame]:
@@ -64,7 +67,7 @@ def test_tracks_agree_with_roboflow_on_crossing_people(kind: str, seed: int) -> 
     ours = run_ours(make_tracker(TrackerSettings.for_kind(kind)), scene)  # type: ignore[arg-type]
     theirs = run_roboflow(roboflow(kind), scene)
     assert id_f1(ours, theirs) >= 0.9
-    assert id_f1(ours, truth(scene)) >= 0.9
+    assert id_precision(ours, truth(scene)) >= 0.95
     assert abs(track_count(ours) - track_count(theirs)) <= 1
     assert track_count(ours) <= 7  # six people, at most one track broken
 
@@ -76,7 +79,7 @@ def test_tracks_agree_with_roboflow_on_tud_campus(kind: str, seed: int) -> None:
     ours = run_ours(make_tracker(TrackerSettings.for_kind(kind)), scene)  # type: ignore[arg-type]
     theirs = run_roboflow(roboflow(kind), scene)
     assert id_f1(ours, theirs) >= 0.9
-    assert id_f1(ours, truth(scene)) >= 0.9
+    assert id_precision(ours, truth(scene)) >= 0.95
     assert abs(track_count(ours) - track_count(theirs)) <= 1
 
 
@@ -115,7 +118,7 @@ def test_the_agreement_thresholds_fail_a_tracker_that_loses_identity(
     ours = run_ours(make_tracker(TrackerSettings()), scene)
     bad = _swap_after_crossing(scene, ours) if broken == "swap" else broken(ours)  # type: ignore[operator]
     assert id_f1(bad, theirs) < 0.9
-    assert id_f1(bad, truth(scene)) < 0.9
+    assert id_precision(bad, truth(scene)) < 0.95
 
 
 def _one(box: tuple[float, float, float, float], score: float = 0.9) -> Detections:
@@ -136,9 +139,10 @@ def test_an_id_survives_an_occlusion_within_the_track_buffer(kind: str) -> None:
     seen = [int(tracker.update(_one(_walk(10.0 + 3 * f)))[0]) for f in range(10)]
     for _ in range(20):  # hidden for 20 frames, walking on
         assert len(tracker.update(Detections.empty())) == 0
-    back = int(tracker.update(_one(_walk(10.0 + 3 * 30)))[0])
+    back = [int(tracker.update(_one(_walk(10.0 + 3 * f)))[0]) for f in range(30, 35)]
     assert seen[-1] >= 1
-    assert back == seen[-1]
+    assert back[-1] == seen[-1]  # (OC-SORT shows it again after min_hits observations)
+    assert set(back) <= {seen[-1], -1}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -180,3 +184,18 @@ def test_bytetrack_confirms_a_track_after_min_hits_and_a_one_frame_blip_gets_no_
     assert blip.tolist() == [1, -1]
     late = [int(tracker.update(_one((800.0, 100.0, 840.0, 180.0)))[0]) for _ in range(2)]
     assert late == [-1, 2]  # new after the first frame: an ID at the second hit, no gap
+
+
+def test_ocsort_finds_an_object_that_stopped_while_hidden_by_its_last_observation() -> None:
+    """Observation-centric recovery: the filter drifted on at the old speed, the object
+    came back where it was lost; ByteTrack (no recovery) gives it a new ID."""
+    got = {}
+    for kind in ("ocsort", "bytetrack"):
+        tracker = make_tracker(TrackerSettings.for_kind(kind))  # type: ignore[arg-type]
+        seen = [int(tracker.update(_one(_walk(10.0 + 10 * f)))[0]) for f in range(10)]
+        for _ in range(15):
+            tracker.update(Detections.empty())
+        back = [int(tracker.update(_one(_walk(10.0 + 10 * 9)))[0]) for _ in range(5)]
+        got[kind] = (seen[-1], back[-1])
+    assert got["ocsort"][1] == got["ocsort"][0]
+    assert got["bytetrack"][1] not in (got["bytetrack"][0], -1)

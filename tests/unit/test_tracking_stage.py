@@ -134,7 +134,7 @@ def _source_ids(outputs: list[Detections]) -> list[list[int]]:
     return [ids(d) for d in outputs]
 
 
-@pytest.mark.parametrize("kind", ["bytetrack"])
+@pytest.mark.parametrize("kind", ["bytetrack", "ocsort"])
 def test_each_source_has_its_own_tracks_equal_to_a_run_of_that_source_alone(kind: str) -> None:
     settings = TrackerSettings.for_kind(kind)  # type: ignore[arg-type]
     stages = SourceStages(tracking_stages(settings))

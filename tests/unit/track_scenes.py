@@ -120,22 +120,38 @@ def run_roboflow(tracker: object, scene: list[SceneFrame]) -> list[npt.NDArray[n
     return out
 
 
-def id_f1(a: list[npt.NDArray[np.int64]], b: list[npt.NDArray[np.int64]]) -> float:
-    """IDF1 of labelling ``a`` against labelling ``b`` of the same boxes: the best
-    one-to-one map of a's IDs onto b's (by boxes shared), 2 x boxes it maps right over
-    the boxes labelled (>= 0) by a plus those by b. 1.0: the same partition into tracks."""
+def _id_matches(
+    a: list[npt.NDArray[np.int64]], b: list[npt.NDArray[np.int64]]
+) -> tuple[float, int, int]:
+    """(boxes the best one-to-one map of a's IDs onto b's maps right, boxes a labels,
+    boxes b labels); IDs < 0 label nothing."""
     fa = np.concatenate(a)
     fb = np.concatenate(b)
     na, nb = int((fa >= 0).sum()), int((fb >= 0).sum())
     both = (fa >= 0) & (fb >= 0)
-    if na + nb == 0:
-        return 1.0
+    if not both.any():
+        return 0.0, na, nb
     ua, ia = np.unique(fa[both], return_inverse=True)
     ub, ib = np.unique(fb[both], return_inverse=True)
     counts = np.zeros((len(ua), len(ub)))
     np.add.at(counts, (ia, ib), 1)
     r, c = linear_sum_assignment(counts, maximize=True)
-    return float(2 * counts[r, c].sum() / (na + nb))
+    return float(counts[r, c].sum()), na, nb
+
+
+def id_precision(a: list[npt.NDArray[np.int64]], b: list[npt.NDArray[np.int64]]) -> float:
+    """Of the boxes ``a`` gives an ID, the share whose ID maps onto b's (IDP): low when
+    a swaps IDs or breaks a track into pieces, whatever a leaves unlabelled."""
+    tp, na, _ = _id_matches(a, b)
+    return tp / na if na else 1.0
+
+
+def id_f1(a: list[npt.NDArray[np.int64]], b: list[npt.NDArray[np.int64]]) -> float:
+    """IDF1 of labelling ``a`` against labelling ``b`` of the same boxes: the best
+    one-to-one map of a's IDs onto b's (by boxes shared), 2 x boxes it maps right over
+    the boxes labelled (>= 0) by a plus those by b. 1.0: the same partition into tracks."""
+    tp, na, nb = _id_matches(a, b)
+    return 2 * tp / (na + nb) if na + nb else 1.0
 
 
 def track_count(ids: list[npt.NDArray[np.int64]]) -> int:
