@@ -150,3 +150,15 @@ def test_each_source_has_its_own_tracks_equal_to_a_run_of_that_source_alone(kind
         by_itself = [tracked(alone, f, shift) for f in range(20)]
         assert _source_ids(together[source]) == _source_ids(by_itself)
         assert ids(together[source][-1])[:2] == [1, 2]  # numbered from 1 in every source
+
+
+def test_the_stage_factory_travels_to_another_process_and_tracks_there_alike() -> None:
+    """``run --processes`` and Ray archives pickle the stage factory to their workers:
+    the copy must make trackers of the same kind and settings, each its own."""
+    import pickle
+
+    settings = TrackerSettings.for_kind("ocsort", track_buffer=12)
+    copy = pickle.loads(pickle.dumps(tracking_stages(settings)))
+    here, there = tracking_stages(settings)(0)[0], copy(0)[0]
+    assert isinstance(there, TrackingStage)
+    assert [ids(tracked(there, f)) for f in range(6)] == [ids(tracked(here, f)) for f in range(6)]

@@ -150,13 +150,21 @@ def _boxes_key(detections: Detections) -> bytes:
     return np.ascontiguousarray(detections.boxes, dtype=np.float32).tobytes()
 
 
+@dataclass(frozen=True, slots=True)
+class TrackingStages:
+    """The stage factory of ``tracking_stages``: picklable, so a run spread over
+    processes (``run --processes``) or Ray workers (archives) takes it along."""
+
+    settings: TrackerSettings
+    make: Callable[[TrackerSettings], Tracker] = make_tracker
+
+    def __call__(self, source: int) -> list[SourceStage]:
+        del source  # every source alike, each its own tracker
+        return [TrackingStage(self.make(self.settings), self.settings.trail_length)]
+
+
 def tracking_stages(
     settings: TrackerSettings, make: Callable[[TrackerSettings], Tracker] = make_tracker
 ) -> StageFactory:
     """A stage factory giving each source a tracking stage with a tracker of its own."""
-
-    def factory(source: int) -> list[SourceStage]:
-        del source  # every source alike, each its own tracker
-        return [TrackingStage(make(settings), settings.trail_length)]
-
-    return factory
+    return TrackingStages(settings, make)
