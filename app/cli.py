@@ -1,4 +1,5 @@
-"""The `framelens` command: run, compare, models, doctor, bench, engines, batch, query, gui.
+"""The `framelens` command: run, compare, models, doctor, bench, engines, batch, query,
+evaluate, track, gui.
 
 Every FrameLensError becomes one line on stderr (core.errors.error_message) and exit
 code 2, here and nowhere else.
@@ -129,9 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from framelens.cli_batch import add_parsers as add_batch
     from framelens.cli_engines import add_parser as add_engines
+    from framelens.cli_tracks import add_parsers as add_tracks
 
     add_engines(sub)
     add_batch(sub, add_model_args)
+    add_tracks(sub)
 
     gui = sub.add_parser("gui", help="open the desktop application (the default)")
     gui.add_argument("source", nargs="?", default=None)
@@ -352,6 +355,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return cmd_query(args)
 
 
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from framelens.cli_tracks import cmd_evaluate
+
+    return cmd_evaluate(args)
+
+
 HEADLESS_PLATFORMS = frozenset(
     {"offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay"}
 )
@@ -395,6 +404,7 @@ COMMANDS = {
     "engines": _cmd_engines,
     "batch": _cmd_batch,
     "query": _cmd_query,
+    "evaluate": _cmd_evaluate,
 }
 
 

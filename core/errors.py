@@ -24,6 +24,11 @@ class ExportError(FrameLensError):
     """Annotated video, detections or a snapshot could not be written."""
 
 
+class TrackFileError(FrameLensError):
+    """A detections, tracks or ground-truth file is not one FrameLens reads (MOT Challenge
+    text or a FrameLens detections JSON); the message names the file and the line."""
+
+
 class ConfigError(FrameLensError):
     """Options that contradict each other or name something unknown."""
 

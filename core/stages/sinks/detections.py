@@ -6,11 +6,13 @@ JSON layout (one object)::
      "meta": {"app_version", "model", "model_sha256", "precision", "backend", "device",
               "conf", "iou", "source", "source_fps", "width", "height", ...extra keys},
      "frames": [{"index", "pts", "detections": [
-         {"box": [x1, y1, x2, y2], "score", "class_id", "label", "landmarks"?}]}]}
+         {"box": [x1, y1, x2, y2], "score", "class_id", "label", "landmarks"?,
+          "track_id"?}]}]}
 
 Every processed frame is listed, with an empty list when nothing was found. Boxes are
 source pixels, clipped to the frame (when meta gives width and height), 2 decimals.
-Face detections add "landmarks": five [x, y] pairs.
+Face detections add "landmarks": five [x, y] pairs. A run that tracked adds "track_id"
+(core/stages/tracking): the box's track, from 1, or -1 for a box of no confirmed track.
 
 CSV: ``index,pts,class_id,label,score,x1,y1,x2,y2`` and, for faces,
 ``lm0_x,lm0_y,...,lm4_x,lm4_y``; one row per detection, so empty frames have no row.
@@ -94,9 +96,10 @@ class DetectionsWriter(AtomicWriter):
         if self._closed:
             raise ExportError(f"cannot write {self.path}: writer is closed")
         box_list, scores, cids, lms = plain_detections(detections, self._limits)
+        tids = None if detections.track_ids is None else detections.track_ids.tolist()
         try:
             if self.kind == "json":
-                self._add_json(index, pts, box_list, scores, cids, lms)
+                self._add_json(index, pts, box_list, scores, cids, lms, tids)
             else:
                 self._add_csv(index, pts, box_list, scores, cids, lms)
         except OSError as exc:
@@ -115,6 +118,7 @@ class DetectionsWriter(AtomicWriter):
         scores: list[float],
         cids: list[int],
         lms: list[list[list[float]]] | None,
+        tids: list[int] | None = None,
     ) -> None:
         dets: list[dict[str, Any]] = []
         for i, box in enumerate(boxes):
@@ -126,6 +130,8 @@ class DetectionsWriter(AtomicWriter):
             }
             if lms is not None:
                 det["landmarks"] = lms[i]
+            if tids is not None:
+                det["track_id"] = tids[i]
             dets.append(det)
         frame = {"index": int(index), "pts": round(float(pts), 6), "detections": dets}
         sep = ", " if self.frames_written else ""
@@ -248,12 +254,15 @@ def load_detections_json(path: StrPath) -> dict[str, Any]:
 
 def frame_detections(frame: Mapping[str, Any], *, faces: bool = False) -> Detections:
     """One frame of a detections JSON (``load_detections_json``'s ``frames``) as
-    Detections again; ``faces``: with its landmarks."""
+    Detections again; ``faces``: with its landmarks. Track IDs come back when the frame's
+    detections carry them (a run that tracked)."""
     dets = frame["detections"]
     lms = np.array([d["landmarks"] for d in dets], np.float32).reshape(-1, 5, 2) if faces else None
+    tracked = bool(dets) and all("track_id" in d for d in dets)
     return Detections(
         np.array([d["box"] for d in dets], np.float32).reshape(-1, 4),
         np.array([d["score"] for d in dets], np.float32),
         np.array([d["class_id"] for d in dets], np.int32),
         lms,
+        np.array([d["track_id"] for d in dets], np.int64) if tracked else None,
     )
