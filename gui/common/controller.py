@@ -344,10 +344,17 @@ class Controller(QObject):
 
     # ---- tracking ---------------------------------------------------------------------
 
-    def set_tracking(self, settings: TrackerSettings | None) -> None:
+    def set_tracking(self, settings: TrackerSettings | None) -> bool:
         """Track objects with ``settings``' tracker (None: no tracking) from the frame on
-        screen on, without reopening the video; the track log starts afresh."""
-        self.player.set_stages(self.tracking.stages(settings))
+        screen on, without reopening the video; the track log starts afresh. False (and
+        errorOccurred) when that tracker cannot run here: nothing changes."""
+        try:
+            stages = self.tracking.stages(settings)
+        except FrameLensError as exc:
+            self.errorOccurred.emit(error_message(exc))
+            return False
+        self.player.set_stages(stages)
+        return True
 
     @property
     def tracker(self) -> TrackerSettings | None:

@@ -14,10 +14,13 @@ jumps to a track's first frame, a double-click to its last.
 
 from __future__ import annotations
 
+from typing import cast
+
 from framelens.core.api import (
     TRACKER_KINDS,
     Detections,
     FrameResult,
+    TrackerKind,
     TrackerSettings,
     TrackFollow,
     TrackRecord,
@@ -133,28 +136,34 @@ class TrackingFeature(QObject):
         """Track with ``kind`` ("off": no tracking), from the frame on screen on."""
         if kind not in TRACKER_NAMES:
             kind = "off"
+        running = kind == "off" or self.parts.controller.tracker is not None
+        if kind == self.kind and running:
+            self.kind_actions[kind].setChecked(True)
+            return
+        if not self.parts.controller.set_tracking(self._settings(kind)):
+            self.kind_actions[self.kind].setChecked(True)  # as it was (the error is said)
+            return
         self.kind_actions[kind].setChecked(True)
         if save:
             self.parts.settings.tracker = kind
         if kind != "off":
             self.last_kind = kind
-        if kind == self.kind and (kind == "off" or self.parts.controller.tracker is not None):
-            return
         self.kind = kind
         self.stop_following()  # the IDs are numbered afresh
-        self.parts.controller.set_tracking(self._settings())
         self._listed_version = -1
         self._refresh_list(force=True)
         if save:
             said = "Tracking off" if kind == "off" else f"Tracking with {TRACKER_NAMES[kind]}"
             self.parts.show_message(said, 3000)
 
-    def _settings(self) -> TrackerSettings | None:
-        if self.kind == "off":
+    def _settings(self, kind: str | None = None) -> TrackerSettings | None:
+        """``kind``'s settings (the running one's by default) with its published
+        defaults, its buffer in the open video's frames."""
+        kind = self.kind if kind is None else kind
+        if kind not in TRACKER_KINDS:
             return None
-        if self._fps > 0:
-            return TrackerSettings(kind=self.kind, frame_rate=self._fps)  # type: ignore[arg-type]
-        return TrackerSettings(kind=self.kind)  # type: ignore[arg-type]
+        rate = {"frame_rate": self._fps} if self._fps > 0 else {}
+        return TrackerSettings.for_kind(cast(TrackerKind, kind), **rate)
 
     def toggle(self) -> None:
         """Ctrl+T: tracking on (the tracker chosen last) or off."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from framelens.core.errors import ConfigError
 from framelens.core.stages.source_stages import SourceStage, StageFactory
 from framelens.core.stages.tracking.settings import TrackerSettings
+from framelens.core.stages.tracking.stage import tracking_stages
 from framelens.core.stages.tracking.track_log import TrackLog, TrackLogStage
 
 __all__ = ["PlaybackTracking", "StageMaker"]
@@ -21,28 +23,28 @@ StageMaker = Callable[[TrackerSettings], StageFactory]
 """A tracker's per-source stages from its settings."""
 
 
-def _tracking_stages(settings: TrackerSettings) -> StageFactory:
-    from framelens.core.stages.tracking.stage import tracking_stages
-
-    return tracking_stages(settings)
-
-
 class PlaybackTracking:
     """The tracker chosen for playback and its track log."""
 
     def __init__(self, make: StageMaker | None = None) -> None:
-        self._make = make or _tracking_stages
+        self._make: StageMaker = make or tracking_stages
         self.settings: TrackerSettings | None = None  # None: tracking off
         self.log = TrackLog()
 
     def stages(self, settings: TrackerSettings | None) -> StageFactory | None:
         """The player's stages for ``settings`` (None: tracking off, no stages); the log
-        starts afresh with the first frame they see."""
-        self.settings = settings
+        starts afresh with the first frame they see. ConfigError (nothing changed) for a
+        tracker that cannot be made here."""
         if settings is None:
+            self.settings = None
             self.log.clear()
             return None
         trackers = self._make(settings)
+        try:
+            trackers(0)  # one made now: a tracker that cannot run says so here, not later
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self.settings = settings
         log = self.log
 
         def chain(source: int) -> Sequence[SourceStage]:

@@ -1,0 +1,129 @@
+"""The real trackers in the window: ByteTrack on the bundled sample under Xvfb with the
+real YOLOX-Nano. IDs reach the canvas and the lists; stepping back (Left) shows the IDs
+the frames had; a seek restarts tracking without showing an ID again for another object.
+
+Screenshots go to a temporary folder; FRAMELENS_TRACKS_SCREENSHOTS=docs writes the docs'.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from framelens.core.api import track_colour
+from framelens.gui.common.screenshots import grab_window
+from framelens.gui.player.main_window import MainWindow
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+TIMEOUT_MS = 60_000
+FRAME = 600  # the person walks here
+ELSEWHERE = 295  # the person earlier in the video
+SHOTS = Path(os.environ.get("FRAMELENS_TRACKS_SCREENSHOTS") or tempfile.mkdtemp(prefix="tracks-"))
+U8 = npt.NDArray[np.uint8]
+
+
+def rgb(image: QImage) -> U8:
+    img = image.convertToFormat(QImage.Format.Format_RGB888)
+    w, h, stride = img.width(), img.height(), img.bytesPerLine()
+    data = np.frombuffer(img.constBits(), dtype=np.uint8, count=stride * h)
+    return data.reshape(h, stride)[:, : w * 3].reshape(h, w, 3).copy()
+
+
+def press(window: MainWindow, qtbot: QtBot, key: Qt.Key) -> None:
+    window.activateWindow()
+    window.canvas.setFocus()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    qtbot.keyClick(window.canvas, key, Qt.KeyboardModifier.NoModifier)
+
+
+def on_frame(window: MainWindow, index: int) -> bool:
+    return window.shown_index == index and window.detections.panel.frame_index == index
+
+
+def go(window: MainWindow, qtbot: QtBot, key: Qt.Key) -> int:
+    """Right or Left; the frame then shown."""
+    target = window.shown_index + (1 if key == Qt.Key.Key_Right else -1)
+    press(window, qtbot, key)
+    qtbot.waitUntil(lambda: on_frame(window, target), timeout=TIMEOUT_MS)
+    return target
+
+
+def ids_shown(window: MainWindow) -> dict[int, tuple[float, float, float, float]]:
+    """The frame's track IDs (>= 1) and their boxes, as the detections list has them."""
+    return {r.track_id: r.box for r in window.detections.panel.all_rows() if r.track_id >= 1}
+
+
+def open_tracked(window: MainWindow, qtbot: QtBot, sample: str) -> None:
+    window.detections.action.trigger()
+    window.tracking.choose("bytetrack")
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= 2, timeout=TIMEOUT_MS)
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    window.controller.seek(FRAME)
+    qtbot.waitUntil(lambda: on_frame(window, FRAME), timeout=TIMEOUT_MS)
+
+
+def test_bytetrack_in_the_window_keeps_ids_on_step_back_and_restarts_on_a_seek(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    open_tracked(window, qtbot, sample)
+    seen: dict[int, dict[int, tuple[float, float, float, float]]] = {FRAME: ids_shown(window)}
+    for _ in range(6):
+        index = go(window, qtbot, Qt.Key.Key_Right)
+        seen[index] = ids_shown(window)
+    person = [r for r in window.detections.panel.all_rows() if r.label == "person"]
+    assert len(person) == 1 and person[0].track_id >= 1, "the person has no track ID"
+    pid = person[0].track_id
+    assert all(pid in ids for frame, ids in seen.items() if frame > FRAME)  # one ID throughout
+
+    # the canvas: the person's box in its track's colour, its tag "person #ID"
+    qtbot.wait(200)
+    shot = rgb(window.canvas.grab_frame_image())
+    r, size = window.canvas.image_rect(), window.canvas.image_size
+    assert size is not None
+    sx = r.width() / size[0]
+    x1, y1, _x2, y2 = person[0].box
+    edge = QRect(round(r.x() + x1 * sx) - 4, round(r.y() + (y1 + 40) * sx), 8,
+                 round((y2 - y1 - 80) * sx))  # fmt: skip
+    b, g, red = track_colour(pid)
+    band = shot[edge.top() : edge.bottom(), edge.left() : edge.right()].astype(np.int16)
+    hits = np.all(np.abs(band - np.array([red, g, b])) <= 30, axis=2)
+    assert hits.sum() > 50, "the person's box is not in its track's colour"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert grab_window(window).save(str(SHOTS / "tracks-bytetrack.png"))
+
+    # stepping back shows each frame with the IDs it had
+    for _ in range(4):
+        index = go(window, qtbot, Qt.Key.Key_Left)
+        assert ids_shown(window).keys() == seen[index].keys(), f"frame {index}"
+        for tid, box in ids_shown(window).items():
+            assert box == pytest.approx(seen[index][tid], abs=0.01)
+
+    # a seek elsewhere: tracking starts again, and no ID shown before names a new object
+    before = set().union(*(ids.keys() for ids in seen.values()))
+    window.controller.seek(ELSEWHERE)
+    qtbot.waitUntil(lambda: on_frame(window, ELSEWHERE), timeout=TIMEOUT_MS)
+    after: set[int] = set(ids_shown(window))
+    for _ in range(3):
+        go(window, qtbot, Qt.Key.Key_Right)
+        after |= set(ids_shown(window))
+    assert after, "nothing tracked after the seek"
+    assert not after & before, f"IDs {sorted(after & before)} shown for other objects"
+    assert min(after) > max(before)  # numbered on
+
+    # the track list knows both stretches
+    window.tracking.list_action.trigger()
+    qtbot.waitUntil(lambda: len(window.tracking.panel.rows()) >= 2, timeout=TIMEOUT_MS)
+    rows = {t.track_id: t for t in window.tracking.panel.rows()}
+    assert rows[pid].first_frame == FRAME and rows[pid].last_frame == FRAME + 6
+    assert window.controller.track_log.get(pid) == rows[pid]
