@@ -14,13 +14,10 @@ jumps to a track's first frame, a double-click to its last.
 
 from __future__ import annotations
 
-from typing import cast
-
 from framelens.core.api import (
     TRACKER_KINDS,
     Detections,
     FrameResult,
-    TrackerKind,
     TrackerSettings,
     TrackFollow,
     TrackRecord,
@@ -117,8 +114,8 @@ class TrackingFeature(QObject):
         menu.addAction(list_action)
         dock.setVisible(parts.settings.track_list_visible)
         list_action.toggled.connect(self._list_toggled)
-        list_action.triggered.connect(lambda on: on and dock.raise_())  # its tab in front
-        dock.visibilityChanged.connect(lambda visible: visible and self._refresh_list(force=True))
+        list_action.triggered.connect(self._list_asked)
+        dock.visibilityChanged.connect(self._list_visible)
         self.panel.jumpRequested.connect(self.jump)
         self.panel.followRequested.connect(self._follow_record)
         detections.panel.followRequested.connect(self._follow_row)
@@ -163,7 +160,7 @@ class TrackingFeature(QObject):
         if kind not in TRACKER_KINDS:
             return None
         rate = {"frame_rate": self._fps} if self._fps > 0 else {}
-        return TrackerSettings.for_kind(cast(TrackerKind, kind), **rate)
+        return TrackerSettings.for_kind(kind, **rate)
 
     def toggle(self) -> None:
         """Ctrl+T: tracking on (the tracker chosen last) or off."""
@@ -211,6 +208,14 @@ class TrackingFeature(QObject):
         settings = self.parts.controller.settings
         labels = settings.model.labels if settings is not None else ()
         self.panel.show_tracks(log.tracks(), labels, self.kind != "off")
+
+    def _list_asked(self, on: bool) -> None:
+        if on:
+            self.dock.raise_()  # its tab in front of the plots'
+
+    def _list_visible(self, visible: bool) -> None:
+        if visible:
+            self._refresh_list(force=True)
 
     def _list_toggled(self, on: bool) -> None:
         window = self.parts.window

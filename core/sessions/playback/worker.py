@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from framelens.core.errors import SourceError
 from framelens.core.pipeline.decode_ahead import DecodeItem, End, Failed
-from framelens.core.pipeline.execute import Done, PipelineWorker
+from framelens.core.pipeline.execute import Done, DrawPolicy, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -391,7 +391,7 @@ class PlayerCore(ABC):
     def _start_workers(self) -> None:
         drive = self._drive
         if drive is not None and self._workers and not drive.running:
-            draw = "none" if self._stages else "host"  # with stages: drawn after them
+            draw: DrawPolicy = "none" if self._stages else "host"  # with stages: after them
             workers = [PipelineWorker(p, draw) for p in self._workers]
             self._executing = workers
             drive.start(workers, batch=self._workers[0].settings.batch)
