@@ -7,6 +7,7 @@ Screenshots go to a temporary folder; FRAMELENS_TRACKS_SCREENSHOTS=docs writes t
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from framelens.core.api import track_colour
+from framelens.core.api import ExportRequest, frames_at, track_colour
 from framelens.gui.common.screenshots import grab_window
 from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import QRect, Qt
@@ -127,3 +128,26 @@ def test_bytetrack_in_the_window_keeps_ids_on_step_back_and_restarts_on_a_seek(
     rows = {t.track_id: t for t in window.tracking.panel.rows()}
     assert rows[pid].first_frame == FRAME and rows[pid].last_frame == FRAME + 6
     assert window.controller.track_log.get(pid) == rows[pid]
+
+
+def test_export_with_tracking_on_writes_ids_and_draws_them(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    """File > Export tracks as the window does: each box's track_id in the detections
+    file, and the annotated video shows the person's box in its track's colour."""
+    open_tracked(window, qtbot, sample)
+    video, dets = tmp_path / "tracked.mp4", tmp_path / "tracked.json"
+    with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
+        window.controller.start_export(ExportRequest(sample, str(video), str(dets), FRAME, 5))
+    frames = json.loads(dets.read_text())["frames"]
+    assert [f["index"] for f in frames] == list(range(FRAME, FRAME + 5))
+    people = [[d for d in f["detections"] if d["label"] == "person"] for f in frames]
+    ids = {d["track_id"] for found in people for d in found}
+    assert len(ids) == 1 and min(ids) >= 1, ids  # one person, one ID, in every frame
+    (tid,) = ids
+    last = people[-1][0]
+    (_index, picture), *_ = frames_at(video, [4])
+    x1, y1, _x2, y2 = (round(v) for v in last["box"])
+    band = picture[y1 + 40 : y2 - 40, max(0, x1 - 2) : x1 + 3].astype(np.int16)
+    close = np.all(np.abs(band - np.array(track_colour(tid))) <= 40, axis=2)
+    assert close.mean() > 0.5, "the exported person's box is not in its track's colour"
