@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from framelens.core.api import ExportRequest, frames_at, track_colour
+from framelens.core.api import Detections, ExportRequest, frames_at, track_colour
 from framelens.gui.common.screenshots import grab_window
 from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import QRect, Qt
@@ -100,8 +100,6 @@ def test_bytetrack_in_the_window_keeps_ids_on_step_back_and_restarts_on_a_seek(
     band = shot[edge.top() : edge.bottom(), edge.left() : edge.right()].astype(np.int16)
     hits = np.all(np.abs(band - np.array([red, g, b])) <= 30, axis=2)
     assert hits.sum() > 50, "the person's box is not in its track's colour"
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    assert grab_window(window).save(str(SHOTS / "tracks-bytetrack.png"))
 
     # stepping back shows each frame with the IDs it had
     for _ in range(4):
@@ -151,3 +149,60 @@ def test_export_with_tracking_on_writes_ids_and_draws_them(
     band = picture[y1 + 40 : y2 - 40, max(0, x1 - 2) : x1 + 3].astype(np.int16)
     close = np.all(np.abs(band - np.array(track_colour(tid))) <= 40, axis=2)
     assert close.mean() > 0.5, "the exported person's box is not in its track's colour"
+
+
+WALK_IN = 1236  # the person walks in from the bottom left
+
+
+def test_a_walking_persons_trail_follows_their_path_and_can_be_followed(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """The trail on the canvas is the person's path over the last frames; Follow This ID
+    and the track list on the real tracker (the docs' screenshots)."""
+    window.detections.action.trigger()
+    window.tracking.choose("bytetrack")
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: window.results_shown >= 2, timeout=TIMEOUT_MS)
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    window.controller.seek(WALK_IN)
+    qtbot.waitUntil(lambda: on_frame(window, WALK_IN), timeout=TIMEOUT_MS)
+    for _ in range(22):
+        go(window, qtbot, Qt.Key.Key_Right)
+    result = window.controller.last_result
+    assert result is not None
+    dets = result.output
+    assert isinstance(dets, Detections) and dets.track_ids is not None and dets.trails
+    (person,) = (i for i in range(len(dets)) if int(dets.class_ids[i]) == 0)
+    trail, pid = dets.trails[person], int(dets.track_ids[person])
+    assert pid >= 1 and len(trail) >= 15  # the frames it was seen in, oldest first
+    assert trail[-1] == pytest.approx((dets.boxes[person, :2] + dets.boxes[person, 2:]) / 2)
+    assert trail[-1][0] - trail[0][0] > 100  # it walked right, and up
+    assert trail[0][1] - trail[-1][1] > 60
+    # on the canvas: the trail's start, far from the box, in the track's colour
+    qtbot.wait(200)
+    shot = rgb(window.canvas.grab_frame_image())
+    r, size = window.canvas.image_rect(), window.canvas.image_size
+    assert size is not None
+    s = r.width() / size[0]
+    x, y = round(r.x() + float(trail[1][0]) * s), round(r.y() + float(trail[1][1]) * s)
+    b, g, red = track_colour(pid)
+    near = shot[y - 3 : y + 4, x - 3 : x + 4].astype(np.int16)
+    assert np.any(np.all(np.abs(near - np.array([red, g, b])) <= 30, axis=2))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert grab_window(window).save(str(SHOTS / "tracks-window.png"))
+
+    # follow it (the row picked, F): marked; the track list shows where it began
+    panel = window.detections.panel
+    panel.pick(next(i for i, row in enumerate(panel.visible_rows()) if row.track_id == pid))
+    press(window, qtbot, Qt.Key.Key_F)
+    following = window.tracking.following
+    assert following is not None and following.track_id == pid
+    assert window.canvas.follow is not None
+    window.tracking.list_action.trigger()
+    qtbot.waitUntil(lambda: bool(window.tracking.panel.rows()), timeout=TIMEOUT_MS)
+    record = next(t for t in window.tracking.panel.rows() if t.track_id == pid)
+    assert WALK_IN <= record.first_frame <= WALK_IN + 3 and record.last_frame == WALK_IN + 22
+    window.tracking.panel.select(pid)
+    qtbot.wait(200)
+    assert grab_window(window).save(str(SHOTS / "tracks-follow.png"))

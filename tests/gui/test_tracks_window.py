@@ -5,7 +5,8 @@ tracker here is a scripted stand-in that gives the person track 12 (and none on 
 ``LOST``), so what the window does with IDs is checked frame by frame. The real trackers
 in the window: tests/gui/test_tracks_playback.py.
 
-Screenshots go to a temporary folder; FRAMELENS_TRACKS_SCREENSHOTS=docs writes the docs'.
+Screenshots go to a temporary folder (FRAMELENS_TRACKS_SCREENSHOTS names another); the docs'
+are the real tracker's (tests/gui/test_tracks_playback.py).
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ def test_the_tracking_menu_puts_ids_and_trails_on_the_canvas_and_is_remembered(
     trail = view_rect(window, (cx - 140, cy + 25, person.box[0] - 5, cy + 58))  # left of it
     in_trail = near(shot, colour)[trail.top() : trail.bottom(), trail.left() : trail.right()]
     assert in_trail.sum() > 10
-    save_screenshot(window, "tracks-window.png")
+    save_screenshot(window, "scripted-tracks.png")
     assert app_settings.tracker == "bytetrack"
     assert window.controller.tracker is not None and window.controller.tracker.kind == "bytetrack"
 
@@ -269,7 +270,7 @@ def test_the_detections_list_has_an_id_column_and_follow_says_lost_and_found(
     # the thick outline in the track's colour, just outside the box's right edge
     ring = marked[box.top() + 40 : box.bottom() - 40, box.right() + 5 : box.right() + 13]
     assert near(ring, track_colour(PERSON)).sum() > 100
-    save_screenshot(window, "tracks-follow.png")
+    save_screenshot(window, "scripted-follow.png")
 
     for _ in range(FRAME + 1, 603):
         step(window, qtbot)
@@ -279,7 +280,7 @@ def test_the_detections_list_has_an_id_column_and_follow_says_lost_and_found(
     assert window.status_bar.currentMessage() == f"person #{PERSON} lost at frame 604"
     step(window, qtbot)  # still lost: the message stays
     assert window.status_bar.currentMessage() == f"person #{PERSON} lost at frame 604"
-    save_screenshot(window, "tracks-lost.png")
+    save_screenshot(window, "scripted-lost.png")
     step(window, qtbot)  # frame 605: back
     assert canvas.follow is not None
     assert window.status_bar.currentMessage() == f"person #{PERSON} found again at frame 606"
@@ -322,7 +323,7 @@ def test_the_track_list_lists_each_track_and_jumps_to_its_first_and_last_frame(
     texts = [model.index(row, c).data() for c in range(model.columnCount())]
     assert texts[:4] == [f"#{PERSON}", "person", "601", "609"]
     assert texts[4] == "0.8 s"  # frames 601 to 609 at 10 fps
-    save_screenshot(window, "tracks-list.png")
+    save_screenshot(window, "scripted-list.png")
 
     where = table.visualRect(model.index(row, 1)).center()
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=where)
