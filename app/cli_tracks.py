@@ -39,7 +39,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from framelens.core.stages.sinks.atomic_dir import check_dir_target
-    from framelens.core.stages.tracking.evaluation import evaluate_tracks
+    from framelens.core.stages.tracking.evaluation import ERROR_SPANS, evaluate_tracks
     from framelens.core.stages.tracking.evaluation_report import (
         EVALUATION_REPORT_FILES,
         write_evaluation_report,
@@ -50,7 +50,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_dir_target(args.report, EVALUATION_REPORT_FILES)
     tracks = read_tracks_file(args.tracks)
     ground_truth = read_ground_truth(args.gt)
-    evaluation = evaluate_tracks(tracks, ground_truth)
+    evaluation = evaluate_tracks(
+        tracks, ground_truth, error_spans=ERROR_SPANS if args.report else 0
+    )
     report = write_evaluation_report(args.report, evaluation) if args.report else None
     print(json.dumps(evaluation.as_json(), indent=2))
     if report is not None:
