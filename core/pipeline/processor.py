@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
@@ -96,15 +97,7 @@ class PipelineBase(ABC):
         an image (super-resolution), that image (a GPU pipeline's frame then stays on
         the device: only the output is downloaded)."""
         with self._host_timer.stage("draw"):
-            task = self._task
-            image = task.output_image(result.output) if task.produces_image else None
-            result.annotated = (
-                image
-                if image is not None
-                else task.annotate(
-                    result.frame.image, result.output, self._settings.overlay, copy=copy
-                )
-            )
+            _annotate(self._task, self._settings, result, copy)
         self._host_timer.collect([result.times])
         return result
 
@@ -121,3 +114,22 @@ class PipelineBase(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the engine and the buffers; safe to call twice."""
+
+
+def draw_after_stages(pipeline: FrameProcessor, result: FrameResult, *, copy: bool) -> None:
+    """``pipeline``'s overlay on ``result``, drawn by the consumer's thread after the
+    per-source stages (core/stages/source_stages.py) added to the output (track IDs,
+    trails), while the pipeline's own thread may be busy with the next batch: timed
+    here, not by the pipeline's stage timer."""
+    start = time.perf_counter()
+    _annotate(pipeline.task, pipeline.settings, result, copy)
+    result.times.draw = (time.perf_counter() - start) * 1000.0
+
+
+def _annotate(task: AnyTask, settings: PipelineSettings, result: FrameResult, copy: bool) -> None:
+    image = task.output_image(result.output) if task.produces_image else None
+    result.annotated = (
+        image
+        if image is not None
+        else task.annotate(result.frame.image, result.output, settings.overlay, copy=copy)
+    )

@@ -38,6 +38,7 @@ from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
 from framelens.core.pipeline.execute import DrawPolicy, PipelineWorker
 from framelens.core.pipeline.plan import Plan
+from framelens.core.pipeline.processor import draw_after_stages
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover, device_words
@@ -170,6 +171,7 @@ class Session:
             for spec, name in zip(specs, names or [str(s) for s in specs], strict=True)
         ]
         self.stages = SourceStages(stages, ids)
+        self._draws_late = False  # overlays drawn after the stages (see _drive)
         self.notes: list[str] = []
         self._say = say
         self._spinning = spinning
@@ -400,8 +402,11 @@ class Session:
         assert self._feed is not None
         built, ran = self.workers, self.ran
         opts = self.options
+        # overlays show what the per-source stages add (track IDs): with stages, the
+        # consumer draws after them, else each worker draws its own results
+        late = self._draws_late = bool(self.stages) and opts.draw != "none"
         workers = [
-            PipelineWorker(p, opts.draw, copy=opts.copy, pixels=opts.pixels)
+            PipelineWorker(p, "none" if late else opts.draw, copy=opts.copy, pixels=opts.pixels)
             for p in built.pipelines
         ]
         single_limit = None if self._merges else opts.frames
@@ -469,6 +474,8 @@ class Session:
         entry.delivered += 1
         entry.next_index, entry._last_pts = frame.index + 1, frame.pts
         self.stages(result)
+        if self._draws_late and (self.options.draw == "all" or frame.on_host):
+            draw_after_stages(self.workers.pipelines[0], result, copy=self.options.copy)
         return result
 
     def _settle_end(self) -> None:

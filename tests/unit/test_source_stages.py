@@ -125,6 +125,31 @@ def test_a_one_source_run_passes_every_frame_through_the_stage_in_order(
     assert_written_after_the_stage(out, first=2)
 
 
+def test_the_annotated_export_draws_what_the_stage_left_not_what_the_model_found(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """Overlays are drawn after the stages (a tracker's IDs must be in the picture): the
+    frames where the stage removed the detections are exported as decoded, the others
+    with the person's box drawn."""
+    import av
+
+    out = tmp_path / "frames"
+    run_to_outputs(clips[0], settings, export=f"{out}/", frames=6, progress=False,
+                   stages=NumberingStages())  # fmt: skip
+    with av.open(clips[0]) as container:
+        decoded = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)][:6]
+    import cv2
+
+    exported = [cv2.imread(str(p)) for p in sorted(out.glob("*.png"))]
+    assert len(exported) == 6
+    for index, (frame, drawn) in enumerate(zip(decoded, exported, strict=True)):
+        changed = int(np.count_nonzero(np.abs(frame.astype(int) - drawn.astype(int)) > 40))
+        if index % 2:
+            assert changed == 0, f"frame {index}: a box drawn that the stage removed"
+        else:
+            assert changed > 200, f"frame {index}: the person's box is missing"
+
+
 def test_four_sources_each_have_a_stage_of_their_own_that_sees_only_them_in_order(
     clips: list[str], settings: PipelineSettings, tmp_path: Path
 ) -> None:

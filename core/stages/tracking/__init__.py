@@ -1,10 +1,32 @@
 """Tracking: every detected object followed from frame to frame, per source.
 
-settings.py  TrackerSettings (which tracker, its parameters)
-base.py      Tracker, the interface of every tracker
+settings.py    TrackerSettings (which tracker, its parameters)
+base.py        Tracker, the interface of every tracker
+geometry.py    IoU and box <-> Kalman state conversions
+kalman.py      constant-velocity Kalman filters batched over all tracks
+assignment.py  the optimal assignment under a cost limit (scipy)
+bytetrack.py   ByteTrack (the default)
+ocsort.py      OC-SORT
+registry.py    make_tracker(settings)
+stage.py       TrackingStage, tracking_stages(settings): the per-source stage
 """
 
 from framelens.core.stages.tracking.base import Tracker
+from framelens.core.stages.tracking.bytetrack import ByteTrack
+from framelens.core.stages.tracking.ocsort import OCSort
+from framelens.core.stages.tracking.registry import make_tracker
 from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerKind, TrackerSettings
+from framelens.core.stages.tracking.stage import RECORD_FRAMES, TrackingStage, tracking_stages
 
-__all__ = ["TRACKER_KINDS", "Tracker", "TrackerKind", "TrackerSettings"]
+__all__ = [
+    "RECORD_FRAMES",
+    "TRACKER_KINDS",
+    "ByteTrack",
+    "OCSort",
+    "Tracker",
+    "TrackerKind",
+    "TrackerSettings",
+    "TrackingStage",
+    "make_tracker",
+    "tracking_stages",
+]

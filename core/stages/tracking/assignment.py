@@ -1,0 +1,62 @@
+"""Matching tracks to detections: the optimal one-to-one assignment under a cost limit."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import linear_sum_assignment
+
+__all__ = ["Assignment", "assign_then_filter", "linear_assignment"]
+
+Assignment = tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]
+"""(matches (K, 2) rows of (track, detection), unmatched tracks, unmatched detections)."""
+
+_FORBIDDEN = 1e5
+
+
+def linear_assignment(cost: npt.NDArray[np.floating], limit: float) -> Assignment:
+    """The pairs of least total cost whose cost is at most ``limit``.
+
+    Pairs above the limit are forbidden before solving (as ``lap.lapjv(cost_limit=)``
+    does in the original ByteTrack and BoT-SORT), so an impossible pair never pushes a
+    possible one out of the solution; scipy's Jonker-Volgenant solver does the rest.
+    """
+    rows, cols = cost.shape
+    if rows == 0 or cols == 0:
+        return (np.empty((0, 2), dtype=np.intp), np.arange(rows), np.arange(cols))
+    gated = np.where(cost <= limit, cost, _FORBIDDEN)
+    r, c = linear_sum_assignment(gated)
+    keep = gated[r, c] <= limit
+    r, c = r[keep], c[keep]
+    matched_rows = np.zeros(rows, dtype=bool)
+    matched_rows[r] = True
+    matched_cols = np.zeros(cols, dtype=bool)
+    matched_cols[c] = True
+    return (
+        np.stack([r, c], axis=1).astype(np.intp),
+        np.flatnonzero(~matched_rows),
+        np.flatnonzero(~matched_cols),
+    )
+
+
+def assign_then_filter(
+    cost: npt.NDArray[np.floating], allowed: npt.NDArray[np.bool_]
+) -> Assignment:
+    """The assignment of least total ``cost`` over all pairs, then the pairs not
+    ``allowed`` dropped (SORT's and OC-SORT's way: the threshold is checked after
+    solving, so a pair above it still takes part in the optimisation)."""
+    rows, cols = cost.shape
+    if rows == 0 or cols == 0:
+        return (np.empty((0, 2), dtype=np.intp), np.arange(rows), np.arange(cols))
+    r, c = linear_sum_assignment(cost)
+    keep = allowed[r, c]
+    r, c = r[keep], c[keep]
+    matched_rows = np.zeros(rows, dtype=bool)
+    matched_rows[r] = True
+    matched_cols = np.zeros(cols, dtype=bool)
+    matched_cols[c] = True
+    return (
+        np.stack([r, c], axis=1).astype(np.intp),
+        np.flatnonzero(~matched_rows),
+        np.flatnonzero(~matched_cols),
+    )

@@ -1,0 +1,162 @@
+"""The tracking stage: one source's detections get track IDs and trails, frame by frame.
+
+A :class:`TrackingStage` sits in its source's stage chain (core/stages/source_stages.py)
+and replaces each result's ``Detections`` by the same boxes with ``track_ids`` (and
+``trails`` when ``trail_length`` > 0). Other outputs (super-resolution) pass untouched.
+
+Playback moves in time; IDs must not depend on how the user got to a frame:
+
+- the stage keeps a bounded record (``record_frames``, default 20,000) of the IDs it
+  gave to each frame since its tracker last started;
+- ``reset()`` (a seek, a step back) only marks that the next result may not follow;
+- the next result after it: a frame inside the record (stepping back, or forward again
+  up to where tracking stopped) shows the recorded IDs and trails and leaves the
+  tracker as it is; the frame right after the last tracked one goes on tracking; any
+  other frame (a jump) restarts the tracker: its tracks are new, numbered on from the
+  last ID given (an ID is never shown for two objects), and the record starts again.
+
+A recorded frame whose boxes differ from the ones now given (the detector's settings
+changed) is not replayed: tracking restarts there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from framelens.core.stages.source_stages import SourceStage, StageFactory
+from framelens.core.stages.tracking.base import Tracker
+from framelens.core.stages.tracking.geometry import centres
+from framelens.core.stages.tracking.registry import make_tracker
+from framelens.core.stages.tracking.settings import TrackerSettings
+from framelens.core.types import Detections, FrameResult, PixelsNotKept
+
+__all__ = ["RECORD_FRAMES", "TrackingStage", "tracking_stages"]
+
+RECORD_FRAMES = 20_000
+"""Frames of IDs a stage keeps for stepping back (about 11 minutes at 30 fps)."""
+
+_NO_TRAIL = np.zeros((0, 2), dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """What a frame was given: its boxes' IDs and centres, and its boxes' fingerprint."""
+
+    ids: npt.NDArray[np.int64]
+    centres: npt.NDArray[np.float32]
+    boxes_key: bytes
+
+
+class TrackingStage:
+    """One source's tracker as a stage (see the module's docstring)."""
+
+    def __init__(
+        self, tracker: Tracker, trail_length: int = 30, record_frames: int = RECORD_FRAMES
+    ) -> None:
+        self.tracker = tracker
+        self.trail_length = trail_length
+        self._record_frames = max(1, record_frames)
+        self._record: OrderedDict[int, _Given] = OrderedDict()
+        self._first_seen: dict[int, int] = {}  # track ID -> first recorded frame
+        self._trails: dict[int, deque[npt.NDArray[np.float32]]] = {}
+        self._last: int | None = None  # the last frame tracked
+        self._discontinuity = False
+
+    def reset(self) -> None:
+        """The next result may not follow the last one (see the module's docstring)."""
+        self._discontinuity = True
+
+    def __call__(self, result: FrameResult) -> None:
+        detections = result.output
+        if not isinstance(detections, Detections):
+            return
+        index = result.frame.index
+        if self._discontinuity:
+            given = self._record.get(index)
+            if given is not None and given.boxes_key == _boxes_key(detections):
+                result.output = self._replay(detections, index, given)
+                return
+            if self._last is None or index != self._last + 1:
+                self._restart()
+            self._discontinuity = False
+        result.output = self._track(result, detections, index)
+
+    def _restart(self) -> None:
+        self.tracker.reset()
+        self._record.clear()
+        self._first_seen.clear()
+        self._trails.clear()
+        self._last = None
+
+    def _track(self, result: FrameResult, detections: Detections, index: int) -> Detections:
+        image = None
+        if self.tracker.needs_image and not isinstance(result.frame.device, PixelsNotKept):
+            image = result.frame.image
+        ids = np.asarray(self.tracker.update(detections, image), dtype=np.int64)
+        points = centres(detections.boxes)
+        self._record[index] = _Given(ids, points, _boxes_key(detections))
+        if len(self._record) > self._record_frames:
+            self._record.popitem(last=False)
+        self._last = index
+        trails: tuple[npt.NDArray[np.float32], ...] | None = None
+        if self.trail_length > 0:
+            trails = tuple(
+                self._extend_trail(int(i), p, index) for i, p in zip(ids, points, strict=True)
+            )
+        return dataclasses.replace(detections, track_ids=ids, trails=trails)
+
+    def _extend_trail(
+        self, track_id: int, point: npt.NDArray[np.float32], index: int
+    ) -> npt.NDArray[np.float32]:
+        if track_id < 0:
+            return _NO_TRAIL
+        trail = self._trails.get(track_id)
+        if trail is None:
+            trail = self._trails[track_id] = deque(maxlen=self.trail_length)
+            self._first_seen[track_id] = index
+        trail.append(point)
+        return np.stack(trail)
+
+    def _replay(self, detections: Detections, index: int, given: _Given) -> Detections:
+        trails: tuple[npt.NDArray[np.float32], ...] | None = None
+        if self.trail_length > 0:
+            trails = tuple(self._past_trail(int(i), index) for i in given.ids)
+        return dataclasses.replace(detections, track_ids=given.ids.copy(), trails=trails)
+
+    def _past_trail(self, track_id: int, index: int) -> npt.NDArray[np.float32]:
+        """The track's last ``trail_length`` recorded centres up to frame ``index``."""
+        if track_id < 0:
+            return _NO_TRAIL
+        first = self._first_seen.get(track_id, index)
+        points: list[npt.NDArray[np.float32]] = []
+        frame = index
+        while frame >= first and len(points) < self.trail_length:
+            given = self._record.get(frame)
+            if given is None:
+                break  # before the record's start
+            hit = np.flatnonzero(given.ids == track_id)
+            if len(hit):
+                points.append(given.centres[hit[0]])
+            frame -= 1
+        return np.stack(points[::-1]) if points else _NO_TRAIL
+
+
+def _boxes_key(detections: Detections) -> bytes:
+    return np.ascontiguousarray(detections.boxes, dtype=np.float32).tobytes()
+
+
+def tracking_stages(
+    settings: TrackerSettings, make: Callable[[TrackerSettings], Tracker] = make_tracker
+) -> StageFactory:
+    """A stage factory giving each source a tracking stage with a tracker of its own."""
+
+    def factory(source: int) -> list[SourceStage]:
+        del source  # every source alike, each its own tracker
+        return [TrackingStage(make(settings), settings.trail_length)]
+
+    return factory

@@ -1,0 +1,152 @@
+"""The tracking stage: IDs and trails on each source's detections, and playback's
+semantics (a step back shows the IDs given before; a jump starts new tracks, numbered
+above every ID already shown), per source."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from framelens.core.stages.source_stages import SourceStages
+from framelens.core.stages.tasks.superres.output import Upscaled
+from framelens.core.stages.tracking import (
+    TrackerSettings,
+    TrackingStage,
+    make_tracker,
+    tracking_stages,
+)
+from framelens.core.types import Detections, Frame, FrameResult, StageTimes
+
+
+def people(index: int, shift: float = 0.0) -> Detections:
+    """Two people walking apart, one a box of low score (never a track) in between."""
+    x = 100.0 + 4 * index + shift
+    boxes = np.array(
+        [[x, 100, x + 40, 180], [600 - 4 * index, 300, 640 - 4 * index, 380], [400, 600, 420, 620]],
+        dtype=np.float32,
+    )
+    return Detections(
+        boxes, np.array([0.9, 0.85, 0.3], dtype=np.float32), np.zeros(3, dtype=np.int32)
+    )
+
+
+def result(index: int, output: object, source: int = 0) -> FrameResult:
+    frame = Frame(np.zeros((8, 8, 3), np.uint8), index, index / 30, source_id=source)
+    return FrameResult(frame, output, StageTimes())
+
+
+def tracked(stage: TrackingStage, index: int, shift: float = 0.0) -> Detections:
+    r = result(index, people(index, shift))
+    stage(r)
+    assert isinstance(r.output, Detections)
+    return r.output
+
+
+def new_stage(trail_length: int = 5, **kw: int) -> TrackingStage:
+    return TrackingStage(make_tracker(TrackerSettings()), trail_length, **kw)
+
+
+def ids(d: Detections) -> list[int]:
+    assert d.track_ids is not None
+    return [int(i) for i in d.track_ids]
+
+
+def test_boxes_keep_the_detector_s_values_and_get_ids_and_trails() -> None:
+    stage = new_stage(trail_length=5)
+    out = [tracked(stage, f) for f in range(8)]
+    assert ids(out[-1]) == [1, 2, -1]
+    np.testing.assert_array_equal(out[-1].boxes, people(7).boxes)
+    trails = out[-1].trails
+    assert trails is not None
+    first = trails[0]
+    assert first.shape == (5, 2)  # the last five centres, oldest first, ending at this box
+    np.testing.assert_allclose(first[-1], [100 + 28 + 20, 140])
+    np.testing.assert_allclose(first[0], [100 + 12 + 20, 140])
+    assert trails[2].shape == (0, 2)  # no track: no trail
+
+
+def test_no_trails_when_their_length_is_zero() -> None:
+    out = tracked(new_stage(trail_length=0), 0)
+    assert out.trails is None
+    assert ids(out) == [1, 2, -1]
+
+
+def test_stepping_back_shows_the_ids_and_trails_given_before_and_tracking_goes_on() -> None:
+    stage = new_stage()
+    first = [tracked(stage, f) for f in range(30)]
+    stage.reset()  # the user steps back ten frames and plays forward again
+    again = [tracked(stage, f) for f in range(20, 30)]
+    for before, now in zip(first[20:], again, strict=True):
+        assert ids(now) == ids(before)
+        assert before.trails is not None and now.trails is not None
+        for a, b in zip(before.trails, now.trails, strict=True):
+            np.testing.assert_array_equal(a, b)
+    on = tracked(stage, 30)
+    assert ids(on) == [1, 2, -1]  # frame 30 follows frame 29: the same tracks go on
+    assert on.trails is not None and len(on.trails[0]) == 5
+
+
+def test_a_jump_forward_starts_new_tracks_numbered_above_the_old_ones() -> None:
+    stage = new_stage()
+    for f in range(30):
+        tracked(stage, f)
+    stage.reset()
+    jumped = tracked(stage, 100)
+    assert ids(jumped) == [3, 4, -1]
+    assert jumped.trails is not None and len(jumped.trails[0]) == 1
+    stage.reset()  # and back to where the first record was: it was forgotten, new IDs
+    assert ids(tracked(stage, 10)) == [5, 6, -1]
+
+
+def test_frames_in_order_without_a_reset_are_tracked_even_when_some_are_skipped() -> None:
+    stage = new_stage()
+    for f in (0, 1, 2, 4, 5, 7):  # a live stream dropping frames
+        got = tracked(stage, f)
+    assert ids(got) == [1, 2, -1]
+
+
+def test_a_recorded_frame_with_other_boxes_is_tracked_again_not_replayed() -> None:
+    stage = new_stage()
+    for f in range(10):
+        tracked(stage, f)
+    stage.reset()  # the same frame again after the detector's settings changed
+    assert ids(tracked(stage, 5, shift=300.0)) == [3, 4, -1]
+
+
+def test_the_record_is_bounded_and_a_step_back_beyond_it_starts_new_tracks() -> None:
+    stage = new_stage(record_frames=10)
+    for f in range(30):
+        tracked(stage, f)
+    stage.reset()
+    assert ids(tracked(stage, 25)) == [1, 2, -1]  # inside the last ten frames
+    stage.reset()
+    assert ids(tracked(stage, 5)) == [3, 4, -1]
+
+
+def test_super_resolution_output_passes_untouched() -> None:
+    stage = new_stage()
+    up = Upscaled(np.zeros((16, 16, 3), np.uint8), 2)
+    r = result(0, up)
+    stage(r)
+    assert r.output is up
+
+
+def _source_ids(outputs: list[Detections]) -> list[list[int]]:
+    return [ids(d) for d in outputs]
+
+
+@pytest.mark.parametrize("kind", ["bytetrack", "ocsort"])
+def test_each_source_has_its_own_tracks_equal_to_a_run_of_that_source_alone(kind: str) -> None:
+    settings = TrackerSettings.for_kind(kind)  # type: ignore[arg-type]
+    stages = SourceStages(tracking_stages(settings))
+    shifts = {0: 0.0, 1: 50.0, 2: 200.0}
+    together: dict[int, list[Detections]] = {s: [] for s in shifts}
+    for f in range(20):
+        for source, shift in shifts.items():
+            r = result(f, people(f, shift), source)
+            stages(r)
+            together[source].append(r.output)
+    for source, shift in shifts.items():
+        alone = TrackingStage(make_tracker(settings), settings.trail_length)
+        by_itself = [tracked(alone, f, shift) for f in range(20)]
+        assert _source_ids(together[source]) == _source_ids(by_itself)
+        assert ids(together[source][-1])[:2] == [1, 2]  # numbered from 1 in every source
