@@ -447,8 +447,17 @@ def _read_any(path: StrPath) -> MotSequence:
 
 def read_detections_file(path: StrPath) -> MotSequence:
     """Detections for a tracker: MOT Challenge text (id -1, or any IDs: they are not
-    used) or a FrameLens detections JSON."""
-    return _read_any(path)
+    used) or a FrameLens detections JSON. MOT text whose scores are all -1 ("not
+    given", as in many trackers' output) or absent reads as score 1 throughout."""
+    sequence = _read_any(path)
+    scores = [f.scores for f in sequence.frames if len(f)]
+    if sequence.kind == "mot" and scores and all((s == -1).all() for s in scores):
+        frames = tuple(
+            MotFrame(f.number, f.ids, f.boxes, np.ones(len(f)), f.class_ids, f.visibility)
+            for f in sequence.frames
+        )
+        sequence = MotSequence(sequence.path, sequence.kind, frames)
+    return sequence
 
 
 def read_tracks_file(path: StrPath) -> MotSequence:
