@@ -281,3 +281,20 @@ def test_track_bad_detections_one_line_exit_2_nothing_written(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and f"framelens: error: cannot read {bad}, line {line}: " in lines[0]
     assert [p.name for p in tmp_path.iterdir()] == [bad.name]
+
+
+def test_tracker_options_default_to_each_trackers_published_values() -> None:
+    from framelens.cli import build_parser
+    from framelens.cli_options import tracker_settings_from_args
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerSettings
+
+    parser = build_parser()
+    for kind in TRACKER_KINDS:
+        args = parser.parse_args(["track", "d.txt", "--output", "t.txt", "--tracker", kind])
+        assert tracker_settings_from_args(args, kind) == TrackerSettings.for_kind(kind)
+    args = parser.parse_args(
+        ["track", "d.txt", "--output", "t.txt", "--track-buffer", "90", "--ocsort-use-byte"]
+    )
+    chosen = tracker_settings_from_args(args, "ocsort")
+    assert chosen.track_buffer == 90 and chosen.ocsort_use_byte is True
+    assert chosen.min_hits == TrackerSettings.for_kind("ocsort").min_hits

@@ -251,3 +251,17 @@ def test_ground_truth_needs_object_ids(tmp_path: Path) -> None:
     path.write_text("1,1,1,1,5,5,0\n")
     with pytest.raises(TrackFileError, match="no ground-truth boxes"):
         read_ground_truth(path)
+
+
+def test_detections_without_scores_read_as_score_one(tmp_path: Path) -> None:
+    """Many trackers write -1 for "no score": as a tracker's input those boxes count,
+    while a file with real scores keeps them (-1 among others included)."""
+    unscored = tmp_path / "unscored.txt"
+    unscored.write_text("1,-1,1,1,5,5,-1\n2,-1,1,1,5,5,-1\n")
+    assert [f.detections().scores.tolist() for f in read_detections_file(unscored).frames] == [
+        [1.0],
+        [1.0],
+    ]
+    scored = tmp_path / "scored.txt"
+    scored.write_text("1,-1,1,1,5,5,0.3\n2,-1,1,1,5,5,-1\n")
+    assert [f.scores.tolist() for f in read_detections_file(scored).frames] == [[0.3], [-1.0]]
