@@ -85,6 +85,7 @@ def _errors_plot(path: Path, errors: ErrorsOverTime) -> None:
     axes = fig.subplots(len(series), 1, sharex=True)
     for i, (ax, (name, values)) in enumerate(zip(axes, series, strict=True)):
         ax.bar(left, values, width=width, align="edge", color=f"C{i + 3}")
+        ax.set_ylim(0, max([1, *values]) * 1.1)  # none at all: 0 at the bottom, not the middle
         ax.set_ylabel(f"{name}\n(total {sum(values)})", fontsize="small")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(axis="y", alpha=0.3)
