@@ -298,3 +298,43 @@ def test_tracker_options_default_to_each_trackers_published_values() -> None:
     chosen = tracker_settings_from_args(args, "ocsort")
     assert chosen.track_buffer == 90 and chosen.ocsort_use_byte is True
     assert chosen.min_hits == TrackerSettings.for_kind("ocsort").min_hits
+
+
+def test_a_killed_track_leaves_nothing(tmp_path: Path) -> None:
+    """SIGTERM while the tracks are being written: neither the tracks file nor its
+    temporary stays, exit 128 + 15, one line."""
+    import signal
+    import time
+
+    from child_signals import as_from_a_terminal
+
+    rng = np.random.default_rng(3)
+    frames, boxes = 6_000, 20  # seconds of tracking here: the signal comes well before the end
+    rows = np.column_stack([
+        np.repeat(np.arange(1, frames + 1), boxes), np.full(frames * boxes, -1),
+        rng.uniform(0, 1800, (frames * boxes, 2)), rng.uniform(20, 80, (frames * boxes, 2)),
+        rng.uniform(0.2, 1.0, frames * boxes),
+    ])  # fmt: skip
+    dets = tmp_path / "det.txt"
+    np.savetxt(dets, rows, fmt=["%d", "%d", "%.1f", "%.1f", "%.1f", "%.1f", "%.2f"], delimiter=",")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", "track", str(dets), "--output", str(out / "t.txt")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not any(".partial-" in p.name for p in out.iterdir()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "track did not start writing"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        stdout, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert stdout == "" and err.strip().splitlines() == ["framelens: interrupted"]
+    assert list(out.iterdir()) == []
