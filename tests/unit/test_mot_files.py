@@ -265,3 +265,18 @@ def test_detections_without_scores_read_as_score_one(tmp_path: Path) -> None:
     scored = tmp_path / "scored.txt"
     scored.write_text("1,-1,1,1,5,5,0.3\n2,-1,1,1,5,5,-1\n")
     assert [f.scores.tolist() for f in read_detections_file(scored).frames] == [[0.3], [-1.0]]
+
+
+def test_tracks_in_memory_as_a_sequence() -> None:
+    """A tracker's output held in memory (a compare pane's) evaluates like its file."""
+    from framelens.core.stages.tracking.mot import sequence_from_detections
+
+    seq = sequence_from_detections(
+        "pane fp16",
+        [(0, _tracked([[10, 20, 40, 80], [0, 0, 5, 5]], [4, -1], [0.9, 0.3])),
+         (3, _tracked([[12, 22, 42, 82]], [4], [0.7]))],
+    )  # fmt: skip
+    assert seq.path == "pane fp16"
+    assert [f.number for f in seq.frames] == [1, 2, 3, 4]
+    assert [f.ids.tolist() for f in seq.frames] == [[4], [], [], [4]]
+    np.testing.assert_allclose(seq.frames[3].boxes, [[12, 22, 30, 60]])
