@@ -280,3 +280,18 @@ def test_tracks_in_memory_as_a_sequence() -> None:
     assert [f.number for f in seq.frames] == [1, 2, 3, 4]
     assert [f.ids.tolist() for f in seq.frames] == [[4], [], [], [4]]
     np.testing.assert_allclose(seq.frames[3].boxes, [[12, 22, 30, 60]])
+
+
+def test_detections_csv_of_a_tracked_run_has_a_track_id_column(tmp_path: Path) -> None:
+    import csv
+
+    path = tmp_path / "run.csv"
+    with DetectionsWriter(path, {"model": "m"}, ["person"]) as w:
+        w.add(0, 0.0, _tracked([[10, 20, 40, 80], [0, 0, 5, 5]], [3, -1], [0.9, 0.2]))
+        w.add(1, 0.1, _tracked([[11, 21, 41, 81]], [3], [0.8]))
+    rows = list(csv.DictReader(path.open()))
+    assert [r["track_id"] for r in rows] == ["3", "-1", "3"]
+    plain = tmp_path / "plain.csv"
+    with DetectionsWriter(plain, {"model": "m"}, ["person"]) as w:
+        w.add(0, 0.0, Detections.empty())
+    assert "track_id" not in plain.read_text().splitlines()[0]
