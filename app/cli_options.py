@@ -10,7 +10,13 @@ from typing import Any
 
 from framelens.core.errors import ConfigError
 
-__all__ = ["add_model_args", "sample_video", "settings_from_args"]
+__all__ = [
+    "add_model_args",
+    "add_tracker_options",
+    "sample_video",
+    "settings_from_args",
+    "tracker_settings_from_args",
+]
 
 
 def sample_video() -> Path:
@@ -93,3 +99,91 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         threads=args.threads,
         batch=args.batch or 1,
     )
+
+
+TRACKER_OPTION_HELP = {
+    "high_threshold": "detections at or above it are matched first; below it (down to "
+    "--low-threshold) they only extend existing tracks",
+    "low_threshold": "the lowest score a detection may have to extend a track",
+    "new_track_threshold": "the score a detection left over needs to start a track",
+    "track_buffer": "frames a lost track is kept to be found again (at 30 fps; scaled by "
+    "the frame rate)",
+    "match_iou": "the least IoU of a detection and a track in the first association",
+    "second_match_iou": "the least IoU in the second association (low-score detections)",
+    "unconfirmed_match_iou": "the least IoU for a track not yet confirmed",
+    "min_hits": "observations in a row before a new track is confirmed and gets its ID",
+    "frame_rate": "the source's frames per second (scales --track-buffer)",
+    "trail_length": "centre points kept per track for trails (0: none)",
+    "cmc": "BoT-SORT's camera-motion compensation",
+    "cmc_downscale": "BoT-SORT: the frame is shrunk by this before motion compensation",
+    "ocsort_delta_t": "OC-SORT: frames between the observations its direction is measured on",
+    "ocsort_inertia": "OC-SORT: the weight of the direction in matching",
+    "ocsort_use_byte": "OC-SORT: also match low-score detections (ByteTrack's second association)",
+}
+"""What each tracker parameter means, as the command line's help says it (the fields of
+core/stages/tracking/settings.py's TrackerSettings; one it does not name is still an
+option, helped by its field name)."""
+
+
+def _tracker_fields() -> list[tuple[str, Any, Any]]:
+    """(name, type, default per tracker kind) of every TrackerSettings field but kind."""
+    import dataclasses
+    import typing
+
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerSettings
+
+    hints = typing.get_type_hints(TrackerSettings)
+    per_kind = {kind: TrackerSettings.for_kind(kind) for kind in TRACKER_KINDS}
+    return [
+        (f.name, hints[f.name], {k: getattr(s, f.name) for k, s in per_kind.items()})
+        for f in dataclasses.fields(TrackerSettings)
+        if f.name != "kind"
+    ]
+
+
+def add_tracker_options(p: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+    """One option per tracker parameter (TrackerSettings' fields but ``kind`` and those
+    in ``skip``): ``--high-threshold``, ``--track-buffer``, ... Each defaults to the
+    chosen tracker's published value; ``tracker_settings_from_args`` reads them."""
+    import typing
+
+    group = p.add_argument_group("tracker parameters (default: the chosen tracker's own)")
+    for name, kind, defaults in _tracker_fields():
+        if name in skip:
+            continue
+        values = sorted({str(v) for v in defaults.values()})
+        if len(values) == 1:
+            told = f"default {values[0]}"
+        else:
+            told = "default " + ", ".join(f"{k} {v}" for k, v in defaults.items())
+        text = f"{TRACKER_OPTION_HELP.get(name, name.replace('_', ' '))} ({told})"
+        option, dest = "--" + name.replace("_", "-"), f"tracker_{name}"
+        if kind is bool:
+            group.add_argument(option, dest=dest, action="store_const", const=True, help=text)
+        elif typing.get_origin(kind) is typing.Literal:
+            choices = [str(c) for c in typing.get_args(kind)]
+            group.add_argument(option, dest=dest, choices=choices, default=None, help=text)
+        else:
+            metavar = "N" if kind is int else "X"
+            group.add_argument(
+                option, dest=dest, type=kind, default=None, metavar=metavar, help=text
+            )
+
+
+def tracker_settings_from_args(args: argparse.Namespace, kind: str, **fixed: Any) -> Any:
+    """TrackerSettings of ``kind`` (its published defaults), with each parameter option
+    given (``add_tracker_options``) and then ``fixed`` (field=value) applied; a value out
+    of range is a ConfigError, one line."""
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerSettings
+
+    if kind not in TRACKER_KINDS:
+        raise ConfigError(f"unknown tracker {kind!r} (one of {', '.join(TRACKER_KINDS)})")
+    given = {
+        name: value
+        for name, _, _ in _tracker_fields()
+        if (value := getattr(args, f"tracker_{name}", None)) is not None
+    }
+    try:
+        return TrackerSettings.for_kind(kind, **{**given, **fixed})
+    except ValueError as exc:
+        raise ConfigError(f"tracker parameters: {exc}") from None

@@ -50,6 +50,7 @@ __all__ = [
     "read_ground_truth",
     "read_mot_text",
     "read_tracks_file",
+    "sequence_from_detections",
     "write_mot",
 ]
 
@@ -175,6 +176,18 @@ class MotSequence:
         return MotSequence(
             self.path, self.kind, frames, self.width, self.height, self.fps, self.labels
         )
+
+
+def sequence_from_detections(
+    name: str, frames: Iterable[tuple[int, Detections]], *, kind: TrackFileKind = "json"
+) -> MotSequence:
+    """A tracker's output held in memory (a compare pane's, a run's) as a MotSequence to
+    evaluate: ``frames`` are (source frame index from 0, Detections with track_ids); the
+    boxes with a track (ID >= 1) are kept, frames not given are empty. ``name`` stands
+    for the path in what evaluation reports."""
+    by_number = {index + 1: MotFrame.from_detections(index + 1, dets) for index, dets in frames}
+    last = max(by_number, default=0)
+    return MotSequence(name, kind, tuple(by_number.get(n, MotFrame(n)) for n in range(1, last + 1)))
 
 
 def _fail(path: StrPath, line: int | None, what: str) -> TrackFileError:
@@ -447,8 +460,17 @@ def _read_any(path: StrPath) -> MotSequence:
 
 def read_detections_file(path: StrPath) -> MotSequence:
     """Detections for a tracker: MOT Challenge text (id -1, or any IDs: they are not
-    used) or a FrameLens detections JSON."""
-    return _read_any(path)
+    used) or a FrameLens detections JSON. MOT text whose scores are all -1 ("not
+    given", as in many trackers' output) or absent reads as score 1 throughout."""
+    sequence = _read_any(path)
+    scores = [f.scores for f in sequence.frames if len(f)]
+    if sequence.kind == "mot" and scores and all((s == -1).all() for s in scores):
+        frames = tuple(
+            MotFrame(f.number, f.ids, f.boxes, np.ones(len(f)), f.class_ids, f.visibility)
+            for f in sequence.frames
+        )
+        sequence = MotSequence(sequence.path, sequence.kind, frames)
+    return sequence
 
 
 def read_tracks_file(path: StrPath) -> MotSequence:
