@@ -151,6 +151,7 @@ from framelens.core.stages.draw.style import (
 )
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours as tensorrt_flavours
 from framelens.core.stages.sinks.written import describe_outputs
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.sources.camera import CameraDevice, list_cameras
 from framelens.core.stages.sources.frames_at import frames_at
@@ -252,6 +253,7 @@ __all__ = [
     "ResultGate",
     "SensitivityReport",
     "Source",
+    "StageFactory",
     "SuperResParams",
     "Tag",
     "TaskKind",

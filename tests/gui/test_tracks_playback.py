@@ -206,3 +206,33 @@ def test_a_walking_persons_trail_follows_their_path_and_can_be_followed(
     window.tracking.panel.select(pid)
     qtbot.wait(200)
     assert grab_window(window).save(str(SHOTS / "tracks-follow.png"))
+
+
+def test_the_wall_tracks_each_tile_on_its_own_when_tracking_is_on(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    """With tracking on, Open Several's wall gives every tile a tracker of its own: the
+    person in each of two tiles is its tile's first track, ID 1, drawn as such."""
+    from tests.unit.media_factory import sample_clips
+
+    clips = sample_clips(tmp_path, Path(sample), (600, 1240), 12)
+    window.tracking.choose("bytetrack")
+    window.settings.realtime = False  # the wall as fast as it goes
+    seen: dict[int, set[int]] = {0: set(), 1: set()}
+
+    def record(result: object) -> None:
+        out = getattr(result, "output", None)
+        if isinstance(out, Detections) and out.track_ids is not None:
+            tile = result.frame.source_id  # type: ignore[attr-defined]
+            seen[tile] |= {int(i) for i in out.track_ids if i >= 1}
+
+    wall = window.open_wall(clips)
+    assert wall is not None
+    qtbot.addWidget(wall)
+    wall.session.resultReady.connect(record)
+    qtbot.waitUntil(lambda: all(1 in ids for ids in seen.values()), timeout=TIMEOUT_MS)
+    assert wall.results_shown > 0
+    qtbot.wait(300)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert grab_window(wall).save(str(SHOTS / "tracks-wall.png"))
+    wall.close()
