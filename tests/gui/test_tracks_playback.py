@@ -236,3 +236,21 @@ def test_the_wall_tracks_each_tile_on_its_own_when_tracking_is_on(
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert grab_window(wall).save(str(SHOTS / "tracks-wall.png"))
     wall.close()
+
+
+@pytest.mark.parametrize("kind", ["ocsort", "botsort"])
+def test_oc_sort_and_bot_sort_run_in_the_window(
+    window: MainWindow, qtbot: QtBot, sample: str, kind: str
+) -> None:
+    """The other trackers of the menu on the same frames: the person gets an ID (OC-SORT
+    confirms a track on its third frame, BoT-SORT compensates the camera's motion from
+    the frames' pixels)."""
+    open_tracked(window, qtbot, sample)
+    window.tracking.kind_actions[kind].trigger()
+    tracker = window.controller.tracker
+    assert tracker is not None and tracker.kind == kind
+    for _ in range(3):
+        go(window, qtbot, Qt.Key.Key_Right)
+    person = [r for r in window.detections.panel.all_rows() if r.label == "person"]
+    assert len(person) == 1 and person[0].track_id >= 1
+    assert not window.error_box.isVisible()

@@ -334,3 +334,25 @@ def test_the_track_list_lists_each_track_and_jumps_to_its_first_and_last_frame(
     window.tracking.choose("off")
     qtbot.waitUntil(lambda: tracks.panel.rows() == [], timeout=TIMEOUT_MS)
     assert tracks.panel.caption.text().startswith("Tracking is off")
+
+
+def test_a_tracker_that_cannot_run_is_said_and_the_choice_stays(
+    qtbot: QtBot, app_settings: Settings
+) -> None:
+    def unavailable(settings: TrackerSettings) -> StageFactory:
+        def chain(_source: int) -> Sequence[SourceStage]:
+            raise ValueError(f"the {settings.kind} tracker is not available here")
+
+        return chain
+
+    controller = Controller(tracking=PlaybackTracking(unavailable))
+    win = MainWindow(controller=controller, settings=app_settings)
+    qtbot.addWidget(win)
+    try:
+        with qtbot.waitSignal(controller.errorOccurred, timeout=5000) as said:
+            win.tracking.kind_actions["botsort"].trigger()
+        assert said.args == ["the botsort tracker is not available here"]
+        assert win.tracking.kind_actions["off"].isChecked() and win.tracking.kind == "off"
+        assert controller.tracker is None and app_settings.tracker == "off"
+    finally:
+        win.close()
