@@ -207,7 +207,8 @@ class TrackingFeature(QObject):
         self._listed_version = log.version
         settings = self.parts.controller.settings
         labels = settings.model.labels if settings is not None else ()
-        self.panel.show_tracks(log.tracks(), labels, self.kind != "off")
+        on = self.kind != "off"
+        self.panel.show_tracks(log.tracks() if on else [], labels, on)
 
     def _list_asked(self, on: bool) -> None:
         if on:

@@ -100,6 +100,12 @@ def test_the_log_is_fed_by_its_stage_after_the_tracker_and_cleared_for_a_new_vid
     ]
     stages.reset()  # a seek: the tracks seen stay listed
     assert len(tracking.log) == 2
+    assert tracking.stages(None) is None  # tracking off: the list empties, and a frame
+    stages(result(4, plain))  # of the old tracker still in flight adds nothing to it
+    assert len(tracking.log) == 0
+    factory = tracking.stages(TrackerSettings(kind="ocsort"))
+    assert factory is not None
+    stages = SourceStages(factory)
     stages.clear()  # another video: its first result makes the chain, and the log, anew
     stages(result(0, Detections.empty()))
     assert len(tracking.log) == 0

@@ -58,6 +58,7 @@ class TrackLog:
         self._lock = threading.Lock()
         self._tracks: dict[int, _Track] = {}
         self._version = 0
+        self._generation = 0  # one per clear: a stage of an older one adds nothing
 
     @property
     def version(self) -> int:
@@ -67,20 +68,29 @@ class TrackLog:
     def __len__(self) -> int:
         return len(self._tracks)
 
-    def clear(self) -> None:
+    def clear(self) -> int:
+        """Forget every track; returns the log's new generation (``add``'s)."""
         with self._lock:
             self._tracks.clear()
             self._version += 1
+            self._generation += 1
+            return self._generation
 
-    def add(self, frame_index: int, time_s: float, detections: Detections) -> None:
+    def add(
+        self, frame_index: int, time_s: float, detections: Detections, generation: int | None = None
+    ) -> None:
         """The boxes of frame ``frame_index`` (at ``time_s``); those of no track
-        (``track_ids`` -1, or none) are left out."""
+        (``track_ids`` -1, or none) are left out. ``generation``: what ``clear`` gave the
+        caller; the boxes of an older one (a tracker replaced, its last frame still in
+        flight) are left out too."""
         ids = detections.track_ids
         if ids is None or not len(ids):
             return
         classes = detections.class_ids.tolist()
         changed = False
         with self._lock:
+            if generation is not None and generation != self._generation:
+                return
             for track_id, class_id in zip(ids.tolist(), classes, strict=True):
                 if track_id < 1:
                     continue
@@ -125,12 +135,13 @@ class TrackLogStage:
 
     def __init__(self, log: TrackLog) -> None:
         self._log = log
-        log.clear()
+        self._generation = log.clear()
 
     def __call__(self, result: FrameResult) -> None:
         output = result.output
         if isinstance(output, Detections):
-            self._log.add(result.frame.index, float(result.frame.pts), output)
+            frame = result.frame
+            self._log.add(frame.index, float(frame.pts), output, self._generation)
 
     def reset(self) -> None:
         """A seek: the tracks seen stay known (the log is of the whole video)."""
