@@ -129,3 +129,36 @@ def test_ids_are_drawn_after_the_stages_and_stages_change_while_open(clip: str) 
     finally:
         player.close()
     assert not shown.errors
+
+
+def test_stages_set_while_playing_apply_to_the_next_frames(clip: str) -> None:
+    """Tracking turned on while the video plays: the frames after it come through the
+    stage and are drawn with its IDs, without the video being opened again."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    resets: list[int] = []
+    shown = Shown()
+    states: list[str] = []
+    player = Player(shown.on_result, lambda s: states.append(s.status), shown.errors.append,
+                    drop_late=False)  # fmt: skip
+    try:
+        player.set_speed(0.25)  # slow enough to be playing when the stage comes
+        player.open(clip, settings, play=True)
+        shown.wait(lambda: len(shown.results) >= 2)
+        opened = states.count("paused")  # an open publishes paused before it plays
+
+        def stages(_source: int) -> list[SourceStage]:
+            return [Labelling(resets)]
+
+        player.set_stages(stages)
+        shown.wait(lambda: any(d.track_ids is not None for _, _, d in shown.results))
+        first = next(i for i, (_, _, d) in enumerate(shown.results) if d.track_ids is not None)
+        shown.wait(lambda: len(shown.results) >= first + 2)
+        for _index, picture, dets in shown.results[first:]:
+            assert dets.track_ids is not None  # every frame after it
+            if len(dets):
+                assert _edge_colour(picture, dets) == track_colour(TRACK)
+        assert [i for i, _, _ in shown.results] == sorted(i for i, _, _ in shown.results)
+        assert states.count("paused") == opened  # it played on: no new open, no pause
+    finally:
+        player.close()
+    assert not shown.errors
