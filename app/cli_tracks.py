@@ -19,11 +19,16 @@ cannot be read is one line naming it and the line (exit 2), and nothing is writt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from framelens.core.errors import ConfigError
@@ -102,8 +107,8 @@ def add_track_parser(sub: Any) -> None:
     track.add_argument(
         "--frame-size",
         metavar="WxH",
-        help="the source's size in pixels (default: the JSON's, else the boxes' extent); "
-        "trackers that look at the frame get a blank one of this size",
+        help="the source's size in pixels: detections are clipped to it, as a run clips "
+        "its own (default: none, or the JSON's, whose boxes are clipped already)",
     )
     track.add_argument(
         "--fps",
@@ -141,6 +146,41 @@ def _blank_frame(size: tuple[int, int] | None, detections: Any) -> Any:
     return np.zeros((size[1], size[0], 3), np.uint8)
 
 
+def _clipped(found: Any, size: tuple[int, int]) -> Any:
+    """The detections clipped to the frame, as a run's are; boxes wholly outside it
+    (nothing left after clipping) are dropped."""
+    import numpy as np
+
+    limits = np.array([size[0], size[1], size[0], size[1]], np.float32)
+    boxes = np.clip(found.boxes, 0.0, limits)
+    found.boxes = boxes
+    return found.select((boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1]))
+
+
+@contextlib.contextmanager
+def _stop_between_frames() -> Iterator[threading.Event]:
+    """Ctrl+C (and what framelens.cli forwards to it: SIGTERM, SIGHUP) asks the tracking
+    loop to stop at its next frame, where the tracks writer can be aborted whole, instead
+    of raising wherever the signal falls (between creating the temporary file and
+    registering its removal, it was left behind). A second signal stops at once."""
+    asked = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN or threading.current_thread() is not threading.main_thread():
+        yield asked  # Ctrl+C ignored (started in the background), or not ours to take
+        return
+
+    def ask(signum: int, frame: FrameType | None) -> None:
+        if asked.is_set():
+            raise KeyboardInterrupt
+        asked.set()
+
+    signal.signal(signal.SIGINT, ask)
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def cmd_track(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -166,9 +206,11 @@ def cmd_track(args: argparse.Namespace) -> int:
     image = _blank_frame(size, detections) if tracker.needs_image else None
     track_ids: set[int] = set()
     started = time.perf_counter()
-    with MotTracksWriter(args.output) as writer:
+    with _stop_between_frames() as stop, MotTracksWriter(args.output) as writer:
         for frame in detections.frames:
-            found = frame.detections()
+            if stop.is_set():  # Ctrl+C (or SIGTERM, SIGHUP): the writer removes its file
+                raise KeyboardInterrupt
+            found = frame.detections() if size is None else _clipped(frame.detections(), size)
             found.track_ids = tracker.update(found, image)
             tracked = MotFrame.from_detections(frame.number, found)
             track_ids.update(int(i) for i in tracked.ids)

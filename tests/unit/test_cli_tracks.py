@@ -173,7 +173,7 @@ def _new_id_per_box(detections: Path, out: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("tracker", ["bytetrack", "ocsort"])
+@pytest.mark.parametrize("tracker", ["bytetrack", "ocsort", "botsort"])
 def test_track_then_evaluate_on_tud_campus(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tracker: str
 ) -> None:
@@ -338,3 +338,21 @@ def test_a_killed_track_leaves_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert stdout == "" and err.strip().splitlines() == ["framelens: interrupted"]
     assert list(out.iterdir()) == []
+
+
+def test_frame_size_clips_detections_as_a_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dets = tmp_path / "det.txt"  # one person walking out of a 200x100 frame on the right
+    dets.write_text("".join(f"{f},-1,{150 + 10 * f},20,40,60,0.9\n" for f in range(1, 8)))
+    out = tmp_path / "t.txt"
+    code, _, err = _cli(capsys, "track", str(dets), "--output", str(out), "--frame-size", "200x100",
+                        "--min-hits", "1")  # fmt: skip
+    assert code == 0, err
+    frames = read_tracks_file(out).frames
+    right = [float(f.boxes[0, 0] + f.boxes[0, 2]) for f in frames if len(f)]
+    assert right and max(right) == 200.0  # clipped at the frame's edge
+    assert len(frames) == 4  # from frame 5 on wholly outside the frame: no rows
+    code, _, _ = _cli(capsys, "track", str(dets), "--output", str(out), "--min-hits", "1")
+    unclipped = read_tracks_file(out).frames
+    assert max(float(f.boxes[0, 0] + f.boxes[0, 2]) for f in unclipped if len(f)) > 200

@@ -158,6 +158,7 @@ BAD_TEXT = [
     ("fraction.txt", "1,1.5,10,10,20,20,1\n", 1, "id is not a whole number"),
     ("twice.txt", "1,4,1,1,9,9\n2,4,1,1,9,9\n1,4,2,2,9,9\n", 3, "ID 4 twice in frame 1"),
     ("long.txt", "1,1,1,1,1,1,1,1,1,1,1\n", 1, "11 fields"),
+    ("huge.txt", "1,1,1,1,5,5\n999999999,1,1,1,5,5\n", 2, "past the last one read"),
 ]
 
 
@@ -295,3 +296,11 @@ def test_detections_csv_of_a_tracked_run_has_a_track_id_column(tmp_path: Path) -
     with DetectionsWriter(plain, {"model": "m"}, ["person"]) as w:
         w.add(0, 0.0, Detections.empty())
     assert "track_id" not in plain.read_text().splitlines()[0]
+
+
+def test_trailing_commas_and_spaces_after_commas(tmp_path: Path) -> None:
+    path = tmp_path / "det.txt"
+    path.write_text("1, -1, 10, 20, 30, 40, 0.5,\n2,-1,11,21,30,40,0.6,\n")
+    dets = read_detections_file(path)
+    assert [f.scores.tolist() for f in dets.frames] == [[0.5], [0.6]]
+    np.testing.assert_allclose(dets.frames[0].boxes, [[10, 20, 30, 40]])

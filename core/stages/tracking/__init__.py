@@ -11,6 +11,9 @@ botsort.py     BoT-SORT
 cmc.py         camera-motion compensation (BoT-SORT)
 registry.py    make_tracker(settings)
 stage.py       TrackingStage, tracking_stages(settings): the per-source stage
+mot.py         tracks and detections as files: MOT Challenge text, FrameLens JSON
+evaluation.py  tracks scored against ground truth by TrackEval (HOTA, CLEAR, Identity)
+evaluation_report.py  the evaluation's report folder (JSON, plots, index.html)
 """
 
 from framelens.core.stages.tracking.base import Tracker
