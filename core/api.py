@@ -102,6 +102,7 @@ from framelens.core.sessions.archive import (
     run_batch,
     search_detections,
 )
+from framelens.core.sessions.compare.live_tracks import TrackNumbers
 from framelens.core.sessions.compare.lockstep import LockstepFeed
 from framelens.core.sessions.compare.saved import save_kept_report
 from framelens.core.sessions.compare.to_report import compare_to_report
@@ -169,6 +170,7 @@ from framelens.core.stages.tasks.superres.crops import (
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement
+from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
 from framelens.core.types import Detections, Frame, FrameResult, Image
 
@@ -245,6 +247,8 @@ __all__ = [
     "Tag",
     "TaskKind",
     "TileState",
+    "TrackNumbers",
+    "TrackerSettings",
     "Upscaled",
     "VariantInfo",
     "WallLayout",
