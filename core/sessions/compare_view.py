@@ -41,10 +41,10 @@ from framelens.core.sessions.compare.lockstep import (
 )
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
+from framelens.core.types import Image
 
 if TYPE_CHECKING:
     from framelens.core.stages.tracking.settings import TrackerSettings
-from framelens.core.types import Image
 
 __all__ = [
     "CompareFrame",

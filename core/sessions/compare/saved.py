@@ -103,6 +103,7 @@ def _compute_missing(
         for gap in gaps:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
+            runner.reset_stages()  # each gap's tracks start afresh
             run_lockstep(source, runner, gap, on_step, cancel)
     if on_progress is not None:
         on_progress(done, total)
