@@ -103,6 +103,7 @@ from framelens.core.sessions.archive import (
     run_batch,
     search_detections,
 )
+from framelens.core.sessions.compare.live_tracks import TrackNumbers
 from framelens.core.sessions.compare.lockstep import LockstepFeed
 from framelens.core.sessions.compare.saved import save_kept_report
 from framelens.core.sessions.compare.to_report import compare_to_report
@@ -260,6 +261,7 @@ __all__ = [
     "TileState",
     "TrackFollow",
     "TrackLog",
+    "TrackNumbers",
     "TrackRecord",
     "TrackerKind",
     "TrackerSettings",
