@@ -153,6 +153,11 @@ class TrackingFeature(QObject):
             said = "Tracking off" if kind == "off" else f"Tracking with {TRACKER_NAMES[kind]}"
             self.parts.show_message(said, 3000)
 
+    @property
+    def chosen(self) -> TrackerSettings | None:
+        """The tracker running now (compare's panes track with it), None when off."""
+        return self._settings()
+
     def _settings(self, kind: str | None = None) -> TrackerSettings | None:
         """``kind``'s settings (the running one's by default) with its published
         defaults, its buffer in the open video's frames."""

@@ -17,7 +17,7 @@ and wires them, and says errors.
 
 from __future__ import annotations
 
-from framelens.core.api import PlayerState
+from framelens.core.api import PlayerState, TrackerSettings
 from framelens.gui.common.controller import Controller
 from framelens.gui.common.settings import Settings
 from framelens.gui.common.widgets import icon, set_text
@@ -101,7 +101,9 @@ class MainWindow(QMainWindow):
         self.models = ModelChoice(parts)
         self.precision = PrecisionSwitching(parts)
         self.superres = SuperResolution(parts)
-        self.compare = CompareOpening(parts, model_key=lambda: self.models.key)
+        self.compare = CompareOpening(
+            parts, model_key=lambda: self.models.key, tracking=self._tracker
+        )
         # results and state on screen; a super-resolution result in the view chosen
         self.display = ResultDisplay(parts, views=[self.superres.show])
         self.plots = self.display.plots
@@ -129,6 +131,10 @@ class MainWindow(QMainWindow):
         self.display.resultShown.connect(self.tracking.show)
         self.display.sourceOpened.connect(self.tracking.source_opened)
         self.tracking.restore()
+
+    def _tracker(self) -> TrackerSettings | None:
+        """The Tracking menu's tracker (compare's panes start with it), None when off."""
+        return self.tracking.chosen
 
     # ---- what users do (the features' own, for scripts and tests) ----------------------
 

@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from framelens.core.api import TrackerSettings
 from framelens.gui.compare.compare_agreement import METRICS, TRACK_METRICS, TRACKS_PENDING
 from framelens.gui.compare.compare_controller import CompareFrame
 from framelens.gui.compare.compare_view import CompareWindow
@@ -103,12 +102,16 @@ def test_tracks_in_the_window_and_its_report(
 def test_the_main_window_s_tracker_turns_tracks_on(
     window: MainWindow, qtbot: QtBot, sample: str
 ) -> None:
-    base = window.controller.base_settings()
-    assert base is not None
-    ocsort = TrackerSettings.for_kind("ocsort")
-    compare = CompareWindow(window.controller, sample, 0, tracking=ocsort)
-    qtbot.addWidget(compare)
-    assert compare.tracks_action.isChecked() and compare.tracker_settings() == ocsort
-    compare.tracks_action.trigger()  # off: the panes do not track
-    assert compare.tracker_settings() is None
-    compare.close()
+    """Compare opened while the window tracks with OC-SORT starts with Tracks on, with
+    OC-SORT; turned off there, its panes do not track."""
+    window.tracking.choose("ocsort", save=False)
+    try:
+        compare = compare_at(window, qtbot, sample, 10)
+        chosen = compare.tracker_settings()
+        assert compare.tracks_action.isChecked()
+        assert chosen is not None and chosen.kind == "ocsort"
+        compare.tracks_action.trigger()  # off: the panes do not track
+        assert compare.tracker_settings() is None
+        compare.close()
+    finally:
+        window.tracking.choose("off", save=False)
