@@ -128,6 +128,15 @@ def test_the_agreement_thresholds_fail_a_tracker_that_loses_identity(
     assert id_precision(bad, truth(scene)) < 0.95
 
 
+def test_iou_of_boxes_is_their_overlap_over_their_union() -> None:
+    from framelens.core.stages.tracking.geometry import iou_matrix
+
+    a = np.array([[0, 0, 10, 10], [0, 0, 0, 0]], dtype=np.float32)
+    b = np.array([[5, 0, 15, 10], [0, 0, 10, 10], [20, 20, 30, 30]], dtype=np.float32)
+    np.testing.assert_allclose(iou_matrix(a, b), [[50 / 150, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    assert iou_matrix(a[:0], b).shape == (0, 3)
+
+
 def _one(box: tuple[float, float, float, float], score: float = 0.9) -> Detections:
     return Detections(
         np.array([box], dtype=np.float32),

@@ -178,3 +178,15 @@ def test_a_run_that_keeps_no_pixels_tracks_without_camera_motion() -> None:
         stage(r)
         out.append(ids(r.output))
     assert out[-1] == [1, 2, -1]
+
+
+def test_trails_of_tracks_long_gone_are_forgotten_so_a_long_run_stays_small() -> None:
+    stage = TrackingStage(make_tracker(TrackerSettings(track_buffer=5)), 5, forget_after=50)
+    for f in range(1200):  # a new person every 10 frames, each seen for 10 frames
+        x = 50.0 * (f // 10 % 30)
+        boxes = np.array([[x, 100, x + 40, 180]], dtype=np.float32)
+        out = Detections(boxes, np.array([0.9], np.float32), np.zeros(1, np.int32))
+        r = result(f, out)
+        stage(r)
+    assert ids(r.output)[0] >= 100  # about 120 people came and went
+    assert len(stage._trails) <= 12  # only those seen in the last 50-100 frames are kept
