@@ -74,11 +74,18 @@ class BoxKalman:
         scale = self._scales(mean)
         fixed_pos, fixed_vel = self._fixed(1e-2, 1e-5)
         var = np.concatenate([_WP * scale + fixed_pos, _WV * scale + fixed_vel], axis=1) ** 2
-        mean = mean @ self._ft
-        cov = self._f @ cov @ self._ft
+        # F = [[I, I], [0, I]]: x' = (p + v, v); with P = [[A, B], [B^T, C]],
+        # F P F^T = [[A + B + B^T + C, B + C], [B^T + C, C]] (no 8x8 products)
+        mean = mean.copy()
+        mean[:, :4] += mean[:, 4:]
+        out = cov.copy()
+        c = cov[:, 4:, 4:]
+        out[:, :4, 4:] += c
+        out[:, 4:, :4] += c
+        out[:, :4, :4] += cov[:, :4, 4:] + cov[:, 4:, :4] + c
         idx = np.arange(8)
-        cov[:, idx, idx] += var
-        return mean, cov
+        out[:, idx, idx] += var
+        return mean, out
 
     def update(
         self, mean: Means, cov: Covariances, measurement: npt.NDArray[np.float64]
