@@ -29,6 +29,7 @@ Covariances = npt.NDArray[np.float64]
 
 _WP = 1.0 / 20  # std_weight_position
 _WV = 1.0 / 160  # std_weight_velocity
+_OFF_ROWS, _OFF_COLS = np.nonzero(~np.eye(4, dtype=bool))  # S's off-diagonal entries
 
 
 class BoxKalman:
@@ -100,7 +101,10 @@ class BoxKalman:
         idx = np.arange(4)
         s[:, idx, idx] += var
         # K^T = S^-1 H P (P symmetric); x' = x + (z - Hx) K^T; P' = P - P H^T K^T
-        kt = np.linalg.solve(s, cov[:, :4, :])
+        if np.any(s[:, _OFF_ROWS, _OFF_COLS]):
+            kt = np.linalg.solve(s, cov[:, :4, :])
+        else:  # coordinates uncoupled (no camera rotation mixed them): S is diagonal
+            kt = cov[:, :4, :] / s[:, idx, idx][:, :, None]
         innovation = measurement - mean[:, :4]
         mean = mean + np.einsum("ti,tij->tj", innovation, kt)
         cov = cov - cov[:, :, :4] @ kt
