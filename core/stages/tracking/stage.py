@@ -21,6 +21,7 @@ changed) is not replayed: tracking restarts there.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -109,7 +110,7 @@ class TrackingStage:
             image = result.frame.image
         ids = np.asarray(self.tracker.update(detections, image), dtype=np.int64)
         points = centres(detections.boxes)
-        self._record[index] = _Given(ids, points, _boxes_key(detections))
+        self._record[index] = _Given(ids.copy(), points, _boxes_key(detections))
         if len(self._record) > self._record_frames:
             self._record.popitem(last=False)
         if index % min(256, self._forget_after) == 0:
@@ -150,24 +151,25 @@ class TrackingStage:
     def _replay(self, detections: Detections, index: int, given: _Given) -> Detections:
         trails: tuple[npt.NDArray[np.float32], ...] | None = None
         if self.trail_length > 0:
-            trails = tuple(self._past_trail(int(i), index) for i in given.ids)
+            frames = list(self._record)  # tracked in order: increasing frame indices
+            upto = bisect.bisect_right(frames, index)
+            trails = tuple(self._past_trail(int(i), frames[:upto]) for i in given.ids)
         return dataclasses.replace(detections, track_ids=given.ids.copy(), trails=trails)
 
-    def _past_trail(self, track_id: int, index: int) -> npt.NDArray[np.float32]:
-        """The track's last ``trail_length`` recorded centres up to frame ``index``."""
+    def _past_trail(self, track_id: int, frames: list[int]) -> npt.NDArray[np.float32]:
+        """The track's last ``trail_length`` recorded centres in ``frames`` (the record's
+        frames up to the one replayed), as they were given."""
         if track_id < 0:
             return _NO_TRAIL
-        first = self._first_seen.get(track_id, index)
+        first = self._first_seen.get(track_id, frames[-1])
         points: list[npt.NDArray[np.float32]] = []
-        frame = index
-        while frame >= first and len(points) < self.trail_length:
-            given = self._record.get(frame)
-            if given is None:
-                break  # before the record's start
+        for frame in reversed(frames):
+            if frame < first or len(points) == self.trail_length:
+                break
+            given = self._record[frame]
             hit = np.flatnonzero(given.ids == track_id)
             if len(hit):
                 points.append(given.centres[hit[0]])
-            frame -= 1
         return np.stack(points[::-1]) if points else _NO_TRAIL
 
 
