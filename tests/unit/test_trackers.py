@@ -128,6 +128,39 @@ def test_the_agreement_thresholds_fail_a_tracker_that_loses_identity(
     assert id_precision(bad, truth(scene)) < 0.95
 
 
+def test_iou_of_boxes_is_their_overlap_over_their_union() -> None:
+    from framelens.core.stages.tracking.geometry import iou_matrix
+
+    a = np.array([[0, 0, 10, 10], [0, 0, 0, 0]], dtype=np.float32)
+    b = np.array([[5, 0, 15, 10], [0, 0, 10, 10], [20, 20, 30, 30]], dtype=np.float32)
+    np.testing.assert_allclose(iou_matrix(a, b), [[50 / 150, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    assert iou_matrix(a[:0], b).shape == (0, 3)
+
+
+@pytest.mark.parametrize("kind", ["xyah", "xywh"])
+def test_the_kalman_update_s_shortcut_for_uncoupled_coordinates_is_the_full_update(
+    kind: str,
+) -> None:
+    """Without camera rotation the box coordinates never mix and the update divides
+    instead of solving; a track whose coordinates mix (BoT-SORT's compensation) takes
+    the full solve. Both must give the same filter."""
+    from framelens.core.stages.tracking.kalman import BoxKalman
+
+    rng = np.random.default_rng(0)
+    kalman = BoxKalman(kind)  # type: ignore[arg-type]
+    z = np.abs(rng.normal(size=(6, 4))) * 50 + 20
+    mean, cov = kalman.initiate(z)
+    for _ in range(3):
+        mean, cov = kalman.predict(mean, cov)
+        mean, cov = kalman.update(mean, cov, z + rng.normal(size=z.shape))
+    coupled = cov.copy()
+    coupled[:, 0, 1] = coupled[:, 1, 0] = 1e-9  # forces the full solve
+    short = kalman.update(mean, cov, z + 3.0)
+    full = kalman.update(mean, coupled, z + 3.0)
+    np.testing.assert_allclose(short[0], full[0], rtol=1e-7, atol=1e-6)
+    np.testing.assert_allclose(short[1], full[1], rtol=1e-6, atol=1e-6)
+
+
 def _one(box: tuple[float, float, float, float], score: float = 0.9) -> Detections:
     return Detections(
         np.array([box], dtype=np.float32),

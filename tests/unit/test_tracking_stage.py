@@ -190,3 +190,29 @@ def test_a_run_that_keeps_no_pixels_tracks_without_camera_motion() -> None:
         stage(r)
         out.append(ids(r.output))
     assert out[-1] == [1, 2, -1]
+
+
+def test_trails_of_tracks_long_gone_are_forgotten_so_a_long_run_stays_small() -> None:
+    stage = TrackingStage(make_tracker(TrackerSettings(track_buffer=5)), 5, forget_after=50)
+    for f in range(1200):  # a new person every 10 frames, each seen for 10 frames
+        x = 50.0 * (f // 10 % 30)
+        boxes = np.array([[x, 100, x + 40, 180]], dtype=np.float32)
+        out = Detections(boxes, np.array([0.9], np.float32), np.zeros(1, np.int32))
+        r = result(f, out)
+        stage(r)
+    assert ids(r.output)[0] >= 100  # about 120 people came and went
+    assert len(stage._trails) <= 12  # only those seen in the last 50-100 frames are kept
+
+
+def test_stepping_back_in_a_stream_that_skipped_frames_shows_the_trails_it_showed() -> None:
+    stage = new_stage(trail_length=4)
+    frames = [0, 1, 2, 4, 5, 7, 8, 9]  # a live source that dropped frames 3 and 6
+    first = {f: tracked(stage, f) for f in frames}
+    stage.reset()
+    for f in (5, 7, 8):
+        again = tracked(stage, f)
+        assert again.trails is not None and first[f].trails is not None
+        assert ids(again) == ids(first[f])
+        for a, b in zip(again.trails, first[f].trails, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert first[8].trails is not None and len(first[8].trails[0]) == 4

@@ -22,9 +22,15 @@ from framelens.core.stages.tracking.bytetrack import ByteTrack
 from framelens.core.stages.tracking.ocsort import OCSort
 from framelens.core.stages.tracking.registry import make_tracker
 from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerKind, TrackerSettings
-from framelens.core.stages.tracking.stage import RECORD_FRAMES, TrackingStage, tracking_stages
+from framelens.core.stages.tracking.stage import (
+    FORGET_AFTER,
+    RECORD_FRAMES,
+    TrackingStage,
+    tracking_stages,
+)
 
 __all__ = [
+    "FORGET_AFTER",
     "RECORD_FRAMES",
     "TRACKER_KINDS",
     "BoTSort",

@@ -29,6 +29,7 @@ Covariances = npt.NDArray[np.float64]
 
 _WP = 1.0 / 20  # std_weight_position
 _WV = 1.0 / 160  # std_weight_velocity
+_OFF_ROWS, _OFF_COLS = np.nonzero(~np.eye(4, dtype=bool))  # S's off-diagonal entries
 
 
 class BoxKalman:
@@ -74,11 +75,18 @@ class BoxKalman:
         scale = self._scales(mean)
         fixed_pos, fixed_vel = self._fixed(1e-2, 1e-5)
         var = np.concatenate([_WP * scale + fixed_pos, _WV * scale + fixed_vel], axis=1) ** 2
-        mean = mean @ self._ft
-        cov = self._f @ cov @ self._ft
+        # F = [[I, I], [0, I]]: x' = (p + v, v); with P = [[A, B], [B^T, C]],
+        # F P F^T = [[A + B + B^T + C, B + C], [B^T + C, C]] (no 8x8 products)
+        mean = mean.copy()
+        mean[:, :4] += mean[:, 4:]
+        out = cov.copy()
+        c = cov[:, 4:, 4:]
+        out[:, :4, 4:] += c
+        out[:, 4:, :4] += c
+        out[:, :4, :4] += cov[:, :4, 4:] + cov[:, 4:, :4] + c
         idx = np.arange(8)
-        cov[:, idx, idx] += var
-        return mean, cov
+        out[:, idx, idx] += var
+        return mean, out
 
     def update(
         self, mean: Means, cov: Covariances, measurement: npt.NDArray[np.float64]
@@ -93,7 +101,10 @@ class BoxKalman:
         idx = np.arange(4)
         s[:, idx, idx] += var
         # K^T = S^-1 H P (P symmetric); x' = x + (z - Hx) K^T; P' = P - P H^T K^T
-        kt = np.linalg.solve(s, cov[:, :4, :])
+        if np.any(s[:, _OFF_ROWS, _OFF_COLS]):
+            kt = np.linalg.solve(s, cov[:, :4, :])
+        else:  # coordinates uncoupled (no camera rotation mixed them): S is diagonal
+            kt = cov[:, :4, :] / s[:, idx, idx][:, :, None]
         innovation = measurement - mean[:, :4]
         mean = mean + np.einsum("ti,tij->tj", innovation, kt)
         cov = cov - cov[:, :, :4] @ kt

@@ -21,6 +21,7 @@ changed) is not replayed: tracking restarts there.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -35,10 +36,13 @@ from framelens.core.stages.tracking.registry import make_tracker
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections, FrameResult, PixelsNotKept
 
-__all__ = ["RECORD_FRAMES", "TrackingStage", "tracking_stages"]
+__all__ = ["FORGET_AFTER", "RECORD_FRAMES", "TrackingStage", "tracking_stages"]
 
 RECORD_FRAMES = 20_000
 """Frames of IDs a stage keeps for stepping back (about 11 minutes at 30 fps)."""
+FORGET_AFTER = 3_000
+"""Frames after which a track not seen keeps no trail (trackers drop lost tracks far
+sooner: ``track_buffer``, 30 frames by default)."""
 
 _NO_TRAIL = np.zeros((0, 2), dtype=np.float32)
 
@@ -56,13 +60,19 @@ class TrackingStage:
     """One source's tracker as a stage (see the module's docstring)."""
 
     def __init__(
-        self, tracker: Tracker, trail_length: int = 30, record_frames: int = RECORD_FRAMES
+        self,
+        tracker: Tracker,
+        trail_length: int = 30,
+        record_frames: int = RECORD_FRAMES,
+        forget_after: int = FORGET_AFTER,
     ) -> None:
         self.tracker = tracker
         self.trail_length = trail_length
         self._record_frames = max(1, record_frames)
+        self._forget_after = max(1, forget_after)
         self._record: OrderedDict[int, _Given] = OrderedDict()
         self._first_seen: dict[int, int] = {}  # track ID -> first recorded frame
+        self._last_seen: dict[int, int] = {}  # track ID -> last frame it had a box
         self._trails: dict[int, deque[npt.NDArray[np.float32]]] = {}
         self._last: int | None = None  # the last frame tracked
         self._discontinuity = False
@@ -90,6 +100,7 @@ class TrackingStage:
         self.tracker.reset()
         self._record.clear()
         self._first_seen.clear()
+        self._last_seen.clear()
         self._trails.clear()
         self._last = None
 
@@ -99,9 +110,11 @@ class TrackingStage:
             image = result.frame.image
         ids = np.asarray(self.tracker.update(detections, image), dtype=np.int64)
         points = centres(detections.boxes)
-        self._record[index] = _Given(ids, points, _boxes_key(detections))
+        self._record[index] = _Given(ids.copy(), points, _boxes_key(detections))
         if len(self._record) > self._record_frames:
             self._record.popitem(last=False)
+        if index % min(256, self._forget_after) == 0:
+            self._forget(index)
         self._last = index
         trails: tuple[npt.NDArray[np.float32], ...] | None = None
         if self.trail_length > 0:
@@ -118,31 +131,45 @@ class TrackingStage:
         trail = self._trails.get(track_id)
         if trail is None:
             trail = self._trails[track_id] = deque(maxlen=self.trail_length)
-            self._first_seen[track_id] = index
+            self._first_seen.setdefault(track_id, index)
+        self._last_seen[track_id] = index
         trail.append(point)
         return np.stack(trail)
+
+    def _forget(self, index: int) -> None:
+        """Tracks unseen for ``forget_after`` frames lose their trail (an ID is never
+        given again, and a track lost that long is removed by its tracker); those
+        older than the whole record are forgotten."""
+        oldest = next(iter(self._record), index)
+        for track_id, seen in list(self._last_seen.items()):
+            if seen < index - self._forget_after:
+                self._trails.pop(track_id, None)
+            if seen < oldest:
+                del self._last_seen[track_id]
+                self._first_seen.pop(track_id, None)
 
     def _replay(self, detections: Detections, index: int, given: _Given) -> Detections:
         trails: tuple[npt.NDArray[np.float32], ...] | None = None
         if self.trail_length > 0:
-            trails = tuple(self._past_trail(int(i), index) for i in given.ids)
+            frames = list(self._record)  # tracked in order: increasing frame indices
+            upto = bisect.bisect_right(frames, index)
+            trails = tuple(self._past_trail(int(i), frames[:upto]) for i in given.ids)
         return dataclasses.replace(detections, track_ids=given.ids.copy(), trails=trails)
 
-    def _past_trail(self, track_id: int, index: int) -> npt.NDArray[np.float32]:
-        """The track's last ``trail_length`` recorded centres up to frame ``index``."""
+    def _past_trail(self, track_id: int, frames: list[int]) -> npt.NDArray[np.float32]:
+        """The track's last ``trail_length`` recorded centres in ``frames`` (the record's
+        frames up to the one replayed), as they were given."""
         if track_id < 0:
             return _NO_TRAIL
-        first = self._first_seen.get(track_id, index)
+        first = self._first_seen.get(track_id, frames[-1])
         points: list[npt.NDArray[np.float32]] = []
-        frame = index
-        while frame >= first and len(points) < self.trail_length:
-            given = self._record.get(frame)
-            if given is None:
-                break  # before the record's start
+        for frame in reversed(frames):
+            if frame < first or len(points) == self.trail_length:
+                break
+            given = self._record[frame]
             hit = np.flatnonzero(given.ids == track_id)
             if len(hit):
                 points.append(given.centres[hit[0]])
-            frame -= 1
         return np.stack(points[::-1]) if points else _NO_TRAIL
 
 
@@ -160,7 +187,10 @@ class TrackingStages:
 
     def __call__(self, source: int) -> list[SourceStage]:
         del source  # every source alike, each its own tracker
-        return [TrackingStage(self.make(self.settings), self.settings.trail_length)]
+        settings = self.settings
+        lost = int(settings.track_buffer * settings.frame_rate / 30.0)
+        forget = max(FORGET_AFTER, 2 * lost + 1)  # a trail outlives its track's buffer
+        return [TrackingStage(self.make(settings), settings.trail_length, forget_after=forget)]
 
 
 def tracking_stages(
