@@ -10,7 +10,14 @@ from typing import Any
 
 from framelens.core.errors import ConfigError
 
-__all__ = ["add_model_args", "sample_video", "settings_from_args"]
+__all__ = [
+    "TRACKER_OPTIONS",
+    "add_model_args",
+    "add_tracker_args",
+    "sample_video",
+    "settings_from_args",
+    "tracker_from_args",
+]
 
 
 def sample_video() -> Path:
@@ -93,3 +100,109 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         threads=args.threads,
         batch=args.batch or 1,
     )
+
+
+TRACKER_OPTIONS = {
+    "track_high": ("--track-high", "high_threshold"),
+    "track_low": ("--track-low", "low_threshold"),
+    "track_new": ("--track-new", "new_track_threshold"),
+    "track_buffer": ("--track-buffer", "track_buffer"),
+    "match_iou": ("--match-iou", "match_iou"),
+    "min_hits": ("--min-hits", "min_hits"),
+    "cmc": ("--cmc", "cmc"),
+}
+"""The tracker's parameter options: argparse's name -> (the option, TrackerSettings' field)."""
+
+
+def add_tracker_args(p: argparse.ArgumentParser) -> None:
+    """``--track [KIND]`` and the tracker's parameters (run and batch)."""
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS
+
+    p.add_argument(
+        "--track", nargs="?", const=TRACKER_KINDS[0], default=None, choices=TRACKER_KINDS,
+        help=f"follow each detected object from frame to frame (each source its own "
+        f"track IDs, from 1): {', '.join(TRACKER_KINDS)} (bare --track: {TRACKER_KINDS[0]})",
+    )  # fmt: skip
+    p.add_argument(
+        "--track-high",
+        type=float,
+        default=None,
+        metavar="S",
+        help="tracking: detections scoring this are matched first (default: the tracker's "
+        "published value, as for the other tracker options)",
+    )
+    p.add_argument(
+        "--track-low",
+        type=float,
+        default=None,
+        metavar="S",
+        help="tracking: the least score that may extend a track",
+    )
+    p.add_argument(
+        "--track-new",
+        type=float,
+        default=None,
+        metavar="S",
+        help="tracking: the score a detection needs to start a track",
+    )
+    p.add_argument(
+        "--track-buffer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="tracking: frames a lost track is kept to be found again, counted at 30 fps "
+        "(scaled by the source's frame rate)",
+    )
+    p.add_argument(
+        "--match-iou",
+        type=float,
+        default=None,
+        metavar="IOU",
+        help="tracking: the least IoU of a box and a track to match",
+    )
+    p.add_argument(
+        "--min-hits",
+        type=int,
+        default=None,
+        metavar="N",
+        help="tracking: frames a new track is seen before it gets an ID",
+    )
+    p.add_argument(
+        "--cmc",
+        default=None,
+        choices=["sparse", "ecc", "none"],
+        help="botsort: camera-motion compensation (default: sparse optical flow)",
+    )
+
+
+def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
+    """The TrackerSettings the options ask for (None without ``--track``); ConfigError for
+    a tracker's option without ``--track``, a model whose outputs are not boxes, or a
+    parameter out of range."""
+    from framelens.core.stages.tasks import kind_of
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    named = [name for name in TRACKER_OPTIONS if getattr(args, name, None) is not None]
+    given = {TRACKER_OPTIONS[name][1]: getattr(args, name) for name in named}
+    if args.track is None:
+        if named:
+            options = ", ".join(TRACKER_OPTIONS[name][0] for name in named)
+            raise ConfigError(f"{options}: options of the tracker: add --track")
+        return None
+    if not kind_of(model).finds_objects:
+        raise ConfigError(
+            f"--track follows detected objects, and {model.name} ({model.task}) finds none: "
+            "choose a detection model"
+        )
+    for name in named:
+        option, value = TRACKER_OPTIONS[name][0], getattr(args, name)
+        if isinstance(value, float) and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{option} must be between 0 and 1")
+        if isinstance(value, int) and value < (1 if name == "min_hits" else 0):
+            raise ConfigError(f"{option} must be at least {1 if name == 'min_hits' else 0}")
+    if given.get("cmc") is not None and args.track != "botsort":
+        raise ConfigError("--cmc is BoT-SORT's camera-motion compensation: add --track botsort")
+    try:
+        return TrackerSettings.for_kind(args.track, **given)
+    except ValueError as exc:
+        raise ConfigError(f"--track: {exc}") from None

@@ -46,7 +46,7 @@ from framelens.core.sessions.opening import SourceOpener
 from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
-from framelens.core.types import FrameResult
+from framelens.core.types import FrameResult, SourceInfo
 
 __all__ = [
     "MAX_BATCH",
@@ -170,7 +170,7 @@ class Session:
             SessionSource(spec, name)
             for spec, name in zip(specs, names or [str(s) for s in specs], strict=True)
         ]
-        self.stages = SourceStages(stages, ids)
+        self.stages = SourceStages(stages, ids, self._source_info)
         self._draws_late = False  # overlays drawn after the stages (see _drive)
         self.notes: list[str] = []
         self._say = say
@@ -196,6 +196,11 @@ class Session:
         self.device = self.settings.device
         self._driving: Drive[FrameResult] | None = None
         self._ran_as: tuple[PipelineSettings, str, int] = (self.settings, "", 0)
+
+    def _source_info(self, i: int) -> SourceInfo | None:
+        """What source ``i`` of the session is (its stages' frame rate), while open."""
+        source = self.sources[i].source
+        return None if source is None else source.info
 
     # ---- what the consumer reads ---------------------------------------------------------
 
