@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.runs import run_many, run_to_outputs
 from framelens.core.sessions.tracks import TrackStages
 from framelens.core.sessions.wall import WallPlayer, WallState
+from framelens.core.stages.source_stages import SourceStage, StageFactory
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections, FrameResult
 from media_factory import sample_clips
@@ -169,6 +171,51 @@ def test_four_sources_each_keep_tracks_of_their_own_equal_to_four_single_runs(
         assert same_rows(together, mot_rows(alone)), f"source {n}"
         assert summary.sources[n].tracks == single.sources[0].tracks
         assert same_rows(tracked_boxes(tmp_path / "four" / f"clip{n}.json"), clipped(together))
+
+
+def test_sources_in_processes_of_their_own_keep_the_tracks_of_single_runs(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """Two device slots, each in a process (``--processes``): the trackers travel with
+    the run (pickled) and each source's tracks come back, in its MOT file and the
+    summary, as a single run makes them."""
+    tracker = TrackerSettings()
+    summary = run_many(clips[:2], settings, str(tmp_path / "two"), devices=["cpu", "cpu"],
+                       processes=True, videos=False, tracker=tracker, tracks=True)  # fmt: skip
+    assert len(summary.devices) == 2
+    for n, clip in enumerate(clips[:2]):
+        alone = tmp_path / f"alone{n}.txt"
+        single = run_to_outputs(clip, settings, tracker=tracker, tracks=str(alone))
+        assert same_rows(mot_rows(tmp_path / "two" / f"clip{n}.tracks.txt"), mot_rows(alone))
+        assert summary.sources[n].tracks == single.sources[0].tracks >= 1
+
+
+RATES: list[tuple[int, float]] = []  # (source, frame rate) each tracker was made with
+
+
+def recording_tracker(settings: TrackerSettings) -> StageFactory:
+    """The real tracking stages, noting the frame rate each source's tracker got."""
+    from framelens.core.stages.tracking.stage import tracking_stages
+
+    made = tracking_stages(settings)
+
+    def factory(source: int) -> Sequence[SourceStage]:
+        RATES.append((source, settings.frame_rate))
+        return made(source)
+
+    return factory
+
+
+def test_each_sources_tracker_counts_its_buffer_at_the_sources_own_frame_rate(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """A 10 fps clip and a 25 fps one in one run: each tracker is made with its own
+    source's rate (the track buffer is in frames at 30 fps, scaled by it)."""
+    fast = sample_clips(tmp_path, SAMPLE, (290,), 4, rate=25)[0]
+    RATES.clear()
+    run_many([clips[0], fast], settings, str(tmp_path / "out"), videos=False, frames=3,
+             stages=TrackStages(TrackerSettings(), make=recording_tracker))  # fmt: skip
+    assert sorted(RATES) == [(0, 10.0), (1, 25.0)]
 
 
 def test_the_cli_writes_each_sources_tracks_beside_its_other_outputs(
