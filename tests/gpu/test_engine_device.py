@@ -319,3 +319,29 @@ def test_engine_cycles_leak_no_device_memory(
         cycle()
     grown = _settled(gpu_ctx) - before
     assert grown <= 32 * MiB, f"{grown / MiB:.1f} MiB more after {ENGINE_CYCLES} engine cycles"
+
+
+@pytest.mark.parametrize(("precision", "tf32"), [("fp32", "0"), ("fp16", "1")])
+def test_an_fp32_graph_keeps_fp32_and_an_fp16_graph_allows_tf32(
+    gpu_ctx: GpuContext, precision: str, tf32: str
+) -> None:
+    """FP32 means FP32 (the agreement with the CPU above needs it); an FP16 graph gains
+    nothing from forbidding TF32, and cuDNN then found no plan for ESRGAN's FP16
+    convolutions (211 ms a call against 54, issue 29): the product's engines as built."""
+    from framelens.core.models.catalog import DEFAULT_MODEL
+    from framelens.core.pipeline import build
+    from framelens.core.pipeline.settings import PipelineSettings
+
+    settings = build.resolve(
+        PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0", precision=precision)
+    )
+    pipeline = build.gpu_pipelines(settings, 1, resolved=True)[0]
+    host = build.host_pipeline(settings, resolved=True)
+    try:
+        engines = [getattr(pipeline, "engine", None), getattr(host, "engine", None)]
+        for engine in engines:
+            assert isinstance(engine, OnnxRuntimeEngine), type(engine)
+            assert engine.cuda_provider_options.get("use_tf32") == tf32
+    finally:
+        pipeline.close()
+        host.close()

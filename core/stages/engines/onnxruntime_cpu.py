@@ -147,6 +147,12 @@ class OnnxRuntimeEngine(Engine):
         self.input_shape = tuple(d if isinstance(d, int) else None for d in inputs[0].shape)
         self.output_names = [str(o.name) for o in self._session.get_outputs()]
 
+    @property
+    def cuda_provider_options(self) -> dict[str, str]:
+        """The CUDA provider's options as ONNX Runtime applied them (empty on the CPU)."""
+        options = self._session.get_provider_options().get("CUDAExecutionProvider", {})
+        return {str(k): str(v) for k, v in options.items()}
+
     def infer(self, tensor: npt.NDArray[np.float32]) -> list[npt.NDArray[Any]]:
         if self._session is None:
             raise EngineError("the engine is closed")
