@@ -13,7 +13,7 @@ Groups:
 * devices and backends: what can run here, and why not
 * archives: batches over folders of footage (``run_batch``, local or on Ray), their
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
-  ``archive_labels``)
+  ``archive_labels``, a tracked batch's tracks: ``archive_tracks``)
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
   through one executor) and its state
@@ -95,7 +95,9 @@ from framelens.core.sessions.archive import (
     DetectionHit,
     InputProgress,
     InputState,
+    TrackRow,
     archive_labels,
+    archive_tracks,
     discover_inputs,
     query_detections,
     read_manifest,
@@ -245,6 +247,7 @@ __all__ = [
     "Tag",
     "TaskKind",
     "TileState",
+    "TrackRow",
     "Upscaled",
     "VariantInfo",
     "WallLayout",
@@ -253,6 +256,7 @@ __all__ = [
     "WallState",
     "__version__",
     "archive_labels",
+    "archive_tracks",
     "backend_choices",
     "bicubic_upscale",
     "build_engine",

@@ -147,6 +147,22 @@ def test_bad_tracking_options_are_refused_in_one_line_and_nothing_is_written(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_annotated_export_runs_with_tracking(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """``--export`` with ``--track``: the overlay is drawn after the tracker (the IDs are
+    the overlay's to draw), every frame written, the tracks beside it."""
+    import av
+
+    video, tracks = tmp_path / "ids.mp4", tmp_path / "tracks.txt"
+    summary = run_to_outputs(clips[0], settings, export=str(video), frames=6,
+                             tracker=TrackerSettings(), tracks=str(tracks))  # fmt: skip
+    assert set(summary.outputs) == {str(tracks), str(video)}
+    with av.open(str(video)) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 6
+    assert {frame for frame, _, _ in mot_rows(tracks)} <= set(range(1, 7))
+
+
 def test_bare_track_before_the_source_is_the_default_tracker(
     clips: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
