@@ -9,6 +9,10 @@ Each pair of runs is made in one process on warm engines, in turn (with, without
 then without, with: neither side always goes first), ``--repeats`` times each; the
 report holds every run's fps, the medians, their spread ((max - min) / median) and the
 ratio of the medians, against the target: tracking keeps at least 95% of the fps.
+On a machine shared with other work the wall clock's fps swing with its load; the
+CPU alone (this file) also records the CPU time the process spent per frame on each
+side (``cpu_ms_per_frame``), which that load does not add to, and the tracker's own
+milliseconds per frame timed inside a run.
 
 Run alone (this file), it measures ``framelens run`` of the person sample on one device
 (default the CPU) as the command line runs it: the detections JSON written, no video,
@@ -120,18 +124,26 @@ def main() -> int:
     tracker = TrackerSettings.for_kind(args.track)
     tracks: list[int | None] = []
 
+    cpu_ms: dict[bool, list[float]] = {True: [], False: []}
+
     def run(tracked: bool) -> float:
+        cpu0 = time.process_time()
         with tempfile.TemporaryDirectory() as tmp:
             summary = run_to_outputs(
                 args.video, settings, detections=str(Path(tmp) / "d.json"), start=args.start,
                 frames=args.frames, tracker=tracker if tracked else None,
             )  # fmt: skip
+        # the CPU time this process spent per frame (every thread): what other work on a
+        # shared machine takes from the wall clock, it does not add here
+        cpu_ms[tracked].append(round((time.process_time() - cpu0) * 1000 / summary.frames, 3))
         if tracked:
             tracks.append(summary.sources[0].tracks)
         return summary.fps
 
     run(True)  # warm-up: the model loaded, the caches filled
     run(False)
+    cpu_ms[True].clear()
+    cpu_ms[False].clear()
     from framelens.core.sessions.tracks import TrackStages
 
     timed = TimedStages(TrackStages(tracker))
@@ -163,6 +175,15 @@ def main() -> int:
                 tracker_ms * ab["median_without"] / 1000, 4
             ),
             "run_fps": round(e2e, 2),
+        },
+        "cpu_ms_per_frame": {
+            "without": cpu_ms[False],
+            "with": cpu_ms[True],
+            "median_without": round(statistics.median(cpu_ms[False]), 3),
+            "median_with": round(statistics.median(cpu_ms[True]), 3),
+            "fps_ratio_if_cpu_bound": round(
+                statistics.median(cpu_ms[False]) / statistics.median(cpu_ms[True]), 3
+            ),
         },
         "tracking": ab,
     }
