@@ -141,3 +141,23 @@ def test_bad_archive_tracking_options_are_refused_in_one_line(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
+
+
+def test_an_archive_written_before_track_ids_reads_back_with_them_null(tmp_path: Path) -> None:
+    """A Parquet file of the columns before ``track_id`` (an archive batched by an
+    earlier FrameLens) is still queried, its rows untracked."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from framelens.core.sessions.archive.parquet import DETECTIONS_DIR, schema
+
+    before = schema().remove(schema().get_field_index("track_id"))
+    row = {"source": "old.mp4", "frame": 3, "pts": 0.3, "class_id": 0, "label": "person",
+           "score": 0.9, "x1": 1.0, "y1": 2.0, "x2": 3.0, "y2": 4.0, "model": "yolox-nano",
+           "precision": "fp32"}  # fmt: skip
+    (tmp_path / DETECTIONS_DIR).mkdir()
+    table = pa.table({name: [row[name]] for name in before.names}, schema=before)
+    pq.write_table(table, tmp_path / DETECTIONS_DIR / "old.parquet")
+    hits = query_detections(tmp_path)
+    assert len(hits) == 1 and hits[0].track_id is None and hits[0].frame == 3
+    assert "#" not in hits[0].line()
+    assert archive_tracks(tmp_path) == [] and query_detections(tmp_path, track_id=1) == []
