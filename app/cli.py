@@ -412,6 +412,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return cmd_evaluate(args)
 
 
+def _cmd_track(args: argparse.Namespace) -> int:
+    from framelens.cli_tracks import cmd_track
+
+    return cmd_track(args)
+
+
 HEADLESS_PLATFORMS = frozenset(
     {"offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay"}
 )
@@ -456,6 +462,7 @@ COMMANDS = {
     "batch": _cmd_batch,
     "query": _cmd_query,
     "evaluate": _cmd_evaluate,
+    "track": _cmd_track,
 }
 
 

@@ -11,12 +11,13 @@ from typing import Any
 from framelens.core.errors import ConfigError
 
 __all__ = [
-    "TRACKER_OPTIONS",
     "add_model_args",
     "add_tracker_args",
+    "add_tracker_options",
     "sample_video",
     "settings_from_args",
     "tracker_from_args",
+    "tracker_settings_from_args",
 ]
 
 
@@ -102,20 +103,97 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     )
 
 
-TRACKER_OPTIONS = {
-    "track_high": ("--track-high", "high_threshold"),
-    "track_low": ("--track-low", "low_threshold"),
-    "track_new": ("--track-new", "new_track_threshold"),
-    "track_buffer": ("--track-buffer", "track_buffer"),
-    "match_iou": ("--match-iou", "match_iou"),
-    "min_hits": ("--min-hits", "min_hits"),
-    "cmc": ("--cmc", "cmc"),
+TRACKER_OPTION_HELP = {
+    "high_threshold": "detections at or above it are matched first; below it (down to "
+    "--low-threshold) they only extend existing tracks",
+    "low_threshold": "the lowest score a detection may have to extend a track",
+    "new_track_threshold": "the score a detection left over needs to start a track",
+    "track_buffer": "frames a lost track is kept to be found again (at 30 fps; scaled by "
+    "the frame rate)",
+    "match_iou": "the least IoU of a detection and a track in the first association",
+    "second_match_iou": "the least IoU in the second association (low-score detections)",
+    "unconfirmed_match_iou": "the least IoU for a track not yet confirmed",
+    "min_hits": "observations in a row before a new track is confirmed and gets its ID",
+    "frame_rate": "the source's frames per second (scales --track-buffer)",
+    "trail_length": "centre points kept per track for trails (0: none)",
+    "cmc": "BoT-SORT's camera-motion compensation",
+    "cmc_downscale": "BoT-SORT: the frame is shrunk by this before motion compensation",
+    "ocsort_delta_t": "OC-SORT: frames between the observations its direction is measured on",
+    "ocsort_inertia": "OC-SORT: the weight of the direction in matching",
+    "ocsort_use_byte": "OC-SORT: also match low-score detections (ByteTrack's second association)",
 }
-"""The tracker's parameter options: argparse's name -> (the option, TrackerSettings' field)."""
+"""What each tracker parameter means, as the command line's help says it (the fields of
+core/stages/tracking/settings.py's TrackerSettings; one it does not name is still an
+option, helped by its field name)."""
+
+
+def _tracker_fields() -> list[tuple[str, Any, Any]]:
+    """(name, type, default per tracker kind) of every TrackerSettings field but kind."""
+    import dataclasses
+    import typing
+
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerSettings
+
+    hints = typing.get_type_hints(TrackerSettings)
+    per_kind = {kind: TrackerSettings.for_kind(kind) for kind in TRACKER_KINDS}
+    return [
+        (f.name, hints[f.name], {k: getattr(s, f.name) for k, s in per_kind.items()})
+        for f in dataclasses.fields(TrackerSettings)
+        if f.name != "kind"
+    ]
+
+
+def add_tracker_options(p: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+    """One option per tracker parameter (TrackerSettings' fields but ``kind`` and those
+    in ``skip``): ``--high-threshold``, ``--track-buffer``, ... Each defaults to the
+    chosen tracker's published value; ``tracker_settings_from_args`` reads them."""
+    import typing
+
+    group = p.add_argument_group("tracker parameters (default: the chosen tracker's own)")
+    for name, kind, defaults in _tracker_fields():
+        if name in skip:
+            continue
+        values = sorted({str(v) for v in defaults.values()})
+        if len(values) == 1:
+            told = f"default {values[0]}"
+        else:
+            told = "default " + ", ".join(f"{k} {v}" for k, v in defaults.items())
+        text = f"{TRACKER_OPTION_HELP.get(name, name.replace('_', ' '))} ({told})"
+        option, dest = "--" + name.replace("_", "-"), f"tracker_{name}"
+        if kind is bool:
+            group.add_argument(option, dest=dest, action="store_const", const=True, help=text)
+        elif typing.get_origin(kind) is typing.Literal:
+            choices = [str(c) for c in typing.get_args(kind)]
+            group.add_argument(option, dest=dest, choices=choices, default=None, help=text)
+        else:
+            metavar = "N" if kind is int else "X"
+            group.add_argument(
+                option, dest=dest, type=kind, default=None, metavar=metavar, help=text
+            )
+
+
+def tracker_settings_from_args(args: argparse.Namespace, kind: str, **fixed: Any) -> Any:
+    """TrackerSettings of ``kind`` (its published defaults), with each parameter option
+    given (``add_tracker_options``) and then ``fixed`` (field=value) applied; a value out
+    of range is a ConfigError, one line."""
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerSettings
+
+    if kind not in TRACKER_KINDS:
+        raise ConfigError(f"unknown tracker {kind!r} (one of {', '.join(TRACKER_KINDS)})")
+    given = {
+        name: value
+        for name, _, _ in _tracker_fields()
+        if (value := getattr(args, f"tracker_{name}", None)) is not None
+    }
+    try:
+        return TrackerSettings.for_kind(kind, **{**given, **fixed})
+    except ValueError as exc:
+        raise ConfigError(f"tracker parameters: {exc}") from None
 
 
 def add_tracker_args(p: argparse.ArgumentParser) -> None:
-    """``--track [KIND]`` and the tracker's parameters (run and batch)."""
+    """``--track [KIND]`` and the tracker's parameters, the options of ``framelens track``
+    (run and batch; the frame rate is each source's own)."""
     from framelens.core.stages.tracking.settings import TRACKER_KINDS
 
     p.add_argument(
@@ -123,70 +201,24 @@ def add_tracker_args(p: argparse.ArgumentParser) -> None:
         help=f"follow each detected object from frame to frame (each source its own "
         f"track IDs, from 1): {', '.join(TRACKER_KINDS)} (bare --track: {TRACKER_KINDS[0]})",
     )  # fmt: skip
-    p.add_argument(
-        "--track-high",
-        type=float,
-        default=None,
-        metavar="S",
-        help="tracking: detections scoring this are matched first (default: the tracker's "
-        "published value, as for the other tracker options)",
-    )
-    p.add_argument(
-        "--track-low",
-        type=float,
-        default=None,
-        metavar="S",
-        help="tracking: the least score that may extend a track",
-    )
-    p.add_argument(
-        "--track-new",
-        type=float,
-        default=None,
-        metavar="S",
-        help="tracking: the score a detection needs to start a track",
-    )
-    p.add_argument(
-        "--track-buffer",
-        type=int,
-        default=None,
-        metavar="N",
-        help="tracking: frames a lost track is kept to be found again, counted at 30 fps "
-        "(scaled by the source's frame rate)",
-    )
-    p.add_argument(
-        "--match-iou",
-        type=float,
-        default=None,
-        metavar="IOU",
-        help="tracking: the least IoU of a box and a track to match",
-    )
-    p.add_argument(
-        "--min-hits",
-        type=int,
-        default=None,
-        metavar="N",
-        help="tracking: frames a new track is seen before it gets an ID",
-    )
-    p.add_argument(
-        "--cmc",
-        default=None,
-        choices=["sparse", "ecc", "none"],
-        help="botsort: camera-motion compensation (default: sparse optical flow)",
-    )
+    add_tracker_options(p, skip=("frame_rate",))
+
+
+BOTSORT_ONLY = ("cmc", "cmc_downscale")
+"""Parameters of BoT-SORT's camera-motion compensation, which the others do not have."""
 
 
 def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
     """The TrackerSettings the options ask for (None without ``--track``); ConfigError for
-    a tracker's option without ``--track``, a model whose outputs are not boxes, or a
-    parameter out of range."""
+    a tracker's option without ``--track``, a model whose outputs are not boxes, BoT-SORT's
+    options for another tracker, or a parameter out of range."""
     from framelens.core.stages.tasks import kind_of
-    from framelens.core.stages.tracking.settings import TrackerSettings
 
-    named = [name for name in TRACKER_OPTIONS if getattr(args, name, None) is not None]
-    given = {TRACKER_OPTIONS[name][1]: getattr(args, name) for name in named}
+    named = [name for name, _, _ in _tracker_fields()
+             if getattr(args, f"tracker_{name}", None) is not None]  # fmt: skip
+    options = ", ".join("--" + name.replace("_", "-") for name in named)
     if args.track is None:
         if named:
-            options = ", ".join(TRACKER_OPTIONS[name][0] for name in named)
             raise ConfigError(f"{options}: options of the tracker: add --track")
         return None
     if not kind_of(model).finds_objects:
@@ -194,15 +226,8 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
             f"--track follows detected objects, and {model.name} ({model.task}) finds none: "
             "choose a detection model"
         )
-    for name in named:
-        option, value = TRACKER_OPTIONS[name][0], getattr(args, name)
-        if isinstance(value, float) and not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{option} must be between 0 and 1")
-        if isinstance(value, int) and value < (1 if name == "min_hits" else 0):
-            raise ConfigError(f"{option} must be at least {1 if name == 'min_hits' else 0}")
-    if given.get("cmc") is not None and args.track != "botsort":
-        raise ConfigError("--cmc is BoT-SORT's camera-motion compensation: add --track botsort")
-    try:
-        return TrackerSettings.for_kind(args.track, **given)
-    except ValueError as exc:
-        raise ConfigError(f"--track: {exc}") from None
+    botsort = [n for n in named if n in BOTSORT_ONLY]
+    if botsort and args.track != "botsort":
+        what = ", ".join("--" + n.replace("_", "-") for n in botsort)
+        raise ConfigError(f"{what}: BoT-SORT's camera-motion compensation: add --track botsort")
+    return tracker_settings_from_args(args, args.track)

@@ -126,8 +126,8 @@ def test_an_untracked_archive_has_null_track_ids_and_a_tracked_batch_does_it_aga
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["batch", "IN", "--output", "OUT", "--track-new", "0.5"],
-         "--track-new: options of the tracker: add --track"),
+        (["batch", "IN", "--output", "OUT", "--new-track-threshold", "0.5"],
+         "--new-track-threshold: options of the tracker: add --track"),
         (["query", "OUT", "--track-id", "0"], "--track-id: track IDs start at 1"),
         (["query", "OUT", "--tracks", "--min-score", "0.5"], "--tracks lists whole tracks"),
     ],

@@ -144,3 +144,215 @@ def test_missing_file_and_bad_report_folder(
     )  # fmt: skip
     assert code == 2 and out == "" and "holds other files" in err
     assert [p.name for p in taken.iterdir()] == ["mine.txt"]
+
+
+# -- framelens track ---------------------------------------------------------------------
+
+
+def _detections_from_gt(path: Path, gt_txt: Path, seed: int = 7) -> Path:
+    """Detections made from a ground truth, as a detector would give them: IDs gone (-1),
+    boxes jittered by a few pixels, scores spread over 0.7..1, one box in 50 missed."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for frame in read_ground_truth(gt_txt).frames:
+        for box in frame.boxes:
+            if rng.random() < 0.02:
+                continue
+            left, top, width, height = box + rng.normal(0.0, 2.0, 4)
+            score = rng.uniform(0.7, 1.0)
+            lines.append(f"{frame.number},-1,{left:.2f},{top:.2f},{width:.2f},{height:.2f},"
+                         f"{score:.3f},-1,-1,-1")  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _new_id_per_box(detections: Path, out: Path) -> Path:
+    """The baseline of no tracking at all: every detection its own track."""
+    rows = [line.split(",") for line in detections.read_text().splitlines()]
+    out.write_text("".join(",".join([r[0], str(k + 1), *r[2:]]) + "\n" for k, r in enumerate(rows)))
+    return out
+
+
+@pytest.mark.parametrize("tracker", ["bytetrack", "ocsort", "botsort"])
+def test_track_then_evaluate_on_tud_campus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tracker: str
+) -> None:
+    gt = motmetrics_data() / "gt.txt"
+    dets = _detections_from_gt(tmp_path / "det.txt", gt)
+    tracks = tmp_path / "tracks.txt"
+    code, out, err = _cli(
+        capsys, "track", str(dets), "--output", str(tracks), "--tracker", tracker, "--fps", "25"
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["tracker"] == tracker and summary["settings"]["frame_rate"] == 25.0
+    assert summary["frames"] == len(read_ground_truth(gt).frames)
+    assert err.strip().splitlines()[-1] == f"framelens: wrote {tracks}"
+    written = read_tracks_file(tracks)
+    assert (
+        written.num_boxes == summary["track_boxes"] and len(written.track_ids) == summary["tracks"]
+    )
+    assert min(written.track_ids) >= 1
+
+    code, out, _ = _cli(capsys, "evaluate", str(tracks), "--gt", str(gt))
+    scores = json.loads(out)["metrics"]
+    baseline = evaluate_tracks(
+        read_tracks_file(_new_id_per_box(dets, tmp_path / "none.txt")), read_ground_truth(gt)
+    ).scores
+    # a sane tracker on clean detections of 8 walking people: most boxes kept, one ID each
+    assert scores["hota"] > 0.75 and scores["idf1"] > 0.85 and scores["mota"] > 0.85
+    assert scores["assa"] > 2 * baseline.assa  # the tracker, not the boxes, earns this
+    assert scores["false_positives"] == 0  # the tracker keeps the detector's boxes
+
+
+def test_frames_without_detections_advance_the_tracker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One person walks, unseen in frames 6 to 8 (no line at all), then seen again."""
+    dets = tmp_path / "det.txt"
+    dets.write_text(
+        "".join(f"{f},-1,{100 + 4 * f},50,40,100,0.9\n" for f in (*range(1, 6), *range(9, 13)))
+    )
+
+    def ids(*options: str) -> list[list[int]]:
+        out = tmp_path / "t.txt"
+        code, _, err = _cli(capsys, "track", str(dets), "--output", str(out), *options)
+        assert code == 0, err
+        return [f.ids.tolist() for f in read_tracks_file(out).frames]
+
+    kept = ids("--fps", "30")  # 30 frames of buffer: the same track after the gap
+    assert len(kept) == 12 and kept[5:8] == [[], [], []]
+    assert {i for f in kept for i in f} == {1}
+    lost = ids("--fps", "30", "--track-buffer", "1")  # lost after 1 frame without it
+    assert {i for f in lost[:5] for i in f} != {i for f in lost[8:] for i in f}
+
+
+def test_track_a_framelens_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gt = read_ground_truth(motmetrics_data() / "gt.txt")
+    path = tmp_path / "run.json"
+    with DetectionsWriter(path, {"model": "m", "source_fps": 12.5}, ["person"]) as writer:
+        for frame in gt.frames:
+            xyxy = frame.boxes.copy()
+            xyxy[:, 2:] += xyxy[:, :2]
+            n = len(frame)
+            found = Detections(xyxy.astype(np.float32), np.full(n, 0.9, np.float32),
+                               np.zeros(n, np.int32))  # fmt: skip
+            writer.add(frame.number - 1, 0.0, found)
+    out = tmp_path / "t.txt"
+    code, printed, err = _cli(capsys, "track", str(path), "--output", str(out), "--min-hits", "1")
+    assert code == 0, err
+    summary = json.loads(printed)
+    assert summary["settings"]["frame_rate"] == 12.5  # from the JSON's meta
+    assert summary["settings"]["min_hits"] == 1
+    scores = evaluate_tracks(read_tracks_file(out), gt).scores
+    assert scores.idf1 > 0.95 and scores.id_switches == 0
+
+
+TRACK_BAD_OPTIONS = [
+    (["--frame-size", "640by480"], "--frame-size"),
+    (["--fps", "0"], "--fps"),
+    (["--high-threshold", "2"], "tracker parameters"),
+    (["--min-hits", "0"], "tracker parameters"),
+]
+
+
+@pytest.mark.parametrize(("options", "what"), TRACK_BAD_OPTIONS)
+def test_track_bad_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], what: str
+) -> None:
+    dets = tmp_path / "det.txt"
+    dets.write_text("1,-1,1,1,5,5,0.9\n")
+    code, out, err = _cli(capsys, "track", str(dets), "--output", str(tmp_path / "t.txt"), *options)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and what in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["det.txt"]
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_track_bad_detections_one_line_exit_2_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    text, line = BAD[case]
+    bad = tmp_path / ("bad.json" if text.startswith("{") else "bad.txt")
+    bad.write_text(text)
+    code, out, err = _cli(capsys, "track", str(bad), "--output", str(tmp_path / "t.txt"))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"framelens: error: cannot read {bad}, line {line}: " in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == [bad.name]
+
+
+def test_tracker_options_default_to_each_trackers_published_values() -> None:
+    from framelens.cli import build_parser
+    from framelens.cli_options import tracker_settings_from_args
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerSettings
+
+    parser = build_parser()
+    for kind in TRACKER_KINDS:
+        args = parser.parse_args(["track", "d.txt", "--output", "t.txt", "--tracker", kind])
+        assert tracker_settings_from_args(args, kind) == TrackerSettings.for_kind(kind)
+    args = parser.parse_args(
+        ["track", "d.txt", "--output", "t.txt", "--track-buffer", "90", "--ocsort-use-byte"]
+    )
+    chosen = tracker_settings_from_args(args, "ocsort")
+    assert chosen.track_buffer == 90 and chosen.ocsort_use_byte is True
+    assert chosen.min_hits == TrackerSettings.for_kind("ocsort").min_hits
+
+
+def test_a_killed_track_leaves_nothing(tmp_path: Path) -> None:
+    """SIGTERM while the tracks are being written: neither the tracks file nor its
+    temporary stays, exit 128 + 15, one line."""
+    import signal
+    import time
+
+    from child_signals import as_from_a_terminal
+
+    rng = np.random.default_rng(3)
+    frames, boxes = 6_000, 20  # seconds of tracking here: the signal comes well before the end
+    rows = np.column_stack([
+        np.repeat(np.arange(1, frames + 1), boxes), np.full(frames * boxes, -1),
+        rng.uniform(0, 1800, (frames * boxes, 2)), rng.uniform(20, 80, (frames * boxes, 2)),
+        rng.uniform(0.2, 1.0, frames * boxes),
+    ])  # fmt: skip
+    dets = tmp_path / "det.txt"
+    np.savetxt(dets, rows, fmt=["%d", "%d", "%.1f", "%.1f", "%.1f", "%.1f", "%.2f"], delimiter=",")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", "track", str(dets), "--output", str(out / "t.txt")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not any(".partial-" in p.name for p in out.iterdir()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "track did not start writing"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        stdout, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert stdout == "" and err.strip().splitlines() == ["framelens: interrupted"]
+    assert list(out.iterdir()) == []
+
+
+def test_frame_size_clips_detections_as_a_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dets = tmp_path / "det.txt"  # one person walking out of a 200x100 frame on the right
+    dets.write_text("".join(f"{f},-1,{150 + 10 * f},20,40,60,0.9\n" for f in range(1, 8)))
+    out = tmp_path / "t.txt"
+    code, _, err = _cli(capsys, "track", str(dets), "--output", str(out), "--frame-size", "200x100",
+                        "--min-hits", "1")  # fmt: skip
+    assert code == 0, err
+    frames = read_tracks_file(out).frames
+    right = [float(f.boxes[0, 0] + f.boxes[0, 2]) for f in frames if len(f)]
+    assert right and max(right) == 200.0  # clipped at the frame's edge
+    assert len(frames) == 4  # from frame 5 on wholly outside the frame: no rows
+    code, _, _ = _cli(capsys, "track", str(dets), "--output", str(out), "--min-hits", "1")
+    unclipped = read_tracks_file(out).frames
+    assert max(float(f.boxes[0, 0] + f.boxes[0, 2]) for f in unclipped if len(f)) > 200

@@ -158,6 +158,7 @@ BAD_TEXT = [
     ("fraction.txt", "1,1.5,10,10,20,20,1\n", 1, "id is not a whole number"),
     ("twice.txt", "1,4,1,1,9,9\n2,4,1,1,9,9\n1,4,2,2,9,9\n", 3, "ID 4 twice in frame 1"),
     ("long.txt", "1,1,1,1,1,1,1,1,1,1,1\n", 1, "11 fields"),
+    ("huge.txt", "1,1,1,1,5,5\n999999999,1,1,1,5,5\n", 2, "past the last one read"),
 ]
 
 
@@ -251,3 +252,55 @@ def test_ground_truth_needs_object_ids(tmp_path: Path) -> None:
     path.write_text("1,1,1,1,5,5,0\n")
     with pytest.raises(TrackFileError, match="no ground-truth boxes"):
         read_ground_truth(path)
+
+
+def test_detections_without_scores_read_as_score_one(tmp_path: Path) -> None:
+    """Many trackers write -1 for "no score": as a tracker's input those boxes count,
+    while a file with real scores keeps them (-1 among others included)."""
+    unscored = tmp_path / "unscored.txt"
+    unscored.write_text("1,-1,1,1,5,5,-1\n2,-1,1,1,5,5,-1\n")
+    assert [f.detections().scores.tolist() for f in read_detections_file(unscored).frames] == [
+        [1.0],
+        [1.0],
+    ]
+    scored = tmp_path / "scored.txt"
+    scored.write_text("1,-1,1,1,5,5,0.3\n2,-1,1,1,5,5,-1\n")
+    assert [f.scores.tolist() for f in read_detections_file(scored).frames] == [[0.3], [-1.0]]
+
+
+def test_tracks_in_memory_as_a_sequence() -> None:
+    """A tracker's output held in memory (a compare pane's) evaluates like its file."""
+    from framelens.core.stages.tracking.mot import sequence_from_detections
+
+    seq = sequence_from_detections(
+        "pane fp16",
+        [(0, _tracked([[10, 20, 40, 80], [0, 0, 5, 5]], [4, -1], [0.9, 0.3])),
+         (3, _tracked([[12, 22, 42, 82]], [4], [0.7]))],
+    )  # fmt: skip
+    assert seq.path == "pane fp16"
+    assert [f.number for f in seq.frames] == [1, 2, 3, 4]
+    assert [f.ids.tolist() for f in seq.frames] == [[4], [], [], [4]]
+    np.testing.assert_allclose(seq.frames[3].boxes, [[12, 22, 30, 60]])
+
+
+def test_detections_csv_of_a_tracked_run_has_a_track_id_column(tmp_path: Path) -> None:
+    import csv
+
+    path = tmp_path / "run.csv"
+    with DetectionsWriter(path, {"model": "m"}, ["person"]) as w:
+        w.add(0, 0.0, _tracked([[10, 20, 40, 80], [0, 0, 5, 5]], [3, -1], [0.9, 0.2]))
+        w.add(1, 0.1, _tracked([[11, 21, 41, 81]], [3], [0.8]))
+    rows = list(csv.DictReader(path.open()))
+    assert [r["track_id"] for r in rows] == ["3", "-1", "3"]
+    plain = tmp_path / "plain.csv"
+    with DetectionsWriter(plain, {"model": "m"}, ["person"]) as w:
+        w.add(0, 0.0, Detections.empty())
+    assert "track_id" not in plain.read_text().splitlines()[0]
+
+
+def test_trailing_commas_and_spaces_after_commas(tmp_path: Path) -> None:
+    path = tmp_path / "det.txt"
+    path.write_text("1, -1, 10, 20, 30, 40, 0.5,\n2,-1,11,21,30,40,0.6,\n")
+    dets = read_detections_file(path)
+    assert [f.scores.tolist() for f in dets.frames] == [[0.5], [0.6]]
+    np.testing.assert_allclose(dets.frames[0].boxes, [[10, 20, 30, 40]])

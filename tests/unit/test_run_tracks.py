@@ -126,9 +126,10 @@ def test_run_without_track_says_no_tracker_and_writes_no_track_ids(
     [
         (["--export-tracks", "t.txt"], "--export-tracks writes a tracker's tracks: add --track"),
         (["--track-buffer", "60"], "--track-buffer: options of the tracker: add --track"),
-        (["--track", "--match-iou", "1.5"], "--match-iou must be between 0 and 1"),
-        (["--track", "--track-low", "0.7", "--track-high", "0.6"], "--track: tracker thresh"),
-        (["--track", "ocsort", "--cmc", "ecc"], "--cmc is BoT-SORT's camera-motion"),
+        (["--track", "--match-iou", "1.5"], "tracker parameters: match IoUs must be between"),
+        (["--track", "--low-threshold", "0.7", "--high-threshold", "0.6"],
+         "tracker parameters: tracker thresholds"),
+        (["--track", "ocsort", "--cmc", "ecc"], "--cmc: BoT-SORT's camera-motion compensation"),
         (["--track", "--export-tracks"], "--export-tracks needs a file for one source"),
         (["--track", "--model", DEFAULT_SUPERRES_MODEL], "--track follows detected objects"),
         (["CLIP2", "--export-dir", "OUT", "--track", "--export-tracks", "t.txt"],

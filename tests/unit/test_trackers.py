@@ -18,6 +18,7 @@ from track_scenes import (
     id_f1,
     id_precision,
     moving_objects,
+    panning_scene,
     run_ours,
     run_roboflow,
     track_count,
@@ -35,10 +36,12 @@ def roboflow(kind: str) -> object:
         )
     if kind == "ocsort":
         return trackers.OCSORTTracker()  # its defaults are OC-SORT's published ones
+    if kind == "botsort":  # scenes without pictures: no camera-motion compensation
+        return trackers.BoTSORTTracker(enable_cmc=False)
     raise AssertionError(kind)
 
 
-KINDS = [k for k in TRACKER_KINDS if k != "botsort"]
+KINDS = list(TRACKER_KINDS)
 
 
 def crossing_scene(seed: int) -> list[SceneFrame]:
@@ -54,6 +57,10 @@ def crossing_scene(seed: int) -> list[SceneFrame]:
         low_score=0.15,
         occluded={4: range(50, 60)},
     )
+
+
+def settings_for(kind: str, **changes: object) -> TrackerSettings:
+    return TrackerSettings.for_kind(kind, **changes)  # type: ignore[arg-type]
 
 
 def truth(scene: list[SceneFrame]) -> list[npt.NDArray[np.int64]]:
@@ -199,3 +206,36 @@ def test_ocsort_finds_an_object_that_stopped_while_hidden_by_its_last_observatio
         got[kind] = (seen[-1], back[-1])
     assert got["ocsort"][1] == got["ocsort"][0]
     assert got["bytetrack"][1] not in (got["bytetrack"][0], -1)
+
+
+@pytest.mark.parametrize(("cmc", "theirs"), [("sparse", "sparseOptFlow"), ("ecc", "ecc")])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_botsort_keeps_ids_through_a_jerky_camera_pan_as_roboflows_does(
+    cmc: str, theirs: str, seed: int
+) -> None:
+    scene = panning_scene(np.random.default_rng(seed))
+    ours = run_ours(make_tracker(settings_for("botsort", cmc=cmc)), scene)
+    rf = run_roboflow(trackers.BoTSORTTracker(cmc_method=theirs), scene)
+    assert id_f1(ours, rf) >= 0.9
+    assert id_precision(ours, truth(scene)) >= 0.95
+    assert track_count(ours) == track_count(rf) == 5  # five people, one track each
+    # the pan is one that breaks tracks without compensation
+    blind = run_ours(make_tracker(settings_for("botsort", cmc="none")), scene)
+    assert track_count(blind) >= 10
+    assert id_precision(blind, truth(scene)) < 0.8
+
+
+@pytest.mark.parametrize("method", ["sparse", "ecc"])
+@pytest.mark.parametrize(("dx", "dy"), [(0, 0), (6, -3), (30, 8)])
+def test_camera_motion_is_measured_in_source_pixels(method: str, dx: int, dy: int) -> None:
+    from framelens.core.stages.tracking.cmc import CameraMotion
+
+    street = panning_scene(np.random.default_rng(0), frames=1, size=(900, 600))[0].image
+    assert street is not None
+    motion = CameraMotion(method, downscale=2)  # type: ignore[arg-type]
+    first = motion.apply(street[50:410, 50:690])
+    warp = motion.apply(street[50 + dy : 410 + dy, 50 + dx : 690 + dx])
+    np.testing.assert_allclose(first, np.eye(2, 3))
+    # the view moved by (dx, dy): what was at p is now at p - (dx, dy)
+    np.testing.assert_allclose(warp[:, :2], np.eye(2), atol=0.01)
+    np.testing.assert_allclose(warp[:, 2], [-dx, -dy], atol=0.75)

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from framelens.core.errors import ExportError
-from framelens.core.stages.tracking.evaluation import evaluate_tracks
+from framelens.core.stages.tracking import evaluation
+from framelens.core.stages.tracking.evaluation import ERROR_SPANS, evaluate_tracks
 from framelens.core.stages.tracking.evaluation_report import (
     EVALUATION_REPORT_FILES,
     write_evaluation_report,
@@ -107,9 +108,11 @@ def test_swapped_ids_lose_association_not_detection() -> None:
 def test_errors_over_time_add_up() -> None:
     folder = motmetrics_data()
     tracks, gt = read_tracks_file(folder / "test.txt"), read_ground_truth(folder / "gt.txt")
+    assert evaluate_tracks(tracks, gt).errors is None  # only when asked: it costs more
     for spans in (1, 7, 1000):
         result = evaluate_tracks(tracks, gt, error_spans=spans)
         errors, s = result.errors, result.scores
+        assert errors is not None
         assert len(errors.starts) == min(spans, s.frames)
         assert errors.starts[0] == 1 and errors.ends[-1] == s.frames
         assert all(b == a + 1 for a, b in zip(errors.ends, errors.starts[1:], strict=False))
@@ -126,10 +129,23 @@ def test_no_tracks_at_all() -> None:
     assert s.tracks == 0
 
 
+def test_long_sequences_get_fewer_longer_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluation, "ERROR_SPAN_BUDGET", 10 * 200)  # as if 200 were long
+    gt = read_ground_truth(motmetrics_data() / "gt.txt")
+    frames = gt.frames * 3  # 213 frames: numbered again from 1
+    long = replace(gt, frames=tuple(replace(f, number=k + 1) for k, f in enumerate(frames)))
+    result = evaluate_tracks(long, long, error_spans=ERROR_SPANS)
+    assert result.errors is not None
+    assert len(result.errors.starts) == 10  # the fewest spans
+    assert result.errors.ends[-1] == len(frames)
+
+
 def test_report_folder(tmp_path: Path) -> None:
     folder = motmetrics_data()
     result = evaluate_tracks(
-        read_tracks_file(folder / "test.txt"), read_ground_truth(folder / "gt.txt")
+        read_tracks_file(folder / "test.txt"),
+        read_ground_truth(folder / "gt.txt"),
+        error_spans=ERROR_SPANS,
     )
     out = write_evaluation_report(tmp_path / "report", result)
     assert sorted(p.name for p in out.iterdir()) == sorted(EVALUATION_REPORT_FILES)
@@ -149,5 +165,7 @@ def test_report_folder(tmp_path: Path) -> None:
     (mine / "notes.txt").write_text("keep")
     with pytest.raises(ExportError, match="holds other files"):
         write_evaluation_report(mine, result)
+    with pytest.raises(ValueError, match="errors over time"):
+        write_evaluation_report(tmp_path / "new", replace(result, errors=None))
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "report"]

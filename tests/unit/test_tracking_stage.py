@@ -14,7 +14,8 @@ from framelens.core.stages.tracking import (
     make_tracker,
     tracking_stages,
 )
-from framelens.core.types import Detections, Frame, FrameResult, StageTimes
+from framelens.core.types import Detections, Frame, FrameResult, PixelsNotKept, StageTimes
+from track_scenes import panning_scene, run_ours, track_count
 
 
 def people(index: int, shift: float = 0.0) -> Detections:
@@ -134,7 +135,7 @@ def _source_ids(outputs: list[Detections]) -> list[list[int]]:
     return [ids(d) for d in outputs]
 
 
-@pytest.mark.parametrize("kind", ["bytetrack", "ocsort"])
+@pytest.mark.parametrize("kind", ["bytetrack", "ocsort", "botsort"])
 def test_each_source_has_its_own_tracks_equal_to_a_run_of_that_source_alone(kind: str) -> None:
     settings = TrackerSettings.for_kind(kind)  # type: ignore[arg-type]
     stages = SourceStages(tracking_stages(settings))
@@ -162,3 +163,30 @@ def test_the_stage_factory_travels_to_another_process_and_tracks_there_alike() -
     here, there = tracking_stages(settings)(0)[0], copy(0)[0]
     assert isinstance(there, TrackingStage)
     assert [ids(tracked(there, f)) for f in range(6)] == [ids(tracked(here, f)) for f in range(6)]
+
+
+def test_botsort_s_stage_hands_its_tracker_the_frame_s_pixels() -> None:
+    scene = panning_scene(np.random.default_rng(1), frames=60)
+    settings = TrackerSettings.for_kind("botsort")
+    stage = TrackingStage(make_tracker(settings), 0)
+    shown = []
+    for index, f in enumerate(scene):
+        assert f.image is not None
+        r = FrameResult(Frame(f.image, index, index / 30), f.detections(), StageTimes())
+        stage(r)
+        shown.append(np.asarray(r.output.track_ids))
+    assert [a.tolist() for a in shown] == [
+        a.tolist() for a in run_ours(make_tracker(settings), scene)
+    ]
+    assert track_count(shown) == 5  # compensated: one track per person through the pan
+
+
+def test_a_run_that_keeps_no_pixels_tracks_without_camera_motion() -> None:
+    stage = TrackingStage(make_tracker(TrackerSettings.for_kind("botsort")), 0)
+    out = []
+    for index in range(5):
+        frame = Frame(None, index, index / 30, device=PixelsNotKept(640, 480))
+        r = FrameResult(frame, people(index), StageTimes())
+        stage(r)
+        out.append(ids(r.output))
+    assert out[-1] == [1, 2, -1]

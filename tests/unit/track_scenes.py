@@ -157,3 +157,53 @@ def id_f1(a: list[npt.NDArray[np.int64]], b: list[npt.NDArray[np.int64]]) -> flo
 def track_count(ids: list[npt.NDArray[np.int64]]) -> int:
     flat = np.concatenate(ids)
     return len(np.unique(flat[flat >= 0]))
+
+
+def panning_scene(
+    rng: np.random.Generator, *, frames: int = 90, size: tuple[int, int] = (640, 360)
+) -> list[SceneFrame]:
+    """A hand-held camera over a textured street: it stands, then jerks sideways by
+    20-35 pixels every few frames (a box 40 wide then moves more than its IoU can
+    follow), while five people walk slowly. Frames are BGR images of the view."""
+    import cv2
+
+    width, height = size
+    shape = (height + 200, width + 1200)
+    world = np.zeros(shape)
+    for scale in (1, 3, 9, 27):  # structure at every scale, as a street has
+        coarse = rng.normal(0, 1, (shape[0] // scale + 2, shape[1] // scale + 2))
+        coarse = cv2.GaussianBlur(coarse, (0, 0), 2.0)
+        world += scale * cv2.resize(coarse, (shape[1], shape[0]), interpolation=cv2.INTER_CUBIC)
+    world = cv2.normalize(world, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
+    world = cv2.cvtColor(cv2.equalizeHist(world), cv2.COLOR_GRAY2BGR)
+    starts = [(200.0, 150.0), (300.0, 250.0), (420.0, 140.0), (520.0, 260.0), (650.0, 180.0)]
+    speeds = [(0.8, 0.0), (-0.6, 0.2), (0.5, -0.3), (-0.8, 0.0), (0.3, 0.4)]
+    pan_x, pan_y = 100.0, 100.0
+    out = []
+    for f in range(frames):
+        if f >= 10 and f % 4 == 0:
+            pan_x += rng.uniform(20, 35)
+            pan_y += rng.uniform(-4, 4)
+        ox, oy = round(pan_x), round(pan_y)
+        view = world[oy : oy + height, ox : ox + width].copy()
+        boxes, truth = [], []
+        for obj, ((x, y), (vx, vy)) in enumerate(zip(starts, speeds, strict=True)):
+            cx = x + vx * f - (ox - 100) + 300
+            cy = y + vy * f - (oy - 100)
+            box = [cx - 20, cy - 40, cx + 20, cy + 40]
+            if box[0] < 0 or box[2] > width or box[1] < 0 or box[3] > height:
+                continue
+            cv2.rectangle(
+                view, (int(box[0]), int(box[1])), (int(box[2]), int(box[3])), (0, 0, 255), -1
+            )
+            boxes.append([v + rng.normal(0, 1.0) for v in box])
+            truth.append(obj)
+        out.append(
+            SceneFrame(
+                np.array(boxes, dtype=np.float32).reshape(-1, 4),
+                rng.uniform(0.75, 0.95, len(boxes)).astype(np.float32),
+                np.array(truth, dtype=np.int64),
+                view,
+            )
+        )
+    return out

@@ -15,7 +15,8 @@ Face detections add "landmarks": five [x, y] pairs. A run that tracked adds "tra
 (core/stages/tracking): the box's track, from 1, or -1 for a box of no confirmed track.
 
 CSV: ``index,pts,class_id,label,score,x1,y1,x2,y2`` and, for faces,
-``lm0_x,lm0_y,...,lm4_x,lm4_y``; one row per detection, so empty frames have no row.
+``lm0_x,lm0_y,...,lm4_x,lm4_y``, and last ``track_id`` when the run tracked (decided by
+the first frame, as faces are); one row per detection, so empty frames have no row.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class DetectionsWriter(AtomicWriter):
         self._closed = False
         self._aborted = False
         self._csv_header: bool | None = None  # faces or not, decided by the first frame
+        self._csv_tracks = False  # a track_id column, decided by the first frame
         try:
             # Stays open across add() calls; closed by close()/abort().
             self._fh: TextIO = open(self._file.tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115
@@ -101,7 +103,7 @@ class DetectionsWriter(AtomicWriter):
             if self.kind == "json":
                 self._add_json(index, pts, box_list, scores, cids, lms, tids)
             else:
-                self._add_csv(index, pts, box_list, scores, cids, lms)
+                self._add_csv(index, pts, box_list, scores, cids, lms, tids)
         except OSError as exc:
             self.abort()
             raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
@@ -145,19 +147,24 @@ class DetectionsWriter(AtomicWriter):
         scores: list[float],
         cids: list[int],
         lms: list[list[list[float]]] | None,
+        tids: list[int] | None = None,
     ) -> None:
         if self._csv_header is None:
-            self._write_csv_header(faces=lms is not None)
+            self._write_csv_header(faces=lms is not None, tracks=tids is not None)
         pts_r = round(float(pts), 6)
         for i, box in enumerate(boxes):
             row: list[object] = [int(index), pts_r, cids[i], self._label(cids[i]), scores[i], *box]
             if self._csv_header:
                 row.extend(c for point in (lms[i] if lms else [[None, None]] * 5) for c in point)
+            if self._csv_tracks:
+                row.append(tids[i] if tids is not None else None)
             self._csv.writerow(row)
 
-    def _write_csv_header(self, faces: bool) -> None:
+    def _write_csv_header(self, faces: bool, tracks: bool = False) -> None:
         self._csv_header = faces
-        self._csv.writerow(CSV_HEADER + (CSV_LANDMARKS if faces else ()))
+        self._csv_tracks = tracks
+        extra = (CSV_LANDMARKS if faces else ()) + (("track_id",) if tracks else ())
+        self._csv.writerow(CSV_HEADER + extra)
 
     def close(self) -> Path:
         """Finish the file and move it onto the target path."""

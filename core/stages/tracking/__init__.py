@@ -7,11 +7,17 @@ kalman.py      constant-velocity Kalman filters batched over all tracks
 assignment.py  the optimal assignment under a cost limit (scipy)
 bytetrack.py   ByteTrack (the default)
 ocsort.py      OC-SORT
+botsort.py     BoT-SORT
+cmc.py         camera-motion compensation (BoT-SORT)
 registry.py    make_tracker(settings)
 stage.py       TrackingStage, tracking_stages(settings): the per-source stage
+mot.py         tracks and detections as files: MOT Challenge text, FrameLens JSON
+evaluation.py  tracks scored against ground truth by TrackEval (HOTA, CLEAR, Identity)
+evaluation_report.py  the evaluation's report folder (JSON, plots, index.html)
 """
 
 from framelens.core.stages.tracking.base import Tracker
+from framelens.core.stages.tracking.botsort import BoTSort
 from framelens.core.stages.tracking.bytetrack import ByteTrack
 from framelens.core.stages.tracking.ocsort import OCSort
 from framelens.core.stages.tracking.registry import make_tracker
@@ -21,6 +27,7 @@ from framelens.core.stages.tracking.stage import RECORD_FRAMES, TrackingStage, t
 __all__ = [
     "RECORD_FRAMES",
     "TRACKER_KINDS",
+    "BoTSort",
     "ByteTrack",
     "OCSort",
     "Tracker",

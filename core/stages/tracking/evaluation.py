@@ -9,9 +9,11 @@ considered" are left out (core/stages/tracking/mot.py ``read_ground_truth``), an
 frame from the first to the last either file names is a frame of the sequence.
 
 The errors over time (false positives, misses and ID switches per frame, for the
-report's plot) are TrackEval's CLEAR counts too: CLEAR's counting is causal, so the
-counts of frames up to t are CLEAR run on those frames, and a frame's (or a span's) own
-counts are differences of such totals.
+report's plot; asked for with ``error_spans``) are TrackEval's CLEAR counts too: CLEAR's
+counting is causal, so the counts of frames up to t are CLEAR run on those frames, and a
+frame's (or a span's) own counts are differences of such totals. That runs CLEAR once per
+span over ever longer prefixes, so long sequences get fewer, longer spans
+(``ERROR_SPAN_BUDGET``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from framelens.core.stages.tracking.mot import MotSequence
 
 __all__ = [
     "ERROR_SPANS",
+    "ERROR_SPAN_BUDGET",
     "MATCH_IOU",
     "ErrorsOverTime",
     "TrackEvaluation",
@@ -42,6 +45,10 @@ MATCH_IOU = 0.5
 
 ERROR_SPANS = 100
 """At most this many spans of frames in ErrorsOverTime (each frame its own up to this)."""
+
+ERROR_SPAN_BUDGET = 300_000
+"""Spans x frames at most (about 10 s of CLEAR here): a sequence of T frames gets at most
+this / T spans, and never fewer than 10."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +107,8 @@ class TrackScores:
 @dataclass(frozen=True, slots=True)
 class ErrorsOverTime:
     """CLEAR's errors per span of frames: span k covers frames ``starts[k]`` to
-    ``ends[k]`` (from 1, inclusive); one frame a span when the sequence has at most
-    ERROR_SPANS frames."""
+    ``ends[k]`` (from 1, inclusive); one frame a span when the sequence is short
+    (ERROR_SPANS, ERROR_SPAN_BUDGET)."""
 
     starts: tuple[int, ...]
     ends: tuple[int, ...]
@@ -113,7 +120,8 @@ class ErrorsOverTime:
 @dataclass(frozen=True, slots=True)
 class TrackEvaluation:
     """Tracks against ground truth: the scores, HOTA's curves over its IoU thresholds
-    (``alphas``), the errors over time, and which files (or sources) were compared."""
+    (``alphas``), the errors over time (None unless asked for), and which files (or
+    sources) were compared."""
 
     scores: TrackScores
     alphas: tuple[float, ...]
@@ -121,7 +129,7 @@ class TrackEvaluation:
     deta_by_alpha: tuple[float, ...]
     assa_by_alpha: tuple[float, ...]
     loca_by_alpha: tuple[float, ...]
-    errors: ErrorsOverTime
+    errors: ErrorsOverTime | None
     tracks_path: str
     gt_path: str
 
@@ -204,6 +212,7 @@ def _prefix(data: dict[str, Any], frames: int) -> dict[str, Any]:
 
 def _errors_over_time(clear: Any, data: dict[str, Any], spans: int) -> ErrorsOverTime:
     frames = int(data["num_timesteps"])
+    spans = min(spans, max(10, ERROR_SPAN_BUDGET // max(frames, 1)))
     ends = sorted({max(1, round(frames * (k + 1) / spans)) for k in range(spans)}) if frames else []
     totals = [(0, 0, 0)]
     for end in ends:
@@ -224,14 +233,15 @@ def _mean(values: Any) -> float:
 
 
 def evaluate_tracks(
-    tracks: MotSequence, ground_truth: MotSequence, *, error_spans: int = ERROR_SPANS
+    tracks: MotSequence, ground_truth: MotSequence, *, error_spans: int = 0
 ) -> TrackEvaluation:
     """Score ``tracks`` (core/stages/tracking/mot.py ``read_tracks_file``, or a
     tracker's frames) against ``ground_truth`` (``read_ground_truth``; or another
     tracker's tracks, for agreement between two). Boxes with ID -1 are not tracks and
-    are left out."""
-    if error_spans < 1:
-        raise ConfigError("error_spans must be at least 1")
+    are left out. ``error_spans`` > 0: also the errors over time, in at most that many
+    spans of frames (ERROR_SPANS for a report; it costs more than the scores)."""
+    if error_spans < 0:
+        raise ConfigError("error_spans must not be negative")
     trackeval = _trackeval()
     data = _sequence_data(tracks.only_tracked(), ground_truth.only_tracked())
     hota_metric = trackeval.metrics.HOTA()
@@ -281,7 +291,7 @@ def evaluate_tracks(
         deta_by_alpha=tuple(float(v) for v in hota["DetA"]),
         assa_by_alpha=tuple(float(v) for v in hota["AssA"]),
         loca_by_alpha=tuple(float(v) for v in hota["LocA"]),
-        errors=_errors_over_time(clear_metric, data, error_spans),
+        errors=_errors_over_time(clear_metric, data, error_spans) if error_spans else None,
         tracks_path=tracks.path,
         gt_path=ground_truth.path,
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from framelens.core.errors import ExportError
 from framelens.core.stages.sinks.atomic import StrPath, _reason
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
-from framelens.core.stages.tracking.evaluation import MATCH_IOU, TrackEvaluation
+from framelens.core.stages.tracking.evaluation import MATCH_IOU, ErrorsOverTime, TrackEvaluation
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -68,9 +68,8 @@ def _hota_plot(path: Path, evaluation: TrackEvaluation) -> None:
     fig.savefig(path)
 
 
-def _errors_plot(path: Path, evaluation: TrackEvaluation) -> None:
+def _errors_plot(path: Path, errors: ErrorsOverTime) -> None:
     """One panel per error, a bar per frame (or per span of frames), frames from 1."""
-    errors = evaluation.errors
     fig = _figure()
     fig.set_size_inches(8, 5.4)
     per_frame = all(s == e for s, e in zip(errors.starts, errors.ends, strict=True))
@@ -86,6 +85,7 @@ def _errors_plot(path: Path, evaluation: TrackEvaluation) -> None:
     axes = fig.subplots(len(series), 1, sharex=True)
     for i, (ax, (name, values)) in enumerate(zip(axes, series, strict=True)):
         ax.bar(left, values, width=width, align="edge", color=f"C{i + 3}")
+        ax.set_ylim(0, max([1, *values]) * 1.1)  # none at all: 0 at the bottom, not the middle
         ax.set_ylabel(f"{name}\n(total {sum(values)})", fontsize="small")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(axis="y", alpha=0.3)
@@ -96,8 +96,7 @@ def _errors_plot(path: Path, evaluation: TrackEvaluation) -> None:
     fig.savefig(path)
 
 
-def _write_csv(path: Path, evaluation: TrackEvaluation) -> None:
-    errors = evaluation.errors
+def _write_csv(path: Path, errors: ErrorsOverTime) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow(
@@ -189,15 +188,20 @@ summary: <a href="{SUMMARY}">{SUMMARY}</a>.</p>
 
 def write_evaluation_report(folder: StrPath, evaluation: TrackEvaluation) -> Path:
     """Write the report into ``folder`` (new, empty, or an earlier evaluation report,
-    replaced), complete or not at all; returns its path. ExportError when it cannot."""
+    replaced), complete or not at all; returns its path. ExportError when it cannot.
+    ``evaluation`` must hold the errors over time (``evaluate_tracks(...,
+    error_spans=ERROR_SPANS)``)."""
+    errors = evaluation.errors
+    if errors is None:
+        raise ValueError("a report needs the errors over time: evaluate with error_spans")
     summary = evaluation.as_json()
     with AtomicDir(folder, EVALUATION_REPORT_FILES) as staging:
         tmp = staging.tmp
         try:
             (tmp / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-            _write_csv(tmp / CSV_FILE, evaluation)
+            _write_csv(tmp / CSV_FILE, errors)
             _hota_plot(tmp / HOTA_PNG, evaluation)
-            _errors_plot(tmp / ERRORS_PNG, evaluation)
+            _errors_plot(tmp / ERRORS_PNG, errors)
             page = _html(evaluation, summary["computed_by"])
             (tmp / HTML_FILE).write_text(page, encoding="utf-8")
         except OSError as exc:

@@ -50,6 +50,7 @@ __all__ = [
     "read_ground_truth",
     "read_mot_text",
     "read_tracks_file",
+    "sequence_from_detections",
     "write_mot",
 ]
 
@@ -61,6 +62,16 @@ _SEPARATOR = re.compile(r"\s*,\s*|\s+")
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+
+MAX_FRAMES = 3_000_000
+"""The highest frame number read (over 27 hours at 30 fps): every frame up to the last
+is held, so a mistyped number must not ask for billions of them."""
+
+_NO_IDS = np.zeros(0, np.int64)
+_NO_BOXES = np.zeros((0, 4), np.float64)
+_NO_VALUES = np.zeros(0, np.float64)
+for _empty in (_NO_IDS, _NO_BOXES, _NO_VALUES):
+    _empty.flags.writeable = False
 
 
 def _f64(values: Sequence[float] | Sequence[Sequence[float]], *shape: int) -> F64:
@@ -89,6 +100,12 @@ class MotFrame:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @staticmethod
+    def empty(number: int) -> MotFrame:
+        """Frame ``number`` with no box (its arrays shared, read-only: long files hold
+        many such frames)."""
+        return MotFrame(number, _NO_IDS, _NO_BOXES, _NO_VALUES, _NO_IDS, _NO_VALUES)
+
     def select(self, mask: npt.NDArray[np.bool_]) -> MotFrame:
         return MotFrame(
             self.number,
@@ -116,7 +133,7 @@ class MotFrame:
         (track_id >= 1), in the order of their IDs. A frame with no box needs none."""
         if detections.track_ids is None:
             if not len(detections):
-                return MotFrame(number)
+                return MotFrame.empty(number)
             raise ValueError("these detections carry no track IDs (no tracker ran)")
         keep = detections.track_ids >= 1
         order = np.argsort(detections.track_ids[keep], kind="stable")
@@ -175,6 +192,19 @@ class MotSequence:
         return MotSequence(
             self.path, self.kind, frames, self.width, self.height, self.fps, self.labels
         )
+
+
+def sequence_from_detections(
+    name: str, frames: Iterable[tuple[int, Detections]], *, kind: TrackFileKind = "json"
+) -> MotSequence:
+    """A tracker's output held in memory (a compare pane's, a run's) as a MotSequence to
+    evaluate: ``frames`` are (source frame index from 0, Detections with track_ids); the
+    boxes with a track (ID >= 1) are kept, frames not given are empty. ``name`` stands
+    for the path in what evaluation reports."""
+    by_number = {index + 1: MotFrame.from_detections(index + 1, dets) for index, dets in frames}
+    last = max(by_number, default=0)
+    frames_out = (by_number.get(n) or MotFrame.empty(n) for n in range(1, last + 1))
+    return MotSequence(name, kind, tuple(frames_out))
 
 
 def _fail(path: StrPath, line: int | None, what: str) -> TrackFileError:
@@ -248,6 +278,9 @@ class _Rows:
         for number in range(1, last + 1):
             ids = self.ids.get(number, [])
             n = len(ids)
+            if not n:
+                out.append(MotFrame.empty(number))
+                continue
             out.append(
                 MotFrame(
                     number,
@@ -284,7 +317,7 @@ def read_mot_text(path: StrPath, text: str | None = None) -> MotSequence:
     rows = _Rows()
     last = 0
     for line_no, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+        line = raw.strip().rstrip(",").rstrip()  # a trailing comma ends some writers' lines
         if not line:
             continue
         parts = _SEPARATOR.split(line)
@@ -311,6 +344,8 @@ def read_mot_text(path: StrPath, text: str | None = None) -> MotSequence:
             vis = _number(parts[8], "visibility", path, line_no)
         if frame < 1:
             raise _fail(path, line_no, f"frame {frame}: MOT Challenge frames count from 1")
+        if frame > MAX_FRAMES:
+            raise _fail(path, line_no, f"frame {frame} is past the last one read ({MAX_FRAMES})")
         if track < -1:
             raise _fail(path, line_no, f"id {track}: an ID is >= 0, or -1 for no track")
         _check_box(path, line_no, width, height)
@@ -388,6 +423,8 @@ def read_detections_json(path: StrPath, text: str | None = None) -> MotSequence:
             raise _fail(path, line, f'frame {k + 1} of the list {what} "index" ({given!r})')
         index = int(given)
         where = f"frame index {index}: "
+        if index >= MAX_FRAMES:
+            raise _fail(path, line, f"{where}past the last frame read ({MAX_FRAMES - 1})")
         if index + 1 <= last:
             raise _fail(
                 path, line, f"{where}frames out of order or repeated (after frame index {last - 1})"
@@ -447,8 +484,17 @@ def _read_any(path: StrPath) -> MotSequence:
 
 def read_detections_file(path: StrPath) -> MotSequence:
     """Detections for a tracker: MOT Challenge text (id -1, or any IDs: they are not
-    used) or a FrameLens detections JSON."""
-    return _read_any(path)
+    used) or a FrameLens detections JSON. MOT text whose scores are all -1 ("not
+    given", as in many trackers' output) or absent reads as score 1 throughout."""
+    sequence = _read_any(path)
+    scores = [f.scores for f in sequence.frames if len(f)]
+    if sequence.kind == "mot" and scores and all((s == -1).all() for s in scores):
+        frames = tuple(
+            MotFrame(f.number, f.ids, f.boxes, np.ones(len(f)), f.class_ids, f.visibility)
+            for f in sequence.frames
+        )
+        sequence = MotSequence(sequence.path, sequence.kind, frames)
+    return sequence
 
 
 def read_tracks_file(path: StrPath) -> MotSequence:

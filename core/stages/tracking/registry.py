@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from framelens.core.stages.tracking.base import Tracker
+from framelens.core.stages.tracking.botsort import BoTSort
 from framelens.core.stages.tracking.bytetrack import ByteTrack
 from framelens.core.stages.tracking.ocsort import OCSort
 from framelens.core.stages.tracking.settings import TrackerSettings
@@ -16,4 +17,6 @@ def make_tracker(settings: TrackerSettings) -> Tracker:
         return ByteTrack(settings)
     if settings.kind == "ocsort":
         return OCSort(settings)
-    raise ValueError(f"the {settings.kind} tracker is not available yet")
+    if settings.kind == "botsort":
+        return BoTSort(settings)
+    raise ValueError(f"unknown tracker {settings.kind!r}")
