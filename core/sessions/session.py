@@ -43,7 +43,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover, device_words
 from framelens.core.sessions.opening import SourceOpener
-from framelens.core.stages.source_stages import SourceStages, StageFactory
+from framelens.core.stages.source_stages import SourceStages, StageFactory, wants_pixels
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
 from framelens.core.types import FrameResult, SourceInfo
@@ -165,6 +165,8 @@ class Session:
         if options.start and len(specs) > 1:
             raise ConfigError("several sources are read from their starts; --start needs one")
         self.settings = session_batch(settings, len(specs))
+        if not options.pixels and wants_pixels(stages):  # BoT-SORT's motion compensation
+            options = replace(options, pixels=True)
         self.options = options
         self.sources = [
             SessionSource(spec, name)

@@ -61,6 +61,16 @@ class TrackStages:
     def __call__(self, number: int) -> Sequence[SourceStage]:
         return self.for_source(number, None)
 
+    @property
+    def needs_pixels(self) -> bool:
+        """Whether the stages look at the frames' pixels (BoT-SORT's camera-motion
+        compensation): a session then keeps them even where nothing is drawn."""
+        from framelens.core.stages.tracking.registry import make_tracker
+
+        return bool(make_tracker(self.settings).needs_image) or bool(
+            getattr(self.then, "needs_pixels", False)
+        )
+
     def for_source(self, number: int, info: SourceInfo | None) -> Sequence[SourceStage]:
         settings = self.settings
         if info is not None and info.fps > 0:

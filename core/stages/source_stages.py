@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 
 from framelens.core.types import FrameResult, SourceInfo
 
-__all__ = ["SourceAwareFactory", "SourceStage", "SourceStages", "StageFactory"]
+__all__ = ["SourceAwareFactory", "SourceStage", "SourceStages", "StageFactory", "wants_pixels"]
 
 
 class SourceStage(Protocol):
@@ -38,7 +38,14 @@ class SourceStage(Protocol):
 
 StageFactory = Callable[[int], Sequence[SourceStage]]
 """The stages of source number ``n`` of a run (its place among the sources given: the
-same in every device group and process), made when its first result comes."""
+same in every device group and process), made when its first result comes. A factory
+whose stages look at the frames' pixels says so with ``needs_pixels = True`` (the
+session then keeps them where a run would drop them: ``wants_pixels``)."""
+
+
+def wants_pixels(factory: StageFactory | None) -> bool:
+    """Whether ``factory``'s stages look at the frames' pixels (``needs_pixels``)."""
+    return bool(getattr(factory, "needs_pixels", False))
 
 
 @runtime_checkable

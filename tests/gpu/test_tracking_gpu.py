@@ -6,6 +6,7 @@ own equal to its single CPU run's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from framelens.core.gpu.context import GpuContext
@@ -99,3 +100,31 @@ def test_several_sources_on_the_gpu_keep_tracks_of_their_own(
         lines = (tmp_path / "out" / f"cam{n}.tracks.txt").read_text().splitlines()
         ids = {int(line.split(",")[1]) for line in lines}
         assert lines and min(ids) == 1 and summary.sources[n].tracks == len(ids)
+
+
+def test_botsort_on_the_gpu_sees_the_frames_of_a_run_that_writes_only_detections(
+    gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """A detections-only run on the GPU pipeline carries no pixels (PixelsNotKept); with
+    BoT-SORT, whose camera-motion compensation needs them, every frame keeps them."""
+    from framelens.core.sessions.runs import run_to_outputs
+    from framelens.core.types import FrameResult, PixelsNotKept
+
+    seen: list[bool] = []
+
+    def looks(source: int) -> list[Any]:
+        class Look:
+            def __call__(self, result: FrameResult) -> None:
+                seen.append(not isinstance(result.frame.device, PixelsNotKept))
+
+            def reset(self) -> None:
+                pass
+
+        return [Look()]
+
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    summary = run_to_outputs(str(SAMPLE), settings, detections=str(tmp_path / "d.json"),
+                             start=START, frames=60, stages=looks,
+                             tracker=TrackerSettings.for_kind("botsort"))  # fmt: skip
+    assert summary.path.startswith("gpu pipeline")
+    assert len(seen) == 60 and all(seen)

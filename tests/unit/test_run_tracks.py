@@ -235,6 +235,28 @@ def test_each_sources_tracker_counts_its_buffer_at_the_sources_own_frame_rate(
     assert sorted(RATES) == [(0, 10.0), (1, 25.0)]
 
 
+@pytest.mark.parametrize(
+    ("kind", "cmc", "kept"),
+    [("botsort", "sparse", True), ("botsort", "ecc", True), ("botsort", "none", False),
+     ("bytetrack", "sparse", False), ("ocsort", "sparse", False)],
+)  # fmt: skip
+def test_a_run_keeps_the_frames_pixels_only_for_botsorts_motion_compensation(
+    clips: list[str], settings: PipelineSettings, kind: str, cmc: str, kept: bool
+) -> None:
+    """A run that writes only detections drops the frames' pixels on the GPU (never
+    converted for display); BoT-SORT's camera-motion compensation looks at them, so
+    the session keeps them for it, and only for it (tests/gpu checks the frames)."""
+    from framelens.core.sessions.session import Session, SessionOptions
+
+    tracker = TrackerSettings.for_kind(kind, cmc=cmc)  # type: ignore[arg-type]
+    session = Session([clips[0]], settings, options=SessionOptions(draw="none", pixels=False),
+                      stages=TrackStages(tracker))  # fmt: skip
+    try:
+        assert session.options.pixels is kept
+    finally:
+        session.close()
+
+
 def test_the_cli_writes_each_sources_tracks_beside_its_other_outputs(
     clips: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
