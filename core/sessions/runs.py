@@ -45,7 +45,13 @@ from framelens.core.sessions.summary import (
     RunSummary,
     SourceSummary,
 )
-from framelens.core.sessions.tracks import MOT_SUFFIX, MotTracks, tracker_json, with_tracking
+from framelens.core.sessions.tracks import (
+    MOT_SUFFIX,
+    MotTracks,
+    drawn_or_not,
+    tracker_json,
+    with_tracking,
+)
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
 from framelens.core.stages.source_stages import StageFactory
@@ -273,6 +279,7 @@ def run_to_outputs(
     """
     if tracks is not None and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
+    tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
@@ -407,6 +414,7 @@ def run_many(
         raise ConfigError("give at least one source")
     if tracks and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
+    tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

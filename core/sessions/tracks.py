@@ -29,6 +29,7 @@ __all__ = [
     "MotTracks",
     "TrackCount",
     "TrackStages",
+    "drawn_or_not",
     "tracker_json",
     "with_tracking",
 ]
@@ -89,6 +90,15 @@ def with_tracking(
 ) -> StageFactory | None:
     """``stages`` with a tracker before them when ``tracker`` is given."""
     return stages if tracker is None else TrackStages(tracker, then=stages)
+
+
+def drawn_or_not(tracker: TrackerSettings | None, drawn: bool) -> TrackerSettings | None:
+    """The tracker of a run: trails (only ever drawn) are kept where a video is drawn,
+    and none where nothing is (their bookkeeping cost twice the tracker itself at 50
+    objects a frame)."""
+    if tracker is None or drawn or tracker.trail_length == 0:
+        return tracker
+    return replace(tracker, trail_length=0)
 
 
 def tracker_json(settings: TrackerSettings | None) -> dict[str, Any] | None:

@@ -105,6 +105,7 @@ def test_run_track_writes_mot_text_track_ids_in_the_json_and_says_the_tracker(
     summary = json.loads(out)
     assert summary["tracker"]["kind"] == "bytetrack"
     assert summary["tracker"]["match_iou"] == TrackerSettings().match_iou
+    assert summary["tracker"]["trail_length"] == 0  # nothing drawn: no trails kept
     assert summary["sources"][0]["tracks"] == len(ids)
     assert str(tracks) in summary["outputs"] and str(dets) in summary["outputs"]
 
@@ -159,6 +160,8 @@ def test_the_annotated_export_runs_with_tracking(
     summary = run_to_outputs(clips[0], settings, export=str(video), frames=6,
                              tracker=TrackerSettings(), tracks=str(tracks))  # fmt: skip
     assert set(summary.outputs) == {str(tracks), str(video)}
+    assert summary.tracker is not None  # a video drawn: trails kept for the overlay
+    assert summary.tracker["trail_length"] == TrackerSettings().trail_length > 0
     with av.open(str(video)) as container:
         assert sum(1 for _ in container.decode(video=0)) == 6
     assert {frame for frame, _, _ in mot_rows(tracks)} <= set(range(1, 7))

@@ -41,7 +41,7 @@ from framelens.core.sessions.archive.segments import (
 )
 from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
-from framelens.core.sessions.tracks import tracker_json, with_tracking
+from framelens.core.sessions.tracks import drawn_or_not, tracker_json, with_tracking
 from framelens.core.stages.sinks.atomic import remove_stale
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources.display import AS_STORED
@@ -174,6 +174,7 @@ def run_batch(
         skipped: set[str] = set()
         try:
             record = settings_record(settings, export_video=export_video)
+            tracker = drawn_or_not(tracker, export_video)
             if tracker is not None:  # tracked results differ (track IDs): done again
                 record["tracker"] = tracker_json(tracker)
             todo, skipped = _check(paths, manifest, progress_of, record)
