@@ -144,9 +144,9 @@ def main() -> int:
     run(False)
     cpu_ms[True].clear()
     cpu_ms[False].clear()
-    from framelens.core.sessions.tracks import TrackStages
+    from framelens.core.sessions.tracks import TrackStages, drawn_or_not
 
-    timed = TimedStages(TrackStages(tracker))
+    timed = TimedStages(TrackStages(drawn_or_not(tracker, False)))  # as the runs: no video
     with tempfile.TemporaryDirectory() as tmp:
         e2e = run_to_outputs(
             args.video, settings, detections=str(Path(tmp) / "d.json"), start=args.start,
