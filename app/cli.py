@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--sensitivity-frames", type=int, default=8, help="int8: frames that score each layer"
     )
+    from framelens.cli_compare import add_tracking_args
+
+    add_tracking_args(compare)
 
     from framelens.cli_batch import add_parsers as add_batch
     from framelens.cli_engines import add_parser as add_engines

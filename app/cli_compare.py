@@ -6,13 +6,56 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from framelens.cli_options import settings_from_args
 from framelens.core.errors import ConfigError
 from framelens.core.stages.tasks import task_kind, task_kinds
 from framelens.terminal_bars import bars_for
 
-__all__ = ["cmd_compare"]
+if TYPE_CHECKING:
+    from framelens.core.stages.tracking.mot import MotSequence
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+__all__ = ["add_tracking_args", "cmd_compare"]
+
+
+def add_tracking_args(parser: argparse.ArgumentParser) -> None:
+    """--track and --gt: every pane tracks, and the report scores the tracks."""
+    parser.add_argument(
+        "--track",
+        nargs="?",
+        const="bytetrack",  # the trackers' package is imported when tracking starts
+        default=None,
+        metavar="bytetrack|ocsort|botsort",
+        help="every pane tracks its own boxes (default tracker: %(const)s); the report adds "
+        "tracks, ID switches and IDF1/HOTA against the reference pane's tracks",
+    )
+    parser.add_argument(
+        "--gt",
+        metavar="GT.txt",
+        default=None,
+        help="with --track: MOT Challenge ground truth for the frames compared (frame 1 = "
+        "the --start frame); the report adds HOTA, IDF1, MOTA per pane against it",
+    )
+
+
+def _tracking(args: argparse.Namespace) -> tuple[TrackerSettings | None, MotSequence | None]:
+    """The tracker every pane runs and the ground truth, both checked before any work."""
+    from framelens.core.stages.tracking.mot import read_ground_truth
+    from framelens.core.stages.tracking.registry import make_tracker
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    if args.track is None:
+        if args.gt is not None:
+            raise ConfigError("--gt scores tracks: add --track")
+        return None, None
+    try:
+        make_tracker(TrackerSettings.for_kind(args.track))  # unknown, or not built yet
+    except ValueError as exc:
+        raise ConfigError(f"--track: {exc}") from None
+    tracking = TrackerSettings.for_kind(args.track)
+    return tracking, None if args.gt is None else read_ground_truth(args.gt)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -23,6 +66,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
     if args.models or (args.task is not None and task_kind(args.task).produces_image):
+        if args.track is not None or args.gt is not None:
+            raise ConfigError("--track compares detectors' tracks, not super-resolution")
         return _compare_superres(args)
     if not args.precisions:
         raise ConfigError("--precisions is required (2 to 4, e.g. fp32,fp16,int8)")
@@ -33,6 +78,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         frames=args.calibration_frames, sensitivity_frames=args.sensitivity_frames, conf=args.conf
     )
     calibration.validate()
+    tracking, ground_truth = _tracking(args)
     summary = compare_to_report(
         args.source,
         # Called once the report directory is known to be writable: INT8 takes minutes.
@@ -44,6 +90,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         start=args.start,
         frames=args.frames,
         progress=bars_for(args),
+        tracking=tracking,
+        ground_truth=ground_truth,
     )
     print(json.dumps(summary, indent=2))
     return 0

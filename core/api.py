@@ -14,6 +14,7 @@ Groups:
 * archives: batches over folders of footage (``run_batch``, local or on Ray), their
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
   ``archive_labels``, a tracked batch's tracks: ``archive_tracks``)
+* tracking: the trackers' settings, playback's tracker and track log, following an ID
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
   through one executor) and its state
@@ -104,6 +105,7 @@ from framelens.core.sessions.archive import (
     run_batch,
     search_detections,
 )
+from framelens.core.sessions.compare.live_tracks import TrackNumbers
 from framelens.core.sessions.compare.lockstep import LockstepFeed
 from framelens.core.sessions.compare.saved import save_kept_report
 from framelens.core.sessions.compare.to_report import compare_to_report
@@ -125,7 +127,9 @@ from framelens.core.sessions.export import (
 )
 from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.delivery import ResultGate
+from framelens.core.sessions.playback.follow import FollowStep, TrackFollow, track_name
 from framelens.core.sessions.playback.player import Player, PlayerState
+from framelens.core.sessions.playback.tracking import PlaybackTracking
 from framelens.core.sessions.playback.view import PlaybackView
 from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.sessions.wall import TileState, WallPlayer, WallState
@@ -142,11 +146,15 @@ from framelens.core.stages.draw.style import (
     OverlayStyle,
     Rect,
     Tag,
+    Trail,
+    box_colour,
     class_colour,
     layout,
+    track_colour,
 )
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours as tensorrt_flavours
 from framelens.core.stages.sinks.written import describe_outputs
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.sources.camera import CameraDevice, list_cameras
 from framelens.core.stages.sources.frames_at import frames_at
@@ -171,6 +179,8 @@ from framelens.core.stages.tasks.superres.crops import (
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement
+from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerKind, TrackerSettings
+from framelens.core.stages.tracking.track_log import TrackLog, TrackRecord
 from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
 from framelens.core.types import Detections, Frame, FrameResult, Image
 
@@ -186,6 +196,7 @@ __all__ = [
     "MIN_PANES",
     "PRECISIONS",
     "TASK_OF_LAYOUT",
+    "TRACKER_KINDS",
     "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
@@ -212,6 +223,7 @@ __all__ = [
     "ExportError",
     "ExportJob",
     "ExportRequest",
+    "FollowStep",
     "Frame",
     "FrameLensError",
     "FrameQuality",
@@ -232,6 +244,7 @@ __all__ = [
     "PaneSpec",
     "PipelineSettings",
     "PlaybackChoice",
+    "PlaybackTracking",
     "PlaybackView",
     "Player",
     "PlayerState",
@@ -243,11 +256,19 @@ __all__ = [
     "ResultGate",
     "SensitivityReport",
     "Source",
+    "StageFactory",
     "SuperResParams",
     "Tag",
     "TaskKind",
     "TileState",
+    "TrackFollow",
+    "TrackLog",
+    "TrackNumbers",
+    "TrackRecord",
     "TrackRow",
+    "TrackerKind",
+    "TrackerSettings",
+    "Trail",
     "Upscaled",
     "VariantInfo",
     "WallLayout",
@@ -259,6 +280,7 @@ __all__ = [
     "archive_tracks",
     "backend_choices",
     "bicubic_upscale",
+    "box_colour",
     "build_engine",
     "bundled_sample",
     "cached_variant",
@@ -306,6 +328,8 @@ __all__ = [
     "task_kinds",
     "tensorrt_flavours",
     "tensorrt_kept_float",
+    "track_colour",
+    "track_name",
     "wall_grid",
     "with_changes",
     "without_classes",

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from framelens.core.errors import Cancelled, ConfigError, error_message
 from framelens.core.models.spec import ModelSpec
@@ -31,9 +32,19 @@ from framelens.core.pipeline.decode_ahead import End
 from framelens.core.pipeline.devices import resolve_device
 from framelens.core.pipeline.settings import PipelineSettings, without_classes
 from framelens.core.precision.int8_settings import CalibrationSettings
-from framelens.core.sessions.compare.lockstep import LockstepFeed, open_for_panes, pane_failover
+from framelens.core.sessions.compare.live_tracks import LiveTracks, TrackNumbers
+from framelens.core.sessions.compare.lockstep import (
+    LockstepFeed,
+    open_for_panes,
+    pane_failover,
+    pane_trackers,
+)
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.types import Image
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tracking.settings import TrackerSettings
 
 __all__ = [
     "CompareFrame",
@@ -68,6 +79,9 @@ class CompareFrame:
     beginning (Home, Play after the end), so the view knows when to clear its history.
     ``medians[i]``: pane i's median inference ms over every frame compared so far, the
     number the report gives. ``frame_count``: the source's, None when unknown.
+    ``tracks``: when the panes track, each pane's tracks against the reference's over
+    the frames compared (the report's numbers, recomputed about once a second; None
+    until the first are ready or when the panes do not track).
     """
 
     step: CompareStep
@@ -76,6 +90,7 @@ class CompareFrame:
     diff_counts: tuple[tuple[int, int] | None, ...] = ()  # (only in reference, only in pane)
     medians: tuple[float, ...] = ()
     frame_count: int | None = None
+    tracks: TrackNumbers | None = None
 
 
 def pane_labels(requests: Sequence[PaneRequest], model_names: Sequence[str]) -> list[str]:
@@ -153,6 +168,7 @@ class CompareWorker:
 
     ``kept`` holds the numbers of every frame computed (KeptFrames, from the moment
     the panes are ready): what "Save report" writes without running the panes again.
+    ``tracking``: every pane tracks its boxes with a tracker of its own.
     """
 
     def __init__(
@@ -166,8 +182,12 @@ class CompareWorker:
         on_state: Callable[[str], None],
         on_progress: Callable[[str, float], None],
         on_error: Callable[[str], None],
+        tracking: TrackerSettings | None = None,
     ) -> None:
         self.source = source
+        self.tracking = tracking
+        self._live_tracks: LiveTracks | None = None
+        self._last: CompareFrame | None = None  # the last frame handed out
         self.start_index = max(0, start)
         self._make_panes = make_panes
         self._on_ready, self._on_frame, self._on_state = on_ready, on_frame, on_state
@@ -218,11 +238,14 @@ class CompareWorker:
                 CompareRunner(
                     panes,
                     draw=True,
+                    stages=self._trackers(source),
                     on_message=self._on_error,
                     failover=pane_failover(panes, self._on_error),
                 ) as runner,  # fmt: skip
             ):
-                self.kept = KeptFrames(panes, runner.reference)
+                self.kept = KeptFrames(panes, runner.reference, self.tracking)
+                if self.tracking is not None:
+                    self._live_tracks = LiveTracks(self.kept)
                 self.frame_count = source.info.frame_count
                 self._on_ready(panes)
                 self._seek(source, self.start_index)
@@ -238,6 +261,11 @@ class CompareWorker:
             self._on_error(error_message(exc))
         finally:
             self._on_state("stopped")
+
+    def _trackers(self, source: Source) -> StageFactory | None:
+        if self.tracking is None:
+            return None
+        return pane_trackers(self.tracking, source.info.fps)
 
     def _seek(self, source: Source, index: int) -> None:
         count = source.info.frame_count
@@ -281,10 +309,18 @@ class CompareWorker:
                 continue
             if isinstance(step, End):
                 ended, self._playing, show_one = True, False, False
+                self._deliver_final_tracks()
                 self._on_state("ended")
                 continue
             show_one = False
             self._deliver(step, panes)
+
+    def _deliver_final_tracks(self) -> None:
+        """At the end: the last frame again, with the track numbers over every frame."""
+        last = self._last
+        if self._live_tracks is None or last is None:
+            return
+        self._on_frame(replace(last, tracks=self._live_tracks.final()))
 
     def _deliver(self, step: CompareStep, panes: list[PaneSpec]) -> None:
         kept = self.kept
@@ -292,6 +328,9 @@ class CompareWorker:
         kept.add(step)
         medians = tuple(kept.inference_median(i) for i in range(len(panes)))
         drawn = draw_pane_differences(step, panes)
-        self._on_frame(
-            CompareFrame(step, drawn.images, self._run, drawn.counts, medians, self.frame_count)
+        tracks = self._live_tracks.latest() if self._live_tracks is not None else None
+        frame = CompareFrame(
+            step, drawn.images, self._run, drawn.counts, medians, self.frame_count, tracks
         )
+        self._last = frame
+        self._on_frame(frame)

@@ -15,6 +15,7 @@ from pathlib import Path
 from framelens.core.errors import ExportError
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.runs import run_to_outputs
+from framelens.core.stages.source_stages import StageFactory
 
 __all__ = ["ExportJob", "ExportRequest", "ProgressFn", "default_outputs", "writable_folder"]
 
@@ -23,13 +24,15 @@ ProgressFn = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class ExportRequest:
-    """What File > Export asks for. ``count`` None = to the end of the source."""
+    """What File > Export asks for. ``count`` None = to the end of the source.
+    ``stages``: per-source stages after the task (the window's tracker)."""
 
     source: str
     video_path: str | None
     detections_path: str | None = None
     start: int = 0
     count: int | None = None
+    stages: StageFactory | None = None
 
 
 class ExportJob:
@@ -62,6 +65,7 @@ class ExportJob:
             progress=False,
             on_progress=progress,
             cancel=self._cancelled,
+            stages=req.stages,
         )
         return [str(path) for path in summary.outputs]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from framelens.core.api import (
@@ -27,6 +28,7 @@ from framelens.core.api import (
     OverlayStyle,
     PipelineSettings,
     PlaybackChoice,
+    PlaybackTracking,
     PlaybackView,
     Player,
     PlayerState,
@@ -34,6 +36,8 @@ from framelens.core.api import (
     Region,
     ResultGate,
     SensitivityReport,
+    TrackerSettings,
+    TrackLog,
     VariantInfo,
     backend_choices,
     default_outputs,
@@ -74,8 +78,15 @@ class Controller(QObject):
     _variantFailed = Signal(int, str)  # job token, one line
 
     def __init__(
-        self, parent: QObject | None = None, *, backend: str = "onnxruntime", device: str = "cpu"
+        self,
+        parent: QObject | None = None,
+        *,
+        backend: str = "onnxruntime",
+        device: str = "cpu",
+        tracking: PlaybackTracking | None = None,
     ) -> None:
+        """``tracking``: which tracker playback runs and its track log (tests hand in one
+        of their own)."""
         super().__init__(parent)
         self._gate = ResultGate()  # results handed to the GUI thread, not yet taken
         self._deliver.connect(self._on_deliver)
@@ -89,6 +100,7 @@ class Controller(QObject):
         # the current source, the frame on screen, snapshot and export: core's too
         self.view = PlaybackView(self.choice)
         self._workers: list[threading.Thread] = []  # export and precision threads
+        self.tracking = tracking or PlaybackTracking()
         self.stateChanged.connect(self._remember_state)
         self._variantReady.connect(self._on_variant_ready)  # queued: on the GUI thread
         self._variantFailed.connect(self._on_variant_failed)
@@ -330,6 +342,30 @@ class Controller(QObject):
         """Initial thresholds (from saved settings) before anything is open."""
         self.choice.configure(conf=conf, iou=iou, overlay=overlay)
 
+    # ---- tracking ---------------------------------------------------------------------
+
+    def set_tracking(self, settings: TrackerSettings | None) -> bool:
+        """Track objects with ``settings``' tracker (None: no tracking) from the frame on
+        screen on, without reopening the video; the track log starts afresh. False (and
+        errorOccurred) when that tracker cannot run here: nothing changes."""
+        try:
+            stages = self.tracking.stages(settings)
+        except FrameLensError as exc:
+            self.errorOccurred.emit(error_message(exc))
+            return False
+        self.player.set_stages(stages)
+        return True
+
+    @property
+    def tracker(self) -> TrackerSettings | None:
+        """The tracker playback runs (None: tracking off)."""
+        return self.tracking.settings
+
+    @property
+    def track_log(self) -> TrackLog:
+        """Every track of the video seen so far (the track list's rows)."""
+        return self.tracking.log
+
     # ---- playback -------------------------------------------------------------------
 
     @Slot(str)
@@ -395,6 +431,8 @@ class Controller(QObject):
         return self.view.exporting
 
     def start_export(self, request: ExportRequest) -> None:
+        """An export tracks as playback does (the tracker chosen, if any)."""
+        request = replace(request, stages=self.tracking.export_stages())
         try:
             job = self.view.start_export(request)
         except FrameLensError as exc:

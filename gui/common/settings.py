@@ -140,6 +140,26 @@ class Settings:
     def set_overlay(self, name: str, value: bool) -> None:
         self.store.setValue(f"overlay/{name}", bool(value))
 
+    # ---- tracking (the Tracking menu) -------------------------------------------
+    @property
+    def tracker(self) -> str:
+        """The tracker chosen last: "off", "bytetrack", "ocsort" or "botsort"."""
+        value = self._str("tracking/tracker", "off").strip().lower()
+        return value if value in ("off", "bytetrack", "ocsort", "botsort") else "off"
+
+    @tracker.setter
+    def tracker(self, value: str) -> None:
+        self.store.setValue("tracking/tracker", value)
+
+    @property
+    def track_list_visible(self) -> bool:
+        """View > Track List: the dock of the video's tracks is shown."""
+        return self._bool("window/track_list", False)
+
+    @track_list_visible.setter
+    def track_list_visible(self, value: bool) -> None:
+        self.store.setValue("window/track_list", bool(value))
+
     # ---- playback --------------------------------------------------------------
     @property
     def speed(self) -> float:

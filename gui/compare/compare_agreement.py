@@ -3,7 +3,9 @@
 PaneStats keeps what the view remembers of one pane between repaints (latency and
 running F1 history, image metrics); AgreementTable shows one column per pane and
 one row per measure, and says why a measure does not apply (PSNR/SSIM of a
-detector); AgreementPlots draws every pane's latency and running F1.
+detector), and, when the panes track, rows of their tracks against the reference's
+(TRACK_METRICS, the report's numbers, refreshed about once a second); AgreementPlots
+draws every pane's latency and running F1.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.api import MAX_PANES, CompareStep, PaneSpec, produces_image
+from framelens.core.api import MAX_PANES, CompareStep, PaneSpec, TrackNumbers, produces_image
 from framelens.gui.compare.compare_panes import PANE_COLOURS
 from framelens.gui.display.plots import themed_plot
 from PySide6.QtCore import Qt
@@ -35,6 +37,7 @@ __all__ = [
     "METRICS",
     "METRIC_TIPS",
     "NONE",
+    "TRACK_METRICS",
     "AgreementPlots",
     "AgreementTable",
     "PaneStats",
@@ -57,7 +60,14 @@ METRICS = (
     "Mean |Δscore|",
     "PSNR dB",
     "SSIM",
+    "Tracks",
+    "ID switches",
+    "Track IDF1",
+    "Track HOTA",
 )
+TRACK_METRICS = ("Tracks", "ID switches", "Track IDF1", "Track HOTA")
+"""Rows shown only when the panes track; their keys in the report's "tracking"."""
+_TRACK_KEYS = dict(zip(TRACK_METRICS, ("tracks", "id_switches", "idf1", "hota"), strict=True))
 IMAGE_METRICS = ("PSNR dB", "SSIM")
 METRIC_TIPS = {
     "Inference ms (frame)": "Inference time of the frame on screen",
@@ -69,7 +79,12 @@ METRIC_TIPS = {
     "Mean |Δscore|": "Mean absolute score difference of matched boxes",
     "PSNR dB": "Image agreement of the model's output image (super-resolution only)",
     "SSIM": "Structural similarity of the model's output image (super-resolution only)",
+    "Tracks": "Tracks this pane's tracker started over the frames compared",
+    "ID switches": "Times this pane's track ID changes where the reference's keeps one",
+    "Track IDF1": "Agreement of this pane's tracks with the reference's (IDF1, IoU 0.5)",
+    "Track HOTA": "Agreement of this pane's tracks with the reference's (HOTA)",
 }
+TRACKS_PENDING = "…"
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -170,16 +185,24 @@ class AgreementTable(QTableWidget):
         rows.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self._reasons: list[str | None] = []
         self.setMinimumWidth(400)
+        self.show_tracks(False)
+
+    def show_tracks(self, shown: bool) -> None:
+        """The tracks' rows shown (the panes track) or hidden, the height to match."""
+        for metric in TRACK_METRICS:
+            self.setRowHidden(METRICS.index(metric), not shown)
+        rows = len(METRICS) - (0 if shown else len(TRACK_METRICS))
         self.setMinimumHeight(
             self.horizontalHeader().sizeHint().height()
-            + len(METRICS) * rows.defaultSectionSize()
+            + rows * self.verticalHeader().defaultSectionSize()
             + 4
         )
 
-    def set_panes(self, panes: Sequence[PaneSpec]) -> None:
+    def set_panes(self, panes: Sequence[PaneSpec], tracking: bool = False) -> None:
         """One column per pane, the reference first, every cell "—" until the first
         frame; a measure that cannot apply says why instead (one cell across the row
-        when it is the same for every pane)."""
+        when it is the same for every pane). ``tracking``: the tracks' rows shown."""
+        self.show_tracks(tracking)
         self.clearSpans()
         self.setColumnCount(len(panes))
         self._reasons = [image_metrics_reason(panes, col) for col in range(len(panes))]
@@ -200,8 +223,11 @@ class AgreementTable(QTableWidget):
             for metric in IMAGE_METRICS:
                 self.setSpan(METRICS.index(metric), 0, 1, len(panes))
 
-    def fill(self, step: CompareStep, stats: Sequence[PaneStats]) -> None:
-        """The running numbers of ``step``'s panes (cells that changed only)."""
+    def fill(
+        self, step: CompareStep, stats: Sequence[PaneStats], tracks: TrackNumbers | None = None
+    ) -> None:
+        """The running numbers of ``step``'s panes (cells that changed only); ``tracks``:
+        the latest track numbers (the rows say "…" until the first are computed)."""
         for col, pane in enumerate(step.panes):
             if col >= self.columnCount() or col >= len(stats):
                 break
@@ -219,6 +245,7 @@ class AgreementTable(QTableWidget):
                 number(r.mean_score_diff),
                 reason or number(psnr, 2),
                 reason or number(ssim),
+                *_track_cells(tracks, col),
             )
             for row, text in enumerate(values):
                 item = self.item(row, col)
@@ -227,10 +254,30 @@ class AgreementTable(QTableWidget):
                     if text != NONE and item.toolTip() == NO_FRAME_TIP:
                         item.setToolTip("")
 
+    def tracks_tip(self, tracks: TrackNumbers | None) -> None:
+        """Over how many frames the tracks' rows are (their header's tip)."""
+        over = f" — over the {tracks.frames} frames compared, as the report" if tracks else ""
+        for metric in TRACK_METRICS:
+            item = self.verticalHeaderItem(METRICS.index(metric))
+            if item is not None:
+                item.setToolTip(METRIC_TIPS[metric] + over)
+
     def value(self, pane: int, metric: str) -> str:
         """The cell for ``pane`` (0 = reference) and a METRICS name."""
         item = self.item(METRICS.index(metric), pane)
         return item.text() if item is not None else ""
+
+
+def _track_cells(tracks: TrackNumbers | None, pane: int) -> list[str]:
+    """The tracks' rows of one pane: counts as integers, agreement to three decimals."""
+    if tracks is None or pane >= len(tracks.panes):
+        return [TRACKS_PENDING] * len(TRACK_METRICS)
+    entry = tracks.panes[pane]
+    cells = []
+    for metric in TRACK_METRICS:
+        value = entry.get(_TRACK_KEYS[metric])
+        cells.append(str(value) if isinstance(value, int) else number(value))
+    return cells
 
 
 class AgreementPlots:

@@ -23,6 +23,7 @@ from framelens.core.api import (
     PaneSpec,
     PipelineSettings,
     Resolve,
+    TrackerSettings,
     error_message,
     pane_labels,
     prepare_panes,
@@ -86,9 +87,11 @@ class CompareSession(QObject):
         resolve: Resolve,
         calibration: CalibrationSettings | None = None,
         parent: QObject | None = None,
+        tracking: TrackerSettings | None = None,
     ) -> None:
         super().__init__(parent)
         self.base = base
+        self.tracking = tracking  # every pane tracks with these (None: no tracking)
         self._resolve = resolve
         self.calibration = calibration
         self.source: str | None = None
@@ -144,6 +147,7 @@ class CompareSession(QObject):
             on_state=lambda state: self._stateFrom.emit(gen, state),
             on_progress=lambda text, f: self._progressFrom.emit(gen, text, f),
             on_error=lambda text: self._errorFrom.emit(gen, text),
+            tracking=self.tracking,
         )
         self.stateChanged.emit("preparing")
         worker.start()

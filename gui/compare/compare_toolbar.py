@@ -1,8 +1,8 @@
 """The compare window's toolbar: its actions, the difference legend and the progress strip.
 
-Start / Play-Pause / First Frame (Home) / Edit Panes / Add Pane, Differences (with
-its colour legend), Save Report, and while preparing or writing a report a progress
-bar with Cancel.
+Start / Play-Pause / First Frame (Home) / Edit Panes / Add Pane, Tracks (every pane
+tracks its boxes; chosen before Start), Differences (with its colour legend), Save
+Report, and while preparing or writing a report a progress bar with Cancel.
 The window passes what each action does; every action is added to the window
 too, so its shortcut works wherever the focus is in it.
 """
@@ -56,6 +56,14 @@ class CompareToolbar(QToolBar):
         self.home_action.setIcon(icon("step-back"))
         self.edit_action = self._action("Edit Panes", edit, "", "Stop and change panes")
         self.add_action = self._action("Add Pane", add, "Ctrl+N", f"Up to {MAX_PANES} panes")
+        self.tracks_action = self._action(
+            "Tracks",
+            lambda: None,  # read at Start
+            "T",
+            "Every pane tracks its own boxes; the table and the report add each pane's "
+            "tracks, ID switches and IDF1/HOTA against the reference's (set before Start)",
+        )
+        self.tracks_action.setCheckable(True)
         self.diff_action = self._action(
             "Differences",
             differences,
@@ -80,6 +88,7 @@ class CompareToolbar(QToolBar):
             ]
         )
         self.addSeparator()
+        self.addAction(self.tracks_action)
         self.addAction(self.diff_action)
         colours = difference_colours()
         self.diff_legend = QLabel(

@@ -7,7 +7,10 @@ with the reference (a table and plots of latency and running F1), and a differen
 view that marks the detections present in one pane only. Start plays from the frame
 on the main window's screen, Home from the first frame. All the work happens in a
 CompareSession's worker; this window only draws, at most ten times a second. Save
-Report writes what the session computed (see compare_controller).
+Report writes what the session computed (see compare_controller). With Tracks on
+(on from the start when the window is given the main window's tracker settings) every
+pane tracks its own boxes, and the table and the report add each pane's tracks against
+the reference's.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from framelens.core.api import (
     FrameLensError,
     Image,
     PaneSpec,
+    TrackerSettings,
     produces_image,
 )
 from framelens.gui.common.controller import Controller
@@ -78,8 +82,10 @@ class CompareWindow(QMainWindow):
         model_key: str = "",
         preview: Image | None = None,
         parent: QWidget | None = None,
+        tracking: TrackerSettings | None = None,
     ) -> None:
-        """``preview``: the frame on the main window's screen, shown dimmed before the start."""
+        """``preview``: the frame on the main window's screen, shown dimmed before the start.
+        ``tracking``: the main window's tracker, when it tracks: Tracks starts on, with it."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"Compare — {Path(source).name or source}")
@@ -114,7 +120,9 @@ class CompareWindow(QMainWindow):
         self._devices = controller.device_choices()
         self._device = base.device
 
+        self.tracking = tracking
         self._build_toolbar()
+        self.tracks_action.setChecked(tracking is not None)
         self.cards: list[PaneCard] = []
         self.grid_host = QWidget()
         self.grid = QGridLayout(self.grid_host)
@@ -186,6 +194,7 @@ class CompareWindow(QMainWindow):
         self.home_action = bar.home_action
         self.edit_action, self.add_action = bar.edit_action, bar.add_action
         self.diff_action, self.report_action = bar.diff_action, bar.report_action
+        self.tracks_action = bar.tracks_action
         self.diff_legend_action = bar.diff_legend_action
 
     # ---- panes ---------------------------------------------------------------------
@@ -251,7 +260,15 @@ class CompareWindow(QMainWindow):
             self.start_index = max(0, shown.frame.index)
             self.preview = shown.frame.image
         self._clear()
+        self.session.tracking = self.tracker_settings()
         self.session.start(self.source, self.start_index, self.requests())
+
+    def tracker_settings(self) -> TrackerSettings | None:
+        """What every pane tracks with: None when Tracks is off; the main window's
+        tracker when given, else ByteTrack."""
+        if not self.tracks_action.isChecked():
+            return None
+        return self.tracking or TrackerSettings()
 
     def home(self) -> None:
         """Back to the first frame (Home): the next frame shown is frame 0."""
@@ -321,6 +338,7 @@ class CompareWindow(QMainWindow):
             card.set_editing(editing)
         self._relayout()
         self.start_action.setVisible(editing)
+        self.tracks_action.setEnabled(editing)
         self.play_action.setVisible(not editing)
         self.play_action.setEnabled(mode in ("playing", "paused", "ended"))
         self.home_action.setVisible(not editing)
@@ -343,7 +361,7 @@ class CompareWindow(QMainWindow):
             card.show_pane(pane.label, pane.settings)
             card.view.show_placeholder("Waiting for the first frame…")
         self._card_width = fit_cards(self.cards, 0)
-        self.table.set_panes(panes)
+        self.table.set_panes(panes, tracking=self.session.tracking is not None)
         self.plots.set_labels(self.labels)
 
     @Slot(object)
@@ -474,7 +492,8 @@ class CompareWindow(QMainWindow):
             if self.differences and counts is not None:
                 card.show_note(diff_note(counts, self.labels[0] if self.labels else ""))
         self._card_width = fit_cards(self.cards, self._card_width)  # with their latency now
-        self.table.fill(frame.step, self._stats)
+        self.table.fill(frame.step, self._stats, frame.tracks)
+        self.table.tracks_tip(frame.tracks)
         set_text(self.scope, scope_text(self._pass, self.session.compared))
         self.plots.refresh(self._stats)
         # one convention with the main window: frame N of the count (1-based)

@@ -28,6 +28,7 @@ from typing import Protocol
 
 import shiboken6
 from framelens.core.api import (
+    BGR,
     INTEROP_PATH,
     Detections,
     DeviceFrame,
@@ -37,7 +38,12 @@ from framelens.core.api import (
     layout,
 )
 from framelens.gui.display.gl_texture import GlTexture
-from framelens.gui.display.overlay_paint import QPainterAnnotator, paint_highlight, paint_overlay
+from framelens.gui.display.overlay_paint import (
+    QPainterAnnotator,
+    paint_follow,
+    paint_highlight,
+    paint_overlay,
+)
 from OpenGL import GL
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
@@ -99,6 +105,7 @@ class VideoCanvas(QOpenGLWidget):
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
         self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
+        self._follow: tuple[tuple[float, float, float, float], BGR] | None = None  # set_follow
         self._gl_ready = False
         self._display_path = self._describe_path()
         self._zoom = 1.0
@@ -143,6 +150,19 @@ class VideoCanvas(QOpenGLWidget):
         Painted over detection frames only (not over the super-resolution views)."""
         if box != self._highlight:
             self._highlight = box
+            self.update()
+
+    @property
+    def follow(self) -> tuple[float, float, float, float] | None:
+        """The followed track's box in the frame shown (source pixels), or None."""
+        return self._follow[0] if self._follow is not None else None
+
+    def set_follow(self, box: tuple[float, float, float, float] | None, colour: BGR) -> None:
+        """Mark the followed track's box (None: not in this frame) with a thick outline
+        in its track's colour. Painted over detection frames only."""
+        follow = (box, colour) if box is not None else None
+        if follow != self._follow:
+            self._follow = follow
             self.update()
 
     def clear(self) -> None:
@@ -310,6 +330,10 @@ class VideoCanvas(QOpenGLWidget):
         if self._highlight is not None:
             painter = QPainter(self)
             paint_highlight(painter, self.image_rect(), self._main.size, self._highlight)
+            painter.end()
+        if self._follow is not None:
+            painter = QPainter(self)
+            paint_follow(painter, self.image_rect(), self._main.size, *self._follow)
             painter.end()
 
     def _paint_overlay(

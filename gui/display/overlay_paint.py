@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from framelens.core.api import (
     BGR,
     DEFAULT_STYLE,
@@ -17,12 +18,19 @@ from framelens.core.api import (
     OverlayStyle,
     Rect,
     Tag,
+    Trail,
     layout,
 )
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 
-__all__ = ["HIGHLIGHT_COLOUR", "QPainterAnnotator", "paint_highlight", "paint_overlay"]
+__all__ = [
+    "HIGHLIGHT_COLOUR",
+    "QPainterAnnotator",
+    "paint_follow",
+    "paint_highlight",
+    "paint_overlay",
+]
 
 _FONT_PROBE_PX = 64  # font size at which a font's cap height is measured
 HIGHLIGHT_COLOUR = QColor(255, 255, 255)  # the picked box's outline
@@ -61,11 +69,22 @@ def _paint_text(painter: QPainter, tag: Tag) -> None:
     painter.restore()
 
 
+def _trail_image(trail: Trail) -> QImage:
+    """The trail's mask as an image: its colour where the mask is set, clear elsewhere."""
+    h, w = trail.mask.shape
+    b, g, r = trail.colour
+    argb = np.zeros((h, w), np.uint32)
+    argb[trail.mask] = (255 << 24) | (r << 16) | (g << 8) | b
+    data = argb.tobytes()
+    # copied: the image then owns its pixels (``data`` goes when this returns)
+    return QImage(data, w, h, 4 * w, QImage.Format.Format_ARGB32_Premultiplied).copy()
+
+
 def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
     """Paint ``overlay`` with ``painter``, whose coordinates are image pixels.
 
-    The shapes are ``framelens.core.stages.draw.style``'s filled rectangles, in its
-    order, so the same pixels get the same colours as in OpenCV's drawing; only the
+    The shapes are ``framelens.core.stages.draw.style``'s filled rectangles (and trails'
+    masks), in its order, so the same pixels get the same colours as in OpenCV's drawing; only the
     tag text differs (Qt's font fitted into the box of OpenCV's Hershey text).
     """
     w, h = overlay.width, overlay.height
@@ -75,6 +94,9 @@ def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
 
     painter.save()
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)  # pixels stay pixels
+    for trail in overlay.trails:  # under the boxes
+        painter.drawImage(QPointF(trail.x, trail.y), _trail_image(trail))
     for mark in overlay.boxes:
         colour = _qcolour(mark.colour)
         if mark.outline:
@@ -119,6 +141,52 @@ def paint_highlight(
     painter.drawRect(ring)
     painter.setPen(QPen(HIGHLIGHT_COLOUR, 2.0))
     painter.drawRect(ring)
+    painter.restore()
+
+
+FOLLOW_WIDTH = 6.0  # the followed track's outline, in screen pixels
+
+
+def paint_follow(
+    painter: QPainter,
+    image_rect: QRectF,
+    image_size: tuple[int, int],
+    box: tuple[float, float, float, float],
+    colour: BGR,
+) -> None:
+    """Mark the followed track's ``box`` (image pixels) of the image drawn at
+    ``image_rect``: a thick outline in its track's ``colour`` between two dark rims, just
+    outside the box, with corner brackets beyond it, in screen pixels whatever the zoom."""
+    w, h = image_size
+    if w <= 0 or h <= 0:
+        return
+    sx, sy = image_rect.width() / w, image_rect.height() / h
+    rect = QRectF(
+        image_rect.x() + box[0] * sx,
+        image_rect.y() + box[1] * sy,
+        (box[2] - box[0]) * sx,
+        (box[3] - box[1]) * sy,
+    )
+    ring = rect.adjusted(-7.0, -7.0, 7.0, 7.0)
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+    painter.setBrush(QColor(0, 0, 0, 0))
+    painter.setPen(QPen(_HALO, FOLLOW_WIDTH + 4.0))
+    painter.drawRect(ring)
+    painter.setPen(QPen(_qcolour(colour), FOLLOW_WIDTH))
+    painter.drawRect(ring)
+    # corner brackets: the mark reads as "followed" even over a box of the same colour
+    arm = min(24.0, ring.width() / 3, ring.height() / 3)
+    out = ring.adjusted(-8.0, -8.0, 8.0, 8.0)
+    painter.setPen(QPen(HIGHLIGHT_COLOUR, 3.0))
+    for cx, cy, dx, dy in (
+        (out.left(), out.top(), 1, 1),
+        (out.right(), out.top(), -1, 1),
+        (out.left(), out.bottom(), 1, -1),
+        (out.right(), out.bottom(), -1, -1),
+    ):
+        painter.drawLine(QPointF(cx, cy), QPointF(cx + dx * arm, cy))
+        painter.drawLine(QPointF(cx, cy), QPointF(cx, cy + dy * arm))
     painter.restore()
 
 

@@ -1,14 +1,16 @@
 """View > Detections: the detections of the frame on screen, as a table.
 
-One row per box of the frame the canvas shows: class, score and box (x1, y1, x2, y2 in
-source pixels, clipped to the frame as the detections file writes them). The list
-follows playback and seeks. The filter keeps the rows of some classes: a class name
-(exactly that class), part of one ("ca": car, cat, cake…), or several separated by
-commas. Clicking a row picks that box (``boxPicked``), which the canvas marks; the pick
-follows the box from frame to frame (the box of the same class that overlaps it most,
-IoU at least ``FOLLOW_IOU``), so it holds while the video plays. Esc, a click below the
-rows or Ctrl+click on the picked row lets it go. For a super-resolution model the
-panel says that it lists a detector's boxes only.
+One row per box of the frame the canvas shows: class, track ID (when a tracker runs;
+"–" for a box of no track), score and box (x1, y1, x2, y2 in source pixels, clipped to
+the frame as the detections file writes them). The list follows playback and seeks.
+The filter keeps the rows of some classes: a class name (exactly that class), part of
+one ("ca": car, cat, cake…), or several separated by commas. Clicking a row picks that
+box (``boxPicked``), which the canvas marks; the pick follows the box from frame to
+frame (the box of its track; untracked, the box of the same class that overlaps it
+most, IoU at least ``FOLLOW_IOU``), so it holds while the video plays. A row's context
+menu asks to follow its track (``followRequested``). Esc, a click below the rows or
+Ctrl+click on the picked row lets it go. For a super-resolution model the panel says
+that it lists a detector's boxes only.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from framelens.core.api import Detections, class_colour
+from framelens.core.api import Detections, box_colour
 from PySide6.QtCore import (
     QAbstractTableModel,
     QItemSelectionModel,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QPoint,
     QSize,
     QSortFilterProxyModel,
     Qt,
@@ -35,6 +38,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -52,9 +56,10 @@ __all__ = [
 ]
 
 ALL_CLASSES = "All classes"
-COLUMNS = ("Class", "Score", "x1, y1, x2, y2")
+COLUMNS = ("Class", "ID", "Score", "x1, y1, x2, y2")
 COLUMN_TIPS = (
     "The class, in its box's colour on the video",
+    "The box's track (Tracking menu); – for a box of no track",
     "The detector's confidence",
     "The box: left, top, right, bottom, in source pixels",
 )
@@ -73,10 +78,15 @@ class DetectionRow:
     label: str
     score: float
     box: Box  # source pixels, clipped to the frame
+    track_id: int = -1  # its track (>= 1), -1: none
 
     @property
     def box_text(self) -> str:
         return ", ".join(f"{round(v)}" for v in self.box)
+
+    @property
+    def id_text(self) -> str:
+        return str(self.track_id) if self.track_id >= 1 else "–"
 
 
 def _clip(v: float, limit: float) -> float:
@@ -90,12 +100,13 @@ def detection_rows(
     (width, height) when it is given."""
     rows = []
     w, h = size if size is not None else (float("inf"), float("inf"))
+    tracks = dets.track_ids.tolist() if dets.track_ids is not None else [-1] * len(dets)
     for i in range(len(dets)):
         x1, y1, x2, y2 = (float(v) for v in dets.boxes[i])
         box = (_clip(x1, w), _clip(y1, h), _clip(x2, w), _clip(y2, h))
         cid = int(dets.class_ids[i])
         label = labels[cid] if 0 <= cid < len(labels) else str(cid)
-        rows.append(DetectionRow(i, cid, label, float(dets.scores[i]), box))
+        rows.append(DetectionRow(i, cid, label, float(dets.scores[i]), box, int(tracks[i])))
     return rows
 
 
@@ -154,16 +165,18 @@ class _RowsModel(QAbstractTableModel):
             return None
         row, column = self.rows[index.row()], index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return (row.label, f"{row.score:.2f}", row.box_text)[column]
+            return (row.label, row.id_text, f"{row.score:.2f}", row.box_text)[column]
         if role == _SORT_ROLE:
-            return (row.label, row.score, row.box[0])[column]
+            return (row.label, row.track_id, row.score, row.box[0])[column]
         if role == Qt.ItemDataRole.DecorationRole and column == 0:
-            b, g, r = class_colour(row.class_id)  # the colour of its box on the canvas
+            # the colour of its box on the canvas: its track's, else its class's
+            b, g, r = box_colour(row.class_id, row.track_id)
             return QColor(r, g, b)
         if role == Qt.ItemDataRole.TextAlignmentRole and column > 0:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{row.label} {row.score:.4f} at {row.box_text} (detection {row.index})"
+            name = f"{row.label} #{row.track_id}" if row.track_id >= 1 else row.label
+            return f"{name} {row.score:.4f} at {row.box_text} (detection {row.index})"
         return None
 
 
@@ -205,6 +218,7 @@ class DetectionsPanel(QWidget):
     """The table, its class filter and a caption (see the module doc)."""
 
     boxPicked = Signal(object)  # Box (x1, y1, x2, y2, source pixels) or None
+    followRequested = Signal(object)  # DetectionRow: follow its track (Follow This ID)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -234,7 +248,7 @@ class DetectionsPanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(1, Qt.SortOrder.DescendingOrder)  # best score first
+        self.table.sortByColumn(2, Qt.SortOrder.DescendingOrder)  # best score first
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
@@ -244,6 +258,10 @@ class DetectionsPanel(QWidget):
         # are narrower than that, so the width holds still while frames go by
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setColumnHidden(1, True)  # the ID column: shown while boxes have IDs
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.setIconSize(QSize(10, 10))  # the class's colour, a small swatch
         # narrow sections: the class name keeps room in a narrow dock
@@ -320,6 +338,7 @@ class DetectionsPanel(QWidget):
             self._rows.set_rows(rows)
         finally:
             self._quiet = False
+        self._show_ids(any(r.track_id >= 1 for r in rows))
         follow = self._follow(before, rows) if before is not None else None
         if follow is not None:
             self._select(follow)  # emits the pick (its box moved with the frame)
@@ -327,8 +346,24 @@ class DetectionsPanel(QWidget):
             self._set_picked(None)
         self._update_caption()
 
+    def _show_ids(self, tracked: bool) -> None:
+        """The ID column while a tracker numbers the boxes. In a narrow dock the class
+        name then keeps its width and the box is elided (its tooltip has it whole);
+        without IDs the class name takes the room left, as before."""
+        if self.table.isColumnHidden(1) != tracked:
+            return
+        self.table.setColumnHidden(1, not tracked)
+        header = self.table.horizontalHeader()
+        fit, stretch = QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.Stretch
+        header.setSectionResizeMode(0, fit if tracked else stretch)
+        header.setSectionResizeMode(3, stretch if tracked else fit)
+
     def _follow(self, before: DetectionRow, rows: list[DetectionRow]) -> DetectionRow | None:
-        """The row of ``rows`` that is the box ``before`` picked in the previous frame."""
+        """The row of ``rows`` that is the box ``before`` picked in the previous frame:
+        its track's box, or for a box of no track the one overlapping it most."""
+        if before.track_id >= 1:
+            same = [r for r in rows if r.track_id == before.track_id and self._proxy.keeps(r.label)]
+            return same[0] if same else None
         best, best_iou = None, FOLLOW_IOU
         for row in rows:
             if row.class_id != before.class_id or not self._proxy.keeps(row.label):
@@ -398,6 +433,24 @@ class DetectionsPanel(QWidget):
         self._picked = row
         if changed:
             self.boxPicked.emit(row.box if row is not None else None)
+
+    def _context_menu(self, at: QPoint) -> None:
+        """Follow This ID, for a row of a tracked box."""
+        index = self.table.indexAt(at)
+        if not index.isValid():
+            return
+        row = self._row_at(index.row())
+        menu = QMenu(self)
+        name = f"{row.label} #{row.track_id}" if row.track_id >= 1 else row.label
+        follow = menu.addAction(
+            f"Follow This ID ({name})" if row.track_id >= 1 else "Follow This ID"
+        )
+        follow.setEnabled(row.track_id >= 1)
+        if row.track_id < 1:
+            follow.setToolTip("This box belongs to no track: turn tracking on (Tracking menu)")
+        follow.triggered.connect(lambda: self.followRequested.emit(row))
+        self.menu = menu  # kept for tests; shown and gone
+        menu.popup(self.table.viewport().mapToGlobal(at))
 
     def _on_filter(self, text: str) -> None:
         picked = self._picked

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from framelens.core.api import TrackerSettings
 from framelens.gui.compare.compare_view import CompareWindow
 from framelens.gui.player.main_window_parts import WindowParts
 from PySide6.QtCore import QObject
@@ -15,11 +16,18 @@ __all__ = ["CompareOpening"]
 class CompareOpening(QObject):
     """Opens the compare view (one; shown again for the same video); playback pauses."""
 
-    def __init__(self, parts: WindowParts, model_key: Callable[[], str]) -> None:
-        """``model_key``: the panel's entry of the model loaded (the panes start with it)."""
+    def __init__(
+        self,
+        parts: WindowParts,
+        model_key: Callable[[], str],
+        tracking: Callable[[], TrackerSettings | None] = lambda: None,
+    ) -> None:
+        """``model_key``: the panel's entry of the model loaded (the panes start with it);
+        ``tracking``: the window's tracker (the panes track with it), None when off."""
         super().__init__(parts.window)
         self.parts = parts
         self._model_key = model_key
+        self._tracking = tracking
         self.window: CompareWindow | None = None
         self.action = parts.action(
             "&Compare…",
@@ -53,6 +61,7 @@ class CompareOpening(QObject):
             max(0, c.state.index),
             model_key=self._model_key(),
             preview=last.frame.image if last is not None else None,
+            tracking=self._tracking(),
             parent=self.parts.window,
         )
         self.window = window

@@ -96,8 +96,9 @@ class WallOpening(QObject):
             self.window.deleteLater()
         c.pause()  # the cores go to the wall
         window = WallWindow(
-            list(specs), c.settings, s, self.parts.window, realtime=s.realtime, layout=layout
-        )
+            list(specs), c.settings, s, self.parts.window, realtime=s.realtime, layout=layout,
+            stages=c.tracking.export_stages(),  # tracking as here: each tile its own tracks
+        )  # fmt: skip
         window.focusRequested.connect(self.focus_tile)
         self.window = window
         self.back_action.setEnabled(False)

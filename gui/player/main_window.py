@@ -8,7 +8,8 @@ feature object per job, each handed those parts: the playback controls
 wall (main_wall.py), batch analysis (main_batch.py), the model, device, backend and
 thresholds (main_models.py), precision switching (main_precision.py), the
 super-resolution views and enlarged detections (main_superres.py), results and state
-on screen (main_display.py), the detections list (main_detections.py), the compare view
+on screen (main_display.py), the detections list (main_detections.py), tracking (the
+Tracking menu, Follow This ID, the track list: main_tracks.py), the compare view
 (main_compare.py) and the menus and toolbar that hold their actions (main_actions.py).
 Features reach each other through those parts and Qt signals only. The window builds
 and wires them, and says errors.
@@ -16,7 +17,7 @@ and wires them, and says errors.
 
 from __future__ import annotations
 
-from framelens.core.api import PlayerState
+from framelens.core.api import PlayerState, TrackerSettings
 from framelens.gui.common.controller import Controller
 from framelens.gui.common.settings import Settings
 from framelens.gui.common.widgets import icon, set_text
@@ -32,6 +33,7 @@ from framelens.gui.player.main_playback import PlaybackControls
 from framelens.gui.player.main_precision import PrecisionSwitching
 from framelens.gui.player.main_sources import SourceOpening, camera_spec, display_name
 from framelens.gui.player.main_superres import SuperResolution
+from framelens.gui.player.main_tracks import TrackingFeature
 from framelens.gui.player.main_wall import WallOpening
 from framelens.gui.player.main_window_parts import Shown, WindowParts
 from framelens.gui.player.model_panel import ModelPanel
@@ -99,7 +101,9 @@ class MainWindow(QMainWindow):
         self.models = ModelChoice(parts)
         self.precision = PrecisionSwitching(parts)
         self.superres = SuperResolution(parts)
-        self.compare = CompareOpening(parts, model_key=lambda: self.models.key)
+        self.compare = CompareOpening(
+            parts, model_key=lambda: self.models.key, tracking=self._tracker
+        )
         # results and state on screen; a super-resolution result in the view chosen
         self.display = ResultDisplay(parts, views=[self.superres.show])
         self.plots = self.display.plots
@@ -120,6 +124,17 @@ class MainWindow(QMainWindow):
         self.detections = DetectionsList(parts, beside=self.panel_dock)
         self.menus.add_view_toggle(self.detections.action, self.plots_dock.toggleViewAction())
         self.display.resultShown.connect(self.detections.show)  # the list, when open
+        # the Tracking menu, Follow This ID and the track list (a dock beside the plots)
+        self.tracking = TrackingFeature(
+            parts, self.detections, before=self.menus.help_menu, plots=self.plots_dock
+        )
+        self.display.resultShown.connect(self.tracking.show)
+        self.display.sourceOpened.connect(self.tracking.source_opened)
+        self.tracking.restore()
+
+    def _tracker(self) -> TrackerSettings | None:
+        """The Tracking menu's tracker (compare's panes start with it), None when off."""
+        return self.tracking.chosen
 
     # ---- what users do (the features' own, for scripts and tests) ----------------------
 

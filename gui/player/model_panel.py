@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-OVERLAYS = ("boxes", "labels", "scores", "landmarks")
+OVERLAYS = ("boxes", "labels", "scores", "landmarks", "trails")
 IMPORT_ITEM = "Import ONNX…"
 NO_MODEL = ""  # the "No model" item's key: frames played as decoded, nothing drawn
 NO_MODEL_ITEM = "No model"
@@ -80,6 +80,9 @@ class ModelPanel(QWidget):
         self.class_count.setObjectName("plotSummary")
 
         self.overlay_checks = {name: QCheckBox(name.capitalize()) for name in OVERLAYS}
+        self.overlay_checks["trails"].setToolTip(
+            "Each tracked object's path: its last centre points (Tracking > Show Trails)"
+        )
         for check in self.overlay_checks.values():
             check.setChecked(True)
             check.toggled.connect(lambda _on: self.overlayChanged.emit(self.overlay()))

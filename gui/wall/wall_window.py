@@ -26,6 +26,7 @@ from framelens.core.api import (
     FrameLensError,
     FrameResult,
     PipelineSettings,
+    StageFactory,
     WallLayout,
     WallPlayer,
     WallState,
@@ -57,7 +58,10 @@ class WallSession(QObject):
 
     _deliver = Signal()
 
-    def __init__(self, realtime: bool, parent: QObject | None = None) -> None:
+    def __init__(
+        self, realtime: bool, parent: QObject | None = None, stages: StageFactory | None = None
+    ) -> None:
+        """``stages``: each tile's per-source stages (the window's tracker)."""
         super().__init__(parent)
         self._waiting: dict[int, FrameResult] = {}  # by tile: the newest not yet taken
         self._lock = threading.Lock()  # waiting results mean a _deliver on its way
@@ -65,8 +69,9 @@ class WallSession(QObject):
         self.superseded = 0  # results replaced by a newer one of their tile before drawing
         self._deliver.connect(self._on_deliver)
         self.player = WallPlayer(
-            self._from_wall, self.stateChanged.emit, self.errorOccurred.emit, realtime=realtime
-        )
+            self._from_wall, self.stateChanged.emit, self.errorOccurred.emit, realtime=realtime,
+            stages=stages,
+        )  # fmt: skip
 
     def _from_wall(self, result: FrameResult) -> None:
         # on the wall's delivery thread: a tile's older result still waiting is replaced
@@ -157,9 +162,11 @@ class WallWindow(QMainWindow):
         *,
         realtime: bool = True,
         layout: str | None = None,
+        stages: StageFactory | None = None,
     ) -> None:
         """``layout``: the grid to open with (a saved wall's), without changing the one
-        remembered; None: the one remembered."""
+        remembered; None: the one remembered. ``stages``: each source's per-source
+        stages (the main window's tracker: every tile its own tracks)."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
@@ -185,7 +192,7 @@ class WallWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.summary_label)
         self._build_toolbar(realtime)
 
-        self.session = WallSession(realtime, self)
+        self.session = WallSession(realtime, self, stages)
         self.session.resultReady.connect(self._on_result)
         self.session.stateChanged.connect(self._on_state)
         self.session.errorOccurred.connect(self._on_error)

@@ -134,7 +134,7 @@ def test_the_list_shows_the_models_detections_of_the_frame_on_screen(
     scores = [r.score for r in panel.visible_rows()]
     assert scores == sorted(scores, reverse=True)  # best first
     header = panel.table.horizontalHeader()  # "Score" and its sort arrow, not over it
-    assert header.sectionSize(1) >= header.sectionSizeHint(1), header.sectionSizeHint(1)
+    assert header.sectionSize(2) >= header.sectionSizeHint(2), header.sectionSizeHint(2)
     assert panel.caption.text() == f"Frame {FRAME + 1} · {len(expected)} detections"
     # it follows a seek, and a step (Right) from there
     window.controller.seek(ALONE)

@@ -15,6 +15,7 @@ Both renders are saved side by side as ``same_picture.png`` in the test's tmp di
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -22,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from framelens.core.stages.draw.opencv import annotate
-from framelens.core.stages.draw.style import LANDMARK_COLOURS, OverlayStyle, class_colour, layout
+from framelens.core.stages.draw.style import LANDMARK_COLOURS, OverlayStyle, layout, track_colour
 from framelens.core.types import Detections
 from framelens.gui.display.canvas import QPainterAnnotator, VideoCanvas
 from PySide6.QtGui import QImage
@@ -92,7 +93,9 @@ def _save(tmp_path: Path, ref: U8, got: U8) -> Path:
     return path
 
 
-def compare(ref: U8, got: U8, dets: Detections, style: OverlayStyle) -> dict[str, float]:
+def compare(
+    ref: U8, got: U8, dets: Detections, style: OverlayStyle, image: U8 | None = None
+) -> dict[str, float]:
     """Asserts the same picture; returns what was measured."""
     overlay = layout(dets, LABELS, style, W, H)
     tags = np.zeros((H, W), bool)
@@ -102,22 +105,23 @@ def compare(ref: U8, got: U8, dets: Detections, style: OverlayStyle) -> dict[str
             tags[t.y1 : t.y2 + 1, t.x1 : t.x2 + 1] = True
     near_tags = _grow(tags)
     measured: dict[str, float] = {}
-    for cid in sorted({m.class_id for m in overlay.boxes}):
-        colour = class_colour(cid)
+    # a class's colour, or a track's (its trail in it too)
+    for colour in sorted({m.colour for m in overlay.boxes}):
+        cid = f"colour {colour}"
         a, b = _is(ref, colour), _is(got, colour)
-        assert a.any(), f"class {cid}: OpenCV drew nothing in its colour"
-        # box outlines, away from the tags: the same pixels
+        assert a.any(), f"{cid}: OpenCV drew nothing in it"
+        # box outlines and trails, away from the tags: the same pixels
         off = _off_by_more_than_1px(a & ~near_tags, b & ~near_tags)
         exact = int(((a ^ b) & ~near_tags).sum())
-        measured[f"class {cid} outline px off by >1 px"] = off
-        measured[f"class {cid} outline px differing"] = exact
-        assert off == 0, f"class {cid}: {off} outline pixels more than 1 px apart"
-    source = scene()[0]
+        measured[f"{cid} outline px off by >1 px"] = off
+        measured[f"{cid} outline px differing"] = exact
+        assert off == 0, f"{cid}: {off} outline pixels more than 1 px apart"
+    source = scene()[0] if image is None else image
     for i, mark in enumerate(overlay.boxes):
         if mark.tag is None:
             continue
         t, text = mark.tag.rect, mark.tag.text
-        colour = class_colour(mark.class_id)
+        colour = mark.colour
         # a window around the tag: where its background lies, and what is drawn there
         y1, y2, x1, x2 = max(0, t.y1 - 6), min(H, t.y2 + 7), max(0, t.x1 - 6), min(W, t.x2 + 7)
         a, b = _is(ref[y1:y2, x1:x2], colour), _is(got[y1:y2, x1:x2], colour)
@@ -143,7 +147,7 @@ def compare(ref: U8, got: U8, dets: Detections, style: OverlayStyle) -> dict[str
         glyphs_a = _is(ref[t.y1 : t.y2 + 1, t.x1 : t.x2 + 1], tc).sum()
         glyphs_b = _is(got[t.y1 : t.y2 + 1, t.x1 : t.x2 + 1], tc).sum()
         assert glyphs_a > 0 and glyphs_b > 0, f"tag {text!r}: no text in {tc}"
-    for k, colour in enumerate(LANDMARK_COLOURS):
+    for k, colour in enumerate(LANDMARK_COLOURS if dets.landmarks is not None else ()):
         a, b = _is(ref, colour), _is(got, colour)
         assert a.any(), f"landmark {k} not drawn by OpenCV"
         off = _off_by_more_than_1px(a, b)
@@ -186,6 +190,48 @@ def test_canvas_overlay_is_the_picture_opencv_draws(
     print(f"\n{path}")
     for what, value in measured.items():
         print(f"  {what}: {value:.3f}" if isinstance(value, float) else f"  {what}: {value}")
+
+
+def tracked_scene() -> tuple[U8, Detections]:
+    """Tracks 12 and 3 with trails (one leaving the frame), and a box of no track."""
+    image = scene()[0]
+    trails = (
+        np.array([[40, 330], [90, 300], [120, 260], [140, 225]], np.float32),
+        np.array([[700, 20], [520, 60], [385, 75]], np.float32),
+        np.zeros((0, 2), np.float32),
+    )
+    dets = Detections(
+        np.array([[60, 120, 220, 330], [300, 0, 470, 150], [430, 180, 600, 300]], np.float32),
+        np.array([0.87, 0.64, 0.91], np.float32),
+        np.array([0, 2, 1], np.int32),
+        track_ids=np.array([12, 3, -1], np.int64),
+        trails=trails,
+    )
+    return image, dets
+
+
+@pytest.mark.parametrize("style", [OverlayStyle(), OverlayStyle(thickness=3, scores=False)])
+def test_tracks_and_trails_are_the_same_picture_on_the_canvas(
+    canvas: VideoCanvas, qtbot: QtBot, tmp_path: Path, style: OverlayStyle
+) -> None:
+    """IDs ("person #12"), track colours and trails: OpenCV's export and the canvas' overlay
+    of frames kept on the GPU colour the same pixels; trails off on both, none on either."""
+    image, dets = tracked_scene()
+    ref = annotate(image, dets, LABELS, style)
+    canvas.set_image(image, (dets, LABELS, style))
+    qtbot.wait(300)
+    got = _bgr(canvas.grab_frame_image())
+    _save(tmp_path, ref, got)
+    compare(ref, got, dets, style, image)
+    trail_colour = track_colour(12)
+    assert _is(got, trail_colour)[300, 90]  # on track 12's trail, outside its box
+    no_trails = OverlayStyle(labels=style.labels, scores=style.scores, thickness=style.thickness)
+    no_trails = replace(no_trails, trails=False)
+    canvas.set_image(image, (dets, LABELS, no_trails))
+    qtbot.wait(300)
+    plain = _bgr(canvas.grab_frame_image())
+    assert not _is(plain, trail_colour)[300, 90]
+    assert np.array_equal(_is(plain, trail_colour)[:, :50], np.zeros((H, 50), bool))
 
 
 def test_qpainter_annotator_paints_what_the_canvas_paints(tmp_path: Path) -> None:

@@ -12,6 +12,11 @@ from frame 200 back to 0) are the report's to compute: ``missing`` lists them.
 ``latency_ms_median``), kept up to date as frames come in, so a view can show the
 same number while the frames play.
 
+When the panes track (``tracking``), each row keeps every pane's tracked boxes:
+``track_frames`` gives them for the view's running track numbers, and the report scores
+them (records.py); the frames of a gap are tracked by the report's own trackers, their
+IDs numbered above every ID kept (``max_track_ids``), so no ID stands for two objects.
+
 One thread adds (the view's worker), another may read (a report being written):
 every method takes the lock.
 """
@@ -23,11 +28,16 @@ import itertools
 import math
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from framelens.core.pipeline.compare.panes import CompareStep, PaneSpec
 from framelens.core.pipeline.compare.records import CompareLog, FrameRow, frame_row
 from framelens.core.pipeline.ranges import RunRange
 from framelens.core.stages.tasks.detect.agreement import FrameMatch
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tracking.mot import MotFrame
+    from framelens.core.stages.tracking.settings import TrackerSettings
 
 __all__ = ["KeptFrames"]
 
@@ -37,9 +47,15 @@ _Kept = tuple[FrameRow, tuple[FrameMatch, ...]]
 class KeptFrames:
     """Every frame a comparison of ``specs`` computed, by source index (see the module doc)."""
 
-    def __init__(self, specs: Sequence[PaneSpec], reference: int = 0) -> None:
+    def __init__(
+        self,
+        specs: Sequence[PaneSpec],
+        reference: int = 0,
+        tracking: TrackerSettings | None = None,
+    ) -> None:
         self.specs = tuple(specs)
         self.reference = reference
+        self.tracking = tracking  # the panes' trackers: the report's gaps use the same
         self._frames: dict[int, _Kept] = {}
         self._sorted: list[list[float]] = [[] for _ in self.specs]  # inference ms, per pane
         self._lock = threading.Lock()
@@ -101,6 +117,22 @@ class KeptFrames:
                 return math.nan
             mid = n // 2
             return values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2
+
+    def track_frames(self) -> list[list[MotFrame | None]]:
+        """Each pane's tracked boxes on every frame kept, in frame order (None where the
+        pane did not track)."""
+        with self._lock:
+            rows = [self._frames[i][0] for i in sorted(self._frames)]
+        return [[r.panes[p].tracks for r in rows] for p in range(len(self.specs))]
+
+    def max_track_ids(self) -> list[int]:
+        """The highest track ID each pane was given on the frames kept (0: none)."""
+        top = [0] * len(self.specs)
+        for pane, frames in enumerate(self.track_frames()):
+            for f in frames:
+                if f is not None and len(f):
+                    top[pane] = max(top[pane], int(f.ids.max()))
+        return top
 
     def log(self) -> CompareLog:
         """A CompareLog of the frames kept, in frame order: what the report is written from."""

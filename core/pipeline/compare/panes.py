@@ -24,7 +24,7 @@ from typing import Protocol
 
 from framelens.core.errors import ConfigError, FrameLensError, GpuError
 from framelens.core.pipeline import build
-from framelens.core.pipeline.processor import FrameProcessor
+from framelens.core.pipeline.processor import FrameProcessor, draw_after_stages
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.tasks import MATCH_IOU, produces_image
@@ -170,7 +170,8 @@ class CompareRunner:
     output image, none for detectors). ``stages``: per-source stages after the task
     (core/stages/source_stages.py), a chain of its own for every pane (a tracker per
     pane: does INT8 change the tracks?), run on each frame in order before the pane is
-    measured against the reference, reset by ``reset_stages`` (a restart, a seek).
+    measured against the reference, reset by ``reset_stages`` (a restart, a seek); with
+    ``draw`` a pane with stages draws after them, so its overlay shows what they added.
     A pane whose GPU fails (out of memory, a driver error) goes on from the same frame
     where ``failover`` says, the session's one policy (core/sessions/failover.py: another
     GPU of the comparison, else the CPU; without it: the CPU), and ``on_message`` is
@@ -240,7 +241,7 @@ class CompareRunner:
                 raise
             self._move(pane, exc, frame.index)
             return self._run_pane(pane, frame, decode_ms)
-        if self.draw:
+        if self.draw and not pane.stages:
             pane.pipeline.draw(result, copy=True)  # each pane draws on its own copy
         own_ms = now_ms() - t0
         result.times.e2e = own_ms if math.isnan(decode_ms) else decode_ms + own_ms
@@ -280,6 +281,10 @@ class CompareRunner:
         results = [self._run_pane(p, frame, decode_ms) for p in self._panes]
         for pane, result in zip(self._panes, results, strict=True):
             pane.stages(result)  # in frame order: the panes run on one worker, in turn
+            if self.draw and pane.stages:  # the overlay shows what the stages added (IDs)
+                draw_after_stages(pane.pipeline, result, copy=True)
+                if not math.isnan(result.times.draw):
+                    result.times.e2e += result.times.draw
         ref = results[self.reference]
         ref_task = self._panes[self.reference].pipeline.task
         ref_image = self._image(self._panes[self.reference], ref)

@@ -10,9 +10,11 @@ The summary is the content of summary.json::
          "f1", "precision", "recall", "mean_iou", "mean_score_diff",  # vs the reference
          "tp", "fp", "fn",      # the sums behind precision/recall/F1
          "psnr_db", "ssim",     # mean image agreement; null for detection panes
-         "model", "precision_mode", "backend", "device", "conf"},  # what the pane ran
+         "model", "precision_mode", "backend", "device", "conf",  # what the pane ran
+         "tracking"},           # only when the panes tracked: see tracks.py
        ...},
-     "frames", "match_iou", ...metadata given by the caller}
+     "frames", "match_iou", ...metadata given by the caller
+     "ground_truth"}            # only with ground truth: its file
 
 The reference is listed among the variants (agreeing with itself). Undefined values
 (NaN: a mean over no matched pair) are written as null, and so is an infinite PSNR
@@ -25,10 +27,14 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framelens.core.pipeline.compare.panes import MATCH_IOU, CompareStep, PaneSpec
+from framelens.core.pipeline.compare.tracks import pane_tracks, tracks_summary
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tracking.mot import MotFrame, MotSequence
 
 __all__ = ["VARIANT_KEYS", "CompareLog", "FrameRow", "PaneRow", "frame_row"]
 
@@ -47,7 +53,7 @@ VARIANT_KEYS = (
 
 @dataclass(frozen=True, slots=True)
 class PaneRow:
-    """One pane on one frame."""
+    """One pane on one frame; ``tracks``: its tracked boxes when it tracked, else None."""
 
     detections: int
     tp: int
@@ -57,6 +63,7 @@ class PaneRow:
     e2e_ms: float
     psnr_db: float | None = None
     ssim: float | None = None
+    tracks: MotFrame | None = None
 
     @property
     def f1(self) -> float:
@@ -87,6 +94,7 @@ def frame_row(step: CompareStep) -> tuple[FrameRow, tuple[FrameMatch, ...]]:
                 e2e_ms=t.e2e,
                 psnr_db=pane.image.psnr_db if pane.image else None,
                 ssim=pane.image.ssim if pane.image else None,
+                tracks=pane_tracks(pane.result.output, step.frame.index + 1),
             )
         )
     row = FrameRow(step.frame.index, step.frame.pts, tuple(panes))
@@ -114,13 +122,20 @@ class CompareLog:
     """Collects a comparison's steps (pass it as ``on_step``) and summarises them.
 
     It keeps its own totals, so a GUI resetting the runner's running agreement
-    (after a seek) does not change what the log reports.
+    (after a seek) does not change what the log reports. ``ground_truth``: the
+    comparison's tracks are also scored against it (frame 1 = the first frame logged).
     """
 
-    def __init__(self, specs: Sequence[PaneSpec], reference: int) -> None:
+    def __init__(
+        self,
+        specs: Sequence[PaneSpec],
+        reference: int,
+        ground_truth: MotSequence | None = None,
+    ) -> None:
         self.notes: list[str] = []  # what happened on the way (a pane's GPU failing)
         self.specs = tuple(specs)
         self.reference = reference
+        self.ground_truth = ground_truth
         self.rows: list[FrameRow] = []
         self.totals = [AgreementTotals() for _ in self.specs]
 
@@ -136,6 +151,11 @@ class CompareLog:
     def has_images(self) -> bool:
         """True when the panes output images, so PSNR/SSIM were measured."""
         return any(p.ssim is not None for r in self.rows for p in r.panes)
+
+    @property
+    def tracked(self) -> bool:
+        """True when the panes tracked (their boxes have track IDs)."""
+        return any(p.tracks is not None for r in self.rows for p in r.panes)
 
     def __call__(self, step: CompareStep) -> None:
         self.add(*frame_row(step))
@@ -178,10 +198,18 @@ class CompareLog:
 
     def summary(self, **meta: Any) -> dict[str, Any]:
         """summary.json's content (see the module doc); ``meta`` keys are appended."""
+        variants = {label: self.variant(i) for i, label in enumerate(self.labels)}
+        if self.tracked:
+            frames = [[r.tracks for r in self.pane_rows(i)] for i in range(len(self.labels))]
+            scored = tracks_summary(self.labels, self.reference, frames, self.ground_truth)
+            for variant, tracking in zip(variants.values(), scored, strict=True):
+                variant["tracking"] = tracking
+        truth = {} if self.ground_truth is None else {"ground_truth": self.ground_truth.path}
         return {
             "reference": self.reference_label,
-            "variants": {label: self.variant(i) for i, label in enumerate(self.labels)},
+            "variants": variants,
             "frames": len(self.rows),
             "match_iou": MATCH_IOU,
+            **truth,
             **meta,
         }

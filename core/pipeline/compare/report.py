@@ -167,6 +167,61 @@ _TABLE_KEYS = (
 )
 
 
+_TRACK_KEYS = (
+    ("tracks", "tracks"),
+    ("id_switches", "ID switches"),
+    ("idf1", "IDF1"),
+    ("hota", "HOTA"),
+    ("assa", "AssA"),
+)
+_GT_KEYS = (
+    ("hota", "HOTA"),
+    ("idf1", "IDF1"),
+    ("mota", "MOTA"),
+    ("id_switches", "ID switches"),
+)
+
+
+def _tracks_html(summary: dict[str, Any]) -> str:
+    """The tracks table, when the panes tracked: against the reference's tracks, and
+    against ground truth when there was one."""
+    variants = summary["variants"]
+    if not any("tracking" in v for v in variants.values()):
+        return ""
+    e = html.escape
+    ref = summary["reference"]
+    truth = summary.get("ground_truth")
+    head = "".join(f"<th>{t}</th>" for _, t in _TRACK_KEYS)
+    span = f'<th colspan="{len(_TRACK_KEYS) - 1}">against {e(ref)}\'s tracks</th>'
+    top = f"<tr><th></th><th></th>{span}"
+    if truth is not None:
+        head += "".join(f"<th>{t}</th>" for _, t in _GT_KEYS)
+        top += f'<th colspan="{len(_GT_KEYS)}">against the ground truth</th>'
+    body = []
+    for label, v in variants.items():
+        t = v.get("tracking", {})
+        keys = [t.get(k) for k, _ in _TRACK_KEYS]
+        if truth is not None:
+            keys += [t.get("ground_truth", {}).get(k) for k, _ in _GT_KEYS]
+        cells = "".join(f"<td>{'n/a' if x is None else x}</td>" for x in keys)
+        name = f"{e(label)} (reference)" if label == ref else e(label)
+        body.append(f"<tr><th>{name}</th>{cells}</tr>")
+    gt_note = (
+        f" Ground truth: {e(str(truth))} (its frame 1 is the first frame compared)."
+        if truth is not None
+        else ""
+    )
+    return f"""<h2>Tracks ({e(str(summary.get("tracker", "")))})</h2>
+<p>Each pane tracked its own boxes. Against {e(ref)}'s tracks, taken as ground truth:
+how often a pane's IDs switch where the reference keeps one, and how well the tracks
+agree (IDF1; HOTA and its association part AssA; TrackEval, IoU &ge; 0.5 for IDF1 and ID
+switches). n/a: neither pane has a track.{gt_note}</p>
+<table>{top}</tr><tr><th>variant</th>{head}</tr>
+{chr(10).join(body)}
+</table>
+"""
+
+
 def _html(summary: dict[str, Any], plots: Sequence[str]) -> str:
     e = html.escape
     ref = summary["reference"]
@@ -194,7 +249,7 @@ Per-frame data: <a href="{CSV_FILE}">{CSV_FILE}</a>, summary: <a href="{SUMMARY}
 <table><tr><th>variant</th>{head}</tr>
 {chr(10).join(body)}
 </table>
-{images}
+{_tracks_html(summary)}{images}
 </body></html>
 """
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from framelens.core.errors import Cancelled
 from framelens.core.pipeline.compare.panes import (
@@ -27,9 +29,13 @@ from framelens.core.pipeline.ranges import RunRange, seek_to_start
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover
 from framelens.core.sessions.opening import SourceOpener
+from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
 
-__all__ = ["LockstepFeed", "open_for_panes", "pane_failover", "run_lockstep"]
+if TYPE_CHECKING:
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+__all__ = ["LockstepFeed", "open_for_panes", "pane_failover", "pane_trackers", "run_lockstep"]
 
 
 def open_for_panes(spec: str) -> Source:
@@ -45,6 +51,16 @@ def pane_failover(panes: Sequence[PaneSpec], say: Callable[[str], None]) -> Fail
     goes on on another GPU the comparison uses, else the CPU (``say``: a GPU that
     cannot take it either)."""
     return Failover([p.settings.device for p in panes], None, say, spinning=False)
+
+
+def pane_trackers(tracking: TrackerSettings, fps: float | None) -> StageFactory:
+    """A tracker of ``tracking``'s kind for every pane, at the source's frame rate
+    (``fps``, when known: a lost track is kept ``track_buffer`` frames at 30 fps)."""
+    from framelens.core.stages.tracking.stage import tracking_stages
+
+    if fps is not None and fps > 0:
+        tracking = replace(tracking, frame_rate=fps)
+    return tracking_stages(tracking)
 
 
 class LockstepFeed:

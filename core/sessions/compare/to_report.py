@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framelens.core import __version__
-from framelens.core.errors import Cancelled, SourceError
+from framelens.core.errors import Cancelled, ConfigError, SourceError
 from framelens.core.pipeline.compare.panes import (
     CompareRunner,
     CompareStep,
@@ -24,10 +24,19 @@ from framelens.core.pipeline.compare.records import CompareLog
 from framelens.core.pipeline.compare.report import REPORT_FILES, write_report_files
 from framelens.core.pipeline.ranges import RunRange
 from framelens.core.progress import Progress, make_bar
-from framelens.core.sessions.compare.lockstep import open_for_panes, pane_failover, run_lockstep
+from framelens.core.sessions.compare.lockstep import (
+    open_for_panes,
+    pane_failover,
+    pane_trackers,
+    run_lockstep,
+)
 from framelens.core.stages.sinks.atomic import StrPath
 from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.source_stages import StageFactory
+
+if TYPE_CHECKING:
+    from framelens.core.stages.tracking.mot import MotSequence
+    from framelens.core.stages.tracking.settings import TrackerSettings
 
 __all__ = ["compare_to_report"]
 
@@ -46,6 +55,8 @@ def compare_to_report(
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     stages: StageFactory | None = None,
+    tracking: TrackerSettings | None = None,
+    ground_truth: MotSequence | None = None,
 ) -> dict[str, Any]:
     """Compare ``panes`` on a range of a source and write the report; returns the summary.
 
@@ -55,7 +66,15 @@ def compare_to_report(
     ``on_progress(done, total)`` (total 0 when unknown) is called at most ten times
     a second and at the end; setting ``cancel`` stops with Cancelled and no report.
     ``stages``: per-source stages after the task, a chain for every pane.
+    ``tracking``: every pane tracks its boxes with a tracker of its own (at the source's
+    frame rate), and the report scores each pane's tracks against the reference's and,
+    given ``ground_truth`` (frame 1 = frame ``start``), against it
+    (core/pipeline/compare/tracks.py).
     """
+    if stages is not None and tracking is not None:
+        raise ValueError("give stages or tracking, not both")
+    if ground_truth is not None and tracking is None:
+        raise ConfigError("ground truth scores tracks: it needs tracking on (--track)")
     if not callable(panes):
         check_panes(panes, reference)
     with AtomicDir(report, REPORT_FILES) as staging:
@@ -70,9 +89,16 @@ def compare_to_report(
             on_progress,
             cancel,
             stages,
+            tracking,
+            ground_truth,
         )
+        tracker = {} if tracking is None else {"tracker": tracking.kind}
         summary = log.summary(
-            source=source_spec, start=start, app_version=__version__, notes=list(log.notes)
+            source=source_spec,
+            start=start,
+            **tracker,
+            app_version=__version__,
+            notes=list(log.notes),
         )
         write_report_files(staging.tmp, log, summary)
         path = staging.commit()
@@ -88,14 +114,16 @@ def _compare(
     on_progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
     stages: StageFactory | None = None,
+    tracking: TrackerSettings | None = None,
+    ground_truth: MotSequence | None = None,
 ) -> CompareLog:
-    log = CompareLog(specs, reference)
+    log = CompareLog(specs, reference, ground_truth)
     with (
         open_for_panes(source_spec) as source,
         CompareRunner(
             specs,
             reference=reference,
-            stages=stages,
+            stages=stages if tracking is None else pane_trackers(tracking, source.info.fps),
             on_message=log.notes.append,
             failover=pane_failover(specs, log.notes.append),
         ) as runner,  # fmt: skip

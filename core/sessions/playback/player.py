@@ -127,8 +127,14 @@ class Player(PlayerCore):
         self._send(lambda: self._do_realtime(realtime))
 
     def update(self, **changes: object) -> None:
-        """Change conf, iou, classes or overlay; the current frame is re-processed."""
+        """Change conf, iou, classes or overlay; the current frame is re-processed (with
+        per-source stages, an overlay change redraws it: its tracks stay as they were)."""
         self._send(lambda: self._do_update(changes))
+
+    def set_stages(self, stages: StageFactory | None) -> None:
+        """Per-source stages (a tracker; None: none) from the next frame on, without
+        reopening the source; a paused frame is shown again through them."""
+        self._send(lambda: self._do_stages(stages))
 
     def set_model(self, settings: PipelineSettings) -> None:
         """Build a pipeline for new settings in the background; swap it in when ready."""
@@ -311,6 +317,7 @@ class Player(PlayerCore):
             except FrameLensError:
                 self._current = None
         self._ready = None
+        self._last = None
         old, self._pipeline = self._pipeline, pipeline
         stopped = self._stop_workers()
         if not stopped:
@@ -360,15 +367,9 @@ class Player(PlayerCore):
         if self._settings is not None:
             self._settings = with_changes(self._settings, changes)
         self._apply(changes)
+        if set(changes) <= {"overlay"} and self._redraw():
+            return  # only the look changed: the frame on screen drawn again
         self._refresh()
-
-    def _refresh(self) -> None:
-        """Re-process the frame on screen so a paused view reflects a change."""
-        if self._current is None or self._state.playing:
-            return
-        self._stages.reset()  # the frame on screen again: its stages see it afresh
-        self._ready = None
-        self._show(self._process(self._current))
 
     def _build_pipelines(self, settings: PipelineSettings) -> Built:
         """The player thread's pipeline and the executor's workers (as many as the CLI's),

@@ -3,7 +3,9 @@ session's drive (core/sessions/drive.py: the source decoded ahead, the executor'
 it plays from. ``Player`` (core/sessions/playback/player.py) adds the
 public commands and model swaps on top. Every frame shown passes the per-source stages
 (core/stages/source_stages.py) first; a seek, a restart, a model swap's resume and a
-frame processed again reset them."""
+frame processed again reset them. With stages, a host frame's overlays are drawn after
+them, on the player's thread (a tracker's IDs and trails are in the picture); without,
+the executor's workers draw them as they process, ahead of the clock."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Any, cast
 
 from framelens.core.errors import SourceError
 from framelens.core.pipeline.decode_ahead import DecodeItem, End, Failed
-from framelens.core.pipeline.execute import Done, PipelineWorker
+from framelens.core.pipeline.execute import Done, DrawPolicy, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -68,6 +70,8 @@ class PlayerCore(ABC):
         # a source that could not be opened (after on_error said why): the one open stays
         self._on_open_failed = on_open_failed
         self._stages = SourceStages(stages)
+        self._executing: list[PipelineWorker] = []  # the drive's workers while it runs
+        self._last: FrameResult | None = None  # the result on screen (an overlay redrawn)
         self._drop_late = drop_late  # False: every frame queues (the benchmark's baseline)
         self._on_state = on_state
         self._on_error = on_error
@@ -222,6 +226,8 @@ class PlayerCore(ABC):
         if self._pipeline is None:  # no model (yet): show the plain frame
             result = FrameResult(frame, Detections.empty(), StageTimes(decode=decode_ms))
             result.annotated = frame.image
+        elif self._stages:  # drawn once the stages have seen it (_show)
+            result = self._pipeline.infer(frame, StageTimes(decode=decode_ms))
         else:
             result = self._pipeline.process(frame, decode_ms)
         result.times.e2e = now_ms() - start
@@ -247,7 +253,10 @@ class PlayerCore(ABC):
         self._sought = None
         self._current = result.frame
         self._rate.tick()
-        self._stages(result)
+        if self._stages:
+            self._stages(result)
+            self._draw(result)
+        self._last = result
         self._on_result(result)
         changes: dict[str, object] = {"index": result.frame.index}
         if self._state.playing:
@@ -262,6 +271,44 @@ class PlayerCore(ABC):
             self._publish(**changes)
         else:
             self._state = replace(self._state, **cast(dict[str, Any], changes))
+
+    def _draw(self, result: FrameResult) -> None:
+        """A host frame's overlays, drawn after the stages (device frames are overlaid by
+        the screen, from the result's output)."""
+        if self._pipeline is not None and result.frame.on_host:
+            self._pipeline.draw(result)
+
+    def _do_stages(self, stages: StageFactory | None) -> None:
+        """Stages of another kind from the next frame on (the frame on screen again when
+        paused): every source's chain made afresh; the workers draw only without them."""
+        self._stages = SourceStages(stages)
+        for worker in self._executing:
+            worker.draw = "none" if self._stages else "host"
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-process the frame on screen so a paused view reflects a change."""
+        if self._current is None or self._state.playing:
+            return
+        self._stages.reset()  # the frame on screen again: its stages see it afresh
+        self._ready = None
+        self._show(self._process(self._current))
+
+    def _redraw(self) -> bool:
+        """The result on screen drawn again with the overlay now set (paused, with stages:
+        processing it again would restart them, a tracker's IDs with them); False when
+        there is none to redraw."""
+        last = self._last
+        if (
+            last is None
+            or not self._stages
+            or self._state.playing
+            or last.frame is not self._current
+        ):
+            return False
+        self._draw(last)
+        self._on_result(last)
+        return True
 
     def _show_next(self, timeout: float = 15.0) -> bool:
         """Decode, process and show the next frame synchronously; False at the end."""
@@ -344,7 +391,9 @@ class PlayerCore(ABC):
     def _start_workers(self) -> None:
         drive = self._drive
         if drive is not None and self._workers and not drive.running:
-            workers = [PipelineWorker(p, "host") for p in self._workers]
+            draw: DrawPolicy = "none" if self._stages else "host"  # with stages: after them
+            workers = [PipelineWorker(p, draw) for p in self._workers]
+            self._executing = workers
             drive.start(workers, batch=self._workers[0].settings.batch)
 
     def _stop_workers(self) -> bool:
@@ -361,6 +410,7 @@ class PlayerCore(ABC):
         self._stages.clear()  # another source: stages of its own
         self._ready = None
         self._current = None
+        self._last = None
         self._spec = None
         self._source_wants = None
         if self._drive is not None:

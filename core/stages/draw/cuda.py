@@ -1,4 +1,4 @@
-"""The CUDA painter: boxes and landmark dots drawn straight into a device image.
+"""The CUDA painter: boxes, trails and landmark dots drawn straight into a device image.
 
 What is drawn is ``framelens.core.stages.draw.style``'s ``layout``, the same geometry
 and colours as OpenCV's and the canvas' painting, put on the pixels by the kernel
@@ -56,11 +56,15 @@ def _colour(bgr: BGR, order: str) -> int:
 
 
 def shape_rows(overlay: Overlay, order: str = "rgba") -> npt.NDArray[np.int32]:
-    """The overlay's box outlines and landmark dots as ``fl_draw_rects`` shapes (M, 8),
-    in painting order, colours in ``order``'s channel order. Tags are left out."""
+    """The overlay's trails, box outlines and landmark dots as ``fl_draw_rects`` shapes
+    (M, 8), in painting order, colours in ``order``'s channel order. Tags are left out.
+    A trail is its runs of pixels, each a filled one-row rectangle (half -1)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {sorted(ORDERS)}, not {order!r}")
     rows: list[tuple[int, ...]] = []
+    for trail in overlay.trails:
+        colour = _colour(trail.colour, order)
+        rows += [(r.x1, r.y1, r.x2, r.y2, colour, -1, RECT, 0) for r in trail.spans()]
     for mark in overlay.boxes:
         if mark.outline:
             b = mark.box

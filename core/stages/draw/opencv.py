@@ -2,8 +2,8 @@
 
 What is drawn is decided by ``framelens.core.stages.draw.style`` (shared with the
 canvas' QPainter and the CUDA kernel); here it is only put on the pixels: shapes as
-filled rectangles, tag text with ``cv2.putText`` in the Hershey font the tags were
-measured in.
+filled rectangles, trails as their rasterised masks, tag text with ``cv2.putText`` in the
+Hershey font the tags were measured in.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ def _fill(out: Image, r: Rect, colour: tuple[int, int, int]) -> None:
 def paint(out: Image, overlay: Overlay) -> None:
     """Put ``overlay`` on a BGR uint8 image in place (it must be writable)."""
     w, h = overlay.width, overlay.height
+    for trail in overlay.trails:
+        m = trail.mask
+        out[trail.y : trail.y + m.shape[0], trail.x : trail.x + m.shape[1]][m] = trail.colour
     for mark in overlay.boxes:
         if mark.outline:
             for band in mark.bands(w, h):

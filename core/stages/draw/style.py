@@ -6,12 +6,15 @@ painting order. The painters only put that on their surface:
 
 * OpenCV (``framelens.core.stages.draw.opencv``): export, snapshots, host frames;
 * QPainter (``framelens.gui.display.canvas``): the canvas' overlay over frames kept on the GPU;
-* CUDA (``framelens.core.stages.draw.cuda``): boxes and landmark dots straight into a
-  device image. Label text is drawn by the host painters only.
+* CUDA (``framelens.core.stages.draw.cuda``): boxes, trails and landmark dots straight
+  into a device image. Label text is drawn by the host painters only.
 
-Everything that decides the picture lives here: per-class colour, the tag's text
-("person 0.87"), line thickness and font scale from the image size, where a tag goes
-(above the box, inside when there is no room at the top edge), landmark dots. Tag
+Everything that decides the picture lives here: per-class colour (per-track colour for
+a box a tracker gave an ID, core/stages/tracking), the tag's text ("person 0.87", or
+"person #12 0.87" for track 12), trails (the last centre points of a box's track as a
+polyline, rasterised here once so every painter colours the same pixels), line
+thickness and font scale from the image size, where a tag goes (above the box, inside
+when there is no room at the top edge), landmark dots. Tag
 sizes are measured with OpenCV's Hershey font, so every painter fills the same tag
 rectangle; the QPainter fits its own font's glyphs into the measured text box.
 
@@ -29,6 +32,8 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import cv2
+import numpy as np
+import numpy.typing as npt
 from framelens.core.types import Detections
 
 BGR = tuple[int, int, int]
@@ -42,6 +47,7 @@ class OverlayStyle:
     labels: bool = True
     scores: bool = True
     landmarks: bool = True
+    trails: bool = True  # a tracked box's trail (when the tracker keeps trails)
     thickness: int | None = None
     font_scale: float | None = None
 
@@ -52,7 +58,7 @@ class OverlayStyle:
 
     @property
     def anything(self) -> bool:
-        return self.boxes or self.labels or self.scores or self.landmarks
+        return self.boxes or self.labels or self.scores or self.landmarks or self.trails
 
 
 DEFAULT_STYLE = OverlayStyle()
@@ -102,15 +108,35 @@ def class_colour(class_id: int) -> BGR:
     return PALETTE[class_id % len(PALETTE)]
 
 
+_TRACK_STRIDE = 7  # coprime with the palette's length: IDs 1, 2, 3... are far apart in hue
+
+
+def track_colour(track_id: int) -> BGR:
+    """The BGR colour of track ``track_id`` (>= 1), the same in every frame and painter;
+    consecutive IDs get well separated colours of the palette."""
+    return PALETTE[(track_id * _TRACK_STRIDE) % len(PALETTE)]
+
+
+def box_colour(class_id: int, track_id: int = -1) -> BGR:
+    """A box's colour: its track's when it has one (``track_id`` >= 1), else its class's."""
+    return track_colour(track_id) if track_id >= 1 else class_colour(class_id)
+
+
 def text_colour(bg: BGR) -> BGR:
     """Black or white (BGR), whichever reads better on ``bg``."""
     b, g, r = bg
     return (0, 0, 0) if 0.114 * b + 0.587 * g + 0.299 * r > 140 else (255, 255, 255)
 
 
-def tag_text(cid: int, score: float, labels: Sequence[str], style: OverlayStyle) -> str:
-    """The "label score" text of a detection, as the overlay shows it."""
+def tag_text(
+    cid: int, score: float, labels: Sequence[str], style: OverlayStyle, track_id: int = -1
+) -> str:
+    """The "label score" text of a detection, as the overlay shows it; a box of track 12
+    (``track_id``) reads "label #12 score"."""
     name = labels[cid] if 0 <= cid < len(labels) else str(cid)
+    if track_id >= 1:
+        name = f"{name} #{track_id}" if style.labels else f"#{track_id}"
+        return f"{name} {score:.2f}" if style.scores else name
     if style.labels and style.scores:
         return f"{name} {score:.2f}"
     return name if style.labels else f"{score:.2f}"
@@ -250,18 +276,43 @@ class Dot:
         return out
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Trail:
+    """A track's trail, rasterised: the pixels ``mask`` (h, w) sets, placed with its
+    top-left corner at image pixel (x, y), inside the image. The polyline through the
+    track's last centre points (what ``cv2.polylines(thickness, LINE_8)`` covers)."""
+
+    x: int
+    y: int
+    mask: npt.NDArray[np.bool_]
+    colour: BGR
+    track_id: int
+
+    def spans(self) -> list[Rect]:
+        """The trail as one rectangle per run of set pixels in a row (image pixels)."""
+        m = self.mask.astype(np.int8)
+        edges = np.diff(np.pad(m, ((0, 0), (1, 1))), axis=1)
+        out = []
+        for row, col in zip(*np.nonzero(edges == 1), strict=True):
+            end = int(np.argmax(edges[row, col + 1 :] == -1)) + col  # last set pixel
+            out.append(Rect(self.x + int(col), self.y + int(row), self.x + end, self.y + int(row)))
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class Overlay:
     """Everything to paint on one ``width`` x ``height`` image, in painting order:
-    each box's outline then its tag, box after box, then the landmark dots."""
+    the trails, then each box's outline then its tag, box after box, then the landmark
+    dots."""
 
     width: int
     height: int
     boxes: tuple[BoxMark, ...]
     dots: tuple[Dot, ...]
+    trails: tuple[Trail, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.boxes or self.dots)
+        return bool(self.boxes or self.dots or self.trails)
 
 
 def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
@@ -284,18 +335,48 @@ def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: i
     )
 
 
+def trail_thickness(s: Sizes) -> int:
+    """A trail's line width: the boxes' (2 px at 432p, 4 at 1080p)."""
+    return s.thickness
+
+
+def _trail(
+    points: npt.NDArray[np.float32], colour: BGR, track_id: int, thick: int, width: int, height: int
+) -> Trail | None:
+    """The polyline through ``points`` (k, 2) rasterised inside the image (None: nothing
+    of it inside, fewer than two points, or not finite)."""
+    if len(points) < 2 or not np.all(np.isfinite(points)):
+        return None
+    pts = np.rint(points).astype(np.int64)
+    pad = thick // 2 + 1
+    x0 = max(0, int(pts[:, 0].min()) - pad)
+    y0 = max(0, int(pts[:, 1].min()) - pad)
+    x1 = min(width - 1, int(pts[:, 0].max()) + pad)
+    y1 = min(height - 1, int(pts[:, 1].max()) + pad)
+    if x1 < x0 or y1 < y0:
+        return None
+    canvas = np.zeros((y1 - y0 + 1, x1 - x0 + 1), np.uint8)
+    shifted = (pts - np.array([x0, y0])).astype(np.int32).reshape(-1, 1, 2)
+    cv2.polylines(canvas, [shifted], False, 1, thick, cv2.LINE_8)
+    mask = canvas.astype(bool)
+    return Trail(x0, y0, mask, colour, track_id) if mask.any() else None
+
+
 def layout(
     detections: Detections, labels: Sequence[str], style: OverlayStyle, width: int, height: int
 ) -> Overlay:
     """What ``style`` draws of ``detections`` on a ``width`` x ``height`` image.
 
     Boxes are rounded (half to even) and clipped to the image; boxes wholly outside
-    it, or with NaN corners, are left out.
+    it, or with NaN corners, are left out. A box with a track ID (``track_ids`` >= 1)
+    is coloured by its track and tagged "label #ID"; with ``style.trails`` its trail
+    (``detections.trails``) is drawn under the boxes.
     """
     n = len(detections)
     if n == 0 or not style.anything or width <= 0 or height <= 0:
         return Overlay(width, height, (), ())
     s = sizes(style, width, height)
+    tracks = detections.track_ids.tolist() if detections.track_ids is not None else [-1] * n
     marks: list[BoxMark] = []
     if style.boxes or style.tagged:
         # tolist() once: Python floats are far cheaper to index than numpy scalars.
@@ -307,13 +388,22 @@ def layout(
             if not (x2f >= 0 and y2f >= 0 and x1f <= width - 1 and y1f <= height - 1):
                 continue  # entirely outside the frame (or NaN): nothing sensible to draw
             box = Rect(round(x1f), round(y1f), round(x2f), round(y2f)).clipped(width, height)
-            cid = int(class_ids[i])
-            colour = class_colour(cid)
+            cid, tid = int(class_ids[i]), int(tracks[i])
+            colour = box_colour(cid, tid)
             tag = None
             if style.tagged:
-                text = tag_text(cid, scores[i], labels, style)
+                text = tag_text(cid, scores[i], labels, style, tid)
                 tag = _tag(text, box.x1, box.y1, colour, s, width, height)
             marks.append(BoxMark(box, s.half, colour, cid, tag, style.boxes))
+    trails: list[Trail] = []
+    if style.trails and detections.trails is not None:
+        thick = trail_thickness(s)
+        for i, points in enumerate(detections.trails):
+            tid = int(tracks[i])
+            if tid >= 1:
+                trail = _trail(points, track_colour(tid), tid, thick, width, height)
+                if trail is not None:
+                    trails.append(trail)
     dots: list[Dot] = []
     if style.landmarks and detections.landmarks is not None:
         for face in detections.landmarks.tolist():
@@ -321,7 +411,7 @@ def layout(
                 if 0 <= px < width and 0 <= py < height:
                     colour = LANDMARK_COLOURS[k % len(LANDMARK_COLOURS)]
                     dots.append(Dot(round(px), round(py), s.landmark_radius, colour))
-    return Overlay(width, height, tuple(marks), tuple(dots))
+    return Overlay(width, height, tuple(marks), tuple(dots), tuple(trails))
 
 
 ImageT = TypeVar("ImageT")
@@ -359,12 +449,16 @@ __all__ = [
     "Rect",
     "Sizes",
     "Tag",
+    "Trail",
     "auto_font_scale",
     "auto_thickness",
+    "box_colour",
     "class_colour",
     "layout",
     "outline_half_width",
     "sizes",
     "tag_text",
     "text_colour",
+    "track_colour",
+    "trail_thickness",
 ]
