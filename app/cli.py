@@ -19,7 +19,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from framelens.cli_options import add_model_args, sample_video, settings_from_args
+from framelens.cli_options import (
+    add_model_args,
+    add_tracker_args,
+    sample_video,
+    settings_from_args,
+    tracker_from_args,
+)
 from framelens.core import __version__
 from framelens.core.errors import Cancelled, ConfigError, FrameLensError, error_message
 from framelens.terminal_bars import bars_for
@@ -46,6 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--lossless", action="store_true", help="with --export OUT.mkv: FFV1, bit-exact frames"
     )
     run.add_argument("--detections", metavar="OUT.json|OUT.csv", help="write the detections")
+    add_tracker_args(run)
+    run.add_argument(
+        "--export-tracks",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TRACKS.txt",
+        help="with --track: write the tracks as MOT Challenge text (frame, id, left, top, "
+        "width, height, conf, -1, -1, -1); several sources: bare, DIR/<name>.tracks.txt each",
+    )
     run.add_argument(
         "--batch-wait",
         type=float,
@@ -136,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     from framelens.cli_tracks import add_parsers as add_tracks
 
     add_engines(sub)
-    add_batch(sub, add_model_args)
+    add_batch(sub, add_model_args, add_tracker_args)
     add_tracks(sub)
 
     gui = sub.add_parser("gui", help="open the desktop application (the default)")
@@ -157,7 +173,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
-    if len(sources) > 1 or args.export_dir:
+    args.tracker = tracker_from_args(args, settings.model)
+    several = len(sources) > 1 or bool(args.export_dir)
+    _check_export_tracks(args, several)
+    if args.verbose and args.tracker is not None:
+        _print_tracker(args.tracker)
+    if several:
         return _run_many(args, sources, settings)
     if args.processes is not None:  # one source runs in one process: only the value is checked
         from framelens.core.pipeline.devices import process_count
@@ -180,12 +201,40 @@ def cmd_run(args: argparse.Namespace) -> int:
         on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         on_plan=_print_plan if args.verbose else None,
         cancel=getattr(args, "cancel", None),
+        tracker=args.tracker,
+        tracks=args.export_tracks or None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
     print(json.dumps(summary.as_json(), indent=2))
     _print_written(summary.outputs, "--export and --detections name the outputs")
     return 0
+
+
+def _check_export_tracks(args: argparse.Namespace, several: bool) -> None:
+    """``--export-tracks``: a tracker's; a file for one source, bare for several (each
+    source's ``DIR/<name>.tracks.txt``)."""
+    if args.export_tracks is None:
+        return
+    if args.tracker is None:
+        raise ConfigError("--export-tracks writes a tracker's tracks: add --track")
+    if several and args.export_tracks:
+        raise ConfigError(
+            "several sources: --export-tracks writes DIR/<name>.tracks.txt for each source; "
+            "give it without a file"
+        )
+    if not several and not args.export_tracks:
+        raise ConfigError("--export-tracks needs a file for one source: --export-tracks TRACKS.txt")
+
+
+def _print_tracker(tracker: Any) -> None:
+    """``-v``: the tracker and its parameters, on stderr."""
+    from framelens.core.sessions.tracks import tracker_json
+
+    described = tracker_json(tracker) or {}
+    kind = described.pop("kind")
+    params = ", ".join(f"{k} {v}" for k, v in described.items())
+    print(f"framelens: tracker: {kind} ({params})", file=sys.stderr)
 
 
 def _print_plan(plan: Any, slot: str = "") -> None:
@@ -253,6 +302,8 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         processes=processes,
         on_plan=_slot_plan_printer(devices) if args.verbose else None,
         cancel=getattr(args, "cancel", None),
+        tracker=args.tracker,
+        tracks=args.export_tracks is not None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
@@ -468,8 +519,23 @@ def stop_at_next_frame() -> tuple[threading.Event, list[int]]:
     return asked, received
 
 
+def bare_track(argv: Sequence[str]) -> list[str]:
+    """``--track`` followed by a source, not a tracker's name (``framelens run --track
+    clip.mp4``), is a bare ``--track``: the default tracker."""
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS
+
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        after = out[i + 1]
+        a_source = Path(after).exists() or "/" in after or "." in after or after.isdigit()
+        if arg == "--track" and after not in TRACKER_KINDS and a_source:
+            out.insert(i + 1, TRACKER_KINDS[0])  # a misspelt tracker stays argparse's error
+            break
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(bare_track(sys.argv[1:] if argv is None else argv))
     command = args.command or "gui"
     if command == "gui" and not hasattr(args, "source"):
         args.source = None

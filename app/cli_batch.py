@@ -1,8 +1,10 @@
 """`framelens batch` and `framelens query`: an archive of footage analysed, and searched.
 
     framelens batch INPUTS... --output DIR [model options] [--export-video]
+                    [--track [KIND] [tracker options]]
                     [--ray [auto|local|ADDRESS]] [--gpus-per-worker G] [--workers N]
     framelens query DIR [--class NAME] [--min-score S] [--source GLOB] [--between T0 T1]
+                    [--track-id N] [--tracks]
 
 batch exits 0 when every input is done (now or by an earlier batch), 1 when some
 failed (each named on stderr), 130 when cancelled by Ctrl+C (a later batch resumes).
@@ -25,7 +27,11 @@ EXIT_FAILED = 1
 EXIT_CANCELLED = 128 + signal.SIGINT
 
 
-def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parsers(
+    sub: Any,
+    add_model_args: Callable[[argparse.ArgumentParser], None],
+    add_tracker_args: Callable[[argparse.ArgumentParser], None],
+) -> None:
     batch = sub.add_parser(
         "batch", help="run the pipeline over files, folders or globs of videos (resumable)"
     )
@@ -37,6 +43,7 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
         action="store_true",
         help="also write each input's annotated video (superres: always, the upscaled one)",
     )
+    add_tracker_args(batch)
     batch.add_argument(
         "--ray",
         nargs="?",
@@ -61,7 +68,8 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
         type=int,
         default=None,
         metavar="N",
-        help="with --ray: split inputs longer than N frames at keyframes (default 9000)",
+        help="with --ray: split inputs longer than N frames at keyframes (default 9000; "
+        "a tracked input is never split: its tracks would break at the boundaries)",
     )
     batch.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -74,10 +82,24 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
         "--between", nargs=2, type=float, metavar=("T0", "T1"), help="seconds of the source"
     )
     query.add_argument("--limit", type=int, default=None, metavar="N", help="at most N lines")
+    query.add_argument(
+        "--track-id",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a tracked batch's: the boxes of track N (IDs are per input: each input's "
+        "track N, its source on each line; --source picks one)",
+    )
+    query.add_argument(
+        "--tracks",
+        action="store_true",
+        help="list the tracks instead: per input and track its ID, class, first and last "
+        "frame, duration and boxes",
+    )
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from framelens.cli_options import settings_from_args
+    from framelens.cli_options import settings_from_args, tracker_from_args
     from framelens.core.pipeline.build import default_batch
     from framelens.core.sessions.archive import DEFAULT_SEGMENT_FRAMES, run_batch
     from framelens.core.sessions.archive.inputs import discover_inputs
@@ -98,6 +120,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             f"--gpus-per-worker gives each worker a GPU share, but the device is "
             f"{settings.device}: add --device cuda"
         )
+    tracker = tracker_from_args(args, settings.model)
     first = discover_inputs(args.inputs)[0]
     if args.batch is None:
         settings = default_batch(settings, first)
@@ -123,6 +146,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             cancel=cancel,
             progress=bars_for(args),
             segment_frames=args.segment_frames or DEFAULT_SEGMENT_FRAMES,
+            tracker=tracker,
+            on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
         )
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -160,6 +185,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise ConfigError(f"{folder} holds no batch results (no {MANIFEST}): see framelens batch")
     if not 0.0 <= args.min_score <= 1.0:
         raise ConfigError("--min-score must be between 0 and 1")
+    if args.track_id is not None and args.track_id < 1:
+        raise ConfigError("--track-id: track IDs start at 1")
+    if args.tracks:
+        return _list_tracks(args, folder)
     hits = query_detections(
         folder,
         label=args.label,
@@ -167,6 +196,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         source_glob=args.source,
         between=tuple(args.between) if args.between else None,
         limit=args.limit,
+        track_id=args.track_id,
     )
     for hit in hits:
         print(hit.line())
@@ -175,10 +205,45 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"framelens: {len(hits)} detection{'s' if len(hits) != 1 else ''}", file=sys.stderr)
         return 0
     labels = archive_labels(folder)
-    if args.label and args.label not in labels:
+    if args.track_id is not None and not _tracked(folder):
+        print(f"framelens: no track {args.track_id}: the archive was not tracked (batch it "
+              "with --track)", file=sys.stderr)  # fmt: skip
+    elif args.label and args.label not in labels:
         known = ", ".join(labels) if labels else "none"
         print(f"framelens: no detections of class {args.label} (the archive has: {known})",
               file=sys.stderr)  # fmt: skip
     else:
         print("framelens: no detections match", file=sys.stderr)
+    return 0
+
+
+def _tracked(folder: Path) -> bool:
+    """Whether any input of the archive was tracked (its rows carry track IDs)."""
+    from framelens.core.sessions.archive import archive_tracks
+
+    return bool(archive_tracks(folder))
+
+
+def _list_tracks(args: argparse.Namespace, folder: Path) -> int:
+    """``query --tracks``: one line per input and track (the other filters narrow it)."""
+    from framelens.core.sessions.archive import archive_tracks
+
+    if args.min_score or args.between:
+        raise ConfigError("--tracks lists whole tracks: --min-score and --between select boxes")
+    if args.limit is not None and args.limit < 0:
+        raise ConfigError("--limit must not be negative")
+    tracks = archive_tracks(
+        folder, label=args.label, source_glob=args.source, track_id=args.track_id
+    )
+    if args.limit is not None:
+        tracks = tracks[: args.limit]
+    for track in tracks:
+        print(track.line())
+    sys.stdout.flush()
+    if tracks:
+        print(f"framelens: {len(tracks)} track{'s' if len(tracks) != 1 else ''}", file=sys.stderr)
+    elif not _tracked(folder):
+        print("framelens: the archive holds no tracks (batch it with --track)", file=sys.stderr)
+    else:
+        print("framelens: no tracks match", file=sys.stderr)
     return 0

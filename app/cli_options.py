@@ -12,9 +12,11 @@ from framelens.core.errors import ConfigError
 
 __all__ = [
     "add_model_args",
+    "add_tracker_args",
     "add_tracker_options",
     "sample_video",
     "settings_from_args",
+    "tracker_from_args",
     "tracker_settings_from_args",
 ]
 
@@ -187,3 +189,45 @@ def tracker_settings_from_args(args: argparse.Namespace, kind: str, **fixed: Any
         return TrackerSettings.for_kind(kind, **{**given, **fixed})
     except ValueError as exc:
         raise ConfigError(f"tracker parameters: {exc}") from None
+
+
+def add_tracker_args(p: argparse.ArgumentParser) -> None:
+    """``--track [KIND]`` and the tracker's parameters, the options of ``framelens track``
+    (run and batch; the frame rate is each source's own)."""
+    from framelens.core.stages.tracking.settings import TRACKER_KINDS
+
+    p.add_argument(
+        "--track", nargs="?", const=TRACKER_KINDS[0], default=None, choices=TRACKER_KINDS,
+        help=f"follow each detected object from frame to frame (each source its own "
+        f"track IDs, from 1): {', '.join(TRACKER_KINDS)} (bare --track: {TRACKER_KINDS[0]})",
+    )  # fmt: skip
+    add_tracker_options(p, skip=("frame_rate",))
+
+
+BOTSORT_ONLY = ("cmc", "cmc_downscale")
+"""Parameters of BoT-SORT's camera-motion compensation, which the others do not have."""
+
+
+def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
+    """The TrackerSettings the options ask for (None without ``--track``); ConfigError for
+    a tracker's option without ``--track``, a model whose outputs are not boxes, BoT-SORT's
+    options for another tracker, or a parameter out of range."""
+    from framelens.core.stages.tasks import kind_of
+
+    named = [name for name, _, _ in _tracker_fields()
+             if getattr(args, f"tracker_{name}", None) is not None]  # fmt: skip
+    options = ", ".join("--" + name.replace("_", "-") for name in named)
+    if args.track is None:
+        if named:
+            raise ConfigError(f"{options}: options of the tracker: add --track")
+        return None
+    if not kind_of(model).finds_objects:
+        raise ConfigError(
+            f"--track follows detected objects, and {model.name} ({model.task}) finds none: "
+            "choose a detection model"
+        )
+    botsort = [n for n in named if n in BOTSORT_ONLY]
+    if botsort and args.track != "botsort":
+        what = ", ".join("--" + n.replace("_", "-") for n in botsort)
+        raise ConfigError(f"{what}: BoT-SORT's camera-motion compensation: add --track botsort")
+    return tracker_settings_from_args(args, args.track)

@@ -17,7 +17,10 @@ medians are reported:
 - engine_only_fps: the same model on device buffers with nothing else;
 - nvdec_fps: NVDEC decoding into device memory alone;
 - preprocess_gbps / copy_gbps: the fused preprocessing kernel's bytes read plus written
-  per second against a device-to-device copy of the same bytes.
+  per second against a device-to-device copy of the same bytes;
+- tracking (``--track [KIND]``): the product's path with and without a tracker on its
+  results, alternated on the same warm pipelines, ``--track-repeats`` runs each
+  (benchmarks/tracking_ab.py): medians, spread and their ratio (target >= 0.95).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ sys.path.insert(0, str(HERE))
 
 from make_1080p import make_1080p  # noqa: E402
 from naive_gpu_loop import naive_loop  # noqa: E402
+from tracking_ab import alternate  # noqa: E402
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float:
@@ -120,20 +124,23 @@ class GpuPipelineBench:
         self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")
         self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
 
-    def run(self, frames: int, driver: str = "session") -> dict[str, Any]:
+    def run(self, frames: int, driver: str = "session", tracker: Any = None) -> dict[str, Any]:
         """``frames`` through the product's driver: the session (core/sessions/session.py,
         what ``framelens run`` uses, its source opened untimed) or, for the before/after
-        ratio, the bare executor loop the runs used before the session (PipelineRunner)."""
+        ratio, the bare executor loop the runs used before the session (PipelineRunner).
+        ``tracker``: the session's results tracked (TrackerSettings), as ``run --track``."""
         from framelens.core.pipeline.stats import RunStats
 
         stats = RunStats()
         if driver == "session":
             from framelens.core.pipeline.build import Workers
             from framelens.core.sessions.session import Session, SessionOptions
+            from framelens.core.sessions.tracks import with_tracking
 
             options = SessionOptions(draw="none", pixels=False, frames=frames)
             built = Workers(self.pipelines, "gpu pipeline")
-            session = Session([self.path], self.settings, options=options, built=built)
+            session = Session([self.path], self.settings, options=options, built=built,
+                              stages=with_tracking(None, tracker))  # fmt: skip
             session.open()
             try:
                 start = time.perf_counter()
@@ -185,6 +192,12 @@ def main() -> int:
         action="store_true",
         help="the default path, the naive loop and the stages only (no sweeps)",
     )
+    parser.add_argument(
+        "--track", nargs="?", const="bytetrack", default=None,
+        choices=("bytetrack", "ocsort", "botsort"),
+        help="also the default path with and without tracking, alternated (bare: bytetrack)",
+    )  # fmt: skip
+    parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
     args = parser.parse_args()
     # a run that stalls shows where: every thread's stack, every two minutes, on stderr
     faulthandler.dump_traceback_later(120, repeat=True, file=sys.stderr)
@@ -233,6 +246,13 @@ def main() -> int:
             runner_runs.append(bench.run(frames, "runner"))
     finally:
         bench.close()
+    if args.track:  # tracking's cost on the same warm pipelines (before they are closed)
+        bench = GpuPipelineBench(video, spec, GPU_WORKERS, batch=GPU_FILE_BATCH)
+        try:
+            result["tracking"] = _tracking_ab(bench, frames, args.track, args.track_repeats)
+        finally:
+            bench.close()
+        save()
     pipeline_fps = median_of(pipes, "fps")
     runner_fps = median_of(runner_runs, "fps")
     result["session_vs_runner"] = {
@@ -312,9 +332,25 @@ def main() -> int:
     return _summary(result)
 
 
+def _tracking_ab(bench: GpuPipelineBench, frames: int, kind: str, repeats: int) -> dict[str, Any]:
+    """One 1080p stream through the session with and without ``kind``, alternated."""
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    tracker = TrackerSettings.for_kind(kind)
+    bench.run(frames, tracker=tracker)  # warm-up of the tracker's path
+
+    def one(tracked: bool) -> float:
+        return float(bench.run(frames, tracker=tracker if tracked else None)["fps"])
+
+    return {"sources": 1, "path": bench.label, **alternate(one, repeats, kind)}
+
+
 def _summary(result: dict[str, Any]) -> int:
     keys = ("naive_fps", "pipeline_fps", "engine_only_fps", "nvdec_fps", "ratios", "stage_ms")
-    print(json.dumps({k: result[k] for k in keys}))
+    summary = {k: result[k] for k in keys}
+    if "tracking" in result:
+        summary["tracking"] = result["tracking"]
+    print(json.dumps(summary))
     return 0
 
 

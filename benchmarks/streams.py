@@ -18,7 +18,10 @@ warmed up first:
   product_source_fps: N of the product's own decoding sources (PyAV demuxing, NVDEC,
   the copy into its buffer pool; on the CPU PyAV), no inference;
 - engine_only_fps: the batched engine alone at the run's batch size (device buffers
-  on CUDA), images per second.
+  on CUDA), images per second;
+- tracking (``--track [KIND]``): the same run with and without a tracker per source,
+  alternated, ``--track-repeats`` runs each (benchmarks/tracking_ab.py): medians,
+  spread and their ratio (target >= 0.95).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ sys.path.insert(0, str(HERE))
 
 from make_1080p import make_1080p  # noqa: E402
 from stack_sampler import StackSampler  # noqa: E402
+from tracking_ab import alternate  # noqa: E402
 
 
 def decode_only_fps(video: str, n: int, frames: int, device: str) -> float:
@@ -193,6 +197,12 @@ def main() -> int:
         help="sys.setswitchinterval for the runs (Python's default 0.005): how long a "
         "thread may hold the GIL while others wait for it",
     )  # fmt: skip
+    parser.add_argument(
+        "--track", nargs="?", const="bytetrack", default=None,
+        choices=("bytetrack", "ocsort", "botsort"),
+        help="each row also with and without tracking, alternated (bare: bytetrack)",
+    )  # fmt: skip
+    parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
     parser.add_argument("--output")
     args = parser.parse_args()
     if args.switch_interval is not None:
@@ -294,6 +304,25 @@ def main() -> int:
                     os.environ.pop(HOST_CANDIDATES_ENV, None)
                 row["host_candidates_fps"] = other.fps
                 row["device_vs_host_candidates"] = round(summary.fps / other.fps, 3)
+            if args.track:  # tracking's cost: the same run with and without, alternated
+                from framelens.core.stages.tracking.settings import TrackerSettings
+
+                tracker = TrackerSettings.for_kind(args.track)
+                where = str(Path(tmp) / f"n{n}w{workers}p{procs}t")
+
+                def one(
+                    tracked: bool, n: int = n, workers: int = workers, where: str = where,
+                    tracker: Any = tracker, spread: dict[str, Any] = spread,
+                ) -> float:  # fmt: skip
+                    summary = run_many(
+                        [video] * n, settings, where, videos=False, frames=args.frames,
+                        progress=False, workers=workers, tracker=tracker if tracked else None,
+                        **spread,
+                    )  # fmt: skip
+                    return float(summary.fps)
+
+                one(True)  # warm-up of the tracked path
+                row["tracking"] = alternate(one, args.track_repeats, args.track)
             result["streams"].append(row)
             print(json.dumps(row), flush=True)
             if sampler is not None:

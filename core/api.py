@@ -13,7 +13,7 @@ Groups:
 * devices and backends: what can run here, and why not
 * archives: batches over folders of footage (``run_batch``, local or on Ray), their
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
-  ``archive_labels``)
+  ``archive_labels``, a tracked batch's tracks: ``archive_tracks``)
 * tracking: the trackers' settings, playback's tracker and track log, following an ID
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
@@ -96,7 +96,9 @@ from framelens.core.sessions.archive import (
     DetectionHit,
     InputProgress,
     InputState,
+    TrackRow,
     archive_labels,
+    archive_tracks,
     discover_inputs,
     query_detections,
     read_manifest,
@@ -263,6 +265,7 @@ __all__ = [
     "TrackLog",
     "TrackNumbers",
     "TrackRecord",
+    "TrackRow",
     "TrackerKind",
     "TrackerSettings",
     "Trail",
@@ -274,6 +277,7 @@ __all__ = [
     "WallState",
     "__version__",
     "archive_labels",
+    "archive_tracks",
     "backend_choices",
     "bicubic_upscale",
     "box_colour",

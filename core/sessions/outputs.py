@@ -18,6 +18,7 @@ from typing import Any
 from framelens.core import __version__
 from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.tracks import TrackCount
 from framelens.core.stages.sinks.lossless import FrameExporter
 from framelens.core.stages.tasks import kind_of
 from framelens.core.stages.tasks.base import OutputWriter
@@ -50,6 +51,7 @@ class RunOutputs:
     lossless: bool = False
     extra: Sequence[WriterFactory] = ()
     label: str | None = None  # the source's name in the outputs (default: its spec)
+    tracks: str | None = None  # the tracks as MOT Challenge text (a tracker ran)
 
 
 def source_name(spec: str) -> str:
@@ -111,6 +113,7 @@ class SourceOutputs:
         self.video = video
         self.writers = list(writers)
         self.frames = 0
+        self.count = TrackCount()  # the tracks its results carried (a tracker ran)
 
     @property
     def encoder(self) -> str | None:
@@ -123,7 +126,13 @@ class SourceOutputs:
                 self.video.write(result.annotated, frame.pts, frame.index)
         for writer in self.writers:
             writer.add(frame.index, frame.pts, result.output)
+        self.count.add(result.output)
         self.frames += 1
+
+    @property
+    def tracks(self) -> int | None:
+        """How many tracks the source's results carried; None when no tracker ran."""
+        return self.count.tracks
 
     def close(self) -> list[str]:
         """Commit every output, or leave none: when one cannot be finished (a full disk),

@@ -45,11 +45,20 @@ from framelens.core.sessions.summary import (
     RunSummary,
     SourceSummary,
 )
+from framelens.core.sessions.tracks import (
+    MOT_SUFFIX,
+    MotTracks,
+    drawn_or_not,
+    tracker_json,
+    with_tracking,
+)
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.tasks import AnyTask
+from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import now_ms
+from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import SourceInfo
 
 __all__ = ["LIVE_KINDS", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
@@ -202,7 +211,7 @@ def _part(
             session.note(f"{damage}; the outputs hold the {out.frames} frames processed")
         entries.append(
             SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
-                          p99_ms=p99)
+                          p99_ms=p99, tracks=out.tracks)
         )  # fmt: skip
     ran = session.ran
     encoders = [o.encoder for o in outputs.values() if o.encoder]
@@ -247,6 +256,8 @@ def run_to_outputs(
     cancel: threading.Event | None = None,
     stages: StageFactory | None = None,
     on_plan: Callable[[Plan], None] | None = None,
+    tracker: TrackerSettings | None = None,
+    tracks: str | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -262,7 +273,13 @@ def run_to_outputs(
     calibrates on this source), reported through ``on_prepare(text, 0..1)``.
     ``stages``: per-source stages after the task (core/stages/source_stages.py).
     ``on_plan`` is told the run's plan (core/pipeline/plan.py) before it builds.
+    ``tracker``: a tracker before ``stages`` (core/sessions/tracks.py), its frame rate
+    the source's; the detections written carry its track IDs, ``tracks`` names a MOT
+    Challenge text file of them, and the summary says the tracker and the tracks.
     """
+    if tracks is not None and tracker is None:
+        raise ConfigError("tracks are written by a tracker: give one to export them")
+    tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
@@ -270,12 +287,13 @@ def run_to_outputs(
     options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
                              start=start, frames=frames)  # fmt: skip
     session = Session(
-        [source_spec], settings, options=options, stages=stages, say=on_message, on_plan=on_plan
-    )
+        [source_spec], settings, options=options, stages=with_tracking(stages, tracker),
+        say=on_message, on_plan=on_plan,
+    )  # fmt: skip
     with session:
         summary = run_one(
             session,
-            RunOutputs(export, [detections] if detections else [], lossless),
+            RunOutputs(export, [detections] if detections else [], lossless, tracks=tracks),
             progress=progress,
             on_progress=on_progress,
             cancel=cancel,
@@ -283,6 +301,7 @@ def run_to_outputs(
     return replace(
         summary,
         variant=None if variant is None else variant.summary(),
+        tracker=tracker_json(tracker),
         wall_s=round(time.perf_counter() - began, 2),  # the whole call, the variant's too
     )
 
@@ -320,6 +339,8 @@ def run_one(
         meta = {**meta, "source": outputs.label or entry.spec}
         writers = [task.open_writer(path, meta) for path in outputs.detections]
         writers += [make(meta) for make in outputs.extra]
+        if outputs.tracks:
+            writers.append(MotTracks(outputs.tracks))
         video = None
         if outputs.export:
             fps = info.fps if info.fps > 0 else 30.0
@@ -371,6 +392,8 @@ def run_many(
     processes: bool = False,
     stages: StageFactory | None = None,
     on_plan: Callable[[int, Plan], None] | None = None,
+    tracker: TrackerSettings | None = None,
+    tracks: bool = False,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -385,9 +408,13 @@ def run_many(
     Returns a summary with one entry per source (its outputs, frames, and why it stopped
     early if it did) and, with several devices, one per device. ``on_plan(k, plan)`` is
     told each device slot's plan (``k``: its number in ``devices``), a process's as it
-    reports it."""
+    reports it. ``tracker``: each source's own tracker (IDs from 1 per source) before
+    ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
+    if tracks and tracker is None:
+        raise ConfigError("tracks are written by a tracker: give one to export them")
+    tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -403,7 +430,7 @@ def run_many(
         out_dir=str(out_dir), videos=videos, lossless=lossless,
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
                                max_wait_ms=max_wait_ms, workers=workers, merged=True),
-        devices=tuple(slots), stages=stages,
+        devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
     )  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -423,7 +450,8 @@ def run_many(
             )
     finally:
         bar.close()
-    return _summary(parts, ",".join(slots), settings, time.perf_counter() - start)
+    summary = _summary(parts, ",".join(slots), settings, time.perf_counter() - start)
+    return replace(summary, tracker=tracker_json(tracker))
 
 
 @dataclass(frozen=True)
@@ -437,6 +465,7 @@ class GroupJob:
     options: SessionOptions
     devices: tuple[str, ...]
     stages: StageFactory | None = None
+    tracks: bool = False  # each source's tracks as MOT text, DIR/<name>.tracks.txt
 
     def run(
         self,
@@ -471,9 +500,17 @@ class GroupJob:
                 height=out_h, fps=info.fps if info.fps > 0 else 30.0, meta=meta,
                 tags=provenance_metadata(meta),
             )  # fmt: skip
-        writers = []
-        if task.writes_outputs:
-            writers.append(task.open_writer(out_dir / f"{entry.name}.json", meta))
+        writers: list[OutputWriter[Any]] = []
+        try:
+            if task.writes_outputs:
+                writers.append(task.open_writer(out_dir / f"{entry.name}.json", meta))
+            if self.tracks:
+                writers.append(MotTracks(out_dir / f"{entry.name}{MOT_SUFFIX}"))
+        except BaseException:
+            for w in (video, *writers):
+                if w is not None:
+                    w.abort()
+            raise
         return SourceOutputs(video, writers)
 
 

@@ -43,10 +43,10 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover, device_words
 from framelens.core.sessions.opening import SourceOpener
-from framelens.core.stages.source_stages import SourceStages, StageFactory
+from framelens.core.stages.source_stages import SourceStages, StageFactory, wants_pixels
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
-from framelens.core.types import FrameResult
+from framelens.core.types import FrameResult, SourceInfo
 
 __all__ = [
     "MAX_BATCH",
@@ -165,12 +165,14 @@ class Session:
         if options.start and len(specs) > 1:
             raise ConfigError("several sources are read from their starts; --start needs one")
         self.settings = session_batch(settings, len(specs))
+        if not options.pixels and wants_pixels(stages):  # BoT-SORT's motion compensation
+            options = replace(options, pixels=True)
         self.options = options
         self.sources = [
             SessionSource(spec, name)
             for spec, name in zip(specs, names or [str(s) for s in specs], strict=True)
         ]
-        self.stages = SourceStages(stages, ids)
+        self.stages = SourceStages(stages, ids, self._source_info)
         self._draws_late = False  # overlays drawn after the stages (see _drive)
         self.notes: list[str] = []
         self._say = say
@@ -196,6 +198,11 @@ class Session:
         self.device = self.settings.device
         self._driving: Drive[FrameResult] | None = None
         self._ran_as: tuple[PipelineSettings, str, int] = (self.settings, "", 0)
+
+    def _source_info(self, i: int) -> SourceInfo | None:
+        """What source ``i`` of the session is (its stages' frame rate), while open."""
+        source = self.sources[i].source
+        return None if source is None else source.info
 
     # ---- what the consumer reads ---------------------------------------------------------
 

@@ -30,9 +30,12 @@ class SourceSummary:
     error: str | None = None
     p50_ms: float | None = None  # end to end, per frame
     p99_ms: float | None = None
+    tracks: int | None = None  # distinct tracks its results carried (None: no tracker)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "name": self.name, "frames": self.frames}
+        if self.tracks is not None:
+            out["tracks"] = self.tracks
         if self.p50_ms is not None:
             out["p50_ms"], out["p99_ms"] = self.p50_ms, self.p99_ms
         if self.error is not None:
@@ -129,6 +132,7 @@ class RunSummary:
     device: str
     wall_s: float = 0.0
     variant: dict[str, Any] | None = field(default=None)
+    tracker: dict[str, Any] | None = None  # the tracker that ran and its parameters
 
     @property
     def sources(self) -> tuple[SourceSummary, ...]:
@@ -234,6 +238,8 @@ class RunSummary:
             backend=self.backend,
             device=self.device,
         )
+        if self.tracker is not None:
+            out["tracker"] = self.tracker
         if len(self.devices) > 1:
             out["devices"] = [d.as_json() for d in self.devices]
         return out

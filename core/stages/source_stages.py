@@ -19,11 +19,11 @@ player (core/sessions/playback/worker.py); they need no lock of their own.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from framelens.core.types import FrameResult
+from framelens.core.types import FrameResult, SourceInfo
 
-__all__ = ["SourceStage", "SourceStages", "StageFactory"]
+__all__ = ["SourceAwareFactory", "SourceStage", "SourceStages", "StageFactory", "wants_pixels"]
 
 
 class SourceStage(Protocol):
@@ -38,15 +38,40 @@ class SourceStage(Protocol):
 
 StageFactory = Callable[[int], Sequence[SourceStage]]
 """The stages of source number ``n`` of a run (its place among the sources given: the
-same in every device group and process), made when its first result comes."""
+same in every device group and process), made when its first result comes. A factory
+whose stages look at the frames' pixels says so with ``needs_pixels = True`` (the
+session then keeps them where a run would drop them: ``wants_pixels``)."""
+
+
+def wants_pixels(factory: StageFactory | None) -> bool:
+    """Whether ``factory``'s stages look at the frames' pixels (``needs_pixels``)."""
+    return bool(getattr(factory, "needs_pixels", False))
+
+
+@runtime_checkable
+class SourceAwareFactory(Protocol):
+    """A stage factory that also wants to know what its source is (a tracker's frame
+    rate): the session gives it the source's ``SourceInfo`` when it has one."""
+
+    def __call__(self, number: int) -> Sequence[SourceStage]: ...
+
+    def for_source(self, number: int, info: SourceInfo | None) -> Sequence[SourceStage]:
+        """The stages of source ``number``, which ``info`` describes (None: unknown)."""
+        ...
 
 
 class SourceStages:
     """The chains of a session's sources, made on demand from ``factory``."""
 
-    def __init__(self, factory: StageFactory | None, ids: Sequence[int] | None = None) -> None:
+    def __init__(
+        self,
+        factory: StageFactory | None,
+        ids: Sequence[int] | None = None,
+        info: Callable[[int], SourceInfo | None] | None = None,
+    ) -> None:
         self._factory = factory
         self._ids = list(ids) if ids is not None else None  # session source -> run's number
+        self._info = info  # session source -> what it is (a SourceAwareFactory is told)
         self._chains: dict[int, Sequence[SourceStage]] = {}
 
     def __bool__(self) -> bool:
@@ -60,7 +85,12 @@ class SourceStages:
         chain = self._chains.get(source)
         if chain is None:
             number = source if self._ids is None else self._ids[source]
-            chain = self._chains[source] = tuple(self._factory(number))
+            factory = self._factory
+            if isinstance(factory, SourceAwareFactory) and self._info is not None:
+                made = factory.for_source(number, self._info(source))
+            else:
+                made = factory(number)
+            chain = self._chains[source] = tuple(made)
         for stage in chain:
             stage(result)
 

@@ -27,7 +27,7 @@ def corrupt_clip(path: Path) -> str:
 
 def json_rows(path: Path | str, source: str) -> list[dict[str, Any]]:
     """A detections JSON's detections as Parquet rows (the columns the archive holds,
-    model and precision from its meta)."""
+    model and precision from its meta, the track ID when the run tracked)."""
     data = json.loads(Path(path).read_text())
     rows = []
     for frame in data["frames"]:
@@ -39,6 +39,7 @@ def json_rows(path: Path | str, source: str) -> list[dict[str, Any]]:
                     "class_id": det["class_id"], "label": det["label"], "score": det["score"],
                     "x1": x1, "y1": y1, "x2": x2, "y2": y2,
                     "model": data["model"], "precision": data["precision"],
+                    "track_id": det.get("track_id"),  # a tracked run's; else null
                 }
             )  # fmt: skip
     return rows

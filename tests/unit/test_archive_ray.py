@@ -202,6 +202,33 @@ def test_long_files_are_split_at_keyframes_and_merged_into_the_single_runs_resul
     assert not (out / ".segments").exists() and leftovers(out) == []
 
 
+def test_a_tracked_long_file_is_not_split_and_its_tracks_go_on_across_the_boundary(
+    cluster: Any, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """The no-split rule: a file that segments of 20 frames would cut at frames 20 and
+    40 is one job when tracked (its tracks would break at the boundaries), said in the
+    batch's notes; its IDs are those of a single tracked run, the person's one ID
+    running across both."""
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    long = sample_clip(tmp_path / "long.mp4", 280, 60, gop=10)
+    assert [s.start for s in plan(60, keyframes(long), 20)] == [0, 20, 40]  # split untracked
+    alone = tmp_path / "long.json"
+    run_to_outputs(long, settings, detections=str(alone), tracker=TrackerSettings())
+    out = tmp_path / "results"
+    notes: list[str] = []
+    summary = run_batch([long], out, settings, ray="local", segment_frames=20,
+                        tracker=TrackerSettings(), on_message=notes.append)  # fmt: skip
+    assert summary.done == 1 and summary.frames == 60
+    assert sorted(p.name for p in (out / "detections").iterdir()) == ["long.parquet"]
+    assert notes == [f"{long}: 60 frames tracked in one job, not split into segments of 20 "
+                     "(tracks would break at their boundaries)"] == list(summary.notes)  # fmt: skip
+    rows = parquet_rows(out)
+    assert rows == sorted_rows(json_rows(alone, long))
+    person = [r["track_id"] for r in rows if r["frame"] in range(15, 45)]
+    assert len(person) >= 25 and set(person) == {1}  # one ID across the boundary
+
+
 def test_gpu_workers_on_a_cluster_without_gpus_are_refused_in_one_line(
     cluster: Any, clips: Path, settings: PipelineSettings, tmp_path: Path
 ) -> None:

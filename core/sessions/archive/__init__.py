@@ -17,6 +17,7 @@ from framelens.core.sessions.archive.manifest import MANIFEST, read_manifest
 from framelens.core.sessions.archive.parquet import DETECTIONS_DIR
 from framelens.core.sessions.archive.query import (
     archive_labels,
+    archive_tracks,
     query_detections,
     search_detections,
 )
@@ -26,6 +27,7 @@ from framelens.core.sessions.archive.types import (
     DetectionHit,
     InputProgress,
     InputState,
+    TrackRow,
 )
 
 __all__ = [
@@ -37,7 +39,9 @@ __all__ = [
     "DetectionHit",
     "InputProgress",
     "InputState",
+    "TrackRow",
     "archive_labels",
+    "archive_tracks",
     "discover_inputs",
     "query_detections",
     "read_manifest",

@@ -4,9 +4,10 @@ Inputs are discovered (files, folders, globs), hashed and checked against the ou
 folder's manifest: what is done with the same content and settings is skipped, the rest
 is probed in the driver (a corrupt file fails there, with its one-line reason) and run,
 locally in this process or on Ray (one job per file, long files split at keyframes
-when they run on Ray). Each input's outputs are written atomically: its detections JSON
-and CSV, its Parquet file in ``DIR/detections/`` (the archive's dataset), and with
-``export_video`` (super-resolution: always) its video.
+when they run on Ray, unless they are tracked: a tracked file is never split, since its
+tracks would break at the segments' boundaries). Each input's outputs are written
+atomically: its detections JSON and CSV, its Parquet file in ``DIR/detections/`` (the
+archive's dataset), and with ``export_video`` (super-resolution: always) its video.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ from framelens.core.sessions.archive.segments import (
 )
 from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
+from framelens.core.sessions.tracks import drawn_or_not, tracker_json, with_tracking
 from framelens.core.stages.sinks.atomic import remove_stale
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
 from framelens.core.stages.tasks import kind_of
+from framelens.core.stages.tracking.settings import TrackerSettings
 
 
 def _inside(path: str, folder: Path) -> bool:
@@ -117,6 +120,8 @@ def run_batch(
     progress: Progress = False,
     segment_frames: int = DEFAULT_SEGMENT_FRAMES,
     stages: StageFactory | None = None,
+    tracker: TrackerSettings | None = None,
+    on_message: Callable[[str], None] | None = None,
 ) -> BatchSummary:
     """Run ``settings``' pipeline over every video ``inputs`` name into ``output_dir``.
 
@@ -128,8 +133,19 @@ def run_batch(
     ``cancel`` stops the batch: running inputs go back to pending, their partial outputs
     removed, and a later batch resumes. ``progress`` draws the terminal's bars.
     ``stages``: per-source stages after the task (core/stages/source_stages.py), fresh
-    for every job (a picklable factory on Ray).
+    for every job (a picklable factory on Ray). ``tracker``: each input tracked before
+    ``stages`` (IDs from 1 per input; Parquet's ``track_id``), part of the settings a
+    done input is recognised by. Stateful stages need a file's frames in one run: with a
+    tracker or ``stages``, no file is split into segments, and a file that would have
+    been is said in ``on_message`` (and the summary's ``notes``).
     """
+    notes: list[str] = []
+
+    def say(text: str) -> None:
+        notes.append(text)
+        if on_message is not None:
+            on_message(text)
+
     started = time.perf_counter()
     out = Path(output_dir).expanduser().absolute()
     if segment_frames < 1:
@@ -150,7 +166,7 @@ def run_batch(
         listeners: list[Callable[[InputProgress], None]] = [bars]
         if on_progress is not None:
             listeners.append(on_progress)
-        tracker = InputTracker(
+        progress_of = InputTracker(
             manifest, out, listeners,
             labels=settings.model.labels, faces=settings.model.layout == "yunet",
         )  # fmt: skip
@@ -158,7 +174,10 @@ def run_batch(
         skipped: set[str] = set()
         try:
             record = settings_record(settings, export_video=export_video)
-            todo, skipped = _check(paths, manifest, tracker, record)
+            tracker = drawn_or_not(tracker, export_video)
+            if tracker is not None:  # tracked results differ (track IDs): done again
+                record["tracker"] = tracker_json(tracker)
+            todo, skipped = _check(paths, manifest, progress_of, record)
             bars.overall.total = sum(frames for _, frames in todo) or None
             manifest.save()
             if todo and cancel is not None and cancel.is_set():
@@ -168,19 +187,27 @@ def run_batch(
                     todo[0][0], settings, progress=progress, cancel=cancel
                 )
                 split = ray is not None and not export_video
+                whole = tracker is not None or stages is not None  # stateful: never split
+                if split and whole:
+                    for path, frames in todo:
+                        if frames > segment_frames:
+                            say(f"{path}: {frames} frames tracked in one job, not split into "
+                                f"segments of {segment_frames} (tracks would break at their "
+                                "boundaries)")  # fmt: skip
                 jobs = _jobs(
-                    todo, manifest, out, split, segment_frames,
+                    todo, manifest, out, split and not whole, segment_frames,
                     detections=not video_only, video=export_video,
                 )  # fmt: skip
+                stages = with_tracking(stages, tracker)
                 for path, _ in todo:
-                    tracker.add([j for j in jobs if j.path == path])
+                    progress_of.add([j for j in jobs if j.path == path])
                 if ray is None:
-                    cancelled = run_local(jobs, settings, tracker, cancel, stages=stages)
+                    cancelled = run_local(jobs, settings, progress_of, cancel, stages=stages)
                 else:
                     from framelens.core.sessions.archive.ray_runner import run_on_ray
 
                     cancelled, where = run_on_ray(
-                        jobs, settings, tracker, cancel, address=ray,
+                        jobs, settings, progress_of, cancel, address=ray,
                         gpus_per_worker=gpus_per_worker, workers=workers, stages=stages,
                     )  # fmt: skip
         finally:
@@ -199,10 +226,11 @@ def run_batch(
         failed=sum(e.state == "failed" for e in final),
         skipped=len(skipped),
         cancelled=cancelled,
-        frames=tracker.frames,
+        frames=progress_of.frames,
         wall_s=round(time.perf_counter() - started, 3),
         ray=None if ray is None else (where or ray),
         inputs=tuple(final),
+        notes=tuple(notes),
     )
 
 

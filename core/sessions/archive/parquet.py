@@ -5,7 +5,9 @@ A file is written to a hidden temporary sibling and renamed when complete (the a
 writers of core/stages/sinks), so a reader of the dataset, which skips names starting
 with ``.``, sees an input's rows all or not at all. The numbers are those of the
 detections JSON of the same run (``plain_detections``: boxes clipped and rounded to 2
-decimals, scores to 4).
+decimals, scores to 4). ``track_id`` is the box's track when the batch tracked
+(``--track``: IDs from 1 per input; -1 for a box of no confirmed track), null when not.
+Files written before the column existed read back with it null.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ if TYPE_CHECKING:  # pyarrow is loaded by a batch or a query, not by opening the
 DETECTIONS_DIR = "detections"
 
 COLUMNS = ("source", "frame", "pts", "class_id", "label", "score",
-           "x1", "y1", "x2", "y2", "model", "precision")  # fmt: skip
+           "x1", "y1", "x2", "y2", "model", "precision", "track_id")  # fmt: skip
 
 
 @cache
@@ -38,7 +40,8 @@ def schema() -> pa.Schema:
     import pyarrow as pa
 
     text, f64 = pa.string(), pa.float64()
-    types = (text, pa.int64(), f64, pa.int32(), text, f64, f64, f64, f64, f64, text, text)
+    types = (text, pa.int64(), f64, pa.int32(), text, f64, f64, f64, f64, f64, text, text,
+             pa.int64())  # fmt: skip
     return pa.schema(list(zip(COLUMNS, types, strict=True)))
 
 
@@ -90,6 +93,8 @@ class ParquetRows:
             return
         boxes, scores, cids, _ = plain_detections(output, self._limits)
         cols = self._columns
+        tracks = output.track_ids
+        cols["track_id"].extend([None] * len(boxes) if tracks is None else tracks.tolist())
         for box, score, cid in zip(boxes, scores, cids, strict=True):
             cols["frame"].append(int(index))
             cols["pts"].append(round(float(pts), 6))

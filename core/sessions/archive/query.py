@@ -1,16 +1,19 @@
 """Finding what matters in an archive: the detections of DIR/detections filtered by
-class, score, source and time, read with pyarrow (only the rows that match are
-materialised)."""
+class, score, source, time and track, and the tracks of a tracked batch listed, read
+with pyarrow (only the rows that match are materialised)."""
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from framelens.core.errors import ConfigError
 from framelens.core.sessions.archive.parquet import COLUMNS, dataset
-from framelens.core.sessions.archive.types import DetectionHit
+from framelens.core.sessions.archive.types import DetectionHit, TrackRow
+
+if TYPE_CHECKING:  # pyarrow is loaded by a query, not by opening the window
+    import pyarrow.dataset as pads
 
 
 def archive_labels(output_dir: str | os.PathLike[str]) -> list[str]:
@@ -32,15 +35,17 @@ def query_detections(
     source_glob: str | None = None,
     between: tuple[float, float] | None = None,
     limit: int | None = None,
+    track_id: int | None = None,
 ) -> list[DetectionHit]:
     """The detections of the archive in ``output_dir`` of class ``label``, scoring at
     least ``min_score``, from sources matching ``source_glob`` (fnmatch, against the
     source's path as given to the batch), at pts between ``between`` (seconds, both
-    ends included); ordered by source, frame and score (highest first); at most
-    ``limit``."""
+    ends included), of track ``track_id`` (a tracked batch's; IDs are per input, so
+    each input's track of that number); ordered by source, frame and score (highest
+    first); at most ``limit``."""
     hits, _total = search_detections(
         output_dir, label=label, min_score=min_score, source_glob=source_glob,
-        between=between, limit=limit,
+        between=between, limit=limit, track_id=track_id,
     )  # fmt: skip
     return hits
 
@@ -54,6 +59,7 @@ def search_detections(
     between: tuple[float, float] | None = None,
     limit: int | None = None,
     order: Literal["place", "score"] = "place",
+    track_id: int | None = None,
 ) -> tuple[list[DetectionHit], int]:
     """``query_detections``' first ``limit`` hits in ``order`` ("place": by source, frame
     and score; "score": best first) and how many match in all. Filtering, counting,
@@ -64,7 +70,8 @@ def search_detections(
         raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
     if limit is not None and limit < 0:
         raise ConfigError("limit must not be negative")
-    import pyarrow.compute as pc
+    if track_id is not None and track_id < 1:
+        raise ConfigError(f"track {track_id}: track IDs start at 1")
     import pyarrow.dataset as pads
 
     data = dataset(output_dir)
@@ -76,10 +83,9 @@ def search_detections(
     if between is not None:
         condition &= (pads.field("pts") >= between[0]) & (pads.field("pts") <= between[1])
     if source_glob is not None:
-        sources = data.to_table(columns=["source"]).column("source")
-        names = [str(s) for s in pc.unique(sources).to_pylist()]
-        matching = [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
-        condition &= pads.field("source").isin(matching)
+        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+    if track_id is not None:
+        condition &= pads.field("track_id") == track_id
     table = data.to_table(columns=list(COLUMNS), filter=condition)
     place = [("source", "ascending"), ("frame", "ascending"), ("score", "descending")]
     keys = place if order == "place" else [("score", "descending"), *place[:2]]
@@ -88,3 +94,64 @@ def search_detections(
     if limit is not None:
         table = table.slice(0, limit)
     return [DetectionHit(**row) for row in table.to_pylist()], total
+
+
+def _matching_sources(data: pads.Dataset, source_glob: str) -> list[str]:
+    import pyarrow.compute as pc
+
+    sources = data.to_table(columns=["source"]).column("source")
+    names = [str(s) for s in pc.unique(sources).to_pylist()]
+    return [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
+
+
+def archive_tracks(
+    output_dir: str | os.PathLike[str],
+    *,
+    label: str | None = None,
+    source_glob: str | None = None,
+    track_id: int | None = None,
+) -> list[TrackRow]:
+    """The tracks of a tracked archive (``framelens batch --track``), per input and
+    track ID: its class (most of its boxes'), first and last frame and time, boxes;
+    ordered by source and ID. ``label``: tracks of that class; ``source_glob``: of the
+    inputs matching it; ``track_id``: that ID's track in each input. Boxes of no
+    confirmed track (-1) and untracked inputs (null) are not tracks."""
+    import pyarrow.dataset as pads
+
+    data = dataset(output_dir)
+    if data is None:
+        return []
+    condition = pads.field("track_id") >= 1
+    if source_glob is not None:
+        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+    if track_id is not None:
+        condition &= pads.field("track_id") == track_id
+    table = data.to_table(columns=["source", "track_id", "label", "frame", "pts"],
+                          filter=condition)  # fmt: skip
+    keys = ["source", "track_id"]
+    spans = table.group_by(keys).aggregate(
+        [("frame", "min"), ("frame", "max"), ("pts", "min"), ("pts", "max"), ("frame", "count")]
+    )
+    by_label = table.group_by([*keys, "label"]).aggregate([("frame", "count")])
+    most: dict[tuple[str, int], tuple[int, str]] = {}
+    for row in by_label.to_pylist():
+        key, count = (row["source"], row["track_id"]), row["frame_count"]
+        best = most.get(key)
+        if best is None or (count, row["label"]) > best:  # ties: the same label each time
+            most[key] = (count, row["label"])
+    rows = [
+        TrackRow(
+            source=row["source"],
+            track_id=row["track_id"],
+            label=most[(row["source"], row["track_id"])][1],
+            first_frame=row["frame_min"],
+            last_frame=row["frame_max"],
+            first_pts=row["pts_min"],
+            last_pts=row["pts_max"],
+            boxes=row["frame_count"],
+        )
+        for row in spans.to_pylist()
+    ]
+    if label is not None:
+        rows = [r for r in rows if r.label == label]
+    return sorted(rows, key=lambda r: (r.source, r.track_id))

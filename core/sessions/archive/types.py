@@ -37,6 +37,7 @@ class BatchSummary:
     wall_s: float
     ray: str | None  # None (local) or the cluster address / "local"
     inputs: tuple[InputProgress, ...]  # the final state of each input
+    notes: tuple[str, ...] = ()  # what the batch said on its way (a file run whole)
 
     @property
     def fps(self) -> float:
@@ -71,10 +72,40 @@ class DetectionHit:
     y2: float
     model: str
     precision: str
+    track_id: int | None = None  # its track (the batch tracked), else None
 
     def line(self) -> str:
-        """The row as ``framelens query`` prints it."""
+        """The row as ``framelens query`` prints it (its track as "#12" when tracked)."""
+        track = "" if self.track_id is None or self.track_id < 0 else f" #{self.track_id}"
         return (
-            f"{self.source}\tframe {self.frame}\t{self.pts:.3f} s\t{self.label}\t"
+            f"{self.source}\tframe {self.frame}\t{self.pts:.3f} s\t{self.label}{track}\t"
             f"{self.score:.4f}\t{self.x1:.2f},{self.y1:.2f},{self.x2:.2f},{self.y2:.2f}"
+        )
+
+
+@dataclass(frozen=True)
+class TrackRow:
+    """One track of one input of an archive: its ID, its class (the one most of its
+    boxes have), its first and last frame and their times, and how many boxes it has."""
+
+    source: str
+    track_id: int
+    label: str
+    first_frame: int
+    last_frame: int
+    first_pts: float
+    last_pts: float
+    boxes: int
+
+    @property
+    def duration_s(self) -> float:
+        """From its first box's time to its last one's."""
+        return round(self.last_pts - self.first_pts, 6)
+
+    def line(self) -> str:
+        """The track as ``framelens query --tracks`` prints it."""
+        return (
+            f"{self.source}\t#{self.track_id}\t{self.label}\tframes {self.first_frame}-"
+            f"{self.last_frame}\t{self.first_pts:.3f}-{self.last_pts:.3f} s\t"
+            f"{self.duration_s:.3f} s\t{self.boxes} boxes"
         )

@@ -56,6 +56,9 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
     """Several frames per engine call pay off (a run on CUDA batches video files)."""
     has_thresholds: ClassVar[bool] = False
     """The user tunes score thresholds and a class filter (detection's controls)."""
+    finds_objects: ClassVar[bool] = False
+    """Its outputs are ``Detections``: boxes of objects a tracker can follow from frame
+    to frame (core/stages/tracking/)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec

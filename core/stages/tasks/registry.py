@@ -69,6 +69,11 @@ class TaskKind:
         """The user tunes score thresholds and classes (detection's panel)."""
         return self.task.has_thresholds
 
+    @property
+    def finds_objects(self) -> bool:
+        """Its outputs are boxes of objects (Detections), which a tracker can follow."""
+        return self.task.finds_objects
+
 
 _lock = threading.Lock()
 _kinds: dict[str, TaskKind] = {}

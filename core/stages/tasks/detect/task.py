@@ -58,6 +58,7 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
 
     name: ClassVar[str] = "detect"
     has_thresholds: ClassVar[bool] = True
+    finds_objects: ClassVar[bool] = True
     int8_measure: ClassVar[str] = "f1"
 
     def __init__(self, spec: ModelSpec, output_names: Sequence[str] | None = None) -> None:
