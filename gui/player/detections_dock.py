@@ -19,12 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from framelens.core.api import Detections, box_colour
+from framelens.gui.common.rows_model import ModelIndex, RowsModel
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QItemSelectionModel,
-    QModelIndex,
     QObject,
-    QPersistentModelIndex,
     QPoint,
     QSize,
     QSortFilterProxyModel,
@@ -66,7 +64,6 @@ COLUMN_TIPS = (
 FOLLOW_IOU = 0.3  # a picked box is the same box in the next frame above this overlap
 Box = tuple[float, float, float, float]
 _SORT_ROLE = Qt.ItemDataRole.UserRole
-_ModelIndex = QModelIndex | QPersistentModelIndex
 
 
 @dataclass(frozen=True)
@@ -131,36 +128,13 @@ def _iou(a: Box, b: Box) -> float:
     return inter / union if union > 0 else 0.0
 
 
-class _RowsModel(QAbstractTableModel):
+class _RowsModel(RowsModel[DetectionRow]):
     """The frame's rows; sorted and filtered by the proxy in front of it."""
 
     def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)  # owned by the dock: deleted with it, on the GUI thread
-        self.rows: list[DetectionRow] = []
+        super().__init__(parent, COLUMNS, COLUMN_TIPS)
 
-    def set_rows(self, rows: list[DetectionRow]) -> None:
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
-
-    def rowCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> object:
-        if orientation != Qt.Orientation.Horizontal:
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return COLUMN_TIPS[section]
-        return None
-
-    def data(self, index: _ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid():
             return None
         row, column = self.rows[index.row()], index.column()
@@ -193,7 +167,7 @@ class _ClassFilter(QSortFilterProxyModel):
         self.keeps = keeps
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: _ModelIndex) -> bool:
+    def filterAcceptsRow(self, source_row: int, source_parent: ModelIndex) -> bool:
         del source_parent
         return self.keeps(self._rows.rows[source_row].label)
 
@@ -335,7 +309,7 @@ class DetectionsPanel(QWidget):
         self.frame_index = frame_index
         self._quiet = True
         try:
-            self._rows.set_rows(rows)
+            self._rows.replace_rows(rows)
         finally:
             self._quiet = False
         self._show_ids(any(r.track_id >= 1 for r in rows))

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from framelens.core.api import TrackRecord, track_colour
+from framelens.gui.common.rows_model import ModelIndex, RowsModel
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QItemSelectionModel,
     QModelIndex,
     QObject,
-    QPersistentModelIndex,
     QPoint,
     QSize,
     QSortFilterProxyModel,
@@ -47,7 +46,6 @@ _TIPS = (
     "From its first frame to its last",
 )
 _SORT_ROLE = Qt.ItemDataRole.UserRole
-_ModelIndex = QModelIndex | QPersistentModelIndex
 OFF_TEXT = "Tracking is off: choose a tracker in the Tracking menu (Ctrl+T)"
 
 
@@ -59,39 +57,20 @@ def format_duration(seconds: float) -> str:
     return f"{int(minutes)}:{rest:04.1f}"
 
 
-class _TracksModel(QAbstractTableModel):
+class _TracksModel(RowsModel[TrackRecord]):
     def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self.rows: list[TrackRecord] = []
+        super().__init__(parent, TRACK_COLUMNS, _TIPS)
         self.labels: tuple[str, ...] = ()
 
     def set_rows(self, rows: list[TrackRecord], labels: Sequence[str]) -> None:
-        self.beginResetModel()
-        self.rows, self.labels = rows, tuple(labels)
-        self.endResetModel()
+        self.labels = tuple(labels)
+        self.replace_rows(rows)
 
     def label(self, record: TrackRecord) -> str:
         cid = record.class_id
         return self.labels[cid] if 0 <= cid < len(self.labels) else str(cid)
 
-    def rowCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(TRACK_COLUMNS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> object:
-        if orientation != Qt.Orientation.Horizontal:
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return TRACK_COLUMNS[section]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return _TIPS[section]
-        return None
-
-    def data(self, index: _ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid():
             return None
         t, column = self.rows[index.row()], index.column()
