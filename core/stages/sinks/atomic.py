@@ -16,11 +16,12 @@ import re
 import secrets
 import shutil
 import sys
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Self, TextIO
 
 from framelens.core.errors import ExportError
 
@@ -234,3 +235,65 @@ class AtomicWriter(ABC):
             self.close()
         else:
             self.abort()
+
+
+class AtomicTextWriter(AtomicWriter):
+    """A text file written piece by piece into its temporary sibling and moved onto
+    ``path`` by close(): what the detections file and the MOT tracks file share.
+    Subclasses write through ``_write`` and end the text in ``_finish``. Collected
+    without close() or abort(), it still leaves nothing behind."""
+
+    def __init__(self, path: StrPath, newline: str = "\n") -> None:
+        self._file = AtomicFile(path)
+        self.path: Path = self._file.target
+        self._finalizer = weakref.finalize(self, self._file.discard)
+        self._closed = False
+        self._aborted = False
+        try:
+            # stays open across writes; closed by close()/abort()
+            self._fh: TextIO = open(self._file.tmp, "w", encoding="utf-8", newline=newline)  # noqa: SIM115
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ExportError(f"cannot write {self.path}: writer is closed")
+
+    def _write(self, text: str) -> None:
+        try:
+            self._fh.write(text)
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
+
+    def _finish(self) -> None:
+        """The text's end, written before the file is closed (nothing by default)."""
+
+    def close(self) -> Path:
+        """Finish the file and move it onto the target path."""
+        if self._closed:
+            if not self._aborted:
+                return self.path
+            raise ExportError(f"cannot write {self.path}: writer was aborted")
+        try:
+            self._finish()
+            self._fh.close()
+        except OSError as exc:
+            self.abort()
+            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
+        self._closed = True
+        self._finalizer.detach()
+        self._file.commit()
+        return self.path
+
+    def abort(self) -> None:
+        """Stop and remove the partial file; safe to call repeatedly."""
+        self._closed = True
+        self._aborted = True
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            with contextlib.suppress(OSError):  # flushing into a full disk: thrown away
+                fh.close()
+        self._finalizer.detach()
+        self._file.discard()

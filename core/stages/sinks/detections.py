@@ -21,18 +21,16 @@ the first frame, as faces are); one row per detection, so empty frames have no r
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import ExportError
-from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath, _reason
+from framelens.core.stages.sinks.atomic import AtomicTextWriter, StrPath, _reason
 from framelens.core.types import Detections
 
 META_KEYS = (
@@ -54,7 +52,7 @@ CSV_HEADER = ("index", "pts", "class_id", "label", "score", "x1", "y1", "x2", "y
 CSV_LANDMARKS = tuple(f"lm{i}_{axis}" for i in range(5) for axis in ("x", "y"))
 
 
-class DetectionsWriter(AtomicWriter):
+class DetectionsWriter(AtomicTextWriter):
     """Write detections to ``path`` (.json or .csv); the file appears on close()."""
 
     def __init__(self, path: StrPath, meta: Mapping[str, Any], labels: Sequence[str]) -> None:
@@ -65,17 +63,10 @@ class DetectionsWriter(AtomicWriter):
         self.labels = tuple(labels)
         self.frames_written = 0
         self._limits = box_limits(meta)
-        self._file = AtomicFile(target)
-        self.path: Path = self._file.target
-        # Collected without close()/abort(): still never leave a partial file behind.
-        self._finalizer = weakref.finalize(self, self._file.discard)
-        self._closed = False
-        self._aborted = False
         self._csv_header: bool | None = None  # faces or not, decided by the first frame
         self._csv_tracks = False  # a track_id column, decided by the first frame
+        super().__init__(target, newline="")
         try:
-            # Stays open across add() calls; closed by close()/abort().
-            self._fh: TextIO = open(self._file.tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115
             if self.kind == "json":
                 self._write_json_head(meta)
             else:
@@ -95,8 +86,7 @@ class DetectionsWriter(AtomicWriter):
 
     def add(self, index: int, pts: float, detections: Detections) -> None:
         """Record the detections of one processed frame (call for every frame)."""
-        if self._closed:
-            raise ExportError(f"cannot write {self.path}: writer is closed")
+        self._check_open()
         box_list, scores, cids, lms = plain_detections(detections, self._limits)
         tids = None if detections.track_ids is None else detections.track_ids.tolist()
         try:
@@ -166,36 +156,11 @@ class DetectionsWriter(AtomicWriter):
         extra = (CSV_LANDMARKS if faces else ()) + (("track_id",) if tracks else ())
         self._csv.writerow(CSV_HEADER + extra)
 
-    def close(self) -> Path:
-        """Finish the file and move it onto the target path."""
-        if self._closed:
-            if not self._aborted:
-                return self.path
-            raise ExportError(f"cannot write {self.path}: writer was aborted")
-        try:
-            if self.kind == "json":
-                self._fh.write("]}\n")
-            elif self._csv_header is None:
-                self._write_csv_header(faces=False)
-            self._fh.close()
-        except OSError as exc:
-            self.abort()
-            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
-        self._closed = True
-        self._finalizer.detach()
-        self._file.commit()
-        return self.path
-
-    def abort(self) -> None:
-        """Stop and remove the partial file; safe to call repeatedly."""
-        self._closed = True
-        self._aborted = True
-        fh = getattr(self, "_fh", None)
-        if fh is not None:
-            with contextlib.suppress(OSError):  # flushing into a full disk: thrown away
-                fh.close()
-        self._finalizer.detach()
-        self._file.discard()
+    def _finish(self) -> None:
+        if self.kind == "json":
+            self._fh.write("]}\n")
+        elif self._csv_header is None:
+            self._write_csv_header(faces=False)
 
 
 Limits = npt.NDArray[np.float32] | None

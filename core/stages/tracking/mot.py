@@ -24,20 +24,18 @@ written through a temporary file renamed when complete (``MotTracksWriter``,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.errors import ExportError, TrackFileError
-from framelens.core.stages.sinks.atomic import AtomicFile, AtomicWriter, StrPath, _reason
+from framelens.core.errors import TrackFileError
+from framelens.core.stages.sinks.atomic import AtomicTextWriter, StrPath, _reason
 from framelens.core.types import Detections
 
 __all__ = [
@@ -553,23 +551,14 @@ def mot_lines(frame: MotFrame) -> list[str]:
     ]
 
 
-class MotTracksWriter(AtomicWriter):
+class MotTracksWriter(AtomicTextWriter):
     """Tracks to ``path`` as MOT Challenge text, frame by frame; the file appears on
     close() (abort() or an exception in a ``with`` block leaves nothing)."""
 
     def __init__(self, path: StrPath) -> None:
-        self._file = AtomicFile(path)
-        self.path: Path = self._file.target
         self.frames_written = 0
         self.boxes_written = 0
-        self._finalizer = weakref.finalize(self, self._file.discard)
-        self._closed = False
-        self._aborted = False
-        try:
-            self._fh: TextIO = open(self._file.tmp, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-        except OSError as exc:
-            self.abort()
-            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
+        super().__init__(path)
 
     def add(self, index: int, detections: Detections) -> None:
         """The tracker's output for source frame ``index`` (from 0; written as frame
@@ -577,42 +566,12 @@ class MotTracksWriter(AtomicWriter):
         self.add_frame(MotFrame.from_detections(index + 1, detections))
 
     def add_frame(self, frame: MotFrame) -> None:
-        if self._closed:
-            raise ExportError(f"cannot write {self.path}: writer is closed")
+        self._check_open()
         lines = mot_lines(frame)
-        try:
-            if lines:
-                self._fh.write("\n".join(lines) + "\n")
-        except OSError as exc:
-            self.abort()
-            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
+        if lines:
+            self._write("\n".join(lines) + "\n")
         self.frames_written += 1
         self.boxes_written += len(lines)
-
-    def close(self) -> Path:
-        if self._closed:
-            if not self._aborted:
-                return self.path
-            raise ExportError(f"cannot write {self.path}: writer was aborted")
-        try:
-            self._fh.close()
-        except OSError as exc:
-            self.abort()
-            raise ExportError(f"cannot write {self.path}: {_reason(exc)}") from None
-        self._closed = True
-        self._finalizer.detach()
-        self._file.commit()
-        return self.path
-
-    def abort(self) -> None:
-        self._closed = True
-        self._aborted = True
-        fh = getattr(self, "_fh", None)
-        if fh is not None:
-            with contextlib.suppress(OSError):
-                fh.close()
-        self._finalizer.detach()
-        self._file.discard()
 
 
 def write_mot(path: StrPath, frames: Iterable[MotFrame]) -> Path:
