@@ -30,7 +30,8 @@ def test_no_fact_of_a_device_is_copied_into_the_run_summary() -> None:
     """The run holds its parts and what only the run knows (what was asked, the whole
     call's time, the variant); nothing a device part holds is a field of the run too."""
     run_fields = {f.name for f in fields(RunSummary)}
-    assert run_fields == {"devices", "model", "precision", "device", "wall_s", "variant"}
+    asked = {"model", "precision", "device", "variant", "tracker"}
+    assert run_fields == {"devices", "wall_s", *asked}
     part_fields = {f.name for f in fields(DeviceSummary)}
     assert not (run_fields - {"device"}) & part_fields
 

@@ -3,7 +3,7 @@
 synthetic moving boxes at 10, 50 and 200 objects, and BoT-SORT's camera-motion
 compensation on a 1080p frame.
 
-    .venv/bin/python benchmarks/trackers.py \
+    .venv/bin/python benchmarks/tracker_cost.py \
         --output benchmarks/results/trackers-cpu-2core-<date>.json
 
 Every tracker sees the same detections: objects moving at random constant velocities
