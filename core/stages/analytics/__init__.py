@@ -1,0 +1,30 @@
+"""Lines, zones and events from tracks (docs/analytics.md)."""
+
+from framelens.core.stages.analytics.counting import Counter, Event, anchor_points
+from framelens.core.stages.analytics.events import EVENT_COLUMNS, EventsWriter
+from framelens.core.stages.analytics.stage import AnalyticsStage, AnalyticsStages, Tally
+from framelens.core.stages.analytics.zones import (
+    ANCHORS,
+    LineSpec,
+    ZonesFile,
+    ZoneSpec,
+    load_zones,
+    parse_zones,
+)
+
+__all__ = [
+    "ANCHORS",
+    "EVENT_COLUMNS",
+    "AnalyticsStage",
+    "AnalyticsStages",
+    "Counter",
+    "Event",
+    "EventsWriter",
+    "LineSpec",
+    "Tally",
+    "ZoneSpec",
+    "ZonesFile",
+    "anchor_points",
+    "load_zones",
+    "parse_zones",
+]
