@@ -52,9 +52,12 @@ from framelens.core.sessions.tracks import (
     tracker_json,
     with_tracking,
 )
+from framelens.core.stages.analytics.events import EventsWriter
+from framelens.core.stages.analytics.stage import AnalyticsStages, Tally
+from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
-from framelens.core.stages.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory, chain_stages
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import now_ms
@@ -211,7 +214,7 @@ def _part(
             session.note(f"{damage}; the outputs hold the {out.frames} frames processed")
         entries.append(
             SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
-                          p99_ms=p99, tracks=out.tracks)
+                          p99_ms=p99, tracks=out.tracks, analytics=out.analytics)
         )  # fmt: skip
     ran = session.ran
     encoders = [o.encoder for o in outputs.values() if o.encoder]
@@ -258,6 +261,8 @@ def run_to_outputs(
     on_plan: Callable[[Plan], None] | None = None,
     tracker: TrackerSettings | None = None,
     tracks: str | None = None,
+    zones: ZonesFile | None = None,
+    events: str | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -276,9 +281,18 @@ def run_to_outputs(
     ``tracker``: a tracker before ``stages`` (core/sessions/tracks.py), its frame rate
     the source's; the detections written carry its track IDs, ``tracks`` names a MOT
     Challenge text file of them, and the summary says the tracker and the tracks.
+    ``zones``: lines and zones counted after the tracker (core/stages/analytics), their
+    counts in the summary, their events as CSV in ``events``.
     """
     if tracks is not None and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
+    if zones is not None and tracker is None:
+        raise ConfigError("lines and zones count tracks: add a tracker (--track)")
+    if events is not None and zones is None:
+        raise ConfigError("events are made by lines and zones: give them (--zones)")
+    labels = tuple(settings.model.labels or ())
+    if zones is not None:
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
     tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
@@ -293,7 +307,15 @@ def run_to_outputs(
     with session:
         summary = run_one(
             session,
-            RunOutputs(export, [detections] if detections else [], lossless, tracks=tracks),
+            RunOutputs(
+                export,
+                [detections] if detections else [],
+                lossless,
+                tracks=tracks,
+                zones=zones,
+                events=events,
+                labels=labels,
+            ),
             progress=progress,
             on_progress=on_progress,
             cancel=cancel,
@@ -341,6 +363,14 @@ def run_one(
         writers += [make(meta) for make in outputs.extra]
         if outputs.tracks:
             writers.append(MotTracks(outputs.tracks))
+        labels = dict(enumerate(outputs.labels))
+        if outputs.events:
+            try:
+                writers.append(EventsWriter(outputs.events, labels))
+            except BaseException:
+                for w in writers:
+                    w.abort()
+                raise
         video = None
         if outputs.export:
             fps = info.fps if info.fps > 0 else 30.0
@@ -357,7 +387,8 @@ def run_one(
                 for w in writers:
                     w.abort()
                 raise
-        return SourceOutputs(video, writers)
+        tally = Tally(outputs.zones, labels) if outputs.zones is not None else None
+        return SourceOutputs(video, writers, tally)
 
     try:
         part = run_device(

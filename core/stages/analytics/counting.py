@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.stages.analytics.zones import ANCHORS, LineSpec, ZoneSpec, ZonesFile
+from framelens.core.stages.analytics.zones import ANCHORS, LineSpec, ZonesFile, ZoneSpec
 
 __all__ = ["Counter", "Event", "anchor_points"]
 
