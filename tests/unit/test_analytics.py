@@ -215,3 +215,15 @@ def test_points_outside_the_frame_are_a_warning_not_an_error() -> None:
     zones = parse_zones(data, "z.json", size=(640, 480))
     assert zones.warnings == ("z.json: line 'a': point (700, 10) is outside the 640x480 frame",)
     assert parse_zones(json.loads(json.dumps(data)), "z.json", size=(800, 480)).warnings == ()
+
+
+def test_zones_of_any_shape_and_anchor_are_told_apart() -> None:
+    ell = ZoneSpec("ell", ((0.0, 0.0), (100.0, 0.0), (100.0, 40.0), (40.0, 40.0), (40.0, 100.0),
+                           (0.0, 100.0)))  # fmt: skip
+    tri = ZoneSpec("tri", ((200.0, 0.0), (300.0, 100.0), (200.0, 100.0)), anchor="center")
+    spec = ZonesFile(zones=(ell, tri))
+    # track 1 waits in the ell's notch (outside it), track 2's centre sits in the triangle
+    # (the triangle tests centres), track 3 in the ell's arm
+    frames = [{1: (70.0, 70.0), 2: (240.0, 100.0), 3: (20.0, 80.0)}] * 3
+    got = sorted((e.track_id, e.name, e.kind) for e in run(spec, frames))
+    assert got == [(2, "tri", "enter"), (3, "ell", "enter")]

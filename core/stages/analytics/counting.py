@@ -49,16 +49,28 @@ def anchor_points(boxes: npt.NDArray[np.floating], anchor: str) -> F64:
     return np.stack([x.get(horiz, cx), y[vert]], axis=1)
 
 
-def _inside(points: F64, polygon: F64) -> npt.NDArray[np.bool_]:
-    """Crossing-number test of every point against one polygon."""
-    x, y = points[:, 0:1], points[:, 1:2]
-    x1, y1 = polygon[:, 0], polygon[:, 1]
-    x2, y2 = np.roll(x1, -1), np.roll(y1, -1)
-    straddle = (y1 > y) != (y2 > y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        xs = x1 + (y - y1) * (x2 - x1) / (y2 - y1)
-    hits = straddle & (x < xs)
-    return np.asarray(np.count_nonzero(hits, axis=1) % 2 == 1)
+def _edges(polygons: list[F64]) -> tuple[F64, F64, F64, F64, npt.NDArray[np.int64]]:
+    """Every zone's edges, zone after zone: y1, y2, x1, the x step per unit of y, and
+    where each zone's edges start."""
+    y1, y2, x1, step, starts = [], [], [], [], []
+    for poly in polygons:
+        starts.append(len(y1))
+        a, b = poly, np.roll(poly, -1, axis=0)
+        dy = b[:, 1] - a[:, 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(dy != 0, (b[:, 0] - a[:, 0]) / np.where(dy != 0, dy, 1), 0.0)
+        y1 += list(a[:, 1])
+        y2 += list(b[:, 1])
+        x1 += list(a[:, 0])
+        step += list(slope)
+    f = np.asarray
+    return (
+        f(y1, np.float64),
+        f(y2, np.float64),
+        f(x1, np.float64),
+        f(step, np.float64),
+        f(starts, np.int64),
+    )
 
 
 class Counter:
@@ -80,7 +92,11 @@ class Counter:
             [math.inf if s.loiter_s is None else s.loiter_s for s in zones], np.float64
         )
         self._polygons = [np.array(s.polygon, np.float64) for s in zones]
+        self._ey1, self._ey2, self._ex1, self._estep, self._estart = _edges(self._polygons)
+        counts = np.diff(np.append(self._estart, len(self._ey1)))
+        self._e_anchor = np.repeat(self._z_anchor, counts)  # each edge's zone's anchor
         self._classes = [frozenset(s.classes) for s in specs]
+        self._filtered = any(self._classes)
         self.clear()
 
     def clear(self) -> None:
@@ -115,21 +131,19 @@ class Counter:
         for attr in ("_seen", "_side", "_pend", "_pend_frame", "_pend_time", "_last", "_in",
                      "_run", "_run_frame", "_run_time", "_stay", "_loitered"):  # fmt: skip
             setattr(self, attr, more(getattr(self, attr)))
-        self._free.extend(range(old, new))
+        self._free.extend(range(new - 1, old - 1, -1))  # popped from the end: lowest first
 
-    def _row(self, track_id: int, frame: int) -> int:
-        row = self._rows.get(track_id)
-        if row is None:
-            if not self._free:
-                self._grow(len(self._seen) + 1)
-            row = self._free.pop(0)
-            self._rows[track_id] = row
-            self._side[row] = 0
-            self._pend[row] = 0
-            self._in[row] = False
-            self._run[row] = 0
-            self._loitered[row] = False
-        self._seen[row] = frame
+    def _row(self, track_id: int) -> int:
+        """A new track's row, its state cleared."""
+        if not self._free:
+            self._grow(len(self._seen) + 1)
+        row = self._free.pop()
+        self._rows[track_id] = row
+        self._side[row] = 0
+        self._pend[row] = 0
+        self._in[row] = False
+        self._run[row] = 0
+        self._loitered[row] = False
         return row
 
     def _forget(self, frame: int) -> None:
@@ -147,45 +161,61 @@ class Counter:
         class_ids: npt.NDArray[np.integer],
     ) -> list[Event]:
         """One frame's tracked boxes (track ID < 1: no track, ignored); its events."""
-        keep = np.asarray(track_ids) >= 1
-        ids = np.asarray(track_ids)[keep]
+        track_ids = np.asarray(track_ids)
+        keep = track_ids >= 1
+        every = bool(keep.all())
+        ids = track_ids if every else track_ids[keep]
         if frame % 256 == 0:
             self._forget(frame)
         if not len(ids):
             return []
-        b = np.asarray(boxes, np.float64)[keep]
-        cls = np.asarray(class_ids)[keep]
-        rows = np.array([self._row(int(i), frame) for i in ids], np.int64)
+        b = np.asarray(boxes, np.float64)
+        cls = np.asarray(class_ids)
+        if not every:
+            b, cls = b[keep], cls[keep]
+        listed = ids.tolist()
+        known = self._rows
+        found = [known.get(i) for i in listed]
+        if None in found:
+            found = [self._row(i) if r is None else r for i, r in zip(listed, found, strict=True)]
+        rows = np.array(found, np.int64)
+        self._seen[rows] = frame
         points = np.stack([anchor_points(b, a) for a in self._anchors], axis=1)  # N, A, 2
-        allowed = np.ones((len(ids), len(self._classes)), np.bool_)
-        for k, classes in enumerate(self._classes):
-            if classes:
-                allowed[:, k] = np.isin(cls, list(classes))
+        allowed: npt.NDArray[np.bool_] | None = None
+        if self._filtered:
+            allowed = np.ones((len(ids), len(self._classes)), np.bool_)
+            for k, classes in enumerate(self._classes):
+                if classes:
+                    allowed[:, k] = np.isin(cls, list(classes))
         events: list[Event] = []
         nl = len(self.spec.lines)
         if nl:
-            self._lines(frame, time_s, rows, ids, cls, points, allowed[:, :nl], events)
+            ok = None if allowed is None else allowed[:, :nl]
+            self._lines(frame, time_s, rows, ids, cls, points, ok, events)
         if self.spec.zones:
-            self._zones(frame, time_s, rows, ids, cls, points, allowed[:, nl:], events)
+            ok = None if allowed is None else allowed[:, nl:]
+            self._zones(frame, time_s, rows, ids, cls, points, ok, events)
         return events
 
     def _lines(
         self, frame: int, time_s: float, rows: npt.NDArray[np.int64], ids: npt.NDArray[np.integer],
-        cls: npt.NDArray[np.integer], points: F64, allowed: npt.NDArray[np.bool_],
+        cls: npt.NDArray[np.integer], points: F64, allowed: npt.NDArray[np.bool_] | None,
         events: list[Event],
     ) -> None:  # fmt: skip
         p = points[:, self._l_anchor]  # N, L, 2
         d = self._p2 - self._p1
         cross = d[:, 0] * (p[..., 1] - self._p1[:, 1]) - d[:, 1] * (p[..., 0] - self._p1[:, 0])
-        s = np.sign(cross).astype(np.int8) * allowed
+        s = np.sign(cross).astype(np.int8)
+        if allowed is not None:
+            s *= allowed
         side = self._side[rows]
         pend = self._pend[rows]
         off = s != 0
         first = off & (side == 0)
-        back = off & (side != 0) & (s == side)
-        over = off & (side != 0) & (s == -side)
+        over = off & (s == -side)
         new_side = np.where(first, s, side)
-        new_pend = np.where(back, 0, pend)
+        new_pend = pend.copy()
+        new_pend[off & (s == side)] = 0  # back on its side: a pending crossing is off
         # a new side change: did the path from the last point off the line go through it?
         fresh = over & (pend == 0)
         if fresh.any():
@@ -221,26 +251,29 @@ class Counter:
             new_pend = np.where(done, 0, new_pend)
         self._side[rows] = new_side
         self._pend[rows] = new_pend
-        last = self._last[rows]
-        last[off] = p[off]
-        self._last[rows] = last
+        if off.all():
+            self._last[rows] = p
+        else:
+            n, k = np.nonzero(off)
+            self._last[rows[n], k] = p[n, k]
 
     def _zones(
         self, frame: int, time_s: float, rows: npt.NDArray[np.int64], ids: npt.NDArray[np.integer],
-        cls: npt.NDArray[np.integer], points: F64, allowed: npt.NDArray[np.bool_],
+        cls: npt.NDArray[np.integer], points: F64, allowed: npt.NDArray[np.bool_] | None,
         events: list[Event],
     ) -> None:  # fmt: skip
-        inside = np.stack(
-            [
-                _inside(points[:, a], poly)
-                for a, poly in zip(self._z_anchor, self._polygons, strict=True)
-            ],
-            axis=1,
-        )
+        px, py = points[:, self._e_anchor, 0], points[:, self._e_anchor, 1]  # N, edges
+        straddle = (self._ey1 > py) != (self._ey2 > py)
+        hits = straddle & (px < self._ex1 + (py - self._ey1) * self._estep)
+        inside = np.add.reduceat(hits, self._estart, axis=1) % 2 == 1  # N, Z
         was = self._in[rows]
         run = self._run[rows]
-        differ = allowed & (inside != was)
-        same = allowed & ~differ
+        differ = inside != was
+        if allowed is not None:
+            differ &= allowed
+            same = allowed & ~differ
+        else:
+            same = ~differ
         starts = differ & (run == 0)
         if starts.any():
             n, k = np.nonzero(starts)
@@ -266,7 +299,9 @@ class Counter:
         self._in[rows] = now
         self._run[rows] = run
         stayed = time_s - self._stay[rows]
-        loiter = allowed & now & ~self._loitered[rows] & (stayed >= self._loiter)
+        loiter = now & ~self._loitered[rows] & (stayed >= self._loiter)
+        if allowed is not None:
+            loiter &= allowed
         if loiter.any():
             for n, k in zip(*np.nonzero(loiter), strict=True):
                 events.append(
