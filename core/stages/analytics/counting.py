@@ -52,7 +52,11 @@ def anchor_points(boxes: npt.NDArray[np.floating], anchor: str) -> F64:
 def _edges(polygons: list[F64]) -> tuple[F64, F64, F64, F64, npt.NDArray[np.int64]]:
     """Every zone's edges, zone after zone: y1, y2, x1, the x step per unit of y, and
     where each zone's edges start."""
-    y1, y2, x1, step, starts = [], [], [], [], []
+    y1: list[float] = []
+    y2: list[float] = []
+    x1: list[float] = []
+    step: list[float] = []
+    starts: list[int] = []
     for poly in polygons:
         starts.append(len(y1))
         a, b = poly, np.roll(poly, -1, axis=0)
