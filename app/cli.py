@@ -310,6 +310,8 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         cancel=getattr(args, "cancel", None),
         tracker=args.tracker,
         tracks=args.export_tracks is not None,
+        zones=args.zones_file,
+        events=args.events is not None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())

@@ -247,9 +247,12 @@ def add_zones_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--events",
+        nargs="?",
+        const="",
+        default=None,
         metavar="EVENTS.csv",
         help="with --zones: one row per event (frame,time_s,track_id,class,kind,name,"
-        "direction), written when complete",
+        "direction), written when complete; several sources: bare, DIR/<name>.events.csv each",
     )
 
 
@@ -270,14 +273,19 @@ def zones_from_args(
         return None
     if not (getattr(args, "tracker", None) is not None if tracked is None else tracked):
         raise ConfigError("--zones counts tracks: add --track")
-    if several:
-        raise ConfigError("--zones takes one source for now (several sources: run each)")
+    if several and args.events:
+        raise ConfigError(
+            "several sources: --events writes DIR/<name>.events.csv for each source; "
+            "give it without a file"
+        )
+    if not several and args.events == "":
+        raise ConfigError("--events needs a file for one source: --events EVENTS.csv")
     from framelens.core.stages.analytics.zones import load_zones
     from framelens.core.stages.sinks.atomic import check_target
 
     size = _frame_size(source) if isinstance(source, str) else source
     zones = load_zones(args.zones, labels, size)
-    if args.events is not None:
+    if args.events:
         check_target(args.events)
     for warning in zones.warnings:
         print(f"framelens: warning: {warning}", file=sys.stderr)

@@ -52,7 +52,7 @@ from framelens.core.sessions.tracks import (
     tracker_json,
     with_tracking,
 )
-from framelens.core.stages.analytics.events import EventsWriter
+from framelens.core.stages.analytics.events import EVENTS_SUFFIX, EventsWriter
 from framelens.core.stages.analytics.stage import AnalyticsStages, Tally
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import open_exporter
@@ -425,6 +425,8 @@ def run_many(
     on_plan: Callable[[int, Plan], None] | None = None,
     tracker: TrackerSettings | None = None,
     tracks: bool = False,
+    zones: ZonesFile | None = None,
+    events: bool = False,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -440,11 +442,20 @@ def run_many(
     early if it did) and, with several devices, one per device. ``on_plan(k, plan)`` is
     told each device slot's plan (``k``: its number in ``devices``), a process's as it
     reports it. ``tracker``: each source's own tracker (IDs from 1 per source) before
-    ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``."""
+    ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``.
+    ``zones``: each source's lines and zones counted after its tracker, the counts in its
+    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     if tracks and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
+    if zones is not None and tracker is None:
+        raise ConfigError("lines and zones count tracks: add a tracker (--track)")
+    if events and zones is None:
+        raise ConfigError("events are made by lines and zones: give them (--zones)")
+    labels = tuple(settings.model.labels or ())
+    if zones is not None:
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
     tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:
@@ -462,6 +473,7 @@ def run_many(
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
                                max_wait_ms=max_wait_ms, workers=workers, merged=True),
         devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
+        zones=zones, events=events, labels=labels,
     )  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -497,6 +509,9 @@ class GroupJob:
     devices: tuple[str, ...]
     stages: StageFactory | None = None
     tracks: bool = False  # each source's tracks as MOT text, DIR/<name>.tracks.txt
+    zones: ZonesFile | None = None  # lines and zones counted (counts in the summary)
+    events: bool = False  # each source's events as CSV, DIR/<name>.events.csv
+    labels: tuple[str, ...] = ()  # the model's class names
 
     def run(
         self,
@@ -537,12 +552,16 @@ class GroupJob:
                 writers.append(task.open_writer(out_dir / f"{entry.name}.json", meta))
             if self.tracks:
                 writers.append(MotTracks(out_dir / f"{entry.name}{MOT_SUFFIX}"))
+            if self.events:
+                labels = dict(enumerate(self.labels))
+                writers.append(EventsWriter(out_dir / f"{entry.name}{EVENTS_SUFFIX}", labels))
         except BaseException:
             for w in (video, *writers):
                 if w is not None:
                     w.abort()
             raise
-        return SourceOutputs(video, writers)
+        tally = None if self.zones is None else Tally(self.zones, dict(enumerate(self.labels)))
+        return SourceOutputs(video, writers, tally)
 
 
 def _run_groups(

@@ -227,3 +227,17 @@ def test_zones_of_any_shape_and_anchor_are_told_apart() -> None:
     frames = [{1: (70.0, 70.0), 2: (240.0, 100.0), 3: (20.0, 80.0)}] * 3
     got = sorted((e.track_id, e.name, e.kind) for e in run(spec, frames))
     assert got == [(2, "tri", "enter"), (3, "ell", "enter")]
+
+
+def test_the_stage_factory_pickles_for_processes_and_ray() -> None:
+    import pickle
+
+    from framelens.core.sessions.tracks import TrackStages
+    from framelens.core.stages.analytics import AnalyticsStages
+    from framelens.core.stages.source_stages import chain_stages
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    factory = TrackStages(TrackerSettings(), then=chain_stages(None, AnalyticsStages(LINE)))
+    again = pickle.loads(pickle.dumps(factory))
+    stages = again(0)
+    assert [type(s).__name__ for s in stages] == ["TrackingStage", "AnalyticsStage"]

@@ -116,3 +116,21 @@ def test_a_bad_zones_file_is_one_line_exit_2_and_nothing_written(
 def test_events_without_zones_is_one_line() -> None:
     proc = framelens("run", SAMPLE, "--track", "--frames", "1", "--events", "ev.csv")
     assert proc.returncode == 2 and "add --zones" in proc.stderr
+
+
+def test_several_sources_each_get_their_events_and_counts(tmp_path: Path) -> None:
+    zones, out = tmp_path / "zones.json", tmp_path / "out"
+    zones.write_text(json.dumps(ZONES))
+    sources = []
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.mp4").write_bytes(Path(SAMPLE).read_bytes())
+        sources.append(str(tmp_path / f"{name}.mp4"))
+    # the first 230 frames: the first person crosses (around frame 190), nobody else
+    proc = framelens("run", *sources, "--export-dir", str(out), "--track", "--frames", "230",
+                     "--quiet", "--zones", str(zones), "--events")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for name, source in zip(("a", "b"), json.loads(proc.stdout)["sources"], strict=True):
+        crossed = [r for r in _rows(out / f"{name}.events.csv") if r["kind"] == "cross"]
+        assert [(r["track_id"], r["direction"]) for r in crossed] == [("1", "in")]
+        assert abs(int(crossed[0]["frame"]) - CROSSED_NEAR[0]) <= 10
+        assert source["analytics"]["lines"]["door"]["in"] == 1

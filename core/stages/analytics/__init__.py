@@ -1,7 +1,7 @@
 """Lines, zones and events from tracks (docs/analytics.md)."""
 
 from framelens.core.stages.analytics.counting import Counter, Event, anchor_points
-from framelens.core.stages.analytics.events import EVENT_COLUMNS, EventsWriter
+from framelens.core.stages.analytics.events import EVENT_COLUMNS, EVENTS_SUFFIX, EventsWriter
 from framelens.core.stages.analytics.stage import AnalyticsStage, AnalyticsStages, Tally
 from framelens.core.stages.analytics.zones import (
     ANCHORS,
@@ -14,6 +14,7 @@ from framelens.core.stages.analytics.zones import (
 
 __all__ = [
     "ANCHORS",
+    "EVENTS_SUFFIX",
     "EVENT_COLUMNS",
     "AnalyticsStage",
     "AnalyticsStages",

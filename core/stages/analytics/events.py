@@ -10,9 +10,12 @@ from collections.abc import Iterable, Mapping
 from framelens.core.stages.analytics.counting import Event
 from framelens.core.stages.sinks.atomic import AtomicTextWriter, StrPath
 
-__all__ = ["EVENT_COLUMNS", "EventsWriter"]
+__all__ = ["EVENTS_SUFFIX", "EVENT_COLUMNS", "EventsWriter"]
 
 EVENT_COLUMNS = ("frame", "time_s", "track_id", "class", "kind", "name", "direction")
+EVENTS_SUFFIX = ".events.csv"
+"""A source's events beside its other outputs in a several-source run:
+``DIR/<name>.events.csv`` next to ``DIR/<name>.json``."""
 
 
 class EventsWriter(AtomicTextWriter):
