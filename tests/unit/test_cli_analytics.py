@@ -134,3 +134,16 @@ def test_several_sources_each_get_their_events_and_counts(tmp_path: Path) -> Non
         assert [(r["track_id"], r["direction"]) for r in crossed] == [("1", "in")]
         assert abs(int(crossed[0]["frame"]) - CROSSED_NEAR[0]) <= 10
         assert source["analytics"]["lines"]["door"]["in"] == 1
+
+
+def test_a_point_outside_the_frame_is_a_warning_and_the_run_goes_on(tmp_path: Path) -> None:
+    zones, events = tmp_path / "zones.json", tmp_path / "ev.csv"
+    zones.write_text(json.dumps({"lines": [{"name": "far", "points": [[0, 0], [900, 100]]}]}))
+    proc = framelens("run", SAMPLE, "--track", "--frames", "2", "--quiet", "--zones", str(zones),
+                     "--events", str(events))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {zones}: line 'far': point (900, 100) is outside the 768x432 frame" in (
+        proc.stderr
+    )
+    assert _rows(events) == []  # the header alone: no event in two frames
+    assert events.read_text().startswith("frame,time_s,track_id,class,kind,name,direction")

@@ -186,7 +186,7 @@ def _classes(value: Any, names: Mapping[int, str], what: str) -> tuple[int, ...]
             out.append(int(c))
         else:
             known = ", ".join(list(by_name)[:8]) + (", ..." if len(by_name) > 8 else "")
-            hint = f" (the model's: {known})" if names else " (the model names no classes)"
+            hint = f" (the model's: {known})" if names else " (no class names known: use numbers)"
             raise ConfigError(f"{what}: unknown class {c!r}{hint}")
     return tuple(out)
 
