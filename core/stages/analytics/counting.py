@@ -91,6 +91,8 @@ class Counter:
         self._p1 = np.array([s.p1 for s in lines], np.float64).reshape(-1, 2)
         self._p2 = np.array([s.p2 for s in lines], np.float64).reshape(-1, 2)
         self._l_min = np.array([s.min_frames for s in lines], np.int64)
+        d = self._p2 - self._p1
+        self._l_geometry = (self._p1[:, 0], self._p1[:, 1], d[:, 0], d[:, 1])
         self._z_min = np.array([s.min_frames for s in zones], np.int64)
         self._loiter = np.array(
             [math.inf if s.loiter_s is None else s.loiter_s for s in zones], np.float64
@@ -184,7 +186,10 @@ class Counter:
             found = [self._row(i) if r is None else r for i, r in zip(listed, found, strict=True)]
         rows = np.array(found, np.int64)
         self._seen[rows] = frame
-        points = np.stack([anchor_points(b, a) for a in self._anchors], axis=1)  # N, A, 2
+        if len(self._anchors) == 1:  # N, A, 2
+            points = anchor_points(b, self._anchors[0])[:, None, :]
+        else:
+            points = np.stack([anchor_points(b, a) for a in self._anchors], axis=1)
         allowed: npt.NDArray[np.bool_] | None = None
         if self._filtered:
             allowed = np.ones((len(ids), len(self._classes)), np.bool_)
@@ -206,9 +211,13 @@ class Counter:
         cls: npt.NDArray[np.integer], points: F64, allowed: npt.NDArray[np.bool_] | None,
         events: list[Event],
     ) -> None:  # fmt: skip
-        p = points[:, self._l_anchor]  # N, L, 2
-        d = self._p2 - self._p1
-        cross = d[:, 0] * (p[..., 1] - self._p1[:, 1]) - d[:, 1] * (p[..., 0] - self._p1[:, 0])
+        nl = len(self._l_anchor)
+        if points.shape[1] == 1:  # one anchor: every line tests the same point
+            p = np.broadcast_to(points, (len(points), nl, 2))
+        else:
+            p = points[:, self._l_anchor]  # N, L, 2
+        x1, y1, dx, dy = self._l_geometry
+        cross = dx * (p[..., 1] - y1) - dy * (p[..., 0] - x1)
         s = np.sign(cross).astype(np.int8)
         if allowed is not None:
             s *= allowed
@@ -241,7 +250,7 @@ class Counter:
             miss_n, miss_k = n[~through], k[~through]
             new_side[miss_n, miss_k] = s[miss_n, miss_k]  # round an end: no crossing
             over[miss_n, miss_k] = False
-        new_pend = np.where(over, new_pend + 1, new_pend)
+        new_pend += over
         done = over & (new_pend >= self._l_min)
         if done.any():
             for n, k in zip(*np.nonzero(done), strict=True):
@@ -256,7 +265,7 @@ class Counter:
         self._side[rows] = new_side
         self._pend[rows] = new_pend
         if off.all():
-            self._last[rows] = p
+            self._last[rows] = p  # a broadcast view is copied here
         else:
             n, k = np.nonzero(off)
             self._last[rows[n], k] = p[n, k]
@@ -266,7 +275,10 @@ class Counter:
         cls: npt.NDArray[np.integer], points: F64, allowed: npt.NDArray[np.bool_] | None,
         events: list[Event],
     ) -> None:  # fmt: skip
-        px, py = points[:, self._e_anchor, 0], points[:, self._e_anchor, 1]  # N, edges
+        if points.shape[1] == 1:  # one anchor: N, 1 against every edge
+            px, py = points[:, :, 0], points[:, :, 1]
+        else:
+            px, py = points[:, self._e_anchor, 0], points[:, self._e_anchor, 1]  # N, edges
         straddle = (self._ey1 > py) != (self._ey2 > py)
         hits = straddle & (px < self._ex1 + (py - self._ey1) * self._estep)
         inside = np.add.reduceat(hits, self._estart, axis=1) % 2 == 1  # N, Z
