@@ -241,3 +241,19 @@ def test_the_stage_factory_pickles_for_processes_and_ray() -> None:
     again = pickle.loads(pickle.dumps(factory))
     stages = again(0)
     assert [type(s).__name__ for s in stages] == ["TrackingStage", "AnalyticsStage"]
+
+
+def test_a_track_lost_inside_a_zone_makes_no_exit_and_no_dwell() -> None:
+    stage = AnalyticsStage(ZonesFile(zones=(SQUARE,)))
+    for i, x in enumerate([-50.0, 50.0, 50.0, 50.0]):  # then never seen again
+        stage.update(i, i / 10, _tracked_at(x, 50.0))
+    for i in range(4, 40):
+        stage.update(i, i / 10, Detections(track_ids=np.zeros(0, np.int64)))
+    bay = stage.tally.as_json()["zones"]["bay"]
+    assert (bay["enter"], bay["exit"], bay["dwell_s"]["stays"]) == (1, 0, 0)
+    assert bay["loiter"] == 0  # seen inside 0.2 s, then lost: loitering needs it seen there
+
+
+def _tracked_at(x: float, y: float) -> Detections:
+    return Detections(np.array([box(x, y)], np.float32), np.ones(1, np.float32),
+                      np.zeros(1, np.int32), track_ids=np.array([1]))  # fmt: skip
