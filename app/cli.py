@@ -22,9 +22,11 @@ from typing import Any
 from framelens.cli_options import (
     add_model_args,
     add_tracker_args,
+    add_zones_args,
     sample_video,
     settings_from_args,
     tracker_from_args,
+    zones_from_args,
 )
 from framelens.core import __version__
 from framelens.core.errors import Cancelled, ConfigError, FrameLensError, error_message
@@ -62,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --track: write the tracks as MOT Challenge text (frame, id, left, top, "
         "width, height, conf, -1, -1, -1); several sources: bare, DIR/<name>.tracks.txt each",
     )
+    add_zones_args(run)
     run.add_argument(
         "--batch-wait",
         type=float,
@@ -176,6 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     args.tracker = tracker_from_args(args, settings.model)
     several = len(sources) > 1 or bool(args.export_dir)
     _check_export_tracks(args, several)
+    args.zones_file = zones_from_args(args, settings.model.labels, several, sources[0])
     if args.verbose and args.tracker is not None:
         _print_tracker(args.tracker)
     if several:
@@ -203,6 +207,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         cancel=getattr(args, "cancel", None),
         tracker=args.tracker,
         tracks=args.export_tracks or None,
+        zones=args.zones_file,
+        events=args.events,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
@@ -304,6 +310,8 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         cancel=getattr(args, "cancel", None),
         tracker=args.tracker,
         tracks=args.export_tracks is not None,
+        zones=args.zones_file,
+        events=args.events is not None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())

@@ -5,6 +5,7 @@ all use them; none of them imports another command's module)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,12 @@ __all__ = [
     "add_model_args",
     "add_tracker_args",
     "add_tracker_options",
+    "add_zones_args",
     "sample_video",
     "settings_from_args",
     "tracker_from_args",
     "tracker_settings_from_args",
+    "zones_from_args",
 ]
 
 
@@ -231,3 +234,73 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
         what = ", ".join("--" + n.replace("_", "-") for n in botsort)
         raise ConfigError(f"{what}: BoT-SORT's camera-motion compensation: add --track botsort")
     return tracker_settings_from_args(args, args.track)
+
+
+def add_zones_args(p: argparse.ArgumentParser) -> None:
+    """``--zones`` and ``--events``: lines and zones counted from the tracks
+    (docs/analytics.md)."""
+    p.add_argument(
+        "--zones",
+        metavar="ZONES.json",
+        help="with --track: count crossings of its lines and stays in its zones (docs/"
+        "analytics.md); the counts go into the JSON summary",
+    )
+    p.add_argument(
+        "--events",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="EVENTS.csv",
+        help="with --zones: one row per event (frame,time_s,track_id,class,kind,name,"
+        "direction), written when complete; several sources: bare, DIR/<name>.events.csv each",
+    )
+
+
+def zones_from_args(
+    args: argparse.Namespace,
+    labels: Any,
+    several: bool = False,
+    source: str | tuple[int, int] | None = None,
+    tracked: bool | None = None,
+) -> Any:
+    """The ZonesFile ``--zones`` names (None without it); ConfigError (one line) for a file
+    that cannot be used, ``--zones`` without a tracker, ``--events`` without ``--zones``.
+    Points outside ``source``'s frame (a video file, or a (width, height)) are warnings
+    on stderr."""
+    if args.zones is None:
+        if args.events is not None:
+            raise ConfigError("--events writes the events of --zones: add --zones ZONES.json")
+        return None
+    if not (getattr(args, "tracker", None) is not None if tracked is None else tracked):
+        raise ConfigError("--zones counts tracks: add --track")
+    if several and args.events:
+        raise ConfigError(
+            "several sources: --events writes DIR/<name>.events.csv for each source; "
+            "give it without a file"
+        )
+    if not several and args.events == "":
+        raise ConfigError("--events needs a file for one source: --events EVENTS.csv")
+    from framelens.core.stages.analytics.zones import load_zones
+    from framelens.core.stages.sinks.atomic import check_target
+
+    size = _frame_size(source) if isinstance(source, str) else source
+    zones = load_zones(args.zones, labels, size)
+    if args.events:
+        check_target(args.events)
+    for warning in zones.warnings:
+        print(f"framelens: warning: {warning}", file=sys.stderr)
+    return zones
+
+
+def _frame_size(source: str | None) -> tuple[int, int] | None:
+    """A video file's frame size (None: not a file, or not readable here: the run says)."""
+    if source is None or not Path(source).is_file():
+        return None
+    try:
+        import av
+
+        with av.open(source) as container:
+            stream = container.streams.video[0]
+            return int(stream.codec_context.width), int(stream.codec_context.height)
+    except Exception:
+        return None

@@ -87,7 +87,7 @@ def _print_written(outputs: list[Path]) -> None:
 
 
 def add_track_parser(sub: Any) -> None:
-    from framelens.cli_options import add_tracker_options
+    from framelens.cli_options import add_tracker_options, add_zones_args
     from framelens.core.stages.tracking.settings import TRACKER_KINDS
 
     track = sub.add_parser(
@@ -117,6 +117,7 @@ def add_track_parser(sub: Any) -> None:
         metavar="N",
         help="the source's frame rate, which scales --track-buffer (default: the JSON's, else 30)",
     )
+    add_zones_args(track)
     add_tracker_options(track, skip=("frame_rate", "trail_length", "cmc", "cmc_downscale"))
 
 
@@ -184,7 +185,8 @@ def _stop_between_frames() -> Iterator[threading.Event]:
 def cmd_track(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from framelens.cli_options import tracker_settings_from_args
+    from framelens.cli_options import tracker_settings_from_args, zones_from_args
+    from framelens.core.stages.analytics import AnalyticsStage, EventsWriter
     from framelens.core.stages.sinks.atomic import check_target
     from framelens.core.stages.tracking.mot import MotFrame, MotTracksWriter, read_detections_file
     from framelens.core.stages.tracking.registry import make_tracker
@@ -195,6 +197,10 @@ def cmd_track(args: argparse.Namespace) -> int:
     check_target(args.output)  # one line before any work, and nothing written
     detections = read_detections_file(args.detections)
     fps = args.fps or detections.fps or 30.0
+    known = size or (
+        (detections.width, detections.height) if detections.width and detections.height else None
+    )
+    zones = zones_from_args(args, detections.labels, source=known, tracked=True)
     # no pixels here: no camera-motion compensation, no trails
     settings = tracker_settings_from_args(
         args, args.tracker, frame_rate=fps, trail_length=0, cmc="none"
@@ -206,12 +212,24 @@ def cmd_track(args: argparse.Namespace) -> int:
     image = _blank_frame(size, detections) if tracker.needs_image else None
     track_ids: set[int] = set()
     started = time.perf_counter()
-    with _stop_between_frames() as stop, MotTracksWriter(args.output) as writer:
+    analytics = AnalyticsStage(zones, detections.labels) if zones is not None else None
+    with contextlib.ExitStack() as outputs:
+        stop = outputs.enter_context(_stop_between_frames())
+        writer = outputs.enter_context(MotTracksWriter(args.output))
+        events = (
+            outputs.enter_context(EventsWriter(args.events, detections.labels))
+            if (args.events)
+            else None
+        )
         for frame in detections.frames:
-            if stop.is_set():  # Ctrl+C (or SIGTERM, SIGHUP): the writer removes its file
+            if stop.is_set():  # Ctrl+C (or SIGTERM, SIGHUP): the writers remove their files
                 raise KeyboardInterrupt
             found = frame.detections() if size is None else _clipped(frame.detections(), size)
             found.track_ids = tracker.update(found, image)
+            if analytics is not None:  # MOT frame numbers; time from the first frame
+                made = analytics.update(frame.number, (frame.number - 1) / fps, found)
+                if events is not None:
+                    events.add_events(made)
             tracked = MotFrame.from_detections(frame.number, found)
             track_ids.update(int(i) for i in tracked.ids)
             writer.add_frame(tracked)
@@ -228,6 +246,8 @@ def cmd_track(args: argparse.Namespace) -> int:
         "track_boxes": writer.boxes_written,
         "ms_per_frame": round(1000.0 * seconds / frames, 4) if frames else None,
     }
+    if analytics is not None:
+        summary["analytics"] = analytics.tally.as_json()
     print(json.dumps(summary, indent=2))
-    _print_written([writer.path])
+    _print_written([writer.path] + ([events.path] if events is not None else []))
     return 0

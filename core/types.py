@@ -227,3 +227,4 @@ class FrameResult:
     output: TaskOutput
     times: StageTimes
     annotated: Image | None = None  # the frame with overlays, when drawing ran
+    events: tuple[Any, ...] = ()  # what per-source stages saw happen (analytics' Event)

@@ -19,6 +19,9 @@ from framelens.core import __version__
 from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.tracks import TrackCount
+from framelens.core.stages.analytics.events import EventsWriter
+from framelens.core.stages.analytics.stage import Tally
+from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import FrameExporter
 from framelens.core.stages.tasks import kind_of
 from framelens.core.stages.tasks.base import OutputWriter
@@ -52,6 +55,9 @@ class RunOutputs:
     extra: Sequence[WriterFactory] = ()
     label: str | None = None  # the source's name in the outputs (default: its spec)
     tracks: str | None = None  # the tracks as MOT Challenge text (a tracker ran)
+    zones: ZonesFile | None = None  # lines and zones counted (their counts in the summary)
+    events: str | None = None  # their events as CSV (core/stages/analytics/events.py)
+    labels: tuple[str, ...] = ()  # the model's class names, for the events and counts
 
 
 def source_name(spec: str) -> str:
@@ -108,10 +114,14 @@ class SourceOutputs:
     """One source's exporter and writers, fed its results in frame order."""
 
     def __init__(
-        self, video: FrameExporter | None = None, writers: Sequence[OutputWriter[Any]] = ()
+        self,
+        video: FrameExporter | None = None,
+        writers: Sequence[OutputWriter[Any]] = (),
+        tally: Tally | None = None,
     ) -> None:
         self.video = video
         self.writers = list(writers)
+        self.tally = tally  # the events' counts (lines and zones were counted)
         self.frames = 0
         self.count = TrackCount()  # the tracks its results carried (a tracker ran)
 
@@ -126,8 +136,17 @@ class SourceOutputs:
                 self.video.write(result.annotated, frame.pts, frame.index)
         for writer in self.writers:
             writer.add(frame.index, frame.pts, result.output)
+            if result.events and isinstance(writer, EventsWriter):
+                writer.add_events(result.events)
+        if self.tally is not None and result.events:
+            self.tally.add(result.events)
         self.count.add(result.output)
         self.frames += 1
+
+    @property
+    def analytics(self) -> dict[str, Any] | None:
+        """The counts by line and zone (None: none were counted)."""
+        return self.tally.as_json() if self.tally is not None else None
 
     @property
     def tracks(self) -> int | None:

@@ -52,9 +52,12 @@ from framelens.core.sessions.tracks import (
     tracker_json,
     with_tracking,
 )
+from framelens.core.stages.analytics.events import EVENTS_SUFFIX, EventsWriter
+from framelens.core.stages.analytics.stage import AnalyticsStages, Tally
+from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
-from framelens.core.stages.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory, chain_stages
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import now_ms
@@ -211,7 +214,7 @@ def _part(
             session.note(f"{damage}; the outputs hold the {out.frames} frames processed")
         entries.append(
             SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
-                          p99_ms=p99, tracks=out.tracks)
+                          p99_ms=p99, tracks=out.tracks, analytics=out.analytics)
         )  # fmt: skip
     ran = session.ran
     encoders = [o.encoder for o in outputs.values() if o.encoder]
@@ -258,6 +261,8 @@ def run_to_outputs(
     on_plan: Callable[[Plan], None] | None = None,
     tracker: TrackerSettings | None = None,
     tracks: str | None = None,
+    zones: ZonesFile | None = None,
+    events: str | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -276,9 +281,18 @@ def run_to_outputs(
     ``tracker``: a tracker before ``stages`` (core/sessions/tracks.py), its frame rate
     the source's; the detections written carry its track IDs, ``tracks`` names a MOT
     Challenge text file of them, and the summary says the tracker and the tracks.
+    ``zones``: lines and zones counted after the tracker (core/stages/analytics), their
+    counts in the summary, their events as CSV in ``events``.
     """
     if tracks is not None and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
+    if zones is not None and tracker is None:
+        raise ConfigError("lines and zones count tracks: add a tracker (--track)")
+    if events is not None and zones is None:
+        raise ConfigError("events are made by lines and zones: give them (--zones)")
+    labels = tuple(settings.model.labels or ())
+    if zones is not None:
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
     tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
@@ -293,7 +307,15 @@ def run_to_outputs(
     with session:
         summary = run_one(
             session,
-            RunOutputs(export, [detections] if detections else [], lossless, tracks=tracks),
+            RunOutputs(
+                export,
+                [detections] if detections else [],
+                lossless,
+                tracks=tracks,
+                zones=zones,
+                events=events,
+                labels=labels,
+            ),
             progress=progress,
             on_progress=on_progress,
             cancel=cancel,
@@ -341,6 +363,14 @@ def run_one(
         writers += [make(meta) for make in outputs.extra]
         if outputs.tracks:
             writers.append(MotTracks(outputs.tracks))
+        labels = dict(enumerate(outputs.labels))
+        if outputs.events:
+            try:
+                writers.append(EventsWriter(outputs.events, labels))
+            except BaseException:
+                for w in writers:
+                    w.abort()
+                raise
         video = None
         if outputs.export:
             fps = info.fps if info.fps > 0 else 30.0
@@ -357,7 +387,8 @@ def run_one(
                 for w in writers:
                     w.abort()
                 raise
-        return SourceOutputs(video, writers)
+        tally = Tally(outputs.zones, labels) if outputs.zones is not None else None
+        return SourceOutputs(video, writers, tally)
 
     try:
         part = run_device(
@@ -394,6 +425,8 @@ def run_many(
     on_plan: Callable[[int, Plan], None] | None = None,
     tracker: TrackerSettings | None = None,
     tracks: bool = False,
+    zones: ZonesFile | None = None,
+    events: bool = False,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -409,11 +442,20 @@ def run_many(
     early if it did) and, with several devices, one per device. ``on_plan(k, plan)`` is
     told each device slot's plan (``k``: its number in ``devices``), a process's as it
     reports it. ``tracker``: each source's own tracker (IDs from 1 per source) before
-    ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``."""
+    ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``.
+    ``zones``: each source's lines and zones counted after its tracker, the counts in its
+    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     if tracks and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
+    if zones is not None and tracker is None:
+        raise ConfigError("lines and zones count tracks: add a tracker (--track)")
+    if events and zones is None:
+        raise ConfigError("events are made by lines and zones: give them (--zones)")
+    labels = tuple(settings.model.labels or ())
+    if zones is not None:
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
     tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:
@@ -431,6 +473,7 @@ def run_many(
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
                                max_wait_ms=max_wait_ms, workers=workers, merged=True),
         devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
+        zones=zones, events=events, labels=labels,
     )  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -466,6 +509,9 @@ class GroupJob:
     devices: tuple[str, ...]
     stages: StageFactory | None = None
     tracks: bool = False  # each source's tracks as MOT text, DIR/<name>.tracks.txt
+    zones: ZonesFile | None = None  # lines and zones counted (counts in the summary)
+    events: bool = False  # each source's events as CSV, DIR/<name>.events.csv
+    labels: tuple[str, ...] = ()  # the model's class names
 
     def run(
         self,
@@ -506,12 +552,16 @@ class GroupJob:
                 writers.append(task.open_writer(out_dir / f"{entry.name}.json", meta))
             if self.tracks:
                 writers.append(MotTracks(out_dir / f"{entry.name}{MOT_SUFFIX}"))
+            if self.events:
+                labels = dict(enumerate(self.labels))
+                writers.append(EventsWriter(out_dir / f"{entry.name}{EVENTS_SUFFIX}", labels))
         except BaseException:
             for w in (video, *writers):
                 if w is not None:
                     w.abort()
             raise
-        return SourceOutputs(video, writers)
+        tally = None if self.zones is None else Tally(self.zones, dict(enumerate(self.labels)))
+        return SourceOutputs(video, writers, tally)
 
 
 def _run_groups(

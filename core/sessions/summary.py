@@ -31,11 +31,14 @@ class SourceSummary:
     p50_ms: float | None = None  # end to end, per frame
     p99_ms: float | None = None
     tracks: int | None = None  # distinct tracks its results carried (None: no tracker)
+    analytics: dict[str, Any] | None = None  # counts by line and zone (docs/analytics.md)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "name": self.name, "frames": self.frames}
         if self.tracks is not None:
             out["tracks"] = self.tracks
+        if self.analytics is not None:
+            out["analytics"] = self.analytics
         if self.p50_ms is not None:
             out["p50_ms"], out["p99_ms"] = self.p50_ms, self.p99_ms
         if self.error is not None:

@@ -19,11 +19,20 @@ player (core/sessions/playback/worker.py); they need no lock of their own.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from framelens.core.types import FrameResult, SourceInfo
 
-__all__ = ["SourceAwareFactory", "SourceStage", "SourceStages", "StageFactory", "wants_pixels"]
+__all__ = [
+    "ChainedStages",
+    "SourceAwareFactory",
+    "SourceStage",
+    "SourceStages",
+    "StageFactory",
+    "chain_stages",
+    "wants_pixels",
+]
 
 
 class SourceStage(Protocol):
@@ -58,6 +67,36 @@ class SourceAwareFactory(Protocol):
     def for_source(self, number: int, info: SourceInfo | None) -> Sequence[SourceStage]:
         """The stages of source ``number``, which ``info`` describes (None: unknown)."""
         ...
+
+
+@dataclass(frozen=True)
+class ChainedStages:
+    """The stages of ``first`` then those of ``then``, per source (picklable when both
+    are)."""
+
+    first: StageFactory
+    then: StageFactory
+
+    @property
+    def needs_pixels(self) -> bool:
+        return wants_pixels(self.first) or wants_pixels(self.then)
+
+    def __call__(self, number: int) -> Sequence[SourceStage]:
+        return self.for_source(number, None)
+
+    def for_source(self, number: int, info: SourceInfo | None) -> Sequence[SourceStage]:
+        out: list[SourceStage] = []
+        for factory in (self.first, self.then):
+            if isinstance(factory, SourceAwareFactory):
+                out += factory.for_source(number, info)
+            else:
+                out += factory(number)
+        return out
+
+
+def chain_stages(first: StageFactory | None, then: StageFactory) -> StageFactory:
+    """``first``'s stages (if any) followed by ``then``'s."""
+    return then if first is None else ChainedStages(first, then)
 
 
 class SourceStages:
