@@ -1,12 +1,16 @@
 """The main window's playback controls: the transport bar and the Playback menu (play,
-steps, start, end, go to frame), speed and real-time pacing, saved as they change."""
+steps, start, end, go to frame, slower / faster, the A-B loop), speed and real-time
+pacing, saved as they change. The keys mpv and VLC users know work beside FrameLens's
+own: ``,`` ``.`` step, ``[`` ``]`` slower / faster, ``L`` the A-B loop (``S``, a
+snapshot: main_sources.py)."""
 
 from __future__ import annotations
 
+from framelens.core.api import PlayerState
 from framelens.gui.player.goto_frame import GoToFrameDialog
 from framelens.gui.player.main_window_parts import WindowParts
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeySequence
 
 __all__ = ["PlaybackControls"]
 
@@ -21,6 +25,8 @@ class PlaybackControls(QObject):
         self.play_action = a("&Play / Pause", c.toggle_play, "Space", "play")
         self.back_action = a("Step &Back", lambda: c.step(-1), "Left", "step-back")
         self.forward_action = a("Step &Forward", lambda: c.step(1), "Right", "step-forward")
+        self.back_action.setShortcuts([QKeySequence("Left"), QKeySequence(",")])  # mpv's ,
+        self.forward_action.setShortcuts([QKeySequence("Right"), QKeySequence(".")])
         self.start_action = a("Go to &Start", lambda: c.seek(0), "Home")
         self.end_action = a("Go to &End", self.seek_end, "End")
         self.goto_action = a(
@@ -29,8 +35,22 @@ class PlaybackControls(QObject):
             "Ctrl+G",
             tip="Show a frame by its number, as the counter shows it",
         )
-        for action in self.stepping:
+        self.slower_action = a(
+            "&Slower", lambda: self.change_speed(-1), "[", tip="The next lower speed (as mpv)"
+        )
+        self.faster_action = a(
+            "F&aster", lambda: self.change_speed(1), "]", tip="The next higher speed (as mpv)"
+        )
+        self.loop_action = a(
+            "A-B &Loop",
+            c.press_loop,
+            "L",
+            tip="Loop start here, then loop end, then no loop (as mpv's l)",
+        )
+        for action in [*self.stepping, *self.review]:
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self._loop: tuple[int | None, int | None] = (None, None)
+        c.stateChanged.connect(self._on_state)
         self.realtime_action = QAction("&Real-time Pacing", parts.window, checkable=True)
         self.realtime_action.toggled.connect(t.realtime_button.setChecked)
         t.realtime_button.toggled.connect(self.realtime_action.setChecked)
@@ -51,6 +71,29 @@ class PlaybackControls(QObject):
             self.start_action,
             self.end_action,
         ]
+
+    @property
+    def review(self) -> list[QAction]:
+        """Speed and the A-B loop, in the menu's order."""
+        return [self.slower_action, self.faster_action, self.loop_action]
+
+    def change_speed(self, steps: int) -> None:
+        """``[`` / ``]``: the speed combo's next lower / higher speed (none past the ends)."""
+        combo = self.parts.transport.speed_combo
+        index = min(max(0, combo.currentIndex() + steps), combo.count() - 1)
+        combo.setCurrentIndex(index)
+        realtime = self.parts.transport.realtime_button.isChecked()
+        note = "" if realtime else " (in real-time pacing)"
+        self.parts.show_message(f"Speed {combo.currentText()}{note}", 2000)
+
+    def _on_state(self, state: PlayerState) -> None:
+        loop = (state.loop.a, state.loop.b)
+        if loop == self._loop:
+            return
+        self._loop = loop
+        self.parts.transport.show_loop(*loop)
+        if state.status != "empty":
+            self.parts.show_message(state.loop.words(), 4000)
 
     def restore(self) -> None:
         """The saved speed and pacing."""

@@ -1,0 +1,139 @@
+"""Issue 28, item 5: a player for review. The keys mpv and VLC users know (``,`` ``.``
+step, ``[`` ``]`` slower / faster, ``L`` the A-B loop, ``S`` a snapshot) beside the
+window's own, and the loop's ends marked under the seek bar; the real sample video and
+the real model, under Xvfb."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from framelens.gui.common.shortcuts_dialog import shortcut_rows
+from framelens.gui.player.main_window import MainWindow
+from framelens.gui.player.timeline import LOOP
+from framelens.gui.player.transport import SPEEDS
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+from pytestqt.qtbot import QtBot
+
+pytestmark = pytest.mark.gui
+
+RESULTS_TIMEOUT_MS = 60_000
+
+
+def opened_paused(window: MainWindow, qtbot: QtBot, video: str) -> None:
+    window.open_source(video)
+    qtbot.waitUntil(lambda: window.results_shown >= 1, timeout=RESULTS_TIMEOUT_MS)
+    window.controller.pause()
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    window.activateWindow()  # window shortcuts need the active window
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+
+
+def shown(window: MainWindow) -> int:
+    result = window.controller.last_result
+    return -1 if result is None else result.frame.index
+
+
+def show(window: MainWindow, qtbot: QtBot, frame: int) -> None:
+    window.controller.seek(frame)
+    qtbot.waitUntil(lambda: shown(window) == frame and window.state.index == frame, timeout=10_000)
+
+
+def key(window: MainWindow, qtbot: QtBot, k: Qt.Key) -> None:
+    qtbot.keyClick(window, k)
+
+
+def test_comma_and_period_step_a_frame_as_left_and_right_do(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    opened_paused(window, qtbot, sample)
+    show(window, qtbot, 100)
+    key(window, qtbot, Qt.Key.Key_Period)
+    qtbot.waitUntil(lambda: shown(window) == 101, timeout=10_000)
+    key(window, qtbot, Qt.Key.Key_Comma)
+    qtbot.waitUntil(lambda: shown(window) == 100, timeout=10_000)
+    key(window, qtbot, Qt.Key.Key_Comma)
+    qtbot.waitUntil(lambda: shown(window) == 99, timeout=10_000)
+    key(window, qtbot, Qt.Key.Key_Right)  # the window's own keys still step
+    qtbot.waitUntil(lambda: shown(window) == 100, timeout=10_000)
+    assert not window.state.playing
+
+
+def test_brackets_go_through_the_speed_choices_and_stop_at_the_ends(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    opened_paused(window, qtbot, sample)
+    combo = window.transport.speed_combo
+    assert combo.currentData() == 1.0
+    key(window, qtbot, Qt.Key.Key_BracketRight)
+    assert combo.currentData() == 1.5
+    qtbot.waitUntil(lambda: window.state.speed == 1.5, timeout=10_000)
+    assert window.settings.speed == 1.5
+    for _ in range(len(SPEEDS) + 1):
+        key(window, qtbot, Qt.Key.Key_BracketLeft)
+    assert combo.currentData() == SPEEDS[0]
+    qtbot.waitUntil(lambda: window.state.speed == SPEEDS[0], timeout=10_000)
+    for _ in range(len(SPEEDS) + 1):
+        key(window, qtbot, Qt.Key.Key_BracketRight)
+    qtbot.waitUntil(lambda: window.state.speed == SPEEDS[-1], timeout=10_000)
+    assert "Speed 4×" in window.statusBar().currentMessage()
+
+
+def test_l_sets_a_then_b_marks_them_loops_playback_and_clears(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    opened_paused(window, qtbot, sample)
+    timeline = window.transport.timeline
+    show(window, qtbot, 30)
+    key(window, qtbot, Qt.Key.Key_L)
+    qtbot.waitUntil(lambda: timeline.marks(LOOP) == (30,), timeout=10_000)
+    assert "frame 31" in window.statusBar().currentMessage()  # counted from 1, as shown
+    show(window, qtbot, 20)  # B before A: the two swap
+    key(window, qtbot, Qt.Key.Key_L)
+    qtbot.waitUntil(lambda: timeline.marks(LOOP) == (20, 30), timeout=10_000)
+    assert (window.state.loop.a, window.state.loop.b) == (20, 30)
+    # the marks stand where the seek bar's handle stands on those frames
+    assert timeline.x_of(20) < timeline.x_of(30) < timeline.x_of(1393)
+    shot = Path("/tmp/framelens-ab-loop.png")
+    window.transport.grab().save(str(shot))
+    played: list[int] = []
+    window.controller.resultReady.connect(lambda r: played.append(r.frame.index))
+    window.transport.realtime_button.setChecked(False)  # every frame, none dropped
+    key(window, qtbot, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: played.count(30) >= 2, timeout=RESULTS_TIMEOUT_MS)
+    key(window, qtbot, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    first = played.index(30)
+    assert played[first : first + 12] == [30, *range(20, 31)]  # B, then A again
+    assert max(played) == 30
+    key(window, qtbot, Qt.Key.Key_L)
+    qtbot.waitUntil(lambda: timeline.marks(LOOP) == (), timeout=10_000)
+    assert not window.state.loop.active
+
+
+def test_s_saves_a_snapshot_beside_the_video_without_asking(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    video = tmp_path / "clip.mp4"
+    shutil.copy(sample, video)
+    opened_paused(window, qtbot, str(video))
+    show(window, qtbot, 42)
+    for name in ("clip_000042.png", "clip_000042_2.png"):  # none overwritten
+        with qtbot.waitSignal(window.controller.snapshotSaved, timeout=10_000) as saved:
+            key(window, qtbot, Qt.Key.Key_S)
+        assert saved.args == [str(tmp_path / name)]
+        image = QImage(str(tmp_path / name))
+        assert (image.width(), image.height()) == (768, 432)
+
+
+def test_the_new_keys_take_no_key_already_used(window: MainWindow) -> None:
+    rows = shortcut_rows(window)
+    keys = {name: k for _menu, name, k in rows}
+    assert keys["Step Back"] == "Left, ,"
+    assert keys["Step Forward"] == "Right, ."
+    assert (keys["Slower"], keys["Faster"], keys["A-B Loop"]) == ("[", "]", "L")
+    assert keys["Quick Snapshot"] == "S"
+    every = [k for _m, _n, ks in rows for k in ks.split(", ")]
+    assert len(every) == len(set(every)), "a key taken twice"
