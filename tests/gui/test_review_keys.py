@@ -111,6 +111,13 @@ def test_l_sets_a_then_b_marks_them_loops_playback_and_clears(
     key(window, qtbot, Qt.Key.Key_L)
     qtbot.waitUntil(lambda: timeline.marks(LOOP) == (), timeout=10_000)
     assert not window.state.loop.active
+    for frame in (20, 30):  # again, then another video: the loop and its marks go
+        show(window, qtbot, frame)
+        key(window, qtbot, Qt.Key.Key_L)
+    qtbot.waitUntil(lambda: timeline.marks(LOOP) == (20, 30), timeout=10_000)
+    window.open_source(sample)
+    qtbot.waitUntil(lambda: timeline.marks(LOOP) == (), timeout=RESULTS_TIMEOUT_MS)
+    assert not window.state.loop.active
 
 
 def test_s_saves_a_snapshot_beside_the_video_without_asking(
@@ -126,6 +133,28 @@ def test_s_saves_a_snapshot_beside_the_video_without_asking(
         assert saved.args == [str(tmp_path / name)]
         image = QImage(str(tmp_path / name))
         assert (image.width(), image.height()) == (768, 432)
+
+
+def test_letters_typed_in_a_text_box_stay_there(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    video = tmp_path / "clip.mp4"
+    shutil.copy(sample, video)
+    opened_paused(window, qtbot, str(video))
+    fired: list[str] = []
+    for action in (
+        window.sources.quick_snapshot_action,
+        window.playback.loop_action,
+        window.playback.forward_action,
+    ):
+        action.triggered.connect(lambda _=False, a=action: fired.append(a.text()))
+    search = window.panel.search
+    search.setFocus()
+    qtbot.waitUntil(search.hasFocus, timeout=5000)
+    qtbot.keyClicks(search, "sl.")
+    assert search.text() == "sl."
+    assert fired == []
+    assert list(tmp_path.glob("*.png")) == []
 
 
 def test_the_new_keys_take_no_key_already_used(window: MainWindow) -> None:

@@ -152,3 +152,20 @@ def test_another_video_clears_the_loop(player: Player, rec: Recorder) -> None:
     rec.wait(lambda: rec.state.index == 0 and rec.state.status == "paused")
     assert rec.state.loop == ABLoop()
     assert not rec.errors
+
+
+def test_a_loop_ending_on_the_last_frame_loops_instead_of_ending(
+    player: Player, rec: Recorder
+) -> None:
+    last = SAMPLE_FRAMES - 1
+    set_loop(player, rec, last - 5, last)
+    start = seek(player, rec, last - 2)
+    player.play()
+    rec.wait(lambda: len(rec.indices) >= start + 10)
+    player.pause()
+    assert rec.indices[start : start + 10] == [
+        *range(last - 2, last + 1),
+        *range(last - 5, last + 1),
+        last - 5,
+    ]
+    assert "ended" not in {s.status for s in rec.states[-20:]}
