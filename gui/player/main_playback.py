@@ -6,9 +6,10 @@ snapshot: main_sources.py)."""
 
 from __future__ import annotations
 
-from framelens.core.api import PlayerState
+from framelens.core.api import Bookmarks, PlayerState
 from framelens.gui.player.goto_frame import GoToFrameDialog
 from framelens.gui.player.main_window_parts import WindowParts
+from framelens.gui.player.timeline import BOOKMARK
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 
@@ -47,6 +48,19 @@ class PlaybackControls(QObject):
             "L",
             tip="Loop start here, then loop end, then no loop (as mpv's l)",
         )
+        self.bookmark_action = a(
+            "&Bookmark This Frame",
+            self.toggle_bookmark,
+            "M",
+            tip="Mark the frame on screen under the seek bar (again: unmark it)",
+        )
+        self.next_bookmark_action = a(
+            "&Next Bookmark", lambda: self.go_bookmark(1), "PgDown", tip="As mpv's next chapter"
+        )
+        self.previous_bookmark_action = a(
+            "Pre&vious Bookmark", lambda: self.go_bookmark(-1), "PgUp", tip="As mpv's chapters"
+        )
+        self.bookmarks = Bookmarks()
         for action in [*self.stepping, *self.review]:
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self._loop: tuple[int | None, int | None] = (None, None)
@@ -75,7 +89,41 @@ class PlaybackControls(QObject):
     @property
     def review(self) -> list[QAction]:
         """Speed and the A-B loop, in the menu's order."""
-        return [self.slower_action, self.faster_action, self.loop_action]
+        return [
+            self.slower_action,
+            self.faster_action,
+            self.loop_action,
+            self.bookmark_action,
+            self.next_bookmark_action,
+            self.previous_bookmark_action,
+        ]
+
+    def _on_screen(self) -> int:
+        shown, state = self.parts.shown, self.parts.controller.state
+        return shown.index if shown.index >= 0 else state.index
+
+    def toggle_bookmark(self) -> None:
+        """``M``: the frame on screen bookmarked, or no longer."""
+        index = self._on_screen()
+        if index < 0:
+            return
+        self.bookmarks = self.bookmarks.toggle(index)
+        self.parts.transport.timeline.set_marks(self.bookmarks.frames, BOOKMARK)
+        marked = index in self.bookmarks.frames
+        self.parts.show_message(
+            f"Bookmark at frame {index + 1}" if marked else f"Bookmark {index + 1} removed", 3000
+        )
+
+    def go_bookmark(self, direction: int) -> None:
+        """PgDown / PgUp: the bookmark after / before the frame on screen, paused."""
+        index = self._on_screen()
+        b = self.bookmarks
+        target = b.after(index) if direction > 0 else b.before(index)
+        if target is None:
+            self.parts.show_message("No bookmark " + ("after" if direction > 0 else "before"), 2000)
+            return
+        self.parts.controller.pause()
+        self.parts.controller.seek(target)
 
     def change_speed(self, steps: int) -> None:
         """``[`` / ``]``: the speed combo's next lower / higher speed (none past the ends)."""
@@ -87,6 +135,9 @@ class PlaybackControls(QObject):
         self.parts.show_message(f"Speed {combo.currentText()}{note}", 2000)
 
     def _on_state(self, state: PlayerState) -> None:
+        if state.status == "empty" and self.bookmarks.frames:
+            self.bookmarks = Bookmarks()  # another video (a failed open keeps them)
+            self.parts.transport.timeline.set_marks((), BOOKMARK)
         loop = (state.loop.a, state.loop.b)
         if loop == self._loop:
             return

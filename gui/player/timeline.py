@@ -10,10 +10,11 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider, QWidget
 
-__all__ = ["LOOP", "Timeline"]
+__all__ = ["BOOKMARK", "LOOP", "Timeline"]
 
 LOOP = "loop"  # the A-B loop's ends: labelled A and B, the span between shaded
-_COLOURS = {LOOP: "#f0b429", "event": "#e5534b", "bookmark": "#57ab5a"}
+BOOKMARK = "bookmark"
+_COLOURS = {LOOP: "#f0b429", "event": "#e5534b", BOOKMARK: "#57ab5a"}
 _OTHER = "#6cb6ff"
 
 

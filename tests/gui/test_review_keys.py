@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from framelens.gui.common.shortcuts_dialog import shortcut_rows
 from framelens.gui.player.main_window import MainWindow
-from framelens.gui.player.timeline import LOOP
+from framelens.gui.player.timeline import BOOKMARK, LOOP
 from framelens.gui.player.transport import SPEEDS
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
@@ -32,8 +32,10 @@ def opened_paused(window: MainWindow, qtbot: QtBot, video: str) -> None:
 
 
 def shown(window: MainWindow) -> int:
+    """The frame on screen: the last result, once the seek bar shows it too."""
     result = window.controller.last_result
-    return -1 if result is None else result.frame.index
+    index = -1 if result is None else result.frame.index
+    return index if window.transport.slider.value() == index else -1
 
 
 def show(window: MainWindow, qtbot: QtBot, frame: int) -> None:
@@ -135,6 +137,30 @@ def test_s_saves_a_snapshot_beside_the_video_without_asking(
         assert (image.width(), image.height()) == (768, 432)
 
 
+def test_m_bookmarks_frames_and_page_keys_go_through_them(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    opened_paused(window, qtbot, sample)
+    timeline = window.transport.timeline
+    for frame in (500, 100):
+        show(window, qtbot, frame)
+        key(window, qtbot, Qt.Key.Key_M)
+    assert timeline.marks(BOOKMARK) == (100, 500)
+    show(window, qtbot, 0)
+    key(window, qtbot, Qt.Key.Key_PageDown)
+    qtbot.waitUntil(lambda: shown(window) == 100, timeout=10_000)
+    key(window, qtbot, Qt.Key.Key_PageDown)
+    qtbot.waitUntil(lambda: shown(window) == 500, timeout=10_000)
+    key(window, qtbot, Qt.Key.Key_PageDown)  # none after: stays
+    assert "No bookmark after" in window.statusBar().currentMessage()
+    key(window, qtbot, Qt.Key.Key_PageUp)
+    qtbot.waitUntil(lambda: shown(window) == 100, timeout=10_000)
+    key(window, qtbot, Qt.Key.Key_M)  # on a bookmark: unmarked
+    assert timeline.marks(BOOKMARK) == (500,)
+    window.open_source(sample)  # another video: none
+    qtbot.waitUntil(lambda: timeline.marks(BOOKMARK) == (), timeout=RESULTS_TIMEOUT_MS)
+
+
 def test_letters_typed_in_a_text_box_stay_there(
     window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
 ) -> None:
@@ -164,5 +190,7 @@ def test_the_new_keys_take_no_key_already_used(window: MainWindow) -> None:
     assert keys["Step Forward"] == "Right, ."
     assert (keys["Slower"], keys["Faster"], keys["A-B Loop"]) == ("[", "]", "L")
     assert keys["Quick Snapshot"] == "S"
+    assert keys["Bookmark This Frame"] == "M"
+    assert (keys["Next Bookmark"], keys["Previous Bookmark"]) == ("PgDown", "PgUp")
     every = [k for _m, _n, ks in rows for k in ks.split(", ")]
     assert len(every) == len(set(every)), "a key taken twice"
