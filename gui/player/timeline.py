@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider, QWidget
 
 __all__ = ["BOOKMARK", "LOOP", "Timeline"]
@@ -75,7 +75,7 @@ class Timeline(QWidget):
         for kind, frames in self._marks.items():
             if kind == LOOP:
                 continue
-            p.setPen(QColor(_COLOURS.get(kind, _OTHER)))
+            p.setPen(QPen(QColor(_COLOURS.get(kind, _OTHER)), 2))
             for f in frames:
                 x = self.x_of(f)
                 p.drawLine(x, 0, x, h - 1)
