@@ -194,3 +194,22 @@ def test_the_new_keys_take_no_key_already_used(window: MainWindow) -> None:
     assert (keys["Next Bookmark"], keys["Previous Bookmark"]) == ("PgDown", "PgUp")
     every = [k for _m, _n, ks in rows for k in ks.split(", ")]
     assert len(every) == len(set(every)), "a key taken twice"
+
+
+def test_the_timeline_draws_any_kind_of_mark_where_the_handle_would_stand(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """The API another feature (events) marks frames through: set_marks(frames, kind)."""
+    opened_paused(window, qtbot, sample)
+    timeline = window.transport.timeline
+    timeline.set_marks([700, 100], "event")
+    assert timeline.marks("event") == (100, 700)
+    image = timeline.grab().toImage()
+    y = timeline.height() // 2
+    for frame in (100, 700):
+        colour = image.pixelColor(timeline.x_of(frame), y)
+        assert colour.red() > 180 and colour.green() < 120, frame  # the events' red
+    between = image.pixelColor((timeline.x_of(100) + timeline.x_of(700)) // 2, y)
+    assert between.red() < 120
+    timeline.set_marks([], "event")
+    assert timeline.marks("event") == ()
