@@ -44,7 +44,7 @@ class PlaybackControls(QObject):
         )
         self.loop_action = a(
             "A-B &Loop",
-            c.press_loop,
+            self.press_loop,
             "L",
             tip="Loop start here, then loop end, then no loop (as mpv's l)",
         )
@@ -113,6 +113,14 @@ class PlaybackControls(QObject):
         self.parts.show_message(
             f"Bookmark at frame {index + 1}" if marked else f"Bookmark {index + 1} removed", 3000
         )
+
+    def press_loop(self) -> None:
+        """``L``: A, B, no loop; a source that cannot seek (a camera) has none, said why."""
+        refusal = self.parts.controller.seek_refusal()
+        if refusal is not None:
+            self.parts.show_message(f"No A-B loop: {refusal}", 4000)
+            return
+        self.parts.controller.press_loop()
 
     def go_bookmark(self, direction: int) -> None:
         """PgDown / PgUp: the bookmark after / before the frame on screen, paused."""

@@ -161,6 +161,14 @@ def test_m_bookmarks_frames_and_page_keys_go_through_them(
     qtbot.waitUntil(lambda: timeline.marks(BOOKMARK) == (), timeout=RESULTS_TIMEOUT_MS)
 
 
+def test_l_without_a_video_says_why_there_is_no_loop(window: MainWindow, qtbot: QtBot) -> None:
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    key(window, qtbot, Qt.Key.Key_L)
+    assert window.statusBar().currentMessage().startswith("No A-B loop: open a video first")
+    assert window.transport.timeline.marks(LOOP) == ()
+
+
 def test_letters_typed_in_a_text_box_stay_there(
     window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
 ) -> None:

@@ -360,6 +360,8 @@ class PlayerCore(ABC):
     def _do_loop(self, clear: bool = False) -> None:
         """``l``: A at the frame on screen, then B, then no loop (``clear``: none now)."""
         state = self._state
+        if not clear and (state.source is None or not state.source.seekable):
+            return  # a camera or a stream plays live: no frame to go back to
         loop = ABLoop() if clear or state.index < 0 else state.loop.press(state.index)
         self._publish(loop=loop)
 
