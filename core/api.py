@@ -125,6 +125,7 @@ from framelens.core.sessions.export import (
     default_outputs,
     writable_folder,
 )
+from framelens.core.sessions.playback.bookmarks import Bookmarks
 from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.delivery import ResultGate
 from framelens.core.sessions.playback.follow import FollowStep, TrackFollow, track_name
@@ -201,6 +202,7 @@ __all__ = [
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
     "BatchSummary",
+    "Bookmarks",
     "CalibrationSettings",
     "CameraDevice",
     "Cancelled",

@@ -403,6 +403,11 @@ class Controller(QObject):
     def set_realtime(self, realtime: bool) -> None:
         self.player.set_realtime(realtime)
 
+    @Slot()
+    def press_loop(self) -> None:
+        """The A-B loop's key: A at the frame on screen, then B, then no loop."""
+        self.player.press_loop()
+
     # ---- snapshot and export -----------------------------------------------------
 
     def seek_refusal(self) -> str | None:

@@ -65,11 +65,15 @@ class MainMenus(QObject):
         file_menu.addAction(batch.batch_action)  # beside the other ways in
         file_menu.addMenu(sources.recent_menu)
         file_menu.addSeparator()
-        file_menu.addActions([sources.export_action, sources.snapshot_action])
+        file_menu.addActions(
+            [sources.export_action, sources.snapshot_action, sources.quick_snapshot_action]
+        )
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         play_menu = self.playback_menu
         play_menu.addActions([*playback.stepping, playback.goto_action])
+        play_menu.addSeparator()
+        play_menu.addActions(playback.review)
         play_menu.addSeparator()
         play_menu.addAction(playback.realtime_action)
         view_menu = self.view_menu

@@ -65,6 +65,13 @@ class SourceOpening(QObject):
             "Save the annotated frame as PNG",
         )
         self.snapshot_action.setShortcuts([QKeySequence("F12"), QKeySequence("Ctrl+Shift+S")])
+        self.quick_snapshot_action = a(
+            "&Quick Snapshot",
+            self.quick_snapshot,
+            "S",
+            tip="Save the annotated frame as PNG at once, no dialog (as mpv's s)",
+        )
+        self.quick_snapshot_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.recent_menu = QMenu("Open &Recent", parts.window)
         self._rebuild_recent(parts.settings.recent)
         parts.controller.openFailed.connect(self._on_open_failed)
@@ -181,13 +188,31 @@ class SourceOpening(QObject):
             return
         if path is None:
             index = on_screen.frame.index if on_screen is not None else 0
-            stem = Path(display_name(self.parts.shown.source or "frame")).stem or "frame"
-            suggested = str(self._snapshot_folder() / f"{stem}_{index:06d}.png")
+            suggested = str(self._snapshot_folder() / self._snapshot_name(index))
             path = save_file(self.parts.window, "Save snapshot", suggested, "PNG image (*.png)")
             if not path:
                 return
             s.snapshot_dir = str(Path(path).parent)
         c.save_snapshot(path)
+
+    def quick_snapshot(self) -> None:
+        """``S``: the snapshot Save Snapshot… suggests, saved without asking (a name
+        taken already gets a number: no snapshot overwrites another)."""
+        on_screen = self.parts.controller.last_result
+        if on_screen is None or self.parts.controller.snapshot_refusal() is not None:
+            self.save_snapshot()  # says why there is none
+            return
+        folder, name, n = self._snapshot_folder(), self._snapshot_name(on_screen.frame.index), 1
+        path = folder / name
+        while path.exists():
+            n += 1
+            path = folder / f"{Path(name).stem}_{n}.png"
+        self.save_snapshot(str(path))
+
+    def _snapshot_name(self, index: int) -> str:
+        """The video's name and the frame's index: ``clip_000042.png``."""
+        stem = Path(display_name(self.parts.shown.source or "frame")).stem or "frame"
+        return f"{stem}_{index:06d}.png"
 
     def _snapshot_folder(self) -> Path:
         """Where the last snapshot went, else the video's folder (where Export writes)

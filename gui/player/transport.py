@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from framelens.gui.common.widgets import format_time, icon
+from framelens.gui.player.timeline import LOOP, Timeline
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QStyleOptionSlider,
     QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -62,6 +64,7 @@ class TransportBar(QWidget):
         self.slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.slider.setRange(0, 0)
         self.slider.setToolTip("Seek (frame accurate)")
+        self.timeline = Timeline(self.slider)
         self.time_label = QLabel("—")
         self.time_label.setObjectName("timeLabel")
         self.speed_combo = QComboBox()
@@ -84,7 +87,12 @@ class TransportBar(QWidget):
         lay.addWidget(self.back_button)
         lay.addWidget(self.play_button)
         lay.addWidget(self.forward_button)
-        lay.addWidget(self.slider, 1)
+        seek = QVBoxLayout()  # the seek bar, its marks under it
+        seek.setContentsMargins(0, 0, 0, 0)
+        seek.setSpacing(0)
+        seek.addWidget(self.slider)
+        seek.addWidget(self.timeline)
+        lay.addLayout(seek, 1)
         lay.addWidget(self.time_label)
         lay.addWidget(self.speed_combo)
         lay.addWidget(self.realtime_button)
@@ -163,6 +171,10 @@ class TransportBar(QWidget):
         frame = f"{index + 1}/{count}" if count else f"{index + 1}"
         total = f" / {format_time(self._duration)}" if count and self._duration else ""
         self.time_label.setText(f"{frame}  {format_time(pts)}{total}")
+
+    def show_loop(self, a: int | None, b: int | None) -> None:
+        """The A-B loop's ends under the seek bar (None: not set)."""
+        self.timeline.set_marks([f for f in (a, b) if f is not None], LOOP)
 
     def show_playing(self, playing: bool) -> None:
         self.play_button.setIcon(icon("pause" if playing else "play"))

@@ -31,6 +31,7 @@ from framelens.core.pipeline.settings import (
 )
 from framelens.core.sessions.failover import Failover, device_words
 from framelens.core.sessions.opening import SourceOpener
+from framelens.core.sessions.playback.ab_loop import ABLoop
 from framelens.core.sessions.playback.state import PlayerState, error_message
 from framelens.core.sessions.playback.worker import (
     Built,
@@ -122,6 +123,14 @@ class Player(PlayerCore):
 
     def set_speed(self, speed: float) -> None:
         self._send(lambda: self._do_speed(speed))
+
+    def press_loop(self) -> None:
+        """The A-B loop's key (``l``): A at the frame on screen, then B, then cleared
+        (core/sessions/playback/ab_loop.py); the state's ``loop`` says which."""
+        self._send(self._do_loop)
+
+    def clear_loop(self) -> None:
+        self._send(lambda: self._do_loop(clear=True))
 
     def set_realtime(self, realtime: bool) -> None:
         self._send(lambda: self._do_realtime(realtime))
@@ -224,7 +233,7 @@ class Player(PlayerCore):
             self._source_wants = wants
             self._publish(
                 status="empty", index=-1, frame_count=None, source=None, fps=0.0,
-                decoder=decoder_name,
+                decoder=decoder_name, loop=ABLoop(),
             )  # fmt: skip
             self._spec = spec
             if settings is not None:

@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from framelens.core.errors import error_message as error_message  # re-exported
+from framelens.core.sessions.playback.ab_loop import NO_LOOP, ABLoop
 from framelens.core.types import SourceInfo
 
 
@@ -30,6 +31,7 @@ class PlayerState:
     loading_model: bool = False
     decoder: str = ""  # what decodes the source: "cpu", "nvdec (PyNvVideoCodec)", ...
     plan: tuple[str, ...] = ()  # the model's plan, a choice and why a line (build.plan)
+    loop: ABLoop = NO_LOOP  # the A-B loop (core/sessions/playback/ab_loop.py)
 
     @property
     def playing(self) -> bool:

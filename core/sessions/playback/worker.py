@@ -26,6 +26,7 @@ from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.drive import Drive
+from framelens.core.sessions.playback.ab_loop import ABLoop
 from framelens.core.sessions.playback.clock import PlaybackClock, now
 from framelens.core.sessions.playback.state import PlayerState, RateMeter
 from framelens.core.stages.source_stages import SourceStages, StageFactory
@@ -93,6 +94,7 @@ class PlayerCore(ABC):
         self._shown_since_play = False
         self._play_from = -1  # the frame on screen when Play was pressed
         self._sought: int | None = None  # a seek's target until a frame is shown
+        self._loop_prev: int | None = None  # the frame shown before, None after a seek
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
         self._waiting_since = 0.0
@@ -258,7 +260,11 @@ class PlayerCore(ABC):
             self._draw(result)
         self._last = result
         self._on_result(result)
-        changes: dict[str, object] = {"index": result.frame.index}
+        index = result.frame.index
+        previous, self._loop_prev = self._loop_prev, index
+        if self._state.playing:
+            self._loop_back(previous, index)
+        changes: dict[str, object] = {"index": index}
         if self._state.playing:
             changes["fps"] = self._rate.fps
         if self._drive is not None:
@@ -340,6 +346,24 @@ class PlayerCore(ABC):
         self._clock.reset()
         self._rate.reset()
         self._publish(status="playing")
+        if self._state.status == "playing" and self._state.index >= 0:
+            self._loop_back(None, self._state.index)  # paused on B: A comes next
+
+    def _loop_back(self, previous: int | None, shown: int) -> None:
+        """Playing: after frame B of the A-B loop, frame A comes next (a seek ahead)."""
+        target = self._state.loop.wrap(previous, shown)
+        if target is not None and self._drive is not None:
+            self._ready = None
+            self._clock.reset()
+            self._ahead_seek(target)
+
+    def _do_loop(self, clear: bool = False) -> None:
+        """``l``: A at the frame on screen, then B, then no loop (``clear``: none now)."""
+        state = self._state
+        if not clear and (state.source is None or not state.source.seekable):
+            return  # a camera or a stream plays live: no frame to go back to
+        loop = ABLoop() if clear or state.index < 0 else state.loop.press(state.index)
+        self._publish(loop=loop)
 
     def _do_pause(self) -> None:
         if self._state.playing:
@@ -385,6 +409,7 @@ class PlayerCore(ABC):
     def _ahead_seek(self, index: int) -> None:
         self._stages.reset()  # what comes next does not follow what was shown
         self._sought = index
+        self._loop_prev = None
         if self._drive is not None:
             self._drive.seek(index)
 
