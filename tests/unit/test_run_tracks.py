@@ -238,6 +238,22 @@ def test_each_sources_tracker_counts_its_buffer_at_the_sources_own_frame_rate(
     assert sorted(RATES) == [(0, 10.0), (1, 25.0)]
 
 
+def test_the_windows_tracker_counts_each_wall_tile_s_buffer_at_its_own_frame_rate(
+    clips: list[str], settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """The wall (and an export) take the window's tracker, chosen for the video it
+    played (30 fps here): each tile's tracker is made at that tile's rate."""
+    from framelens.core.sessions.playback.tracking import PlaybackTracking
+
+    fast = sample_clips(tmp_path, SAMPLE, (290,), 4, rate=25)[0]
+    window = PlaybackTracking(make=recording_tracker)
+    window.stages(TrackerSettings.for_kind("bytetrack", frame_rate=30.0))
+    RATES.clear()
+    run_many([clips[0], fast], settings, str(tmp_path / "out"), videos=False, frames=3,
+             stages=window.export_stages())  # fmt: skip
+    assert sorted(RATES) == [(0, 10.0), (1, 25.0)]
+
+
 @pytest.mark.parametrize(
     ("kind", "cmc", "kept"),
     [("botsort", "sparse", True), ("botsort", "ecc", True), ("botsort", "none", False),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from framelens.core.errors import ConfigError
+from framelens.core.sessions.tracks import TrackStages
 from framelens.core.stages.source_stages import SourceStage, StageFactory
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.stages.tracking.stage import tracking_stages
@@ -53,5 +54,8 @@ class PlaybackTracking:
         return chain
 
     def export_stages(self) -> StageFactory | None:
-        """An export's stages: the chosen tracker's (None when tracking is off)."""
-        return None if self.settings is None else self._make(self.settings)
+        """An export's or the wall's stages: the chosen tracker's, each source's made at
+        that source's own frame rate (a wall's tiles differ), None when tracking is off."""
+        if self.settings is None:
+            return None
+        return TrackStages(self.settings, make=self._make)
