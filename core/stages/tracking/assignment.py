@@ -27,16 +27,7 @@ def linear_assignment(cost: npt.NDArray[np.floating], limit: float) -> Assignmen
     gated = np.where(cost <= limit, cost, _FORBIDDEN)
     r, c = linear_sum_assignment(gated)
     keep = gated[r, c] <= limit
-    r, c = r[keep], c[keep]
-    matched_rows = np.zeros(rows, dtype=bool)
-    matched_rows[r] = True
-    matched_cols = np.zeros(cols, dtype=bool)
-    matched_cols[c] = True
-    return (
-        np.stack([r, c], axis=1).astype(np.intp),
-        np.flatnonzero(~matched_rows),
-        np.flatnonzero(~matched_cols),
-    )
+    return _pairs_and_left_over(r[keep], c[keep], rows, cols)
 
 
 def assign_then_filter(
@@ -50,7 +41,13 @@ def assign_then_filter(
         return (np.empty((0, 2), dtype=np.intp), np.arange(rows), np.arange(cols))
     r, c = linear_sum_assignment(cost)
     keep = allowed[r, c]
-    r, c = r[keep], c[keep]
+    return _pairs_and_left_over(r[keep], c[keep], rows, cols)
+
+
+def _pairs_and_left_over(
+    r: npt.NDArray[np.intp], c: npt.NDArray[np.intp], rows: int, cols: int
+) -> Assignment:
+    """The kept pairs, then the rows and the columns no pair took."""
     matched_rows = np.zeros(rows, dtype=bool)
     matched_rows[r] = True
     matched_cols = np.zeros(cols, dtype=bool)
