@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from framelens.core.stages.source_stages import SourceAwareFactory, SourceStage, StageFactory
+from framelens.core.stages.source_stages import SourceStage, StageFactory, chain_stages
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections, SourceInfo
 
@@ -49,14 +49,14 @@ def _tracking_stages(settings: TrackerSettings) -> StageFactory:
 
 @dataclass(frozen=True)
 class TrackStages:
-    """A run's per-source stages with a tracker first: each source gets a tracker of its
-    own, made from ``settings`` with the source's frame rate (a source that gives none:
-    ``settings.frame_rate``), then ``then``'s stages (analytics after the tracks).
-    ``make``: the tracking stages for some settings (default: the trackers of
-    core/stages/tracking/); a module-level function, so the factory pickles."""
+    """A run's tracking stage per source: each source gets a tracker of its own, made
+    from ``settings`` with the source's frame rate (a source that gives none:
+    ``settings.frame_rate``); stages after it (analytics) are chained by
+    ``with_tracking``. ``make``: the tracking stages for some settings (default: the
+    trackers of core/stages/tracking/); a module-level function, so the factory
+    pickles."""
 
     settings: TrackerSettings
-    then: StageFactory | None = None
     make: MakeStages | None = None
 
     def __call__(self, number: int) -> Sequence[SourceStage]:
@@ -68,28 +68,24 @@ class TrackStages:
         compensation): a session then keeps them even where nothing is drawn."""
         from framelens.core.stages.tracking.registry import make_tracker
 
-        return bool(make_tracker(self.settings).needs_image) or bool(
-            getattr(self.then, "needs_pixels", False)
-        )
+        return bool(make_tracker(self.settings).needs_image)
 
     def for_source(self, number: int, info: SourceInfo | None) -> Sequence[SourceStage]:
         settings = self.settings
         if info is not None and info.fps > 0:
             settings = replace(settings, frame_rate=float(info.fps))
         make = self.make or _tracking_stages
-        stages = list(make(settings)(number))
-        if isinstance(self.then, SourceAwareFactory):
-            stages += self.then.for_source(number, info)
-        elif self.then is not None:
-            stages += self.then(number)
-        return stages
+        return make(settings)(number)
 
 
 def with_tracking(
     stages: StageFactory | None, tracker: TrackerSettings | None
 ) -> StageFactory | None:
     """``stages`` with a tracker before them when ``tracker`` is given."""
-    return stages if tracker is None else TrackStages(tracker, then=stages)
+    if tracker is None:
+        return stages
+    tracks = TrackStages(tracker)
+    return tracks if stages is None else chain_stages(tracks, stages)
 
 
 def drawn_or_not(tracker: TrackerSettings | None, drawn: bool) -> TrackerSettings | None:

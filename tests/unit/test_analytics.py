@@ -232,12 +232,12 @@ def test_zones_of_any_shape_and_anchor_are_told_apart() -> None:
 def test_the_stage_factory_pickles_for_processes_and_ray() -> None:
     import pickle
 
-    from framelens.core.sessions.tracks import TrackStages
+    from framelens.core.sessions.tracks import with_tracking
     from framelens.core.stages.analytics import AnalyticsStages
-    from framelens.core.stages.source_stages import chain_stages
     from framelens.core.stages.tracking.settings import TrackerSettings
 
-    factory = TrackStages(TrackerSettings(), then=chain_stages(None, AnalyticsStages(LINE)))
+    factory = with_tracking(AnalyticsStages(LINE), TrackerSettings())
+    assert factory is not None
     again = pickle.loads(pickle.dumps(factory))
     stages = again(0)
     assert [type(s).__name__ for s in stages] == ["TrackingStage", "AnalyticsStage"]
