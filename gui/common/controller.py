@@ -436,8 +436,9 @@ class Controller(QObject):
         return self.view.exporting
 
     def start_export(self, request: ExportRequest) -> None:
-        """An export tracks as playback does (the tracker chosen, if any)."""
-        request = replace(request, stages=self.tracking.export_stages())
+        """An export tracks as playback does (the tracker chosen, if any), and counts and
+        draws the video's lines and zones."""
+        request = replace(request, stages=self.tracking.export_stages(zones=True))
         try:
             job = self.view.start_export(request)
         except FrameLensError as exc:
