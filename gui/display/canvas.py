@@ -33,7 +33,9 @@ from framelens.core.api import (
     Detections,
     DeviceFrame,
     Image,
+    Overlay,
     OverlayStyle,
+    ZonesPicture,
     fallback_path,
     layout,
 )
@@ -104,6 +106,7 @@ class VideoCanvas(QOpenGLWidget):
         self._main = GlTexture(interop=interop)  # the frame shown
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
+        self._marks: tuple[ZonesPicture, ...] = ()  # lines and zones over a device frame
         self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
         self._follow: tuple[tuple[float, float, float, float], BGR] | None = None  # set_follow
         self._gl_ready = False
@@ -129,14 +132,18 @@ class VideoCanvas(QOpenGLWidget):
         self,
         image: Image | DeviceFrame,
         overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None,
+        marks: tuple[ZonesPicture, ...] = (),
     ) -> None:
         """Show a frame from the next paint on: a BGR uint8 HxWx3 array or a DeviceFrame.
 
-        ``overlay`` (detections, labels, style) is painted over the frame by the canvas:
-        the GPU path keeps frames on the device, so overlays are not drawn into them.
+        ``overlay`` (detections, labels, style) and ``marks`` (the lines and zones with
+        their counts) are painted over the frame by the canvas: the GPU path keeps frames
+        on the device, so overlays are not drawn into them (host frames come with both
+        drawn in, by core, as an export draws them).
         """
         self._main.set(image)
         self._overlay = overlay
+        self._marks = marks
         self.update()
 
     @property
@@ -327,6 +334,8 @@ class VideoCanvas(QOpenGLWidget):
         self._main.draw(self.image_rect(), ratio=self.devicePixelRatioF())
         if self._overlay is not None:
             self._paint_overlay(*self._overlay)
+        for mark in self._marks:
+            self._paint_in_image(mark.overlay(*self._main.size))
         if self._highlight is not None:
             painter = QPainter(self)
             paint_highlight(painter, self.image_rect(), self._main.size, self._highlight)
@@ -344,8 +353,12 @@ class VideoCanvas(QOpenGLWidget):
         w, h = self._main.size
         if not len(dets) or w == 0:
             return
-        overlay = layout(dets, labels, style, w, h)
-        if not overlay:
+        self._paint_in_image(layout(dets, labels, style, w, h))
+
+    def _paint_in_image(self, overlay: Overlay) -> None:
+        """``overlay`` (image pixels) painted through the image's place on screen."""
+        w, h = self._main.size
+        if not overlay or w == 0:
             return
         r = self.image_rect()
         painter = QPainter(self)

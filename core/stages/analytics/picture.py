@@ -150,7 +150,7 @@ def _shapes(
     for k, item in enumerate(items):
         colour = shape_colour(k)
         if isinstance(item, LineSpec):
-            parts = [[item.p1, item.p2], *_arrow(item, max(10.0, 5.0 * thick))]
+            parts = [[item.p1, item.p2], *_arrow(item, max(16.0, 8.0 * thick))]
             for part in parts:
                 shape = _raster(part, False, colour, thick, width, height)
                 if shape is not None:
