@@ -27,6 +27,7 @@ from framelens.core.api import (
     ModelSpec,
     OverlayStyle,
     PipelineSettings,
+    PlaybackAnalytics,
     PlaybackChoice,
     PlaybackTracking,
     PlaybackView,
@@ -39,6 +40,7 @@ from framelens.core.api import (
     TrackerSettings,
     TrackLog,
     VariantInfo,
+    ZonesFile,
     backend_choices,
     default_outputs,
     device_choices,
@@ -365,6 +367,19 @@ class Controller(QObject):
     def track_log(self) -> TrackLog:
         """Every track of the video seen so far (the track list's rows)."""
         return self.tracking.log
+
+    # ---- lines and zones ----------------------------------------------------------------
+
+    @property
+    def analytics(self) -> PlaybackAnalytics:
+        """The video's lines and zones, their counts and events (counted while tracking)."""
+        return self.tracking.analytics
+
+    def set_zones(self, spec: ZonesFile) -> None:
+        """Count ``spec``'s lines and zones from the next frame on (the tracker goes on);
+        a paused frame is shown again with them."""
+        self.tracking.analytics.set_zones(spec)
+        self.player.refresh()
 
     # ---- playback -------------------------------------------------------------------
 

@@ -109,6 +109,7 @@ class VideoCanvas(QOpenGLWidget):
         self._marks: tuple[ZonesPicture, ...] = ()  # lines and zones over a device frame
         self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
         self._follow: tuple[tuple[float, float, float, float], BGR] | None = None  # set_follow
+        self._decoration: Callable[[QPainter], None] | None = None  # set_decoration
         self._gl_ready = False
         self._display_path = self._describe_path()
         self._zoom = 1.0
@@ -268,6 +269,29 @@ class VideoCanvas(QOpenGLWidget):
         y = math.floor((point.y() - r.y()) / r.height() * size[1])
         return (x, y) if 0 <= x < size[0] and 0 <= y < size[1] else None
 
+    def map_to_source(self, point: QPointF) -> tuple[float, float] | None:
+        """The point of the frame shown (source pixels, fractional) under a widget point,
+        whatever the zoom, pan and letterboxing; None outside the frame."""
+        size = self.image_size
+        if size is None:
+            return None
+        r = self.image_rect()
+        x = (point.x() - r.x()) / r.width() * size[0]
+        y = (point.y() - r.y()) / r.height() * size[1]
+        return (x, y) if 0 <= x <= size[0] and 0 <= y <= size[1] else None
+
+    def map_from_source(self, x: float, y: float) -> QPointF:
+        """Where a point of the frame shown (source pixels) lies on the widget."""
+        size = self.image_size or (16, 9)
+        r = self.image_rect()
+        return QPointF(r.x() + x / size[0] * r.width(), r.y() + y / size[1] * r.height())
+
+    def set_decoration(self, paint: Callable[[QPainter], None] | None) -> None:
+        """``paint(painter)`` over everything, in widget coordinates (the lines and zones
+        editor's points and handles), None: nothing."""
+        self._decoration = paint
+        self.update()
+
     # ---- GL --------------------------------------------------------------------
 
     def initializeGL(self) -> None:
@@ -343,6 +367,10 @@ class VideoCanvas(QOpenGLWidget):
         if self._follow is not None:
             painter = QPainter(self)
             paint_follow(painter, self.image_rect(), self._main.size, *self._follow)
+            painter.end()
+        if self._decoration is not None:
+            painter = QPainter(self)
+            self._decoration(painter)
             painter.end()
 
     def _paint_overlay(

@@ -6,7 +6,7 @@ canvas' QPainter (frames kept on the GPU) both paint ``overlay(width, height)`` 
 painters of core/stages/draw/, so the picture is the same wherever it is drawn. Shapes
 are rasterised once per definition and frame size (cached): a line is its segment, a
 short arrow from its middle towards its ``in`` side and a dot at ``p1``; a zone is its
-outline. Each gets a tag: its name and counts ("gate in 3 out 1", "bay inside 2 in 5").
+outline. Each gets a tag: its name and counts ("gate in 3 out 1", "bay inside 2 entered 5").
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class LiveCounts:
         """Each line's tag then each zone's, as the picture reads them."""
         return (
             *(f"{name} in {n_in} out {n_out}" for name, n_in, n_out in self.lines),
-            *(f"{name} inside {now} in {entered}" for name, now, entered in self.zones),
+            *(f"{name} inside {now} entered {entered}" for name, now, entered in self.zones),
         )
 
 
@@ -77,7 +77,7 @@ class ZonesPicture:
     def texts(self) -> tuple[str, ...]:
         if self.counts is not None:
             return self.counts.texts()
-        return tuple(s.name for s in (*self.spec.lines, *self.spec.zones))
+        return self.spec.names
 
     def overlay(self, width: int, height: int) -> Overlay:
         """What to paint on a ``width`` x ``height`` image (its pixels: source pixels)."""

@@ -87,6 +87,11 @@ class ZonesFile:
     def __bool__(self) -> bool:
         return bool(self.lines or self.zones)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every line's name, then every zone's."""
+        return tuple(s.name for s in self.lines) + tuple(s.name for s in self.zones)
+
 
 def load_zones(
     path: str | Path,
