@@ -207,18 +207,28 @@ class ZoneEditor(QObject):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         to = self.canvas.map_from_source
         if self.mode == "edit":
+            if self._drag is not None:  # the shape held, as it will be when let go
+                kind, points = self.shapes[self._drag[0]]
+                pts = [to(x, y) for x, y in points]
+                if kind == "zone":
+                    pts.append(pts[0])
+                self._polyline(painter, pts)
             for _kind, points in self.shapes:
                 for x, y in points:
                     self._handle(painter, to(x, y))
             return
         pts = [to(x, y) for x, y in self.points]
         pts_h = [*pts, to(*self._hover)] if self._hover is not None and pts else pts
-        for pen in (QPen(_HALO, 5.0), QPen(_DRAWING, 2.0, Qt.PenStyle.DashLine)):
-            painter.setPen(pen)
-            for a, b in itertools.pairwise(pts_h):
-                painter.drawLine(a, b)
+        self._polyline(painter, pts_h)
         for p in pts:
             self._handle(painter, p)
+
+    @staticmethod
+    def _polyline(painter: QPainter, pts: list[QPointF]) -> None:
+        for pen in (QPen(_HALO, 5.0), QPen(_DRAWING, 2.0, Qt.PenStyle.DashLine)):
+            painter.setPen(pen)
+            for a, b in itertools.pairwise(pts):
+                painter.drawLine(a, b)
 
     @staticmethod
     def _handle(painter: QPainter, at: QPointF) -> None:

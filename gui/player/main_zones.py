@@ -58,6 +58,7 @@ class ZonesFeature(QObject):
         self.parts = parts
         self.tracking = tracking
         self._listed_version = -1
+        self._generation = -1  # of the counts the plot holds
         window, a = parts.window, parts.action
         menu = self.menu = QMenu("&Zones", window)
         window.menuBar().insertMenu(before.menuAction(), menu)
@@ -139,6 +140,7 @@ class ZonesFeature(QObject):
         """Count ``data`` (a zones.json's object) from the frame on screen on and save it
         beside the video; False, and one line said, when it cannot be used."""
         analytics = self.parts.controller.analytics
+        analytics.set_labels(self._labels())  # the model's now (a file names classes)
         try:
             spec = parse_zones(data, "Zones", self._labels(), analytics.size)
         except FrameLensError as exc:
@@ -329,6 +331,10 @@ class ZonesFeature(QObject):
 
     def show(self, result: FrameResult) -> None:
         """A frame on the canvas: its counts kept for the plot."""
+        generation = self.parts.controller.analytics.generation
+        if generation != self._generation:  # counting started again: a plot afresh
+            self._generation = generation
+            self.panel.clear_counts(self.spec.names)
         for mark in result.marks:
             if isinstance(mark, ZonesPicture) and mark.counts is not None:
                 self.panel.add_counts(mark.counts)

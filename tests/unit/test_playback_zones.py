@@ -112,6 +112,12 @@ def test_a_played_video_is_counted_drawn_and_kept_once_across_a_seek(clip: str) 
         _play_to_end(player, shown)
         assert analytics.events() == events
         assert shown.frames[-1][1] == counts
+
+        # another tracker (IDs numbered afresh): the counts start again
+        generation = analytics.generation
+        player.set_stages(tracking.stages(TrackerSettings.for_kind("ocsort", frame_rate=10)))
+        shown.wait(lambda: analytics.generation > generation)
+        assert analytics.events() == []
     finally:
         player.close()
     assert not shown.errors

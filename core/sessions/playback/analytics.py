@@ -61,6 +61,7 @@ class PlaybackAnalytics:
         self.size: tuple[int, int] | None = None  # the video's frame (for the warnings)
         self.path: Path | None = None  # where the lines and zones are kept
         self.version = 0  # changes whenever the events or the definition change
+        self.generation = 0  # changes whenever the counts start again
 
     # ---- the definition -------------------------------------------------------------
 
@@ -120,6 +121,7 @@ class PlaybackAnalytics:
         self._counted = set()
         self._latest = None
         self.version += 1
+        self.generation += 1
 
     def restart(self) -> None:
         """The counts from nothing (a new video, another tracker)."""
