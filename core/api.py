@@ -15,6 +15,9 @@ Groups:
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
   ``archive_labels``, a tracked batch's tracks: ``archive_tracks``)
 * tracking: the trackers' settings, playback's tracker and track log, following an ID
+* lines and zones: the zones.json model (``parse_zones``, ``zones_as_json``), playback's
+  live counting (``PlaybackAnalytics``: counts, events, saved beside the video) and
+  their picture (``ZonesPicture`` on a result's marks, ``LiveCounts``)
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
   through one executor) and its state
@@ -125,6 +128,7 @@ from framelens.core.sessions.export import (
     default_outputs,
     writable_folder,
 )
+from framelens.core.sessions.playback.analytics import PlaybackAnalytics
 from framelens.core.sessions.playback.bookmarks import Bookmarks
 from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.delivery import ResultGate
@@ -139,6 +143,17 @@ from framelens.core.sessions.wall_layout import (
     WallLayout,
     load_wall_layout,
     save_wall_layout,
+)
+from framelens.core.stages.analytics.counting import Event
+from framelens.core.stages.analytics.picture import LiveCounts, ZonesPicture, shape_colour
+from framelens.core.stages.analytics.zones import (
+    ANCHORS,
+    ZONES_SUFFIX,
+    LineSpec,
+    ZonesFile,
+    ZoneSpec,
+    parse_zones,
+    zones_as_json,
 )
 from framelens.core.stages.draw.style import (
     BGR,
@@ -186,6 +201,7 @@ from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
 from framelens.core.types import Detections, Frame, FrameResult, Image
 
 __all__ = [
+    "ANCHORS",
     "BGR",
     "DEFAULT_MARGIN",
     "DEFAULT_MODEL",
@@ -201,6 +217,7 @@ __all__ = [
     "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
+    "ZONES_SUFFIX",
     "BatchSummary",
     "Bookmarks",
     "CalibrationSettings",
@@ -222,6 +239,7 @@ __all__ = [
     "End",
     "EngineBuild",
     "EnlargedCrop",
+    "Event",
     "ExportError",
     "ExportJob",
     "ExportRequest",
@@ -237,6 +255,8 @@ __all__ = [
     "InputState",
     "KeptFrames",
     "LayerSensitivity",
+    "LineSpec",
+    "LiveCounts",
     "LockstepFeed",
     "ModelSpec",
     "Overlay",
@@ -245,6 +265,7 @@ __all__ = [
     "PaneRequest",
     "PaneSpec",
     "PipelineSettings",
+    "PlaybackAnalytics",
     "PlaybackChoice",
     "PlaybackTracking",
     "PlaybackView",
@@ -277,6 +298,9 @@ __all__ = [
     "WallPicture",
     "WallPlayer",
     "WallState",
+    "ZoneSpec",
+    "ZonesFile",
+    "ZonesPicture",
     "__version__",
     "archive_labels",
     "archive_tracks",
@@ -309,6 +333,7 @@ __all__ = [
     "measure_frame_quality",
     "open_source",
     "pane_labels",
+    "parse_zones",
     "picture_size_for",
     "prepare_job",
     "prepare_pane",
@@ -326,6 +351,7 @@ __all__ = [
     "save_kept_report",
     "save_wall_layout",
     "search_detections",
+    "shape_colour",
     "sr_upscaler",
     "task_kinds",
     "tensorrt_flavours",
@@ -336,4 +362,5 @@ __all__ = [
     "with_changes",
     "without_classes",
     "writable_folder",
+    "zones_as_json",
 ]

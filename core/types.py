@@ -228,3 +228,6 @@ class FrameResult:
     times: StageTimes
     annotated: Image | None = None  # the frame with overlays, when drawing ran
     events: tuple[Any, ...] = ()  # what per-source stages saw happen (analytics' Event)
+    # what per-source stages want painted over the task's overlay, each with
+    # ``paint(image)`` on a host BGR image (analytics' ZonesPicture: lines and zones)
+    marks: tuple[Any, ...] = ()

@@ -128,8 +128,16 @@ def draw_after_stages(pipeline: FrameProcessor, result: FrameResult, *, copy: bo
 
 def _annotate(task: AnyTask, settings: PipelineSettings, result: FrameResult, copy: bool) -> None:
     image = task.output_image(result.output) if task.produces_image else None
-    result.annotated = (
-        image
-        if image is not None
-        else task.annotate(result.frame.image, result.output, settings.overlay, copy=copy)
-    )
+    if image is not None:
+        result.annotated = image
+        return
+    annotated = task.annotate(result.frame.image, result.output, settings.overlay, copy=copy)
+    if result.marks:  # the stages' marks over the task's overlay, in source pixels
+        flags = annotated.flags
+        if (annotated is result.frame.image and copy) or not (
+            flags.writeable and flags.c_contiguous
+        ):
+            annotated = annotated.copy()
+        for mark in result.marks:
+            mark.paint(annotated)
+    result.annotated = annotated

@@ -27,6 +27,7 @@ from framelens.core.api import (
     ModelSpec,
     OverlayStyle,
     PipelineSettings,
+    PlaybackAnalytics,
     PlaybackChoice,
     PlaybackTracking,
     PlaybackView,
@@ -39,6 +40,7 @@ from framelens.core.api import (
     TrackerSettings,
     TrackLog,
     VariantInfo,
+    ZonesFile,
     backend_choices,
     default_outputs,
     device_choices,
@@ -366,6 +368,19 @@ class Controller(QObject):
         """Every track of the video seen so far (the track list's rows)."""
         return self.tracking.log
 
+    # ---- lines and zones ----------------------------------------------------------------
+
+    @property
+    def analytics(self) -> PlaybackAnalytics:
+        """The video's lines and zones, their counts and events (counted while tracking)."""
+        return self.tracking.analytics
+
+    def set_zones(self, spec: ZonesFile) -> None:
+        """Count ``spec``'s lines and zones from the next frame on (the tracker goes on);
+        a paused frame is shown again with them."""
+        self.tracking.analytics.set_zones(spec)
+        self.player.refresh()
+
     # ---- playback -------------------------------------------------------------------
 
     @Slot(str)
@@ -436,8 +451,9 @@ class Controller(QObject):
         return self.view.exporting
 
     def start_export(self, request: ExportRequest) -> None:
-        """An export tracks as playback does (the tracker chosen, if any)."""
-        request = replace(request, stages=self.tracking.export_stages())
+        """An export tracks as playback does (the tracker chosen, if any), and counts and
+        draws the video's lines and zones."""
+        request = replace(request, stages=self.tracking.export_stages(zones=True))
         try:
             job = self.view.start_export(request)
         except FrameLensError as exc:

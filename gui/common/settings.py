@@ -160,6 +160,15 @@ class Settings:
     def track_list_visible(self, value: bool) -> None:
         self.store.setValue("window/track_list", bool(value))
 
+    @property
+    def events_visible(self) -> bool:
+        """Zones > Events: the dock of the counts plot and the events list is shown."""
+        return self._bool("window/events", False)
+
+    @events_visible.setter
+    def events_visible(self, value: bool) -> None:
+        self.store.setValue("window/events", bool(value))
+
     # ---- playback --------------------------------------------------------------
     @property
     def speed(self) -> float:

@@ -33,7 +33,9 @@ from framelens.core.api import (
     Detections,
     DeviceFrame,
     Image,
+    Overlay,
     OverlayStyle,
+    ZonesPicture,
     fallback_path,
     layout,
 )
@@ -104,8 +106,10 @@ class VideoCanvas(QOpenGLWidget):
         self._main = GlTexture(interop=interop)  # the frame shown
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
+        self._marks: tuple[ZonesPicture, ...] = ()  # lines and zones over a device frame
         self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
         self._follow: tuple[tuple[float, float, float, float], BGR] | None = None  # set_follow
+        self._decoration: Callable[[QPainter], None] | None = None  # set_decoration
         self._gl_ready = False
         self._display_path = self._describe_path()
         self._zoom = 1.0
@@ -129,14 +133,18 @@ class VideoCanvas(QOpenGLWidget):
         self,
         image: Image | DeviceFrame,
         overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None,
+        marks: tuple[ZonesPicture, ...] = (),
     ) -> None:
         """Show a frame from the next paint on: a BGR uint8 HxWx3 array or a DeviceFrame.
 
-        ``overlay`` (detections, labels, style) is painted over the frame by the canvas:
-        the GPU path keeps frames on the device, so overlays are not drawn into them.
+        ``overlay`` (detections, labels, style) and ``marks`` (the lines and zones with
+        their counts) are painted over the frame by the canvas: the GPU path keeps frames
+        on the device, so overlays are not drawn into them (host frames come with both
+        drawn in, by core, as an export draws them).
         """
         self._main.set(image)
         self._overlay = overlay
+        self._marks = marks
         self.update()
 
     @property
@@ -261,6 +269,29 @@ class VideoCanvas(QOpenGLWidget):
         y = math.floor((point.y() - r.y()) / r.height() * size[1])
         return (x, y) if 0 <= x < size[0] and 0 <= y < size[1] else None
 
+    def map_to_source(self, point: QPointF) -> tuple[float, float] | None:
+        """The point of the frame shown (source pixels, fractional) under a widget point,
+        whatever the zoom, pan and letterboxing; None outside the frame."""
+        size = self.image_size
+        if size is None:
+            return None
+        r = self.image_rect()
+        x = (point.x() - r.x()) / r.width() * size[0]
+        y = (point.y() - r.y()) / r.height() * size[1]
+        return (x, y) if 0 <= x <= size[0] and 0 <= y <= size[1] else None
+
+    def map_from_source(self, x: float, y: float) -> QPointF:
+        """Where a point of the frame shown (source pixels) lies on the widget."""
+        size = self.image_size or (16, 9)
+        r = self.image_rect()
+        return QPointF(r.x() + x / size[0] * r.width(), r.y() + y / size[1] * r.height())
+
+    def set_decoration(self, paint: Callable[[QPainter], None] | None) -> None:
+        """``paint(painter)`` over everything, in widget coordinates (the lines and zones
+        editor's points and handles), None: nothing."""
+        self._decoration = paint
+        self.update()
+
     # ---- GL --------------------------------------------------------------------
 
     def initializeGL(self) -> None:
@@ -327,6 +358,8 @@ class VideoCanvas(QOpenGLWidget):
         self._main.draw(self.image_rect(), ratio=self.devicePixelRatioF())
         if self._overlay is not None:
             self._paint_overlay(*self._overlay)
+        for mark in self._marks:
+            self._paint_in_image(mark.overlay(*self._main.size))
         if self._highlight is not None:
             painter = QPainter(self)
             paint_highlight(painter, self.image_rect(), self._main.size, self._highlight)
@@ -334,6 +367,10 @@ class VideoCanvas(QOpenGLWidget):
         if self._follow is not None:
             painter = QPainter(self)
             paint_follow(painter, self.image_rect(), self._main.size, *self._follow)
+            painter.end()
+        if self._decoration is not None:
+            painter = QPainter(self)
+            self._decoration(painter)
             painter.end()
 
     def _paint_overlay(
@@ -344,8 +381,12 @@ class VideoCanvas(QOpenGLWidget):
         w, h = self._main.size
         if not len(dets) or w == 0:
             return
-        overlay = layout(dets, labels, style, w, h)
-        if not overlay:
+        self._paint_in_image(layout(dets, labels, style, w, h))
+
+    def _paint_in_image(self, overlay: Overlay) -> None:
+        """``overlay`` (image pixels) painted through the image's place on screen."""
+        w, h = self._main.size
+        if not overlay or w == 0:
             return
         r = self.image_rect()
         painter = QPainter(self)

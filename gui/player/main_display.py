@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from framelens.core.api import DeviceFrame, FrameResult, OverlayStyle, PlayerState
+from framelens.core.api import DeviceFrame, FrameResult, OverlayStyle, PlayerState, ZonesPicture
 from framelens.gui.common.widgets import set_text
 from framelens.gui.display.plots import StagePlots
 from framelens.gui.player.main_window_parts import WindowParts
@@ -112,7 +112,8 @@ class ResultDisplay(QObject):
             settings = self.parts.controller.settings
             labels = settings.model.labels if settings is not None else ()
             style = settings.overlay if settings is not None else OverlayStyle()
-            canvas.set_image(cast(DeviceFrame, frame.device), (result.output, labels, style))
+            marks = tuple(m for m in result.marks if isinstance(m, ZonesPicture))
+            canvas.set_image(cast(DeviceFrame, frame.device), (result.output, labels, style), marks)
         else:
             canvas.set_image(result.annotated if result.annotated is not None else frame.image)
 

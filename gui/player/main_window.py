@@ -9,7 +9,8 @@ wall (main_wall.py), batch analysis (main_batch.py), the model, device, backend 
 thresholds (main_models.py), precision switching (main_precision.py), the
 super-resolution views and enlarged detections (main_superres.py), results and state
 on screen (main_display.py), the detections list (main_detections.py), tracking (the
-Tracking menu, Follow This ID, the track list: main_tracks.py), the compare view
+Tracking menu, Follow This ID, the track list: main_tracks.py), lines and zones (the
+Zones menu, the editor on the canvas, the Events dock: main_zones.py), the compare view
 (main_compare.py) and the menus and toolbar that hold their actions (main_actions.py).
 Features reach each other through those parts and Qt signals only. The window builds
 and wires them, and says errors.
@@ -36,6 +37,7 @@ from framelens.gui.player.main_superres import SuperResolution
 from framelens.gui.player.main_tracks import TrackingFeature
 from framelens.gui.player.main_wall import WallOpening
 from framelens.gui.player.main_window_parts import Shown, WindowParts
+from framelens.gui.player.main_zones import ZonesFeature
 from framelens.gui.player.model_panel import ModelPanel
 from framelens.gui.player.status_bar import MainStatusBar
 from framelens.gui.player.transport import TransportBar
@@ -131,6 +133,12 @@ class MainWindow(QMainWindow):
         self.display.resultShown.connect(self.tracking.show)
         self.display.sourceOpened.connect(self.tracking.source_opened)
         self.tracking.restore()
+        # the Zones menu, the lines and zones editor, the Events dock (beside the plots)
+        self.zones = ZonesFeature(
+            parts, self.tracking, before=self.menus.help_menu, plots=self.plots_dock
+        )
+        self.display.resultShown.connect(self.zones.show)
+        self.display.sourceOpened.connect(self.zones.source_opened)
 
     def _tracker(self) -> TrackerSettings | None:
         """The Tracking menu's tracker (compare's panes start with it), None when off."""

@@ -18,7 +18,14 @@ Detection frames (``set_image``) are shown plainly whatever the mode.
 
 from __future__ import annotations
 
-from framelens.core.api import Detections, DeviceFrame, Image, OverlayStyle, Region
+from framelens.core.api import (
+    Detections,
+    DeviceFrame,
+    Image,
+    OverlayStyle,
+    Region,
+    ZonesPicture,
+)
 from framelens.gui.display.canvas import VideoCanvas
 from framelens.gui.display.gl_texture import Frame, GlTexture
 from framelens.gui.superres.sr_lens import LENS_ZOOMS, LensPanes, lens_panes, lens_rects, paint_lens
@@ -82,11 +89,12 @@ class SrCanvas(VideoCanvas):
         self,
         image: Image | DeviceFrame,
         overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None,
+        marks: tuple[ZonesPicture, ...] = (),
     ) -> None:
         """A detection frame: shown plainly, whatever the mode."""
         self._sr = False
         self._lens_images = None
-        super().set_image(image, overlay)
+        super().set_image(image, overlay, marks)
 
     def set_superres(
         self,

@@ -242,3 +242,43 @@ def test_qpainter_annotator_paints_what_the_canvas_paints(tmp_path: Path) -> Non
     got = _bgr(QPainterAnnotator().annotate(_qimage(image), dets, LABELS, style))
     _save(tmp_path, ref, got)
     compare(ref, got, dets, style)
+
+
+def test_lines_and_zones_with_counts_are_the_same_picture_on_the_canvas(
+    canvas: VideoCanvas, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """A line (with its ``in`` arrow and its p1 dot) and a zone with their counts: what
+    core draws into a host frame (the window's picture and an export's) and what the
+    canvas paints over a frame kept on the GPU colour the same pixels."""
+    from framelens.core.stages.analytics.picture import LiveCounts, ZonesPicture, shape_colour
+    from framelens.core.stages.analytics.zones import parse_zones
+
+    image = scene()[0]
+    spec = parse_zones({
+        "lines": [{"name": "gate", "points": [[100, 300], [300, 120]]}],
+        "zones": [{"name": "bay", "polygon": [[380, 80], [600, 110], [560, 330], [400, 300]]}],
+    })  # fmt: skip
+    picture = ZonesPicture(spec, LiveCounts(7, 0.7, (("gate", 3, 1),), (("bay", 2, 5),)))
+    ref = image.copy()
+    picture.paint(ref)
+    canvas.set_image(image, (Detections.empty(), LABELS, OverlayStyle()), (picture,))
+    qtbot.wait(300)
+    got = _bgr(canvas.grab_frame_image())
+    _save(tmp_path, ref, got)
+    overlay = picture.overlay(W, H)
+    texts = [m.tag.text for m in overlay.boxes if m.tag]
+    assert texts == ["gate in 3 out 1", "bay inside 2 entered 5"]
+    tags = np.zeros((H, W), bool)
+    for mark in overlay.boxes:
+        t = mark.box
+        tags[t.y1 : t.y2 + 1, t.x1 : t.x2 + 1] = True
+    near_tags = _grow(tags)
+    for k in (0, 1):
+        a, b = _is(ref, shape_colour(k)), _is(got, shape_colour(k))
+        assert a[~near_tags].sum() > 200, f"shape {k}: OpenCV drew little of it"
+        assert _off_by_more_than_1px(a & ~near_tags, b & ~near_tags) == 0
+        ys, xs = np.nonzero(a & near_tags)
+        ys2, xs2 = np.nonzero(b & near_tags)
+        assert abs(int(xs.min()) - int(xs2.min())) <= 1 and abs(int(ys.max()) - int(ys2.max())) <= 1
+    untouched = np.all(ref == image, axis=2) & ~near_tags
+    assert int((untouched & np.any(got != image, axis=2)).sum()) == 0

@@ -145,6 +145,11 @@ class Player(PlayerCore):
         reopening the source; a paused frame is shown again through them."""
         self._send(lambda: self._do_stages(stages))
 
+    def refresh(self) -> None:
+        """Paused: the frame on screen processed again through the stages (the lines and
+        zones just edited drawn on it; a tracker replays its IDs for the frame)."""
+        self._send(self._refresh)
+
     def set_model(self, settings: PipelineSettings) -> None:
         """Build a pipeline for new settings in the background; swap it in when ready."""
         self._model_token += 1

@@ -123,6 +123,14 @@ class Counter:
         self._stay = np.zeros((0, nz), np.float64)  # the stay's start time
         self._loitered = np.zeros((0, nz), np.bool_)
 
+    def inside(self, frame: int) -> list[int]:
+        """Per zone, how many tracks seen at ``frame`` are inside it (confirmed: after
+        ``min_frames``, as the enter and exit events say)."""
+        rows = [r for r in self._rows.values() if self._seen[r] == frame]
+        if not rows or not self.spec.zones:
+            return [0] * len(self.spec.zones)
+        return [int(v) for v in self._in[rows].sum(axis=0)]
+
     def _grow(self, rows: int) -> None:
         old = len(self._seen)
         if rows <= old:

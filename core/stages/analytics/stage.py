@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framelens.core.stages.analytics.counting import Counter, Event
+from framelens.core.stages.analytics.picture import LiveCounts, ZonesPicture
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.source_stages import SourceStage
 from framelens.core.types import Detections, FrameResult
@@ -80,9 +81,15 @@ class Tally:
 class AnalyticsStage:
     """One source's lines and zones as a stage (see the module's docstring)."""
 
-    def __init__(self, spec: ZonesFile, labels: Mapping[int, str] | None = None) -> None:
+    def __init__(
+        self, spec: ZonesFile, labels: Mapping[int, str] | None = None, draw: bool = False
+    ) -> None:
+        """``draw``: put the lines and zones with their counts so far on each result's
+        ``marks`` (drawn over the frame: core/stages/analytics/picture.py)."""
+        self.spec = spec
         self.counter = Counter(spec)
         self.tally = Tally(spec, labels)
+        self.draw = draw
         self._counted_upto = -1
         self._last = -1
 
@@ -91,12 +98,25 @@ class AnalyticsStage:
 
     def __call__(self, result: FrameResult) -> None:
         detections = result.output
-        if not isinstance(detections, Detections) or detections.track_ids is None:
-            return
         frame = result.frame
-        events = self.update(frame.index, float(frame.pts), detections)
-        if events:
-            result.events = (*result.events, *events)
+        if isinstance(detections, Detections) and detections.track_ids is not None:
+            events = self.update(frame.index, float(frame.pts), detections)
+            if events:
+                result.events = (*result.events, *events)
+        if self.draw:
+            counts = self.counts(frame.index, float(frame.pts))
+            result.marks = (*result.marks, ZonesPicture(self.spec, counts))
+
+    def counts(self, frame: int, time_s: float) -> LiveCounts:
+        """The counts so far, and who is inside each zone at ``frame``."""
+        inside = self.counter.inside(frame)
+        t = self.tally
+        return LiveCounts(
+            frame, time_s,
+            tuple((s.name, t.count(s.name, "in"), t.count(s.name, "out")) for s in self.spec.lines),
+            tuple((s.name, inside[k], t.count(s.name, "enter"))
+                  for k, s in enumerate(self.spec.zones)),
+        )  # fmt: skip
 
     def update(self, frame: int, time_s: float, detections: Detections) -> list[Event]:
         """The events of one frame's tracked detections (also counted in ``tally``)."""
@@ -117,7 +137,8 @@ class AnalyticsStages:
 
     spec: ZonesFile
     labels: Mapping[int, str] = field(default_factory=dict)
+    draw: bool = False  # the lines and zones drawn over each frame, with their counts
 
     def __call__(self, number: int) -> Sequence[SourceStage]:
         del number
-        return [AnalyticsStage(self.spec, self.labels)]
+        return [AnalyticsStage(self.spec, self.labels, self.draw)]

@@ -19,9 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from framelens.core.errors import ConfigError
+from framelens.core.errors import ConfigError, ExportError
+from framelens.core.stages.sinks.atomic import write_bytes_atomic
 
-__all__ = ["ANCHORS", "LineSpec", "ZoneSpec", "ZonesFile", "load_zones", "parse_zones"]
+__all__ = [
+    "ANCHORS",
+    "ZONES_SUFFIX",
+    "LineSpec",
+    "ZoneSpec",
+    "ZonesFile",
+    "load_zones",
+    "parse_zones",
+    "save_zones",
+    "zones_as_json",
+    "zones_beside",
+]
+
+ZONES_SUFFIX = ".zones.json"
+"""A video's lines and zones beside it, as the window saves them: ``clip.mp4.zones.json``."""
 
 ANCHORS = (
     "bottom_center",
@@ -71,6 +86,11 @@ class ZonesFile:
 
     def __bool__(self) -> bool:
         return bool(self.lines or self.zones)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every line's name, then every zone's."""
+        return tuple(s.name for s in self.lines) + tuple(s.name for s in self.zones)
 
 
 def load_zones(
@@ -170,6 +190,56 @@ def parse_zones(
                              None if loiter is None else float(loiter), min_frames)
                 )  # fmt: skip
     return ZonesFile(tuple(lines), tuple(zones), tuple(warnings))
+
+
+def zones_as_json(
+    spec: ZonesFile, labels: Mapping[int, str] | Sequence[str] | None = None
+) -> dict[str, Any]:
+    """``spec`` as a zones.json object (``parse_zones`` reads it back the same); classes
+    by name where ``labels`` names them, else by number; defaults left out."""
+    names = dict(enumerate(labels)) if isinstance(labels, Sequence) else dict(labels or {})
+
+    def common(s: LineSpec | ZoneSpec) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if s.anchor != ANCHORS[0]:
+            out["anchor"] = s.anchor
+        if s.classes:
+            out["classes"] = [names.get(c, c) for c in s.classes]
+        if s.min_frames != 2:
+            out["min_frames"] = s.min_frames
+        return out
+
+    def point(p: Point) -> list[float | int]:
+        return [int(v) if float(v).is_integer() else v for v in p]
+
+    lines = [
+        {"name": s.name, "points": [point(s.p1), point(s.p2)], **common(s)} for s in spec.lines
+    ]
+    zones = []
+    for z in spec.zones:
+        item: dict[str, Any] = {"name": z.name, "polygon": [point(p) for p in z.polygon]}
+        item.update(common(z))
+        if z.loiter_s is not None:
+            item["loiter_s"] = z.loiter_s
+        zones.append(item)
+    return {"lines": lines, "zones": zones}
+
+
+def save_zones(
+    spec: ZonesFile, path: str | Path, labels: Mapping[int, str] | Sequence[str] | None = None
+) -> Path:
+    """Write ``spec`` to ``path`` as zones.json, whole or not at all (a temporary file
+    renamed); ConfigError (one line) when it cannot be written."""
+    text = json.dumps(zones_as_json(spec, labels), indent=2) + "\n"
+    try:
+        return write_bytes_atomic(path, text.encode("utf-8"))
+    except ExportError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def zones_beside(video: str | Path) -> Path:
+    """Where the window keeps a video's lines and zones: ``<video>.zones.json``."""
+    return Path(f"{video}{ZONES_SUFFIX}")
 
 
 def _classes(value: Any, names: Mapping[int, str], what: str) -> tuple[int, ...]:

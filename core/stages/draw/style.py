@@ -335,6 +335,12 @@ def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: i
     )
 
 
+def tag_at(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
+    """A tag reading ``text`` above image point (x, y), moved inside the image (a box's
+    tag, or a line's or zone's name and counts: core/stages/analytics/picture.py)."""
+    return _tag(text, x, y, colour, s, width, height)
+
+
 def trail_thickness(s: Sizes) -> int:
     """A trail's line width: the boxes' (2 px at 432p, 4 at 1080p)."""
     return s.thickness
@@ -457,6 +463,7 @@ __all__ = [
     "layout",
     "outline_half_width",
     "sizes",
+    "tag_at",
     "tag_text",
     "text_colour",
     "track_colour",
