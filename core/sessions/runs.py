@@ -291,8 +291,10 @@ def run_to_outputs(
     if events is not None and zones is None:
         raise ConfigError("events are made by lines and zones: give them (--zones)")
     labels = tuple(settings.model.labels or ())
-    if zones is not None:
-        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
+    if zones is not None:  # drawn with their counts where a video is
+        stages = chain_stages(
+            stages, AnalyticsStages(zones, dict(enumerate(labels)), draw=bool(export))
+        )
     tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
@@ -454,8 +456,8 @@ def run_many(
     if events and zones is None:
         raise ConfigError("events are made by lines and zones: give them (--zones)")
     labels = tuple(settings.model.labels or ())
-    if zones is not None:
-        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
+    if zones is not None:  # drawn with their counts where videos are
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels)), draw=videos))
     tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:

@@ -147,3 +147,23 @@ def test_a_point_outside_the_frame_is_a_warning_and_the_run_goes_on(tmp_path: Pa
     )
     assert _rows(events) == []  # the header alone: no event in two frames
     assert events.read_text().startswith("frame,time_s,track_id,class,kind,name,direction")
+
+
+def test_the_annotated_video_of_a_run_shows_the_lines_with_their_counts(tmp_path: Path) -> None:
+    from framelens.core.stages.analytics.picture import shape_colour
+    from framelens.core.stages.sources import open_source
+
+    zones, out = tmp_path / "zones.json", tmp_path / "annotated.mp4"
+    zones.write_text(json.dumps({"lines": ZONES["lines"]}))  # the zone's edge is on the line
+    proc = framelens("run", SAMPLE, "--track", "--quiet", "--zones", str(zones),
+                     "--export", str(out), "--frames", "5")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    source = open_source(str(out))
+    try:
+        frame = source.read()
+        assert frame is not None
+        b, g, r = (int(v) for v in frame.image[300, 600])  # on the line 'door' (x = 600)
+    finally:
+        source.close()
+    want = shape_colour(0)
+    assert max(abs(b - want[0]), abs(g - want[1]), abs(r - want[2])) < 60  # H.264's colours
