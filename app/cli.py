@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--realtime", action="store_true",
         help="play files at their own rate, as cameras deliver them: a frame not taken "
         "before the next is due is dropped (the summary's dropped per source); latency "
-        "counts from each frame's release",
+        "counts from each frame's release; --frames: frames played, dropped included",
     )  # fmt: skip
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(

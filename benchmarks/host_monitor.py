@@ -85,17 +85,19 @@ class _Gpu:
                 return None, None
         if self.how != "nvidia-smi":
             return None, None
+        return self._smi_query("utilization.gpu"), self._smi_query("utilization.decoder")
+
+    def _smi_query(self, field: str) -> float | None:
+        """One field of ``nvidia-smi --query-gpu`` (None where this driver lacks it)."""
         try:
             text = subprocess.run(
-                [str(self._smi), "-i", str(self._index),
-                 "--query-gpu=utilization.gpu,utilization.decoder",
+                [str(self._smi), "-i", str(self._index), f"--query-gpu={field}",
                  "--format=csv,noheader,nounits"],
                 capture_output=True, text=True, timeout=5, check=True,
             ).stdout.strip()  # fmt: skip
-            gpu, dec = (float(v) for v in text.split(",")[:2])
-            return gpu, dec
+            return float(text.splitlines()[0])
         except Exception:
-            return None, None
+            return None
 
 
 class HostMonitor:

@@ -86,6 +86,15 @@ def _process(video: str, device: str, threads: int, frames: int, ready: Any, go:
     start = threading.Event()
     spans: list[tuple[float, float, int]] = []
     errors: list[str] = []
+    if device.startswith("cuda"):  # CUDA and the module set up once, before the threads
+        try:
+            import PyNvVideoCodec  # noqa: F401
+            from framelens.core.gpu.context import get_context
+
+            get_context(device)
+        except Exception as exc:
+            ready.put(("error", f"{type(exc).__name__}: {exc}".splitlines()[0]))
+            return
 
     def run() -> None:
         try:

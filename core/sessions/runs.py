@@ -307,7 +307,7 @@ def run_to_outputs(
     )
     options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
                              start=start, frames=frames,
-                             wrap=Realtime() if realtime else None)  # fmt: skip
+                             wrap=Realtime(frames=frames) if realtime else None)  # fmt: skip
     session = Session(
         [source_spec], settings, options=options, stages=with_tracking(stages, tracker),
         say=on_message, on_plan=on_plan,
@@ -484,7 +484,7 @@ def run_many(
         out_dir=str(out_dir), videos=videos, lossless=lossless,
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
                                max_wait_ms=max_wait_ms, workers=workers, merged=True,
-                               wrap=Realtime() if realtime else None),
+                               wrap=Realtime(frames=frames) if realtime else None),
         devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
         zones=zones, events=events, labels=labels,
     )  # fmt: skip

@@ -110,6 +110,17 @@ def test_frames_a_slow_reader_did_not_take_in_time_are_dropped_and_counted() -> 
     assert len(got) == pytest.approx(20 / 2.5, abs=2)
 
 
+def test_a_cameras_frames_are_its_time_those_dropped_included() -> None:
+    clock = Clock()
+    clip = Clip(40)
+    paced = RealtimeSource(clip, frames=10, clock=clock, sleep=clock.sleep)
+    got = []
+    while (frame := paced.read()) is not None:
+        got.append(frame.index)
+        clock.ms += 2.5 * INTERVAL_MS
+    assert paced.dropped > 0 and len(got) + paced.dropped == 10 and max(got) < 10
+
+
 def test_a_bigger_camera_buffer_keeps_frames_a_short_stall_would_lose() -> None:
     clock = Clock()
     stalls = {3: 3.5 * INTERVAL_MS}  # once, after frame 3: frames 4, 5 and 6 come meanwhile

@@ -35,20 +35,23 @@ DEFAULT_FPS = 30.0  # a file that says no rate
 class RealtimeSource(Source):
     """``inner`` released at its frames' timestamps, as a camera delivers; see the module.
 
-    ``clock()`` (milliseconds, ``now_ms``'s clock) and ``sleep(ms)`` may be given (tests);
-    ``close`` cuts a wait short."""
+    ``frames``: the camera plays that many frames of the file (those dropped included),
+    then ends. ``clock()`` (milliseconds, ``now_ms``'s clock) and ``sleep(ms)`` may be
+    given (tests); ``close`` cuts a wait short."""
 
     def __init__(
         self,
         inner: Source,
         *,
         buffer: int = 1,
+        frames: int | None = None,
         clock: Callable[[], float] = now_ms,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         if buffer < 1:
             raise ValueError("a camera holds at least one frame")
         self.inner = inner
+        self._left = frames
         self.info = inner.info
         self.decoder_name = inner.decoder_name
         self.buffer = buffer
@@ -86,6 +89,10 @@ class RealtimeSource(Source):
         while True:
             if self._start is not None:
                 self._wait_until(self._next_due)  # not decoded before it is there
+            if self._left is not None:
+                if self._left <= 0:
+                    return None
+                self._left -= 1
             frame = self.inner.read()
             if frame is None or self._stop.is_set():
                 return frame
@@ -103,7 +110,8 @@ class RealtimeSource(Source):
             return frame
 
     def seek(self, index: int) -> None:
-        """Play on from ``index``: the clock starts again with the next frame."""
+        """Play on from ``index``: the clock starts again with the next frame (the frames
+        left to play stay as they were)."""
         self.inner.seek(index)
         self._start = None
 
@@ -116,11 +124,13 @@ class RealtimeSource(Source):
 class Realtime:
     """What wraps each source of a run played at real time (``SessionOptions.wrap``;
     picklable, so a run's processes wrap theirs too): files and folders paced, live
-    sources as they are."""
+    sources as they are. ``frames``: a run's ``--frames``, frames of the file played
+    (those dropped included: the camera's time, not the frames processed)."""
 
     buffer: int = 1
+    frames: int | None = None
 
     def __call__(self, source: Source) -> Source:
         if source.info.kind not in PACED_KINDS:
             return source
-        return RealtimeSource(source, buffer=self.buffer)
+        return RealtimeSource(source, buffer=self.buffer, frames=self.frames)
