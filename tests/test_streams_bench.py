@@ -49,7 +49,9 @@ def test_streams_rows_keep_every_run_and_the_ceiling_measured_in_the_same_call(
     assert [(r["sources"], r["processes"]) for r in rows] == [(2, 1), (2, 2)]
     for row in rows:
         runs = row["aggregate_fps_runs"]
-        assert len(runs) == 2 and row["aggregate_fps"] == pytest.approx(float(np.median(runs)))
+        assert len(runs) == 2 and row["aggregate_fps"] == pytest.approx(
+            float(np.median(runs)), abs=0.01
+        )
         assert row["aggregate_fps_min_max"] == [min(runs), max(runs)]
         assert row["hardware_nvdec_fps"] == ceiling
         assert row["of_hardware_nvdec"] == pytest.approx(row["aggregate_fps"] / ceiling, abs=1e-3)
