@@ -9,7 +9,9 @@ N copies of a 1080p30 file, each played at its own real time as a camera deliver
 timestamp, decoded once released, and dropped, counted, if the product's reader has not
 taken it before the next is released), through the product's several-source run
 (run_many: the sessions, processes as ``framelens run`` spreads them, ``--processes``
-auto), detection and ByteTrack tracking on, detections written per source. Latency per
+auto), detection and ByteTrack tracking on, detections written per source. The cameras
+of a process are switched on together, so their frames come at nearly the same instants
+(the worst case for latency, the best for batching). Latency per
 frame: from its release to its result, after the tracker (a probe stage chained after
 it writes each frame's index, pts and end-to-end time; paced_probe.py).
 
@@ -205,11 +207,19 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{n} sources ({len(slots)} process{'es' if procs else ''}) ...")
             t0 = time.perf_counter()
             with HostMonitor(gpu_index=_gpu_index(args.device)) as monitor:
-                summary = run_many(
-                    [video] * n, settings, str(Path(tmp) / "out"), devices=slots,
-                    videos=False, frames=frames, progress=False, workers=args.workers,
-                    processes=procs, tracker=tracker, stages=probe, realtime=True,
-                )  # fmt: skip
+                try:
+                    summary = run_many(
+                        [video] * n, settings, str(Path(tmp) / "out"), devices=slots,
+                        videos=False, frames=frames, progress=False, workers=args.workers,
+                        processes=procs, tracker=tracker, stages=probe, realtime=True,
+                    )  # fmt: skip
+                except Exception as exc:  # this N failed as a whole: said, and the search goes on
+                    why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                    say(f"{n} sources: the run failed: {why}")
+                    return {"sources": n, "processes": len(slots) if procs else 1,
+                            "errors": [why], "passed": False, "dropped": None,
+                            "p99_ms": None, "dropped_whole_run": None,
+                            "p99_ms_whole_run": None, "meters": monitor.report()}  # fmt: skip
             call_s = time.perf_counter() - t0
             probes = [read_probe(probe.folder, k) for k in range(n)]
         figures = window_figures(probes, frames, fps, args.settle_s)

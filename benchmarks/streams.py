@@ -320,12 +320,18 @@ def main(argv: list[str] | None = None) -> int:
                 {"devices": [args.device] * procs, "processes": True} if procs > 1 else {}
             )
             t0 = time.perf_counter()
-            with sampler or contextlib.nullcontext():
-                summary = run_many(
-                    [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}r{k}"),
-                    videos=False, frames=args.frames, progress=False, workers=workers,
-                    **spread,
-                )  # fmt: skip
+            try:
+                with sampler or contextlib.nullcontext():
+                    summary = run_many(
+                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}r{k}"),
+                        videos=False, frames=args.frames, progress=False, workers=workers,
+                        **spread,
+                    )  # fmt: skip
+            except Exception as exc:  # said and kept; the other rows go on
+                why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                row.setdefault("errors", []).append(why)
+                say(f"{n} sources in {procs} processes, run {k + 1}: failed: {why}")
+                return
             call_s = time.perf_counter() - t0
             per = summary.sources
             errors = [s.error for s in per if s.error]
