@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="inference workers per slot")
     parser.add_argument("--track", default="bytetrack", help="a tracker, or none")
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads (CPU)")
-    parser.add_argument("--budget-s", type=float, default=450.0)
+    parser.add_argument("--budget-s", type=float, default=400.0)
     parser.add_argument("--video", help="a 1080p30 video (made from the sample when absent)")
     parser.add_argument("--output")
     args = parser.parse_args(argv)
