@@ -313,10 +313,10 @@ def main(argv: list[str] | None = None) -> int:
         result["note"] = f"every N tried passed: {max(ladder)} is a lower bound"
     result["elapsed_s"] = round(time.perf_counter() - began, 1)
     save_json(args.output, result)
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     say(f"max_live_sources {result['max_live_sources']} (whole run, start included: "
         f"{result.get('max_live_sources_whole_run')}); first limit: "
         f"{result.get('first_limit', {}).get('what')}")  # fmt: skip
-    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     return 0
 
 

@@ -429,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
                 save()
             last_round = time.perf_counter() - t_round
     save()
+    if not args.output:
+        print(json.dumps(result, indent=2))
     for row in rows:
         say(
             f"{row['sources']} sources, {row['processes']} processes: median "
@@ -436,7 +438,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{row.get('runs')} runs, {row.get('of_hardware_nvdec')} of the hardware's "
             f"{result['hardware_nvdec_fps']}; whole call {row.get('wall_s')} s"
         )
-    print(json.dumps(result, indent=2))
     return 0
 
 
