@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HostMonitor"]
+__all__ = ["HostMonitor", "machine"]
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -180,3 +180,27 @@ class HostMonitor:
             "gpu_meter": self._gpu.how if self._gpu is not None else "none",
             "processes": processes,
         }
+
+
+def machine() -> dict[str, Any]:
+    """Which GPU and driver (nvidia-smi), the host's cores and the commit measured (git),
+    each None where it cannot be told."""
+    gpu = None
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            gpu = subprocess.run(
+                [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=10, check=True,
+            ).stdout.strip().splitlines()[0]  # fmt: skip
+        except Exception:
+            gpu = None
+    commit = None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+            check=True, cwd=Path(__file__).resolve().parent,
+        ).stdout.strip() or None  # fmt: skip
+    except Exception:
+        commit = None
+    return {"gpu": gpu, "cores": os.cpu_count(), "commit": commit}

@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from host_monitor import HostMonitor  # noqa: E402
+from host_monitor import HostMonitor, machine  # noqa: E402
 from paced_probe import LatencyProbe, read_probe  # noqa: E402
 
 P99_LIMIT_MS = 100.0
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "command": "python3 benchmarks/streams.py --paced " + " ".join(argv or sys.argv[1:]),
         "device": args.device,
+        "machine": machine(),
         "video": f"{video}: {info.width}x{info.height} at {fps:g} fps",
         "frames_per_source": frames,
         "settle_s": args.settle_s,

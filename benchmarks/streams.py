@@ -54,6 +54,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from host_monitor import machine  # noqa: E402
 from make_1080p import make_1080p  # noqa: E402
 from nvdec_ceiling import kind as ceiling_kind  # noqa: E402
 from nvdec_ceiling import measure as ceiling_run  # noqa: E402
@@ -261,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "command": "python3 benchmarks/streams.py " + " ".join(argv),
         "device": args.device,
+        "machine": machine(),
         "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)"
         if not args.video
         else args.video,
