@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--start", type=int, default=0, help="first frame index")
     run.add_argument("--frames", type=int, default=None, help="number of frames to process")
+    run.add_argument(
+        "--realtime", action="store_true",
+        help="play files at their own rate, as cameras deliver them: a frame not taken "
+        "before the next is due is dropped (the summary's dropped per source); latency "
+        "counts from each frame's release; --frames: frames played, dropped included",
+    )  # fmt: skip
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(
         "-v", "--verbose", action="store_true",
@@ -209,6 +215,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tracks=args.export_tracks or None,
         zones=args.zones_file,
         events=args.events,
+        realtime=args.realtime,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
@@ -312,6 +319,7 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         tracks=args.export_tracks is not None,
         zones=args.zones_file,
         events=args.events is not None,
+        realtime=args.realtime,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())

@@ -1,27 +1,36 @@
-"""Many streams on one device: aggregate detection throughput against its ceilings.
+"""Many streams on one device: aggregate detection throughput against the hardware's limit.
 
-    python3 benchmarks/streams.py --sources 1,4,8,16 --output h200-streams-<date>.json
-    python3 benchmarks/streams.py --device cpu --sources 1,2 --frames 20     # the same, small
+    python3 benchmarks/streams.py --output h200-streams-<date>.json     # the H200's default
+    python3 benchmarks/streams.py --sources 16 --processes 4 --repeats 5 --ceiling 16x4,64x8
+    python3 benchmarks/streams.py --device cpu --sources 2 --processes 1,2 --frames 20 \\
+        --repeats 2 --ceiling 2x2 --video SMALL.mp4                     # the same, small
+    python3 benchmarks/streams.py --paced ...                            # live cameras: paced.py
 
-For each number of sources N, in one process (or spread over several: --processes), on
-the 1080p H.264 video made from the person sample (make_1080p.py), each measurement
-warmed up first:
+Rows: every number of sources (``--sources``) with every process count (``--processes``,
+as ``framelens run --processes``), each ``--repeats`` times, on the 1080p H.264 video made
+from the person sample (make_1080p.py), after one warm-up run. Per row:
 
-- aggregate_fps: ``framelens run`` with N copies of the video (run_many: N decoders,
-  batches across sources, one engine call per batch, detections written per source;
-  no video export), total frames over the time they were processed (wall_s: the whole
-  run, engines built and decoders opened included); p50_ms / p99_ms: end-to-end latency
-  per frame (median of the sources' p50, worst of their p99); mean_batch: frames per
-  engine call the load gave;
-- nvdec_only_fps: N bare PyNvVideoCodec decoders in threads (its own demuxer, frames
-  left in device memory), no inference: the ceiling ``of_nvdec_ceiling`` is against;
-  product_source_fps: N of the product's own decoding sources (PyAV demuxing, NVDEC,
-  the copy into its buffer pool; on the CPU PyAV), no inference;
-- engine_only_fps: the batched engine alone at the run's batch size (device buffers
-  on CUDA), images per second;
-- tracking (``--track [KIND]``): the same run with and without a tracker per source,
-  alternated, ``--track-repeats`` runs each (benchmarks/tracking_ab.py): medians,
-  spread and their ratio (target >= 0.95).
+- aggregate_fps: the median of ``aggregate_fps_runs`` (every run, in order; spread
+  ``aggregate_fps_min_max``): ``framelens run`` with N copies of the video (run_many: N
+  decoders, batches across sources, detections written per source; no video export),
+  the frames over the span they were processed in; ``wall_s`` (median of ``wall_s_runs``):
+  the whole call, processes started, engines built and decoders opened included, and
+  ``whole_call_fps`` the frames over it; p50_ms / p99_ms per frame (median of the runs'
+  median-of-sources p50 and worst-source p99, every run's in ``*_runs``);
+- hardware_nvdec_fps: the hardware's decoding limit measured in the same call
+  (``hardware_nvdec``): bare PyNvVideoCodec decoders spread over processes
+  (nvdec_ceiling.py), every ``--ceiling`` configuration ``--repeats`` times, the best
+  configuration's median; ``of_hardware_nvdec``: aggregate_fps over it;
+- product_source_fps: N of the product's own decoding sources in threads of one process
+  (no inference); engine_only_fps: the batched engine alone at the run's batch size.
+
+Runs of every row and every ceiling configuration are taken in turn (round after round),
+so slow drift of the machine falls on all of them alike. A progress line is printed
+after each run and the JSON rewritten (temporary file, then renamed), so a run cut short
+keeps what it measured; ``--budget-s`` stops before a round that would not fit.
+
+Also: ``--track [KIND]`` each row with and without a tracker, alternated (tracking_ab.py);
+``--profile`` stack samples of the runs with the most sources; ``--ab-host-candidates``.
 """
 
 from __future__ import annotations
@@ -45,9 +54,15 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from host_monitor import machine  # noqa: E402
 from make_1080p import make_1080p  # noqa: E402
+from nvdec_ceiling import kind as ceiling_kind  # noqa: E402
+from nvdec_ceiling import measure as ceiling_run  # noqa: E402
+from nvdec_ceiling import parse_configs  # noqa: E402
 from stack_sampler import StackSampler  # noqa: E402
 from tracking_ab import alternate  # noqa: E402
+
+TARGETS = {"aggregate_fps_16": 2400, "of_hardware_nvdec_16": 0.8}
 
 
 def decode_only_fps(video: str, n: int, frames: int, device: str) -> float:
@@ -92,49 +107,6 @@ def threads_fps(reader: Callable[[list[int]], None], n: int) -> float:
     return sum(done) / (time.perf_counter() - start)
 
 
-def bare_nvdec_fps(video: str, n: int, frames: int, device: str) -> float | None:
-    """N bare PyNvVideoCodec decoders (its own demuxer, device memory) in threads, no copies
-    and no inference: the issue's NVDEC-only ceiling. None where PyNvVideoCodec cannot run
-    (the caller falls back to the product's own NVDEC source, and says so)."""
-    if not device.startswith("cuda"):
-        return None
-    try:
-        import PyNvVideoCodec as nvc
-        from framelens.core.gpu.context import get_context
-
-        ctx = get_context(device)
-    except Exception as exc:
-        print(f"bare PyNvVideoCodec decoders not run: {exc}", file=sys.stderr)
-        return None
-    errors: list[str] = []
-
-    def reader(out: list[int]) -> None:
-        try:
-            with ctx.active():
-                demuxer = nvc.CreateDemuxer(filename=video)
-                decoder = nvc.CreateDecoder(
-                    gpuid=ctx.index,
-                    codec=demuxer.GetNvCodecId(),
-                    cudacontext=ctx.handle,
-                    cudastream=0,
-                    usedevicememory=True,
-                )
-                count = 0
-                for packet in demuxer:
-                    count += len(decoder.Decode(packet))
-                    if count >= frames:
-                        break
-            out.append(min(count, frames))
-        except Exception as exc:  # reported, and the ceiling falls back
-            errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-
-    fps = threads_fps(reader, n)
-    if errors:
-        print(f"bare PyNvVideoCodec decoders failed: {errors[0]}", file=sys.stderr)
-        return None
-    return fps
-
-
 def engine_only_fps(settings: Any, calls: int = 50) -> float:
     """The batched engine alone: images per second at ``settings.batch``."""
     from framelens.core.pipeline import build
@@ -169,20 +141,82 @@ def engine_only_fps(settings: Any, calls: int = 50) -> float:
         pipeline.close()
 
 
-def main() -> int:
+def save_json(path: str | None, data: dict[str, Any]) -> None:
+    """``data`` written whole to ``path`` (a temporary file renamed over it)."""
+    if not path:
+        return
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.partial")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, target)
+
+
+def _median(values: list[float]) -> float:
+    return round(float(statistics.median(values)), 2)
+
+
+def _min_max(values: list[float]) -> list[float]:
+    return [round(min(values), 2), round(max(values), 2)]
+
+
+def summarise_row(row: dict[str, Any], hardware: float | None) -> None:
+    """The row's medians and spread from its runs so far, and its share of the ceiling."""
+    runs = row["aggregate_fps_runs"]
+    if not runs:
+        return
+    row["aggregate_fps"] = _median(runs)
+    row["aggregate_fps_min_max"] = _min_max(runs)
+    row["runs"] = len(runs)
+    for key in ("wall_s", "whole_call_fps", "p50_ms", "p99_ms", "mean_batch"):
+        row[key] = _median(row[f"{key}_runs"])
+    row["hardware_nvdec_fps"] = hardware
+    row["of_hardware_nvdec"] = round(row["aggregate_fps"] / hardware, 3) if hardware else None
+
+
+def summarise_ceiling(configs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each configuration's median and spread; the best median is the ceiling."""
+    for c in configs:
+        if c["fps_runs"]:
+            c["fps"] = _median(c["fps_runs"])
+            c["fps_min_max"] = _min_max(c["fps_runs"])
+            c["wall_s"] = _median(c["wall_s_runs"])
+    measured = [c for c in configs if c["fps_runs"]]
+    if not measured:
+        return None
+    best = max(measured, key=lambda c: c["fps"])
+    return {"streams": best["streams"], "processes": best["processes"], "fps": best["fps"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--paced" in argv:  # live cameras: benchmarks/paced.py
+        from paced import main as paced_main
+
+        return paced_main([a for a in argv if a != "--paced"])
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda:0")
-    parser.add_argument("--sources", default="1,4,8,16")
-    parser.add_argument("--frames", type=int, default=300, help="frames of each source")
+    parser.add_argument("--sources", default="16", help="numbers of sources, a list: 1,16")
+    parser.add_argument(
+        "--processes", default="4,2",
+        help="processes the sources are spread over (device slots of --device, each in a "
+        "process of its own: run --processes N), a list sweeps: 1,2,4",
+    )  # fmt: skip
+    parser.add_argument("--frames", type=int, default=450, help="frames of each source")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of every row and ceiling")
+    parser.add_argument(
+        "--ceiling", default="16x4,16x8,32x8,64x8", metavar="SxP,...",
+        help="the hardware ceiling's configurations: S bare decoders over P processes; "
+        "'none' leaves it out",
+    )  # fmt: skip
+    parser.add_argument("--ceiling-frames", type=int, default=150, help="frames per decoder")
+    parser.add_argument(
+        "--budget-s", type=float, default=420.0,
+        help="stop before a round of runs that would end past this many seconds",
+    )  # fmt: skip
     parser.add_argument("--video", help="a 1080p video to use instead of making one")
     parser.add_argument(
         "--workers", default="2", help="inference workers per run, a list sweeps: 2,3,4"
     )
-    parser.add_argument(
-        "--processes", default="1",
-        help="processes the sources are spread over (device slots of --device, each in a "
-        "process of its own: run --processes N), a list sweeps: 1,2,4",
-    )  # fmt: skip
     parser.add_argument(
         "--profile", action="store_true",
         help="sample every thread's stack during the runs with the most sources (JSON: profiles)",
@@ -204,9 +238,15 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
     parser.add_argument("--output")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
+    began = time.perf_counter()
+
+    def say(text: str) -> None:
+        print(f"[streams {time.perf_counter() - began:6.1f}s] {text}", flush=True)
 
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.settings import PipelineSettings
@@ -215,83 +255,119 @@ def main() -> int:
 
     video = args.video or str(Path(tempfile.gettempdir()) / "framelens-person-1080p.mp4")
     if not Path(video).is_file():
-        make_1080p(video, frames=args.frames + 30)
+        make_1080p(video, frames=max(args.frames, args.ceiling_frames) + 30)
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=args.device)
+    sources = [int(n) for n in args.sources.split(",")]
+    configs = [] if args.ceiling == "none" else parse_configs(args.ceiling)
     result: dict[str, Any] = {
-        "command": "python3 benchmarks/streams.py " + " ".join(sys.argv[1:]),
+        "command": "python3 benchmarks/streams.py " + " ".join(argv),
         "device": args.device,
-        "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)",
+        "machine": machine(),
+        "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)"
+        if not args.video
+        else args.video,
         "frames_per_source": args.frames,
+        "repeats": args.repeats,
         "switch_interval_s": sys.getswitchinterval(),
+        "how": "each row and each ceiling configuration run once per round, rounds in turn; "
+        "aggregate_fps: the median of aggregate_fps_runs (frames over the span they were "
+        "processed in); wall_s: the whole call with setup; hardware_nvdec_fps: the best "
+        "ceiling configuration's median",
+        "hardware_nvdec": {
+            "kind": ceiling_kind(args.device),
+            "frames_per_decoder": args.ceiling_frames,
+            "configs": [
+                {"streams": s, "processes": p, "fps_runs": [], "wall_s_runs": []}
+                for s, p in configs
+            ],
+            "best": None,
+        },
+        "hardware_nvdec_fps": None,
         "streams": [],
+        "targets": TARGETS,
     }
+    rows: list[dict[str, Any]] = [
+        {
+            "sources": n, "processes": int(k), "workers": int(w),
+            "aggregate_fps_runs": [], "wall_s_runs": [], "whole_call_fps_runs": [],
+            "p50_ms_runs": [], "p99_ms_runs": [], "mean_batch_runs": [],
+        }
+        for n in sources for w in args.workers.split(",") for k in args.processes.split(",")
+        if int(k) <= n
+    ]  # fmt: skip
+    result["streams"] = rows
 
     def save() -> None:
-        if args.output:
-            Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+        best = summarise_ceiling(result["hardware_nvdec"]["configs"])
+        result["hardware_nvdec"]["best"] = best
+        hardware = best["fps"] if best else None
+        result["hardware_nvdec_fps"] = hardware
+        for row in rows:
+            summarise_row(row, hardware)
+        result["elapsed_s"] = round(time.perf_counter() - began, 1)
+        save_json(args.output, result)
 
-    ceilings: dict[int, dict[str, Any]] = {}  # by number of sources
     engines: dict[int, float] = {}  # engine alone, by batch size
-
-    def ceiling(n: int) -> dict[str, Any]:
-        if n not in ceilings:
-            sampler = StackSampler() if args.profile and n == max(sources) else None
-            with sampler or contextlib.nullcontext():
-                product = round(decode_only_fps(video, n, args.frames, args.device), 1)
-            if sampler is not None:  # where the product's own sources spend their time
-                result.setdefault("profiles", []).append(
-                    {"sources": n, "what": "product sources alone", **sampler.report()}
-                )
-            bare = bare_nvdec_fps(video, n, args.frames, args.device)
-            # the ceiling: bare PyNvVideoCodec decoders; the product's source where they fail
-            ceilings[n] = {
-                "nvdec_only_fps": round(bare, 1) if bare else product,
-                "nvdec_only_kind": "bare PyNvVideoCodec" if bare else "product source",
-                "product_source_fps": product,
-            }
-        return ceilings[n]
-
-    sources = [int(n) for n in args.sources.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        run_many([video], settings, tmp, videos=False, frames=10, progress=False)  # warm-up
-        runs = [
-            (n, int(w), int(k))
-            for n in sources
-            for w in args.workers.split(",")
-            for k in args.processes.split(",")
-            if int(k) <= n
-        ]
-        for n, workers, procs in runs:
+        say(
+            f"warm-up run; rows {[(r['sources'], r['processes']) for r in rows]}, "
+            f"ceiling {args.ceiling}, {args.repeats} rounds, budget {args.budget_s:.0f} s"
+        )
+        run_many([video], settings, tmp, videos=False, frames=10, progress=False)
+
+        def one_row(row: dict[str, Any], k: int) -> None:
+            n, workers, procs = row["sources"], row["workers"], row["processes"]
             sampler = StackSampler() if args.profile and n == max(sources) else None
             spread: dict[str, Any] = (
                 {"devices": [args.device] * procs, "processes": True} if procs > 1 else {}
             )
-            with sampler or contextlib.nullcontext():
-                summary = run_many(
-                    [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}"),
-                    videos=False, frames=args.frames, progress=False, workers=workers, **spread,
-                )  # fmt: skip
+            t0 = time.perf_counter()
+            try:
+                with sampler or contextlib.nullcontext():
+                    summary = run_many(
+                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}r{k}"),
+                        videos=False, frames=args.frames, progress=False, workers=workers,
+                        **spread,
+                    )  # fmt: skip
+            except Exception as exc:  # said and kept; the other rows go on
+                why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                row.setdefault("errors", []).append(why)
+                say(f"{n} sources in {procs} processes, run {k + 1}: failed: {why}")
+                return
+            call_s = time.perf_counter() - t0
             per = summary.sources
+            errors = [s.error for s in per if s.error]
+            if errors:
+                row.setdefault("errors", []).append(errors[0])
+            row["aggregate_fps_runs"].append(round(summary.fps, 2))
+            row["wall_s_runs"].append(round(call_s, 2))
+            row["whole_call_fps_runs"].append(round(summary.frames / call_s, 2))
+            row["p50_ms_runs"].append(round(statistics.median(s.p50_ms or 0.0 for s in per), 2))
+            row["p99_ms_runs"].append(round(max(s.p99_ms or 0.0 for s in per), 2))
+            row["mean_batch_runs"].append(summary.mean_batch)
+            row.update(batch=int(summary.batch), inference_workers=summary.inference_workers,
+                       path=summary.path, frames=summary.frames,
+                       stage_ms=summary.stage_ms)  # fmt: skip
+            say(
+                f"{n} sources in {procs} processes, run {k + 1}/{args.repeats}: "
+                f"{summary.fps:.0f} fps, whole call {call_s:.1f} s "
+                f"({summary.frames / call_s:.0f} fps), p99 {row['p99_ms_runs'][-1]} ms"
+                + (f", {len(errors)} sources failed: {errors[0]}" if errors else "")
+            )
+            if sampler is not None:
+                result.setdefault("profiles", []).append(
+                    {"sources": n, "workers": workers, "run": k, **sampler.report()}
+                )
+            if k > 0:
+                return
+            # once per row: the product's sources alone, the engine alone, the A/Bs
             batch = int(summary.batch)
             if batch not in engines:
                 engines[batch] = round(engine_only_fps(replace(settings, batch=batch)), 1)
-            row = {
-                "sources": n,
-                "aggregate_fps": summary.fps,
-                "wall_s": summary.wall_s,
-                **ceiling(n),
-                "engine_only_fps": engines[batch],
-                "p50_ms": round(statistics.median(s.p50_ms for s in per), 2),
-                "p99_ms": round(max(s.p99_ms for s in per), 2),
-                "mean_batch": summary.mean_batch,
-                "batch": batch,
-                "workers": summary.inference_workers,
-                "processes": procs,
-                "path": summary.path,
-                "frames": summary.frames,
-                "stage_ms": summary.stage_ms,  # medians per stage: where the time goes
-            }
-            row["of_nvdec_ceiling"] = round(row["aggregate_fps"] / row["nvdec_only_fps"], 3)
+            row["engine_only_fps"] = engines[batch]
+            row["product_source_fps"] = round(
+                decode_only_fps(video, n, args.frames, args.device), 1
+            )
             if args.ab_host_candidates:  # the same run, whole outputs copied to the host
                 os.environ[HOST_CANDIDATES_ENV] = "1"
                 try:
@@ -310,29 +386,60 @@ def main() -> int:
                 tracker = TrackerSettings.for_kind(args.track)
                 where = str(Path(tmp) / f"n{n}w{workers}p{procs}t")
 
-                def one(
-                    tracked: bool, n: int = n, workers: int = workers, where: str = where,
-                    tracker: Any = tracker, spread: dict[str, Any] = spread,
-                ) -> float:  # fmt: skip
-                    summary = run_many(
+                def tracked_run(tracked: bool) -> float:
+                    got = run_many(
                         [video] * n, settings, where, videos=False, frames=args.frames,
                         progress=False, workers=workers, tracker=tracker if tracked else None,
                         **spread,
                     )  # fmt: skip
-                    return float(summary.fps)
+                    return float(got.fps)
 
-                one(True)  # warm-up of the tracked path
-                row["tracking"] = alternate(one, args.track_repeats, args.track)
-            result["streams"].append(row)
-            print(json.dumps(row), flush=True)
-            if sampler is not None:
-                result.setdefault("profiles", []).append(
-                    {"sources": n, "workers": workers, **sampler.report()}
+                tracked_run(True)  # warm-up of the tracked path
+                row["tracking"] = alternate(tracked_run, args.track_repeats, args.track)
+
+        def one_ceiling(config: dict[str, Any], k: int) -> None:
+            s, p = config["streams"], config["processes"]
+            try:
+                got = ceiling_run(video, s, p, args.ceiling_frames, args.device)
+            except Exception as exc:  # said, and the ceiling goes on without this run
+                config.setdefault("errors", []).append(str(exc).splitlines()[0])
+                say(f"ceiling {s} decoders over {p} processes, run {k + 1}: failed: {exc}")
+                return
+            config["fps_runs"].append(got["fps"])
+            config["wall_s_runs"].append(got["wall_s"])
+            say(
+                f"ceiling {s} decoders over {p} processes, run {k + 1}/{args.repeats}: "
+                f"{got['fps']:.0f} fps (whole call {got['wall_s']:.1f} s)"
+            )
+
+        last_round = 0.0
+        for k in range(args.repeats):
+            elapsed = time.perf_counter() - began
+            if k > 0 and elapsed + last_round > args.budget_s:
+                result["stopped"] = (
+                    f"after {k} rounds of {args.repeats}: another ({last_round:.0f} s) would "
+                    f"end past --budget-s {args.budget_s:.0f}"
                 )
-            save()
-    result["targets"] = {"aggregate_fps_16": 2400, "of_nvdec_ceiling_16": 0.8}
+                say(result["stopped"])
+                break
+            t_round = time.perf_counter()
+            for config in result["hardware_nvdec"]["configs"]:
+                one_ceiling(config, k)
+                save()
+            for row in rows:
+                one_row(row, k)
+                save()
+            last_round = time.perf_counter() - t_round
     save()
-    print(json.dumps(result, indent=2))
+    if not args.output:
+        print(json.dumps(result, indent=2))
+    for row in rows:
+        say(
+            f"{row['sources']} sources, {row['processes']} processes: median "
+            f"{row.get('aggregate_fps')} fps {row.get('aggregate_fps_min_max')} over "
+            f"{row.get('runs')} runs, {row.get('of_hardware_nvdec')} of the hardware's "
+            f"{result['hardware_nvdec_fps']}; whole call {row.get('wall_s')} s"
+        )
     return 0
 
 

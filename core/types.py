@@ -40,13 +40,16 @@ class PixelsNotKept:
 class Frame:
     """One decoded frame. ``index`` is the source frame index, ``pts`` seconds, and
     ``source_id`` which source of a run it came from (0 when there is one source).
+    ``arrived``: when a paced source released it (a file played as a camera delivers:
+    core/stages/sources/paced.py), on ``now_ms``'s clock; None for a frame read when
+    asked for. End-to-end times count from it when it is known.
 
     On the CPU path ``image`` is the host BGR array. On the GPU path the pixels stay
     in device memory (``device``) and ``image`` downloads them on first use, so only
     the sinks that need host pixels (export, snapshot) pay for the copy.
     """
 
-    __slots__ = ("_image", "device", "index", "pts", "source_id")
+    __slots__ = ("_image", "arrived", "device", "index", "pts", "source_id")
 
     def __init__(
         self,
@@ -64,6 +67,7 @@ class Frame:
         self.index = index
         self.pts = pts
         self.source_id = source_id
+        self.arrived: float | None = None
 
     @property
     def image(self) -> Image:
@@ -188,7 +192,8 @@ display     the frame made ready for the screen: the GPU's RGBA kernel (the CPU 
             BGR as it is); the window adds its canvas's upload and paint
 draw        the task's overlay drawn into the frame (export, snapshots)
 encode      the exporter's write
-e2e         decode start to result ready
+e2e         decode start to result ready (a paced source's frame: its release to result
+            ready, its waits in the queues included)
 """
 
 

@@ -306,7 +306,10 @@ class Executor(Generic[T]):
             self._expected += 1
             self._cond.notify_all()
         if isinstance(item, Done) and isinstance(item.value, FrameResult):
-            item.value.times.e2e = now_ms() - item.start_ms
+            # from the frame's release where a paced source says when (a camera's frame
+            # waits in queues before it is decoded ahead), else from its decode's start
+            arrived = item.frame.arrived
+            item.value.times.e2e = now_ms() - (item.start_ms if arrived is None else arrived)
         return item
 
     def in_order(

@@ -58,6 +58,7 @@ from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
 from framelens.core.stages.source_stages import StageFactory, chain_stages
+from framelens.core.stages.sources.paced import Realtime
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import now_ms
@@ -200,12 +201,13 @@ def _part(
             q50, q99 = np.percentile(latency[i], [50, 99])
             p50, p99 = round(float(q50), 2), round(float(q99), 2)
         failure = failures.get(i)
+        dropped = entry.source.dropped if entry.source is not None else None
         if failure is not None:
             out.abort()  # a partial video is no evidence: nothing renamed in
             session.note(f"{entry.spec} failed after {out.frames} frames: {failure}")
             entries.append(
                 SourceSummary(entry.spec, entry.name, out.frames, error=failure,
-                              p50_ms=p50, p99_ms=p99)
+                              p50_ms=p50, p99_ms=p99, dropped=dropped)
             )  # fmt: skip
             continue
         damage = entry.source.damage_note() if entry.source is not None else None
@@ -214,7 +216,8 @@ def _part(
             session.note(f"{damage}; the outputs hold the {out.frames} frames processed")
         entries.append(
             SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
-                          p99_ms=p99, tracks=out.tracks, analytics=out.analytics)
+                          p99_ms=p99, tracks=out.tracks, analytics=out.analytics,
+                          dropped=dropped)
         )  # fmt: skip
     ran = session.ran
     encoders = [o.encoder for o in outputs.values() if o.encoder]
@@ -263,6 +266,7 @@ def run_to_outputs(
     tracks: str | None = None,
     zones: ZonesFile | None = None,
     events: str | None = None,
+    realtime: bool = False,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -283,6 +287,9 @@ def run_to_outputs(
     Challenge text file of them, and the summary says the tracker and the tracks.
     ``zones``: lines and zones counted after the tracker (core/stages/analytics), their
     counts in the summary, their events as CSV in ``events``.
+    ``realtime``: a file played as a camera delivers it (core/stages/sources/paced.py):
+    frames not taken in time are dropped, counted in the summary, and latency counts
+    from each frame's release.
     """
     if tracks is not None and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
@@ -301,7 +308,8 @@ def run_to_outputs(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
     )
     options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
-                             start=start, frames=frames)  # fmt: skip
+                             start=start, frames=frames,
+                             wrap=Realtime(frames=frames) if realtime else None)  # fmt: skip
     session = Session(
         [source_spec], settings, options=options, stages=with_tracking(stages, tracker),
         say=on_message, on_plan=on_plan,
@@ -429,6 +437,7 @@ def run_many(
     tracks: bool = False,
     zones: ZonesFile | None = None,
     events: bool = False,
+    realtime: bool = False,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -446,7 +455,10 @@ def run_many(
     reports it. ``tracker``: each source's own tracker (IDs from 1 per source) before
     ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``.
     ``zones``: each source's lines and zones counted after its tracker, the counts in its
-    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``."""
+    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``. ``realtime``:
+    each file played as a camera delivers it, on its own clock (paced where it is read:
+    core/stages/sources/paced.py); frames not taken in time dropped and counted per
+    source, latency from each frame's release."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     if tracks and tracker is None:
@@ -473,7 +485,8 @@ def run_many(
     job = GroupJob(
         out_dir=str(out_dir), videos=videos, lossless=lossless,
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
-                               max_wait_ms=max_wait_ms, workers=workers, merged=True),
+                               max_wait_ms=max_wait_ms, workers=workers, merged=True,
+                               wrap=Realtime(frames=frames) if realtime else None),
         devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
         zones=zones, events=events, labels=labels,
     )  # fmt: skip

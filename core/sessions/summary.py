@@ -32,9 +32,12 @@ class SourceSummary:
     p99_ms: float | None = None
     tracks: int | None = None  # distinct tracks its results carried (None: no tracker)
     analytics: dict[str, Any] | None = None  # counts by line and zone (docs/analytics.md)
+    dropped: int | None = None  # frames not taken in time (played as a camera: --realtime)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "name": self.name, "frames": self.frames}
+        if self.dropped is not None:
+            out["dropped"] = self.dropped
         if self.tracks is not None:
             out["tracks"] = self.tracks
         if self.analytics is not None:

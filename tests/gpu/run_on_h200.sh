@@ -2,7 +2,7 @@
 # On the H200 test machine, from the checkout root, after the kit pieces were stashed
 # (see ../shared/device/README.md: base, av, pnvc, ort0..ort5, each in its own call):
 #
-#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|window|latency|soak|archive|all] [args...]
+#   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|paced|window|latency|soak|archive|all] [args...]
 #
 # Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
 # the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
@@ -53,8 +53,13 @@ if [[ $what == tests || $what == all ]]; then
         "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -60
     status=${PIPESTATUS[0]}
 fi
-if [[ $what == streams ]]; then
+if [[ $what == streams ]]; then  # rows 5 runs each and the NVDEC ceiling over processes
     python3 benchmarks/streams.py ${BENCH_ARGS:-} --output "$OUT/h200-streams-$(date +%F).json" 2>&1 | tee "$OUT/streams.log" | tail -30
+    status=${PIPESTATUS[0]}
+fi
+if [[ $what == paced ]]; then  # N live 1080p30 cameras: the largest N with none dropped
+    python3 benchmarks/streams.py --paced ${BENCH_ARGS:-} --output "$OUT/h200-paced-$(date +%F).json" 2>&1 | tee "$OUT/paced.log" | tail -30
+    status=${PIPESTATUS[0]}
 fi
 if [[ $what == srbench ]]; then
     python3 benchmarks/superres.py ${BENCH_ARGS:-} --output "$OUT/h200-superres-$(date +%F).json" 2>&1 | tee "$OUT/srbench.log" | tail -40

@@ -41,6 +41,13 @@ class Source(Closing, ABC):
         missing)."""
         return None
 
+    @property
+    def dropped(self) -> int | None:
+        """Frames let go because its reader did not take them in time (a file played as
+        a camera delivers it: core/stages/sources/paced.py); None for a source that waits
+        for its reader."""
+        return None
+
     def damage_note(self) -> str | None:
         """What a damaged file held, once read to its end (None: nothing to say)."""
         return None
