@@ -228,3 +228,6 @@ class FrameResult:
     times: StageTimes
     annotated: Image | None = None  # the frame with overlays, when drawing ran
     events: tuple[Any, ...] = ()  # what per-source stages saw happen (analytics' Event)
+    # what per-source stages lay over the frame (a heatmap, lines and zones with their
+    # counts): each has ``paint(image)`` (BGR, in place), drawn under the task's overlay
+    layers: tuple[Any, ...] = ()

@@ -128,8 +128,13 @@ def draw_after_stages(pipeline: FrameProcessor, result: FrameResult, *, copy: bo
 
 def _annotate(task: AnyTask, settings: PipelineSettings, result: FrameResult, copy: bool) -> None:
     image = task.output_image(result.output) if task.produces_image else None
-    result.annotated = (
-        image
-        if image is not None
-        else task.annotate(result.frame.image, result.output, settings.overlay, copy=copy)
-    )
+    if image is not None:
+        result.annotated = image
+        return
+    frame = result.frame.image
+    if result.layers:  # the stages' layers (a heatmap) under the task's overlay
+        frame = frame.copy() if copy else frame
+        for layer in result.layers:
+            layer.paint(frame)
+        copy = False
+    result.annotated = task.annotate(frame, result.output, settings.overlay, copy=copy)

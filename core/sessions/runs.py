@@ -53,6 +53,12 @@ from framelens.core.sessions.tracks import (
     with_tracking,
 )
 from framelens.core.stages.analytics.events import EVENTS_SUFFIX, EventsWriter
+from framelens.core.stages.analytics.heatmap import (
+    HEATMAP_SUFFIX,
+    HeatmapPng,
+    HeatmapSettings,
+    HeatmapStages,
+)
 from framelens.core.stages.analytics.stage import AnalyticsStages, Tally
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import open_exporter
@@ -263,6 +269,8 @@ def run_to_outputs(
     tracks: str | None = None,
     zones: ZonesFile | None = None,
     events: str | None = None,
+    heatmap: HeatmapSettings | None = None,
+    heatmap_png: str | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -282,7 +290,9 @@ def run_to_outputs(
     the source's; the detections written carry its track IDs, ``tracks`` names a MOT
     Challenge text file of them, and the summary says the tracker and the tracks.
     ``zones``: lines and zones counted after the tracker (core/stages/analytics), their
-    counts in the summary, their events as CSV in ``events``.
+    counts in the summary, their events as CSV in ``events``. ``heatmap``: where the
+    tracks have been, drawn under the overlay of ``export`` (core/stages/analytics/
+    heatmap.py); ``heatmap_png``: the final heatmap over the last frame as a PNG.
     """
     if tracks is not None and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
@@ -291,8 +301,7 @@ def run_to_outputs(
     if events is not None and zones is None:
         raise ConfigError("events are made by lines and zones: give them (--zones)")
     labels = tuple(settings.model.labels or ())
-    if zones is not None:
-        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
+    stages = _analytics(stages, tracker, zones, labels, heatmap, bool(heatmap_png))
     tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
@@ -315,6 +324,7 @@ def run_to_outputs(
                 zones=zones,
                 events=events,
                 labels=labels,
+                heatmap_png=heatmap_png,
             ),
             progress=progress,
             on_progress=on_progress,
@@ -326,6 +336,27 @@ def run_to_outputs(
         tracker=tracker_json(tracker),
         wall_s=round(time.perf_counter() - began, 2),  # the whole call, the variant's too
     )
+
+
+def _analytics(
+    stages: StageFactory | None,
+    tracker: TrackerSettings | None,
+    zones: ZonesFile | None,
+    labels: tuple[str, ...],
+    heatmap: HeatmapSettings | None,
+    png: bool,
+) -> StageFactory | None:
+    """``stages`` followed by the lines and zones, then the heatmap, of a run (both
+    after its tracker: ConfigError without one)."""
+    if heatmap is None and png:
+        raise ConfigError("the heatmap's PNG needs a heatmap (--heatmap)")
+    if heatmap is not None and tracker is None:
+        raise ConfigError("a heatmap shows where tracks have been: add a tracker (--track)")
+    if zones is not None:
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
+    if heatmap is not None:
+        stages = chain_stages(stages, HeatmapStages(heatmap, keep_frame=png))
+    return stages
 
 
 def run_one(
@@ -364,6 +395,8 @@ def run_one(
         if outputs.tracks:
             writers.append(MotTracks(outputs.tracks))
         labels = dict(enumerate(outputs.labels))
+        if outputs.heatmap_png:
+            writers.append(HeatmapPng(outputs.heatmap_png))
         if outputs.events:
             try:
                 writers.append(EventsWriter(outputs.events, labels))
@@ -427,6 +460,8 @@ def run_many(
     tracks: bool = False,
     zones: ZonesFile | None = None,
     events: bool = False,
+    heatmap: HeatmapSettings | None = None,
+    heatmap_png: bool = False,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -444,7 +479,9 @@ def run_many(
     reports it. ``tracker``: each source's own tracker (IDs from 1 per source) before
     ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``.
     ``zones``: each source's lines and zones counted after its tracker, the counts in its
-    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``."""
+    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``. ``heatmap``: each
+    source's heatmap drawn into its video; ``heatmap_png``: its final heatmap,
+    ``DIR/<name>.heatmap.png``."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     if tracks and tracker is None:
@@ -454,8 +491,7 @@ def run_many(
     if events and zones is None:
         raise ConfigError("events are made by lines and zones: give them (--zones)")
     labels = tuple(settings.model.labels or ())
-    if zones is not None:
-        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels))))
+    stages = _analytics(stages, tracker, zones, labels, heatmap, heatmap_png)
     tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:
@@ -473,7 +509,7 @@ def run_many(
         options=SessionOptions(draw="all" if videos else "none", pixels=videos, frames=frames,
                                max_wait_ms=max_wait_ms, workers=workers, merged=True),
         devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
-        zones=zones, events=events, labels=labels,
+        zones=zones, events=events, labels=labels, heatmap_png=heatmap_png,
     )  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -512,6 +548,7 @@ class GroupJob:
     zones: ZonesFile | None = None  # lines and zones counted (counts in the summary)
     events: bool = False  # each source's events as CSV, DIR/<name>.events.csv
     labels: tuple[str, ...] = ()  # the model's class names
+    heatmap_png: bool = False  # each source's final heatmap, DIR/<name>.heatmap.png
 
     def run(
         self,
@@ -555,6 +592,8 @@ class GroupJob:
             if self.events:
                 labels = dict(enumerate(self.labels))
                 writers.append(EventsWriter(out_dir / f"{entry.name}{EVENTS_SUFFIX}", labels))
+            if self.heatmap_png:
+                writers.append(HeatmapPng(out_dir / f"{entry.name}{HEATMAP_SUFFIX}"))
         except BaseException:
             for w in (video, *writers):
                 if w is not None:
