@@ -129,6 +129,7 @@ from framelens.core.sessions.playback.bookmarks import Bookmarks
 from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.delivery import ResultGate
 from framelens.core.sessions.playback.follow import FollowStep, TrackFollow, track_name
+from framelens.core.sessions.playback.heatmap import PlaybackHeatmap
 from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.sessions.playback.tracking import PlaybackTracking
 from framelens.core.sessions.playback.view import PlaybackView
@@ -246,6 +247,7 @@ __all__ = [
     "PaneSpec",
     "PipelineSettings",
     "PlaybackChoice",
+    "PlaybackHeatmap",
     "PlaybackTracking",
     "PlaybackView",
     "Player",

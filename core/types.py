@@ -230,4 +230,5 @@ class FrameResult:
     events: tuple[Any, ...] = ()  # what per-source stages saw happen (analytics' Event)
     # what per-source stages lay over the frame (a heatmap, lines and zones with their
     # counts): each has ``paint(image)`` (BGR, in place), drawn under the task's overlay
+    # when the overlay style's ``style_key`` flag (OverlayStyle.heatmap) is on
     layers: tuple[Any, ...] = ()

@@ -132,9 +132,11 @@ def _annotate(task: AnyTask, settings: PipelineSettings, result: FrameResult, co
         result.annotated = image
         return
     frame = result.frame.image
-    if result.layers:  # the stages' layers (a heatmap) under the task's overlay
+    # the stages' layers (a heatmap) under the task's overlay, each if the style shows it
+    shown = [y for y in result.layers if getattr(settings.overlay, y.style_key, True)]
+    if shown:
         frame = frame.copy() if copy else frame
-        for layer in result.layers:
+        for layer in shown:
             layer.paint(frame)
         copy = False
     result.annotated = task.annotate(frame, result.output, settings.overlay, copy=copy)

@@ -28,6 +28,7 @@ from framelens.core.api import (
     OverlayStyle,
     PipelineSettings,
     PlaybackChoice,
+    PlaybackHeatmap,
     PlaybackTracking,
     PlaybackView,
     Player,
@@ -101,6 +102,7 @@ class Controller(QObject):
         self.view = PlaybackView(self.choice)
         self._workers: list[threading.Thread] = []  # export and precision threads
         self.tracking = tracking or PlaybackTracking()
+        self.heatmap = PlaybackHeatmap()  # after the tracker (core/sessions/playback/heatmap.py)
         self.stateChanged.connect(self._remember_state)
         self._variantReady.connect(self._on_variant_ready)  # queued: on the GUI thread
         self._variantFailed.connect(self._on_variant_failed)
@@ -349,7 +351,7 @@ class Controller(QObject):
         screen on, without reopening the video; the track log starts afresh. False (and
         errorOccurred) when that tracker cannot run here: nothing changes."""
         try:
-            stages = self.tracking.stages(settings)
+            stages = self.heatmap.after(self.tracking.stages(settings))
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
             return False
@@ -437,7 +439,8 @@ class Controller(QObject):
 
     def start_export(self, request: ExportRequest) -> None:
         """An export tracks as playback does (the tracker chosen, if any)."""
-        request = replace(request, stages=self.tracking.export_stages())
+        stages = self.heatmap.after_export(self.tracking.export_stages())
+        request = replace(request, stages=stages)
         try:
             job = self.view.start_export(request)
         except FrameLensError as exc:

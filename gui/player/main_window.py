@@ -28,6 +28,7 @@ from framelens.gui.player.main_batch import BatchAnalysis
 from framelens.gui.player.main_compare import CompareOpening
 from framelens.gui.player.main_detections import DetectionsList
 from framelens.gui.player.main_display import ResultDisplay
+from framelens.gui.player.main_heatmap import HeatmapFeature
 from framelens.gui.player.main_models import ModelChoice
 from framelens.gui.player.main_playback import PlaybackControls
 from framelens.gui.player.main_precision import PrecisionSwitching
@@ -131,6 +132,8 @@ class MainWindow(QMainWindow):
         self.display.resultShown.connect(self.tracking.show)
         self.display.sourceOpened.connect(self.tracking.source_opened)
         self.tracking.restore()
+        self.heatmap = HeatmapFeature(parts, self.tracking)  # Tracking > Show Heatmap
+        self.heatmap.restore()
 
     def _tracker(self) -> TrackerSettings | None:
         """The Tracking menu's tracker (compare's panes start with it), None when off."""

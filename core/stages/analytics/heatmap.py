@@ -27,7 +27,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import cv2
 import numpy as np
@@ -43,6 +43,7 @@ __all__ = [
     "HEATMAP_SUFFIX",
     "HeatLayer",
     "Heatmap",
+    "HeatmapMode",
     "HeatmapPng",
     "HeatmapSettings",
     "HeatmapStage",
@@ -160,6 +161,8 @@ class Heatmap:
 class HeatLayer:
     """A heatmap as the frame it belongs to carries it: its grid (a copy) and the frame's
     size; drawn by the draw step (exports, the player's host frames) and saved as PNG."""
+
+    style_key: ClassVar[str] = "heatmap"  # drawn when OverlayStyle.heatmap is on
 
     grid: F32
     width: int
