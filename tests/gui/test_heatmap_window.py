@@ -2,8 +2,8 @@
 core/sessions/playback/heatmap.py): with the real ByteTrack on the bundled sample, the
 heatmap appears on the paused frame where the tracked person has stood, nowhere else,
 goes again with H, and is remembered with the other overlay settings, as Heatmap Fades
-is. Screenshots go to a temporary folder (FRAMELENS_HEATMAP_SCREENSHOTS=docs/images
-writes the docs' heatmap-player.png)."""
+is. The screenshot goes to a temporary folder (FRAMELENS_HEATMAP_SCREENSHOTS names
+another); docs/heatmap-player.png was taken with these steps played on to frame 850."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_h_shows_the_heatmap_where_the_tracked_person_stood_and_it_is_remembered
     assert fx.min() > 300 and fx.max() < 600 and fy.min() > 250, "heat away from the feet"
     reddish = (shot[..., 0].astype(int) - shot[..., 2]) > 80  # JET's hot end (RGB)
     assert (reddish & changed).sum() > 20
-    path = SHOTS / "heatmap-player.png"
+    path = SHOTS / "heatmap-window.png"
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert grab_window(window).save(str(path))
 

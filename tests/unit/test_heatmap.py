@@ -105,15 +105,15 @@ def test_the_colour_goes_where_the_heat_is_and_nowhere_else() -> None:
     blend_heat(image, grid, 0.6)
     assert not np.array_equal(image[55, 105], [100, 100, 100])  # the hot cell is coloured
     assert (image[:30] == 100).all() and (image[:, :60] == 100).all()  # cold: untouched
-    # one pixel a cell: the hottest cell gets 0.6 of JET's top colour, a cell with a
-    # quarter of its heat sqrt(1/4) * 0.6 of JET's colour for 64
+    # one pixel a cell: the hottest cell gets alpha of JET's top colour; a cell with a
+    # quarter of its heat log(1 + 2) / log(1 + 8) = 1/2 of the scale, at sqrt(1/2) alpha
     small = np.full((10, 20, 3), 100, np.uint8)
     cells = np.zeros((10, 20), np.float32)
     cells[2, 3], cells[7, 8] = 8.0, 2.0
     blend_heat(small, cells, 0.6)
-    jet = cv2.applyColorMap(np.array([[255, 63]], np.uint8), cv2.COLORMAP_JET)[0].astype(float)
+    jet = cv2.applyColorMap(np.array([[255, 128]], np.uint8), cv2.COLORMAP_JET)[0].astype(float)
     assert np.abs(small[2, 3] - (100 + (jet[0] - 100) * 0.6)).max() <= 1
-    assert np.abs(small[7, 8] - (100 + (jet[1] - 100) * 0.3)).max() <= 1
+    assert np.abs(small[7, 8] - (100 + (jet[1] - 100) * 0.6 * 0.5**0.5)).max() <= 1
     assert (np.delete(small.reshape(200, 3), [43, 148], axis=0) == 100).all()
 
 

@@ -154,7 +154,8 @@ class Heatmap:
             self.observations += 1
 
     def layer(self, background: Image | None = None) -> HeatLayer:
-        return HeatLayer(self.grid.copy(), self.width, self.height, self.settings.alpha, background)
+        s = self.settings
+        return HeatLayer(self.grid.copy(), self.width, self.height, s.alpha, background, s.cell)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -169,10 +170,11 @@ class HeatLayer:
     height: int
     alpha: float = 0.6
     background: Image | None = None  # the frame's pixels before any overlay (for the PNG)
+    cell: int = 8  # source pixels per grid cell
 
     def paint(self, image: Image) -> None:
         """Blend it over ``image`` (BGR uint8, writable) in place."""
-        blend_heat(image, self.grid, self.alpha)
+        blend_heat(image, self.grid, self.alpha, self.cell)
 
 
 def heat_layer(layers: Sequence[object]) -> HeatLayer | None:
@@ -183,22 +185,39 @@ def heat_layer(layers: Sequence[object]) -> HeatLayer | None:
     return None
 
 
-def blend_heat(image: Image, grid: F32, alpha: float = 0.6) -> Image:
-    """``grid`` scaled to ``image``, normalised by its maximum, colour-mapped
-    (cv2.COLORMAP_JET) and blended over ``image`` in place: a cell's colour is as opaque
-    as ``alpha`` times its heat relative to the hottest (a cold cell leaves the frame as
-    it is). Returns ``image``."""
+def blend_heat(image: Image, grid: F32, alpha: float = 0.6, cell: int | None = None) -> Image:
+    """``grid`` (one value per ``cell`` x ``cell`` pixels; None: the image's width over
+    the grid's columns) over ``image``, in place: normalised logarithmically by its
+    maximum (``log(1 + heat) / log(1 + max)``: a path walked once still shows beside a
+    spot stood on for minutes), upscaled by ``cell`` (linear, each cell's value at its
+    centre), colour-mapped (cv2.COLORMAP_JET) and blended with an opacity of ``alpha *
+    sqrt(normalised heat)``: a cold cell leaves the frame as it is, and only the cells
+    round the warm ones are touched. Returns ``image``."""
     peak = float(grid.max()) if grid.size else 0.0
     if peak <= 0.0 or alpha <= 0.0:
         return image
     h, w = image.shape[:2]
-    norm = np.clip(grid / np.float32(peak), 0.0, 1.0)
-    big = cv2.resize(norm, (w, h), interpolation=cv2.INTER_LINEAR)
-    colour = cv2.applyColorMap((big * 255.0).astype(np.uint8), cv2.COLORMAP_JET)
-    weight = (np.sqrt(big) * np.float32(alpha))[:, :, None]
-    base = image.astype(np.float32)
-    base += (colour.astype(np.float32) - base) * weight
-    np.copyto(image, base.astype(np.uint8))
+    rows, cols = grid.shape
+    c = cell or max(1, round(w / cols))
+    norm = np.log1p(np.maximum(grid, 0.0)) / np.float32(math.log1p(peak))
+    warm = norm > 1e-5  # below: under half a grey level at any alpha
+    ys, xs = np.flatnonzero(warm.any(axis=1)), np.flatnonzero(warm.any(axis=0))
+    if not len(ys):
+        return image
+    # the warm cells and one cold cell round them: what the interpolation reaches
+    r0, r1 = max(0, int(ys[0]) - 1), min(rows, int(ys[-1]) + 2)
+    c0, c1 = max(0, int(xs[0]) - 1), min(cols, int(xs[-1]) + 2)
+    y0, y1, x0, x1 = r0 * c, min(h, r1 * c), c0 * c, min(w, c1 * c)
+    if y1 <= y0 or x1 <= x0:
+        return image
+    size = ((c1 - c0) * c, (r1 - r0) * c)
+    sub = norm[r0:r1, c0:c1]
+    big = cv2.resize(sub, size, interpolation=cv2.INTER_LINEAR)[: y1 - y0, : x1 - x0]
+    over = cv2.resize(np.sqrt(sub) * np.float32(alpha), size, interpolation=cv2.INTER_LINEAR)
+    over = np.ascontiguousarray(over[: y1 - y0, : x1 - x0])
+    colour = cv2.applyColorMap(cv2.convertScaleAbs(big, alpha=255.0), cv2.COLORMAP_JET)
+    region = image[y0:y1, x0:x1]
+    np.copyto(region, cv2.blendLinear(np.ascontiguousarray(region), colour, 1.0 - over, over))
     return image
 
 
@@ -255,7 +274,7 @@ def write_heatmap_png(path: str | Path, layer: HeatLayer, frame: Image | None = 
         if frame is None
         else np.ascontiguousarray(frame).copy()
     )
-    blend_heat(image, layer.grid, layer.alpha if frame is not None else 1.0)
+    blend_heat(image, layer.grid, layer.alpha if frame is not None else 1.0, layer.cell)
     ok, data = cv2.imencode(".png", image)
     if not ok:
         raise ExportError(f"cannot encode the heatmap as PNG for {target}")
