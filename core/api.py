@@ -141,6 +141,10 @@ from framelens.core.sessions.wall_layout import (
     load_wall_layout,
     save_wall_layout,
 )
+from framelens.core.sessions.wall_zones import WallZones, wall_stages, wall_zones, zones_beside
+from framelens.core.stages.analytics.overlay import LINE_BGR as ZONE_LINE_BGR
+from framelens.core.stages.analytics.overlay import ZONE_BGR as ZONE_ZONE_BGR
+from framelens.core.stages.analytics.overlay import ZonesLayer
 from framelens.core.stages.draw.style import (
     BGR,
     DEFAULT_STYLE,
@@ -202,6 +206,8 @@ __all__ = [
     "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
+    "ZONE_LINE_BGR",
+    "ZONE_ZONE_BGR",
     "BatchSummary",
     "Bookmarks",
     "CalibrationSettings",
@@ -279,6 +285,8 @@ __all__ = [
     "WallPicture",
     "WallPlayer",
     "WallState",
+    "WallZones",
+    "ZonesLayer",
     "__version__",
     "archive_labels",
     "archive_tracks",
@@ -335,7 +343,10 @@ __all__ = [
     "track_colour",
     "track_name",
     "wall_grid",
+    "wall_stages",
+    "wall_zones",
     "with_changes",
     "without_classes",
     "writable_folder",
+    "zones_beside",
 ]

@@ -176,8 +176,10 @@ class MainWindow(QMainWindow):
     def open_export_dialog(self) -> ExportDialog | None:
         return self.sources.open_export_dialog()
 
-    def open_wall(self, specs: list[str], *, layout: str | None = None) -> WallWindow | None:
-        return self.wall.open_wall(specs, layout=layout)
+    def open_wall(
+        self, specs: list[str], *, layout: str | None = None, zones: str | None = None
+    ) -> WallWindow | None:
+        return self.wall.open_wall(specs, layout=layout, zones=zones)
 
     def choose_model(self, key: str) -> None:
         self.models.choose_model(key)

@@ -158,6 +158,15 @@ class Counter:
                 del self._rows[track_id]
                 self._free.append(row)
 
+    def inside(self, frame: int) -> list[int]:
+        """Per zone, how many tracks seen at ``frame`` are inside it (confirmed)."""
+        nz = len(self.spec.zones)
+        if not self._rows or not nz:
+            return [0] * nz
+        rows = np.fromiter(self._rows.values(), np.int64, len(self._rows))
+        now = rows[self._seen[rows] == frame]
+        return [int(v) for v in self._in[now].sum(axis=0)]
+
     def update(
         self,
         frame: int,

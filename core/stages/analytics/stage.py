@@ -1,7 +1,9 @@
 """The analytics stage: one source's tracks against its lines and zones, after its tracker.
 
     AnalyticsStage(spec)     a SourceStage: counts each result's tracked boxes, sets
-                             ``result.events`` and keeps a Tally (counts, dwell)
+                             ``result.events`` and keeps a Tally (counts, dwell);
+                             ``drawn``: each result also carries its lines and zones
+                             with their counts as a layer (overlay.py: the wall's tiles)
     AnalyticsStages(spec)    its factory, picklable (``run --processes``, Ray)
 
 ``reset()`` (a seek, a restart) forgets where tracks were and keeps the counts; frames at
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framelens.core.stages.analytics.counting import Counter, Event
+from framelens.core.stages.analytics.overlay import ZonesLayer
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.source_stages import SourceStage
 from framelens.core.types import Detections, FrameResult
@@ -80,9 +83,16 @@ class Tally:
 class AnalyticsStage:
     """One source's lines and zones as a stage (see the module's docstring)."""
 
-    def __init__(self, spec: ZonesFile, labels: Mapping[int, str] | None = None) -> None:
+    def __init__(
+        self, spec: ZonesFile, labels: Mapping[int, str] | None = None, drawn: bool = False
+    ) -> None:
+        self.spec = spec
         self.counter = Counter(spec)
         self.tally = Tally(spec, labels)
+        self.drawn = drawn
+        self._layer: ZonesLayer | None = None  # the last drawn layer, its events, inside
+        self._layer_events = -1
+        self._inside: list[int] = []
         self._counted_upto = -1
         self._last = -1
 
@@ -91,12 +101,33 @@ class AnalyticsStage:
 
     def __call__(self, result: FrameResult) -> None:
         detections = result.output
-        if not isinstance(detections, Detections) or detections.track_ids is None:
-            return
         frame = result.frame
-        events = self.update(frame.index, float(frame.pts), detections)
-        if events:
-            result.events = (*result.events, *events)
+        if isinstance(detections, Detections) and detections.track_ids is not None:
+            events = self.update(frame.index, float(frame.pts), detections)
+            if events:
+                result.events = (*result.events, *events)
+        if self.drawn:
+            result.layers = (*result.layers, self.layer(frame.index))
+
+    def layer(self, frame: int) -> ZonesLayer:
+        """The lines and zones with their counts at ``frame`` (a snapshot; the last one
+        again while nothing changed)."""
+        tally = self.tally
+        inside = self.counter.inside(frame)
+        last = self._layer
+        if last is not None and self._layer_events == tally.events and self._inside == inside:
+            return last
+        lines = tuple((tally.count(s.name, "in"), tally.count(s.name, "out"))
+                      for s in self.spec.lines)  # fmt: skip
+        zones = tuple(
+            (inside[k], tally.count(s.name, "enter")) for k, s in enumerate(self.spec.zones)
+        )
+        self._layer, self._layer_events, self._inside = (
+            ZonesLayer(self.spec, lines, zones),
+            tally.events,
+            inside,
+        )
+        return self._layer
 
     def update(self, frame: int, time_s: float, detections: Detections) -> list[Event]:
         """The events of one frame's tracked detections (also counted in ``tally``)."""
@@ -117,7 +148,8 @@ class AnalyticsStages:
 
     spec: ZonesFile
     labels: Mapping[int, str] = field(default_factory=dict)
+    drawn: bool = False  # each result carries its lines and zones with their counts
 
     def __call__(self, number: int) -> Sequence[SourceStage]:
         del number
-        return [AnalyticsStage(self.spec, self.labels)]
+        return [AnalyticsStage(self.spec, self.labels, self.drawn)]
