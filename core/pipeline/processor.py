@@ -133,7 +133,8 @@ def _annotate(task: AnyTask, settings: PipelineSettings, result: FrameResult, co
         return
     frame = result.frame.image
     # the stages' layers (a heatmap) under the task's overlay, each if the style shows it
-    shown = [y for y in result.layers if getattr(settings.overlay, y.style_key, True)]
+    style = settings.overlay
+    shown = [y for y in result.layers if getattr(style, getattr(y, "style_key", ""), True)]
     if shown:
         frame = frame.copy() if copy else frame
         for layer in shown:
