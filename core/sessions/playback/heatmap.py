@@ -2,7 +2,7 @@
 
 No Qt. While tracking is on, the player's stages end with a heatmap stage
 (core/stages/analytics/heatmap.py) that keeps accumulating whether the heatmap is shown
-or not, so showing it (the overlay style's ``heatmap``, View's Tracking > Show Heatmap)
+or not, so showing it (the overlay style's ``heatmap``, Tracking > Show Heatmap)
 shows where objects have been since the video was opened or last sought, at once.
 ``mode`` (accumulate or decay) is read by the stages at every frame: changing it does
 not restart the tracker. File > Export gets the same stage after its tracker, so an
