@@ -20,9 +20,11 @@ from types import FrameType
 from typing import Any
 
 from framelens.cli_options import (
+    add_heatmap_args,
     add_model_args,
     add_tracker_args,
     add_zones_args,
+    heatmap_from_args,
     sample_video,
     settings_from_args,
     tracker_from_args,
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "width, height, conf, -1, -1, -1); several sources: bare, DIR/<name>.tracks.txt each",
     )
     add_zones_args(run)
+    add_heatmap_args(run)
     run.add_argument(
         "--batch-wait",
         type=float,
@@ -186,6 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     several = len(sources) > 1 or bool(args.export_dir)
     _check_export_tracks(args, several)
     args.zones_file = zones_from_args(args, settings.model.labels, several, sources[0])
+    args.heatmap_settings = heatmap_from_args(args, several)
     if args.verbose and args.tracker is not None:
         _print_tracker(args.tracker)
     if several:
@@ -216,6 +220,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         zones=args.zones_file,
         events=args.events,
         realtime=args.realtime,
+        heatmap=args.heatmap_settings,
+        heatmap_png=args.heatmap_png or None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())
@@ -320,6 +326,8 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         zones=args.zones_file,
         events=args.events is not None,
         realtime=args.realtime,
+        heatmap=args.heatmap_settings,
+        heatmap_png=args.heatmap_png is not None,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())

@@ -12,10 +12,12 @@ from typing import Any
 from framelens.core.errors import ConfigError
 
 __all__ = [
+    "add_heatmap_args",
     "add_model_args",
     "add_tracker_args",
     "add_tracker_options",
     "add_zones_args",
+    "heatmap_from_args",
     "sample_video",
     "settings_from_args",
     "tracker_from_args",
@@ -254,6 +256,71 @@ def add_zones_args(p: argparse.ArgumentParser) -> None:
         help="with --zones: one row per event (frame,time_s,track_id,class,kind,name,"
         "direction), written when complete; several sources: bare, DIR/<name>.events.csv each",
     )
+
+
+def add_heatmap_args(p: argparse.ArgumentParser) -> None:
+    """``--heatmap``, ``--heatmap-half-life`` and ``--heatmap-png``: where the tracks have
+    been (docs/analytics.md)."""
+    p.add_argument(
+        "--heatmap",
+        nargs="?",
+        const="accumulate",
+        default=None,
+        choices=("accumulate", "decay"),
+        help="with --track: a heatmap of where tracked objects have been, drawn under the "
+        "boxes of --export; accumulate (the default) keeps every frame, decay fades",
+    )
+    p.add_argument(
+        "--heatmap-half-life",
+        type=float,
+        default=None,
+        metavar="S",
+        help="--heatmap decay: seconds in which the heat halves (default 10)",
+    )
+    p.add_argument(
+        "--heatmap-png",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="HEATMAP.png",
+        help="with --heatmap: the final heatmap over the last frame as a PNG, written when "
+        "complete; several sources: bare, DIR/<name>.heatmap.png each",
+    )
+
+
+def heatmap_from_args(args: argparse.Namespace, several: bool = False) -> Any:
+    """The HeatmapSettings ``--heatmap`` asks for (None without it); ConfigError (one
+    line) for a heatmap without a tracker, a half-life without decay, ``--heatmap-png``
+    without ``--heatmap`` or with a file that cannot be written."""
+    if args.heatmap is None:
+        if args.heatmap_png is not None:
+            raise ConfigError("--heatmap-png writes the heatmap: add --heatmap")
+        if args.heatmap_half_life is not None:
+            raise ConfigError("--heatmap-half-life is --heatmap decay's: add --heatmap decay")
+        return None
+    if getattr(args, "tracker", None) is None:
+        raise ConfigError("--heatmap shows where tracks have been: add --track")
+    if args.heatmap_half_life is not None and args.heatmap != "decay":
+        raise ConfigError("--heatmap-half-life is --heatmap decay's: add --heatmap decay")
+    if several and args.heatmap_png:
+        raise ConfigError(
+            "several sources: --heatmap-png writes DIR/<name>.heatmap.png for each source; "
+            "give it without a file"
+        )
+    if not several and args.heatmap_png == "":
+        raise ConfigError("--heatmap-png needs a file for one source: --heatmap-png HEATMAP.png")
+    from framelens.core.stages.analytics.heatmap import HeatmapSettings
+    from framelens.core.stages.sinks.atomic import check_target
+
+    if args.heatmap_png:
+        if not args.heatmap_png.lower().endswith(".png"):
+            raise ConfigError(
+                f"--heatmap-png writes a PNG: {args.heatmap_png} does not end in .png"
+            )
+        check_target(args.heatmap_png)
+    if args.heatmap_half_life is None:
+        return HeatmapSettings(mode=args.heatmap)
+    return HeatmapSettings(mode=args.heatmap, half_life_s=args.heatmap_half_life)
 
 
 def zones_from_args(

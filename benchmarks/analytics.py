@@ -16,6 +16,13 @@ untimed warm-up run, then ``--runs`` runs. Reported per case: the median of the 
 mean per-frame times, their spread (min, max, inter-quartile range over runs), the
 median and p95 over every timed frame, the median CPU time, and the events per frame.
 Target (issue 28): under 0.2 ms per frame at 50 tracks and 10 lines and zones.
+
+The wall case (``wall``): 16 sources, each its own drawn stage (as each tile of the video
+wall has: core/sessions/wall_zones.py), each with 50 tracks and 10 lines and zones of its
+own; a wall frame is one frame of every source through ``AnalyticsStage.__call__`` (the
+events and the tile's layer with its counts). Reported: milliseconds per wall frame (all
+16 sources) and per source frame, and the share of a 30 fps frame's 33 ms they take:
+the events of 16 sources stay live when that share is small.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Any
 
 import numpy as np
 from framelens.core.stages.analytics import AnalyticsStage, LineSpec, ZonesFile, ZoneSpec
-from framelens.core.types import Detections
+from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 
 WIDTH, HEIGHT = 1920, 1080
 
@@ -133,6 +140,52 @@ def case(objects: int, lines: int, zones: int, args: argparse.Namespace) -> dict
     }
 
 
+def wall_run(
+    specs: list[ZonesFile], scenes: list[list[Detections]], settle: int
+) -> tuple[list[float], float]:
+    """One run of the wall: every source's next frame through its drawn stage, in turn."""
+    stages = [AnalyticsStage(spec, drawn=True) for spec in specs]
+    image = np.zeros((2, 2, 3), np.uint8)  # the stage looks at no pixel
+    wall: list[float] = []
+    cpu = 0.0
+    for index in range(len(scenes[0])):
+        results = [
+            FrameResult(Frame(image, index, index / 30.0, source_id=k), scene[index], StageTimes())
+            for k, scene in enumerate(scenes)
+        ]
+        t0, c0 = time.perf_counter(), time.thread_time()
+        for stage, result in zip(stages, results, strict=True):
+            stage(result)
+        t1, c1 = time.perf_counter(), time.thread_time()
+        if index >= settle:
+            wall.append((t1 - t0) * 1000.0)
+            cpu += (c1 - c0) * 1000.0
+    return wall, cpu / len(wall)
+
+
+def wall_case(sources: int, objects: int, args: argparse.Namespace) -> dict[str, Any]:
+    scenes = [scene(objects, args.frames, seed=1000 + k) for k in range(sources)]
+    specs = [layout(5, 5, seed=2000 + k) for k in range(sources)]
+    wall_run(specs, scenes, args.settle)  # warm-up
+    runs = [wall_run(specs, scenes, args.settle) for _ in range(args.runs)]
+    means = [float(np.mean(w)) for w, _ in runs]
+    every = np.concatenate([w for w, _ in runs])
+    median = float(np.median(means))
+    return {
+        "wall_sources": sources,
+        "objects_per_source": objects,
+        "lines_and_zones_per_source": 10,
+        "ms_per_wall_frame_median_of_runs": round(median, 4),
+        "runs_min_max": [round(min(means), 4), round(max(means), 4)],
+        "wall_frame_p95_ms": round(float(np.percentile(every, 95)), 4),
+        "ms_per_source_frame": round(median / sources, 4),
+        "cpu_ms_per_wall_frame_median": round(float(np.median([c for _, c in runs])), 4),
+        "share_of_30fps_frame": round(median / (1000.0 / 30.0), 4),
+        "runs": args.runs,
+        "timed_frames_per_run": args.frames - args.settle,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--frames", type=int, default=630)
@@ -141,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--output", type=Path)
     args = p.parse_args(argv)
     load_before = os.getloadavg()
-    cases = [case(50, 5, 5, args), case(50, 10, 10, args), case(200, 5, 5, args)]
+    cases = [case(50, 5, 5, args), case(50, 10, 10, args), case(200, 5, 5, args),
+             wall_case(16, 50, args)]  # fmt: skip
     result = {
         "benchmark": "analytics",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),

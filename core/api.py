@@ -133,6 +133,7 @@ from framelens.core.sessions.playback.bookmarks import Bookmarks
 from framelens.core.sessions.playback.choice import PlaybackChoice
 from framelens.core.sessions.playback.delivery import ResultGate
 from framelens.core.sessions.playback.follow import FollowStep, TrackFollow, track_name
+from framelens.core.sessions.playback.heatmap import PlaybackHeatmap
 from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.sessions.playback.tracking import PlaybackTracking
 from framelens.core.sessions.playback.view import PlaybackView
@@ -144,6 +145,7 @@ from framelens.core.sessions.wall_layout import (
     load_wall_layout,
     save_wall_layout,
 )
+from framelens.core.sessions.wall_zones import WallZones, wall_stages, wall_zones, zones_of
 from framelens.core.stages.analytics.counting import Event
 from framelens.core.stages.analytics.picture import LiveCounts, ZonesPicture, shape_colour
 from framelens.core.stages.analytics.zones import (
@@ -267,6 +269,7 @@ __all__ = [
     "PipelineSettings",
     "PlaybackAnalytics",
     "PlaybackChoice",
+    "PlaybackHeatmap",
     "PlaybackTracking",
     "PlaybackView",
     "Player",
@@ -298,6 +301,7 @@ __all__ = [
     "WallPicture",
     "WallPlayer",
     "WallState",
+    "WallZones",
     "ZoneSpec",
     "ZonesFile",
     "ZonesPicture",
@@ -359,8 +363,11 @@ __all__ = [
     "track_colour",
     "track_name",
     "wall_grid",
+    "wall_stages",
+    "wall_zones",
     "with_changes",
     "without_classes",
     "writable_folder",
     "zones_as_json",
+    "zones_of",
 ]

@@ -233,6 +233,9 @@ class FrameResult:
     times: StageTimes
     annotated: Image | None = None  # the frame with overlays, when drawing ran
     events: tuple[Any, ...] = ()  # what per-source stages saw happen (analytics' Event)
-    # what per-source stages want painted over the task's overlay, each with
-    # ``paint(image)`` on a host BGR image (analytics' ZonesPicture: lines and zones)
+    # what per-source stages lay on the frame, each with ``paint(image)`` on a host BGR
+    # image (in place): ``layers`` under the task's overlay (the heatmap, drawn when the
+    # overlay style's ``style_key`` flag is on), ``marks`` over it (analytics'
+    # ZonesPicture: the lines and zones with their counts)
+    layers: tuple[Any, ...] = ()
     marks: tuple[Any, ...] = ()

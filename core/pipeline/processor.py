@@ -131,7 +131,16 @@ def _annotate(task: AnyTask, settings: PipelineSettings, result: FrameResult, co
     if image is not None:
         result.annotated = image
         return
-    annotated = task.annotate(result.frame.image, result.output, settings.overlay, copy=copy)
+    frame = result.frame.image
+    # the stages' layers (a heatmap) under the task's overlay, each if the style shows it
+    style = settings.overlay
+    shown = [y for y in result.layers if getattr(style, getattr(y, "style_key", ""), True)]
+    if shown:
+        frame = frame.copy() if copy else frame
+        for layer in shown:
+            layer.paint(frame)
+        copy = False
+    annotated = task.annotate(frame, result.output, style, copy=copy)
     if result.marks:  # the stages' marks over the task's overlay, in source pixels
         flags = annotated.flags
         if (annotated is result.frame.image and copy) or not (

@@ -20,6 +20,7 @@ from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.tracks import TrackCount
 from framelens.core.stages.analytics.events import EventsWriter
+from framelens.core.stages.analytics.heatmap import HeatmapPng
 from framelens.core.stages.analytics.stage import Tally
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import FrameExporter
@@ -58,6 +59,7 @@ class RunOutputs:
     zones: ZonesFile | None = None  # lines and zones counted (their counts in the summary)
     events: str | None = None  # their events as CSV (core/stages/analytics/events.py)
     labels: tuple[str, ...] = ()  # the model's class names, for the events and counts
+    heatmap_png: str | None = None  # the final heatmap over the last frame, as a PNG
 
 
 def source_name(spec: str) -> str:
@@ -138,6 +140,8 @@ class SourceOutputs:
             writer.add(frame.index, frame.pts, result.output)
             if result.events and isinstance(writer, EventsWriter):
                 writer.add_events(result.events)
+            elif result.layers and isinstance(writer, HeatmapPng):
+                writer.add_layers(result.layers)
         if self.tally is not None and result.events:
             self.tally.add(result.events)
         self.count.add(result.output)

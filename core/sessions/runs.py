@@ -53,6 +53,12 @@ from framelens.core.sessions.tracks import (
     with_tracking,
 )
 from framelens.core.stages.analytics.events import EVENTS_SUFFIX, EventsWriter
+from framelens.core.stages.analytics.heatmap import (
+    HEATMAP_SUFFIX,
+    HeatmapPng,
+    HeatmapSettings,
+    HeatmapStages,
+)
 from framelens.core.stages.analytics.stage import AnalyticsStages, Tally
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import open_exporter
@@ -267,6 +273,8 @@ def run_to_outputs(
     zones: ZonesFile | None = None,
     events: str | None = None,
     realtime: bool = False,
+    heatmap: HeatmapSettings | None = None,
+    heatmap_png: str | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -286,7 +294,9 @@ def run_to_outputs(
     the source's; the detections written carry its track IDs, ``tracks`` names a MOT
     Challenge text file of them, and the summary says the tracker and the tracks.
     ``zones``: lines and zones counted after the tracker (core/stages/analytics), their
-    counts in the summary, their events as CSV in ``events``.
+    counts in the summary, their events as CSV in ``events``. ``heatmap``: where the
+    tracks have been, drawn under the overlay of ``export`` (core/stages/analytics/
+    heatmap.py); ``heatmap_png``: the final heatmap over the last frame as a PNG.
     ``realtime``: a file played as a camera delivers it (core/stages/sources/paced.py):
     frames not taken in time are dropped, counted in the summary, and latency counts
     from each frame's release.
@@ -298,10 +308,7 @@ def run_to_outputs(
     if events is not None and zones is None:
         raise ConfigError("events are made by lines and zones: give them (--zones)")
     labels = tuple(settings.model.labels or ())
-    if zones is not None:  # drawn with their counts where a video is
-        stages = chain_stages(
-            stages, AnalyticsStages(zones, dict(enumerate(labels)), draw=bool(export))
-        )
+    stages = _analytics(stages, tracker, zones, labels, heatmap, bool(heatmap_png), bool(export))
     tracker = drawn_or_not(tracker, bool(export))
     began = time.perf_counter()
     settings, variant = prepare_precision(
@@ -325,6 +332,7 @@ def run_to_outputs(
                 zones=zones,
                 events=events,
                 labels=labels,
+                heatmap_png=heatmap_png,
             ),
             progress=progress,
             on_progress=on_progress,
@@ -336,6 +344,29 @@ def run_to_outputs(
         tracker=tracker_json(tracker),
         wall_s=round(time.perf_counter() - began, 2),  # the whole call, the variant's too
     )
+
+
+def _analytics(
+    stages: StageFactory | None,
+    tracker: TrackerSettings | None,
+    zones: ZonesFile | None,
+    labels: tuple[str, ...],
+    heatmap: HeatmapSettings | None,
+    png: bool,
+    drawn: bool,
+) -> StageFactory | None:
+    """``stages`` followed by the lines and zones, then the heatmap, of a run (both
+    after its tracker: ConfigError without one); the lines and zones ``drawn`` with their
+    counts where a video is."""
+    if heatmap is None and png:
+        raise ConfigError("the heatmap's PNG needs a heatmap (--heatmap)")
+    if heatmap is not None and tracker is None:
+        raise ConfigError("a heatmap shows where tracks have been: add a tracker (--track)")
+    if zones is not None:
+        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels)), drawn))
+    if heatmap is not None:
+        stages = chain_stages(stages, HeatmapStages(heatmap, keep_frame=png))
+    return stages
 
 
 def run_one(
@@ -374,6 +405,8 @@ def run_one(
         if outputs.tracks:
             writers.append(MotTracks(outputs.tracks))
         labels = dict(enumerate(outputs.labels))
+        if outputs.heatmap_png:
+            writers.append(HeatmapPng(outputs.heatmap_png))
         if outputs.events:
             try:
                 writers.append(EventsWriter(outputs.events, labels))
@@ -438,6 +471,8 @@ def run_many(
     zones: ZonesFile | None = None,
     events: bool = False,
     realtime: bool = False,
+    heatmap: HeatmapSettings | None = None,
+    heatmap_png: bool = False,
 ) -> RunSummary:
     """Process every frame of ``specs`` together; outputs per source in ``export_dir``.
 
@@ -455,10 +490,11 @@ def run_many(
     reports it. ``tracker``: each source's own tracker (IDs from 1 per source) before
     ``stages``; ``tracks``: each source's tracks as MOT text, ``DIR/<name>.tracks.txt``.
     ``zones``: each source's lines and zones counted after its tracker, the counts in its
-    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``. ``realtime``:
-    each file played as a camera delivers it, on its own clock (paced where it is read:
-    core/stages/sources/paced.py); frames not taken in time dropped and counted per
-    source, latency from each frame's release."""
+    summary; ``events``: its events as CSV, ``DIR/<name>.events.csv``. ``heatmap``: each
+    source's heatmap drawn into its video; ``heatmap_png``: its final heatmap,
+    ``DIR/<name>.heatmap.png``. ``realtime``: each file played as a camera delivers it,
+    on its own clock (paced where it is read: core/stages/sources/paced.py); frames not
+    taken in time dropped and counted per source, latency from each frame's release."""
     if len(specs) < 1:
         raise ConfigError("give at least one source")
     if tracks and tracker is None:
@@ -468,8 +504,7 @@ def run_many(
     if events and zones is None:
         raise ConfigError("events are made by lines and zones: give them (--zones)")
     labels = tuple(settings.model.labels or ())
-    if zones is not None:  # drawn with their counts where videos are
-        stages = chain_stages(stages, AnalyticsStages(zones, dict(enumerate(labels)), draw=videos))
+    stages = _analytics(stages, tracker, zones, labels, heatmap, heatmap_png, videos)
     tracker = drawn_or_not(tracker, videos)
     out_dir = Path(export_dir)
     try:
@@ -488,7 +523,7 @@ def run_many(
                                max_wait_ms=max_wait_ms, workers=workers, merged=True,
                                wrap=Realtime(frames=frames) if realtime else None),
         devices=tuple(slots), stages=with_tracking(stages, tracker), tracks=tracks,
-        zones=zones, events=events, labels=labels,
+        zones=zones, events=events, labels=labels, heatmap_png=heatmap_png,
     )  # fmt: skip
     try:
         if len(groups) == 1:  # on the caller's thread: Ctrl+C reaches the run itself
@@ -527,6 +562,7 @@ class GroupJob:
     zones: ZonesFile | None = None  # lines and zones counted (counts in the summary)
     events: bool = False  # each source's events as CSV, DIR/<name>.events.csv
     labels: tuple[str, ...] = ()  # the model's class names
+    heatmap_png: bool = False  # each source's final heatmap, DIR/<name>.heatmap.png
 
     def run(
         self,
@@ -570,6 +606,8 @@ class GroupJob:
             if self.events:
                 labels = dict(enumerate(self.labels))
                 writers.append(EventsWriter(out_dir / f"{entry.name}{EVENTS_SUFFIX}", labels))
+            if self.heatmap_png:
+                writers.append(HeatmapPng(out_dir / f"{entry.name}{HEATMAP_SUFFIX}"))
         except BaseException:
             for w in (video, *writers):
                 if w is not None:

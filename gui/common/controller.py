@@ -29,6 +29,7 @@ from framelens.core.api import (
     PipelineSettings,
     PlaybackAnalytics,
     PlaybackChoice,
+    PlaybackHeatmap,
     PlaybackTracking,
     PlaybackView,
     Player,
@@ -103,6 +104,7 @@ class Controller(QObject):
         self.view = PlaybackView(self.choice)
         self._workers: list[threading.Thread] = []  # export and precision threads
         self.tracking = tracking or PlaybackTracking()
+        self.heatmap = PlaybackHeatmap()  # after the tracker (core/sessions/playback/heatmap.py)
         self.stateChanged.connect(self._remember_state)
         self._variantReady.connect(self._on_variant_ready)  # queued: on the GUI thread
         self._variantFailed.connect(self._on_variant_failed)
@@ -351,7 +353,7 @@ class Controller(QObject):
         screen on, without reopening the video; the track log starts afresh. False (and
         errorOccurred) when that tracker cannot run here: nothing changes."""
         try:
-            stages = self.tracking.stages(settings)
+            stages = self.heatmap.after(self.tracking.stages(settings))
         except FrameLensError as exc:
             self.errorOccurred.emit(error_message(exc))
             return False
@@ -451,9 +453,10 @@ class Controller(QObject):
         return self.view.exporting
 
     def start_export(self, request: ExportRequest) -> None:
-        """An export tracks as playback does (the tracker chosen, if any), and counts and
-        draws the video's lines and zones."""
-        request = replace(request, stages=self.tracking.export_stages(zones=True))
+        """An export tracks as playback does (the tracker chosen, if any), counts and
+        draws the video's lines and zones, and its heatmap when shown."""
+        stages = self.heatmap.after_export(self.tracking.export_stages(zones=True))
+        request = replace(request, stages=stages)
         try:
             job = self.view.start_export(request)
         except FrameLensError as exc:

@@ -40,6 +40,7 @@ VIDEO_FILTER = (
     "Wall layouts (*.flwall);;All files (*)"
 )  # the extensions core takes for a video: one list (core/stages/sources/suffixes.py)
 WALL_LAYOUT_FILTER = "FrameLens wall layout (*.flwall)"
+ZONES_FILTER = "Lines and zones (*.zones.json *.json);;All files (*)"
 EXPORT_VIDEO_FILTER = "MP4 video (*.mp4);;Matroska (*.mkv);;QuickTime (*.mov);;AVI (*.avi)"
 DETECTIONS_FILTER = "JSON (*.json);;CSV (*.csv)"
 ONNX_FILTER = "ONNX models (*.onnx);;All files (*)"

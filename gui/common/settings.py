@@ -135,12 +135,21 @@ class Settings:
         self.store.setValue("engine/precision", value)
 
     def overlay(self, name: str) -> bool:
-        return self._bool(f"overlay/{name}", True)
+        return self._bool(f"overlay/{name}", name != "heatmap")  # the heatmap: asked for
 
     def set_overlay(self, name: str, value: bool) -> None:
         self.store.setValue(f"overlay/{name}", bool(value))
 
     # ---- tracking (the Tracking menu) -------------------------------------------
+    @property
+    def heatmap_mode(self) -> str:
+        """Tracking > Heatmap Fades: "decay", else "accumulate"."""
+        return "decay" if self._str("tracking/heatmap_mode", "") == "decay" else "accumulate"
+
+    @heatmap_mode.setter
+    def heatmap_mode(self, value: str) -> None:
+        self.store.setValue("tracking/heatmap_mode", value)
+
     @property
     def tracker(self) -> str:
         """The tracker chosen last: "off", "bytetrack", "ocsort" or "botsort"."""

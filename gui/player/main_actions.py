@@ -61,7 +61,7 @@ class MainMenus(QObject):
         """Every feature's actions in the menus and on the toolbars, in their order."""
         file_menu = self.file_menu
         file_menu.addActions(sources.source_actions)
-        file_menu.addActions([wall.several_action, wall.layout_action])
+        file_menu.addActions([wall.several_action, wall.zones_action, wall.layout_action])
         file_menu.addAction(batch.batch_action)  # beside the other ways in
         file_menu.addMenu(sources.recent_menu)
         file_menu.addSeparator()

@@ -1,14 +1,19 @@
 """The main window's part in the video wall: File > Open Several…, a drop of several
-files, focusing one tile in the single-source player, and going back to the wall."""
+files, focusing one tile in the single-source player, and going back to the wall.
+
+Each tile counts its own lines and zones (core/sessions/wall_zones.py): its video's
+``<video>.zones.json`` beside it, or, with File > Open Several with Zones…, one zones file
+chosen for every tile."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.api import FrameLensError, load_wall_layout
+from framelens.core.api import FrameLensError, WallZones, load_wall_layout, wall_zones
 from framelens.gui.common.file_dialogs import (
     VIDEO_FILTER,
     WALL_LAYOUT_FILTER,
+    ZONES_FILTER,
     open_file,
     open_files_telling,
 )
@@ -37,6 +42,11 @@ class WallOpening(QObject):
             "open",
             "Play several videos at once in a video wall (one engine call for all)",
         )
+        self.zones_action = a(
+            "Open Several with &Zones…",
+            self.choose_several_with_zones,
+            tip="A video wall whose every tile counts the lines and zones of one zones.json",
+        )
         self.layout_action = a(
             "Open &Wall Layout…",
             self.choose_wall_layout,
@@ -62,6 +72,22 @@ class WallOpening(QObject):
             s.last_dir = str(Path(paths[0]).parent)
             self.open_wall(paths)
 
+    def choose_several_with_zones(self) -> None:
+        """Several videos, then the zones file every tile counts."""
+        s = self.parts.settings
+        paths, left_out = open_files_telling(
+            self.parts.window, "Open several videos", s.last_dir, VIDEO_FILTER
+        )
+        if left_out:
+            self.parts.show_error(f"Open Several {left_out}")
+        if not paths:
+            return
+        s.last_dir = str(Path(paths[0]).parent)
+        zones = open_file(self.parts.window, "Lines and zones for every tile", s.last_dir,
+                          ZONES_FILTER)  # fmt: skip
+        if zones:
+            self.open_wall(paths, zones=zones)
+
     def choose_wall_layout(self) -> None:
         s = self.parts.settings
         path = open_file(self.parts.window, "Open wall layout", s.last_dir, WALL_LAYOUT_FILTER)
@@ -84,13 +110,22 @@ class WallOpening(QObject):
             self.layoutOpened.emit(path)
         return window
 
-    def open_wall(self, specs: list[str], *, layout: str | None = None) -> WallWindow | None:
+    def open_wall(
+        self, specs: list[str], *, layout: str | None = None, zones: str | None = None
+    ) -> WallWindow | None:
         """A wall of ``specs`` with the model chosen here, in ``layout`` (None: the last
-        one chosen); the player here pauses."""
+        one chosen), each tile counting ``zones`` (a zones.json for every tile; None:
+        each video's own ``<video>.zones.json``, if any); the player here pauses."""
         c, s = self.parts.controller, self.parts.settings
         if c.settings is None:
             self.parts.show_error("choose a model before opening a video wall")
             return None
+        labels = dict(enumerate(c.settings.model.labels or ()))
+        per_tile, problems = wall_zones(specs, zones, labels)
+        if problems:  # a video's own file: that tile counts nothing, the wall opens
+            self.parts.show_error("; ".join(problems))
+            if zones is not None:
+                return None
         if self.window is not None:
             self.window.close()
             self.window.deleteLater()
@@ -98,6 +133,7 @@ class WallOpening(QObject):
         window = WallWindow(
             list(specs), c.settings, s, self.parts.window, realtime=s.realtime, layout=layout,
             stages=c.tracking.export_stages(),  # tracking as here: each tile its own tracks
+            zones=WallZones(per_tile, labels),
         )  # fmt: skip
         window.focusRequested.connect(self.focus_tile)
         self.window = window

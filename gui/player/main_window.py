@@ -29,6 +29,7 @@ from framelens.gui.player.main_batch import BatchAnalysis
 from framelens.gui.player.main_compare import CompareOpening
 from framelens.gui.player.main_detections import DetectionsList
 from framelens.gui.player.main_display import ResultDisplay
+from framelens.gui.player.main_heatmap import HeatmapFeature
 from framelens.gui.player.main_models import ModelChoice
 from framelens.gui.player.main_playback import PlaybackControls
 from framelens.gui.player.main_precision import PrecisionSwitching
@@ -139,6 +140,8 @@ class MainWindow(QMainWindow):
         )
         self.display.resultShown.connect(self.zones.show)
         self.display.sourceOpened.connect(self.zones.source_opened)
+        self.heatmap = HeatmapFeature(parts, self.tracking)  # Tracking > Show Heatmap
+        self.heatmap.restore()
 
     def _tracker(self) -> TrackerSettings | None:
         """The Tracking menu's tracker (compare's panes start with it), None when off."""
@@ -181,8 +184,10 @@ class MainWindow(QMainWindow):
     def open_export_dialog(self) -> ExportDialog | None:
         return self.sources.open_export_dialog()
 
-    def open_wall(self, specs: list[str], *, layout: str | None = None) -> WallWindow | None:
-        return self.wall.open_wall(specs, layout=layout)
+    def open_wall(
+        self, specs: list[str], *, layout: str | None = None, zones: str | None = None
+    ) -> WallWindow | None:
+        return self.wall.open_wall(specs, layout=layout, zones=zones)
 
     def choose_model(self, key: str) -> None:
         self.models.choose_model(key)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-OVERLAYS = ("boxes", "labels", "scores", "landmarks", "trails")
+OVERLAYS = ("boxes", "labels", "scores", "landmarks", "trails", "heatmap")
 IMPORT_ITEM = "Import ONNX…"
 NO_MODEL = ""  # the "No model" item's key: frames played as decoded, nothing drawn
 NO_MODEL_ITEM = "No model"
@@ -82,6 +82,9 @@ class ModelPanel(QWidget):
         self.overlay_checks = {name: QCheckBox(name.capitalize()) for name in OVERLAYS}
         self.overlay_checks["trails"].setToolTip(
             "Each tracked object's path: its last centre points (Tracking > Show Trails)"
+        )
+        self.overlay_checks["heatmap"].setToolTip(
+            "Where tracked objects have been (Tracking > Show Heatmap)"
         )
         for check in self.overlay_checks.values():
             check.setChecked(True)

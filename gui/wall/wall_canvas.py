@@ -22,6 +22,7 @@ from framelens.core.api import (
     OverlayStyle,
     TileState,
     WallPicture,
+    ZonesPicture,
     fallback_path,
     layout,
     picture_size_for,
@@ -31,6 +32,7 @@ from framelens.gui.common.widgets import elide
 from framelens.gui.display.canvas import release_gpu_slot
 from framelens.gui.display.gl_texture import GlTexture
 from framelens.gui.display.overlay_paint import paint_overlay
+from framelens.gui.wall.zones_paint import paint_zones
 from OpenGL import GL
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -102,6 +104,7 @@ class WallCanvas(QOpenGLWidget):
         self._texture = GlTexture()
         self._shown_version = -1  # the picture's version in the texture
         self._overlays: list[TileOverlay | None] = []
+        self._zones: list[ZonesPicture | None] = []  # each tile's lines and zones, counted
         self._frame_sizes: list[tuple[int, int]] = []
         self._states: list[TileState | None] = []
         self._layout = "auto"
@@ -116,6 +119,7 @@ class WallCanvas(QOpenGLWidget):
         """One tile per source, in this order, blank until its first frame."""
         self._names = list(names)
         self._overlays = [None] * len(names)
+        self._zones = [None] * len(names)
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
         self._relayout()
@@ -124,12 +128,24 @@ class WallCanvas(QOpenGLWidget):
     def source_count(self) -> int:
         return len(self._names)
 
-    def set_frame(self, tile: int, frame: Frame, overlay: TileOverlay | None = None) -> None:
+    def set_frame(
+        self,
+        tile: int,
+        frame: Frame,
+        overlay: TileOverlay | None = None,
+        marks: tuple[object, ...] = (),
+    ) -> None:
         """Tile ``tile`` shows ``frame`` with ``overlay`` painted over it from the next
-        paint on (the frame itself is not kept: it is drawn into the wall's picture)."""
+        paint on (the frame itself is not kept: it is drawn into the wall's picture);
+        ``marks``: the result's, its lines and zones with their counts among them."""
         if self._picture.put(tile, frame):
             self._overlays[tile] = overlay
+            self._zones[tile] = next((m for m in marks if isinstance(m, ZonesPicture)), None)
             self._frame_sizes[tile] = (frame.width, frame.height)
+
+    def zones(self, tile: int) -> ZonesPicture | None:
+        """The lines and zones tile ``tile`` shows, with their counts (None: none)."""
+        return self._zones[tile]
 
     def set_states(self, states: Sequence[TileState]) -> None:
         for i, state in enumerate(states[: len(self._states)]):
@@ -296,8 +312,11 @@ class WallCanvas(QOpenGLWidget):
 
     def _paint_tile(self, painter: QPainter, i: int) -> None:
         overlay, (w, h) = self._overlays[i], self._frame_sizes[i]
+        zones = self._zones[i]
         if not self._picture.showing(i):
-            overlay = None  # a blank tile (since a layout change): no boxes over nothing
+            overlay = zones = None  # a blank tile (since a layout change): nothing over it
+        if zones is not None and w:
+            paint_zones(painter, zones, self.image_rect(i), w, h)
         if overlay is not None and w and len(overlay[0]):
             shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
             if shapes:

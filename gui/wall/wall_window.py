@@ -30,7 +30,9 @@ from framelens.core.api import (
     WallLayout,
     WallPlayer,
     WallState,
+    WallZones,
     save_wall_layout,
+    wall_stages,
 )
 from framelens.gui.common.file_dialogs import WALL_LAYOUT_FILTER, save_file
 from framelens.gui.common.settings import Settings
@@ -163,10 +165,13 @@ class WallWindow(QMainWindow):
         realtime: bool = True,
         layout: str | None = None,
         stages: StageFactory | None = None,
+        zones: WallZones | None = None,
     ) -> None:
         """``layout``: the grid to open with (a saved wall's), without changing the one
         remembered; None: the one remembered. ``stages``: each source's per-source
-        stages (the main window's tracker: every tile its own tracks)."""
+        stages (the main window's tracker: every tile its own tracks). ``zones``: each
+        tile's lines and zones, counted after its tracker and drawn with the counts
+        (ByteTrack tracks a tile with zones when ``stages`` has no tracker)."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
@@ -192,7 +197,8 @@ class WallWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.summary_label)
         self._build_toolbar(realtime)
 
-        self.session = WallSession(realtime, self, stages)
+        self.zones = zones
+        self.session = WallSession(realtime, self, wall_stages(stages, zones))
         self.session.resultReady.connect(self._on_result)
         self.session.stateChanged.connect(self._on_state)
         self.session.errorOccurred.connect(self._on_error)
@@ -300,7 +306,7 @@ class WallWindow(QMainWindow):
     def _on_result(self, result: FrameResult) -> None:
         s = self.pipeline_settings
         overlay = (result.output, tuple(s.model.labels), s.overlay)
-        self.canvas.set_frame(result.frame.source_id, result.frame, overlay)
+        self.canvas.set_frame(result.frame.source_id, result.frame, overlay, result.marks)
         self.results_shown += 1
         self._dirty = True
 

@@ -123,14 +123,6 @@ class Counter:
         self._stay = np.zeros((0, nz), np.float64)  # the stay's start time
         self._loitered = np.zeros((0, nz), np.bool_)
 
-    def inside(self, frame: int) -> list[int]:
-        """Per zone, how many tracks seen at ``frame`` are inside it (confirmed: after
-        ``min_frames``, as the enter and exit events say)."""
-        rows = [r for r in self._rows.values() if self._seen[r] == frame]
-        if not rows or not self.spec.zones:
-            return [0] * len(self.spec.zones)
-        return [int(v) for v in self._in[rows].sum(axis=0)]
-
     def _grow(self, rows: int) -> None:
         old = len(self._seen)
         if rows <= old:
@@ -165,6 +157,16 @@ class Counter:
             if self._seen[row] < frame - self.forget_after:
                 del self._rows[track_id]
                 self._free.append(row)
+
+    def inside(self, frame: int) -> list[int]:
+        """Per zone, how many tracks seen at ``frame`` are inside it (confirmed: after
+        ``min_frames``, as the enter and exit events say)."""
+        nz = len(self.spec.zones)
+        if not self._rows or not nz:
+            return [0] * nz
+        rows = np.fromiter(self._rows.values(), np.int64, len(self._rows))
+        now = rows[self._seen[rows] == frame]
+        return [int(v) for v in self._in[now].sum(axis=0)]
 
     def update(
         self,

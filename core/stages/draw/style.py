@@ -48,6 +48,7 @@ class OverlayStyle:
     scores: bool = True
     landmarks: bool = True
     trails: bool = True  # a tracked box's trail (when the tracker keeps trails)
+    heatmap: bool = True  # a heatmap stage's layer (core/stages/analytics/heatmap.py)
     thickness: int | None = None
     font_scale: float | None = None
 
