@@ -38,10 +38,14 @@ def session(path: Path, options: dict[str, str], profile_dir: str | None) -> Any
     )
 
 
-def measure(path: Path, options: dict[str, str], repeats: int) -> dict[str, Any]:
+def measure(
+    path: Path, options: dict[str, str], repeats: int, size: tuple[int, int] = (960, 540)
+) -> dict[str, Any]:
+    """Median ms of ``repeats`` calls on a ``size`` (width, height) frame, and the kernel
+    time of every call by operator (ONNX Runtime's profiler)."""
     import onnxruntime as ort
 
-    x = np.random.default_rng(0).random((1, 3, 540, 960), dtype=np.float32)
+    x = np.random.default_rng(0).random((1, 3, size[1], size[0]), dtype=np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         sess = session(path, options, tmp)
         io = sess.io_binding()

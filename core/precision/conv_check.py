@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import onnx
 from onnx import numpy_helper
 
-__all__ = ["ConvView", "conv_problems", "conv_views", "nhwc_misread_convs"]
+__all__ = ["ConvView", "conv_flops", "conv_problems", "conv_views", "nhwc_misread_convs"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +134,40 @@ def nhwc_misread_convs(model: onnx.ModelProto) -> list[str]:
     weight computed at run time (a DequantizeLinear output) beside a constant bias (see
     the module's docstring)."""
     return [c.name for c in conv_views(model) if not c.weight_constant and c.bias_constant]
+
+
+def conv_flops(model: onnx.ModelProto, input_shape: tuple[int, ...]) -> int:
+    """Floating-point operations of the graph's convolutions (a multiply-add counts two)
+    on an input of ``input_shape``: 2 x output elements x input channels per group x
+    kernel area, output sizes by ONNX shape inference. The rest of a convolutional
+    network (ReLUs, adds, DepthToSpace) is memory traffic, not arithmetic worth counting."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    inits = {i.name for i in fixed.graph.initializer}
+    first = next(i for i in fixed.graph.input if i.name not in inits)
+    for dim, value in zip(first.type.tensor_type.shape.dim, input_shape, strict=True):
+        dim.Clear()
+        dim.dim_value = value
+    inferred = onnx.shape_inference.infer_shapes(fixed, strict_mode=False)
+    known = {v.name: _dims(v) for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    weights = {i.name: tuple(i.dims) for i in fixed.graph.initializer}
+    producer = {out: node for node in fixed.graph.node for out in node.output}
+    total = 0
+    for node in fixed.graph.node:
+        if node.op_type != "Conv":
+            continue
+        w = weights.get(node.input[1])
+        dq = producer.get(node.input[1])
+        if w is None and dq is not None and dq.op_type == "DequantizeLinear":
+            w = weights.get(dq.input[0])
+        y = known.get(node.output[0])
+        if w is None or y is None or None in y:
+            raise ValueError(f"{node.name}: the weight or output shape is not known")
+        out_elements = 1
+        for d in y:
+            out_elements *= d or 0
+        kernel = 1
+        for d in w[1:]:
+            kernel *= d
+        total += 2 * out_elements * kernel
+    return total
