@@ -18,8 +18,8 @@ FP16 first (the targets are FP16's), then FP32, then INT8 (calibrated on the vid
 - esrgan_x2_540p_to_1080p_fps {fp16, int8}: ``framelens run`` over the video (NVDEC
   decode, SR, the upscaled frame; no export), the median of ``--runs`` runs, each
   building its engines; esrgan_end_to_end[p]: every run, the whole call, p50/p99;
-- esrgan_fp16_options: plain ORT FP16 with a CUDA graph, at batch 2 (ms per frame), in
-  NCHW: what the options the plan does not take would give;
+- esrgan_fp16_options: plain ORT FP16 with a CUDA graph, at batch 2 (ms per frame), with
+  ``fuse_conv_bias``, in NCHW: what the options the plan does not take would give;
 - esrgan_tflops[p] from the FLOPs of the graph's convolutions (counted from their
   shapes, core/precision/conv_check.py) over the median, against the GPU's dense peak
   for the math the convolutions run in (esrgan_fraction_of_peak);
@@ -276,7 +276,7 @@ def fp16_options(
     out_shape: tuple[int, ...],
 ) -> None:
     """What FP16 would gain from the options the plan does not take: a CUDA graph, a
-    batch of two frames, and (for comparison) NCHW."""
+    batch of two frames, the bias fused into the convolution, and (for comparison) NCHW."""
     found: dict[str, Any] = bench.result.setdefault("esrgan_fp16_options", {})
     plain = bench.result["esrgan_plain_ort"].get("fp16", {}).get("median_ms")
 
@@ -295,6 +295,8 @@ def fp16_options(
         path, options, shape, dev, cuda_graph=True, output_shape=out_shape))  # fmt: skip
     two = (2, *shape[1:])
     run("batch 2", lambda: esrgan_calls.plain_call(path, options, two, dev), per=2)
+    fused = {**options, "fuse_conv_bias": "1"}  # cuDNN's frontend adds the bias in the conv
+    run("fuse_conv_bias", lambda: esrgan_calls.plain_call(path, fused, shape, dev))
     nchw = {k: v for k, v in options.items() if k != "prefer_nhwc"}
     run("nchw", lambda: esrgan_calls.plain_call(path, nchw, shape, dev))
 
@@ -347,9 +349,9 @@ def main() -> int:
     parser.add_argument("--precisions", default="fp16,fp32,int8")
     parser.add_argument("--end-to-end", default="fp16,int8", help="precisions run end to end")
     parser.add_argument("--runs", type=int, default=5, help="runs of each measurement")
-    parser.add_argument("--calls", type=int, default=6, help="engine calls in each run")
-    parser.add_argument("--e2e-frames", type=int, default=48, help="frames per FP16 run")
-    parser.add_argument("--e2e-frames-slow", type=int, default=24, help="per FP32/INT8 run")
+    parser.add_argument("--calls", type=int, default=5, help="engine calls in each run")
+    parser.add_argument("--e2e-frames", type=int, default=40, help="frames per FP16 run")
+    parser.add_argument("--e2e-frames-slow", type=int, default=16, help="per FP32/INT8 run")
     parser.add_argument("--video", help="a video at --size to use instead of making one")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--with-espcn", action="store_true", help="also ESPCN x2 at 1080p")

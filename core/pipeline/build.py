@@ -159,23 +159,24 @@ def create_engine(
     """An Engine for an ONNX file; raises ModelError or EngineError with one line.
 
     ``precision`` (the graph's) and ``spec`` (shape ranges of dynamic models) matter to
-    TensorRT only, which builds an engine from the graph (core/stages/engines/tensorrt.py);
-    so does ``max_batch``, the largest batch TensorRT builds a batch-dynamic graph for
-    (ONNX Runtime runs any batch such a graph takes).
+    TensorRT, which builds an engine from the graph (core/stages/engines/tensorrt.py), and
+    to ONNX Runtime's CUDA options (engine_cuda_options); ``max_batch``, the largest batch
+    TensorRT builds a batch-dynamic graph for, to TensorRT only (ONNX Runtime runs any
+    batch such a graph takes).
     """
     if backend == "onnxruntime":
         from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
 
+        cuda_options = None
+        if device.strip().lower() != "cpu":  # the plan's options (engine_plan.py)
+            planned = engine_cuda_options(spec, precision) if spec else cuda_options_for(precision)
+            cuda_options = planned.as_dict()
         return OnnxRuntimeEngine(
             model_path,
             device=device,
             threads=threads,
             spinning=spinning,
-            cuda_options=(
-                engine_cuda_options(spec, precision)
-                if spec is not None
-                else cuda_options_for(precision)
-            ).as_dict(),
+            cuda_options=cuda_options,
         )
     if backend == "tensorrt":
         if not device.startswith("cuda"):

@@ -154,3 +154,23 @@ def test_esrgans_int8_graph_is_sound_where_the_gpu_failed(tmp_path: Path) -> Non
     assert view.input_channels == 64 and view.bias_shape == (32,) and view.bias_constant
     assert "generator/F_1_1_1/BiasAdd" in nhwc_misread_convs(model)
     assert nhwc_misread_convs(onnx.load(str(ESRGAN))) == []  # the float graph is NHWC-safe
+
+
+def test_host_cuda_engines_are_made_with_the_plans_options(
+    heavy: ModelSpec, int8: VariantInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host pipeline's CUDA inference (where the GPU pipeline cannot run) gets the
+    options the plan shows; a CPU engine none (the graph is not even read for them)."""
+    from framelens.core.stages.engines import onnxruntime_cpu
+
+    made: list[dict[str, str] | None] = []
+
+    class Recorder:
+        def __init__(self, path: object, **kwargs: object) -> None:
+            made.append(kwargs["cuda_options"])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnxruntime_cpu, "OnnxRuntimeEngine", Recorder)
+    build.create_engine(heavy.path, device="cuda:0", precision="fp32", spec=heavy)
+    build.create_engine(int8.path, device="cuda:0", precision="int8", spec=int8.spec)
+    build.create_engine(int8.path, device="cpu", precision="int8", spec=int8.spec)
+    assert made == [{"use_tf32": "0", "prefer_nhwc": "1"}, {"use_tf32": "1"}, None]
