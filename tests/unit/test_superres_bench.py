@@ -46,7 +46,8 @@ def test_the_benchmark_writes_each_precisions_median_call_and_end_to_end_rate(
         calls = data["esrgan_calls"][precision]
         assert data["esrgan_x2_540p_ms"][precision] == calls["median_ms"] > 0
         assert len(calls["runs_ms"]) == 5 and calls["calls"] == 10
-        assert calls["spread_ms"] == pytest.approx(max(calls["runs_ms"]) - min(calls["runs_ms"]))
+        spread = max(calls["runs_ms"]) - min(calls["runs_ms"])  # of the rounded medians
+        assert calls["spread_ms"] == pytest.approx(spread, abs=0.011)
         assert calls["p99_ms"] >= calls["p50_ms"] > 0
         plain = data["esrgan_plain_ort"][precision]
         ratio = data["esrgan_product_over_plain"][precision]
