@@ -108,4 +108,7 @@ def _misread(path: str, size: int, mtime: int) -> int:
     import onnx  # only graphs that might take NHWC pay for it
     from framelens.core.precision.conv_check import nhwc_misread_convs
 
-    return len(nhwc_misread_convs(onnx.load(path, load_external_data=False)))
+    try:
+        return len(nhwc_misread_convs(onnx.load(path, load_external_data=False)))
+    except Exception:  # a graph ONNX cannot read fails where the engine loads it, with why
+        return 0
