@@ -74,6 +74,70 @@ def measure(
     }
 
 
+KERNEL_KINDS = (  # by kernel name, first match wins (the top kernels keep the names)
+    ("quantize", ("quantize", "Quantize")),
+    ("transpose", ("ranspose", "nchwToNhwc", "nhwcToNchw")),
+    ("concat", ("oncat",)),
+    ("convolution", ("conv", "Conv", "xmma", "gemm", "implicit", "fprop", "cutlass")),
+    (
+        "elementwise",
+        ("lementWise", "lementwise", "ddTensor", "ointwise", "Relu", "Add", "Mul", "Cast", "Clip"),
+    ),
+    ("copy", ("emcpy", "emset", "opy")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    return next((kind for kind, marks in KERNEL_KINDS if any(m in name for m in marks)), "other")
+
+
+def summarise_kernels(events: list[dict[str, Any]], calls: int, wall_ms: float) -> dict[str, Any]:
+    """GPU time per call from a Chrome trace's kernel events (``cat`` "kernel", ``dur`` in
+    microseconds): by kind, the busiest kernels, and how much of the wall time the GPU
+    was busy (a launch-bound model leaves it idle between kernels)."""
+    kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    by_kind: collections.Counter[str] = collections.Counter()
+    by_name: collections.Counter[str] = collections.Counter()
+    count: collections.Counter[str] = collections.Counter()
+    for e in kernels:
+        name = str(e.get("name", "?"))
+        by_kind[kernel_kind(name)] += e["dur"] / 1000 / calls
+        by_name[name[:120]] += e["dur"] / 1000 / calls
+        count[name[:120]] += 1
+    busy = sum(by_kind.values())
+    return {
+        "gpu_busy_ms_per_call": round(busy, 2),
+        "wall_ms_per_call": round(wall_ms, 2),
+        "gpu_busy_fraction": round(busy / wall_ms, 3) if wall_ms else None,
+        "kernels_per_call": round(len(kernels) / calls, 1),
+        "ms_per_call_by_kind": {k: round(v, 2) for k, v in by_kind.most_common()},
+        "top_kernels": [
+            {"name": n, "ms_per_call": round(v, 2), "per_call": round(count[n] / calls, 1)}
+            for n, v in by_name.most_common(10)
+        ],
+    }
+
+
+def kernel_profile(call: Any, calls: int = 5) -> dict[str, Any]:
+    """Every GPU kernel of ``calls`` calls, whoever launched it (CUPTI through torch's
+    profiler: ONNX Runtime's own profiler times the host's launches, not the GPU)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    call()  # warm: plans built, arena grown
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        wall = (time.perf_counter() - t0) * 1000 / calls
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text()).get("traceEvents", [])
+    return summarise_kernels(events, calls, wall)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)

@@ -23,8 +23,10 @@ FP16 first (the targets are FP16's), then FP32, then INT8 (calibrated on the vid
 - esrgan_tflops[p] from the FLOPs of the graph's convolutions (counted from their
   shapes, core/precision/conv_check.py) over the median, against the GPU's dense peak
   for the math the convolutions run in (esrgan_fraction_of_peak);
-- esrgan_profile[p]: ONNX Runtime's profiler, kernel time by operator
-  (benchmarks/esrgan_profile.py), FP16 and INT8 with the product's options.
+- esrgan_profile[p]: every GPU kernel of 5 calls (CUPTI through torch's profiler,
+  benchmarks/esrgan_profile.py kernel_profile): ms per call by kind (convolution,
+  concat, elementwise, transpose, quantize), the busiest kernels, and the fraction of the
+  wall time the GPU was busy; FP16 and INT8 with the product's options.
 """
 
 from __future__ import annotations
@@ -259,12 +261,28 @@ def esrgan(args: argparse.Namespace, bench: Bench, video: str) -> None:
                 if product is not None:
                     e2e["over_engine_bound"] = round(e2e["fps"] * product["median_ms"] / 1000, 3)
         if on_cuda and precision in ("fp16", "int8") and not args.no_profile:
-            from esrgan_profile import measure as profile
-
             r["esrgan_profile"][precision] = bench.measure(
-                f"{precision}: ONNX Runtime's profile",
-                lambda s=settings, o=options: profile(Path(s.model.path), o, 5, size=args.size),
+                f"{precision}: GPU kernels of plain ONNX Runtime, same options",
+                lambda s=settings, o=options: gpu_profile(s.model.path, o, shape, args),
             )
+
+
+def gpu_profile(
+    path: Path, options: dict[str, str], shape: tuple[int, ...], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Where a call's time goes on the GPU: every kernel through CUPTI (torch's profiler),
+    by kind; where that cannot run, ONNX Runtime's profiler (host times by operator)."""
+    import esrgan_profile
+
+    call, close = esrgan_calls.plain_call(path, options, shape, args.device)
+    try:
+        return {"kernels": esrgan_profile.kernel_profile(call, 5)}
+    except Exception as exc:  # no torch, no CUPTI: the host's view, said as such
+        why = f"not measured ({type(exc).__name__}: {exc})"
+    finally:
+        close()
+    fallback = esrgan_profile.measure(Path(path), options, 5, size=args.size)
+    return {"kernels": why, "onnxruntime_ops_host_ms": fallback}
 
 
 def fp16_options(
