@@ -138,10 +138,36 @@ def kernel_profile(call: Any, calls: int = 5) -> dict[str, Any]:
     return summarise_kernels(events, calls, wall)
 
 
+def kernels_main(args: argparse.Namespace) -> int:
+    """``--kernels``: the GPU kernels of plain ONNX Runtime on ``--model`` with the CUDA
+    ``--options`` (JSON) at ``--size``, written to ``--output`` (a process of its own:
+    torch's CUDA libraries never share the benchmark's)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import esrgan_calls
+
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    call, close = esrgan_calls.plain_call(
+        Path(args.model), json.loads(args.options), (1, 3, height, width), "cuda:0"
+    )
+    try:
+        found = kernel_profile(call, args.repeats)
+    finally:
+        close()
+    text = json.dumps(found, indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--kernels", action="store_true", help="GPU kernels (kernel_profile)")
+    parser.add_argument("--options", default="{}", help="CUDA options as JSON, with --kernels")
+    parser.add_argument("--size", default="960x540", help="WxH, with --kernels")
     parser.add_argument(
         "--product-options",
         action="store_true",
@@ -149,6 +175,8 @@ def main() -> int:
     )
     parser.add_argument("--output")
     args = parser.parse_args()
+    if args.kernels:
+        return kernels_main(args)
 
     from framelens.core.models.catalog import resolve_model
     from framelens.core.precision import model_for
