@@ -38,10 +38,14 @@ def session(path: Path, options: dict[str, str], profile_dir: str | None) -> Any
     )
 
 
-def measure(path: Path, options: dict[str, str], repeats: int) -> dict[str, Any]:
+def measure(
+    path: Path, options: dict[str, str], repeats: int, size: tuple[int, int] = (960, 540)
+) -> dict[str, Any]:
+    """Median ms of ``repeats`` calls on a ``size`` (width, height) frame, and the kernel
+    time of every call by operator (ONNX Runtime's profiler)."""
     import onnxruntime as ort
 
-    x = np.random.default_rng(0).random((1, 3, 540, 960), dtype=np.float32)
+    x = np.random.default_rng(0).random((1, 3, size[1], size[0]), dtype=np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         sess = session(path, options, tmp)
         io = sess.io_binding()
@@ -70,10 +74,100 @@ def measure(path: Path, options: dict[str, str], repeats: int) -> dict[str, Any]
     }
 
 
+KERNEL_KINDS = (  # by kernel name, first match wins (the top kernels keep the names)
+    ("quantize", ("quantize", "Quantize")),
+    ("transpose", ("ranspose", "nchwToNhwc", "nhwcToNchw")),
+    ("concat", ("oncat",)),
+    ("convolution", ("conv", "Conv", "xmma", "gemm", "implicit", "fprop", "cutlass")),
+    (
+        "elementwise",
+        ("lementWise", "lementwise", "ddTensor", "ointwise", "Relu", "Add", "Mul", "Cast", "Clip"),
+    ),
+    ("copy", ("emcpy", "emset", "opy")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    return next((kind for kind, marks in KERNEL_KINDS if any(m in name for m in marks)), "other")
+
+
+def summarise_kernels(events: list[dict[str, Any]], calls: int, wall_ms: float) -> dict[str, Any]:
+    """GPU time per call from a Chrome trace's kernel events (``cat`` "kernel", ``dur`` in
+    microseconds): by kind, the busiest kernels, and how much of the wall time the GPU
+    was busy (a launch-bound model leaves it idle between kernels)."""
+    kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    by_kind: collections.Counter[str] = collections.Counter()
+    by_name: collections.Counter[str] = collections.Counter()
+    count: collections.Counter[str] = collections.Counter()
+    for e in kernels:
+        name = str(e.get("name", "?"))
+        by_kind[kernel_kind(name)] += e["dur"] / 1000 / calls
+        by_name[name[:120]] += e["dur"] / 1000 / calls
+        count[name[:120]] += 1
+    busy = sum(by_kind.values())
+    return {
+        "gpu_busy_ms_per_call": round(busy, 2),
+        "wall_ms_per_call": round(wall_ms, 2),
+        "gpu_busy_fraction": round(busy / wall_ms, 3) if wall_ms else None,
+        "kernels_per_call": round(len(kernels) / calls, 1),
+        "ms_per_call_by_kind": {k: round(v, 2) for k, v in by_kind.most_common()},
+        "top_kernels": [
+            {"name": n, "ms_per_call": round(v, 2), "per_call": round(count[n] / calls, 1)}
+            for n, v in by_name.most_common(10)
+        ],
+    }
+
+
+def kernel_profile(call: Any, calls: int = 5) -> dict[str, Any]:
+    """Every GPU kernel of ``calls`` calls, whoever launched it (CUPTI through torch's
+    profiler: ONNX Runtime's own profiler times the host's launches, not the GPU)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    call()  # warm: plans built, arena grown
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        wall = (time.perf_counter() - t0) * 1000 / calls
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text()).get("traceEvents", [])
+    return summarise_kernels(events, calls, wall)
+
+
+def kernels_main(args: argparse.Namespace) -> int:
+    """``--kernels``: the GPU kernels of plain ONNX Runtime on ``--model`` with the CUDA
+    ``--options`` (JSON) at ``--size``, written to ``--output`` (a process of its own:
+    torch's CUDA libraries never share the benchmark's)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import esrgan_calls
+
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    call, close = esrgan_calls.plain_call(
+        Path(args.model), json.loads(args.options), (1, 3, height, width), "cuda:0"
+    )
+    try:
+        found = kernel_profile(call, args.repeats)
+    finally:
+        close()
+    text = json.dumps(found, indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--kernels", action="store_true", help="GPU kernels (kernel_profile)")
+    parser.add_argument("--options", default="{}", help="CUDA options as JSON, with --kernels")
+    parser.add_argument("--size", default="960x540", help="WxH, with --kernels")
     parser.add_argument(
         "--product-options",
         action="store_true",
@@ -81,6 +175,8 @@ def main() -> int:
     )
     parser.add_argument("--output")
     args = parser.parse_args()
+    if args.kernels:
+        return kernels_main(args)
 
     from framelens.core.models.catalog import resolve_model
     from framelens.core.precision import model_for

@@ -20,12 +20,18 @@ import cv2
 SAMPLE = Path(__file__).resolve().parents[1] / "resources/samples/one-by-one-person-detection.mp4"
 
 
-def make_1080p(dst: str | Path, frames: int = 900, src: str | Path = SAMPLE) -> Path:
+def make_1080p(
+    dst: str | Path,
+    frames: int = 900,
+    src: str | Path = SAMPLE,
+    size: tuple[int, int] = (1920, 1080),
+) -> Path:
+    """``frames`` frames of ``src`` scaled to ``size`` (width, height), looped as needed."""
     dst = Path(dst)
     tmp = dst.with_name(f".{dst.stem}.partial{dst.suffix}")
     with av.open(str(tmp), "w") as out:
         stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = 1920, 1080, "yuv420p"
+        stream.width, stream.height, stream.pix_fmt = *size, "yuv420p"
         stream.options = {"crf": "20", "preset": "veryfast", "g": "60"}
         stream.time_base = Fraction(1, 30)
         written = 0
@@ -34,7 +40,7 @@ def make_1080p(dst: str | Path, frames: int = 900, src: str | Path = SAMPLE) -> 
                 for frame in inp.decode(video=0):
                     if written >= frames:
                         break
-                    big = cv2.resize(frame.to_ndarray(format="bgr24"), (1920, 1080))
+                    big = cv2.resize(frame.to_ndarray(format="bgr24"), size)
                     vf = av.VideoFrame.from_ndarray(big, format="bgr24")
                     vf.pts = written
                     vf.time_base = Fraction(1, 30)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from framelens.core.errors import ConfigError, EngineError, FrameLensError, GpuError, ModelError
 from framelens.core.models.catalog import default_model
 from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.engine_plan import CudaOptions, cuda_options_for
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.plan import Choice, Plan
 from framelens.core.pipeline.processor import FrameProcessor
@@ -32,7 +33,7 @@ from framelens.core.stages.engines.base import DeviceEngine, Engine
 from framelens.core.stages.sources import Source, open_source
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
-from framelens.core.stages.tasks import find_kind, kind_of, task_for
+from framelens.core.stages.tasks import find_kind, task_for
 
 log = logging.getLogger(__name__)
 
@@ -158,19 +159,24 @@ def create_engine(
     """An Engine for an ONNX file; raises ModelError or EngineError with one line.
 
     ``precision`` (the graph's) and ``spec`` (shape ranges of dynamic models) matter to
-    TensorRT only, which builds an engine from the graph (core/stages/engines/tensorrt.py);
-    so does ``max_batch``, the largest batch TensorRT builds a batch-dynamic graph for
-    (ONNX Runtime runs any batch such a graph takes).
+    TensorRT, which builds an engine from the graph (core/stages/engines/tensorrt.py), and
+    to ONNX Runtime's CUDA options (engine_cuda_options); ``max_batch``, the largest batch
+    TensorRT builds a batch-dynamic graph for, to TensorRT only (ONNX Runtime runs any
+    batch such a graph takes).
     """
     if backend == "onnxruntime":
         from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine
 
+        cuda_options = None
+        if device.strip().lower() != "cpu":  # the plan's options (engine_plan.py)
+            planned = engine_cuda_options(spec, precision) if spec else cuda_options_for(precision)
+            cuda_options = planned.as_dict()
         return OnnxRuntimeEngine(
             model_path,
             device=device,
             threads=threads,
             spinning=spinning,
-            cuda_options=ort_cuda_options(precision),
+            cuda_options=cuda_options,
         )
     if backend == "tensorrt":
         if not device.startswith("cuda"):
@@ -295,24 +301,17 @@ def _device_engine(
         stream,
         threads=settings.threads,
         spinning=spinning,
-        cuda_options=ort_cuda_options(
-            settings.precision, kind_of(settings.model).task.cuda_options(settings.model)
-        ),
+        cuda_options=engine_cuda_options(settings.model, settings.precision).as_dict(),
     )
 
 
-def ort_cuda_options(
-    precision: str, task_options: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """ONNX Runtime's CUDA options for a graph of ``precision``, then the task's.
-
-    An FP32 graph keeps FP32 (``use_tf32=0``, set by providers_for: TF32 moved the
-    H200's scores by ~1e-3 against the CPU). An FP16 or INT8 graph has already given
-    up FP32's precision and allows TF32 again: with it off, cuDNN found no execution
-    plan for most of ESRGAN's FP16 convolutions and fell back to slow ones (211 ms per
-    540p call on the H200 against 54 ms with it on, issue 29)."""
-    allow = {} if precision == "fp32" else {"use_tf32": "1"}
-    return {**allow, **(task_options or {})}
+def engine_cuda_options(spec: ModelSpec, precision: str) -> CudaOptions:
+    """ONNX Runtime's CUDA options for the graph ``spec`` (resolved: the precision's
+    variant) and why (core/pipeline/engine_plan.py): what the plan shows and every CUDA
+    engine of the run is made with."""
+    kind = find_kind(spec.task)
+    task_options = kind.task.cuda_options(spec) if kind is not None else {}
+    return cuda_options_for(precision, spec, task_options)
 
 
 def gpu_unavailable(settings: PipelineSettings) -> str | None:
@@ -411,6 +410,10 @@ def plan(
             else f"one single-threaded worker per core, {os.cpu_count() or 1} cores"
         )  # fmt: skip
     on_gpu = path.value == "gpu pipeline"
+    engine = None
+    if on_cuda and runs.backend == "onnxruntime":
+        options = engine_cuda_options(runs.model, runs.precision)
+        engine = Choice(options.value, "; ".join(options.why))
     return Plan(
         asked=settings,
         settings=runs,
@@ -422,6 +425,7 @@ def plan(
         decoders=tuple((spec, decoder_choice(spec, on_gpu)) for spec in sources),
         worker_count=n,
         worker_settings=worker_settings,
+        engine=engine,
     )
 
 
@@ -452,6 +456,11 @@ def _backend_choice(asked: PipelineSettings, runs: PipelineSettings) -> Choice:
 
 
 def _batch_why(settings: PipelineSettings) -> str:
+    if settings.batch == 1 and not _batches_frames(settings):
+        return (
+            f"one frame per engine call: the {settings.model.task} task makes one image of "
+            "each frame, a call each"
+        )
     if settings.batch == 1:
         return "one frame per engine call: none is held back for another"
     if settings.device.startswith("cuda") and settings.batch == GPU_FILE_BATCH:

@@ -52,6 +52,7 @@ class Plan:
     worker_count: int = 1
     worker_settings: PipelineSettings | None = None  # each worker's (CPU: one thread each)
     moves: tuple[Choice, ...] = ()  # where the sources went after a device failed, and why
+    engine: Choice | None = None  # ONNX Runtime's CUDA options (engine_plan.py); None elsewhere
 
     @property
     def on_gpu_pipeline(self) -> bool:
@@ -66,6 +67,8 @@ class Plan:
             self.workers.line("workers"),
             self.batch.line("batch"),
         ]
+        if self.engine is not None:
+            out.append(self.engine.line("engine options"))
         out += [choice.line(f"decoder of {source}") for source, choice in self.decoders]
         out += [choice.line("moved to") for choice in self.moves]
         return out
@@ -82,6 +85,8 @@ class Plan:
             "batch": pair(self.batch),
             "decoders": [{"source": s, **pair(c)} for s, c in self.decoders],
         }
+        if self.engine is not None:
+            out["engine"] = pair(self.engine)
         if self.moves:
             out["moves"] = [pair(c) for c in self.moves]
         return out

@@ -268,3 +268,43 @@ def tiny_detector_with_external_data(path: Path) -> Path:
         size_threshold=0,
     )
     return path
+
+
+def heavy_superres_model(path: Path, *, width: int = 512, seed: int = 0) -> Path:
+    """An ESRGAN-like x2 colour model, heavy enough to be run as ESRGAN is (NHWC on CUDA,
+    tiles: more than 4 MB of weights, its INT8 graph too at the default width): 3x3
+    convolutions with biases and ReLUs, 3 -> ``width`` -> ``width`` -> ``width`` -> 12
+    channels, DepthToSpace, plus the input upscaled by nearest neighbour (so the output
+    is an image near the input, values about 0..1).
+    Random weights, seeded. Input [N, 3, H, W] (symbolic), output [N, 3, 2H, 2W]."""
+    rng = np.random.default_rng(seed)
+    shapes = [(width, 3), (width, width), (width, width), (12, width)]
+    inits, nodes, x = [], [], "input"
+    for i, (out_c, in_c) in enumerate(shapes):
+        gain = np.sqrt(2.0 / (in_c * 9)) * (0.05 if i == len(shapes) - 1 else 1.0)
+        w = (rng.standard_normal((out_c, in_c, 3, 3)) * gain).astype(np.float32)
+        b = (rng.standard_normal(out_c) * 0.01).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        y = f"conv{i}"
+        nodes.append(helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [y], name=y, pads=[1] * 4))
+        if i < len(shapes) - 1:
+            nodes.append(helper.make_node("Relu", [y], [f"relu{i}"]))
+            y = f"relu{i}"
+        x = y
+    inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"))
+    nodes += [
+        helper.make_node("DepthToSpace", [x], ["detail"], blocksize=2, mode="DCR"),
+        helper.make_node("Resize", ["input", "", "scales"], ["base"], mode="nearest"),
+        helper.make_node("Add", ["base", "detail"], ["output"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "heavy_sr",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 3, "H2", "W2"])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path

@@ -1,0 +1,114 @@
+"""ONNX Runtime's CUDA provider options for a run's graph, each decided once with its
+reason: the plan shows them (build.plan, "engine options") and every CUDA engine of the
+run is made with them (build.create_engine, build._device_engine), so what a user reads
+is what ran.
+
+- TF32 (``use_tf32``): an FP32 graph keeps FP32; FP16 and INT8 graphs allow TF32.
+- Layout (``prefer_nhwc``): NHWC for the models whose task asks for it (ESRGAN-class
+  super-resolution), except graphs with convolutions ONNX Runtime's NHWC Conv misreads
+  (core/precision/conv_check.py: a Q/DQ weight beside a float bias, issue 29).
+- CUDA graphs (``enable_cuda_graph``): never in the pipelines, for the reason in
+  CUDA_GRAPH_WHY; benchmarks/superres.py measures what they would give the engine alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from framelens.core.models.spec import ModelSpec
+
+__all__ = [
+    "CUDA_GRAPH_WHY",
+    "CudaOptions",
+    "cuda_options_for",
+    "nhwc_misread_count",
+]
+
+TF32_OFF_WHY = "use_tf32=0: an FP32 graph keeps FP32 (TF32 moved scores by ~1e-3 on the H200)"
+TF32_ON_WHY = (
+    "use_tf32=1: the {precision} graph has given FP32 up already, and without TF32 cuDNN "
+    "found no fast plan for ESRGAN's FP16 convolutions (211 against 54 ms per 540p call)"
+)
+NHWC_WHY = (
+    "prefer_nhwc=1: a heavy super-resolution model, whose convolutions ran faster in NHWC "
+    "on the H200 (ESRGAN x2 at 540p: FP16 77 -> 54 ms, FP32 125 -> 90 ms)"
+)
+NHWC_REFUSED_WHY = (
+    "NCHW, not NHWC: {count} of its convolutions have a Q/DQ weight beside a float bias, "
+    "which ONNX Runtime's NHWC Conv reads as already transposed (issue 29)"
+)
+CUDA_GRAPH_WHY = (
+    "no CUDA graph: ONNX Runtime captures one on a calling thread's third run, in global "
+    "capture mode, while NVDEC and the other worker make CUDA calls that would break it"
+)
+
+
+@dataclass(frozen=True)
+class CudaOptions:
+    """CUDA provider options and why each is what it is."""
+
+    options: tuple[tuple[str, str], ...]
+    why: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.options)
+
+    @property
+    def value(self) -> str:
+        """As the plan shows it: ``use_tf32=1, prefer_nhwc=1``."""
+        return ", ".join(f"{k}={v}" for k, v in self.options) or "ONNX Runtime's defaults"
+
+
+def cuda_options_for(
+    precision: str,
+    spec: ModelSpec | None = None,
+    task_options: Mapping[str, str] | None = None,
+) -> CudaOptions:
+    """The CUDA provider options for ``spec``'s graph of ``precision`` (``spec``: the
+    resolved graph, None where only the precision is known), given the options its task
+    asks for (``task_options``: the task's ``cuda_options``)."""
+    options: dict[str, str] = {}
+    why: list[str] = []
+    if precision == "fp32":
+        options["use_tf32"] = "0"
+        why.append(TF32_OFF_WHY)
+    else:
+        options["use_tf32"] = "1"
+        why.append(TF32_ON_WHY.format(precision=precision.upper()))
+    asked = dict(task_options or {})
+    if asked.pop("prefer_nhwc", "0") == "1":
+        count = nhwc_misread_count(spec.path) if spec is not None else 0
+        if count:
+            why.append(NHWC_REFUSED_WHY.format(count=count))
+        else:
+            options["prefer_nhwc"] = "1"
+            why.append(NHWC_WHY)
+    options.update(asked)
+    why.append(CUDA_GRAPH_WHY)
+    return CudaOptions(tuple(options.items()), tuple(why))
+
+
+def nhwc_misread_count(path: Path) -> int:
+    """How many convolutions of the graph at ``path`` ONNX Runtime's NHWC Conv misreads
+    (cached by file, size and time: a plan and its engines ask in turn)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return 0
+    return _misread(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _misread(path: str, size: int, mtime: int) -> int:
+    del size, mtime  # the cache key only
+    import onnx  # only graphs that might take NHWC pay for it
+    from framelens.core.precision.conv_check import nhwc_misread_convs
+
+    try:
+        return len(nhwc_misread_convs(onnx.load(path, load_external_data=False)))
+    except Exception:  # a graph ONNX cannot read fails where the engine loads it, with why
+        return 0

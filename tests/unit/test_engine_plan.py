@@ -1,0 +1,176 @@
+"""The CUDA engine options a run is planned with (core/pipeline/engine_plan.py) and the INT8
+super-resolution graph they are chosen for (core/precision/conv_check.py).
+
+Issue 29: INT8 ESRGAN failed at warm-up on the H200 ("Conv node
+'generator/F_1_1_1/BiasAdd_token_85' ... C: 64 kernel channels: 3"). The Q/DQ graph is
+sound (the structural checks below hold on it, and ONNX Runtime's CPU runs it close to
+FP32); ONNX Runtime's NHWC Conv on CUDA misreads a Q/DQ weight beside a constant float
+bias, so the plan keeps such graphs in NCHW and says why. tests/gpu/test_superres_gpu.py
+runs the same graph on the CUDA provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from framelens.core.models.catalog import resolve_model
+from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline import build
+from framelens.core.pipeline.engine_plan import CUDA_GRAPH_WHY
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.precision import CalibrationSettings, VariantInfo, prepare_variant
+from framelens.core.precision.conv_check import conv_problems, conv_views, nhwc_misread_convs
+from framelens.core.stages.tasks.superres.metrics import psnr
+from media_factory import sample_frames
+from onnx import numpy_helper
+from onnx_factory import heavy_superres_model
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+ESRGAN = ROOT.parent / "shared" / "models" / "esrgan_thick_x2.onnx"
+CALIBRATION = CalibrationSettings(frames=4, sensitivity_frames=2, patch=32)
+
+
+@pytest.fixture(scope="module")
+def heavy(tmp_path_factory: pytest.TempPathFactory) -> ModelSpec:
+    return resolve_model(str(heavy_superres_model(tmp_path_factory.mktemp("m") / "sr.onnx")))
+
+
+@pytest.fixture(scope="module")
+def int8(heavy: ModelSpec, tmp_path_factory: pytest.TempPathFactory) -> VariantInfo:
+    """The INT8 graph the product makes of an ESRGAN-like model (calibrated on the
+    sample's frames, as the precision switch does)."""
+    cache = tmp_path_factory.mktemp("cache")
+    return prepare_variant(heavy, "int8", source=str(SAMPLE), settings=CALIBRATION, cache_dir=cache)
+
+
+def cpu_session(path: Path) -> object:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def test_the_int8_sr_graph_is_sound_and_upscales_close_to_fp32_on_the_cpu(
+    heavy: ModelSpec, int8: VariantInfo
+) -> None:
+    model = onnx.load(str(int8.path))
+    onnx.checker.check_model(model, full_check=True)  # full_check: strict shape inference
+    assert conv_problems(model) == []
+    views = conv_views(model)
+    assert len(views) == 4 and all(v.input_channels is not None for v in views)
+    quantized = [v for v in views if not v.weight_constant]
+    assert quantized, "the search kept every convolution in float"
+    for view in quantized:  # per output channel: axis 0, one scale each
+        assert view.weight_axis == 0 and view.weight_scales == view.weight_shape[0]
+        assert view.bias_shape == (view.weight_shape[0],) and view.bias_constant
+    image = sample_frames(SAMPLE, (400,))[0][100:164, 300:364]  # a frame it was not calibrated on
+    x = np.ascontiguousarray(image[..., ::-1].transpose(2, 0, 1)[None], np.float32) / 255
+    want = cpu_session(heavy.path).run(None, {"input": x})[0]  # type: ignore[attr-defined]
+    got = cpu_session(int8.path).run(None, {"input": x})[0]  # type: ignore[attr-defined]
+    assert got.shape == want.shape == (1, 3, 128, 128)
+
+    def as_image(y: np.ndarray) -> np.ndarray:
+        return (np.clip(y[0].transpose(1, 2, 0), 0, 1) * 255 + 0.5).astype(np.uint8)
+
+    assert psnr(as_image(want), as_image(got)) >= 40.0
+
+
+def test_the_structural_check_finds_a_weight_quantized_along_the_wrong_axis(
+    int8: VariantInfo,
+) -> None:
+    """The check is not vacuous: per-channel scales along the input channels (axis 1)
+    and a weight whose input channels do not fit are both said."""
+    model = onnx.load(str(int8.path))
+    inits = {i.name: i for i in model.graph.initializer}
+    dq = next(
+        n for n in model.graph.node
+        if n.op_type == "DequantizeLinear"
+        and any(a.name == "axis" for a in n.attribute)
+        and len(inits[n.input[0]].dims) == 4
+    )  # fmt: skip
+    for attr in dq.attribute:
+        if attr.name == "axis":
+            attr.i = 1
+    weight = inits[dq.input[0]]
+    w = numpy_helper.to_array(weight)
+    weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(w[:, :1]), weight.name))
+    problems = conv_problems(model)
+    assert any("along axis 1, not 0" in p for p in problems), problems
+    assert any("channels, weight" in p for p in problems), problems
+
+
+def test_on_cuda_an_int8_sr_graph_is_planned_nchw_and_its_float_graphs_nhwc(
+    heavy: ModelSpec, int8: VariantInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan's engine options, with their reasons, are what the engines get: TF32 off
+    for FP32 only, NHWC for the heavy model's float graphs, NCHW for its INT8 graph (every
+    convolution there has a Q/DQ weight beside a float bias), no CUDA graph."""
+    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)  # no GPU here
+    fp32 = build.plan(PipelineSettings(heavy, device="cuda:0"))
+    assert fp32.engine is not None
+    assert fp32.engine.value == "use_tf32=0, prefer_nhwc=1"
+    assert "prefer_nhwc=1: a heavy super-resolution model" in fp32.engine.why
+    assert CUDA_GRAPH_WHY in fp32.engine.why
+    assert any(
+        line.startswith("engine options: use_tf32=0, prefer_nhwc=1") for line in fp32.lines()
+    )
+    assert fp32.as_json()["engine"]["value"] == "use_tf32=0, prefer_nhwc=1"
+
+    planned = build.plan(PipelineSettings(int8.spec, device="cuda:0", precision="int8"))
+    assert planned.engine is not None
+    assert planned.engine.value == "use_tf32=1"
+    misread = len(nhwc_misread_convs(onnx.load(str(int8.path))))
+    assert misread >= 1
+    assert f"NCHW, not NHWC: {misread} of its convolutions have a Q/DQ weight" in planned.engine.why
+    options = build.engine_cuda_options(planned.settings.model, "int8").as_dict()
+    assert options == {"use_tf32": "1"}  # what its engines are made with
+    assert planned.batch.value == "1"
+    assert planned.batch.why.startswith("one frame per engine call: the superres task")
+
+
+def test_the_plan_shows_no_engine_options_off_cuda(heavy: ModelSpec) -> None:
+    planned = build.plan(PipelineSettings(heavy, device="cpu"))
+    assert planned.engine is None and "engine" not in planned.as_json()
+    assert not any(line.startswith("engine options") for line in planned.lines())
+
+
+@pytest.mark.skipif(not ESRGAN.is_file(), reason="ESRGAN-thick x2 is not bundled")
+def test_esrgans_int8_graph_is_sound_where_the_gpu_failed(tmp_path: Path) -> None:
+    """The node of the H200's error, in ESRGAN's Q/DQ graph as the product's quantizer
+    writes it: its weight [32, 64, 3, 3] per output channel (axis 0, 32 scales), its
+    input 64 channels, its bias float: sound, and one of the convolutions NHWC misreads."""
+    from framelens.core.precision.qdq import quantize_qdq
+
+    rng = np.random.default_rng(0)
+    tensors = [rng.random((1, 3, 24, 24), dtype=np.float32) for _ in range(2)]
+    out = tmp_path / "int8.onnx"
+    quantize_qdq(ESRGAN, out, tmp_path / "r.json", CALIBRATION, tensors=tensors, input_name="input")
+    model = onnx.load(str(out))
+    assert conv_problems(model) == []
+    view = next(v for v in conv_views(model) if v.name == "generator/F_1_1_1/BiasAdd")
+    assert (view.weight_shape, view.weight_axis, view.weight_scales) == ((32, 64, 3, 3), 0, 32)
+    assert view.input_channels == 64 and view.bias_shape == (32,) and view.bias_constant
+    assert "generator/F_1_1_1/BiasAdd" in nhwc_misread_convs(model)
+    assert nhwc_misread_convs(onnx.load(str(ESRGAN))) == []  # the float graph is NHWC-safe
+
+
+def test_host_cuda_engines_are_made_with_the_plans_options(
+    heavy: ModelSpec, int8: VariantInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host pipeline's CUDA inference (where the GPU pipeline cannot run) gets the
+    options the plan shows; a CPU engine none (the graph is not even read for them)."""
+    from framelens.core.stages.engines import onnxruntime_cpu
+
+    made: list[dict[str, str] | None] = []
+
+    class Recorder:
+        def __init__(self, path: object, **kwargs: object) -> None:
+            made.append(kwargs["cuda_options"])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnxruntime_cpu, "OnnxRuntimeEngine", Recorder)
+    build.create_engine(heavy.path, device="cuda:0", precision="fp32", spec=heavy)
+    build.create_engine(int8.path, device="cuda:0", precision="int8", spec=int8.spec)
+    build.create_engine(int8.path, device="cpu", precision="int8", spec=int8.spec)
+    assert made == [{"use_tf32": "0", "prefer_nhwc": "1"}, {"use_tf32": "1"}, None]
