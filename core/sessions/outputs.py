@@ -19,7 +19,7 @@ from framelens.core import __version__
 from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.tracks import TrackCount
-from framelens.core.stages.analytics.events import EventsWriter
+from framelens.core.stages.analytics.events import EventSink
 from framelens.core.stages.analytics.stage import Tally
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import FrameExporter
@@ -136,7 +136,7 @@ class SourceOutputs:
                 self.video.write(result.annotated, frame.pts, frame.index)
         for writer in self.writers:
             writer.add(frame.index, frame.pts, result.output)
-            if result.events and isinstance(writer, EventsWriter):
+            if result.events and isinstance(writer, EventSink):
                 writer.add_events(result.events)
         if self.tally is not None and result.events:
             self.tally.add(result.events)
