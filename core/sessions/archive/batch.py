@@ -13,6 +13,8 @@ archive's dataset), and with ``export_video`` (super-resolution: always) its vid
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import re
 import sys
@@ -20,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from framelens.core.errors import ConfigError, FrameLensError, error_message
 from framelens.core.pipeline.settings import PipelineSettings
@@ -44,13 +47,22 @@ from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
 from framelens.core.sessions.tracks import drawn_or_not, tracker_json, with_tracking
 from framelens.core.stages.analytics.stage import AnalyticsStages
-from framelens.core.stages.analytics.zones import ZonesFile, zones_json
+from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.atomic import remove_stale
 from framelens.core.stages.source_stages import StageFactory, chain_stages
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
 from framelens.core.stages.tasks import kind_of
 from framelens.core.stages.tracking.settings import TrackerSettings
+
+
+def zones_record(zones: ZonesFile) -> dict[str, Any]:
+    """The lines and zones as the manifest records them (every setting, JSON-safe), so
+    other lines or zones redo the inputs."""
+    lines = [dataclasses.asdict(s) for s in zones.lines]
+    areas = [dataclasses.asdict(s) for s in zones.zones]
+    record: dict[str, Any] = json.loads(json.dumps({"lines": lines, "zones": areas}))
+    return record
 
 
 def _inside(path: str, folder: Path) -> bool:
@@ -189,7 +201,7 @@ def run_batch(
             if tracker is not None:  # tracked results differ (track IDs): done again
                 record["tracker"] = tracker_json(tracker)
             if zones is not None:  # other lines or zones: other events, done again
-                record["zones"] = zones_json(zones)
+                record["zones"] = zones_record(zones)
             todo, skipped = _check(paths, manifest, progress_of, record)
             bars.overall.total = sum(frames for _, frames in todo) or None
             manifest.save()

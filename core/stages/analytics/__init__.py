@@ -15,7 +15,6 @@ from framelens.core.stages.analytics.zones import (
     ZoneSpec,
     load_zones,
     parse_zones,
-    zones_json,
 )
 
 __all__ = [
@@ -35,5 +34,4 @@ __all__ = [
     "anchor_points",
     "load_zones",
     "parse_zones",
-    "zones_json",
 ]

@@ -21,15 +21,7 @@ from typing import Any
 
 from framelens.core.errors import ConfigError
 
-__all__ = [
-    "ANCHORS",
-    "LineSpec",
-    "ZoneSpec",
-    "ZonesFile",
-    "load_zones",
-    "parse_zones",
-    "zones_json",
-]
+__all__ = ["ANCHORS", "LineSpec", "ZoneSpec", "ZonesFile", "load_zones", "parse_zones"]
 
 ANCHORS = (
     "bottom_center",
@@ -79,22 +71,6 @@ class ZonesFile:
 
     def __bool__(self) -> bool:
         return bool(self.lines or self.zones)
-
-
-def zones_json(spec: ZonesFile) -> dict[str, Any]:
-    """``spec`` as a zones.json object (classes as IDs, every setting written out): what
-    a batch's manifest records, so other lines or zones redo its inputs."""
-    lines = [
-        {"name": s.name, "points": [list(s.p1), list(s.p2)], "anchor": s.anchor,
-         "classes": list(s.classes), "min_frames": s.min_frames}
-        for s in spec.lines
-    ]  # fmt: skip
-    zones = [
-        {"name": s.name, "polygon": [list(p) for p in s.polygon], "anchor": s.anchor,
-         "classes": list(s.classes), "loiter_s": s.loiter_s, "min_frames": s.min_frames}
-        for s in spec.zones
-    ]  # fmt: skip
-    return {"lines": lines, "zones": zones}
 
 
 def load_zones(
