@@ -286,3 +286,18 @@ def test_an_archive_batched_without_zones_says_it_holds_no_events(
     assert capsys.readouterr().err.strip() == (
         "framelens: the archive holds no events (batch it with --track --zones ZONES.json)"
     )
+
+
+def test_a_source_pattern_that_matches_no_input_finds_nothing_instead_of_failing(
+    batched: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arrow could not type an empty list of sources: a query naming no input's path
+    ended in a traceback (detections, tracks and events alike)."""
+    from framelens.core.sessions.archive import archive_tracks, query_detections
+
+    out, _ = batched
+    assert query_events(out, source_glob="*/nowhere/*") == []
+    assert query_detections(out, source_glob="*/nowhere/*") == []
+    assert archive_tracks(out, source_glob="*/nowhere/*") == []
+    assert main(["query", str(out), "--source", "*/nowhere/*"]) == 0
+    assert capsys.readouterr().err.strip() == "framelens: no detections match"

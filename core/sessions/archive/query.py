@@ -16,6 +16,7 @@ from framelens.core.sessions.archive.parquet import COLUMNS, dataset
 from framelens.core.sessions.archive.types import DetectionHit, EventRow, TrackRow
 
 if TYPE_CHECKING:  # pyarrow is loaded by a query, not by opening the window
+    import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
 
@@ -86,7 +87,7 @@ def search_detections(
     if between is not None:
         condition &= (pads.field("pts") >= between[0]) & (pads.field("pts") <= between[1])
     if source_glob is not None:
-        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+        condition &= _from_sources(data, source_glob)
     if track_id is not None:
         condition &= pads.field("track_id") == track_id
     table = data.to_table(columns=list(COLUMNS), filter=condition)
@@ -99,12 +100,17 @@ def search_detections(
     return [DetectionHit(**row) for row in table.to_pylist()], total
 
 
-def _matching_sources(data: pads.Dataset, source_glob: str) -> list[str]:
+def _from_sources(data: pads.Dataset, source_glob: str) -> pc.Expression:
+    """The rows whose source matches ``source_glob`` (none: an empty list of sources,
+    typed, which Arrow cannot infer)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
+    import pyarrow.dataset as pads
 
     sources = data.to_table(columns=["source"]).column("source")
     names = [str(s) for s in pc.unique(sources).to_pylist()]
-    return [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
+    matching = [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
+    return pads.field("source").isin(pa.array(matching, type=pa.string()))
 
 
 def archive_tracks(
@@ -126,7 +132,7 @@ def archive_tracks(
         return []
     condition = pads.field("track_id") >= 1
     if source_glob is not None:
-        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+        condition &= _from_sources(data, source_glob)
     if track_id is not None:
         condition &= pads.field("track_id") == track_id
     table = data.to_table(columns=["source", "track_id", "label", "frame", "pts"],
@@ -207,7 +213,7 @@ def query_events(
     if between is not None:
         condition &= (pads.field("time_s") >= between[0]) & (pads.field("time_s") <= between[1])
     if source_glob is not None:
-        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+        condition &= _from_sources(data, source_glob)
     table = data.to_table(filter=condition)
     order = ["source", "frame", "track_id", "kind", "name"]
     table = table.sort_by([(c, "ascending") for c in order])
