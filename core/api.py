@@ -13,7 +13,8 @@ Groups:
 * devices and backends: what can run here, and why not
 * archives: batches over folders of footage (``run_batch``, local or on Ray), their
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
-  ``archive_labels``, a tracked batch's tracks: ``archive_tracks``)
+  ``archive_labels``, a tracked batch's tracks: ``archive_tracks``), the events of a
+  batch that counted lines and zones (``query_events``, ``archive_event_names``)
 * tracking: the trackers' settings, playback's tracker and track log, following an ID
 * playback and runs: the Player, its settings and state, export runs, snapshots, what
   an export wrote (``describe_outputs``); the video wall's WallPlayer (many sources
@@ -92,15 +93,20 @@ from framelens.core.precision import (
 from framelens.core.precision.jobs import PrecisionJob, prepare_job
 from framelens.core.precision.sensitivity import tensorrt_kept_float
 from framelens.core.sessions.archive import (
+    EVENT_KINDS,
     BatchSummary,
     DetectionHit,
+    EventCounts,
+    EventRow,
     InputProgress,
     InputState,
     TrackRow,
+    archive_event_names,
     archive_labels,
     archive_tracks,
     discover_inputs,
     query_detections,
+    query_events,
     read_manifest,
     run_batch,
     search_detections,
@@ -190,6 +196,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "DEFAULT_MODEL",
     "DEFAULT_STYLE",
+    "EVENT_KINDS",
     "INTEROP_PATH",
     "LAYOUTS",
     "MAX_CROPS",
@@ -222,6 +229,8 @@ __all__ = [
     "End",
     "EngineBuild",
     "EnlargedCrop",
+    "EventCounts",
+    "EventRow",
     "ExportError",
     "ExportJob",
     "ExportRequest",
@@ -278,6 +287,7 @@ __all__ = [
     "WallPlayer",
     "WallState",
     "__version__",
+    "archive_event_names",
     "archive_labels",
     "archive_tracks",
     "backend_choices",
@@ -316,6 +326,7 @@ __all__ = [
     "prepare_variant",
     "produces_image",
     "query_detections",
+    "query_events",
     "read_manifest",
     "report_target",
     "resolve_device",
