@@ -139,7 +139,10 @@ def test_a_batch_again_skips_its_inputs_with_their_counts_and_other_zones_redo_t
     out = tmp_path / "results"
     spec = parse_zones(ZONES, labels=settings.model.labels)
     first = run_batch([clip], out, settings, tracker=TrackerSettings(), zones=spec)
+    stale = out / "events" / ".a.partial-0123abcd.parquet"  # what a killed writer leaves
+    stale.write_bytes(b"PAR1")
     again = run_batch([clip], out, settings, tracker=TrackerSettings(), zones=spec)
+    assert not stale.exists()  # swept at the batch's end
     assert (again.skipped, again.frames) == (1, 0)
     assert again.inputs[0].analytics == first.inputs[0].analytics
     counts = again.counts

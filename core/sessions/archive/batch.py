@@ -7,7 +7,8 @@ locally in this process or on Ray (one job per file, long files split at keyfram
 when they run on Ray, unless they are tracked: a tracked file is never split, since its
 tracks would break at the segments' boundaries). Each input's outputs are written
 atomically: its detections JSON and CSV, its Parquet file in ``DIR/detections/`` (the
-archive's dataset), and with ``export_video`` (super-resolution: always) its video.
+archive's dataset), with ``zones`` its events' Parquet file in ``DIR/events/``, and
+with ``export_video`` (super-resolution: always) its video.
 """
 
 from __future__ import annotations
