@@ -146,6 +146,7 @@ from framelens.core.sessions.wall_layout import (
     load_wall_layout,
     save_wall_layout,
 )
+from framelens.core.stages.analytics.zones import ZonesFile, load_zones
 from framelens.core.stages.draw.style import (
     BGR,
     DEFAULT_STYLE,
@@ -286,6 +287,7 @@ __all__ = [
     "WallPicture",
     "WallPlayer",
     "WallState",
+    "ZonesFile",
     "__version__",
     "archive_event_names",
     "archive_labels",
@@ -316,6 +318,7 @@ __all__ = [
     "list_cameras",
     "load_catalog",
     "load_wall_layout",
+    "load_zones",
     "measure_frame_quality",
     "open_source",
     "pane_labels",
