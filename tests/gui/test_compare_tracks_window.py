@@ -168,3 +168,17 @@ def test_counts_of_the_lines_and_zones_saved_beside_the_video(
     assert summary["variants"]["FP32"]["analytics"]["counts"]["lines"]["door"]["in"] == 1
     assert "<h2>Counts (lines and zones)</h2>" in (report / "index.html").read_text()
     compare.close()
+
+
+def test_lines_and_zones_beside_the_video_that_cannot_be_used_are_said_in_one_line(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    video = tmp_path / "door.mp4"
+    shutil.copyfile(sample, video)
+    beside = Path(f"{video}.zones.json")
+    beside.write_text('{"lines": [{"name": "door", "points": [[600, 432]]}]}')
+    compare = compare_at(window, qtbot, str(video), 0)
+    assert compare.session.zones is None  # the comparison counts nothing
+    assert window.error_box.text() == f"{beside}: line 'door': needs 2 points, has 1"
+    window.error_box.hide()
+    compare.close()
