@@ -325,7 +325,7 @@ def _list_events(args: argparse.Namespace, folder: Path) -> int:
         print(f"framelens: {len(events)} event{'s' if len(events) != 1 else ''}", file=sys.stderr)
         return 0
     names = archive_event_names(folder)
-    if not (folder / "events").is_dir():
+    if not any((folder / "events").glob("*.parquet")):  # batched without --zones
         print("framelens: the archive holds no events (batch it with --track --zones "
               "ZONES.json)", file=sys.stderr)  # fmt: skip
     elif args.name is not None and args.name not in names:
