@@ -1,10 +1,12 @@
 """`framelens batch` and `framelens query`: an archive of footage analysed, and searched.
 
     framelens batch INPUTS... --output DIR [model options] [--export-video]
-                    [--track [KIND] [tracker options]]
+                    [--track [KIND] [tracker options] [--zones ZONES.json]]
                     [--ray [auto|local|ADDRESS]] [--gpus-per-worker G] [--workers N]
     framelens query DIR [--class NAME] [--min-score S] [--source GLOB] [--between T0 T1]
                     [--track-id N] [--tracks]
+    framelens query DIR --event cross|enter|exit|loiter|any [--name NAME]
+                    [--direction in|out] [--class NAME] [--between T0 T1] [--source GLOB]
 
 batch exits 0 when every input is done (now or by an earlier batch), 1 when some
 failed (each named on stderr), 130 when cancelled by Ctrl+C (a later batch resumes).
@@ -44,6 +46,13 @@ def add_parsers(
         help="also write each input's annotated video (superres: always, the upscaled one)",
     )
     add_tracker_args(batch)
+    batch.add_argument(
+        "--zones",
+        metavar="ZONES.json",
+        help="with --track: count crossings of its lines and stays in its zones (docs/"
+        "analytics.md): each input's events as Parquet in DIR/events/, its counts in the "
+        "manifest; framelens query DIR --event lists the events",
+    )
     batch.add_argument(
         "--ray",
         nargs="?",
@@ -96,6 +105,19 @@ def add_parsers(
         help="list the tracks instead: per input and track its ID, class, first and last "
         "frame, duration and boxes",
     )
+    query.add_argument(
+        "--event",
+        metavar="cross|enter|exit|loiter|any",
+        help="list the events of a batch run with --zones instead (DIR/events/): crossings "
+        "of a line, entering, leaving or loitering in a zone, or any; --class, --between, "
+        "--source, --track-id and --limit narrow them",
+    )
+    query.add_argument(
+        "--name", metavar="NAME", help="with --event: only the events of this line or zone"
+    )
+    query.add_argument(
+        "--direction", metavar="in|out", help="with --event cross: only crossings this way"
+    )
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -122,6 +144,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
         )
     tracker = tracker_from_args(args, settings.model)
     first = discover_inputs(args.inputs)[0]
+    zones = None
+    if args.zones is not None:
+        from framelens.cli_options import zones_from_args
+
+        args.events = None  # a batch writes its events as Parquet, DIR/events/
+        zones = zones_from_args(args, settings.model.labels, source=first,
+                                tracked=tracker is not None)  # fmt: skip
     if args.batch is None:
         settings = default_batch(settings, first)
     cancel = threading.Event()
@@ -148,6 +177,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             segment_frames=args.segment_frames or DEFAULT_SEGMENT_FRAMES,
             tracker=tracker,
             on_message=lambda text: print(f"framelens: {text}", file=sys.stderr),
+            zones=zones,
         )
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -156,6 +186,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
             why = item.error or "failed"
             what = why if item.path in why else f"{item.path}: {why}"  # named once
             print(f"framelens: failed: {what}", file=sys.stderr)
+    counts = summary.counts
+    if counts is not None:
+        print(f"framelens: counts: {counts.line()}", file=sys.stderr)
     print(f"framelens: batch: {summary.line()}", file=sys.stderr)
     if summary.cancelled:
         return EXIT_CANCELLED
@@ -187,6 +220,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise ConfigError("--min-score must be between 0 and 1")
     if args.track_id is not None and args.track_id < 1:
         raise ConfigError("--track-id: track IDs start at 1")
+    if args.event is not None:
+        return _list_events(args, folder)
+    if args.name is not None or args.direction is not None:
+        raise ConfigError("--name and --direction select events: add --event "
+                          "cross|enter|exit|loiter|any")  # fmt: skip
     if args.tracks:
         return _list_tracks(args, folder)
     hits = query_detections(
@@ -246,4 +284,54 @@ def _list_tracks(args: argparse.Namespace, folder: Path) -> int:
         print("framelens: the archive holds no tracks (batch it with --track)", file=sys.stderr)
     else:
         print("framelens: no tracks match", file=sys.stderr)
+    return 0
+
+
+def _list_events(args: argparse.Namespace, folder: Path) -> int:
+    """``query --event``: one line per event of the archive's DIR/events/."""
+    from framelens.core.sessions.archive import (
+        DIRECTIONS,
+        EVENT_KINDS,
+        archive_event_names,
+        query_events,
+    )
+
+    kind = None if args.event == "any" else args.event
+    if kind is not None and kind not in EVENT_KINDS:
+        raise ConfigError(f"--event {args.event}: one of {', '.join(EVENT_KINDS)}, any")
+    if args.direction is not None and args.direction not in DIRECTIONS:
+        raise ConfigError(f"--direction {args.direction}: in or out")
+    if args.direction is not None and kind != "cross":
+        raise ConfigError("--direction is a crossing's: add --event cross")
+    if args.tracks or args.min_score:
+        raise ConfigError("--event lists events: --tracks and --min-score are for detections")
+    if args.limit is not None and args.limit < 0:
+        raise ConfigError("--limit must not be negative")
+    events = query_events(
+        folder,
+        kind=kind,
+        name=args.name,
+        direction=args.direction,
+        label=args.label,
+        between=tuple(args.between) if args.between else None,
+        source_glob=args.source,
+        limit=args.limit,
+        track_id=args.track_id,
+    )
+    for event in events:
+        print(event.line())
+    sys.stdout.flush()
+    if events:
+        print(f"framelens: {len(events)} event{'s' if len(events) != 1 else ''}", file=sys.stderr)
+        return 0
+    names = archive_event_names(folder)
+    if not any((folder / "events").glob("*.parquet")):  # batched without --zones
+        print("framelens: the archive holds no events (batch it with --track --zones "
+              "ZONES.json)", file=sys.stderr)  # fmt: skip
+    elif args.name is not None and args.name not in names:
+        known = ", ".join(names) if names else "none"
+        print(f"framelens: no events at {args.name} (the archive's lines and zones with "
+              f"events: {known})", file=sys.stderr)  # fmt: skip
+    else:
+        print("framelens: no events match", file=sys.stderr)
     return 0

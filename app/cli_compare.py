@@ -14,6 +14,9 @@ from framelens.core.stages.tasks import task_kind, task_kinds
 from framelens.terminal_bars import bars_for
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from framelens.core.stages.analytics.zones import ZonesFile
     from framelens.core.stages.tracking.mot import MotSequence
     from framelens.core.stages.tracking.settings import TrackerSettings
 
@@ -21,7 +24,8 @@ __all__ = ["add_tracking_args", "cmd_compare"]
 
 
 def add_tracking_args(parser: argparse.ArgumentParser) -> None:
-    """--track and --gt: every pane tracks, and the report scores the tracks."""
+    """--track, --gt, --zones and --event-tolerance: every pane tracks (and counts), and
+    the report scores the tracks (and compares the counts)."""
     parser.add_argument(
         "--track",
         nargs="?",
@@ -38,6 +42,39 @@ def add_tracking_args(parser: argparse.ArgumentParser) -> None:
         help="with --track: MOT Challenge ground truth for the frames compared (frame 1 = "
         "the --start frame); the report adds HOTA, IDF1, MOTA per pane against it",
     )
+    parser.add_argument(
+        "--zones",
+        metavar="ZONES.json",
+        default=None,
+        help="with --track: every pane counts its tracks against these lines and zones "
+        "(docs/analytics.md); the report adds each pane's counts per line and zone, their "
+        "difference from the reference's, the events a pane lacks or adds, and events.csv",
+    )
+    parser.add_argument(
+        "--event-tolerance",
+        type=int,
+        default=None,
+        metavar="FRAMES",
+        help="with --zones: a pane's event and the reference's are the same when kind, line "
+        "or zone, direction and class agree and their frames are at most this far apart "
+        "(default 5)",
+    )
+
+
+def _zones(args: argparse.Namespace, labels: Sequence[str]) -> ZonesFile | None:
+    """The lines and zones every pane counts, checked before any work (one line)."""
+    from framelens.cli_options import zones_from_args
+
+    if args.event_tolerance is not None:
+        if args.zones is None:
+            raise ConfigError("--event-tolerance matches the events of --zones: add --zones")
+        if args.event_tolerance < 0:
+            raise ConfigError("--event-tolerance must not be negative")
+    args.events = None  # the report holds the events (events.csv)
+    zones: ZonesFile | None = zones_from_args(
+        args, labels, source=args.source, tracked=args.track is not None
+    )
+    return zones
 
 
 def _tracking(args: argparse.Namespace) -> tuple[TrackerSettings | None, MotSequence | None]:
@@ -49,6 +86,8 @@ def _tracking(args: argparse.Namespace) -> tuple[TrackerSettings | None, MotSequ
     if args.track is None:
         if args.gt is not None:
             raise ConfigError("--gt scores tracks: add --track")
+        if args.zones is not None:
+            raise ConfigError("--zones counts tracks: add --track")
         return None, None
     try:
         make_tracker(TrackerSettings.for_kind(args.track))  # unknown, or not built yet
@@ -59,6 +98,7 @@ def _tracking(args: argparse.Namespace) -> tuple[TrackerSettings | None, MotSequ
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from framelens.core.pipeline.compare.events import EVENT_TOLERANCE
     from framelens.core.pipeline.compare.variants import parse_precisions, precision_panes
     from framelens.core.precision import CalibrationSettings
     from framelens.core.sessions.compare.to_report import compare_to_report
@@ -66,7 +106,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
     if args.models or (args.task is not None and task_kind(args.task).produces_image):
-        if args.track is not None or args.gt is not None:
+        if args.track is not None or args.gt is not None or args.zones is not None:
             raise ConfigError("--track compares detectors' tracks, not super-resolution")
         return _compare_superres(args)
     if not args.precisions:
@@ -79,6 +119,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     calibration.validate()
     tracking, ground_truth = _tracking(args)
+    zones = _zones(args, base.model.labels)
     summary = compare_to_report(
         args.source,
         # Called once the report directory is known to be writable: INT8 takes minutes.
@@ -92,6 +133,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         progress=bars_for(args),
         tracking=tracking,
         ground_truth=ground_truth,
+        zones=zones,
+        event_tolerance=EVENT_TOLERANCE if args.event_tolerance is None else args.event_tolerance,
     )
     print(json.dumps(summary, indent=2))
     return 0

@@ -13,7 +13,8 @@ Groups:
 * devices and backends: what can run here, and why not
 * archives: batches over folders of footage (``run_batch``, local or on Ray), their
   manifest (``read_manifest``) and the Parquet detections (``query_detections``,
-  ``archive_labels``, a tracked batch's tracks: ``archive_tracks``)
+  ``archive_labels``, a tracked batch's tracks: ``archive_tracks``), the events of a
+  batch that counted lines and zones (``query_events``, ``archive_event_names``)
 * tracking: the trackers' settings, playback's tracker and track log, following an ID
 * lines and zones: the zones.json model (``parse_zones``, ``zones_as_json``), playback's
   live counting (``PlaybackAnalytics``: counts, events, saved beside the video) and
@@ -95,15 +96,20 @@ from framelens.core.precision import (
 from framelens.core.precision.jobs import PrecisionJob, prepare_job
 from framelens.core.precision.sensitivity import tensorrt_kept_float
 from framelens.core.sessions.archive import (
+    EVENT_KINDS,
     BatchSummary,
     DetectionHit,
+    EventCounts,
+    EventRow,
     InputProgress,
     InputState,
     TrackRow,
+    archive_event_names,
     archive_labels,
     archive_tracks,
     discover_inputs,
     query_detections,
+    query_events,
     read_manifest,
     run_batch,
     search_detections,
@@ -154,6 +160,7 @@ from framelens.core.stages.analytics.zones import (
     LineSpec,
     ZonesFile,
     ZoneSpec,
+    load_zones,
     parse_zones,
     zones_as_json,
 )
@@ -208,6 +215,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "DEFAULT_MODEL",
     "DEFAULT_STYLE",
+    "EVENT_KINDS",
     "INTEROP_PATH",
     "LAYOUTS",
     "MAX_CROPS",
@@ -242,6 +250,8 @@ __all__ = [
     "EngineBuild",
     "EnlargedCrop",
     "Event",
+    "EventCounts",
+    "EventRow",
     "ExportError",
     "ExportJob",
     "ExportRequest",
@@ -306,6 +316,7 @@ __all__ = [
     "ZonesFile",
     "ZonesPicture",
     "__version__",
+    "archive_event_names",
     "archive_labels",
     "archive_tracks",
     "backend_choices",
@@ -334,6 +345,7 @@ __all__ = [
     "list_cameras",
     "load_catalog",
     "load_wall_layout",
+    "load_zones",
     "measure_frame_quality",
     "open_source",
     "pane_labels",
@@ -345,6 +357,7 @@ __all__ = [
     "prepare_variant",
     "produces_image",
     "query_detections",
+    "query_events",
     "read_manifest",
     "report_target",
     "resolve_device",

@@ -44,6 +44,7 @@ from framelens.core.stages.sources import Source
 from framelens.core.types import Image
 
 if TYPE_CHECKING:
+    from framelens.core.stages.analytics.zones import ZonesFile
     from framelens.core.stages.tracking.settings import TrackerSettings
 
 __all__ = [
@@ -81,7 +82,8 @@ class CompareFrame:
     number the report gives. ``frame_count``: the source's, None when unknown.
     ``tracks``: when the panes track, each pane's tracks against the reference's over
     the frames compared (the report's numbers, recomputed about once a second; None
-    until the first are ready or when the panes do not track).
+    until the first are ready or when the panes do not track), and with lines and zones
+    each pane's counts (``tracks.counts``).
     """
 
     step: CompareStep
@@ -168,7 +170,9 @@ class CompareWorker:
 
     ``kept`` holds the numbers of every frame computed (KeptFrames, from the moment
     the panes are ready): what "Save report" writes without running the panes again.
-    ``tracking``: every pane tracks its boxes with a tracker of its own.
+    ``tracking``: every pane tracks its boxes with a tracker of its own; ``zones``: and
+    counts its tracks against these lines and zones (the counts in ``tracks``, and in
+    the saved report).
     """
 
     def __init__(
@@ -183,9 +187,11 @@ class CompareWorker:
         on_progress: Callable[[str, float], None],
         on_error: Callable[[str], None],
         tracking: TrackerSettings | None = None,
+        zones: ZonesFile | None = None,
     ) -> None:
         self.source = source
         self.tracking = tracking
+        self.zones = zones if tracking is not None else None
         self._live_tracks: LiveTracks | None = None
         self._last: CompareFrame | None = None  # the last frame handed out
         self.start_index = max(0, start)
@@ -243,7 +249,7 @@ class CompareWorker:
                     failover=pane_failover(panes, self._on_error),
                 ) as runner,  # fmt: skip
             ):
-                self.kept = KeptFrames(panes, runner.reference, self.tracking)
+                self.kept = KeptFrames(panes, runner.reference, self.tracking, self.zones)
                 if self.tracking is not None:
                     self._live_tracks = LiveTracks(self.kept)
                 self.frame_count = source.info.frame_count

@@ -19,7 +19,7 @@ from framelens.core import __version__
 from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.tracks import TrackCount
-from framelens.core.stages.analytics.events import EventsWriter
+from framelens.core.stages.analytics.events import EventSink
 from framelens.core.stages.analytics.heatmap import HeatmapPng
 from framelens.core.stages.analytics.stage import Tally
 from framelens.core.stages.analytics.zones import ZonesFile
@@ -138,7 +138,7 @@ class SourceOutputs:
                 self.video.write(result.annotated, frame.pts, frame.index)
         for writer in self.writers:
             writer.add(frame.index, frame.pts, result.output)
-            if result.events and isinstance(writer, EventsWriter):
+            if result.events and isinstance(writer, EventSink):
                 writer.add_events(result.events)
             elif result.layers and isinstance(writer, HeatmapPng):
                 writer.add_layers(result.layers)

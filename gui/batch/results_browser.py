@@ -7,7 +7,9 @@ The user picks the output folder, a class (the labels the folder's detections ho
 time). The search runs in the background (gui/batch/hit_search.py): at most ``limit`` hits
 shown ("showing N of M"), each a thumbnail of its box with the scene around it, decoded
 from its video as they come. Double-click (or Enter) on a hit asks for its video at its
-frame (``openRequested``), which the main window opens, paused there.
+frame (``openRequested``), which the main window opens, paused there. A batch that
+counted lines and zones also has an Events tab (gui/batch/event_list.py): its events,
+filtered by kind, line or zone and direction, a double-click opening one at its frame.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from framelens.core.api import DetectionHit, FrameLensError, archive_labels, error_message
+from framelens.gui.batch.event_list import EventsPanel
 from framelens.gui.batch.hit_search import THUMB_SIZE, HitSearch, SearchQuery
 from framelens.gui.common.folder_dialog import choose_folder
 from framelens.gui.common.settings import Settings
@@ -32,6 +35,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -180,12 +184,23 @@ class ResultsBrowser(QMainWindow):
         self.list.activatedHit.connect(self._open_hit)
         self.status_label = QLabel("Choose a batch's output folder.")
         self.status_label.setObjectName("dialogStatus")
+        detections = QWidget()
+        page = QVBoxLayout(detections)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.addLayout(filters)
+        page.addWidget(self.list, 1)
+        page.addWidget(self.status_label)
+        self.events = EventsPanel()
+        self.events.openRequested.connect(self.openRequested)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(detections, "Detections")
+        self.tabs.addTab(self.events, "Events")
+        self.tabs.setTabEnabled(1, False)
+        self.tabs.setTabToolTip(1, "The events of a batch run with --track --zones")
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.addLayout(top)
-        layout.addLayout(filters)
-        layout.addWidget(self.list, 1)
-        layout.addWidget(self.status_label)
+        layout.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
         self.resize(1000, 680)
 
@@ -210,6 +225,11 @@ class ResultsBrowser(QMainWindow):
         self.class_combo.blockSignals(False)
         if folder:
             self.app_settings.batch_output = folder
+        events = self.events.set_folder(folder) if not error else 0
+        self.tabs.setTabText(1, f"Events ({events})" if events else "Events")
+        self.tabs.setTabEnabled(1, bool(events))
+        if not events:
+            self.tabs.setCurrentIndex(0)
         if labels:
             self.refresh()
             return

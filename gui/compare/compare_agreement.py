@@ -4,8 +4,10 @@ PaneStats keeps what the view remembers of one pane between repaints (latency an
 running F1 history, image metrics); AgreementTable shows one column per pane and
 one row per measure, and says why a measure does not apply (PSNR/SSIM of a
 detector), and, when the panes track, rows of their tracks against the reference's
-(TRACK_METRICS, the report's numbers, refreshed about once a second); AgreementPlots
-draws every pane's latency and running F1.
+(TRACK_METRICS, the report's numbers, refreshed about once a second), and when they
+also count lines and zones, a row per line (its crossings in / out) and zone (enter /
+exit, and loiter where it has a loiter time), with the changes from the reference's;
+AgreementPlots draws every pane's latency and running F1.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from framelens.core.api import MAX_PANES, CompareStep, PaneSpec, TrackNumbers, produces_image
+from framelens.core.api import (
+    MAX_PANES,
+    CompareStep,
+    PaneSpec,
+    TrackNumbers,
+    ZonesFile,
+    produces_image,
+)
 from framelens.gui.compare.compare_panes import PANE_COLOURS
 from framelens.gui.display.plots import themed_plot
 from PySide6.QtCore import Qt
@@ -41,6 +50,7 @@ __all__ = [
     "AgreementPlots",
     "AgreementTable",
     "PaneStats",
+    "count_rows",
     "image_metrics_reason",
     "number",
 ]
@@ -85,6 +95,23 @@ METRIC_TIPS = {
     "Track HOTA": "Agreement of this pane's tracks with the reference's (HOTA)",
 }
 TRACKS_PENDING = "…"
+CHANGED = "#ff6b6b"  # a count that differs from the reference's
+_COUNT_TIPS = {
+    "lines": "Crossings of the line {name}: in (from the left to the right of its p1 → p2) / out",
+    "zones": "Tracks that entered / left {name} (/ stayed past its loiter time)",
+}
+CountRow = tuple[str, str, tuple[str, ...]]  # lines or zones, the name, the counts' keys
+
+
+def count_rows(zones: ZonesFile | None) -> list[CountRow]:
+    """The count rows of ``zones``: one per line (in, out) and zone (enter, exit, and
+    loiter where it has a loiter time)."""
+    if zones is None:
+        return []
+    rows: list[CountRow] = [("lines", s.name, ("in", "out")) for s in zones.lines]
+    for z in zones.zones:
+        rows.append(("zones", z.name, ("enter", "exit", *(("loiter",) if z.loiter_s else ()))))
+    return rows
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -184,6 +211,7 @@ class AgreementTable(QTableWidget):
         rows.setDefaultSectionSize(rows.fontMetrics().height() + 9)
         rows.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self._reasons: list[str | None] = []
+        self._counts: list[CountRow] = []  # the count rows, after METRICS
         self.setMinimumWidth(400)
         self.show_tracks(False)
 
@@ -191,17 +219,29 @@ class AgreementTable(QTableWidget):
         """The tracks' rows shown (the panes track) or hidden, the height to match."""
         for metric in TRACK_METRICS:
             self.setRowHidden(METRICS.index(metric), not shown)
-        rows = len(METRICS) - (0 if shown else len(TRACK_METRICS))
+        rows = len(METRICS) - (0 if shown else len(TRACK_METRICS)) + len(self._counts)
         self.setMinimumHeight(
             self.horizontalHeader().sizeHint().height()
             + rows * self.verticalHeader().defaultSectionSize()
             + 4
         )
 
-    def set_panes(self, panes: Sequence[PaneSpec], tracking: bool = False) -> None:
+    def set_panes(
+        self, panes: Sequence[PaneSpec], tracking: bool = False, zones: ZonesFile | None = None
+    ) -> None:
         """One column per pane, the reference first, every cell "—" until the first
         frame; a measure that cannot apply says why instead (one cell across the row
-        when it is the same for every pane). ``tracking``: the tracks' rows shown."""
+        when it is the same for every pane). ``tracking``: the tracks' rows shown;
+        ``zones`` (with ``tracking``): a row per count of its lines and zones."""
+        self._counts = count_rows(zones) if tracking else []
+        self.setRowCount(len(METRICS) + len(self._counts))
+        for k, (table, name, keys) in enumerate(self._counts):
+            head = QTableWidgetItem(f"{name} {' / '.join(keys)}")
+            head.setToolTip(
+                _COUNT_TIPS[table].format(name=name)
+                + ", over the frames compared; in brackets the changes from the reference's"
+            )
+            self.setVerticalHeaderItem(len(METRICS) + k, head)
         self.show_tracks(tracking)
         self.clearSpans()
         self.setColumnCount(len(panes))
@@ -219,6 +259,10 @@ class AgreementTable(QTableWidget):
                 if reason is not None:
                     item.setForeground(QColor("#8f99a8"))
                 self.setItem(row, col, item)
+            for k in range(len(self._counts)):
+                item = QTableWidgetItem(TRACKS_PENDING)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                self.setItem(len(METRICS) + k, col, item)
         if len(panes) > 1 and len(set(self._reasons)) == 1 and self._reasons[0] is not None:
             for metric in IMAGE_METRICS:
                 self.setSpan(METRICS.index(metric), 0, 1, len(panes))
@@ -253,6 +297,11 @@ class AgreementTable(QTableWidget):
                     item.setText(text)
                     if text != NONE and item.toolTip() == NO_FRAME_TIP:
                         item.setToolTip("")
+            for k, (text, changed) in enumerate(self._count_cells(tracks, col)):
+                item = self.item(len(METRICS) + k, col)
+                if item is not None and item.text() != text:
+                    item.setText(text)
+                    item.setForeground(QColor(CHANGED) if changed else self.palette().text())
 
     def tracks_tip(self, tracks: TrackNumbers | None) -> None:
         """Over how many frames the tracks' rows are (their header's tip)."""
@@ -263,9 +312,30 @@ class AgreementTable(QTableWidget):
                 item.setToolTip(METRIC_TIPS[metric] + over)
 
     def value(self, pane: int, metric: str) -> str:
-        """The cell for ``pane`` (0 = reference) and a METRICS name."""
-        item = self.item(METRICS.index(metric), pane)
+        """The cell for ``pane`` (0 = reference) and a METRICS name, or a count's row
+        name ("door in")."""
+        names = [f"{name} {' / '.join(keys)}" for _, name, keys in self._counts]
+        row = METRICS.index(metric) if metric in METRICS else len(METRICS) + names.index(metric)
+        item = self.item(row, pane)
         return item.text() if item is not None else ""
+
+    def _count_cells(self, tracks: TrackNumbers | None, pane: int) -> list[tuple[str, bool]]:
+        """The count rows of one pane: its counts ("1 / 0"), and their changes from the
+        reference's in brackets where there is one ("0 / 0 (-1 / +0)"; True: changed)."""
+        if not self._counts:
+            return []
+        if tracks is None or pane >= len(tracks.counts):
+            return [(TRACKS_PENDING, False)] * len(self._counts)
+        entry = tracks.counts[pane]
+        cells = []
+        for table, name, keys in self._counts:
+            values = [entry["counts"][table][name][k] for k in keys]
+            changes = [entry["vs_reference"]["count_changes"][name][k] for k in keys]
+            text = " / ".join(str(v) for v in values)
+            if any(changes):
+                text += f" ({' / '.join(f'{c:+d}' for c in changes)})"
+            cells.append((text, any(changes)))
+        return cells
 
 
 def _track_cells(tracks: TrackNumbers | None, pane: int) -> list[str]:

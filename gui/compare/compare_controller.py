@@ -24,6 +24,7 @@ from framelens.core.api import (
     PipelineSettings,
     Resolve,
     TrackerSettings,
+    ZonesFile,
     error_message,
     pane_labels,
     prepare_panes,
@@ -88,10 +89,12 @@ class CompareSession(QObject):
         calibration: CalibrationSettings | None = None,
         parent: QObject | None = None,
         tracking: TrackerSettings | None = None,
+        zones: ZonesFile | None = None,
     ) -> None:
         super().__init__(parent)
         self.base = base
         self.tracking = tracking  # every pane tracks with these (None: no tracking)
+        self.zones = zones  # and counts its tracks against these (None: no counting)
         self._resolve = resolve
         self.calibration = calibration
         self.source: str | None = None
@@ -148,6 +151,7 @@ class CompareSession(QObject):
             on_progress=lambda text, f: self._progressFrom.emit(gen, text, f),
             on_error=lambda text: self._errorFrom.emit(gen, text),
             tracking=self.tracking,
+            zones=self.zones,
         )
         self.stateChanged.emit("preparing")
         worker.start()

@@ -26,6 +26,7 @@ from framelens.core.api import (
     Image,
     PaneSpec,
     TrackerSettings,
+    ZonesFile,
     produces_image,
 )
 from framelens.gui.common.controller import Controller
@@ -83,9 +84,12 @@ class CompareWindow(QMainWindow):
         preview: Image | None = None,
         parent: QWidget | None = None,
         tracking: TrackerSettings | None = None,
+        zones: ZonesFile | None = None,
     ) -> None:
         """``preview``: the frame on the main window's screen, shown dimmed before the start.
-        ``tracking``: the main window's tracker, when it tracks: Tracks starts on, with it."""
+        ``tracking``: the main window's tracker, when it tracks: Tracks starts on, with it.
+        ``zones``: the video's lines and zones: with Tracks on, every pane counts its
+        tracks against them (the table's count rows, and the saved report's counts)."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"Compare — {Path(source).name or source}")
@@ -97,6 +101,7 @@ class CompareWindow(QMainWindow):
         if base is None:
             raise ValueError("the compare view needs a model")
         self.session = CompareSession(base, controller.resolve, controller.calibration, self)
+        self.session.zones = zones
         self.labels: list[str] = []
         self.frames_seen = 0
         self._stats: list[PaneStats] = []
@@ -361,7 +366,7 @@ class CompareWindow(QMainWindow):
             card.show_pane(pane.label, pane.settings)
             card.view.show_placeholder("Waiting for the first frame…")
         self._card_width = fit_cards(self.cards, 0)
-        self.table.set_panes(panes, tracking=self.session.tracking is not None)
+        self.table.set_panes(panes, self.session.tracking is not None, self.session.zones)
         self.plots.set_labels(self.labels)
 
     @Slot(object)

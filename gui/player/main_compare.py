@@ -1,11 +1,20 @@
 """The main window's part in comparison: Analysis > Compare… (Ctrl+K) opens the compare
-view (gui/compare/compare_view.py) on the open video, from the frame on screen."""
+view (gui/compare/compare_view.py) on the open video, from the frame on screen, with
+the lines and zones saved beside the video (``<video>.zones.json``), if any, for its
+panes to count against when they track."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from framelens.core.api import TrackerSettings
+from framelens.core.api import (
+    FrameLensError,
+    TrackerSettings,
+    ZonesFile,
+    error_message,
+    load_zones,
+    zones_of,
+)
 from framelens.gui.compare.compare_view import CompareWindow
 from framelens.gui.player.main_window_parts import WindowParts
 from PySide6.QtCore import QObject
@@ -62,11 +71,25 @@ class CompareOpening(QObject):
             model_key=self._model_key(),
             preview=last.frame.image if last is not None else None,
             tracking=self._tracking(),
+            zones=self._zones(source),
             parent=self.parts.window,
         )
         self.window = window
         window.show()
         return window
+
+    def _zones(self, source: str) -> ZonesFile | None:
+        """The lines and zones saved beside ``source``; None when there are none or the
+        file cannot be used (said in one line: the comparison counts nothing)."""
+        path = zones_of(source)
+        if path is None:
+            return None
+        base = self.parts.controller.base_settings()
+        try:
+            return load_zones(path, base.model.labels if base is not None else ())
+        except FrameLensError as exc:
+            self.parts.show_error(error_message(exc))
+            return None
 
     def close(self) -> None:
         if self.window is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -115,3 +116,71 @@ def test_the_main_window_s_tracker_turns_tracks_on(
         compare.close()
     finally:
         window.tracking.choose("off", save=False)
+
+
+def test_counts_of_the_lines_and_zones_saved_beside_the_video(
+    window: MainWindow, qtbot: QtBot, sample: str, cache: Path, tmp_path: Path
+) -> None:
+    """A video with lines and zones beside it (``clip.mp4.zones.json``): with Tracks on,
+    each pane counts its tracks against them, the table gains a row per count with its
+    change from the reference's, and Save Report writes the counts. Frames 160.. of the
+    sample: a person crosses x = 600 around frame 190."""
+    video = tmp_path / "door.mp4"
+    shutil.copyfile(sample, video)
+    zones = {
+        "lines": [{"name": "door", "points": [[600, 432], [600, 200]]}],
+        "zones": [{"name": "right", "polygon": [[600, 200], [768, 200], [768, 432],
+                                                [600, 432]]}],
+    }  # fmt: skip
+    Path(f"{video}.zones.json").write_text(json.dumps(zones))
+    compare = compare_at(window, qtbot, str(video), 160)
+    if not compare.tracks_action.isChecked():  # the window's zones may have turned it on
+        compare.tracks_action.trigger()
+    assert compare.tracker_settings() is not None
+    compare.cards[1].set_precision("fp16")
+    frames: list[CompareFrame] = []
+    compare.session.frameReady.connect(frames.append)
+    compare.start()
+    qtbot.waitUntil(
+        lambda: bool(frames) and frames[-1].tracks is not None
+        and frames[-1].tracks.frames >= 45,
+        timeout=3 * TIMEOUT_MS,
+    )  # fmt: skip
+    compare.pause()
+    qtbot.waitUntil(lambda: compare.session.state == "paused", timeout=10_000)
+    qtbot.wait(300)  # what was in flight lands, the 10 Hz repaint catches up
+    last = frames[-1].tracks
+    assert last is not None and len(last.counts) == 2
+    rows = {"door in / out": ("lines", "door", ("in", "out")),
+            "right enter / exit": ("zones", "right", ("enter", "exit"))}  # fmt: skip
+    assert [compare.table_value(0, r) for r in rows] == ["1 / 0", "1 / 0"]  # the crossing
+    fp16 = last.counts[1]
+    for row, (table, name, keys) in rows.items():
+        values = " / ".join(str(fp16["counts"][table][name][k]) for k in keys)
+        changes = [fp16["vs_reference"]["count_changes"][name][k] for k in keys]
+        signed = " / ".join(f"{c:+d}" for c in changes)
+        assert compare.table_value(1, row) == (f"{values} ({signed})" if any(changes) else values)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert compare.grab().save(str(SHOTS / "compare-counts-window.png"))
+
+    compare.save_report(str(tmp_path / "report"))
+    qtbot.waitUntil(lambda: compare.report_path is not None, timeout=TIMEOUT_MS)
+    report = Path(str(compare.report_path)).parent
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["variants"]["FP32"]["analytics"]["counts"]["lines"]["door"]["in"] == 1
+    assert "<h2>Counts (lines and zones)</h2>" in (report / "index.html").read_text()
+    compare.close()
+
+
+def test_lines_and_zones_beside_the_video_that_cannot_be_used_are_said_in_one_line(
+    window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path
+) -> None:
+    video = tmp_path / "door.mp4"
+    shutil.copyfile(sample, video)
+    beside = Path(f"{video}.zones.json")
+    beside.write_text('{"lines": [{"name": "door", "points": [[600, 432]]}]}')
+    compare = compare_at(window, qtbot, str(video), 0)
+    assert compare.session.zones is None  # the comparison counts nothing
+    assert window.error_box.text() == f"{beside}: line 'door': needs 2 points, has 1"
+    window.error_box.hide()
+    compare.close()

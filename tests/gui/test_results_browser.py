@@ -1,7 +1,8 @@
 """Analysis > Browse Batch Results… under Xvfb: the detections of a real batch (two real
 clips through the real YOLOX-Nano, api.run_batch in this process) by class, score and
 source, as thumbnails decoded from the videos; a double-click opens the main window on
-that video, paused at that frame.
+that video, paused at that frame. A batch that counted a line and a zone (--track
+--zones) lists its events in the Events tab, filtered, a double-click opening one.
 
 Screenshots go to a temporary folder; FRAMELENS_BATCH_SCREENSHOTS=docs writes the one
 the user guide shows (docs/results-browser.png).
@@ -19,13 +20,17 @@ from archive_clips import BOTTLES, PEOPLE, cut_clip
 from framelens.core.api import (
     DEFAULT_MODEL,
     PipelineSettings,
+    TrackerSettings,
     archive_labels,
     class_colour,
     query_detections,
+    query_events,
     resolve_model,
     run_batch,
 )
+from framelens.core.stages.analytics import parse_zones
 from framelens.gui.batch.results_browser import ALL_CLASSES, ResultsBrowser
+from framelens.gui.common.widgets import format_time
 from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
@@ -167,3 +172,80 @@ def test_a_folder_without_a_batch_says_so(window: MainWindow, tmp_path: Path) ->
     rb = window.batch.open_results_browser(str(tmp_path))
     assert rb.list.count() == 0 and rb.class_combo.count() == 1
     assert rb.status_label.text() == f"No detections in {tmp_path} yet."
+
+
+@pytest.fixture(scope="module")
+def counted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A batch tracked and counted: a person crossing a door at x = 300 (half size: the
+    sample's x = 600, around its frame 440) and entering the zone right of it."""
+    footage = tmp_path_factory.mktemp("door")
+    cut_clip(PEOPLE, footage / "door.mp4", 415, 50, (384, 216))
+    cut_clip(BOTTLES, footage / "bottles.mp4", 0, 10)
+    out = tmp_path_factory.mktemp("counted")
+    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL))
+    zones = parse_zones(
+        {"lines": [{"name": "door", "points": [[300, 216], [300, 100]]}],
+         "zones": [{"name": "right", "polygon": [[300, 100], [384, 100], [384, 216],
+                                                 [300, 216]]}]},
+        labels=settings.model.labels,
+    )  # fmt: skip
+    summary = run_batch([str(footage)], out, settings, progress=False,
+                        tracker=TrackerSettings(), zones=zones)  # fmt: skip
+    assert (summary.done, summary.failed) == (2, 0)
+    return out
+
+
+def test_the_events_tab_lists_a_counted_batchs_events_and_opens_one_at_its_frame(
+    window: MainWindow, qtbot: QtBot, counted: Path, archive: Path
+) -> None:
+    rb = window.batch.open_results_browser(str(archive))  # detections only: no events
+    assert not rb.tabs.isTabEnabled(1) and rb.tabs.tabText(1) == "Events"
+    rb.set_folder(str(counted))
+    every = query_events(counted)
+    assert [(e.kind, e.name, e.direction) for e in every] == [
+        ("cross", "door", "in"), ("enter", "right", "")
+    ]  # fmt: skip
+    assert rb.tabs.isTabEnabled(1) and rb.tabs.tabText(1) == "Events (2)"
+    rb.tabs.setCurrentIndex(1)
+    panel = rb.events
+    qtbot.waitExposed(panel.table)
+    names = [panel.name_combo.itemText(i) for i in range(panel.name_combo.count())]
+    assert names == ["All lines and zones", "door", "right"]
+    table = panel.table
+    cells = [[table.item(r, c).text() for c in range(table.columnCount())]
+             for r in range(table.rowCount())]  # fmt: skip
+    frame = every[0].frame
+    assert cells == [
+        ["door.mp4", format_time(every[0].time_s), str(frame + 1), "#1", "person", "cross",
+         "door", "in"],
+        ["door.mp4", format_time(every[1].time_s), str(frame + 1), "#1", "person", "enter",
+         "right", ""],
+    ]  # fmt: skip
+    assert panel.count_label.text().startswith("Showing 2 of 2 events.")
+    qtbot.wait(100)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert rb.grab().save(str(SHOTS / "results-events.png"))
+
+    # the filters: crossings only, then the other way (none), then entering (no direction)
+    panel.kind_combo.setCurrentIndex(panel.kind_combo.findData("cross"))
+    assert table.rowCount() == 1 and table.item(0, 5).text() == "cross"
+    panel.direction_combo.setCurrentIndex(panel.direction_combo.findData("out"))
+    assert table.rowCount() == 0
+    assert panel.count_label.text().startswith("Showing 0 of 2 events.")
+    panel.kind_combo.setCurrentIndex(panel.kind_combo.findData("enter"))
+    assert not panel.direction_combo.isEnabled()
+    assert table.rowCount() == 1 and table.item(0, 6).text() == "right"
+    panel.name_combo.setCurrentIndex(panel.name_combo.findData("door"))
+    assert table.rowCount() == 0
+    panel.name_combo.setCurrentIndex(0)
+    panel.source_edit.setText("bottles")
+    assert table.rowCount() == 0
+    panel.source_edit.setText("door")
+    assert table.rowCount() == 1
+
+    # double-click the event: the main window shows its video, paused at its frame
+    centre = table.visualItemRect(table.item(0, 0)).center()
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=centre)
+    qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=centre)
+    qtbot.waitUntil(lambda: window.shown_index == frame, timeout=TIMEOUT_MS)
+    assert window.source == every[1].source and not window.state.playing

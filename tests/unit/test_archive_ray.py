@@ -284,3 +284,41 @@ def test_a_model_the_actors_cannot_see_at_the_drivers_path_travels_with_the_job(
     assert copies[0].read_bytes() == moved.read_bytes()
     assert variant_precision(copies[0]) == "fp16"
     assert (read_entry(copies[0].parent) or {}).get("shipped_from") == str(variant.path)
+
+
+def test_a_batch_with_zones_on_ray_writes_the_local_batchs_events_and_counts(
+    cluster: Any, settings: PipelineSettings, tmp_path: Path
+) -> None:
+    """``--track --zones`` on Ray actors: each input's events Parquet and its counts in
+    the manifest are those of the same batch in this process (a person crossing the
+    door around frame 190 of the sample, so each clip holds one crossing)."""
+    import pyarrow.dataset as pads
+    from framelens.core.stages.analytics import parse_zones
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    zones = parse_zones(
+        {"lines": [{"name": "door", "points": [[600, 432], [600, 200]]}],
+         "zones": [{"name": "right", "polygon": [[600, 200], [768, 200], [768, 432],
+                                                 [600, 432]]}]},
+        labels=settings.model.labels,
+    )  # fmt: skip
+    clips = [sample_clip(tmp_path / "a.mp4", 165, 50), sample_clip(tmp_path / "b.mp4", 175, 40)]
+    results = {}
+    for where in ("local", None):
+        out = tmp_path / f"results-{where}"
+        summary = run_batch(clips, out, settings, ray=where, tracker=TrackerSettings(),
+                            zones=zones)  # fmt: skip
+        assert summary.done == 2
+        table = pads.dataset(str(out / "events"), format="parquet").to_table()
+        rows = sorted(table.to_pylist(), key=lambda r: (r["source"], r["frame"], r["kind"]))
+        results[where] = (rows, [i.analytics for i in summary.inputs], read_manifest(out))
+        assert leftovers(out) == []
+    rows, counts, manifest = results["local"]
+    assert (rows, counts) == results[None][:2]
+    assert [i.analytics for i in manifest] == counts  # the manifest keeps them
+    assert [(r["source"], r["kind"], r["name"], r["direction"]) for r in rows] == [
+        (clip, kind, name, direction)
+        for clip in clips
+        for kind, name, direction in (("cross", "door", "in"), ("enter", "right", ""))
+    ]
+    assert [c["lines"]["door"]["in"] for c in counts if c is not None] == [1, 1]

@@ -36,6 +36,7 @@ from framelens.core.pipeline.ranges import RunRange
 from framelens.core.stages.tasks.detect.agreement import FrameMatch
 
 if TYPE_CHECKING:
+    from framelens.core.stages.analytics.zones import ZonesFile
     from framelens.core.stages.tracking.mot import MotFrame
     from framelens.core.stages.tracking.settings import TrackerSettings
 
@@ -52,10 +53,12 @@ class KeptFrames:
         specs: Sequence[PaneSpec],
         reference: int = 0,
         tracking: TrackerSettings | None = None,
+        zones: ZonesFile | None = None,
     ) -> None:
         self.specs = tuple(specs)
         self.reference = reference
         self.tracking = tracking  # the panes' trackers: the report's gaps use the same
+        self.zones = zones  # the lines and zones each pane's tracks are counted against
         self._frames: dict[int, _Kept] = {}
         self._sorted: list[list[float]] = [[] for _ in self.specs]  # inference ms, per pane
         self._lock = threading.Lock()
@@ -135,8 +138,9 @@ class KeptFrames:
         return top
 
     def log(self) -> CompareLog:
-        """A CompareLog of the frames kept, in frame order: what the report is written from."""
-        log = CompareLog(self.specs, self.reference)
+        """A CompareLog of the frames kept, in frame order: what the report is written from
+        (with the lines and zones: each pane's counts and events, records.py)."""
+        log = CompareLog(self.specs, self.reference, zones=self.zones)
         with self._lock:
             kept = [self._frames[i] for i in sorted(self._frames)]
         for row, matches in kept:

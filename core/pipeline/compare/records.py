@@ -11,10 +11,12 @@ The summary is the content of summary.json::
          "tp", "fp", "fn",      # the sums behind precision/recall/F1
          "psnr_db", "ssim",     # mean image agreement; null for detection panes
          "model", "precision_mode", "backend", "device", "conf",  # what the pane ran
-         "tracking"},           # only when the panes tracked: see tracks.py
-       ...},
+         "tracking",            # only when the panes tracked: see tracks.py
+         "analytics"},          # only when they tracked and counted lines and zones:
+       ...},                    # see events.py
      "frames", "match_iou", ...metadata given by the caller
-     "ground_truth"}            # only with ground truth: its file
+     "ground_truth",            # only with ground truth: its file
+     "zones", "event_tolerance_frames"}  # only with lines and zones: their names
 
 The reference is listed among the variants (agreeing with itself). Undefined values
 (NaN: a mean over no matched pair) are written as null, and so is an infinite PSNR
@@ -29,11 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from framelens.core.pipeline.compare.events import EVENT_TOLERANCE, PaneFrame, events_summary
 from framelens.core.pipeline.compare.panes import MATCH_IOU, CompareStep, PaneSpec
 from framelens.core.pipeline.compare.tracks import pane_tracks, tracks_summary
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals, FrameMatch
 
 if TYPE_CHECKING:
+    from framelens.core.stages.analytics.counting import Event
+    from framelens.core.stages.analytics.zones import ZonesFile
     from framelens.core.stages.tracking.mot import MotFrame, MotSequence
 
 __all__ = ["VARIANT_KEYS", "CompareLog", "FrameRow", "PaneRow", "frame_row"]
@@ -124,6 +129,9 @@ class CompareLog:
     It keeps its own totals, so a GUI resetting the runner's running agreement
     (after a seek) does not change what the log reports. ``ground_truth``: the
     comparison's tracks are also scored against it (frame 1 = the first frame logged).
+    ``zones``: each pane's tracks are counted against these lines and zones, and its
+    events held against the reference's, as the same within ``event_tolerance`` frames
+    (events.py).
     """
 
     def __init__(
@@ -131,6 +139,8 @@ class CompareLog:
         specs: Sequence[PaneSpec],
         reference: int,
         ground_truth: MotSequence | None = None,
+        zones: ZonesFile | None = None,
+        event_tolerance: int = EVENT_TOLERANCE,
     ) -> None:
         self.notes: list[str] = []  # what happened on the way (a pane's GPU failing)
         self.specs = tuple(specs)
@@ -138,6 +148,9 @@ class CompareLog:
         self.ground_truth = ground_truth
         self.rows: list[FrameRow] = []
         self.totals = [AgreementTotals() for _ in self.specs]
+        self.zones = zones
+        self.event_tolerance = event_tolerance
+        self._counted: tuple[int, list[dict[str, Any]], list[list[Event]]] | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -168,6 +181,28 @@ class CompareLog:
 
     def pane_rows(self, pane: int) -> list[PaneRow]:
         return [r.panes[pane] for r in self.rows]
+
+    @property
+    def counted(self) -> bool:
+        """True when the panes tracked and lines and zones were given: events counted."""
+        return self.zones is not None and self.tracked
+
+    def analytics(self) -> tuple[list[dict[str, Any]], list[list[Event]]]:
+        """Each pane's "analytics" entry (events.py) and its events, over the rows so
+        far (computed once per number of rows); empty lists when nothing is counted."""
+        if self.zones is None or not self.tracked:
+            return [], []
+        if self._counted is None or self._counted[0] != len(self.rows):
+            frames = [
+                [PaneFrame(r.index, r.pts, r.panes[i].tracks) for r in self.rows]
+                for i in range(len(self.specs))
+            ]
+            labels = [dict(enumerate(s.settings.model.labels)) for s in self.specs]
+            entries, events = events_summary(
+                frames, self.reference, self.zones, labels, self.event_tolerance
+            )
+            self._counted = (len(self.rows), entries, events)
+        return self._counted[1], self._counted[2]
 
     def variant(self, pane: int) -> dict[str, Any]:
         """One entry of summary.json's "variants"."""
@@ -204,6 +239,13 @@ class CompareLog:
             scored = tracks_summary(self.labels, self.reference, frames, self.ground_truth)
             for variant, tracking in zip(variants.values(), scored, strict=True):
                 variant["tracking"] = tracking
+        counted: dict[str, Any] = {}
+        if self.counted and self.zones is not None:
+            entries, _ = self.analytics()
+            for variant, analytics in zip(variants.values(), entries, strict=True):
+                variant["analytics"] = analytics
+            names = [s.name for s in self.zones.lines] + [s.name for s in self.zones.zones]
+            counted = {"zones": names, "event_tolerance_frames": self.event_tolerance}
         truth = {} if self.ground_truth is None else {"ground_truth": self.ground_truth.path}
         return {
             "reference": self.reference_label,
@@ -211,5 +253,6 @@ class CompareLog:
             "frames": len(self.rows),
             "match_iou": MATCH_IOU,
             **truth,
+            **counted,
             **meta,
         }

@@ -1,4 +1,5 @@
-"""The files of a compare report: summary.json, frames.csv, PNG plots, index.html.
+"""The files of a compare report: summary.json, frames.csv, PNG plots, index.html, and
+when the panes counted lines and zones, events.csv (each pane's events, one row each).
 
 ``write_report_files`` fills a directory that the caller stages (AtomicDir), so the
 report appears complete or not at all. Plots are drawn with matplotlib's Agg
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["REPORT_FILES", "write_report_files"]
 
 SUMMARY, CSV_FILE, HTML_FILE = "summary.json", "frames.csv", "index.html"
+EVENTS_FILE = "events.csv"
 LATENCY_PNG, AGREEMENT_PNG, FPS_PNG, IMAGE_PNG = (
     "latency.png",
     "agreement.png",
@@ -34,7 +36,7 @@ LATENCY_PNG, AGREEMENT_PNG, FPS_PNG, IMAGE_PNG = (
     "image_agreement.png",
 )
 REPORT_FILES = frozenset(
-    {SUMMARY, CSV_FILE, HTML_FILE, LATENCY_PNG, AGREEMENT_PNG, FPS_PNG, IMAGE_PNG}
+    {SUMMARY, CSV_FILE, HTML_FILE, EVENTS_FILE, LATENCY_PNG, AGREEMENT_PNG, FPS_PNG, IMAGE_PNG}
 )
 """Every name a report may hold: a directory with only these may be replaced."""
 
@@ -61,6 +63,27 @@ def write_csv(path: Path, log: CompareLog) -> None:
             for pane in row.panes:
                 cells += [_cell(getattr(pane, c)) for c in columns]
             out.writerow(cells)
+
+
+def write_events_csv(path: Path, log: CompareLog) -> bool:
+    """Each pane's events, one row each: ``pane`` then the events CSV's columns
+    (core/stages/analytics/events.py). False (nothing written) when none were counted."""
+    if not log.counted:
+        return False
+    from framelens.core.pipeline.compare.events import event_json
+    from framelens.core.stages.analytics.events import EVENT_COLUMNS
+
+    _, events = log.analytics()
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["pane", *EVENT_COLUMNS])
+        for spec, made in zip(log.specs, events, strict=True):
+            labels = dict(enumerate(spec.settings.model.labels))
+            for event in made:
+                row = event_json(event, labels)
+                row["time_s"] = f"{event.time_s:.3f}"
+                out.writerow([spec.label, *(row[c] for c in EVENT_COLUMNS)])
+    return True
 
 
 def _figure() -> Figure:
@@ -222,6 +245,77 @@ switches). n/a: neither pane has a track.{gt_note}</p>
 """
 
 
+_SHOWN_DIFFERENCES = 50  # per pane and side; events.csv and summary.json hold them all
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    what = " ".join(str(event[k]) for k in ("kind", "name", "direction") if event[k])
+    return (
+        f"frame {event['frame']} ({event['time_s']:.3f} s): {what}, {event['class']} "
+        f"#{event['track_id']}"
+    )
+
+
+def _counts_html(summary: dict[str, Any]) -> str:
+    """The counts per line and zone of every pane, each with its difference from the
+    reference's, and the events a pane lacks or adds, when lines and zones were counted."""
+    variants = summary["variants"]
+    if not any("analytics" in v for v in variants.values()):
+        return ""
+    e = html.escape
+    ref = summary["reference"]
+    counts = {label: v["analytics"]["counts"] for label, v in variants.items()}
+    head = "".join(
+        f"<th>{e(label)}{' (reference)' if label == ref else ''}</th>" for label in variants
+    )
+    body = []
+    for table, keys in (("lines", ("in", "out")), ("zones", ("enter", "exit", "loiter"))):
+        for name in counts[ref].get(table, {}):
+            for key in keys:
+                cells = []
+                for label, v in variants.items():
+                    value = counts[label][table][name][key]
+                    change = v["analytics"]["vs_reference"]["count_changes"][name][key]
+                    shown = f"{value} ({change:+d})" if change else str(value)
+                    style = ' style="background:#fdd"' if change else ""
+                    cells.append(f"<td{style}>{shown}</td>")
+                body.append(f"<tr><th>{e(name)}</th><th>{key}</th>{''.join(cells)}</tr>")
+    rows: dict[str, list[int]] = {"events": [], "matched": [], "missing": [], "extra": []}
+    for v in variants.values():
+        a = v["analytics"]
+        vs = a["vs_reference"]
+        rows["events"].append(a["counts"]["events"])
+        rows["matched"].append(vs["matched"])
+        rows["missing"].append(len(vs["missing"]))
+        rows["extra"].append(len(vs["extra"]))
+    titles = {"events": "events", "matched": f"matched with {ref}'s",
+              "missing": f"{ref}'s it lacks", "extra": f"not in {ref}'s"}  # fmt: skip
+    for key, values in rows.items():
+        numbers = "".join(f"<td>{x}</td>" for x in values)
+        body.append(f'<tr><th colspan="2">{e(titles[key])}</th>{numbers}</tr>')
+    lists = []
+    for label, v in variants.items():
+        vs = v["analytics"]["vs_reference"]
+        if label == ref or not (vs["missing"] or vs["extra"]):
+            continue
+        items = [f"<li>lacks {e(_event_text(x))}</li>" for x in vs["missing"][:_SHOWN_DIFFERENCES]]
+        items += [f"<li>adds {e(_event_text(x))}</li>" for x in vs["extra"][:_SHOWN_DIFFERENCES]]
+        lists.append(f"<h3>{e(label)} against {e(ref)}</h3>\n<ul>{''.join(items)}</ul>")
+    if not lists:
+        lists.append(f"<p>Every pane has the events {e(ref)} has, and no other.</p>")
+    tolerance = summary.get("event_tolerance_frames", 0)
+    return f"""<h2>Counts (lines and zones)</h2>
+<p>Each pane's tracks counted against the same lines and zones; in brackets, the
+difference from {e(ref)}'s count. An event of a pane and one of {e(ref)} are the same
+when kind, line or zone, direction and class agree and their frames are at most
+{tolerance} apart. Every event: <a href="{EVENTS_FILE}">{EVENTS_FILE}</a>.</p>
+<table><tr><th>line or zone</th><th>count</th>{head}</tr>
+{chr(10).join(body)}
+</table>
+{chr(10).join(lists)}
+"""
+
+
 def _html(summary: dict[str, Any], plots: Sequence[str]) -> str:
     e = html.escape
     ref = summary["reference"]
@@ -249,7 +343,7 @@ Per-frame data: <a href="{CSV_FILE}">{CSV_FILE}</a>, summary: <a href="{SUMMARY}
 <table><tr><th>variant</th>{head}</tr>
 {chr(10).join(body)}
 </table>
-{_tracks_html(summary)}{images}
+{_tracks_html(summary)}{_counts_html(summary)}{images}
 </body></html>
 """
 
@@ -260,9 +354,10 @@ def write_report_files(folder: Path, log: CompareLog, summary: dict[str, Any]) -
         json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
     )
     write_csv(folder / CSV_FILE, log)
+    events = [EVENTS_FILE] if write_events_csv(folder / EVENTS_FILE, log) else []
     plots = write_plots(folder, log, summary)
     (folder / HTML_FILE).write_text(_html(summary, plots), encoding="utf-8")
-    return [folder / n for n in (SUMMARY, CSV_FILE, *plots, HTML_FILE)]
+    return [folder / n for n in (SUMMARY, CSV_FILE, *events, *plots, HTML_FILE)]
 
 
 def compare_report_folder(folder: str | Path, stem: str) -> Path:

@@ -7,7 +7,8 @@ locally in this process or on Ray (one job per file, long files split at keyfram
 when they run on Ray, unless they are tracked: a tracked file is never split, since its
 tracks would break at the segments' boundaries). Each input's outputs are written
 atomically: its detections JSON and CSV, its Parquet file in ``DIR/detections/`` (the
-archive's dataset), and with ``export_video`` (super-resolution: always) its video.
+archive's dataset), with ``zones`` its events' Parquet file in ``DIR/events/``, and
+with ``export_video`` (super-resolution: always) its video.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.variant import prepare_precision
 from framelens.core.progress import Progress
 from framelens.core.sessions.archive.bars import BatchBars
+from framelens.core.sessions.archive.events import EVENTS_DIR
 from framelens.core.sessions.archive.inputs import discover_inputs, probe
 from framelens.core.sessions.archive.jobs import PARTS_DIR, Job
 from framelens.core.sessions.archive.local import run_local
@@ -42,8 +44,10 @@ from framelens.core.sessions.archive.segments import (
 from framelens.core.sessions.archive.types import BatchSummary, InputProgress
 from framelens.core.sessions.outputs import source_name
 from framelens.core.sessions.tracks import drawn_or_not, tracker_json, with_tracking
+from framelens.core.stages.analytics.stage import AnalyticsStages
+from framelens.core.stages.analytics.zones import ZonesFile, zones_as_json
 from framelens.core.stages.sinks.atomic import remove_stale
-from framelens.core.stages.source_stages import StageFactory
+from framelens.core.stages.source_stages import StageFactory, chain_stages
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
 from framelens.core.stages.tasks import kind_of
@@ -122,6 +126,7 @@ def run_batch(
     stages: StageFactory | None = None,
     tracker: TrackerSettings | None = None,
     on_message: Callable[[str], None] | None = None,
+    zones: ZonesFile | None = None,
 ) -> BatchSummary:
     """Run ``settings``' pipeline over every video ``inputs`` name into ``output_dir``.
 
@@ -137,7 +142,10 @@ def run_batch(
     ``stages`` (IDs from 1 per input; Parquet's ``track_id``), part of the settings a
     done input is recognised by. Stateful stages need a file's frames in one run: with a
     tracker or ``stages``, no file is split into segments, and a file that would have
-    been is said in ``on_message`` (and the summary's ``notes``).
+    been is said in ``on_message`` (and the summary's ``notes``). ``zones``: lines and
+    zones counted after the tracker (core/stages/analytics; a tracker is needed): each
+    input's events as Parquet in ``DIR/events/`` (core/sessions/archive/events.py) and
+    its counts in the manifest and the summary's inputs (``analytics``).
     """
     notes: list[str] = []
 
@@ -150,8 +158,12 @@ def run_batch(
     out = Path(output_dir).expanduser().absolute()
     if segment_frames < 1:
         raise ConfigError("segments must hold at least one frame")
+    if zones is not None and tracker is None:
+        raise ConfigError("lines and zones count tracks: add a tracker (--track)")
     try:
         (out / DETECTIONS_DIR).mkdir(parents=True, exist_ok=True)
+        if zones is not None:
+            (out / EVENTS_DIR).mkdir(exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create {out}: {exc.strerror or exc}") from None
     lock = DirLock(out)
@@ -177,6 +189,8 @@ def run_batch(
             tracker = drawn_or_not(tracker, export_video)
             if tracker is not None:  # tracked results differ (track IDs): done again
                 record["tracker"] = tracker_json(tracker)
+            if zones is not None:  # other lines or zones: other events, done again
+                record["zones"] = zones_as_json(zones)  # other lines or zones redo the inputs
             todo, skipped = _check(paths, manifest, progress_of, record)
             bars.overall.total = sum(frames for _, frames in todo) or None
             manifest.save()
@@ -197,7 +211,11 @@ def run_batch(
                 jobs = _jobs(
                     todo, manifest, out, split and not whole, segment_frames,
                     detections=not video_only, video=export_video,
+                    zones=None if video_only else zones,
                 )  # fmt: skip
+                if zones is not None and not video_only:
+                    labels = dict(enumerate(settings.model.labels))
+                    stages = chain_stages(stages, AnalyticsStages(zones, labels))
                 stages = with_tracking(stages, tracker)
                 for path, _ in todo:
                     progress_of.add([j for j in jobs if j.path == path])
@@ -259,7 +277,7 @@ def _check(
         remove_outputs(out, entry.outputs)
         remove_parts(out / PARTS_DIR / entry.name)
         entry.state, entry.error, entry.settings, entry.outputs = "pending", None, record, []
-        entry.frames, entry.fps, entry.worker = 0, 0.0, ""
+        entry.frames, entry.fps, entry.worker, entry.analytics = 0, 0.0, "", None
         try:
             found = probe(path)
         except FrameLensError as exc:
@@ -281,6 +299,7 @@ def _jobs(
     *,
     detections: bool,
     video: bool,
+    zones: ZonesFile | None = None,
 ) -> list[Job]:
     """One job per input, or per segment of an input longer than ``segment_frames``
     (``split``: on Ray, without a video, which is written whole)."""
@@ -305,6 +324,7 @@ def _jobs(
                     frames_total=max(0, count),
                     detections=detections,
                     video=video,
+                    zones=zones,
                 )
             )
     return jobs
@@ -316,7 +336,7 @@ _PARTIAL = re.compile(r"\.(?P<stem>.+)\.partial-[0-9a-f]{8}(?P<suffix>\.[^.]*)?"
 def _sweep(out: Path) -> None:
     """Remove what killed writers left (temporaries no live writer holds) and the
     segments' folder: nothing runs once a batch ends."""
-    for folder in (out, out / DETECTIONS_DIR):
+    for folder in (out, out / DETECTIONS_DIR, out / EVENTS_DIR):
         try:
             names = [p.name for p in folder.iterdir()]
         except OSError:

@@ -13,11 +13,13 @@ from typing import Any
 from framelens.core.errors import Cancelled, FrameLensError, error_message
 from framelens.core.pipeline.build import Workers
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.archive.events import EVENTS_DIR, ParquetEvents
 from framelens.core.sessions.archive.parquet import DETECTIONS_DIR, ParquetRows
 from framelens.core.sessions.archive.segments import WHOLE, Segment
-from framelens.core.sessions.outputs import RunOutputs
+from framelens.core.sessions.outputs import RunOutputs, WriterFactory
 from framelens.core.sessions.runs import run_one
 from framelens.core.sessions.session import Session, SessionOptions
+from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.source_stages import StageFactory
 
 PARTS_DIR = ".segments"
@@ -41,6 +43,12 @@ class Job:
     frames_total: int = 0
     detections: bool = True  # JSON, CSV and Parquet rows (not for super-resolution)
     video: bool = False
+    zones: ZonesFile | None = None  # lines and zones counted: counts, events as Parquet
+
+    @property
+    def events(self) -> bool:
+        """Whether the job writes events (its input is whole: a tracked one is)."""
+        return self.zones is not None and self.detections and self.segments == 1
 
     def outputs(self) -> RunOutputs:
         """Where this job writes: a whole input straight to its files in DIR, a
@@ -53,13 +61,17 @@ class Job:
             else:
                 files = [str(self.part_json())]
         video = str(out / f"{self.name}.mp4") if self.video else None
-        return RunOutputs(export=video, detections=files, label=self.path, extra=())
+        return RunOutputs(export=video, detections=files, label=self.path, extra=(),
+                          zones=self.zones)  # fmt: skip
 
     def parquet_path(self) -> Path:
         out = Path(self.output_dir) / DETECTIONS_DIR
         if self.segments == 1:
             return out / f"{self.name}.parquet"
         return out / f"{self.name}.seg{self.segment.index:04d}.parquet"
+
+    def events_path(self) -> Path:
+        return Path(self.output_dir) / EVENTS_DIR / f"{self.name}.parquet"
 
     def part_json(self) -> Path:
         return Path(self.output_dir) / PARTS_DIR / self.name / f"{self.segment.index:04d}.json"
@@ -77,6 +89,7 @@ class JobResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     cancelled: bool = False
+    analytics: dict[str, Any] | None = None  # counts by line and zone (lines and zones counted)
 
 
 class JobRunner:
@@ -132,6 +145,7 @@ class JobRunner:
             fps=summary.fps,
             outputs=tuple(summary.outputs),
             notes=tuple(notes),
+            analytics=summary.sources[0].analytics if summary.sources else None,
         )
 
     def _outputs(self, job: Job) -> RunOutputs:
@@ -143,7 +157,16 @@ class JobRunner:
             def parquet(meta: dict[str, Any]) -> ParquetRows:
                 return ParquetRows(target, meta, labels, stop=stop)
 
-            outputs = replace(outputs, extra=(parquet,))
+            extra: list[WriterFactory] = [parquet]
+            if job.events:
+                events = job.events_path()
+
+                def parquet_events(meta: dict[str, Any]) -> ParquetEvents:
+                    return ParquetEvents(events, meta, labels)
+
+                extra.append(parquet_events)
+                events.parent.mkdir(parents=True, exist_ok=True)
+            outputs = replace(outputs, extra=tuple(extra), labels=tuple(labels))
             target.parent.mkdir(parents=True, exist_ok=True)
             if job.segments > 1:
                 job.part_json().parent.mkdir(parents=True, exist_ok=True)

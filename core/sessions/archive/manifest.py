@@ -3,13 +3,16 @@ done and redoes what failed, changed or was cut short.
 
     {"version": 1, "inputs": [{"path", "sha256", "state", "error", "settings",
                                "size", "mtime_ns", "name", "frames", "frames_total",
-                               "fps", "worker", "outputs"}]}
+                               "fps", "worker", "outputs", "analytics"}]}
 
 ``settings`` is what decides the results (model and its hash, precision, the task's
 parameters, whether a video is written): a file done with other settings is done again.
 ``sha256`` is the file's content; it is computed again only when the file's size or
-modification time differ from what the manifest holds. The file is rewritten atomically
-(temporary then rename), at most every ``SAVE_EVERY_S`` while a batch runs, and at its end.
+modification time differ from what the manifest holds. ``analytics``: a batch that
+counted lines and zones (``--zones``) records each input's counts by line and zone,
+direction and class, and its zones' dwell times (docs/analytics.md); null otherwise.
+The file is rewritten atomically (temporary then rename), at most every
+``SAVE_EVERY_S`` while a batch runs, and at its end.
 ``state`` on disk is "done", "failed" or "pending": an input being processed is written
 as pending (a batch whose driver is killed leaves it to be done again).
 """
@@ -52,6 +55,7 @@ class Entry:
     fps: float = 0.0
     worker: str = ""
     outputs: list[str] = field(default_factory=list)
+    analytics: dict[str, Any] | None = None  # counts by line and zone (--zones)
 
     def progress(self, state: InputState | None = None) -> InputProgress:
         return InputProgress(
@@ -62,6 +66,7 @@ class Entry:
             self.fps,
             self.worker,
             self.error,
+            self.analytics,
         )
 
 

@@ -152,4 +152,5 @@ class InputTracker:
         entry.frames_total = max(entry.frames_total, entry.frames)
         entry.fps = round(entry.frames / elapsed, 2) if elapsed > 0 else 0.0
         entry.outputs = sorted(str(o.relative_to(self.output_dir)) for o in outputs)
+        entry.analytics = results[0].analytics if len(results) == 1 else None
         self.emit(entry)

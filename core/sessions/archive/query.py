@@ -1,6 +1,8 @@
 """Finding what matters in an archive: the detections of DIR/detections filtered by
-class, score, source, time and track, and the tracks of a tracked batch listed, read
-with pyarrow (only the rows that match are materialised)."""
+class, score, source, time and track, the tracks of a tracked batch listed, and the
+events of DIR/events (a batch that counted lines and zones) filtered by kind, line or
+zone, direction, class, time and source; read with pyarrow (only the rows that match
+are materialised)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ import os
 from typing import TYPE_CHECKING, Literal
 
 from framelens.core.errors import ConfigError
+from framelens.core.sessions.archive.events import events_dataset
 from framelens.core.sessions.archive.parquet import COLUMNS, dataset
-from framelens.core.sessions.archive.types import DetectionHit, TrackRow
+from framelens.core.sessions.archive.types import DetectionHit, EventRow, TrackRow
 
 if TYPE_CHECKING:  # pyarrow is loaded by a query, not by opening the window
+    import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
 
@@ -83,7 +87,7 @@ def search_detections(
     if between is not None:
         condition &= (pads.field("pts") >= between[0]) & (pads.field("pts") <= between[1])
     if source_glob is not None:
-        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+        condition &= _from_sources(data, source_glob)
     if track_id is not None:
         condition &= pads.field("track_id") == track_id
     table = data.to_table(columns=list(COLUMNS), filter=condition)
@@ -96,12 +100,17 @@ def search_detections(
     return [DetectionHit(**row) for row in table.to_pylist()], total
 
 
-def _matching_sources(data: pads.Dataset, source_glob: str) -> list[str]:
+def _from_sources(data: pads.Dataset, source_glob: str) -> pc.Expression:
+    """The rows whose source matches ``source_glob`` (none: an empty list of sources,
+    typed, which Arrow cannot infer)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
+    import pyarrow.dataset as pads
 
     sources = data.to_table(columns=["source"]).column("source")
     names = [str(s) for s in pc.unique(sources).to_pylist()]
-    return [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
+    matching = [s for s in names if fnmatch.fnmatchcase(s, source_glob)]
+    return pads.field("source").isin(pa.array(matching, type=pa.string()))
 
 
 def archive_tracks(
@@ -123,7 +132,7 @@ def archive_tracks(
         return []
     condition = pads.field("track_id") >= 1
     if source_glob is not None:
-        condition &= pads.field("source").isin(_matching_sources(data, source_glob))
+        condition &= _from_sources(data, source_glob)
     if track_id is not None:
         condition &= pads.field("track_id") == track_id
     table = data.to_table(columns=["source", "track_id", "label", "frame", "pts"],
@@ -155,3 +164,74 @@ def archive_tracks(
     if label is not None:
         rows = [r for r in rows if r.label == label]
     return sorted(rows, key=lambda r: (r.source, r.track_id))
+
+
+EVENT_KINDS = ("cross", "enter", "exit", "loiter")
+DIRECTIONS = ("in", "out")
+
+
+def query_events(
+    output_dir: str | os.PathLike[str],
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    direction: str | None = None,
+    label: str | None = None,
+    between: tuple[float, float] | None = None,
+    source_glob: str | None = None,
+    limit: int | None = None,
+    track_id: int | None = None,
+) -> list[EventRow]:
+    """The events of the archive in ``output_dir`` (``DIR/events/``) of ``kind`` (cross,
+    enter, exit, loiter), at the line or zone ``name``, in ``direction`` (in, out: a
+    crossing's), of class ``label``, at times between ``between`` (seconds of the
+    source, both ends included), from sources matching ``source_glob`` (fnmatch), of
+    track ``track_id`` (each input's track of that number); ordered by source, frame
+    and track; at most ``limit``. ConfigError (one line) for a value that cannot match."""
+    if kind is not None and kind not in EVENT_KINDS:
+        raise ConfigError(f"event kind {kind!r}: one of {', '.join(EVENT_KINDS)}")
+    if direction is not None and direction not in DIRECTIONS:
+        raise ConfigError(f"direction {direction!r}: in or out (a crossing's)")
+    if direction is not None and kind not in (None, "cross"):
+        raise ConfigError(f"a direction is a crossing's: {kind} events have none")
+    if between is not None and between[0] > between[1]:
+        raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
+    if limit is not None and limit < 0:
+        raise ConfigError("limit must not be negative")
+    if track_id is not None and track_id < 1:
+        raise ConfigError(f"track {track_id}: track IDs start at 1")
+    import pyarrow.dataset as pads
+
+    data = events_dataset(output_dir)
+    if data is None:
+        return []
+    condition = pads.field("frame") >= 0
+    for column, value in (("kind", kind), ("name", name), ("direction", direction),
+                          ("class", label), ("track_id", track_id)):  # fmt: skip
+        if value is not None:
+            condition &= pads.field(column) == value
+    if between is not None:
+        condition &= (pads.field("time_s") >= between[0]) & (pads.field("time_s") <= between[1])
+    if source_glob is not None:
+        condition &= _from_sources(data, source_glob)
+    table = data.to_table(filter=condition)
+    order = ["source", "frame", "track_id", "kind", "name"]
+    table = table.sort_by([(c, "ascending") for c in order])
+    if limit is not None:
+        table = table.slice(0, limit)
+    return [
+        EventRow(r["source"], r["frame"], r["time_s"], r["track_id"], r["class"], r["kind"],
+                 r["name"], r["direction"])
+        for r in table.to_pylist()
+    ]  # fmt: skip
+
+
+def archive_event_names(output_dir: str | os.PathLike[str]) -> list[str]:
+    """The lines and zones the archive's events name, sorted."""
+    import pyarrow.compute as pc
+
+    data = events_dataset(output_dir)
+    if data is None:
+        return []
+    names = data.to_table(columns=["name"]).column("name")
+    return sorted(str(v) for v in pc.unique(names).to_pylist() if v is not None)

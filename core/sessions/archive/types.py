@@ -4,7 +4,7 @@ rows of the archive's detections as a query returns them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 InputState = Literal["pending", "running", "done", "failed", "skipped"]
 """``skipped``: done by an earlier batch with the same file and settings (the manifest
@@ -22,6 +22,7 @@ class InputProgress:
     fps: float  # this input's processing fps so far (0.0 if not started)
     worker: str  # "local" or the Ray actor's name, e.g. "worker-1"
     error: str | None = None  # the one-line reason when failed
+    analytics: dict[str, Any] | None = None  # a done input's counts by line and zone
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,11 @@ class BatchSummary:
     ray: str | None  # None (local) or the cluster address / "local"
     inputs: tuple[InputProgress, ...]  # the final state of each input
     notes: tuple[str, ...] = ()  # what the batch said on its way (a file run whole)
+
+    @property
+    def counts(self) -> EventCounts | None:
+        """The inputs' counts by line and zone added up (None: nothing was counted)."""
+        return EventCounts.of(self.inputs)
 
     @property
     def fps(self) -> float:
@@ -109,3 +115,61 @@ class TrackRow:
             f"{self.last_frame}\t{self.first_pts:.3f}-{self.last_pts:.3f} s\t"
             f"{self.duration_s:.3f} s\t{self.boxes} boxes"
         )
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One row of the archive's events (a batch that counted lines and zones): the
+    events CSV's columns and the input's ``source``; ``label`` is the CSV's ``class``."""
+
+    source: str
+    frame: int
+    time_s: float
+    track_id: int
+    label: str
+    kind: str
+    name: str
+    direction: str
+
+    def line(self) -> str:
+        """The event as ``framelens query --event`` prints it."""
+        what = f"{self.kind} {self.name}" + (f" {self.direction}" if self.direction else "")
+        return (
+            f"{self.source}\tframe {self.frame}\t{self.time_s:.3f} s\t{self.label} "
+            f"#{self.track_id}\t{what}"
+        )
+
+
+@dataclass(frozen=True)
+class EventCounts:
+    """The counts of a batch's inputs added up: per line its crossings in and out, per
+    zone its enter, exit and loiter events (inputs counted with the same zones.json)."""
+
+    lines: dict[str, dict[str, int]]
+    zones: dict[str, dict[str, int]]
+
+    @staticmethod
+    def of(inputs: tuple[InputProgress, ...]) -> EventCounts | None:
+        """The sum over ``inputs``' counts; None when none was counted."""
+        counted = [i.analytics for i in inputs if i.analytics is not None]
+        if not counted:
+            return None
+        lines: dict[str, dict[str, int]] = {}
+        zones: dict[str, dict[str, int]] = {}
+        for one in counted:
+            for table, keys, into in (("lines", ("in", "out"), lines),
+                                      ("zones", ("enter", "exit", "loiter"), zones)):  # fmt: skip
+                for name, counts in one.get(table, {}).items():
+                    total = into.setdefault(name, dict.fromkeys(keys, 0))
+                    for key in keys:
+                        total[key] += int(counts.get(key, 0))
+        return EventCounts(lines, zones)
+
+    def line(self) -> str:
+        """``door in 6, out 0; bay enter 2, exit 1, loiter 0``."""
+        parts = [
+            f"{name} " + ", ".join(f"{k} {v}" for k, v in counts.items())
+            for table in (self.lines, self.zones)
+            for name, counts in table.items()
+        ]
+        return "; ".join(parts)

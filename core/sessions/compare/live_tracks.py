@@ -25,10 +25,13 @@ __all__ = ["LiveTracks", "TrackNumbers"]
 @dataclass(frozen=True)
 class TrackNumbers:
     """Each pane's "tracking" entry of the report (tracks.py ``tracks_summary``), over
-    the ``frames`` compared when they were computed."""
+    the ``frames`` compared when they were computed; ``counts``: with lines and zones,
+    each pane's "analytics" entry (core/pipeline/compare/events.py: its counts and
+    their changes from the reference's), else empty."""
 
     frames: int
     panes: tuple[dict[str, Any], ...]
+    counts: tuple[dict[str, Any], ...] = ()
 
 
 class LiveTracks:
@@ -68,7 +71,10 @@ class LiveTracks:
             if frames and frames[0]:
                 labels = [s.label for s in self._kept.specs]
                 panes = tracks_summary(labels, self._kept.reference, frames)
-                numbers = TrackNumbers(len(frames[0]), tuple(panes))
+                counts: list[dict[str, Any]] = []
+                if self._kept.zones is not None:
+                    counts, _ = self._kept.log().analytics()
+                numbers = TrackNumbers(len(frames[0]), tuple(panes), tuple(counts))
         finally:
             took = time.monotonic() - t0
             with self._lock:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from framelens.core import __version__
 from framelens.core.errors import Cancelled, ConfigError, SourceError
+from framelens.core.pipeline.compare.events import EVENT_TOLERANCE
 from framelens.core.pipeline.compare.panes import (
     CompareRunner,
     CompareStep,
@@ -35,6 +36,7 @@ from framelens.core.stages.sinks.atomic_dir import AtomicDir
 from framelens.core.stages.source_stages import StageFactory
 
 if TYPE_CHECKING:
+    from framelens.core.stages.analytics.zones import ZonesFile
     from framelens.core.stages.tracking.mot import MotSequence
     from framelens.core.stages.tracking.settings import TrackerSettings
 
@@ -57,6 +59,8 @@ def compare_to_report(
     stages: StageFactory | None = None,
     tracking: TrackerSettings | None = None,
     ground_truth: MotSequence | None = None,
+    zones: ZonesFile | None = None,
+    event_tolerance: int = EVENT_TOLERANCE,
 ) -> dict[str, Any]:
     """Compare ``panes`` on a range of a source and write the report; returns the summary.
 
@@ -69,8 +73,14 @@ def compare_to_report(
     ``tracking``: every pane tracks its boxes with a tracker of its own (at the source's
     frame rate), and the report scores each pane's tracks against the reference's and,
     given ``ground_truth`` (frame 1 = frame ``start``), against it
-    (core/pipeline/compare/tracks.py).
+    (core/pipeline/compare/tracks.py). ``zones``: each pane's tracks are counted against
+    these lines and zones, and its counts and events held against the reference's
+    (events within ``event_tolerance`` frames are the same; core/pipeline/compare/events.py).
     """
+    if zones is not None and tracking is None:
+        raise ConfigError("lines and zones count tracks: it needs tracking on (--track)")
+    if event_tolerance < 0:
+        raise ConfigError("the events' frame tolerance must not be negative")
     if stages is not None and tracking is not None:
         raise ValueError("give stages or tracking, not both")
     if ground_truth is not None and tracking is None:
@@ -91,6 +101,8 @@ def compare_to_report(
             stages,
             tracking,
             ground_truth,
+            zones,
+            event_tolerance,
         )
         tracker = {} if tracking is None else {"tracker": tracking.kind}
         summary = log.summary(
@@ -116,8 +128,10 @@ def _compare(
     stages: StageFactory | None = None,
     tracking: TrackerSettings | None = None,
     ground_truth: MotSequence | None = None,
+    zones: ZonesFile | None = None,
+    event_tolerance: int = EVENT_TOLERANCE,
 ) -> CompareLog:
-    log = CompareLog(specs, reference, ground_truth)
+    log = CompareLog(specs, reference, ground_truth, zones, event_tolerance)
     with (
         open_for_panes(source_spec) as source,
         CompareRunner(

@@ -1,7 +1,12 @@
 """Lines, zones and events from tracks (docs/analytics.md)."""
 
 from framelens.core.stages.analytics.counting import Counter, Event, anchor_points
-from framelens.core.stages.analytics.events import EVENT_COLUMNS, EVENTS_SUFFIX, EventsWriter
+from framelens.core.stages.analytics.events import (
+    EVENT_COLUMNS,
+    EVENTS_SUFFIX,
+    EventSink,
+    EventsWriter,
+)
 from framelens.core.stages.analytics.stage import AnalyticsStage, AnalyticsStages, Tally
 from framelens.core.stages.analytics.zones import (
     ANCHORS,
@@ -20,6 +25,7 @@ __all__ = [
     "AnalyticsStages",
     "Counter",
     "Event",
+    "EventSink",
     "EventsWriter",
     "LineSpec",
     "Tally",

@@ -6,16 +6,25 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Mapping
+from typing import Protocol, runtime_checkable
 
 from framelens.core.stages.analytics.counting import Event
 from framelens.core.stages.sinks.atomic import AtomicTextWriter, StrPath
 
-__all__ = ["EVENTS_SUFFIX", "EVENT_COLUMNS", "EventsWriter"]
+__all__ = ["EVENTS_SUFFIX", "EVENT_COLUMNS", "EventSink", "EventsWriter"]
 
 EVENT_COLUMNS = ("frame", "time_s", "track_id", "class", "kind", "name", "direction")
 EVENTS_SUFFIX = ".events.csv"
 """A source's events beside its other outputs in a several-source run:
 ``DIR/<name>.events.csv`` next to ``DIR/<name>.json``."""
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """A run's writer that also takes the events its results carry (the events CSV, an
+    archive's events Parquet)."""
+
+    def add_events(self, events: Iterable[Event]) -> None: ...
 
 
 class EventsWriter(AtomicTextWriter):
