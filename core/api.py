@@ -153,6 +153,7 @@ from framelens.core.sessions.wall_layout import (
 )
 from framelens.core.sessions.wall_zones import WallZones, wall_stages, wall_zones, zones_of
 from framelens.core.stages.analytics.counting import Event
+from framelens.core.stages.analytics.heatmap import HeatLayer, heat_layer, heat_patch
 from framelens.core.stages.analytics.picture import LiveCounts, ZonesPicture, shape_colour
 from framelens.core.stages.analytics.zones import (
     ANCHORS,
@@ -260,6 +261,7 @@ __all__ = [
     "FrameLensError",
     "FrameQuality",
     "FrameResult",
+    "HeatLayer",
     "HostUpscaler",
     "Image",
     "ImageAgreement",
@@ -341,6 +343,8 @@ __all__ = [
     "find_kind",
     "fp32_variant",
     "frames_at",
+    "heat_layer",
+    "heat_patch",
     "layout",
     "list_cameras",
     "load_catalog",

@@ -32,11 +32,13 @@ from framelens.core.api import (
     INTEROP_PATH,
     Detections,
     DeviceFrame,
+    HeatLayer,
     Image,
     Overlay,
     OverlayStyle,
     ZonesPicture,
     fallback_path,
+    heat_patch,
     layout,
 )
 from framelens.gui.display.gl_texture import GlTexture
@@ -107,6 +109,7 @@ class VideoCanvas(QOpenGLWidget):
         # Detections drawn over a device frame (host frames come with overlays drawn in)
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
         self._marks: tuple[ZonesPicture, ...] = ()  # lines and zones over a device frame
+        self._heat: tuple[int, int, Image] | None = None  # a heatmap's RGBA patch, likewise
         self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
         self._follow: tuple[tuple[float, float, float, float], BGR] | None = None  # set_follow
         self._decoration: Callable[[QPainter], None] | None = None  # set_decoration
@@ -134,17 +137,20 @@ class VideoCanvas(QOpenGLWidget):
         image: Image | DeviceFrame,
         overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None,
         marks: tuple[ZonesPicture, ...] = (),
+        heat: HeatLayer | None = None,
     ) -> None:
         """Show a frame from the next paint on: a BGR uint8 HxWx3 array or a DeviceFrame.
 
-        ``overlay`` (detections, labels, style) and ``marks`` (the lines and zones with
-        their counts) are painted over the frame by the canvas: the GPU path keeps frames
-        on the device, so overlays are not drawn into them (host frames come with both
-        drawn in, by core, as an export draws them).
+        ``overlay`` (detections, labels, style), ``marks`` (the lines and zones with
+        their counts) and ``heat`` (a heatmap, under the overlay) are painted over the
+        frame by the canvas: the GPU path keeps frames on the device, so overlays are not
+        drawn into them (host frames come with them drawn in, by core, as an export
+        draws them).
         """
         self._main.set(image)
         self._overlay = overlay
         self._marks = marks
+        self._heat = heat_patch(heat) if heat is not None else None
         self.update()
 
     @property
@@ -356,6 +362,8 @@ class VideoCanvas(QOpenGLWidget):
     def _paint_content(self) -> None:
         """The frame and the overlay over it."""
         self._main.draw(self.image_rect(), ratio=self.devicePixelRatioF())
+        if self._heat is not None:
+            self._paint_heat(*self._heat)
         if self._overlay is not None:
             self._paint_overlay(*self._overlay)
         for mark in self._marks:
@@ -382,6 +390,21 @@ class VideoCanvas(QOpenGLWidget):
         if not len(dets) or w == 0:
             return
         self._paint_in_image(layout(dets, labels, style, w, h))
+
+    def _paint_heat(self, x0: int, y0: int, rgba: Image) -> None:
+        """A heatmap's patch (image pixels from (x0, y0)) through the image's place."""
+        w, h = self._main.size
+        if w == 0:
+            return
+        r = self.image_rect()
+        sx, sy = r.width() / w, r.height() / h
+        rows, cols = rgba.shape[:2]
+        patch = QImage(rgba.data, cols, rows, 4 * cols, QImage.Format.Format_RGBA8888)
+        target = QRectF(r.left() + x0 * sx, r.top() + y0 * sy, cols * sx, rows * sy)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
+        painter.drawImage(target, patch)
+        painter.end()
 
     def _paint_in_image(self, overlay: Overlay) -> None:
         """``overlay`` (image pixels) painted through the image's place on screen."""

@@ -18,7 +18,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from framelens.core.api import DeviceFrame, FrameResult, OverlayStyle, PlayerState, ZonesPicture
+from framelens.core.api import (
+    DeviceFrame,
+    FrameResult,
+    OverlayStyle,
+    PlayerState,
+    ZonesPicture,
+    heat_layer,
+)
 from framelens.gui.common.widgets import set_text
 from framelens.gui.display.plots import StagePlots
 from framelens.gui.player.main_window_parts import WindowParts
@@ -113,7 +120,10 @@ class ResultDisplay(QObject):
             labels = settings.model.labels if settings is not None else ()
             style = settings.overlay if settings is not None else OverlayStyle()
             marks = tuple(m for m in result.marks if isinstance(m, ZonesPicture))
-            canvas.set_image(cast(DeviceFrame, frame.device), (result.output, labels, style), marks)
+            heat = heat_layer(result.layers) if style.heatmap else None
+            canvas.set_image(
+                cast(DeviceFrame, frame.device), (result.output, labels, style), marks, heat
+            )
         else:
             canvas.set_image(result.annotated if result.annotated is not None else frame.image)
 

@@ -282,3 +282,36 @@ def test_lines_and_zones_with_counts_are_the_same_picture_on_the_canvas(
         assert abs(int(xs.min()) - int(xs2.min())) <= 1 and abs(int(ys.max()) - int(ys2.max())) <= 1
     untouched = np.all(ref == image, axis=2) & ~near_tags
     assert int((untouched & np.any(got != image, axis=2)).sum()) == 0
+
+
+def test_a_heatmap_is_the_same_picture_on_the_canvas(
+    canvas: VideoCanvas, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """Where tracks have been: the heatmap core blends into a host frame (the window's
+    picture and an export's) and the one the canvas lays over a frame kept on the GPU
+    (a patch, core's ``heat_patch``) give the same colours, and nothing away from it."""
+    from framelens.core.stages.analytics.heatmap import Heatmap
+
+    image = scene()[0]
+    heat = Heatmap(W, H)
+    for k in range(40):  # a walk along the bottom, a long stay on the right
+        heat.add(np.array([[100.0 + 6 * k, 300.0]]), k / 10)
+    for k in range(200):
+        heat.add(np.array([[520.0, 200.0]]), 4 + k / 10)
+    layer = heat.layer()
+    ref = image.copy()
+    layer.paint(ref)
+    canvas.set_image(image, (Detections.empty(), LABELS, OverlayStyle()), (), layer)
+    qtbot.wait(300)
+    got = _bgr(canvas.grab_frame_image())
+    _save(tmp_path, ref, got)
+    changed = np.any(ref != image, axis=2)
+    assert changed[300, 150] and changed[200, 520]  # the path and the stay are coloured
+    diff = np.abs(ref.astype(np.int16) - got.astype(np.int16)).max(axis=2)
+    assert np.percentile(diff[changed], 95) <= 12  # the same colours (rounding, filtering)
+    moved = np.abs(got.astype(np.int16) - image.astype(np.int16)).max(axis=2)
+    assert int((~_grow(changed) & (moved > 2)).sum()) == 0  # nothing elsewhere (an alpha
+    # of 1/255 at the patch's cold edge may move a grey level where OpenCV rounds back)
+    canvas.set_image(image, (Detections.empty(), LABELS, OverlayStyle()), ())
+    qtbot.wait(300)
+    assert np.array_equal(_bgr(canvas.grab_frame_image()), image)  # none given: none drawn

@@ -50,6 +50,7 @@ __all__ = [
     "HeatmapStages",
     "blend_heat",
     "heat_layer",
+    "heat_patch",
     "write_heatmap_png",
 ]
 
@@ -185,6 +186,38 @@ def heat_layer(layers: Sequence[object]) -> HeatLayer | None:
     return None
 
 
+def _warm_region(
+    shape: tuple[int, int], grid: F32, alpha: float, cell: int | None
+) -> tuple[int, int, Image, npt.NDArray[np.float32]] | None:
+    """Where the heat shows on a ``shape`` (height, width) frame: the top-left corner
+    (x0, y0) of the region round the warm cells, its colours (BGR) and their opacities
+    (see ``blend_heat``); None where nothing is warm."""
+    peak = float(grid.max()) if grid.size else 0.0
+    if peak <= 0.0 or alpha <= 0.0:
+        return None
+    h, w = shape
+    rows, cols = grid.shape
+    c = cell or max(1, round(w / cols))
+    norm = np.log1p(np.maximum(grid, 0.0)) / np.float32(math.log1p(peak))
+    warm = norm > 1e-5  # below: under half a grey level at any alpha
+    ys, xs = np.flatnonzero(warm.any(axis=1)), np.flatnonzero(warm.any(axis=0))
+    if not len(ys):
+        return None
+    # the warm cells and one cold cell round them: what the interpolation reaches
+    r0, r1 = max(0, int(ys[0]) - 1), min(rows, int(ys[-1]) + 2)
+    c0, c1 = max(0, int(xs[0]) - 1), min(cols, int(xs[-1]) + 2)
+    y0, y1, x0, x1 = r0 * c, min(h, r1 * c), c0 * c, min(w, c1 * c)
+    if y1 <= y0 or x1 <= x0:
+        return None
+    size = ((c1 - c0) * c, (r1 - r0) * c)
+    sub = norm[r0:r1, c0:c1]
+    big = cv2.resize(sub, size, interpolation=cv2.INTER_LINEAR)[: y1 - y0, : x1 - x0]
+    over = cv2.resize(np.sqrt(sub) * np.float32(alpha), size, interpolation=cv2.INTER_LINEAR)
+    over = np.ascontiguousarray(over[: y1 - y0, : x1 - x0])
+    colour = cv2.applyColorMap(cv2.convertScaleAbs(big, alpha=255.0), cv2.COLORMAP_JET)
+    return x0, y0, colour, over
+
+
 def blend_heat(image: Image, grid: F32, alpha: float = 0.6, cell: int | None = None) -> Image:
     """``grid`` (one value per ``cell`` x ``cell`` pixels; None: the image's width over
     the grid's columns) over ``image``, in place: normalised logarithmically by its
@@ -193,32 +226,28 @@ def blend_heat(image: Image, grid: F32, alpha: float = 0.6, cell: int | None = N
     centre), colour-mapped (cv2.COLORMAP_JET) and blended with an opacity of ``alpha *
     sqrt(normalised heat)``: a cold cell leaves the frame as it is, and only the cells
     round the warm ones are touched. Returns ``image``."""
-    peak = float(grid.max()) if grid.size else 0.0
-    if peak <= 0.0 or alpha <= 0.0:
+    found = _warm_region(image.shape[:2], grid, alpha, cell)
+    if found is None:
         return image
-    h, w = image.shape[:2]
-    rows, cols = grid.shape
-    c = cell or max(1, round(w / cols))
-    norm = np.log1p(np.maximum(grid, 0.0)) / np.float32(math.log1p(peak))
-    warm = norm > 1e-5  # below: under half a grey level at any alpha
-    ys, xs = np.flatnonzero(warm.any(axis=1)), np.flatnonzero(warm.any(axis=0))
-    if not len(ys):
-        return image
-    # the warm cells and one cold cell round them: what the interpolation reaches
-    r0, r1 = max(0, int(ys[0]) - 1), min(rows, int(ys[-1]) + 2)
-    c0, c1 = max(0, int(xs[0]) - 1), min(cols, int(xs[-1]) + 2)
-    y0, y1, x0, x1 = r0 * c, min(h, r1 * c), c0 * c, min(w, c1 * c)
-    if y1 <= y0 or x1 <= x0:
-        return image
-    size = ((c1 - c0) * c, (r1 - r0) * c)
-    sub = norm[r0:r1, c0:c1]
-    big = cv2.resize(sub, size, interpolation=cv2.INTER_LINEAR)[: y1 - y0, : x1 - x0]
-    over = cv2.resize(np.sqrt(sub) * np.float32(alpha), size, interpolation=cv2.INTER_LINEAR)
-    over = np.ascontiguousarray(over[: y1 - y0, : x1 - x0])
-    colour = cv2.applyColorMap(cv2.convertScaleAbs(big, alpha=255.0), cv2.COLORMAP_JET)
-    region = image[y0:y1, x0:x1]
+    x0, y0, colour, over = found
+    region = image[y0 : y0 + over.shape[0], x0 : x0 + over.shape[1]]
     np.copyto(region, cv2.blendLinear(np.ascontiguousarray(region), colour, 1.0 - over, over))
     return image
+
+
+def heat_patch(layer: HeatLayer) -> tuple[int, int, npt.NDArray[np.uint8]] | None:
+    """The heatmap as a patch to lay over its frame where the frame is not on the host
+    (the canvas over frames kept on the GPU): its top-left corner (x0, y0) in source
+    pixels and its RGBA pixels, straight alpha; the same colours and opacities
+    ``blend_heat`` blends. None where nothing is warm."""
+    found = _warm_region((layer.height, layer.width), layer.grid, layer.alpha, layer.cell)
+    if found is None:
+        return None
+    x0, y0, colour, over = found
+    rgba = np.empty((*over.shape, 4), np.uint8)
+    rgba[..., :3] = colour[..., ::-1]
+    rgba[..., 3] = np.clip(np.rint(over * 255.0), 0, 255).astype(np.uint8)
+    return x0, y0, rgba
 
 
 class HeatmapStage:
