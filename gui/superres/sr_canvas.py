@@ -21,6 +21,7 @@ from __future__ import annotations
 from framelens.core.api import (
     Detections,
     DeviceFrame,
+    HeatLayer,
     Image,
     OverlayStyle,
     Region,
@@ -90,11 +91,12 @@ class SrCanvas(VideoCanvas):
         image: Image | DeviceFrame,
         overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None,
         marks: tuple[ZonesPicture, ...] = (),
+        heat: HeatLayer | None = None,
     ) -> None:
         """A detection frame: shown plainly, whatever the mode."""
         self._sr = False
         self._lens_images = None
-        super().set_image(image, overlay, marks)
+        super().set_image(image, overlay, marks, heat)
 
     def set_superres(
         self,

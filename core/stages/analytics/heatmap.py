@@ -215,7 +215,7 @@ def _warm_region(
     over = cv2.resize(np.sqrt(sub) * np.float32(alpha), size, interpolation=cv2.INTER_LINEAR)
     over = np.ascontiguousarray(over[: y1 - y0, : x1 - x0])
     colour = cv2.applyColorMap(cv2.convertScaleAbs(big, alpha=255.0), cv2.COLORMAP_JET)
-    return x0, y0, colour, over
+    return x0, y0, np.asarray(colour, np.uint8), np.asarray(over, np.float32)
 
 
 def blend_heat(image: Image, grid: F32, alpha: float = 0.6, cell: int | None = None) -> Image:
