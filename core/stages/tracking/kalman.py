@@ -108,7 +108,7 @@ class BoxKalman:
         flat = s.reshape(n, 16)
         flat[:, _DIAG4] += std * std
         # K^T = S^-1 H P (P symmetric); x' = x + (z - Hx) K^T; P' = P - P H^T K^T
-        if flat[:, 1:].reshape(n, 3, 5)[:, :, :4].any():  # S's off-diagonal entries
+        if np.count_nonzero(flat[:, 1:].reshape(n, 3, 5)[:, :, :4]):  # S's off-diagonal
             kt = np.linalg.solve(s, cov[:, :4, :])
         else:  # coordinates uncoupled (no camera rotation mixed them): S is diagonal
             kt = cov[:, :4, :] / flat[:, _DIAG4, None]
