@@ -61,8 +61,7 @@ def _pairs_and_left_over(
     matched_rows[r] = True
     matched_cols = np.zeros(cols, dtype=bool)
     matched_cols[c] = True
-    return (
-        np.stack([r, c], axis=1).astype(np.intp),
-        np.flatnonzero(~matched_rows),
-        np.flatnonzero(~matched_cols),
-    )
+    pairs = np.empty((len(r), 2), dtype=np.intp)
+    pairs[:, 0] = r
+    pairs[:, 1] = c
+    return pairs, (~matched_rows).nonzero()[0], (~matched_cols).nonzero()[0]

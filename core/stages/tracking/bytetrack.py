@@ -153,14 +153,16 @@ class ByteTrack:
         # 2. low detections <-> tracks still unmatched that were tracked last frame
         if len(pool_left):
             second = pool_left[t.state[pool_left] == TRACKED]
-            low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
-            if iou is not None and len(second) and len(low):
-                r, c = gated_pairs(
-                    1.0 - _part(iou, second, low, count, n), 1.0 - s.second_match_iou
-                )
-                owner[low[c]] = second[r]
-                second = _left(second, r)
-            t.state[second] = LOST
+            if iou is not None and len(second):
+                low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
+                if len(low):
+                    r, c = gated_pairs(
+                        1.0 - _part(iou, second, low, count, n), 1.0 - s.second_match_iou
+                    )
+                    owner[low[c]] = second[r]
+                    second = _left(second, r)
+            if len(second):
+                t.state[second] = LOST
 
         # 3. the high detections left <-> unconfirmed tracks
         left_unconfirmed = unconfirmed
@@ -186,7 +188,9 @@ class ByteTrack:
             t.hits[rows] += 1
 
         # 4. new tracks from the high detections left that score enough
-        new = high_left[scores[high_left] >= s.new_track_threshold]
+        new = high_left
+        if len(high_left):
+            new = high_left[scores[high_left] >= s.new_track_threshold]
         if len(new):
             mean, cov = self._kalman.initiate(self._to_measurement(boxes[new]))
             t.append(mean, cov, frame)
