@@ -33,6 +33,7 @@ is reported apart (``cmc``), since it depends on the frame size, not on the obje
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -291,15 +292,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     kinds = args.kinds.split(",")
     impls: list[tuple[str, Callable[..., Runner]]] = [
         ("framelens", ours),
-        ("framelens-stage", lambda *a: ours(*a, stage=True)),
+        ("framelens-stage", functools.partial(ours, stage=True)),
     ]
     baseline = None
     if args.baseline:
         package = load_baseline(args.baseline)
         baseline = subprocess_rev(args.baseline)
         impls += [
-            (f"framelens@{baseline}", lambda *a: ours(*a, package=package)),
-            (f"framelens-stage@{baseline}", lambda *a: ours(*a, package=package, stage=True)),
+            (f"framelens@{baseline}", functools.partial(ours, package=package)),
+            (f"framelens-stage@{baseline}", functools.partial(ours, package=package, stage=True)),
         ]
     if not args.no_roboflow:
         impls.append(("roboflow-trackers", roboflow))
@@ -416,12 +417,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(runs {spread['min']:.3f}-{spread['max']:.3f}; "
             f"CPU {r['cpu_ms_per_frame_median']:.3f})"
         )
-    for b in before_after:
+    for change in before_after:
         print(
-            f"{b['what']:7s} {b['tracker']:9s} {b['objects']:4d} objects: "
-            f"{b['before_ms']:.3f} -> {b['after_ms']:.3f} ms/frame, "
-            f"{b['speedup_median_of_paired_runs']:.2f}x (CPU "
-            f"{b['speedup_cpu_median_of_paired_runs']:.2f}x)"
+            f"{change['what']:7s} {change['tracker']:9s} {change['objects']:4d} objects: "
+            f"{change['before_ms']:.3f} -> {change['after_ms']:.3f} ms/frame, "
+            f"{change['speedup_median_of_paired_runs']:.2f}x (CPU "
+            f"{change['speedup_cpu_median_of_paired_runs']:.2f}x)"
         )
     for r in cmc_rows:
         print(

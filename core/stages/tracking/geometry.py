@@ -84,5 +84,5 @@ def xywh_to_xyxy(state: npt.NDArray[np.floating]) -> Boxes:
 def centres(boxes: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
     """(N, 2) float32 centre points."""
     b = np.asarray(boxes, dtype=np.float32)
-    out: npt.NDArray[np.float32] = (b[:, :2] + b[:, 2:4]) / 2
+    out = ((b[:, :2] + b[:, 2:4]) / 2).astype(np.float32, copy=False)  # float32 already
     return out

@@ -141,11 +141,10 @@ class TrackingStage:
         if not boxes:
             return tuple(trails)
         known = self._trails.get
-        rows = [known(i) for i in id_list]
-        if None in rows:
-            rows = [
-                self._row(i, index) if r is None else r for i, r in zip(id_list, rows, strict=True)
-            ]
+        found = [known(i) for i in id_list]
+        rows = [
+            self._row(i, index) if r is None else r for i, r in zip(id_list, found, strict=True)
+        ]
         self._last_seen.update(dict.fromkeys(id_list, index))
         length = self.trail_length
         counts = self._counts
