@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -131,7 +131,7 @@ class TrackingStage:
         """Each box's point added to its track's trail; the trails (one per box, empty
         for a box of no track)."""
         id_list = ids.tolist()
-        if -1 in id_list:  # boxes of no track: no trail
+        if id_list and min(id_list) < 0:  # boxes of no track: no trail
             boxes = [k for k, i in enumerate(id_list) if i >= 0]
             id_list = [id_list[k] for k in boxes]
             points = points[boxes]
@@ -228,15 +228,13 @@ def _with_tracks(
     ids: npt.NDArray[np.int64],
     trails: tuple[npt.NDArray[np.float32], ...] | None,
 ) -> Detections:
-    """The same boxes with track IDs and trails (every other field of Detections kept)."""
-    return Detections(
-        boxes=detections.boxes,
-        scores=detections.scores,
-        class_ids=detections.class_ids,
-        landmarks=detections.landmarks,
-        track_ids=ids,
-        trails=trails,
-    )
+    """The same boxes with track IDs and trails (``dataclasses.replace`` in a fraction
+    of its time: every other field of Detections kept)."""
+    kept = {name: getattr(detections, name) for name in _KEPT_FIELDS}
+    return Detections(**kept, track_ids=ids, trails=trails)
+
+
+_KEPT_FIELDS = tuple(f.name for f in fields(Detections) if f.name not in ("track_ids", "trails"))
 
 
 def _boxes_key(detections: Detections) -> bytes:
