@@ -1,10 +1,18 @@
 """What tracking costs per frame: each tracker (ours and, for context, Roboflow's
 ``trackers`` package, the independent implementation our tests compare with) on
-synthetic moving boxes at 10, 50 and 200 objects, and BoT-SORT's camera-motion
+synthetic moving boxes at 3, 10, 50 and 200 objects, and BoT-SORT's camera-motion
 compensation on a 1080p frame.
 
     .venv/bin/python benchmarks/tracker_cost.py \
-        --output benchmarks/results/trackers-cpu-2core-<date>.json
+        --output benchmarks/results/trackers-cpu-2core-<date>.json [--baseline REV]
+
+Two of our rows per tracker and size: ``framelens``, the tracker's ``update`` alone,
+and ``framelens-stage``, the tracking stage a run's sources go through (the tracker,
+then IDs and 30-point trails on each box, the record for stepping back): what a
+pipeline pays per frame. ``--baseline REV`` also times the tracking code as it was at
+git revision REV (``framelens@REV``, ``framelens-stage@REV``), loaded beside today's
+and interleaved with it in every run: a before/after measured alternately, under the
+same load.
 
 Every tracker sees the same detections: objects moving at random constant velocities
 across a 1920x1080 frame with 1.5 px of jitter, 5% of boxes missed and 10% scored low
@@ -25,6 +33,7 @@ is reported apart (``cmc``), since it depends on the frame size, not on the obje
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -81,25 +90,71 @@ Runner = Callable[[], tuple[list[float], float]]
 """A run: the wall time of every timed frame, and the CPU time of this thread over them."""
 
 
-def ours(kind: str, frames: list[tuple[np.ndarray, np.ndarray]], settle: int) -> Runner:
-    from framelens.core.stages.tracking import TrackerSettings, make_tracker
-    from framelens.core.types import Detections
+def ours(
+    kind: str,
+    frames: list[tuple[np.ndarray, np.ndarray]],
+    settle: int,
+    package: str = "framelens.core.stages.tracking",
+    stage: bool = False,
+) -> Runner:
+    """Our tracker (``stage``: its tracking stage) from ``package`` (today's, or a
+    baseline's loaded by :func:`load_baseline`)."""
+    import importlib
 
+    from framelens.core.types import Detections, Frame, FrameResult, StageTimes
+
+    settings_module = importlib.import_module(f"{package}.settings")
+    registry = importlib.import_module(f"{package}.registry")
+    stage_module = importlib.import_module(f"{package}.stage")
     dets = [Detections(b, s, np.zeros(len(b), np.int32)) for b, s in frames]
-    settings = TrackerSettings.for_kind(kind, cmc="none")  # type: ignore[arg-type]
+    settings = settings_module.TrackerSettings.for_kind(kind, cmc="none")
+    pixels = np.zeros((8, 8, 3), np.uint8)
+    results = [FrameResult(Frame(pixels, i, i / 30), d, StageTimes()) for i, d in enumerate(dets)]
 
     def run() -> list[float]:
-        tracker = make_tracker(settings)
+        tracker = registry.make_tracker(settings)
+        call = tracker.update
+        if stage:
+            call = stage_module.TrackingStage(tracker, settings.trail_length)
+            for r, d in zip(results, dets, strict=True):
+                r.output = d  # the stage replaced it last run
+        items = results if stage else dets
         times, cpu = [], 0.0
-        for i, d in enumerate(dets):
+        for i, item in enumerate(items):
             c0, t0 = time.thread_time(), time.perf_counter()
-            tracker.update(d)
+            call(item)
             if i >= settle:
                 times.append(time.perf_counter() - t0)
                 cpu += time.thread_time() - c0
         return times, cpu
 
     return run
+
+
+def load_baseline(revision: str) -> str:
+    """The tracking package (core/stages/tracking) as of git ``revision``, importable
+    beside today's under another name; returns that name."""
+    import subprocess
+    import tempfile
+
+    root = HERE.parent
+    folder = "core/stages/tracking"
+    names = subprocess.run(
+        ["git", "-C", str(root), "ls-tree", "--name-only", f"{revision}:{folder}"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    package = "framelens_tracking_baseline"
+    target = Path(tempfile.mkdtemp(prefix="tracker-baseline-")) / package
+    target.mkdir()
+    for name in names:
+        if name.endswith(".py"):
+            text = subprocess.run(
+                ["git", "-C", str(root), "show", f"{revision}:{folder}/{name}"],
+                check=True, capture_output=True, text=True,
+            ).stdout  # fmt: skip
+            (target / name).write_text(text.replace("framelens.core.stages.tracking", package))
+    sys.path.insert(0, str(target.parent))
+    return package
 
 
 def roboflow(kind: str, frames: list[tuple[np.ndarray, np.ndarray]], settle: int) -> Runner:
@@ -191,15 +246,42 @@ def summary(runs: Sequence[tuple[list[float], float]]) -> dict[str, Any]:
     }
 
 
+def subprocess_rev(revision: str) -> str:
+    """The short commit hash of a git revision of this repository."""
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(HERE.parent), "rev-parse", "--short", revision],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def _dirty() -> bool:
+    """Whether the tracking code or this benchmark differ from the commit."""
+    import subprocess
+
+    return bool(
+        subprocess.run(
+            ["git", "-C", str(HERE.parent), "status", "--porcelain", "--",
+             "core/stages/tracking", "benchmarks/tracker_cost.py"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+    )  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--objects", default="10,50,200", help="comma-separated object counts")
+    ap.add_argument("--objects", default="3,10,50,200", help="comma-separated object counts")
     ap.add_argument("--kinds", default="bytetrack,ocsort,botsort")
     ap.add_argument("--frames", type=int, default=300, help="frames per run")
     ap.add_argument("--settle", type=int, default=30, help="first frames of a run not timed")
     ap.add_argument("--runs", type=int, default=7, help="timed runs (after one warm-up run)")
     ap.add_argument("--cmc-frames", type=int, default=60)
     ap.add_argument("--no-roboflow", action="store_true", help="only our trackers")
+    ap.add_argument("--no-cmc", action="store_true", help="no camera-motion rows")
+    ap.add_argument(
+        "--baseline", metavar="REV", help="also time the tracking code of this git revision"
+    )
     ap.add_argument("--note", default="")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -208,7 +290,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     counts = [int(x) for x in args.objects.split(",")]
     kinds = args.kinds.split(",")
-    impls: list[tuple[str, Callable[..., Runner]]] = [("framelens", ours)]
+    impls: list[tuple[str, Callable[..., Runner]]] = [
+        ("framelens", ours),
+        ("framelens-stage", functools.partial(ours, stage=True)),
+    ]
+    baseline = None
+    if args.baseline:
+        package = load_baseline(args.baseline)
+        baseline = subprocess_rev(args.baseline)
+        impls += [
+            (f"framelens@{baseline}", functools.partial(ours, package=package)),
+            (f"framelens-stage@{baseline}", functools.partial(ours, package=package, stage=True)),
+        ]
     if not args.no_roboflow:
         impls.append(("roboflow-trackers", roboflow))
     cases: dict[tuple[str, str, int], Runner] = {}
@@ -218,7 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, make in impls:
                 cases[(name, kind, n)] = make(kind, frames, args.settle)
     cmc_cases = {
-        (m, d): cmc_runner(m, d, args.cmc_frames) for m in ("sparse", "ecc") for d in (2, 4)
+        (m, d): cmc_runner(m, d, args.cmc_frames)
+        for m in ([] if args.no_cmc else ["sparse", "ecc"])
+        for d in (2, 4)
     }
 
     load_before = os.getloadavg()
@@ -252,6 +347,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     import cv2
     import scipy
 
+    before_after = []
+    for name, kind, n in cases if baseline else []:
+        if name not in ("framelens", "framelens-stage"):
+            continue
+        now, then = timed[(name, kind, n)], timed[(f"{name}@{baseline}", kind, n)]
+        # runs alternate, so run k of each saw the same load: ratios paired by run
+        paired = [np.mean(b) / np.mean(a) for (a, _), (b, _) in zip(now, then, strict=True)]
+        cpu = [cb / len(b) / (ca / len(a)) for (a, ca), (b, cb) in zip(now, then, strict=True)]
+        before_after.append(
+            {
+                "what": "stage" if name.endswith("stage") else "tracker",
+                "tracker": kind,
+                "objects": n,
+                "before_ms": summary(then)["ms_per_frame_median"],
+                "after_ms": summary(now)["ms_per_frame_median"],
+                "before_cpu_ms": summary(then)["cpu_ms_per_frame_median"],
+                "after_cpu_ms": summary(now)["cpu_ms_per_frame_median"],
+                "speedup_median_of_paired_runs": round(float(np.median(paired)), 2),
+                "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
+            }
+        )
+
     result = {
         "benchmark": "trackers",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -281,6 +398,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "met_cpu": None if ours50 is None else ours50["cpu_ms_per_frame_median"] < 0.5,
         },
         "note": args.note,
+        "revision": subprocess_rev("HEAD") + ("+changes" if _dirty() else ""),
+        "baseline": None
+        if baseline is None
+        else {"revision": baseline, "before_after": before_after},
         "trackers": rows,
         "cmc": cmc_rows,
     }
@@ -295,6 +416,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{r['ms_per_frame_median']:.3f} ms/frame "
             f"(runs {spread['min']:.3f}-{spread['max']:.3f}; "
             f"CPU {r['cpu_ms_per_frame_median']:.3f})"
+        )
+    for change in before_after:
+        print(
+            f"{change['what']:7s} {change['tracker']:9s} {change['objects']:4d} objects: "
+            f"{change['before_ms']:.3f} -> {change['after_ms']:.3f} ms/frame, "
+            f"{change['speedup_median_of_paired_runs']:.2f}x (CPU "
+            f"{change['speedup_cpu_median_of_paired_runs']:.2f}x)"
         )
     for r in cmc_rows:
         print(

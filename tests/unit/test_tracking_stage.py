@@ -204,6 +204,50 @@ def test_trails_of_tracks_long_gone_are_forgotten_so_a_long_run_stays_small() ->
     assert len(stage._trails) <= 12  # only those seen in the last 50-100 frames are kept
 
 
+def test_a_frame_s_trails_stay_as_given_while_later_frames_are_tracked() -> None:
+    """What a sink keeps of a frame (the export's queue, a paused view) shows the trails
+    given then, also once the trail of a track long gone was reused for a new one."""
+    stage = TrackingStage(make_tracker(TrackerSettings(track_buffer=5)), 5, forget_after=20)
+    given = []
+    for f in range(300):  # one person across, and a new one every 10 frames
+        x = 50.0 * (f // 10 % 30)
+        walker = 100.0 + 3 * f
+        boxes = np.array([[x, 100, x + 40, 180], [walker, 500, walker + 40, 580]], np.float32)
+        r = result(f, Detections(boxes, np.full(2, 0.9, np.float32), np.zeros(2, np.int32)))
+        stage(r)
+        assert isinstance(r.output, Detections) and r.output.trails is not None
+        given.append((r.output.trails, [t.copy() for t in r.output.trails]))
+    assert len(given[-1][0][1]) == 5
+    for trails, as_given in given:
+        for trail, copy in zip(trails, as_given, strict=True):
+            np.testing.assert_array_equal(trail, copy)
+
+
+class _OneTrack:
+    """A tracker (another's, through ``tracking_stages``' ``make``) that puts every
+    box on track 1."""
+
+    needs_image = False
+
+    def update(self, detections: Detections, image: object = None) -> np.ndarray:
+        return np.ones(len(detections), dtype=np.int64)
+
+    def reset(self) -> None:
+        pass
+
+
+def test_a_track_on_two_boxes_of_a_frame_gets_both_points_in_order_on_its_trail() -> None:
+    stage = TrackingStage(_OneTrack(), 3)
+    trails = []
+    for f in range(2):
+        boxes = np.array([[10 * f, 0, 10 * f + 2, 2], [10 * f + 5, 0, 10 * f + 7, 2]], np.float32)
+        r = result(f, Detections(boxes, np.full(2, 0.9, np.float32), np.zeros(2, np.int32)))
+        stage(r)
+        assert isinstance(r.output, Detections) and r.output.trails is not None
+        trails.append([t[:, 0].tolist() for t in r.output.trails])
+    assert trails == [[[1], [1, 6]], [[1, 6, 11], [6, 11, 16]]]
+
+
 def test_stepping_back_in_a_stream_that_skipped_frames_shows_the_trails_it_showed() -> None:
     stage = new_stage(trail_length=4)
     frames = [0, 1, 2, 4, 5, 7, 8, 9]  # a live source that dropped frames 3 and 6

@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["Assignment", "assign_then_filter", "linear_assignment"]
+__all__ = ["Assignment", "assign_then_filter", "gated_pairs", "linear_assignment"]
 
 Assignment = tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]
 """(matches (K, 2) rows of (track, detection), unmatched tracks, unmatched detections)."""
@@ -24,10 +24,19 @@ def linear_assignment(cost: npt.NDArray[np.floating], limit: float) -> Assignmen
     rows, cols = cost.shape
     if rows == 0 or cols == 0:
         return (np.empty((0, 2), dtype=np.intp), np.arange(rows), np.arange(cols))
-    gated = np.where(cost <= limit, cost, _FORBIDDEN)
-    r, c = linear_sum_assignment(gated)
-    keep = gated[r, c] <= limit
-    return _pairs_and_left_over(r[keep], c[keep], rows, cols)
+    r, c = gated_pairs(cost, limit)
+    return _pairs_and_left_over(r, c, rows, cols)
+
+
+def gated_pairs(
+    cost: npt.NDArray[np.floating], limit: float
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """:func:`linear_assignment`'s pairs alone, as (rows, columns) in increasing rows;
+    ``cost`` must not be empty."""
+    allowed = cost <= limit
+    r, c = linear_sum_assignment(np.where(allowed, cost, _FORBIDDEN))
+    keep = allowed[r, c]
+    return r[keep], c[keep]
 
 
 def assign_then_filter(
@@ -52,8 +61,7 @@ def _pairs_and_left_over(
     matched_rows[r] = True
     matched_cols = np.zeros(cols, dtype=bool)
     matched_cols[c] = True
-    return (
-        np.stack([r, c], axis=1).astype(np.intp),
-        np.flatnonzero(~matched_rows),
-        np.flatnonzero(~matched_cols),
-    )
+    pairs = np.empty((len(r), 2), dtype=np.intp)
+    pairs[:, 0] = r
+    pairs[:, 1] = c
+    return pairs, (~matched_rows).nonzero()[0], (~matched_cols).nonzero()[0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.stages.tracking.bytetrack import TRACKED, ByteTrack
+from framelens.core.stages.tracking.bytetrack import ByteTrack
 from framelens.core.stages.tracking.cmc import CameraMotion, warp_states
 from framelens.core.stages.tracking.geometry import xywh_to_xyxy, xyxy_to_xywh
 from framelens.core.stages.tracking.kalman import BoxKalman
@@ -48,14 +48,13 @@ class BoTSort(ByteTrack):
     def _to_boxes(self, mean: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return xywh_to_xyxy(mean)
 
+    _frozen_when_lost = slice(6, 8)  # a lost track's size stops changing
+
     def _predict(self, image: npt.NDArray[np.uint8] | None) -> None:
-        t = self._tracks
-        lost = t.state != TRACKED
-        if lost.any():
-            t.mean[lost, 6:8] = 0.0  # a lost track's size stops changing
-        t.mean, t.cov = self._kalman.predict(t.mean, t.cov)
+        super()._predict(image)
         if self._cmc is not None and image is not None:
-            warp = self._cmc.apply(image)
+            t = self._tracks
+            warp = self._cmc.apply(image)  # every frame, tracks or none: it follows the view
             t.mean, t.cov = warp_states(t.mean, t.cov, warp)
 
     def reset(self) -> None:

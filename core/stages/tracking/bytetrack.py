@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.stages.tracking.assignment import linear_assignment
+from framelens.core.stages.tracking.assignment import gated_pairs
 from framelens.core.stages.tracking.geometry import iou_matrix, xyah_to_xyxy, xyxy_to_xyah
 from framelens.core.stages.tracking.kalman import BoxKalman
 from framelens.core.stages.tracking.settings import TrackerSettings
@@ -100,11 +100,16 @@ class ByteTrack:
     def _to_boxes(self, mean: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return xyah_to_xyxy(mean)
 
+    # the state's entries a lost track stops changing: its height's velocity
+    _frozen_when_lost = slice(7, 8)
+
     def _predict(self, image: npt.NDArray[np.uint8] | None) -> None:
         t = self._tracks
+        if len(t) == 0:
+            return
         lost = t.state != TRACKED
-        if lost.any():
-            t.mean[lost, 7] = 0.0  # a lost track's height stops changing
+        if np.count_nonzero(lost):
+            t.mean[lost, self._frozen_when_lost] = 0.0
         t.mean, t.cov = self._kalman.predict(t.mean, t.cov)
 
     def reset(self) -> None:
@@ -114,50 +119,65 @@ class ByteTrack:
     def update(
         self, detections: Detections, image: npt.NDArray[np.uint8] | None = None
     ) -> npt.NDArray[np.int64]:
+        # A matching step whose tracks or detections are none is skipped (most frames:
+        # no track is unconfirmed, no detection scores low): a frame of a few objects
+        # costs its numpy calls, so each step makes as few as it can.
         s = self.settings
         self._frame += 1
         frame = self._frame
         boxes = detections.boxes.astype(np.float64)
         scores = detections.scores.astype(np.float64)
         n = len(boxes)
-        owner = np.full(n, -1, dtype=np.intp)  # detection -> row in the track table
+        owner = np.empty(n, dtype=np.intp)  # detection -> row in the track table
+        owner.fill(-1)
         t = self._tracks
+        count = len(t)
         self._predict(image)
-        track_boxes = self._to_boxes(t.mean)
-
-        high = np.flatnonzero(scores >= s.high_threshold)
-        low = np.flatnonzero((scores >= s.low_threshold) & (scores < s.high_threshold))
-        pool = np.flatnonzero(t.confirmed)  # tracked and lost, confirmed
-        unconfirmed = np.flatnonzero(~t.confirmed)
+        is_high = scores >= s.high_threshold
+        high = is_high.nonzero()[0]
+        pool = t.confirmed.nonzero()[0]  # tracked and lost, confirmed
+        unconfirmed = (~t.confirmed).nonzero()[0]
+        iou = None
+        if count and n:
+            iou = iou_matrix(self._to_boxes(t.mean), boxes)  # (tracks, detections)
 
         # 1. high detections <-> confirmed tracks (score-weighted IoU)
-        iou = iou_matrix(track_boxes[pool], boxes[high])
-        matches, left_tracks, left_high = linear_assignment(
-            1.0 - iou * scores[high][None, :], 1.0 - s.match_iou
-        )
-        owner[high[matches[:, 1]]] = pool[matches[:, 0]]
-        pool_left = pool[left_tracks]
-        high_left = high[left_high]
+        pool_left, high_left = pool, high
+        if iou is not None and len(pool) and len(high):
+            r, c = gated_pairs(
+                1.0 - _part(iou, pool, high, count, n) * scores[high], 1.0 - s.match_iou
+            )
+            owner[high[c]] = pool[r]
+            pool_left, high_left = _left(pool, r), _left(high, c)
 
         # 2. low detections <-> tracks still unmatched that were tracked last frame
-        second = pool_left[t.state[pool_left] == TRACKED]
-        iou = iou_matrix(track_boxes[second], boxes[low])
-        matches, left_second, _ = linear_assignment(1.0 - iou, 1.0 - s.second_match_iou)
-        owner[low[matches[:, 1]]] = second[matches[:, 0]]
-        t.state[second[left_second]] = LOST
+        if len(pool_left):
+            second = pool_left[t.state[pool_left] == TRACKED]
+            if iou is not None and len(second):
+                low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
+                if len(low):
+                    r, c = gated_pairs(
+                        1.0 - _part(iou, second, low, count, n), 1.0 - s.second_match_iou
+                    )
+                    owner[low[c]] = second[r]
+                    second = _left(second, r)
+            if len(second):
+                t.state[second] = LOST
 
         # 3. the high detections left <-> unconfirmed tracks
-        iou = iou_matrix(track_boxes[unconfirmed], boxes[high_left])
-        matches, left_unconfirmed, left_new = linear_assignment(
-            1.0 - iou * scores[high_left][None, :], 1.0 - s.unconfirmed_match_iou
-        )
-        owner[high_left[matches[:, 1]]] = unconfirmed[matches[:, 0]]
-        high_left = high_left[left_new]
+        left_unconfirmed = unconfirmed
+        if iou is not None and len(unconfirmed) and len(high_left):
+            r, c = gated_pairs(
+                1.0 - _part(iou, unconfirmed, high_left, count, n) * scores[high_left],
+                1.0 - s.unconfirmed_match_iou,
+            )
+            owner[high_left[c]] = unconfirmed[r]
+            left_unconfirmed, high_left = _left(unconfirmed, r), _left(high_left, c)
 
         # correct every matched track with its detection
-        matched = np.flatnonzero(owner >= 0)
-        rows = owner[matched]
-        if len(rows):
+        matched = (owner >= 0).nonzero()[0]
+        if len(matched):
+            rows = owner[matched]
             mean, cov = self._kalman.update(
                 t.mean[rows], t.cov[rows], self._to_measurement(boxes[matched])
             )
@@ -166,49 +186,90 @@ class ByteTrack:
             t.state[rows] = TRACKED
             t.end[rows] = frame
             t.hits[rows] += 1
-        alive = np.ones(len(t), dtype=bool)
-        alive[unconfirmed[left_unconfirmed]] = False
 
         # 4. new tracks from the high detections left that score enough
-        new = high_left[scores[high_left] >= s.new_track_threshold]
+        new = high_left
+        if len(high_left):
+            new = high_left[scores[high_left] >= s.new_track_threshold]
         if len(new):
-            first = len(t)
             mean, cov = self._kalman.initiate(self._to_measurement(boxes[new]))
             t.append(mean, cov, frame)
-            owner[new] = np.arange(first, first + len(new))
-            alive = np.concatenate([alive, np.ones(len(new), dtype=bool)])
+            owner[new] = np.arange(count, count + len(new))
+        alive = _trues(len(t))
+        if len(left_unconfirmed):
+            alive[left_unconfirmed] = False
 
         # confirmation: min_hits consecutive observations (at once on the first frame)
-        promote = ~t.confirmed & alive & ((t.hits >= self._min_hits) | (frame == 1))
-        for row in np.flatnonzero(promote):
-            t.ids[row] = self._next_id
-            self._next_id += 1
-        t.confirmed |= promote
+        if len(unconfirmed) or len(new):
+            promote = ~t.confirmed & alive & ((t.hits >= self._min_hits) | (frame == 1))
+            for row in promote.nonzero()[0]:
+                t.ids[row] = self._next_id
+                self._next_id += 1
+            t.confirmed |= promote
 
         # lost too long: removed; duplicates of a tracked track among the lost: dropped
-        alive &= ~((t.state == LOST) & (frame - t.end > self._max_lost))
+        stale = t.end < frame - self._max_lost
+        if np.count_nonzero(stale):
+            alive &= ~(stale & (t.state == LOST))
         self._drop_duplicates(alive)
-        ids = np.full(n, -1, dtype=np.int64)
-        given = np.flatnonzero(owner >= 0)
-        rows = owner[given]
-        shown = alive[rows]  # a track dropped as a duplicate shows no ID (the original)
-        ids[given[shown]] = t.ids[rows[shown]]
-        t.keep(alive)
+        if len(t) == 0:
+            return owner.astype(np.int64)  # no track: every box -1
+        # a track dropped as a duplicate shows no ID (the original)
+        ids: npt.NDArray[np.int64] = np.where(owner >= 0, np.where(alive, t.ids, -1)[owner], -1)
+        if np.count_nonzero(alive) < len(alive):
+            t.keep(alive)
         return ids
 
     def _drop_duplicates(self, alive: npt.NDArray[np.bool_]) -> None:
         """The original's remove_duplicate_stracks: a tracked track and a lost one on
         the same place; the one followed for fewer frames goes."""
         t = self._tracks
-        tracked = np.flatnonzero(alive & (t.state == TRACKED))
-        lost = np.flatnonzero(alive & (t.state == LOST))
-        if len(tracked) == 0 or len(lost) == 0:
+        lost = t.state == LOST
+        candidates = alive & lost
+        if not np.count_nonzero(candidates):
             return
+        tracked = (alive & ~lost).nonzero()[0]
+        if len(tracked) == 0:
+            return
+        lost_rows = candidates.nonzero()[0]
         boxes = self._to_boxes(t.mean)
-        iou = iou_matrix(boxes[tracked], boxes[lost])
-        for i, j in zip(*np.nonzero(iou > _DUPLICATE_IOU), strict=True):
-            p, q = tracked[i], lost[j]
+        iou = iou_matrix(boxes[tracked], boxes[lost_rows])
+        for i, j in zip(*(iou > _DUPLICATE_IOU).nonzero(), strict=True):
+            p, q = tracked[i], lost_rows[j]
             if self._frame - t.start[p] > self._frame - t.start[q]:
                 alive[q] = False
             else:
                 alive[p] = False
+
+
+def _part(
+    matrix: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.intp],
+    cols: npt.NDArray[np.intp],
+    all_rows: int,
+    all_cols: int,
+) -> npt.NDArray[np.float64]:
+    """``matrix[rows][:, cols]``, without copies where they are every row or column."""
+    if len(rows) != all_rows:
+        matrix = matrix[rows]
+    if len(cols) != all_cols:
+        matrix = matrix[:, cols]
+    return matrix
+
+
+def _left(indices: npt.NDArray[np.intp], taken: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """``indices`` without the positions ``taken``."""
+    if len(taken) == 0:
+        return indices
+    if len(taken) == len(indices):
+        return indices[:0]
+    left = _trues(len(indices))
+    left[taken] = False
+    return indices[left]
+
+
+def _trues(n: int) -> npt.NDArray[np.bool_]:
+    """``np.ones(n, dtype=bool)`` in a fraction of its time (it is called every frame)."""
+    out = np.empty(n, dtype=bool)
+    out.fill(True)
+    return out

@@ -48,7 +48,12 @@ def _to_z(boxes: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """(N, 4) x1 y1 x2 y2 -> (N, 4) centre x, centre y, area, aspect ratio w/h."""
     w = boxes[:, 2] - boxes[:, 0]
     h = boxes[:, 3] - boxes[:, 1]
-    return np.stack([boxes[:, 0] + w / 2, boxes[:, 1] + h / 2, w * h, w / (h + 1e-6)], axis=1)
+    out = np.empty((len(boxes), 4))
+    out[:, 0] = boxes[:, 0] + w / 2
+    out[:, 1] = boxes[:, 1] + h / 2
+    out[:, 2] = w * h
+    out[:, 3] = w / (h + 1e-6)
+    return out
 
 
 def _to_boxes(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -56,7 +61,12 @@ def _to_boxes(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     with np.errstate(invalid="ignore"):
         w = np.sqrt(x[:, 2] * x[:, 3])
         h = x[:, 2] / w
-    return np.stack([x[:, 0] - w / 2, x[:, 1] - h / 2, x[:, 0] + w / 2, x[:, 1] + h / 2], axis=1)
+    out = np.empty((len(x), 4))
+    out[:, 0] = x[:, 0] - w / 2
+    out[:, 1] = x[:, 1] - h / 2
+    out[:, 2] = x[:, 0] + w / 2
+    out[:, 3] = x[:, 1] + h / 2
+    return out
 
 
 def _kalman_update(
@@ -120,7 +130,10 @@ def _direction(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.ND
     dx = (b[..., 0] + b[..., 2]) / 2 - (a[..., 0] + a[..., 2]) / 2
     dy = (b[..., 1] + b[..., 3]) / 2 - (a[..., 1] + a[..., 3]) / 2
     norm = np.sqrt(dx**2 + dy**2) + 1e-6
-    return np.stack([dy / norm, dx / norm], axis=-1)
+    out = np.empty((*np.shape(dx), 2))
+    out[..., 0] = dy / norm
+    out[..., 1] = dx / norm
+    return out
 
 
 class OCSort:
@@ -148,8 +161,8 @@ class OCSort:
         boxes = detections.boxes.astype(np.float64)
         scores = detections.scores.astype(np.float64)
         n = len(boxes)
-        high = np.flatnonzero(scores >= s.high_threshold)
-        low = np.flatnonzero((scores >= s.low_threshold) & (scores < s.high_threshold))
+        high = (scores >= s.high_threshold).nonzero()[0]
+        low = ((scores >= s.low_threshold) & (scores < s.high_threshold)).nonzero()[0]
         predicted = self._predict()
         tracks = self._tracks
         owner = np.full(n, -1, dtype=np.intp)  # detection -> track index
@@ -172,13 +185,13 @@ class OCSort:
         observed = [i for i in left_tracks if tracks[i].last is not None]
         if len(left_high) and observed:
             rows = np.array(observed, dtype=np.intp)
-            last = np.stack([tracks[i].last for i in observed])
+            last = np.array([tracks[i].last for i in observed])
             iou = iou_matrix(last, boxes[left_high])
             matches, _, rest = assign_then_filter(-iou, iou >= s.match_iou)
             owner[left_high[matches[:, 1]]] = rows[matches[:, 0]]
             left_high = left_high[rest]
 
-        matched = np.flatnonzero(owner >= 0)
+        matched = (owner >= 0).nonzero()[0]
         self._observe(owner[matched], boxes[matched])
         for i in set(range(len(tracks))) - set(owner[matched].tolist()):
             t = tracks[i]
@@ -198,7 +211,7 @@ class OCSort:
 
         ids = np.full(n, -1, dtype=np.int64)
         early = self._frame <= s.min_hits
-        for d in np.flatnonzero(owner >= 0):
+        for d in (owner >= 0).nonzero()[0]:
             t = tracks[owner[d]]
             if t.since_update == 0 and (t.hit_streak >= s.min_hits or early):
                 if t.id < 0:
@@ -245,9 +258,9 @@ class OCSort:
         rows = np.array([i for i, b in enumerate(prev) if b is not None], dtype=np.intp)
         if not len(rows):
             return bonus
-        origin = np.stack([prev[i] for i in rows])
+        origin = np.array([prev[i] for i in rows])
         to_det = _direction(origin[:, None, :], boxes[None, :, :])  # (R, D, 2)
-        velocity = np.stack([tracks[i].velocity for i in rows])  # (R, 2)
+        velocity = np.array([tracks[i].velocity for i in rows])  # (R, 2)
         cos = np.clip(np.einsum("rdk,rk->rd", to_det, velocity), -1.0, 1.0)
         angle = (np.pi / 2 - np.abs(np.arccos(cos))) / np.pi
         bonus[rows] = self.settings.ocsort_inertia * angle * scores[None, :]
@@ -259,13 +272,15 @@ class OCSort:
         delta_t = self.settings.ocsort_delta_t
         z = _to_z(boxes)
         plain: list[int] = []
-        for k, i in enumerate(rows.tolist()):
-            t = self._tracks[i]
+        tracks = [self._tracks[i] for i in rows.tolist()]
+        # each direction from the observation delta_t ago to the new box: one call for all
+        seen = [k for k, t in enumerate(tracks) if t.last is not None]
+        if seen:
+            origins = np.array([tracks[k].previous(delta_t) for k in seen])
+            for k, velocity in zip(seen, _direction(origins, boxes[seen]), strict=True):
+                tracks[k].velocity = velocity
+        for k, (i, t) in enumerate(zip(rows.tolist(), tracks, strict=True)):
             box = boxes[k]
-            if t.last is not None:
-                previous = t.previous(delta_t)
-                assert previous is not None
-                t.velocity = _direction(previous, box)
             if t.frozen is not None and t.last_z is not None:
                 self._re_update(i, t, z[k])
             else:

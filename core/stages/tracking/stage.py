@@ -22,10 +22,10 @@ changed) is not replayed: tracking restarts there.
 from __future__ import annotations
 
 import bisect
-import dataclasses
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +47,9 @@ sooner: ``track_buffer``, 30 frames by default)."""
 _NO_TRAIL = np.zeros((0, 2), dtype=np.float32)
 
 
-@dataclass(frozen=True, slots=True)
-class _Given:
-    """What a frame was given: its boxes' IDs and centres, and its boxes' fingerprint."""
+class _Given(NamedTuple):
+    """What a frame was given: its boxes' IDs and centres, and its boxes' fingerprint
+    (a tuple: made every frame, in a fraction of a frozen dataclass's time)."""
 
     ids: npt.NDArray[np.int64]
     centres: npt.NDArray[np.float32]
@@ -73,7 +73,12 @@ class TrackingStage:
         self._record: OrderedDict[int, _Given] = OrderedDict()
         self._first_seen: dict[int, int] = {}  # track ID -> first recorded frame
         self._last_seen: dict[int, int] = {}  # track ID -> last frame it had a box
-        self._trails: dict[int, deque[npt.NDArray[np.float32]]] = {}
+        # trails: each track's last ``trail_length`` centres, the newest last, in a row
+        # of one array (a frame extends every trail with a few numpy calls)
+        self._trails: dict[int, int] = {}  # track ID -> its row of points
+        self._points = np.zeros((0, max(1, trail_length), 2), dtype=np.float32)
+        self._counts: list[int] = []  # centres kept per row
+        self._free: list[int] = []  # rows of forgotten tracks
         self._last: int | None = None  # the last frame tracked
         self._discontinuity = False
 
@@ -102,6 +107,7 @@ class TrackingStage:
         self._first_seen.clear()
         self._last_seen.clear()
         self._trails.clear()
+        self._free = list(range(len(self._counts)))
         self._last = None
 
     def _track(self, result: FrameResult, detections: Detections, index: int) -> Detections:
@@ -116,25 +122,67 @@ class TrackingStage:
         if index % min(256, self._forget_after) == 0:
             self._forget(index)
         self._last = index
-        trails: tuple[npt.NDArray[np.float32], ...] | None = None
-        if self.trail_length > 0:
-            trails = tuple(
-                self._extend_trail(int(i), p, index) for i, p in zip(ids, points, strict=True)
-            )
-        return dataclasses.replace(detections, track_ids=ids, trails=trails)
+        trails = self._extend_trails(ids, points, index) if self.trail_length > 0 else None
+        return _with_tracks(detections, ids, trails)
 
-    def _extend_trail(
-        self, track_id: int, point: npt.NDArray[np.float32], index: int
-    ) -> npt.NDArray[np.float32]:
-        if track_id < 0:
-            return _NO_TRAIL
-        trail = self._trails.get(track_id)
-        if trail is None:
-            trail = self._trails[track_id] = deque(maxlen=self.trail_length)
-            self._first_seen.setdefault(track_id, index)
-        self._last_seen[track_id] = index
-        trail.append(point)
-        return np.stack(trail)
+    def _extend_trails(
+        self, ids: npt.NDArray[np.int64], points: npt.NDArray[np.float32], index: int
+    ) -> tuple[npt.NDArray[np.float32], ...]:
+        """Each box's point added to its track's trail; the trails (one per box, empty
+        for a box of no track)."""
+        id_list = ids.tolist()
+        if id_list and min(id_list) < 0:  # boxes of no track: no trail
+            boxes = [k for k, i in enumerate(id_list) if i >= 0]
+            id_list = [id_list[k] for k in boxes]
+            points = points[boxes]
+        else:
+            boxes = list(range(len(id_list)))
+        trails = [_NO_TRAIL] * len(ids)
+        if not boxes:
+            return tuple(trails)
+        known = self._trails.get
+        found = [known(i) for i in id_list]
+        rows = [
+            self._row(i, index) if r is None else r for i, r in zip(id_list, found, strict=True)
+        ]
+        self._last_seen.update(dict.fromkeys(id_list, index))
+        length = self.trail_length
+        counts = self._counts
+        if len(set(rows)) < len(rows):  # one track on two boxes (not from our trackers)
+            for j, (k, row) in enumerate(zip(boxes, rows, strict=True)):
+                window = self._points[row]
+                window[:-1] = window[1:].copy()
+                window[-1] = points[j]
+                counts[row] = min(counts[row] + 1, length)
+                trails[k] = window[length - counts[row] :].copy()
+            return tuple(trails)
+        at = np.array(rows)
+        windows = self._points[at]  # a copy: the trails given are views of it
+        windows[:, :-1] = windows[:, 1:]
+        windows[:, -1] = points
+        self._points[at] = windows
+        for j, (k, row) in enumerate(zip(boxes, rows, strict=True)):
+            count = counts[row] = min(counts[row] + 1, length)
+            trails[k] = windows[j, length - count :]
+        return tuple(trails)
+
+    def _row(self, track_id: int, index: int) -> int:
+        """The track's row of trail points (a new, empty one for a track without)."""
+        row = self._trails.get(track_id)
+        if row is not None:
+            return row
+        if not self._free:
+            size = len(self._counts)
+            grown = max(16, 2 * size)
+            self._free = list(range(grown - 1, size - 1, -1))
+            points = np.zeros((grown, *self._points.shape[1:]), dtype=np.float32)
+            points[:size] = self._points
+            self._points = points
+            self._counts.extend([0] * (grown - size))
+        row = self._trails[track_id] = self._free.pop()
+        self._counts[row] = 0
+        self._first_seen.setdefault(track_id, index)
+        return row
 
     def _forget(self, index: int) -> None:
         """Tracks unseen for ``forget_after`` frames lose their trail (an ID is never
@@ -143,7 +191,9 @@ class TrackingStage:
         oldest = next(iter(self._record), index)
         for track_id, seen in list(self._last_seen.items()):
             if seen < index - self._forget_after:
-                self._trails.pop(track_id, None)
+                row = self._trails.pop(track_id, None)
+                if row is not None:
+                    self._free.append(row)
             if seen < oldest:
                 del self._last_seen[track_id]
                 self._first_seen.pop(track_id, None)
@@ -154,7 +204,7 @@ class TrackingStage:
             frames = list(self._record)  # tracked in order: increasing frame indices
             upto = bisect.bisect_right(frames, index)
             trails = tuple(self._past_trail(int(i), frames[:upto]) for i in given.ids)
-        return dataclasses.replace(detections, track_ids=given.ids.copy(), trails=trails)
+        return _with_tracks(detections, given.ids.copy(), trails)
 
     def _past_trail(self, track_id: int, frames: list[int]) -> npt.NDArray[np.float32]:
         """The track's last ``trail_length`` recorded centres in ``frames`` (the record's
@@ -171,6 +221,20 @@ class TrackingStage:
             if len(hit):
                 points.append(given.centres[hit[0]])
         return np.stack(points[::-1]) if points else _NO_TRAIL
+
+
+def _with_tracks(
+    detections: Detections,
+    ids: npt.NDArray[np.int64],
+    trails: tuple[npt.NDArray[np.float32], ...] | None,
+) -> Detections:
+    """The same boxes with track IDs and trails (``dataclasses.replace`` in a fraction
+    of its time: every other field of Detections kept)."""
+    kept = {name: getattr(detections, name) for name in _KEPT_FIELDS}
+    return Detections(**kept, track_ids=ids, trails=trails)
+
+
+_KEPT_FIELDS = tuple(f.name for f in fields(Detections) if f.name not in ("track_ids", "trails"))
 
 
 def _boxes_key(detections: Detections) -> bytes:
