@@ -70,12 +70,7 @@ def search_detections(
     sorting and cutting happen in Arrow: only the hits returned become Python objects,
     so a class with millions of hits in an archive costs its rows' columns, not an
     object each."""
-    if between is not None and between[0] > between[1]:
-        raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
-    if limit is not None and limit < 0:
-        raise ConfigError("limit must not be negative")
-    if track_id is not None and track_id < 1:
-        raise ConfigError(f"track {track_id}: track IDs start at 1")
+    _check_filters(between, limit, track_id)
     import pyarrow.dataset as pads
 
     data = dataset(output_dir)
@@ -194,12 +189,7 @@ def query_events(
         raise ConfigError(f"direction {direction!r}: in or out (a crossing's)")
     if direction is not None and kind not in (None, "cross"):
         raise ConfigError(f"a direction is a crossing's: {kind} events have none")
-    if between is not None and between[0] > between[1]:
-        raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
-    if limit is not None and limit < 0:
-        raise ConfigError("limit must not be negative")
-    if track_id is not None and track_id < 1:
-        raise ConfigError(f"track {track_id}: track IDs start at 1")
+    _check_filters(between, limit, track_id)
     import pyarrow.dataset as pads
 
     data = events_dataset(output_dir)
@@ -235,3 +225,15 @@ def archive_event_names(output_dir: str | os.PathLike[str]) -> list[str]:
         return []
     names = data.to_table(columns=["name"]).column("name")
     return sorted(str(v) for v in pc.unique(names).to_pylist() if v is not None)
+
+
+def _check_filters(
+    between: tuple[float, float] | None, limit: int | None, track_id: int | None
+) -> None:
+    """The filters detections and events share: ConfigError naming a bad one."""
+    if between is not None and between[0] > between[1]:
+        raise ConfigError(f"between {between[0]:g} and {between[1]:g}: the start is after the end")
+    if limit is not None and limit < 0:
+        raise ConfigError("limit must not be negative")
+    if track_id is not None and track_id < 1:
+        raise ConfigError(f"track {track_id}: track IDs start at 1")
