@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -355,8 +356,16 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         for i in range(args.repeats):
             order = ("session", "runner") if i % 2 == 0 else ("runner", "session")
             for driver in order:
-                (session if driver == "session" else runner).append(bench.run(args.frames, driver))
+                run = _with_usage(partial(bench.run, args.frames, driver))
+                (session if driver == "session" else runner).append(run)
             decodes.append(nvdec_fps(video, ctx, args.frames))
+        # where each thread sits (the decode-ahead thread in NVDEC, in its queue's put, or
+        # waiting for the GIL), and how late a thread gets the GIL back: one more run
+        from stack_sampler import StackSampler
+
+        with StackSampler() as sampler:
+            bench.run(args.frames)
+        profile = sampler.report(8)
     finally:
         bench.close()
     fps = [r["fps"] for r in session]
@@ -376,11 +385,37 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         "of_nvdec": round(statistics.median(fps) / nvdec, 3),
         "target_fps": 520,
         "stage_ms": sorted(session, key=lambda r: r["fps"])[len(session) // 2]["stage_ms"],
+        # as benchmarks/handoff.py reports them on the CPU: process CPU time and voluntary
+        # context switches (a thread blocked on a lock, condition, queue or the GIL)
+        "cpu_us_per_frame": {
+            d: round(statistics.median(r["cpu_us_per_frame"] for r in runs), 1)
+            for d, runs in (("session", session), ("runner", runner))
+        },
+        "switches_per_frame": {
+            d: round(statistics.median(r["switches_per_frame"] for r in runs), 2)
+            for d, runs in (("session", session), ("runner", runner))
+        },
+        "profile": profile,
     }
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
+
+
+def _with_usage(run: Any) -> dict[str, Any]:
+    """``run()``'s result with the process's CPU time and voluntary context switches per
+    frame over it."""
+    import resource
+
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+    cpu = time.process_time()
+    result: dict[str, Any] = run()
+    frames = max(1, result["frames"])
+    result["cpu_us_per_frame"] = (time.process_time() - cpu) / frames * 1e6
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - switches
+    result["switches_per_frame"] = switches / frames
+    return result
 
 
 def _tracking_ab(bench: GpuPipelineBench, frames: int, kind: str, repeats: int) -> dict[str, Any]:
