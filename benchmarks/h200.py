@@ -18,6 +18,10 @@ medians are reported:
 - nvdec_fps: NVDEC decoding into device memory alone;
 - preprocess_gbps / copy_gbps: the fused preprocessing kernel's bytes read plus written
   per second against a device-to-device copy of the same bytes;
+- the live path alone (``--live``): batch 1 with 2 workers through the session and
+  through the bare executor loop, alternated on the same warm pipelines, beside NVDEC
+  alone in the same call (medians and every run; benchmarks/handoff.py is its CPU
+  counterpart);
 - tracking (``--track [KIND]``): the product's path with and without a tracker on its
   results, alternated on the same warm pipelines, ``--track-repeats`` runs each
   (benchmarks/tracking_ab.py): medians, spread and their ratio (target >= 0.95).
@@ -32,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +203,11 @@ def main() -> int:
         help="also the default path with and without tracking, alternated (bare: bytetrack)",
     )  # fmt: skip
     parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
+    parser.add_argument(
+        "--live", action="store_true",
+        help="only the live path: batch 1, 2 workers, session and bare executor alternated, "
+        "NVDEC alone beside them",
+    )  # fmt: skip
     args = parser.parse_args()
     # a run that stalls shows where: every thread's stack, every two minutes, on stderr
     faulthandler.dump_traceback_later(120, repeat=True, file=sys.stderr)
@@ -214,6 +224,8 @@ def main() -> int:
         make_1080p(video, frames=args.frames + 60)
     frames = args.frames
 
+    if args.live:
+        return _live(video, spec, ctx, args)
     # warm-up of every path (module loads, cuDNN autotuning, NVDEC sessions)
     naive_loop(video, spec, 30)
     nvdec_fps(video, ctx, 60)
@@ -330,6 +342,80 @@ def main() -> int:
         result["pipeline_fps_by_batch"] = {b: median_of(r, "fps") for b, r in by_batch.items()}
         save()
     return _summary(result)
+
+
+def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
+    """One 1080p stream at batch 1 with 2 workers (the live path): the session and the
+    bare executor loop alternated on the same warm pipelines, NVDEC alone between runs."""
+    nvdec_fps(video, ctx, 60)  # warm-up of the NVDEC session
+    bench = GpuPipelineBench(video, spec, 2, batch=1)
+    session: list[dict[str, Any]] = []
+    runner: list[dict[str, Any]] = []
+    decodes: list[dict[str, Any]] = []
+    try:
+        for i in range(args.repeats):
+            order = ("session", "runner") if i % 2 == 0 else ("runner", "session")
+            for driver in order:
+                run = _with_usage(partial(bench.run, args.frames, driver))
+                (session if driver == "session" else runner).append(run)
+            decodes.append(nvdec_fps(video, ctx, args.frames))
+        # where each thread sits (the decode-ahead thread in NVDEC, in its queue's put, or
+        # waiting for the GIL), and how late a thread gets the GIL back: one more run
+        from stack_sampler import StackSampler
+
+        with StackSampler() as sampler:
+            bench.run(args.frames)
+        profile = sampler.report(8)
+    finally:
+        bench.close()
+    fps = [r["fps"] for r in session]
+    nvdec = statistics.median(d["fps"] for d in decodes)
+    result = {
+        "device": ctx.properties.name,
+        "command": "python3 benchmarks/h200.py " + " ".join(sys.argv[1:]),
+        "model": spec.name,
+        "frames": args.frames,
+        "repeats": args.repeats,
+        "path": bench.label + ", " + bench.decoder,
+        "batch1_2workers_fps": round(statistics.median(fps), 1),
+        "batch1_2workers_fps_runs": [round(f, 1) for f in fps],
+        "bare_executor_fps_runs": [round(r["fps"], 1) for r in runner],
+        "nvdec_fps": round(nvdec, 1),
+        "nvdec_fps_runs": [round(d["fps"], 1) for d in decodes],
+        "of_nvdec": round(statistics.median(fps) / nvdec, 3),
+        "target_fps": 520,
+        "stage_ms": sorted(session, key=lambda r: r["fps"])[len(session) // 2]["stage_ms"],
+        # as benchmarks/handoff.py reports them on the CPU: process CPU time and voluntary
+        # context switches (a thread blocked on a lock, condition, queue or the GIL)
+        "cpu_us_per_frame": {
+            d: round(statistics.median(r["cpu_us_per_frame"] for r in runs), 1)
+            for d, runs in (("session", session), ("runner", runner))
+        },
+        "switches_per_frame": {
+            d: round(statistics.median(r["switches_per_frame"] for r in runs), 2)
+            for d, runs in (("session", session), ("runner", runner))
+        },
+        "profile": profile,
+    }
+    if args.output:
+        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+    return 0
+
+
+def _with_usage(run: Any) -> dict[str, Any]:
+    """``run()``'s result with the process's CPU time and voluntary context switches per
+    frame over it."""
+    import resource
+
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+    cpu = time.process_time()
+    result: dict[str, Any] = run()
+    frames = max(1, result["frames"])
+    result["cpu_us_per_frame"] = (time.process_time() - cpu) / frames * 1e6
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - switches
+    result["switches_per_frame"] = switches / frames
+    return result
 
 
 def _tracking_ab(bench: GpuPipelineBench, frames: int, kind: str, repeats: int) -> dict[str, Any]:

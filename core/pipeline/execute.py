@@ -177,7 +177,12 @@ class Executor(Generic[T]):
         # no worker holds buffers for results nobody will take
         self._limit = limit
         self._take = threading.Lock()  # one worker takes the next frames and their numbers
-        self._cond = threading.Condition()  # guards everything below
+        # one lock guards everything below, with two conditions on it, so that a hand-off
+        # wakes only the thread it is for: a result stored wakes the consumer (``_cond``),
+        # a result taken, a seek's end or a stop wakes the workers (``_room``)
+        guard = threading.RLock()
+        self._cond = threading.Condition(guard)  # the consumer waits here for its result
+        self._room = threading.Condition(guard)  # workers wait here for room to take more
         self._generation = 0
         self.batches_run = 0  # engine calls taken so far, and the frames in them:
         self.frames_run = 0  # their ratio is the batch size the load gave (mean_batch)
@@ -218,7 +223,7 @@ class Executor(Generic[T]):
                 # workers looping on it (nothing to decode at the end of a file) took it
                 # again and again before a player's seek could (issue 26)
                 while not self._stop and (self._ahead() >= self._depth or self._seeking):
-                    self._cond.wait(0.1)
+                    self._room.wait(0.1)
                 if self._stop:
                     return
             with self._take:
@@ -238,7 +243,8 @@ class Executor(Generic[T]):
                         self._done[first + i] = item
                     if tail is not None:
                         self._done[first + len(taken)] = tail
-                    self._cond.notify_all()
+                    if self._expected in self._done:  # the one the consumer waits for
+                        self._cond.notify_all()
 
     def _take_batch(self) -> tuple[list[_Taken], End | Failed | None]:
         """Up to ``batch`` consecutive frames, and the end or failure that cut it short.
@@ -250,8 +256,8 @@ class Executor(Generic[T]):
         taken: list[_Taken] = []
         want = self._batch
         if self._limit is not None:
-            with self._cond:
-                want = min(want, self._limit - self._next_seq)
+            # _next_seq changes only under the take lock, which the caller holds
+            want = min(want, self._limit - self._next_seq)
             if want <= 0:
                 return taken, End()
         deadline = 0.0
@@ -300,11 +306,13 @@ class Executor(Generic[T]):
     def get(self, timeout: float) -> Done[T] | End | Failed | None:
         """The next item in decode order, or None after ``timeout`` seconds."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._expected in self._done, timeout):
-                return None
-            item = self._done.pop(self._expected)
+            item = self._done.pop(self._expected, None)
+            if item is None:
+                if not self._cond.wait_for(lambda: self._expected in self._done, timeout):
+                    return None
+                item = self._done.pop(self._expected)
             self._expected += 1
-            self._cond.notify_all()
+            self._room.notify_all()  # a worker waiting for room takes the next frames
         if isinstance(item, Done) and isinstance(item.value, FrameResult):
             # from the frame's release where a paced source says when (a camera's frame
             # waits in queues before it is decoded ahead), else from its decode's start
@@ -351,6 +359,7 @@ class Executor(Generic[T]):
         finally:
             with self._cond:
                 self._seeking -= 1
+                self._room.notify_all()
                 self._cond.notify_all()
 
     def stop_workers(self) -> bool:
@@ -363,6 +372,7 @@ class Executor(Generic[T]):
             # results nobody will take: their buffers go back now, so a worker waiting
             # for one (a GPU pipeline's display frames) finishes its batch
             self._done.clear()
+            self._room.notify_all()
             self._cond.notify_all()
         for t in self._threads:
             t.join(timeout=STOP_TIMEOUT_S)
