@@ -109,6 +109,11 @@ class WallCanvas(QOpenGLWidget):
         self._states: list[TileState | None] = []
         self._layout = "auto"
         self.frames_painted = 0
+        # each result drawn into a tile either reaches a paint (shown) or is drawn over by
+        # the tile's next result first (replaced): what the wall benchmark counts
+        self.tiles_shown = 0
+        self.tiles_replaced = 0
+        self._unpainted: set[int] = set()  # tiles whose newest result no paint has shown
         # the picture takes the canvas's aspect once a resize has settled
         self._resize_timer = QTimer(self, singleShot=True, interval=150)
         self._resize_timer.timeout.connect(self._fit_picture)
@@ -122,6 +127,7 @@ class WallCanvas(QOpenGLWidget):
         self._zones = [None] * len(names)
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
+        self._unpainted.clear()
         self._relayout()
 
     @property
@@ -139,6 +145,9 @@ class WallCanvas(QOpenGLWidget):
         paint on (the frame itself is not kept: it is drawn into the wall's picture);
         ``marks``: the result's, its lines and zones with their counts among them."""
         if self._picture.put(tile, frame):
+            if tile in self._unpainted:
+                self.tiles_replaced += 1
+            self._unpainted.add(tile)
             self._overlays[tile] = overlay
             self._zones[tile] = next((m for m in marks if isinstance(m, ZonesPicture)), None)
             self._frame_sizes[tile] = (frame.width, frame.height)
@@ -300,6 +309,8 @@ class WallCanvas(QOpenGLWidget):
         if self._names:
             self._texture.draw(self.picture_rect(), ratio=ratio)
         self.frames_painted += 1
+        self.tiles_shown += len(self._unpainted)
+        self._unpainted.clear()
         painter = QPainter(self)
         try:
             for i in range(self.tile_count):

@@ -45,7 +45,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QSplitter, QWidg
 
 __all__ = ["LAYOUT_SHORTCUTS", "WallPlots", "WallSession", "WallWindow"]
 
-REPAINT_HZ = 25.0
+PLOTS_HZ = 4.0  # the plots' refresh at most (states come twice a second)
 HISTORY = 240  # state points in the plots (two a second: two minutes)
 
 LAYOUT_SHORTCUTS = {"1": "Alt+1", "2x2": "Alt+2", "3x3": "Alt+3", "4x4": "Alt+4", "auto": "Alt+0"}
@@ -182,7 +182,7 @@ class WallWindow(QMainWindow):
         self.state = WallState()
         self.results_shown = 0
         self.errors: list[str] = []
-        self._dirty = False
+        self._plots_dirty = False
 
         self.canvas = WallCanvas()
         self.canvas.set_sources([f"source {i + 1}" for i in range(len(specs))])
@@ -205,7 +205,7 @@ class WallWindow(QMainWindow):
         self.canvas.tileClicked.connect(self._on_tile_clicked)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
-        self._timer.start(round(1000.0 / REPAINT_HZ))
+        self._timer.start(round(1000.0 / PLOTS_HZ))
         self.layout_path = ""  # where this wall was last saved or opened from
         self.set_layout(layout or app_settings.wall_layout, save=False)
         self.resize(1280, 860)
@@ -308,7 +308,10 @@ class WallWindow(QMainWindow):
         overlay = (result.output, tuple(s.model.labels), s.overlay)
         self.canvas.set_frame(result.frame.source_id, result.frame, overlay, result.marks)
         self.results_shown += 1
-        self._dirty = True
+        # a repaint per result asked at once, not on a timer: Qt merges the requests of
+        # one pass of the event loop into one paint, so paints follow the results (a
+        # timer's rate capped every tile at it and left results waiting for its tick)
+        self.canvas.update()
 
     @Slot(object)
     def _on_state(self, state: WallState) -> None:
@@ -335,7 +338,8 @@ class WallWindow(QMainWindow):
         if state.status in ("ended", "paused", "failed"):
             parts.append(state.status)
         self.summary_label.setText(" · ".join(parts))
-        self._dirty = True
+        self.canvas.update()  # the captions
+        self._plots_dirty = True
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
@@ -343,9 +347,10 @@ class WallWindow(QMainWindow):
         self.statusBar().showMessage(message, 10000)
 
     def _tick(self) -> None:
-        if self._dirty and self.isVisible():
-            self._dirty = False
-            self.canvas.update()
+        """The plots, when a state has added to them (not per result: their data changes
+        only with the states, and each refresh repaints them)."""
+        if self._plots_dirty and self.isVisible():
+            self._plots_dirty = False
             self.plots.refresh()
 
     def closeEvent(self, event: QCloseEvent) -> None:
