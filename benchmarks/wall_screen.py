@@ -7,7 +7,8 @@ Run under a display (Xvfb is fine; on the H200 see tests/gpu/run_on_h200.sh `win
 Each source is a clip cut from the bundled sample (``--size``, ``--fps``), played at its
 own real time (the wall's pacing) with the default detector and ByteTrack (tracks on).
 ``--video`` plays files given instead (the H200's 1080p30 clip, ``--sources`` copies of it),
-``--device cuda:0`` on the GPU.
+``--device cuda:0`` on the GPU, ``--processes`` the wall's session in a process of its
+own (core/sessions/wall_process.py; the host path: its picture through shared memory).
 
 Per run, after a warm-up, over ``--seconds``:
 - ``results_per_s``: results the session made (every tile's ``frames``);
@@ -187,6 +188,7 @@ def one_run(
     warmup_s: float,
     profile: bool = False,
     device: str = "cpu",
+    processes: bool = False,
 ) -> dict[str, Any]:
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.settings import PipelineSettings
@@ -203,8 +205,9 @@ def one_run(
     app_settings = Settings(QSettings(str(ini), QSettings.Format.IniFormat))
     settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL), device=device)
     wall = WallWindow(
-        specs, settings, app_settings, realtime=True, stages=TrackStages(TrackerSettings())
-    )
+        specs, settings, app_settings, realtime=True, stages=TrackStages(TrackerSettings()),
+        processes=processes,
+    )  # fmt: skip
     wall.resize(1600, 960)
     wall.show()
 
@@ -316,6 +319,10 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda:0 on the H200")
+    parser.add_argument(
+        "--processes", action="store_true",
+        help="the wall's session in a process of its own, its picture in shared memory",
+    )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="sample every thread's stack")
     parser.add_argument(
         "--switch-interval", type=float, default=None,
@@ -345,7 +352,7 @@ def main() -> int:
         specs = make_clips(folder, args.sources, (w, h), args.fps, length)
     runs = []
     for n in range(args.runs):
-        run = one_run(specs, args.seconds, args.warmup, args.profile, args.device)
+        run = one_run(specs, args.seconds, args.warmup, args.profile, args.device, args.processes)
         print(f"run {n + 1}: {json.dumps(run)}", flush=True)
         runs.append(run)
     keys = ["results_per_s", "shown_per_s", "paints_per_s", "replaced",
@@ -355,6 +362,7 @@ def main() -> int:
         "label": args.label,
         "sources": len(specs),
         "device": args.device,
+        "processes": args.processes,
         "source_fps": args.fps if not args.video else None,
         "source_size": args.size if not args.video else None,
         "tracks": "bytetrack",

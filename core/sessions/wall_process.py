@@ -185,6 +185,9 @@ class WallProcess:
     def pause(self) -> None:
         self._send(("pause",))
 
+    def set_realtime(self, realtime: bool) -> None:
+        self._send(("realtime", realtime))
+
     def close(self) -> None:
         """Stop the child (at once, or killed after a grace period) and free the shared
         memory; nothing is delivered after this returns."""
@@ -203,7 +206,8 @@ class WallProcess:
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(_STOP_JOIN_S)
         if self._shm is not None:
-            self._shm.close()
+            with contextlib.suppress(BufferError):  # a view still held: freed with it
+                self._shm.close()
             with contextlib.suppress(FileNotFoundError):
                 self._shm.unlink()
             self._shm = None
@@ -269,7 +273,8 @@ class _Publisher:
                     (self.height, self.width, 3), np.uint8, self._shm.buf, offset=buffer * size
                 )
                 source = self.picture.picture()
-                assert isinstance(source, np.ndarray)
+                if not isinstance(source, np.ndarray):  # drawn on the GPU: one download
+                    source = source.to_host_bgr()  # (the CUDA IPC seam: docs/architecture.md)
                 np.copyto(view, source)
                 shown, self._renewed = len(self._renewed), set()
                 self._version += 1
@@ -330,6 +335,8 @@ def _child_main(
                 player.play()
             elif command[0] == "pause":
                 player.pause()
+            elif command[0] == "realtime":
+                player.set_realtime(bool(command[1]))
             elif command[0] == "stop":
                 break
     except Exception as exc:  # one line for the parent, not a traceback in its terminal

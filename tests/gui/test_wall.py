@@ -360,3 +360,56 @@ def test_paints_follow_the_results_not_a_timer(
         qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= shown + 6, timeout=TIMEOUT_MS)
     finally:
         wall.close()
+
+
+def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_the_window(
+    qtbot: QtBot, clips: list[str], app_settings: Settings
+) -> None:
+    """With the setting on, decode and inference run in a child process and the window
+    uploads the child's picture from shared memory: each tile shows its own source with
+    its detections, results are counted as shown, closing the window stops the child,
+    and a child that dies is one message."""
+    import signal
+
+    from framelens.core.api import PipelineSettings, resolve_model
+
+    app_settings.wall_processes = True
+    settings = PipelineSettings(model=resolve_model("yolox_nano"))
+    wall = WallWindow(clips[:2], settings, app_settings)
+    qtbot.addWidget(wall)
+    wall.show()
+    qtbot.waitExposed(wall)
+    try:
+        assert wall.processes
+        qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= 10, timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: [t.name for t in wall.state.tiles] == ["cam1", "cam2"], timeout=TIMEOUT_MS
+        )
+        assert_tiles_show_their_sources(wall, [0, 1])
+        assert not wall.layout_actions["4x4"].isEnabled()
+        child = wall.session.process._process  # type: ignore[union-attr]
+        assert child.is_alive() and child.pid != os.getpid()
+        save_screenshot(wall, "wall-process.png")
+        os.kill(child.pid, signal.SIGKILL)
+        qtbot.waitUntil(lambda: bool(wall.errors), timeout=30_000)
+        qtbot.wait(300)
+        assert len(wall.errors) == 1 and "stopped unexpectedly" in wall.errors[0]
+    finally:
+        wall.close()
+    assert not child.is_alive()
+
+
+def test_closing_a_wall_window_stops_its_process(
+    qtbot: QtBot, clips: list[str], app_settings: Settings
+) -> None:
+    from framelens.core.api import PipelineSettings, resolve_model
+
+    settings = PipelineSettings(model=resolve_model("yolox_nano"))
+    wall = WallWindow(clips[:2], settings, app_settings, processes=True)
+    qtbot.addWidget(wall)
+    wall.show()
+    qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= 2, timeout=TIMEOUT_MS)
+    child = wall.session.process._process  # type: ignore[union-attr]
+    wall.close()
+    assert not child.is_alive() and child.exitcode == 0
+    assert not wall.errors
