@@ -41,7 +41,7 @@ from framelens.core.types import Detections, FrameResult, Image
 __all__ = ["BUFFERS", "SharedWallFrame", "TileOverlay", "WallProcess"]
 
 BUFFERS = 2
-_DEPTH = 8  # results core queues per tile for the child's publisher
+_DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
 _WAIT_S = 0.5  # the longest a result waits for its tile's previous one to be published
 _STOP_JOIN_S = 10.0
 
@@ -299,7 +299,7 @@ def _child_main(
 ) -> None:
     """The child: the wall played, its picture published, until "stop" or the parent
     goes away."""
-    from framelens.core.sessions.wall import WallPlayer
+    from framelens.core.sessions.wall import DISPLAY_DEPTH, WallPlayer
 
     shm = SharedMemory(name=shm_name)
     send_lock = threading.Lock()
@@ -317,8 +317,11 @@ def _child_main(
     def on_error(message: str) -> None:
         send(("error", message))
 
+    # device frames hold their pipeline's pool buffers while queued: as few as in the
+    # window's own process there (a burst of a batch beyond it is dropped and counted)
+    depth = DISPLAY_DEPTH if settings.device.startswith("cuda") else _DEPTH
     player = WallPlayer(
-        publisher.result, on_state, on_error, realtime=realtime, stages=stages, display_depth=_DEPTH
+        publisher.result, on_state, on_error, realtime=realtime, stages=stages, display_depth=depth
     )
     thread = threading.Thread(target=publisher.run, name="fl-wall-publish", daemon=True)
     thread.start()

@@ -135,6 +135,7 @@ class WallCanvas(QOpenGLWidget):
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
         self._unpainted.clear()
+        self._shared_rects.clear()
         self._relayout()
 
     @property
