@@ -151,6 +151,7 @@ from framelens.core.sessions.wall_layout import (
     load_wall_layout,
     save_wall_layout,
 )
+from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
 from framelens.core.sessions.wall_zones import WallZones, wall_stages, wall_zones, zones_of
 from framelens.core.stages.analytics.counting import Event
 from framelens.core.stages.analytics.heatmap import HeatLayer, heat_layer, heat_patch
@@ -293,6 +294,7 @@ __all__ = [
     "Resolve",
     "ResultGate",
     "SensitivityReport",
+    "SharedWallFrame",
     "Source",
     "StageFactory",
     "SuperResParams",
@@ -312,6 +314,7 @@ __all__ = [
     "WallLayout",
     "WallPicture",
     "WallPlayer",
+    "WallProcess",
     "WallState",
     "WallZones",
     "ZoneSpec",

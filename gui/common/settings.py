@@ -206,6 +206,16 @@ class Settings:
     def wall_layout(self, value: str) -> None:
         self.store.setValue("wall/layout", value)
 
+    @property
+    def wall_processes(self) -> bool:
+        """Whether the wall's decode and inference run in a process of their own, the
+        picture handed to the window through shared memory (off: threads of this one)."""
+        return self._bool("wall/processes", False)
+
+    @wall_processes.setter
+    def wall_processes(self, value: bool) -> None:
+        self.store.setValue("wall/processes", bool(value))
+
     # ---- batch analysis (File > Batch Analysis…) ---------------------------------
     @property
     def batch_output(self) -> str:

@@ -12,7 +12,7 @@ latency, or why it is down ("failed: ...", "reconnecting"). The layout (1, 2x2, 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from framelens.core.api import (
     INTEROP_PATH,
@@ -20,6 +20,7 @@ from framelens.core.api import (
     Detections,
     Frame,
     OverlayStyle,
+    SharedWallFrame,
     TileState,
     WallPicture,
     ZonesPicture,
@@ -109,6 +110,17 @@ class WallCanvas(QOpenGLWidget):
         self._states: list[TileState | None] = []
         self._layout = "auto"
         self.frames_painted = 0
+        # each result drawn into a tile either reaches a paint (shown) or is drawn over by
+        # the tile's next result first (replaced): what the wall benchmark counts
+        self.tiles_shown = 0
+        self.tiles_replaced = 0
+        self._unpainted: set[int] = set()  # tiles whose newest result no paint has shown
+        # the picture of a wall played in a process of its own (set_shared): the one
+        # waiting for the next paint, and its buffer handed back once uploaded
+        self._shared: SharedWallFrame | None = None
+        self._shared_size: tuple[int, int] | None = None
+        self._shared_rects: dict[int, tuple[int, int, int, int]] = {}
+        self.release_shared: Callable[[int], None] | None = None
         # the picture takes the canvas's aspect once a resize has settled
         self._resize_timer = QTimer(self, singleShot=True, interval=150)
         self._resize_timer.timeout.connect(self._fit_picture)
@@ -122,6 +134,8 @@ class WallCanvas(QOpenGLWidget):
         self._zones = [None] * len(names)
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
+        self._unpainted.clear()
+        self._shared_rects.clear()
         self._relayout()
 
     @property
@@ -139,9 +153,47 @@ class WallCanvas(QOpenGLWidget):
         paint on (the frame itself is not kept: it is drawn into the wall's picture);
         ``marks``: the result's, its lines and zones with their counts among them."""
         if self._picture.put(tile, frame):
+            if tile in self._unpainted:
+                self.tiles_replaced += 1
+            self._unpainted.add(tile)
             self._overlays[tile] = overlay
             self._zones[tile] = next((m for m in marks if isinstance(m, ZonesPicture)), None)
             self._frame_sizes[tile] = (frame.width, frame.height)
+
+    def set_shared(
+        self, frame: SharedWallFrame, labels: tuple[str, ...], style: OverlayStyle
+    ) -> None:
+        """The whole wall as drawn in its own process (``frame.image``: shared memory,
+        uploaded as it lies at the next paint, then its buffer handed back through
+        ``release_shared``); a picture still waiting is handed back unseen (its renewed
+        tiles counted as replaced)."""
+        older, self._shared = self._shared, frame
+        if older is not None:
+            self.tiles_replaced += older.shown
+            self._release(older)
+        size = (int(frame.image.shape[1]), int(frame.image.shape[0]))
+        if size != self._shared_size:
+            self._shared_size = size
+            self._relayout()
+        for tile, overlay in frame.overlays.items():
+            if 0 <= tile < len(self._names):
+                self._overlays[tile] = (overlay.detections, labels, style)
+                self._zones[tile] = next(
+                    (m for m in overlay.marks if isinstance(m, ZonesPicture)), None
+                )
+                self._frame_sizes[tile] = overlay.frame_size
+                self._shared_rects[tile] = overlay.rect
+
+    def _release(self, frame: SharedWallFrame) -> None:
+        if self.release_shared is not None:
+            self.release_shared(frame.buffer)
+
+    def drop_shared(self) -> None:
+        """Let go of the shared picture (its process is closing)."""
+        if self._shared is not None:
+            self._release(self._shared)
+        self._shared = None
+        self._texture.pending = self._texture.shown = None
 
     def zones(self, tile: int) -> ZonesPicture | None:
         """The lines and zones tile ``tile`` shows, with their counts (None: none)."""
@@ -172,6 +224,10 @@ class WallCanvas(QOpenGLWidget):
         self._relayout()
 
     def _relayout(self) -> None:
+        if self._shared_size is not None:  # the process's picture: its grid and size
+            self._picture.set_layout(len(self._names), "auto", self._shared_size)
+            self.update()
+            return
         size = picture_size_for(self.width(), self.height())
         self._picture.set_layout(len(self._names), self._layout, size)
         self.update()
@@ -214,7 +270,7 @@ class WallCanvas(QOpenGLWidget):
 
     def image_rect(self, tile: int) -> QRectF:
         """The tile's frame letterboxed into its cell (its cell before its first frame)."""
-        rect = self._picture.rect(tile)
+        rect = self._shared_rects.get(tile) if self._shared_size else self._picture.rect(tile)
         return self._to_widget(rect) if rect is not None else self.cell_rect(tile)
 
     def tile_at(self, point: QPointF) -> int | None:
@@ -293,13 +349,26 @@ class WallCanvas(QOpenGLWidget):
         GL.glLoadIdentity()
         if not self._texture.id:
             self._texture.create()  # shown again after a hide released it
-        if self._names and self._picture.version != self._shown_version:
+        if self._shared is not None:
+            frame, self._shared = self._shared, None
+            self._texture.set(frame.image)  # contiguous: uploaded from shared memory
+            self._texture.upload()
+            self._texture.shown = None  # its buffer is the child's again
+            self._release(frame)
+            self.tiles_shown += frame.shown
+        elif (
+            self._shared_size is None
+            and self._names
+            and (self._picture.version != self._shown_version)
+        ):
             self._shown_version = self._picture.version
             self._texture.set(self._picture.picture())
             self._texture.upload()
         if self._names:
             self._texture.draw(self.picture_rect(), ratio=ratio)
         self.frames_painted += 1
+        self.tiles_shown += len(self._unpainted)
+        self._unpainted.clear()
         painter = QPainter(self)
         try:
             for i in range(self.tile_count):
@@ -313,7 +382,7 @@ class WallCanvas(QOpenGLWidget):
     def _paint_tile(self, painter: QPainter, i: int) -> None:
         overlay, (w, h) = self._overlays[i], self._frame_sizes[i]
         zones = self._zones[i]
-        if not self._picture.showing(i):
+        if not (self._picture.showing(i) or i in self._shared_rects):
             overlay = zones = None  # a blank tile (since a layout change): nothing over it
         if zones is not None and w:
             paint_zones(painter, zones, self.image_rect(i), w, h)

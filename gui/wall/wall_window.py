@@ -26,9 +26,11 @@ from framelens.core.api import (
     FrameLensError,
     FrameResult,
     PipelineSettings,
+    SharedWallFrame,
     StageFactory,
     WallLayout,
     WallPlayer,
+    WallProcess,
     WallState,
     WallZones,
     save_wall_layout,
@@ -45,7 +47,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QSplitter, QWidg
 
 __all__ = ["LAYOUT_SHORTCUTS", "WallPlots", "WallSession", "WallWindow"]
 
-REPAINT_HZ = 25.0
+PLOTS_HZ = 4.0  # the plots' refresh at most (states come twice a second)
 HISTORY = 240  # state points in the plots (two a second: two minutes)
 
 LAYOUT_SHORTCUTS = {"1": "Alt+1", "2x2": "Alt+2", "3x3": "Alt+3", "4x4": "Alt+4", "auto": "Alt+0"}
@@ -103,6 +105,92 @@ class WallSession(QObject):
             self._closed = True
             self._waiting.clear()  # their frames back to their pools
         self.player.close()
+
+
+class _ProcessControls:
+    """A WallProcess under the names the window calls a WallPlayer by."""
+
+    def __init__(self, process: WallProcess) -> None:
+        self.process = process
+        self.playing = True
+
+    def open(self, specs: list[str], settings: PipelineSettings) -> None:
+        self.process.open(specs, settings)
+
+    def play(self) -> None:
+        self.playing = True
+        self.process.play()
+
+    def pause(self) -> None:
+        self.playing = False
+        self.process.pause()
+
+    def toggle(self) -> None:
+        self.pause() if self.playing else self.play()
+
+    def set_realtime(self, realtime: bool) -> None:
+        self.process.set_realtime(realtime)
+
+
+class WallProcessSession(QObject):
+    """The wall's session in a process of its own (core's WallProcess): its pictures,
+    states and errors as signals on the GUI thread. A picture waiting when a newer one
+    comes is given back at once (its renewed tiles counted in ``superseded``)."""
+
+    pictureReady = Signal(object)  # SharedWallFrame
+    stateChanged = Signal(object)  # WallState
+    errorOccurred = Signal(str)
+
+    _deliver = Signal()
+
+    def __init__(self, realtime: bool, parent: QObject | None = None,
+                 stages: StageFactory | None = None) -> None:  # fmt: skip
+        super().__init__(parent)
+        self._lock = threading.Lock()
+        self._waiting: SharedWallFrame | None = None
+        self._closed = False
+        self._dropped = 0  # tiles renewed in pictures given back unseen
+        self._replaced = 0  # as the child counted, in the last picture
+        self._deliver.connect(self._on_deliver)
+        self.process = WallProcess(
+            self._from_child, self.stateChanged.emit, self.errorOccurred.emit,
+            realtime=realtime, stages=stages,
+        )  # fmt: skip
+        self.player = _ProcessControls(self.process)
+
+    @property
+    def superseded(self) -> int:
+        return self._dropped + self._replaced
+
+    def _from_child(self, frame: SharedWallFrame) -> None:
+        # on the reader thread
+        with self._lock:
+            if self._closed:
+                self.process.release(frame.buffer)
+                return
+            older, self._waiting = self._waiting, frame
+            self._replaced = frame.replaced
+            if older is not None:
+                self._dropped += older.shown
+                self.process.release(older.buffer)
+        if older is None:
+            self._deliver.emit()
+
+    @Slot()
+    def _on_deliver(self) -> None:
+        with self._lock:
+            frame, self._waiting = self._waiting, None
+        if frame is not None:
+            self.pictureReady.emit(frame)
+
+    def release(self, buffer: int) -> None:
+        self.process.release(buffer)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._waiting = None
+        self.process.close()
 
 
 class WallPlots(QWidget):
@@ -166,12 +254,15 @@ class WallWindow(QMainWindow):
         layout: str | None = None,
         stages: StageFactory | None = None,
         zones: WallZones | None = None,
+        processes: bool | None = None,
     ) -> None:
         """``layout``: the grid to open with (a saved wall's), without changing the one
         remembered; None: the one remembered. ``stages``: each source's per-source
         stages (the main window's tracker: every tile its own tracks). ``zones``: each
         tile's lines and zones, counted after its tracker and drawn with the counts
-        (ByteTrack tracks a tile with zones when ``stages`` has no tracker)."""
+        (ByteTrack tracks a tile with zones when ``stages`` has no tracker).
+        ``processes``: decode and inference in a process of their own, the picture
+        handed over through shared memory (None: the setting, ``wall_processes``)."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
@@ -182,7 +273,7 @@ class WallWindow(QMainWindow):
         self.state = WallState()
         self.results_shown = 0
         self.errors: list[str] = []
-        self._dirty = False
+        self._plots_dirty = False
 
         self.canvas = WallCanvas()
         self.canvas.set_sources([f"source {i + 1}" for i in range(len(specs))])
@@ -198,14 +289,26 @@ class WallWindow(QMainWindow):
         self._build_toolbar(realtime)
 
         self.zones = zones
-        self.session = WallSession(realtime, self, wall_stages(stages, zones))
-        self.session.resultReady.connect(self._on_result)
+        self.processes = app_settings.wall_processes if processes is None else processes
+        self.session: WallSession | WallProcessSession
+        if self.processes:
+            self.session = WallProcessSession(realtime, self, wall_stages(stages, zones))
+            self.session.pictureReady.connect(self._on_picture)
+            self.canvas.release_shared = self.session.release
+        else:
+            self.session = WallSession(realtime, self, wall_stages(stages, zones))
+            self.session.resultReady.connect(self._on_result)
         self.session.stateChanged.connect(self._on_state)
         self.session.errorOccurred.connect(self._on_error)
         self.canvas.tileClicked.connect(self._on_tile_clicked)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
-        self._timer.start(round(1000.0 / REPAINT_HZ))
+        self._timer.start(round(1000.0 / PLOTS_HZ))
+        if self.processes:  # the process draws the picture in its grid ("auto")
+            for action in self.layout_actions.values():
+                action.setEnabled(False)
+                action.setStatusTip("The grid follows the number of sources while the "
+                                    "wall plays in a process of its own")  # fmt: skip
         self.layout_path = ""  # where this wall was last saved or opened from
         self.set_layout(layout or app_settings.wall_layout, save=False)
         self.resize(1280, 860)
@@ -308,7 +411,17 @@ class WallWindow(QMainWindow):
         overlay = (result.output, tuple(s.model.labels), s.overlay)
         self.canvas.set_frame(result.frame.source_id, result.frame, overlay, result.marks)
         self.results_shown += 1
-        self._dirty = True
+        # a repaint per result asked at once, not on a timer: Qt merges the requests of
+        # one pass of the event loop into one paint, so paints follow the results (a
+        # timer's rate capped every tile at it and left results waiting for its tick)
+        self.canvas.update()
+
+    @Slot(object)
+    def _on_picture(self, frame: SharedWallFrame) -> None:
+        s = self.pipeline_settings
+        self.canvas.set_shared(frame, tuple(s.model.labels), s.overlay)
+        self.results_shown += frame.shown
+        self.canvas.update()
 
     @Slot(object)
     def _on_state(self, state: WallState) -> None:
@@ -335,7 +448,8 @@ class WallWindow(QMainWindow):
         if state.status in ("ended", "paused", "failed"):
             parts.append(state.status)
         self.summary_label.setText(" · ".join(parts))
-        self._dirty = True
+        self.canvas.update()  # the captions
+        self._plots_dirty = True
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
@@ -343,13 +457,15 @@ class WallWindow(QMainWindow):
         self.statusBar().showMessage(message, 10000)
 
     def _tick(self) -> None:
-        if self._dirty and self.isVisible():
-            self._dirty = False
-            self.canvas.update()
+        """The plots, when a state has added to them (not per result: their data changes
+        only with the states, and each refresh repaints them)."""
+        if self._plots_dirty and self.isVisible():
+            self._plots_dirty = False
             self.plots.refresh()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._timer.stop()
+        self.canvas.drop_shared()
         self.session.close()
         self.canvas.close_picture()
         super().closeEvent(event)

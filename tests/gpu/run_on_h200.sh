@@ -4,6 +4,8 @@
 #
 #   bash tests/gpu/run_on_h200.sh [tests|bench|srbench|streams|paced|window|latency|soak|archive|all] [args...]
 #
+# `WALL_SCREEN=1 ... window`: the video wall of 16 copies of the 1080p30 video in the real
+# window, results made against results on screen (benchmarks/wall_screen.py).
 # Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
 # the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
 set -uo pipefail
@@ -97,9 +99,15 @@ XML
     ls /usr/lib/x86_64-linux-gnu/libGLX_nvidia* /usr/local/nvidia/lib64/libGLX_nvidia* 2>/dev/null | head -3
     video=/tmp/framelens-person-1080p.mp4
     [[ -f $video ]] || python3 benchmarks/make_1080p.py $video --frames 900
-    python3 benchmarks/qt_window_gpu.py --video $video ${BENCH_ARGS:-} \
-        --output "$OUT/h200-display-path-$(date +%F).json" --screenshot "$OUT/h200-window.png" \
-        2>&1 | tee "$OUT/window.log" | tail -60
+    if [[ -n ${WALL_SCREEN:-} ]]; then  # the wall's results against those on screen
+        python3 benchmarks/wall_screen.py --video $video --sources 16 --device cuda:0 \
+            --runs 5 ${BENCH_ARGS:-} --output "$OUT/h200-wall-$(date +%F).json" \
+            2>&1 | tee "$OUT/wall.log" | tail -30
+    else
+        python3 benchmarks/qt_window_gpu.py --video $video ${BENCH_ARGS:-} \
+            --output "$OUT/h200-display-path-$(date +%F).json" --screenshot "$OUT/h200-window.png" \
+            2>&1 | tee "$OUT/window.log" | tail -60
+    fi
     status=${PIPESTATUS[0]}
     tail -5 "$OUT/xvfb.log"
 fi

@@ -315,3 +315,101 @@ def test_a_gui_thread_woken_late_takes_every_tile_s_newest_result_at_once(
         assert len(taken) == tiles  # a closed wall hands nothing on
     finally:
         session.close()
+
+
+def test_the_canvas_counts_each_result_shown_or_drawn_over_before_a_paint(
+    qtbot: QtBot,
+) -> None:
+    """What the wall benchmark reads (benchmarks/wall_screen.py): a tile's result that a
+    paint showed counts as shown; one drawn over by the tile's next result before any
+    paint counts as replaced, never as shown."""
+    from framelens.core.types import Frame
+    from framelens.gui.wall.wall_canvas import WallCanvas
+
+    with FileSource(SAMPLE) as src:
+        image = src.read()
+    assert image is not None
+    canvas = WallCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(640, 360)
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    canvas.set_sources(["a", "b"])
+    painted = canvas.frames_painted
+    canvas.set_frame(0, Frame(image.image, 0, 0.0, source_id=0))
+    canvas.set_frame(0, Frame(image.image, 1, 0.0, source_id=0))  # before any paint
+    canvas.set_frame(1, Frame(image.image, 0, 0.0, source_id=1))
+    canvas.repaint()
+    qtbot.waitUntil(lambda: canvas.frames_painted > painted, timeout=5_000)
+    assert (canvas.tiles_shown, canvas.tiles_replaced) == (2, 1)
+    canvas.repaint()  # a paint with nothing new shows nothing more
+    assert canvas.tiles_shown == 2
+
+
+def test_paints_follow_the_results_not_a_timer(
+    window: MainWindow, qtbot: QtBot, clips: list[str]
+) -> None:
+    """Each result asks for a repaint (Qt merges the asks of one pass of its event loop
+    into one paint): with the window's timer stopped the tiles still reach the screen. A
+    repaint timer capped every tile at its rate (25 Hz: 16 sources at 30 fps could never
+    all be shown) and held each result back until its tick."""
+    wall = open_wall(window, qtbot, clips[:2], shown=1)
+    try:
+        wall._timer.stop()  # what is left to paint the canvas: the results themselves
+        shown = wall.canvas.tiles_shown
+        qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= shown + 6, timeout=TIMEOUT_MS)
+    finally:
+        wall.close()
+
+
+def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_the_window(
+    qtbot: QtBot, clips: list[str], app_settings: Settings
+) -> None:
+    """With the setting on, decode and inference run in a child process and the window
+    uploads the child's picture from shared memory: each tile shows its own source with
+    its detections, results are counted as shown, closing the window stops the child,
+    and a child that dies is one message."""
+    import signal
+
+    from framelens.core.api import PipelineSettings, resolve_model
+
+    app_settings.wall_processes = True
+    settings = PipelineSettings(model=resolve_model("yolox_nano"))
+    wall = WallWindow(clips[:2], settings, app_settings)
+    qtbot.addWidget(wall)
+    wall.show()
+    qtbot.waitExposed(wall)
+    try:
+        assert wall.processes
+        qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= 10, timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: [t.name for t in wall.state.tiles] == ["cam1", "cam2"], timeout=TIMEOUT_MS
+        )
+        assert_tiles_show_their_sources(wall, [0, 1])
+        assert not wall.layout_actions["4x4"].isEnabled()
+        child = wall.session.process._process  # type: ignore[union-attr]
+        assert child.is_alive() and child.pid != os.getpid()
+        save_screenshot(wall, "wall-process.png")
+        os.kill(child.pid, signal.SIGKILL)
+        qtbot.waitUntil(lambda: bool(wall.errors), timeout=30_000)
+        qtbot.wait(300)
+        assert len(wall.errors) == 1 and "stopped unexpectedly" in wall.errors[0]
+    finally:
+        wall.close()
+    assert not child.is_alive()
+
+
+def test_closing_a_wall_window_stops_its_process(
+    qtbot: QtBot, clips: list[str], app_settings: Settings
+) -> None:
+    from framelens.core.api import PipelineSettings, resolve_model
+
+    settings = PipelineSettings(model=resolve_model("yolox_nano"))
+    wall = WallWindow(clips[:2], settings, app_settings, processes=True)
+    qtbot.addWidget(wall)
+    wall.show()
+    qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= 2, timeout=TIMEOUT_MS)
+    child = wall.session.process._process  # type: ignore[union-attr]
+    wall.close()
+    assert not child.is_alive() and child.exitcode == 0
+    assert not wall.errors

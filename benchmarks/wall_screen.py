@@ -1,0 +1,385 @@
+"""The video wall's real window: results the session makes against results that reach
+the screen, and how long the GUI takes to answer input while the wall plays.
+
+Run under a display (Xvfb is fine; on the H200 see tests/gpu/run_on_h200.sh `window`):
+    xvfb-run -s "-screen 0 1600x1000x24" .venv/bin/python benchmarks/wall_screen.py \
+        --sources 4 --fps 30 --runs 5 --output benchmarks/results/wall-screen-cpu-<date>.json
+Each source is a clip cut from the bundled sample (``--size``, ``--fps``), played at its
+own real time (the wall's pacing) with the default detector and ByteTrack (tracks on).
+``--video`` plays files given instead (the H200's 1080p30 clip, ``--sources`` copies of it),
+``--device cuda:0`` on the GPU, ``--processes`` the wall's session in a process of its
+own (core/sessions/wall_process.py; the host path: its picture through shared memory).
+
+Per run, after a warm-up, over ``--seconds``:
+- ``results_per_s``: results the session made (every tile's ``frames``);
+- ``shown_per_s``: distinct results that reached a paint of the canvas;
+- ``replaced``: results drawn over by their tile's next one before a paint, plus those the
+  window's hand-off replaced and those core dropped for a slow consumer;
+- input latency: a thread posts a key press to the canvas every 50 ms with the time it
+  posted; the canvas's event filter takes the time it is handled (GIL wait + event queue
+  wait + whatever the GUI thread was doing), median and p99.
+The JSON gives the median and spread of every figure over the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+PROBE_KEY = 0x01000000 + 0xFFF0  # a key no action of the window binds
+POST_EVERY_S = 0.05
+
+
+def make_clips(
+    folder: Path, count: int, size: tuple[int, int], fps: int, seconds: float
+) -> list[str]:
+    """``count`` clips of ``seconds`` cut from the sample at different places."""
+    from framelens.core.stages.sources.file import FileSource
+
+    frames_each = round(fps * seconds)
+    images: list[np.ndarray] = []
+    with FileSource(SAMPLE) as src:
+        for frame in src:
+            images.append(cv2.resize(frame.image, size))
+            if len(images) >= frames_each + 40 * count:
+                break
+    paths = []
+    for n in range(count):
+        start = (n * 40) % max(1, len(images) - frames_each)
+        path = folder / f"cam{n + 1}.mp4"
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("libx264", rate=fps)
+            stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
+            for k in range(frames_each):
+                image = images[(start + k) % len(images)]
+                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        paths.append(str(path))
+    return paths
+
+
+def thread_cpu_s() -> dict[str, float]:
+    """CPU seconds of this process's threads by name (Linux /proc; Python's threads carry
+    their names there as "fl-worker-3", Mesa's as "llvmpipe-0"; the GUI thread is the
+    process's own name), empty elsewhere."""
+    import os
+    import re
+
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    main = os.getpid()
+    for task in Path("/proc/self/task").glob("*"):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        kind = "gui" if int(task.name) == main else re.sub(r"[-_:]?\d+$", "", name)
+        out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+class WaitSampler:
+    """What the GUI thread is doing in the kernel, sampled from a thread of its own
+    (Linux): running or runnable ("R"), or asleep and where ("S:futex_wait_queue" is a
+    lock, the GIL among them; "S:do_sys_poll" is the event loop waiting for work)."""
+
+    def __init__(self, interval_s: float = 0.003) -> None:
+        import os
+        from collections import Counter
+
+        self.counts: Counter[str] = Counter()
+        self._task = Path(f"/proc/self/task/{os.getpid()}")
+        self._stop = threading.Event()
+        self._interval = interval_s
+        self._thread = threading.Thread(target=self._run, name="wait-sampler", daemon=True)
+
+    def start(self) -> None:
+        if self._task.exists():
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                stat = (self._task / "stat").read_text()
+                wchan = (self._task / "wchan").read_text().strip()
+            except OSError:
+                return
+            state = stat[stat.rindex(")") + 2]
+            self.counts[state if state == "R" else f"{state}:{wchan}"] += 1
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        total = sum(self.counts.values()) or 1
+        return {k: round(n / total, 3) for k, n in self.counts.most_common(8)}
+
+
+class InputProbe:
+    """Key presses posted from a thread of its own; the latency of each to its handler."""
+
+    def __init__(self, target: Any) -> None:
+        from PySide6.QtCore import QObject
+
+        self.target = target
+        self.latencies_ms: list[float] = []
+        self._posted: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._seq = 0
+        probe = self
+
+        class Filter(QObject):
+            def eventFilter(self, obj: Any, event: Any) -> bool:
+                from PySide6.QtCore import QEvent
+
+                if event.type() == QEvent.Type.KeyPress and event.key() == PROBE_KEY:
+                    sent = probe._posted.pop(int(event.nativeScanCode()), None)
+                    if sent is not None:
+                        probe.latencies_ms.append((time.perf_counter() - sent) * 1000.0)
+                    return True
+                return False
+
+        self._filter = Filter()
+        target.installEventFilter(self._filter)
+        self._thread = threading.Thread(target=self._post, name="input-probe", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _post(self) -> None:
+        from PySide6.QtCore import QCoreApplication, QEvent, Qt
+        from PySide6.QtGui import QKeyEvent
+
+        while not self._stop.wait(POST_EVERY_S):
+            self._seq += 1
+            event = QKeyEvent(
+                QEvent.Type.KeyPress, PROBE_KEY, Qt.KeyboardModifier.NoModifier,
+                self._seq, 0, 0, "",
+            )  # fmt: skip
+            self._posted[self._seq] = time.perf_counter()
+            QCoreApplication.postEvent(self.target, event)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.target.removeEventFilter(self._filter)
+
+
+def one_run(
+    specs: list[str],
+    seconds: float,
+    warmup_s: float,
+    profile: bool = False,
+    device: str = "cpu",
+    processes: bool = False,
+) -> dict[str, Any]:
+    from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+    from framelens.core.pipeline.settings import PipelineSettings
+    from framelens.core.sessions.tracks import TrackStages
+    from framelens.core.stages.tracking.settings import TrackerSettings
+    from framelens.gui.common.settings import Settings
+    from framelens.gui.wall.wall_window import WallWindow
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    assert app is not None
+    ini = Path(tempfile.mkdtemp(prefix="framelens-wall-bench-")) / "settings.ini"
+    app_settings = Settings(QSettings(str(ini), QSettings.Format.IniFormat))
+    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL), device=device)
+    wall = WallWindow(
+        specs, settings, app_settings, realtime=True, stages=TrackStages(TrackerSettings()),
+        processes=processes,
+    )  # fmt: skip
+    wall.resize(1600, 960)
+    wall.show()
+
+    def pump_until(done: Any, limit_s: float) -> None:
+        """The event loop as the application runs it, until ``done()`` or ``limit_s``."""
+        from PySide6.QtCore import QEventLoop, QTimer
+
+        loop = QEventLoop()
+        end = time.monotonic() + limit_s
+        poll = QTimer(interval=20)
+        poll.timeout.connect(lambda: (done() or time.monotonic() >= end) and loop.quit())
+        poll.start()
+        loop.exec()
+        poll.stop()
+
+    def playing() -> bool:
+        tiles = wall.state.tiles
+        return len(tiles) == len(specs) and all(t.frames > 0 for t in tiles)
+
+    pump_until(playing, 300)
+    pump_until(lambda: False, warmup_s)
+    canvas = wall.canvas
+
+    def counts() -> dict[str, float]:
+        tiles = wall.state.tiles
+        return {
+            "t": time.perf_counter(),
+            "made": sum(t.frames for t in tiles),
+            "dropped": sum(t.dropped for t in tiles) + wall.session.superseded,
+            "shown": canvas.tiles_shown,
+            "replaced": canvas.tiles_replaced,
+            "paints": canvas.frames_painted,
+        }
+
+    probe = InputProbe(canvas)
+    probe.start()
+    sampler = None
+    if profile:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from stack_sampler import StackSampler
+
+        sampler = StackSampler(interval_s=0.005)
+        sampler.__enter__()
+    waits = WaitSampler()
+    waits.start()
+    cpu0 = thread_cpu_s()
+    first = counts()
+    pump_until(lambda: False, seconds)
+    last = counts()
+    cpu1 = thread_cpu_s()
+    gui_states = waits.stop()
+    if sampler is not None:
+        sampler.__exit__(None, None, None)
+    probe.stop()
+    display_path = canvas.display_path
+    wall.close()
+    pump_until(lambda: False, 0.5)
+    wall.deleteLater()
+    span = last["t"] - first["t"]
+    # states come every 0.5 s: "made" is as of the last state, so it is measured over the
+    # states' span; the canvas's counts are exact at both ends
+    lat = sorted(probe.latencies_ms) or [float("nan")]
+    out: dict[str, Any] = {
+        "seconds": round(span, 2),
+        "display_path": display_path,
+        "results_per_s": round((last["made"] - first["made"]) / span, 1),
+        "shown_per_s": round((last["shown"] - first["shown"]) / span, 1),
+        "paints_per_s": round((last["paints"] - first["paints"]) / span, 1),
+        "replaced": int(last["replaced"] - first["replaced"] + last["dropped"] - first["dropped"]),
+        "replaced_in_canvas": int(last["replaced"] - first["replaced"]),
+        "input_latency_ms_p50": round(statistics.median(lat), 2),
+        "input_latency_ms_p99": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
+        "input_events": len(probe.latencies_ms),
+        "gui_thread_states": gui_states,
+        # cores each kind of thread used (1.0: a whole core), most first
+        "cpu_cores": dict(
+            sorted(
+                ((k, round((cpu1[k] - cpu0.get(k, 0.0)) / span, 2)) for k in cpu1),
+                key=lambda kv: -kv[1],
+            )
+        ),
+    }
+    if sampler is not None:
+        report = sampler.report(top=15)
+        out["profile"] = {
+            "gil_wait_ms": report["gil_wait_ms"],
+            "gui_thread": report["threads"].get("MainThread"),
+            "threads": {k: v["samples"] for k, v in report["threads"].items()},
+        }
+    return out
+
+
+def summary(runs: list[dict[str, Any]], key: str) -> dict[str, float]:
+    values = [float(r[key]) for r in runs]
+    return {
+        "median": round(statistics.median(values), 2),
+        "min": round(min(values), 2),
+        "max": round(max(values), 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sources", type=int, default=4)
+    parser.add_argument("--fps", type=int, default=30)
+    parser.add_argument("--size", default="320x180")
+    parser.add_argument("--video", nargs="*", default=None, help="files to play instead")
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda:0 on the H200")
+    parser.add_argument(
+        "--processes", action="store_true",
+        help="the wall's session in a process of its own, its picture in shared memory",
+    )  # fmt: skip
+    parser.add_argument("--profile", action="store_true", help="sample every thread's stack")
+    parser.add_argument(
+        "--switch-interval", type=float, default=None,
+        help="sys.setswitchinterval for the run (default: as the application sets it)",
+    )  # fmt: skip
+    parser.add_argument("--label", default="")
+    parser.add_argument("--output")
+    args = parser.parse_args()
+
+    from framelens.gui.app import apply_theme
+    from PySide6.QtCore import QCoreApplication, Qt
+
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_theme(app)  # type: ignore[arg-type]
+    if args.video:
+        specs = list(args.video)
+        specs = (specs * args.sources)[: args.sources] if args.sources else specs
+    else:
+        w, h = (int(v) for v in args.size.split("x"))
+        length = args.warmup + args.seconds + 30  # never ends while measured
+        folder = Path(tempfile.mkdtemp(prefix="framelens-wall-clips-"))
+        specs = make_clips(folder, args.sources, (w, h), args.fps, length)
+    runs = []
+    for n in range(args.runs):
+        run = one_run(specs, args.seconds, args.warmup, args.profile, args.device, args.processes)
+        print(f"run {n + 1}: {json.dumps(run)}", flush=True)
+        runs.append(run)
+    keys = ["results_per_s", "shown_per_s", "paints_per_s", "replaced",
+            "input_latency_ms_p50", "input_latency_ms_p99"]  # fmt: skip
+    result: dict[str, Any] = {
+        "command": "xvfb-run .venv/bin/python benchmarks/wall_screen.py " + " ".join(sys.argv[1:]),
+        "label": args.label,
+        "sources": len(specs),
+        "device": args.device,
+        "processes": args.processes,
+        "source_fps": args.fps if not args.video else None,
+        "source_size": args.size if not args.video else None,
+        "tracks": "bytetrack",
+        "switch_interval_s": sys.getswitchinterval(),
+        "runs": runs,
+    }
+    for key in keys:
+        result[key] = summary(runs, key)["median"]
+        result[f"{key}_spread"] = summary(runs, key)
+    print(json.dumps({k: result[k] for k in keys}, indent=1))
+    if args.output:
+        out = Path(args.output)
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+        tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The video wall's session in a process of its own (core/sessions/wall_process.py): real
+clips cut from the sample, the real YOLOX-Nano in the child, its picture read from shared
+memory here."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from multiprocessing.shared_memory import SharedMemory
+from pathlib import Path
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+import pytest
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.wall import WallState
+from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
+from framelens.core.stages.sources.file import FileSource
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
+SIZE = (640, 360)
+TIMEOUT_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Two clips of 3 s at 10 fps (192x108), from two places of the sample."""
+    images: list[np.ndarray] = []
+    with FileSource(SAMPLE) as src:
+        for frame in src:
+            images.append(cv2.resize(frame.image, (192, 108)))
+            if len(images) >= 700:
+                break
+    folder = tmp_path_factory.mktemp("wall_process")
+    paths = []
+    for n, start in enumerate((40, 640)):
+        path = folder / f"cam{n + 1}.mp4"
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("libx264", rate=10)
+            stream.width, stream.height, stream.pix_fmt = 192, 108, "yuv420p"
+            for image in images[start : start + 30]:
+                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        paths.append(str(path))
+    return paths
+
+
+class Consumer:
+    """What a canvas does: takes each picture, looks at it, releases its buffer."""
+
+    def __init__(self) -> None:
+        self.pictures: list[SharedWallFrame] = []
+        self.tiles: list[list[np.ndarray]] = []
+        self.states: list[WallState] = []
+        self.errors: list[str] = []
+        self.wall = WallProcess(self.on_picture, self.states.append, self.errors.append, size=SIZE)
+        self.changed = threading.Event()
+
+    def on_picture(self, frame: SharedWallFrame) -> None:
+        crops = []
+        for overlay in frame.overlays.values():
+            x, y, w, h = overlay.rect
+            crops.append(frame.image[y : y + h, x : x + w].astype(np.int16))
+        self.tiles.append(crops)
+        self.pictures.append(frame)
+        self.wall.release(frame.buffer)
+        self.changed.set()
+
+    def wait(self, done: Any) -> None:
+        end = time.monotonic() + TIMEOUT_S
+        while not done():
+            assert time.monotonic() < end, "timed out"
+            self.changed.wait(0.2)
+            self.changed.clear()
+
+
+def ended(consumer: Consumer) -> bool:
+    tiles = consumer.states[-1].tiles if consumer.states else ()
+    return len(tiles) == 2 and all(t.status in ("ended", "failed") for t in tiles)
+
+
+def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memory(
+    clips: list[str],
+) -> None:
+    consumer = Consumer()
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    try:
+        consumer.wait(lambda: ended(consumer) and consumer.pictures)
+        time.sleep(0.5)  # the last results' picture on its way
+        final = consumer.states[-1]
+        assert not consumer.errors
+        assert all(t.status == "ended" for t in final.tiles)
+        made = sum(t.frames for t in final.tiles)
+        assert made >= 50  # 2 clips of 30 frames: nothing lost to a slow start
+        last = consumer.pictures[-1]
+        assert last.image.shape == (SIZE[1], SIZE[0], 3)
+        assert last.replaced == 0, f"{last.replaced} of {made} results drawn over unseen"
+        assert sum(p.shown for p in consumer.pictures) == made  # every result in a picture
+        crops = consumer.tiles[-1]
+        assert len(crops) == 2 and all(c.std() > 12 for c in crops), "a tile looks blank"
+        h = min(len(crops[0]), len(crops[1]))
+        assert np.abs(crops[0][:h] - crops[1][:h]).mean() > 8  # each tile its own source
+        assert any(len(o.detections) for p in consumer.pictures for o in p.overlays.values())
+    finally:
+        consumer.wall.close()
+
+
+def test_closing_stops_the_child_and_frees_the_shared_memory(clips: list[str]) -> None:
+    consumer = Consumer()
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    process = consumer.wall._process
+    name = consumer.wall._shm.name  # type: ignore[union-attr]
+    try:
+        consumer.wait(lambda: bool(consumer.pictures))
+    finally:
+        consumer.wall.close()
+    assert not process.is_alive() and process.exitcode == 0  # stopped, not killed
+    with pytest.raises(FileNotFoundError):
+        SharedMemory(name=name)
+    seen = len(consumer.pictures)
+    time.sleep(0.3)
+    assert len(consumer.pictures) == seen and not consumer.errors
+
+
+def test_a_child_that_dies_is_one_message(clips: list[str]) -> None:
+    consumer = Consumer()
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    try:
+        consumer.wait(lambda: bool(consumer.pictures))
+        pid = consumer.wall.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        consumer.wait(lambda: bool(consumer.errors))
+        time.sleep(0.3)
+        assert len(consumer.errors) == 1
+        assert "video wall's process stopped unexpectedly" in consumer.errors[0]
+        assert "\n" not in consumer.errors[0]
+    finally:
+        consumer.wall.close()
