@@ -67,7 +67,7 @@ class _Table:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def keep(self, mask: npt.NDArray[np.bool_]) -> None:
+    def keep(self, mask: npt.NDArray[np.bool_] | _Ints) -> None:
         for name in self.__slots__:
             setattr(self, name, getattr(self, name)[mask])
 
@@ -155,6 +155,7 @@ class ByteTrackBatch:
                 rounds.append([])
             rounds[k].append(i)
         for members in rounds:
+            members.sort(key=lambda i: self._slots[items[i][0]])  # the table's order
             ids = self._round(
                 [self._slots[items[i][0]] for i in members], [items[i][1] for i in members]
             )
@@ -189,11 +190,19 @@ class ByteTrackBatch:
         self._predict(active)
         is_high = scores >= s.high_threshold
         high = is_high.nonzero()[0]
-        pool = _grouped((t.confirmed & active).nonzero()[0], row_pos, k)
-        unconfirmed = _grouped((~t.confirmed & active).nonzero()[0], row_pos, k)
+        # the table is kept ordered by slot and the round's slots increase: the rows of
+        # each source are one block, in the round's order, and so are the detections
+        pool = (t.confirmed & active).nonzero()[0]
+        unconfirmed = (~t.confirmed & active).nonzero()[0]
         iou = None
         if count and n:
-            iou = iou_matrix(xyah_to_xyxy(t.mean), boxes)  # every track, every detection
+            # the IoU of every track of the round's sources with every detection
+            if np.count_nonzero(active) == count:
+                iou = iou_matrix(xyah_to_xyxy(t.mean), boxes)
+            else:
+                iou = np.zeros((count, n))
+                at = active.nonzero()[0]
+                iou[at] = iou_matrix(xyah_to_xyxy(t.mean[at]), boxes)
 
         # 1. high detections <-> confirmed tracks (score-weighted IoU)
         pool_left, high_left = pool, high
@@ -288,6 +297,8 @@ class ByteTrackBatch:
             ids = np.where(owner >= 0, np.where(alive, t.ids, -1)[owner], -1).astype(np.int64)
             if np.count_nonzero(alive) < len(alive):
                 t.keep(alive)
+            if len(new) and len(t) and np.count_nonzero(np.diff(t.src) < 0):
+                t.keep(np.argsort(t.src, kind="stable"))  # new rows to their source's block
         if k == 1:
             return [ids]
         return np.split(ids, np.cumsum(sizes[:-1]))
@@ -386,13 +397,6 @@ class SourceTracker:
 
     def reset(self) -> None:
         self.batch.reset(self.key)
-
-
-def _grouped(rows: _Ints, row_pos: _Ints, k: int) -> _Ints:
-    """``rows`` (increasing) ordered by their source's place, increasing within one."""
-    if k == 1 or len(rows) < 2:
-        return rows
-    return rows[np.argsort(row_pos[rows], kind="stable")]
 
 
 def _assign(
