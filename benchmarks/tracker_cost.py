@@ -14,6 +14,14 @@ git revision REV (``framelens@REV``, ``framelens-stage@REV``), loaded beside tod
 and interleaved with it in every run: a before/after measured alternately, under the
 same load.
 
+``--sources 4,16``: ByteTrack over that many sources at once, instead of the rows
+above: each source its own scene, the frames of all sources delivered in batches of
+``--batch`` (sources round-robin, as an executor's batches mix them), each batch
+tracked by one ``ByteTrack`` per source (``per-source``: one ``update`` per frame) and
+by one ``ByteTrackBatch`` (``batched``: one ``update_many`` per batch,
+core/stages/tracking/bytetrack_batch.py), alternated within each run; reported in ms
+per frame per source (a batch's time over its frames), and the IDs of both compared.
+
 Every tracker sees the same detections: objects moving at random constant velocities
 across a 1920x1080 frame with 1.5 px of jitter, 5% of boxes missed and 10% scored low
 (0.2-0.45), entering as others leave. One run: a new tracker takes ``--frames`` frames;
@@ -129,6 +137,153 @@ def ours(
         return times, cpu
 
     return run
+
+
+def multi_source(
+    sources: int, objects: int, frames: int, settle: int, batch: int, batched: bool
+) -> Runner:
+    """ByteTrack over ``sources`` scenes in batches of ``batch`` frames (round-robin):
+    per-source trackers, or one batched tracker; the ``settle`` first frames of every
+    source are not timed. The wall time of every timed batch over its frames."""
+    from framelens.core.stages.tracking.bytetrack import ByteTrack
+    from framelens.core.stages.tracking.bytetrack_batch import ByteTrackBatch
+    from framelens.core.stages.tracking.settings import TrackerSettings
+    from framelens.core.types import Detections
+
+    settings = TrackerSettings.for_kind("bytetrack", cmc="none")
+    scenes = [
+        [
+            Detections(b, s, np.zeros(len(b), np.int32))
+            for b, s in scene(objects, frames, seed=1000 * objects + k)
+        ]
+        for k in range(sources)
+    ]
+    order = [(k, f) for f in range(frames) for k in range(sources)]
+    batches = [order[i : i + batch] for i in range(0, len(order), batch)]
+
+    def run() -> tuple[list[float], float]:
+        times: list[float] = []
+        cpu = 0.0
+        call: Callable[[list[tuple[int, Detections]]], Sequence[np.ndarray]]
+        if batched:
+            tracker = ByteTrackBatch(settings)
+            for k in range(sources):
+                tracker.add(k)
+            call = tracker.update_many
+        else:
+            own = [ByteTrack(settings) for _ in range(sources)]
+
+            def call_each(items: list[tuple[int, Detections]]) -> list[np.ndarray]:
+                return [own[k].update(d) for k, d in items]
+
+            call = call_each
+
+        for group in batches:
+            items = [(k, scenes[k][f]) for k, f in group]
+            c0, t0 = time.thread_time(), time.perf_counter()
+            ids = call(items)
+            took = time.perf_counter() - t0
+            if group[0][1] >= settle:
+                times += [took / len(group)] * len(group)
+                cpu += time.thread_time() - c0
+            run.ids.extend(ids)  # type: ignore[attr-defined]
+        return times, cpu
+
+    run.ids = []  # type: ignore[attr-defined]
+    return run
+
+
+def multi_source_main(args: argparse.Namespace) -> int:
+    """``--sources``: per-source against batched ByteTrack, alternated in every run."""
+    import scipy
+
+    counts = [int(x) for x in args.objects.split(",")]
+    sizes = [int(x) for x in args.sources.split(",")]
+    cases: dict[tuple[str, int, int], Runner] = {}
+    for sources in sizes:
+        for n in counts:
+            for name in ("per-source", "batched"):
+                cases[(name, sources, n)] = multi_source(
+                    sources, n, args.frames, args.settle, args.batch, name == "batched"
+                )
+    load_before = os.getloadavg()
+    for run in cases.values():  # warm-up, and the IDs of both compared
+        run()
+    for sources in sizes:
+        for n in counts:
+            one, other = cases[("per-source", sources, n)], cases[("batched", sources, n)]
+            same = all(
+                np.array_equal(a, b)
+                for a, b in zip(one.ids, other.ids, strict=True)  # type: ignore[attr-defined]
+            )
+            if not same:
+                print(f"IDs differ at {sources} sources, {n} objects", file=sys.stderr)
+                return 1
+    timed: dict[Any, list[tuple[list[float], float]]] = {k: [] for k in cases}
+    for r in range(args.runs):
+        for key, run in cases.items():
+            run.ids = []  # type: ignore[attr-defined]
+            timed[key].append(run())
+        print(f"run {r + 1}/{args.runs} done", file=sys.stderr)
+    load_after = os.getloadavg()
+    rows = []
+    for sources in sizes:
+        for n in counts:
+            per, bat = timed[("per-source", sources, n)], timed[("batched", sources, n)]
+            paired = [np.mean(a) / np.mean(b) for (a, _), (b, _) in zip(per, bat, strict=True)]
+            cpu = [ca / len(a) / (cb / len(b)) for (a, ca), (b, cb) in zip(per, bat, strict=True)]
+            rows.append(
+                {
+                    "sources": sources,
+                    "objects_per_source": n,
+                    "batch_frames": args.batch,
+                    "ids_identical": True,
+                    "per_source": summary(per),
+                    "batched": summary(bat),
+                    "speedup_median_of_paired_runs": round(float(np.median(paired)), 2),
+                    "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
+                }
+            )
+    result = {
+        "benchmark": "trackers-multi-source",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in load_after],
+        },
+        "method": {
+            "frames_per_source": args.frames,
+            "settle_frames": args.settle,
+            "runs": args.runs,
+            "warm_up_runs": 1,
+            "batches": f"{args.batch} frames, sources round-robin",
+            "unit": "ms per frame per source: a batch's wall time over its frames",
+            "scene": "each source: objects at random constant velocities over 1920x1080, "
+            "1.5 px jitter, 5% missed, 10% scored 0.2-0.45, one enters as one leaves",
+        },
+        "note": args.note,
+        "revision": subprocess_rev("HEAD") + ("+changes" if _dirty() else ""),
+        "rows": rows,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.output.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(args.output)
+    for row in rows:
+        print(
+            f"{row['sources']:3d} sources x {row['objects_per_source']:3d} objects: "
+            f"per-source {row['per_source']['ms_per_frame_median']:.4f} -> batched "
+            f"{row['batched']['ms_per_frame_median']:.4f} ms/frame/source, "
+            f"{row['speedup_median_of_paired_runs']:.2f}x "
+            f"(CPU {row['speedup_cpu_median_of_paired_runs']:.2f}x)"
+        )
+    return 0
 
 
 def load_baseline(revision: str) -> str:
@@ -282,11 +437,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--baseline", metavar="REV", help="also time the tracking code of this git revision"
     )
+    ap.add_argument(
+        "--sources",
+        help="comma-separated source counts: per-source against batched ByteTrack only",
+    )
+    ap.add_argument("--batch", type=int, default=8, help="frames per batch (--sources)")
     ap.add_argument("--note", default="")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args(argv)
     if args.runs < 5:
         ap.error("--runs must be at least 5")
+    if args.sources:
+        return multi_source_main(args)
 
     counts = [int(x) for x in args.objects.split(",")]
     kinds = args.kinds.split(",")
