@@ -139,14 +139,20 @@ def ours(
     return run
 
 
+MODES = ("per-source", "batched", "together")
+
+
 def multi_source(
-    sources: int, objects: int, frames: int, settle: int, batch: int, batched: bool
+    sources: int, objects: int, frames: int, settle: int, batch: int, mode: str
 ) -> Runner:
     """ByteTrack over ``sources`` scenes in batches of ``batch`` frames (round-robin):
-    per-source trackers, or one batched tracker; the ``settle`` first frames of every
-    source are not timed. The wall time of every timed batch over its frames."""
+    ``per-source`` trackers one frame at a time, one ``batched`` tracker
+    (``ByteTrackBatch.update_many``), or per-source trackers updated ``together``
+    (``update_trackers``, a round at a time: the tracking stages' batched form); the
+    ``settle`` first frames of every source are not timed. The wall time of every timed
+    batch over its frames."""
     from framelens.core.stages.tracking.bytetrack import ByteTrack
-    from framelens.core.stages.tracking.bytetrack_batch import ByteTrackBatch
+    from framelens.core.stages.tracking.bytetrack_batch import ByteTrackBatch, update_trackers
     from framelens.core.stages.tracking.settings import TrackerSettings
     from framelens.core.types import Detections
 
@@ -165,11 +171,32 @@ def multi_source(
         times: list[float] = []
         cpu = 0.0
         call: Callable[[list[tuple[int, Detections]]], Sequence[np.ndarray]]
-        if batched:
+        if mode == "batched":
             tracker = ByteTrackBatch(settings)
             for k in range(sources):
                 tracker.add(k)
             call = tracker.update_many
+        elif mode == "together":
+            each = [ByteTrack(settings) for _ in range(sources)]
+
+            def call_together(items: list[tuple[int, Detections]]) -> list[np.ndarray]:
+                out: list[np.ndarray] = [np.zeros(0)] * len(items)
+                rounds: list[list[int]] = []
+                seen: dict[int, int] = {}
+                for i, (k, _) in enumerate(items):
+                    r = seen[k] = seen.get(k, -1) + 1
+                    if r == len(rounds):
+                        rounds.append([])
+                    rounds[r].append(i)
+                for members in rounds:
+                    ids = update_trackers(
+                        [each[items[i][0]] for i in members], [items[i][1] for i in members]
+                    )
+                    for i, one in zip(members, ids, strict=True):
+                        out[i] = one
+                return out
+
+            call = call_together
         else:
             own = [ByteTrack(settings) for _ in range(sources)]
 
@@ -202,19 +229,20 @@ def multi_source_main(args: argparse.Namespace) -> int:
     cases: dict[tuple[str, int, int], Runner] = {}
     for sources in sizes:
         for n in counts:
-            for name in ("per-source", "batched"):
+            for name in MODES:
                 cases[(name, sources, n)] = multi_source(
-                    sources, n, args.frames, args.settle, args.batch, name == "batched"
+                    sources, n, args.frames, args.settle, args.batch, name
                 )
     load_before = os.getloadavg()
     for run in cases.values():  # warm-up, and the IDs of both compared
         run()
     for sources in sizes:
         for n in counts:
-            one, other = cases[("per-source", sources, n)], cases[("batched", sources, n)]
+            one = cases[("per-source", sources, n)]
             same = all(
                 np.array_equal(a, b)
-                for a, b in zip(one.ids, other.ids, strict=True)  # type: ignore[attr-defined]
+                for mode in MODES[1:]
+                for a, b in zip(one.ids, cases[(mode, sources, n)].ids, strict=True)  # type: ignore[attr-defined]
             )
             if not same:
                 print(f"IDs differ at {sources} sources, {n} objects", file=sys.stderr)
@@ -229,21 +257,26 @@ def multi_source_main(args: argparse.Namespace) -> int:
     rows = []
     for sources in sizes:
         for n in counts:
-            per, bat = timed[("per-source", sources, n)], timed[("batched", sources, n)]
-            paired = [np.mean(a) / np.mean(b) for (a, _), (b, _) in zip(per, bat, strict=True)]
-            cpu = [ca / len(a) / (cb / len(b)) for (a, ca), (b, cb) in zip(per, bat, strict=True)]
-            rows.append(
-                {
-                    "sources": sources,
-                    "objects_per_source": n,
-                    "batch_frames": args.batch,
-                    "ids_identical": True,
-                    "per_source": summary(per),
-                    "batched": summary(bat),
+            per = timed[("per-source", sources, n)]
+            row: dict[str, Any] = {
+                "sources": sources,
+                "objects_per_source": n,
+                "batch_frames": args.batch,
+                "ids_identical": True,
+                "per_source": summary(per),
+            }
+            for mode in MODES[1:]:
+                bat = timed[(mode, sources, n)]
+                paired = [np.mean(a) / np.mean(b) for (a, _), (b, _) in zip(per, bat, strict=True)]
+                cpu = [
+                    ca / len(a) / (cb / len(b)) for (a, ca), (b, cb) in zip(per, bat, strict=True)
+                ]
+                row[mode] = {
+                    **summary(bat),
                     "speedup_median_of_paired_runs": round(float(np.median(paired)), 2),
                     "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
                 }
-            )
+            rows.append(row)
     result = {
         "benchmark": "trackers-multi-source",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -278,10 +311,13 @@ def multi_source_main(args: argparse.Namespace) -> int:
     for row in rows:
         print(
             f"{row['sources']:3d} sources x {row['objects_per_source']:3d} objects: "
-            f"per-source {row['per_source']['ms_per_frame_median']:.4f} -> batched "
-            f"{row['batched']['ms_per_frame_median']:.4f} ms/frame/source, "
-            f"{row['speedup_median_of_paired_runs']:.2f}x "
-            f"(CPU {row['speedup_cpu_median_of_paired_runs']:.2f}x)"
+            f"per-source {row['per_source']['ms_per_frame_median']:.4f} ms/frame/source; "
+            + "; ".join(
+                f"{mode} {row[mode]['ms_per_frame_median']:.4f} "
+                f"({row[mode]['speedup_median_of_paired_runs']:.2f}x, CPU "
+                f"{row[mode]['speedup_cpu_median_of_paired_runs']:.2f}x)"
+                for mode in MODES[1:]
+            )
         )
     return 0
 

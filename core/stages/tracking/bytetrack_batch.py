@@ -31,19 +31,24 @@ gives a source's view with the one-source :class:`Tracker` interface.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.stages.tracking.bytetrack import LOST, TRACKED
+from framelens.core.stages.tracking.bytetrack import LOST, TRACKED, ByteTrack, TrackTable
 from framelens.core.stages.tracking.geometry import iou_matrix, xyah_to_xyxy, xyxy_to_xyah
 from framelens.core.stages.tracking.kalman import BoxKalman, Covariances, Means
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["ByteTrackBatch", "SourceTracker"]
+__all__ = ["ByteTrackBatch", "SourceTracker", "batchable", "update_trackers"]
 
 _FORBIDDEN = 1e5  # as core/stages/tracking/assignment.py
+PAIRS_PER_ROUND = 8192
+"""The most (track, detection) pairs one round's IoU matrix takes: the matrix spans every
+source of the round, so its size grows as the square of the sources taken together;
+past this, sources are tracked in smaller rounds (one source alone: its own cost)."""
 _DUPLICATE_IOU = 0.85
 _Ints = npt.NDArray[np.intp]
 
@@ -156,11 +161,13 @@ class ByteTrackBatch:
             rounds[k].append(i)
         for members in rounds:
             members.sort(key=lambda i: self._slots[items[i][0]])  # the table's order
-            ids = self._round(
-                [self._slots[items[i][0]] for i in members], [items[i][1] for i in members]
-            )
-            for i, one in zip(members, ids, strict=True):
-                out[i] = one
+            slots = [self._slots[items[i][0]] for i in members]
+            tracks = np.bincount(self._t.src, minlength=len(self._frames))[slots].tolist()
+            sizes = [len(items[i][1].boxes) for i in members]
+            for part in _chunks(tracks, sizes):
+                ids = self._round([slots[j] for j in part], [items[members[j]][1] for j in part])
+                for j, one in zip(part, ids, strict=True):
+                    out[members[j]] = one
         return out
 
     def _round(self, slots: list[int], detections: list[Detections]) -> list[npt.NDArray[np.int64]]:
@@ -195,20 +202,20 @@ class ByteTrackBatch:
         pool = (t.confirmed & active).nonzero()[0]
         unconfirmed = (~t.confirmed & active).nonzero()[0]
         iou = None
+        at = None
         if count and n:
             # the IoU of every track of the round's sources with every detection
             if np.count_nonzero(active) == count:
                 iou = iou_matrix(xyah_to_xyxy(t.mean), boxes)
-            else:
-                iou = np.zeros((count, n))
-                at = active.nonzero()[0]
-                iou[at] = iou_matrix(xyah_to_xyxy(t.mean[at]), boxes)
+            else:  # a row of the table -> its row of the matrix (where active)
+                iou = iou_matrix(xyah_to_xyxy(t.mean[active]), boxes)
+                at = np.cumsum(active) - 1
 
         # 1. high detections <-> confirmed tracks (score-weighted IoU)
         pool_left, high_left = pool, high
         if iou is not None and len(pool) and len(high):
             r, c = _assign(
-                1.0 - iou[pool][:, high] * scores[high],
+                1.0 - iou[_at(at, pool)][:, high] * scores[high],
                 1.0 - s.match_iou,
                 row_pos[pool],
                 det_pos[high],
@@ -224,7 +231,7 @@ class ByteTrackBatch:
                 low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
                 if len(low):
                     r, c = _assign(
-                        1.0 - iou[second][:, low],
+                        1.0 - iou[_at(at, second)][:, low],
                         1.0 - s.second_match_iou,
                         row_pos[second],
                         det_pos[low],
@@ -239,7 +246,7 @@ class ByteTrackBatch:
         left_unconfirmed = unconfirmed
         if iou is not None and len(unconfirmed) and len(high_left):
             r, c = _assign(
-                1.0 - iou[unconfirmed][:, high_left] * scores[high_left],
+                1.0 - iou[_at(at, unconfirmed)][:, high_left] * scores[high_left],
                 1.0 - s.unconfirmed_match_iou,
                 row_pos[unconfirmed],
                 det_pos[high_left],
@@ -380,6 +387,53 @@ class ByteTrackBatch:
         alive[p[~p_older]] = False
 
 
+def update_trackers(
+    trackers: Sequence[ByteTrack], detections: Sequence[Detections]
+) -> list[npt.NDArray[np.int64]]:
+    """One frame of each of several one-source ``ByteTrack``s (all different, all of
+    the same settings but their frame rate), tracked in one round: each tracker's
+    tracks are taken into one table and given back after, each ``update`` as it would
+    have been (the same IDs and the same tracks to the last bit)."""
+    parts = _chunks([len(t._tracks) for t in trackers], [len(d.boxes) for d in detections])
+    if len(parts) > 1:
+        out: list[npt.NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)] * len(trackers)
+        for part in parts:
+            ids = update_trackers([trackers[i] for i in part], [detections[i] for i in part])
+            for i, one in zip(part, ids, strict=True):
+                out[i] = one
+        return out
+    if len(trackers) == 1:
+        return [trackers[0].update(detections[0])]
+    batch = ByteTrackBatch(trackers[0].settings)
+    k = len(trackers)
+    tables = [tracker._tracks for tracker in trackers]
+    t = batch._t
+    for name in TrackTable.__slots__:
+        setattr(t, name, np.concatenate([getattr(table, name) for table in tables]))
+    t.src = np.repeat(np.arange(k), [len(table) for table in tables])
+    batch._frames = np.array([tracker._frame for tracker in trackers], dtype=np.int64)
+    batch._next_ids = np.array([tracker._next_id for tracker in trackers], dtype=np.int64)
+    batch._max_lost = np.array([tracker._max_lost for tracker in trackers], dtype=np.int64)
+    ids = batch._round(list(range(k)), list(detections))
+    bounds = np.searchsorted(t.src, np.arange(k + 1)).tolist()
+    frames = batch._frames.tolist()
+    next_ids = batch._next_ids.tolist()
+    for i, tracker in enumerate(trackers):
+        table = tracker._tracks = TrackTable()
+        b0, b1 = bounds[i], bounds[i + 1]
+        for name in TrackTable.__slots__:
+            setattr(table, name, getattr(t, name)[b0:b1])
+        tracker._frame = frames[i]
+        tracker._next_id = next_ids[i]
+    return ids
+
+
+def batchable(tracker: object) -> TypeGuard[ByteTrack]:
+    """Whether :func:`update_trackers` may take ``tracker`` (a ByteTrack, not a kind
+    derived from it)."""
+    return type(tracker) is ByteTrack
+
+
 class SourceTracker:
     """One source of a :class:`ByteTrackBatch`, as a one-source tracker."""
 
@@ -397,6 +451,26 @@ class SourceTracker:
 
     def reset(self) -> None:
         self.batch.reset(self.key)
+
+
+def _at(at: _Ints | None, rows: _Ints) -> _Ints:
+    """Table rows as rows of the round's IoU matrix (None: the same)."""
+    return rows if at is None else at[rows]
+
+
+def _chunks(tracks: list[int], detections: list[int]) -> list[list[int]]:
+    """The sources of a round (their tracks and detections), in order, in parts whose
+    IoU matrix takes at most PAIRS_PER_ROUND pairs (a source alone may take more)."""
+    parts: list[list[int]] = []
+    rows = cols = 0
+    for i, (t, d) in enumerate(zip(tracks, detections, strict=True)):
+        if parts and (rows + t) * (cols + d) <= PAIRS_PER_ROUND:
+            parts[-1].append(i)
+            rows, cols = rows + t, cols + d
+        else:
+            parts.append([i])
+            rows, cols = t, d
+    return parts
 
 
 def _assign(
