@@ -139,7 +139,10 @@ def ours(
     return run
 
 
-MODES = ("per-source", "batched", "together")
+MODES = ("per-source", "batched", "together", "stages-per-source", "stages-many")
+"""``stages-*``: the tracking stages of a run's sources (IDs, trails, the record), one
+result at a time (``SourceStages.__call__``) or a batch at once (``SourceStages.many``,
+what a run's session does)."""
 
 
 def multi_source(
@@ -151,12 +154,15 @@ def multi_source(
     (``update_trackers``, a round at a time: the tracking stages' batched form); the
     ``settle`` first frames of every source are not timed. The wall time of every timed
     batch over its frames."""
+    from framelens.core.stages.source_stages import SourceStages
     from framelens.core.stages.tracking.bytetrack import ByteTrack
     from framelens.core.stages.tracking.bytetrack_batch import ByteTrackBatch, update_trackers
     from framelens.core.stages.tracking.settings import TrackerSettings
-    from framelens.core.types import Detections
+    from framelens.core.stages.tracking.stage import tracking_stages
+    from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 
     settings = TrackerSettings.for_kind("bytetrack", cmc="none")
+    pixels = np.zeros((8, 8, 3), np.uint8)
     scenes = [
         [
             Detections(b, s, np.zeros(len(b), np.int32))
@@ -166,6 +172,10 @@ def multi_source(
     ]
     order = [(k, f) for f in range(frames) for k in range(sources)]
     batches = [order[i : i + batch] for i in range(0, len(order), batch)]
+    results = {
+        (k, f): FrameResult(Frame(pixels, f, f / 30, source_id=k), scenes[k][f], StageTimes())
+        for k, f in order
+    }
 
     def run() -> tuple[list[float], float]:
         times: list[float] = []
@@ -205,10 +215,23 @@ def multi_source(
 
             call = call_each
 
+        if mode.startswith("stages"):
+            stages = SourceStages(tracking_stages(settings))
+            for key, r in results.items():
+                r.output = scenes[key[0]][key[1]]  # the stage replaced it last run
         for group in batches:
             items = [(k, scenes[k][f]) for k, f in group]
             c0, t0 = time.thread_time(), time.perf_counter()
-            ids = call(items)
+            if mode.startswith("stages"):
+                taken = [results[key] for key in group]
+                if mode == "stages-many":
+                    stages.many(taken)
+                else:
+                    for r in taken:
+                        stages(r)
+                ids = [r.output.track_ids for r in taken]  # type: ignore[union-attr]
+            else:
+                ids = call(items)
             took = time.perf_counter() - t0
             if group[0][1] >= settle:
                 times += [took / len(group)] * len(group)
@@ -267,12 +290,15 @@ def multi_source_main(args: argparse.Namespace) -> int:
             }
             for mode in MODES[1:]:
                 bat = timed[(mode, sources, n)]
-                paired = [np.mean(a) / np.mean(b) for (a, _), (b, _) in zip(per, bat, strict=True)]
+                versus = "stages-per-source" if mode == "stages-many" else "per-source"
+                base = timed[(versus, sources, n)]
+                paired = [np.mean(a) / np.mean(b) for (a, _), (b, _) in zip(base, bat, strict=True)]
                 cpu = [
-                    ca / len(a) / (cb / len(b)) for (a, ca), (b, cb) in zip(per, bat, strict=True)
+                    ca / len(a) / (cb / len(b)) for (a, ca), (b, cb) in zip(base, bat, strict=True)
                 ]
                 row[mode] = {
                     **summary(bat),
+                    "speedup_versus": versus,
                     "speedup_median_of_paired_runs": round(float(np.median(paired)), 2),
                     "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
                 }
