@@ -12,6 +12,11 @@ never meet another's. When the frames stop following one another (a seek, a rest
 frame processed again after a settings change) the session resets that source's stages
 before the next result: a stage never sees time run backwards.
 
+A session hands the results that are ready together (a batch's, often of several
+sources) to ``SourceStages.many``: each source's stages still see its results in order,
+and a stage class with a batched form (a static ``many``: the tracking stage) takes the
+results of every source in one call.
+
 Stages run on the consumer's thread of the session (core/sessions/session.py) or the
 player (core/sessions/playback/worker.py); they need no lock of their own.
 """
