@@ -36,7 +36,7 @@ from framelens.core.errors import (
 )
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
-from framelens.core.pipeline.execute import DrawPolicy, PipelineWorker
+from framelens.core.pipeline.execute import Done, DrawPolicy, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import draw_after_stages
 from framelens.core.pipeline.settings import PipelineSettings
@@ -432,6 +432,7 @@ class Session:
             raise
         self._driving = drive
         handed = 0
+        grouped = max(1, ran.batch * len(workers)) if self.stages else 1
         try:
             while not stop():
                 if single_limit is not None and handed >= single_limit:
@@ -446,8 +447,34 @@ class Session:
                 if isinstance(item, Failed):
                     self._failed_batch(item.error)
                     continue
-                handed += 1
-                yield self._deliver(item.value)
+                # with stages, the results ready behind this one (a batch's, often of
+                # several sources) go through them together (SourceStages.many: the
+                # trackers of several sources in one round); each is handed out after
+                group, behind = [item.value], None
+                room = grouped if single_limit is None else min(grouped, single_limit - handed)
+                while len(group) < room:
+                    more = drive.get(0)
+                    if more is None:
+                        break
+                    if not isinstance(more, Done):
+                        behind = more  # the end, or a failed batch: after the group
+                        break
+                    group.append(more.value)
+                if len(group) == 1:
+                    handed += 1
+                    yield self._deliver(item.value)
+                else:
+                    for result in group:
+                        self._arrive(result)
+                    self.stages.many(group)
+                    for result in group:
+                        self._draw_late(result)
+                        handed += 1
+                        yield result
+                if isinstance(behind, End):
+                    return
+                if isinstance(behind, Failed):
+                    self._failed_batch(behind.error)
         finally:
             stopped = drive.stop_decoding()  # the source stays: a move reads where it was
             self._busy = self._busy or not stopped
@@ -464,6 +491,14 @@ class Session:
         self.options.on_error(error)
 
     def _deliver(self, result: FrameResult) -> FrameResult:
+        self._arrive(result)
+        self.stages(result)
+        self._draw_late(result)
+        return result
+
+    def _arrive(self, result: FrameResult) -> None:
+        """The result counted as its session source's next: its index and time go on
+        from where the source was (after a move), its source is the session's."""
         frame = result.frame
         i = self._route[frame.source_id]
         entry = self.sources[i]
@@ -480,10 +515,11 @@ class Session:
         frame.source_id = i
         entry.delivered += 1
         entry.next_index, entry._last_pts = frame.index + 1, frame.pts
-        self.stages(result)
-        if self._draws_late and (self.options.draw == "all" or frame.on_host):
+
+    def _draw_late(self, result: FrameResult) -> None:
+        """The overlays drawn after the stages (what they added: track IDs)."""
+        if self._draws_late and (self.options.draw == "all" or result.frame.on_host):
             draw_after_stages(self.workers.pipelines[0], result, copy=self.options.copy)
-        return result
 
     def _settle_end(self) -> None:
         """At the end: sources the merged feed saw fail; one source's failure raised."""

@@ -12,6 +12,11 @@ never meet another's. When the frames stop following one another (a seek, a rest
 frame processed again after a settings change) the session resets that source's stages
 before the next result: a stage never sees time run backwards.
 
+A session hands the results that are ready together (a batch's, often of several
+sources) to ``SourceStages.many``: each source's stages still see its results in order,
+and a stage class with a batched form (a static ``many``: the tracking stage) takes the
+results of every source in one call.
+
 Stages run on the consumer's thread of the session (core/sessions/session.py) or the
 player (core/sessions/playback/worker.py); they need no lock of their own.
 """
@@ -120,18 +125,46 @@ class SourceStages:
         """``result`` through its source's chain, in order."""
         if self._factory is None:
             return
-        source = result.frame.source_id
+        for stage in self._chain(result.frame.source_id):
+            stage(result)
+
+    def many(self, results: Sequence[FrameResult]) -> None:
+        """``results`` (delivered together, in order) through their sources' chains: for
+        each source as if each of its results were given in turn. Stage after stage: the
+        stages at one place of the chains take their results (each source's in order)
+        before the next place does; a stage class with a batched form (a static
+        ``many`` taking (stage, result) pairs: the tracking stage) gets all of them in
+        one call, other stages one call per result."""
+        if self._factory is None:
+            return
+        chains = [self._chain(r.frame.source_id) for r in results]
+        for place in range(max((len(c) for c in chains), default=0)):
+            batched: dict[Callable[..., None], list[tuple[SourceStage, FrameResult]]] = {}
+            for chain, result in zip(chains, results, strict=True):
+                if place >= len(chain):
+                    continue
+                stage = chain[place]
+                many = getattr(type(stage), "many", None)
+                if many is None:
+                    stage(result)
+                else:
+                    batched.setdefault(many, []).append((stage, result))
+            for many, pairs in batched.items():
+                many(pairs)
+
+    def _chain(self, source: int) -> Sequence[SourceStage]:
+        """The chain of session source ``source``, made on its first result."""
         chain = self._chains.get(source)
         if chain is None:
             number = source if self._ids is None else self._ids[source]
             factory = self._factory
+            assert factory is not None
             if isinstance(factory, SourceAwareFactory) and self._info is not None:
                 made = factory.for_source(number, self._info(source))
             else:
                 made = factory(number)
             chain = self._chains[source] = tuple(made)
-        for stage in chain:
-            stage(result)
+        return chain
 
     def clear(self) -> None:
         """Forget every chain: the sources are new (playback opened another video), and

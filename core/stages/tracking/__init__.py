@@ -6,6 +6,8 @@ geometry.py    IoU and box <-> Kalman state conversions
 kalman.py      constant-velocity Kalman filters batched over all tracks
 assignment.py  the optimal assignment under a cost limit (scipy)
 bytetrack.py   ByteTrack (the default)
+bytetrack_batch.py  ByteTrack of many sources in one set of numpy calls (exactly each
+               source's own ByteTrack): what the tracking stages of a batch use
 ocsort.py      OC-SORT
 botsort.py     BoT-SORT
 cmc.py         camera-motion compensation (BoT-SORT)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 from framelens.core.stages.source_stages import SourceStage, StageFactory
 from framelens.core.stages.tracking.base import Tracker
+from framelens.core.stages.tracking.bytetrack import ByteTrack
+from framelens.core.stages.tracking.bytetrack_batch import batchable, update_trackers
 from framelens.core.stages.tracking.geometry import centres
 from framelens.core.stages.tracking.registry import make_tracker
 from framelens.core.stages.tracking.settings import TrackerSettings
@@ -90,16 +92,62 @@ class TrackingStage:
         detections = result.output
         if not isinstance(detections, Detections):
             return
+        if self._begin(result, detections):
+            ids = np.asarray(self.tracker.update(detections, self._image(result)), np.int64)
+            result.output = self._finish(detections, result.frame.index, ids)
+
+    @staticmethod
+    def many(pairs: Sequence[tuple[TrackingStage, FrameResult]]) -> None:
+        """Results of several sources' stages, each stage's in order: the same as each
+        stage called with each of its results in turn, the trackers that can be (one
+        ByteTrack per source, core/stages/tracking/bytetrack_batch.py) updated together,
+        a round at a time (round k: each stage's k-th result)."""
+        rounds: list[list[tuple[TrackingStage, FrameResult]]] = []
+        seen: dict[int, int] = {}
+        for stage, result in pairs:
+            k = seen.get(id(stage), 0)
+            seen[id(stage)] = k + 1
+            if k == len(rounds):
+                rounds.append([])
+            rounds[k].append((stage, result))
+        for members in rounds:
+            todo: list[tuple[TrackingStage, FrameResult, Detections]] = []
+            for stage, result in members:
+                detections = result.output
+                if isinstance(detections, Detections) and stage._begin(result, detections):
+                    todo.append((stage, result, detections))
+            given: list[npt.NDArray[np.int64] | None] = [None] * len(todo)
+            together: dict[TrackerSettings, list[tuple[int, ByteTrack]]] = {}
+            for i, (stage, result, detections) in enumerate(todo):
+                tracker = stage.tracker
+                if batchable(tracker):
+                    together.setdefault(tracker.settings, []).append((i, tracker))
+                else:
+                    given[i] = np.asarray(tracker.update(detections, stage._image(result)))
+            for group in together.values():
+                made = update_trackers([t for _, t in group], [todo[i][2] for i, _ in group])
+                for (i, _), ids in zip(group, made, strict=True):
+                    given[i] = ids
+            for (stage, result, detections), got in zip(todo, given, strict=True):
+                assert got is not None
+                result.output = stage._finish(
+                    detections, result.frame.index, got.astype(np.int64, copy=False)
+                )
+
+    def _begin(self, result: FrameResult, detections: Detections) -> bool:
+        """After a reset: replay a recorded frame (False: done) or restart the tracker
+        where the frame does not follow (see the module's docstring)."""
+        if not self._discontinuity:
+            return True
         index = result.frame.index
-        if self._discontinuity:
-            given = self._record.get(index)
-            if given is not None and given.boxes_key == _boxes_key(detections):
-                result.output = self._replay(detections, index, given)
-                return
-            if self._last is None or index != self._last + 1:
-                self._restart()
-            self._discontinuity = False
-        result.output = self._track(result, detections, index)
+        given = self._record.get(index)
+        if given is not None and given.boxes_key == _boxes_key(detections):
+            result.output = self._replay(detections, index, given)
+            return False
+        if self._last is None or index != self._last + 1:
+            self._restart()
+        self._discontinuity = False
+        return True
 
     def _restart(self) -> None:
         self.tracker.reset()
@@ -110,11 +158,14 @@ class TrackingStage:
         self._free = list(range(len(self._counts)))
         self._last = None
 
-    def _track(self, result: FrameResult, detections: Detections, index: int) -> Detections:
-        image = None
+    def _image(self, result: FrameResult) -> npt.NDArray[np.uint8] | None:
+        """The frame's pixels, for a tracker that wants them (and where they are kept)."""
         if self.tracker.needs_image and not isinstance(result.frame.device, PixelsNotKept):
-            image = result.frame.image
-        ids = np.asarray(self.tracker.update(detections, image), dtype=np.int64)
+            return result.frame.image
+        return None
+
+    def _finish(self, detections: Detections, index: int, ids: npt.NDArray[np.int64]) -> Detections:
+        """The frame's boxes with the IDs the tracker gave: recorded, trails extended."""
         points = centres(detections.boxes)
         self._record[index] = _Given(ids.copy(), points, _boxes_key(detections))
         if len(self._record) > self._record_frames:
