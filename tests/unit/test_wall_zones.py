@@ -128,3 +128,18 @@ def test_counter_inside_counts_only_tracks_seen_at_that_frame(ids: list[int]) ->
     for k in range(3):
         counter.update(k, k / 10, boxes, np.array(ids), np.zeros(len(ids), np.int32))
     assert counter.inside(2) == [len(ids)] and counter.inside(3) == [0]
+
+
+def test_tags_of_a_line_and_a_zone_sharing_a_corner_are_stacked_not_on_top() -> None:
+    """A door line whose top end is the zone's top corner (as users draw them): both
+    tags readable, one under the other, in the player's picture as on the wall."""
+    from framelens.core.stages.analytics.zones import parse_zones
+
+    spec = parse_zones({
+        "lines": [{"name": "door", "points": [[200, 200], [200, 60]]}],
+        "zones": [{"name": "bay", "polygon": [[200, 60], [290, 60], [290, 200], [200, 200]]}],
+    })  # fmt: skip
+    picture = ZonesPicture(spec, LiveCounts(0, 0.0, (("door", 1, 0),), (("bay", 0, 1),)))
+    first, second = (m.box for m in picture.overlay(300, 200).boxes)
+    apart = first.y2 < second.y1 or second.y2 < first.y1 or first.x2 < second.x1
+    assert apart, (first, second)

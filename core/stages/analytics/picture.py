@@ -25,6 +25,7 @@ from framelens.core.stages.draw.style import (
     BoxMark,
     Dot,
     Overlay,
+    Rect,
     Trail,
     sizes,
     tag_at,
@@ -85,10 +86,15 @@ class ZonesPicture:
             return Overlay(width, height, (), ())
         shapes, dots, anchors = _shapes(self.spec, width, height)
         s = sizes(DEFAULT_STYLE, width, height)
-        tags = []
+        tags: list[BoxMark] = []
         for k, (text, (x, y)) in enumerate(zip(self.texts(), anchors, strict=True)):
             colour = shape_colour(k)
             tag = tag_at(text, x, y, colour, s, width, height)
+            for _ in tags:  # shapes sharing a corner: their tags stacked, not on top
+                if not any(_overlap(tag.rect, m.box) for m in tags):
+                    break
+                y += tag.rect.y2 - tag.rect.y1 + 2
+                tag = tag_at(text, x, y, colour, s, width, height)
             tags.append(BoxMark(tag.rect, 0, colour, -1, tag, False))
         return Overlay(width, height, tuple(tags), dots, shapes)
 
@@ -98,6 +104,10 @@ class ZonesPicture:
         overlay = self.overlay(w, h)
         if overlay:
             paint(image, overlay)
+
+
+def _overlap(a: Rect, b: Rect) -> bool:
+    return a.x1 <= b.x2 and b.x1 <= a.x2 and a.y1 <= b.y2 and b.y1 <= a.y2
 
 
 def _raster(
