@@ -46,6 +46,7 @@ _DUPLICATE_IOU = 0.85  # the original's iou_distance < 0.15
 class TrackTable:
     """Every live track of a tracker as parallel arrays (one row per track)."""
 
+    COLUMNS: tuple[str, ...] = ("confirmed", "cov", "end", "hits", "ids", "mean", "start", "state")
     __slots__ = ("confirmed", "cov", "end", "hits", "ids", "mean", "start", "state")
 
     def __init__(self) -> None:
@@ -61,22 +62,27 @@ class TrackTable:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def keep(self, mask: npt.NDArray[np.bool_]) -> None:
-        for name in self.__slots__:
+    def keep(self, mask: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> None:
+        for name in self.COLUMNS:
             setattr(self, name, getattr(self, name)[mask])
 
     def append(
-        self, mean: npt.NDArray[np.float64], cov: npt.NDArray[np.float64], frame: int
+        self,
+        mean: npt.NDArray[np.float64],
+        cov: npt.NDArray[np.float64],
+        frame: int | npt.NDArray[np.int64],
     ) -> None:
+        """New tracks started at ``frame`` (one for all, or one per track)."""
         n = len(mean)
+        frames = np.full(n, frame, dtype=np.int64) if isinstance(frame, int) else frame
         self.mean = np.concatenate([self.mean, mean])
         self.cov = np.concatenate([self.cov, cov])
         self.ids = np.concatenate([self.ids, np.full(n, -1, dtype=np.int64)])
         self.state = np.concatenate([self.state, np.full(n, TRACKED, dtype=np.int8)])
         self.confirmed = np.concatenate([self.confirmed, np.zeros(n, dtype=bool)])
         self.hits = np.concatenate([self.hits, np.ones(n, dtype=np.int64)])
-        self.start = np.concatenate([self.start, np.full(n, frame, dtype=np.int64)])
-        self.end = np.concatenate([self.end, np.full(n, frame, dtype=np.int64)])
+        self.start = np.concatenate([self.start, frames])
+        self.end = np.concatenate([self.end, frames])
 
 
 class ByteTrack:

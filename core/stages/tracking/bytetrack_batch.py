@@ -53,45 +53,21 @@ _DUPLICATE_IOU = 0.85
 _Ints = npt.NDArray[np.intp]
 
 
-class _Table:
-    """Every live track of every source as parallel arrays (``src``: its source's slot)."""
+class _Table(TrackTable):
+    """Every live track of every source: a TrackTable with ``src``, its source's slot."""
 
-    __slots__ = ("confirmed", "cov", "end", "hits", "ids", "mean", "src", "start", "state")
+    COLUMNS = (*TrackTable.COLUMNS, "src")
+    __slots__ = ("src",)
 
     def __init__(self) -> None:
-        self.mean = np.zeros((0, 8))
-        self.cov = np.zeros((0, 8, 8))
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.state = np.zeros(0, dtype=np.int8)
-        self.confirmed = np.zeros(0, dtype=bool)
-        self.hits = np.zeros(0, dtype=np.int64)
-        self.start = np.zeros(0, dtype=np.int64)
-        self.end = np.zeros(0, dtype=np.int64)
+        super().__init__()
         self.src = np.zeros(0, dtype=np.intp)
 
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def keep(self, mask: npt.NDArray[np.bool_] | _Ints) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(self, name)[mask])
-
-    def append(
-        self,
-        mean: Means,
-        cov: Covariances,
-        frames: npt.NDArray[np.int64],
-        src: _Ints,
+    def append_of(
+        self, mean: Means, cov: Covariances, frames: npt.NDArray[np.int64], src: _Ints
     ) -> None:
-        n = len(mean)
-        self.mean = np.concatenate([self.mean, mean])
-        self.cov = np.concatenate([self.cov, cov])
-        self.ids = np.concatenate([self.ids, np.full(n, -1, dtype=np.int64)])
-        self.state = np.concatenate([self.state, np.full(n, TRACKED, dtype=np.int8)])
-        self.confirmed = np.concatenate([self.confirmed, np.zeros(n, dtype=bool)])
-        self.hits = np.concatenate([self.hits, np.ones(n, dtype=np.int64)])
-        self.start = np.concatenate([self.start, frames])
-        self.end = np.concatenate([self.end, frames])
+        """New tracks of the sources ``src``, started at ``frames``."""
+        self.append(mean, cov, frames)
         self.src = np.concatenate([self.src, src])
 
 
@@ -140,7 +116,7 @@ class ByteTrackBatch:
         out = _Table()
         slot = self._slots.get(key)
         if slot is not None:
-            for name in _Table.__slots__:
+            for name in _Table.COLUMNS:
                 setattr(out, name, getattr(self._t, name)[self._t.src == slot])
         return out
 
@@ -275,7 +251,7 @@ class ByteTrackBatch:
         if len(new):
             mean, cov = self._kalman.initiate(xyxy_to_xyah(boxes[new]))
             src = slot_of[det_pos[new]]
-            t.append(mean, cov, frames[src], src)
+            t.append_of(mean, cov, frames[src], src)
             owner[new] = np.arange(count, count + len(new))
             active = np.concatenate([active, np.ones(len(new), dtype=bool)])
         alive = np.ones(len(t), dtype=bool)
@@ -408,7 +384,7 @@ def update_trackers(
     k = len(trackers)
     tables = [tracker._tracks for tracker in trackers]
     t = batch._t
-    for name in TrackTable.__slots__:
+    for name in TrackTable.COLUMNS:
         setattr(t, name, np.concatenate([getattr(table, name) for table in tables]))
     t.src = np.repeat(np.arange(k), [len(table) for table in tables])
     batch._frames = np.array([tracker._frame for tracker in trackers], dtype=np.int64)
@@ -421,7 +397,7 @@ def update_trackers(
     for i, tracker in enumerate(trackers):
         table = tracker._tracks = TrackTable()
         b0, b1 = bounds[i], bounds[i + 1]
-        for name in TrackTable.__slots__:
+        for name in TrackTable.COLUMNS:
             setattr(table, name, getattr(t, name)[b0:b1])
         tracker._frame = frames[i]
         tracker._next_id = next_ids[i]
