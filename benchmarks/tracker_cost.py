@@ -245,7 +245,6 @@ def multi_source(
 
 def multi_source_main(args: argparse.Namespace) -> int:
     """``--sources``: per-source against batched ByteTrack, alternated in every run."""
-    import scipy
 
     counts = [int(x) for x in args.objects.split(",")]
     sizes = [int(x) for x in args.sources.split(",")]
@@ -292,30 +291,13 @@ def multi_source_main(args: argparse.Namespace) -> int:
                 bat = timed[(mode, sources, n)]
                 versus = "stages-per-source" if mode == "stages-many" else "per-source"
                 base = timed[(versus, sources, n)]
-                paired = [np.mean(a) / np.mean(b) for (a, _), (b, _) in zip(base, bat, strict=True)]
-                cpu = [
-                    ca / len(a) / (cb / len(b)) for (a, ca), (b, cb) in zip(base, bat, strict=True)
-                ]
-                row[mode] = {
-                    **summary(bat),
-                    "speedup_versus": versus,
-                    "speedup_median_of_paired_runs": round(float(np.median(paired)), 2),
-                    "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
-                }
+                row[mode] = {**summary(bat), "speedup_versus": versus, **paired_speedup(base, bat)}
             rows.append(row)
     result = {
         "benchmark": "trackers-multi-source",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "scipy": scipy.__version__,
-            "load_average_before": [round(x, 2) for x in load_before],
-            "load_average_after": [round(x, 2) for x in load_after],
-        },
+        "machine": machine(load_before, load_after),
         "method": {
             "frames_per_source": args.frames,
             "settle_frames": args.settle,
@@ -439,6 +421,35 @@ def cmc_runner(method: str, downscale: int, frames: int) -> Runner:
         return times, cpu
 
     return run
+
+
+def paired_speedup(
+    before: Sequence[tuple[list[float], float]], after: Sequence[tuple[list[float], float]]
+) -> dict[str, float]:
+    """How many times faster ``after`` is than ``before``: the median of the ratios of
+    run k of each (runs alternate, so run k of each saw the same load), wall and CPU."""
+    pairs = list(zip(before, after, strict=True))
+    wall = [np.mean(b) / np.mean(a) for (b, _), (a, _) in pairs]
+    cpu = [cb / len(b) / (ca / len(a)) for (b, cb), (a, ca) in pairs]
+    return {
+        "speedup_median_of_paired_runs": round(float(np.median(wall)), 2),
+        "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
+    }
+
+
+def machine(load_before: Sequence[float], load_after: Sequence[float]) -> dict[str, Any]:
+    """The machine a result was measured on, and its load before and after."""
+    import scipy
+
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
+    }
 
 
 def summary(runs: Sequence[tuple[list[float], float]]) -> dict[str, Any]:
@@ -569,16 +580,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         None,
     )
     import cv2
-    import scipy
 
     before_after = []
     for name, kind, n in cases if baseline else []:
         if name not in ("framelens", "framelens-stage"):
             continue
         now, then = timed[(name, kind, n)], timed[(f"{name}@{baseline}", kind, n)]
-        # runs alternate, so run k of each saw the same load: ratios paired by run
-        paired = [np.mean(b) / np.mean(a) for (a, _), (b, _) in zip(now, then, strict=True)]
-        cpu = [cb / len(b) / (ca / len(a)) for (a, ca), (b, cb) in zip(now, then, strict=True)]
         before_after.append(
             {
                 "what": "stage" if name.endswith("stage") else "tracker",
@@ -588,8 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "after_ms": summary(now)["ms_per_frame_median"],
                 "before_cpu_ms": summary(then)["cpu_ms_per_frame_median"],
                 "after_cpu_ms": summary(now)["cpu_ms_per_frame_median"],
-                "speedup_median_of_paired_runs": round(float(np.median(paired)), 2),
-                "speedup_cpu_median_of_paired_runs": round(float(np.median(cpu)), 2),
+                **paired_speedup(then, now),
             }
         )
 
@@ -597,16 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "trackers",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "scipy": scipy.__version__,
-            "opencv": cv2.__version__,
-            "load_average_before": [round(x, 2) for x in load_before],
-            "load_average_after": [round(x, 2) for x in load_after],
-        },
+        "machine": {**machine(load_before, load_after), "opencv": cv2.__version__},
         "method": {
             "frames_per_run": args.frames,
             "settle_frames": args.settle,
