@@ -25,6 +25,7 @@ from framelens.cli_options import (
     add_tracker_args,
     add_zones_args,
     heatmap_from_args,
+    per_source_file,
     sample_video,
     settings_from_args,
     tracker_from_args,
@@ -237,13 +238,7 @@ def _check_export_tracks(args: argparse.Namespace, several: bool) -> None:
         return
     if args.tracker is None:
         raise ConfigError("--export-tracks writes a tracker's tracks: add --track")
-    if several and args.export_tracks:
-        raise ConfigError(
-            "several sources: --export-tracks writes DIR/<name>.tracks.txt for each source; "
-            "give it without a file"
-        )
-    if not several and not args.export_tracks:
-        raise ConfigError("--export-tracks needs a file for one source: --export-tracks TRACKS.txt")
+    per_source_file("--export-tracks", args.export_tracks, several, ".tracks.txt", "TRACKS.txt")
 
 
 def _print_tracker(tracker: Any) -> None:

@@ -302,13 +302,7 @@ def heatmap_from_args(args: argparse.Namespace, several: bool = False) -> Any:
         raise ConfigError("--heatmap shows where tracks have been: add --track")
     if args.heatmap_half_life is not None and args.heatmap != "decay":
         raise ConfigError("--heatmap-half-life is --heatmap decay's: add --heatmap decay")
-    if several and args.heatmap_png:
-        raise ConfigError(
-            "several sources: --heatmap-png writes DIR/<name>.heatmap.png for each source; "
-            "give it without a file"
-        )
-    if not several and args.heatmap_png == "":
-        raise ConfigError("--heatmap-png needs a file for one source: --heatmap-png HEATMAP.png")
+    per_source_file("--heatmap-png", args.heatmap_png, several, ".heatmap.png", "HEATMAP.png")
     from framelens.core.stages.analytics.heatmap import HeatmapSettings
     from framelens.core.stages.sinks.atomic import check_target
 
@@ -321,6 +315,22 @@ def heatmap_from_args(args: argparse.Namespace, several: bool = False) -> Any:
     if args.heatmap_half_life is None:
         return HeatmapSettings(mode=args.heatmap)
     return HeatmapSettings(mode=args.heatmap, half_life_s=args.heatmap_half_life)
+
+
+def per_source_file(
+    option: str, value: str | None, several: bool, suffix: str, metavar: str
+) -> None:
+    """An output option that names its file for one source and is given bare for several
+    (each source's ``DIR/<name><suffix>``); ConfigError (one line) otherwise."""
+    if value is None:
+        return
+    if several and value:
+        raise ConfigError(
+            f"several sources: {option} writes DIR/<name>{suffix} for each source; "
+            "give it without a file"
+        )
+    if not several and value == "":
+        raise ConfigError(f"{option} needs a file for one source: {option} {metavar}")
 
 
 def zones_from_args(
@@ -340,13 +350,7 @@ def zones_from_args(
         return None
     if not (getattr(args, "tracker", None) is not None if tracked is None else tracked):
         raise ConfigError("--zones counts tracks: add --track")
-    if several and args.events:
-        raise ConfigError(
-            "several sources: --events writes DIR/<name>.events.csv for each source; "
-            "give it without a file"
-        )
-    if not several and args.events == "":
-        raise ConfigError("--events needs a file for one source: --events EVENTS.csv")
+    per_source_file("--events", args.events, several, ".events.csv", "EVENTS.csv")
     from framelens.core.stages.analytics.zones import load_zones
     from framelens.core.stages.sinks.atomic import check_target
 
