@@ -286,27 +286,27 @@ def main(argv: list[str] | None = None) -> int:
         save_json(args.output, result)
         return False
 
-    for n in ladder:
-        if tried and not fits():
-            break
+    def attempt(n: int) -> bool:
+        """N cameras tried and recorded: whether every frame was in time."""
+        nonlocal last_s
         t = time.perf_counter()
         row = one(n)
         last_s = time.perf_counter() - t
         record(row)
-        if row["passed"]:
-            lo = max(lo, n)
-        else:
+        return bool(row["passed"])
+
+    for n in ladder:
+        if tried and not fits():
+            break
+        if not attempt(n):
             hi = n
             break
+        lo = max(lo, n)
     while hi is not None and hi - lo > args.step and "stopped" not in result:
         n = (lo + hi) // 2
         if not fits():
             break
-        t = time.perf_counter()
-        row = one(n)
-        last_s = time.perf_counter() - t
-        record(row)
-        if row["passed"]:
+        if attempt(n):
             lo = n
         else:
             hi = n
