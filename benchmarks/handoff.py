@@ -1,6 +1,7 @@
 """The executor's hand-offs per frame, on the CPU, with a model that costs ~nothing.
 
     python3 benchmarks/handoff.py [--baseline REV] [--runs 5] [--frames 600]
+                                  [--boxes K --track-ab N] [--configs A,B]
                                   [--profile] [--output benchmarks/results/handoff-cpu-...json]
 
 What ``framelens run`` uses (the session over the one executor: core/sessions/session.py,
@@ -19,6 +20,12 @@ worktree of REV in a temporary folder, put first on the import path), alternated
 run with today's, and reports today's over the baseline's median fps. Before the session
 (fee4f09 and earlier) a run went through ``PipelineRunner`` (core/pipeline/runner.py); the
 harness drives whichever of the two the revision has.
+
+``--boxes K --track-ab N``: the model finds K boxes in every frame, and each config also
+runs with and without ByteTrack (``framelens run --track`` without drawing), alternated N
+times: what tracking costs a process where its Python is the limit
+(``4src-batch8-2w``) and where decoding and inference leave it time
+(``gpu-like-4src-batch8-2w``: one process of the 16-source run in 4 processes).
 
 ``--profile`` runs today's code once more per configuration with every thread under
 cProfile (Python calls per frame, time in waits by function) and under the stack sampler
@@ -53,7 +60,14 @@ CONFIGS = {
     "batch1-2w": (1, 2, 0.0, 0.0),
     "batch4-2w": (4, 2, 0.0, 0.0),
     "gpu-like-batch1-2w": (1, 2, 1.83, 3.3),
+    # one process of the 16-source run in 4 processes (h100-streams16-track-2026-12-05.json:
+    # 4 sources, batch 8, 2 workers): each source's NVDEC 1.83 ms a frame, an engine call
+    # of 8 frames ~8 ms; what is left decides the rate: the process's Python (the GIL)
+    "gpu-like-4src-batch8-2w": (8, 2, 1.83, 8.0),
+    "4src-batch8-2w": (8, 2, 0.0, 0.0),  # the same with decode and engine ~0: Python-bound
 }
+# sources read at once (merged), by config (others: one)
+SOURCES = {"gpu-like-4src-batch8-2w": 4, "4src-batch8-2w": 4}
 INPUT = 32  # the tiny model's input side
 FRAME_SIZE = (320, 180)  # replayed frames: small, so the letterbox resize costs little
 PACKAGES = ("core", "gui", "kernels", "resources", "models")  # framelens.<name>; framelens = app
@@ -62,15 +76,19 @@ PACKAGES = ("core", "gui", "kernels", "resources", "models")  # framelens.<name>
 # ---- the parent: model, frames, alternated child runs ---------------------------------------
 
 
-def make_model(path: Path) -> Path:
+def make_model(path: Path, boxes: int = 0) -> Path:
     """An end-to-end detector (ultralytics end2end layout, dynamic batch, 32x32 input)
-    whose outputs are constants plus 0 * mean(input): ONNX Runtime runs it as a graph,
-    and no box scores above the default threshold."""
+    whose outputs are constants plus 0 * mean(input): ONNX Runtime runs it as a graph;
+    ``boxes`` (at most 16) boxes score 0.9, in a grid, the same every frame (a tracker
+    matches each to its track again: its whole update runs), the rest score 0."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     value = np.zeros((1, 16, 6), np.float32)
+    for k in range(min(boxes, 16)):
+        x, y = 1 + (k % 4) * 8, 1 + (k // 4) * 8
+        value[0, k] = (x, y, x + 6, y + 6, 0.9, 0)
     nodes = [
         helper.make_node("ReduceMean", ["images"], ["mean"], axes=[1, 2, 3], keepdims=1),
         helper.make_node("Reshape", ["mean", "rs"], ["mean3"]),
@@ -152,7 +170,7 @@ def revision_tree(rev: str) -> Iterator[Path]:
 
 
 def child(config: str, args: argparse.Namespace, files: dict[str, str], path: Path | None,
-          profile: bool = False) -> dict[str, Any]:  # fmt: skip
+          profile: bool = False, tracked: bool = False) -> dict[str, Any]:  # fmt: skip
     env = dict(os.environ)
     if path is not None:
         env["PYTHONPATH"] = str(path) + os.pathsep + env.get("PYTHONPATH", "")
@@ -160,6 +178,8 @@ def child(config: str, args: argparse.Namespace, files: dict[str, str], path: Pa
            "--model", files["model"], "--images", files["images"]]  # fmt: skip
     if profile:
         cmd.append("--profile")
+    if tracked:
+        cmd.append("--track")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"child {config} failed:\n{done.stderr[-3000:]}")
@@ -194,13 +214,22 @@ def main() -> int:
     parser.add_argument("--baseline", metavar="REV", help="alternate with REV's code")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--boxes", type=int, default=0, help="boxes the model finds in every frame (<= 16)"
+    )
+    parser.add_argument(
+        "--track-ab", type=int, default=0, metavar="N",
+        help="also each config with and without ByteTrack, alternated N times (--boxes)",
+    )  # fmt: skip
     parser.add_argument("--output")
+    parser.add_argument("--track", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--images", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.frames, args.model, args.images, args.profile)))
+        got = measure(args.child, args.frames, args.model, args.images, args.profile, args.track)
+        print(json.dumps(got))
         return 0
     configs = args.configs.split(",")
     head = subprocess.run(
@@ -216,10 +245,12 @@ def main() -> int:
         "runs": args.runs,
         "revision": head,
         "baseline": args.baseline,
+        "boxes_per_frame": args.boxes,
+        "sources": {c: SOURCES.get(c, 1) for c in configs},
     }
     with tempfile.TemporaryDirectory(prefix="fl-handoff-data-") as tmp:
         files = {
-            "model": str(make_model(Path(tmp) / "handoff.onnx")),
+            "model": str(make_model(Path(tmp) / "handoff.onnx", args.boxes)),
             "images": str(save_frames(Path(tmp) / "frames.npy", 120)),
         }
         with contextlib.ExitStack() as stack:
@@ -243,6 +274,13 @@ def main() -> int:
                     )
                 if args.profile:
                     entry["profile"] = child(config, args, files, None, profile=True)["profile"]
+                if args.track_ab:  # tracking's cost in this process: on and off, alternated
+                    from tracking_ab import alternate
+
+                    def tracked_run(tracked: bool, config: str = config) -> float:
+                        return float(child(config, args, files, None, tracked=tracked)["fps"])
+
+                    entry["tracking"] = alternate(tracked_run, args.track_ab, "bytetrack")
                 result[config] = entry
     text = json.dumps(result, indent=2)
     if args.output:
@@ -298,7 +336,7 @@ def replay_source(images: Any, fps: float = 30.0, decode_ms: float = 0.0) -> Any
 
 
 def measure(
-    config: str, frames: int, model: str, images_path: str, profile: bool
+    config: str, frames: int, model: str, images_path: str, profile: bool, track: bool = False
 ) -> dict[str, Any]:
     import numpy as np
     from framelens.core.models.catalog import resolve_model
@@ -311,7 +349,8 @@ def measure(
     settings = build.resolve(base)
     pipelines = [_slowed(build.host_pipeline(settings), engine_ms) for _ in range(workers)]
     try:
-        run_once = _session_driver(settings, pipelines, images, decode_ms)
+        sources = SOURCES.get(config, 1)
+        run_once = _session_driver(settings, pipelines, images, decode_ms, sources, track)
         run_once(min(frames, 100))  # warm-up: imports, ORT's first calls
         if not profile:
             return _timed(run_once, frames, decode_ms, images)
@@ -445,8 +484,13 @@ def _slowed(pipeline: Any, engine_ms: float) -> Any:
     return pipeline
 
 
-def _session_driver(settings: Any, pipelines: list[Any], images: Any, decode_ms: float) -> Any:
-    """``run_once(frames) -> (frames done, driver, span)`` through the revision's run path."""
+def _session_driver(
+    settings: Any, pipelines: list[Any], images: Any, decode_ms: float, sources: int = 1,
+    track: bool = False,
+) -> Any:  # fmt: skip
+    """``run_once(frames) -> (frames done, driver, span)`` through the revision's run path:
+    ``sources`` replayed sources read at once, each tracked by ByteTrack with ``track``
+    (as ``framelens run --track`` without drawing: no trails)."""
     try:
         from framelens.core.pipeline.build import Workers
         from framelens.core.sessions.session import Session, SessionOptions
@@ -470,7 +514,16 @@ def _session_driver(settings: Any, pipelines: list[Any], images: Any, decode_ms:
             wrap=lambda s: _replace(s, images, decode_ms),
         )
         built = Workers(pipelines, "cpu pipeline")
-        session = Session([str(SAMPLE)], settings, options=options, built=built)
+        stages = None
+        if track:
+            from framelens.core.sessions.tracks import drawn_or_not, with_tracking
+            from framelens.core.stages.tracking.settings import TrackerSettings
+
+            tracker = drawn_or_not(TrackerSettings.for_kind("bytetrack"), drawn=False)
+            stages = with_tracking(None, tracker)
+        session = Session(
+            [str(SAMPLE)] * sources, settings, options=options, built=built, stages=stages
+        )
         session.open()  # untimed, as benchmarks/h200.py: opening the file is not a hand-off
         done = 0
         try:
