@@ -28,6 +28,8 @@ All tracks live in arrays (core/stages/tracking/kalman.py): one numpy call per s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 from framelens.core.stages.tracking.assignment import gated_pairs
@@ -36,7 +38,7 @@ from framelens.core.stages.tracking.kalman import BoxKalman
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections
 
-__all__ = ["ByteTrack", "TrackTable"]
+__all__ = ["ByteTrack", "Match", "TrackTable", "match_cascade"]
 
 TRACKED = 0
 LOST = 1
@@ -147,38 +149,19 @@ class ByteTrack:
         if count and n:
             iou = iou_matrix(self._to_boxes(t.mean), boxes)  # (tracks, detections)
 
-        # 1. high detections <-> confirmed tracks (score-weighted IoU)
-        pool_left, high_left = pool, high
-        if iou is not None and len(pool) and len(high):
-            r, c = gated_pairs(
-                1.0 - _part(iou, pool, high, count, n) * scores[high], 1.0 - s.match_iou
-            )
-            owner[high[c]] = pool[r]
-            pool_left, high_left = _left(pool, r), _left(high, c)
+        def match(
+            rows: npt.NDArray[np.intp], cols: npt.NDArray[np.intp], weighted: bool, least: float
+        ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+            assert iou is not None
+            similarity = _part(iou, rows, cols, count, n)
+            if weighted:
+                similarity = similarity * scores[cols]
+            return gated_pairs(1.0 - similarity, 1.0 - least)
 
-        # 2. low detections <-> tracks still unmatched that were tracked last frame
-        if len(pool_left):
-            second = pool_left[t.state[pool_left] == TRACKED]
-            if iou is not None and len(second):
-                low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
-                if len(low):
-                    r, c = gated_pairs(
-                        1.0 - _part(iou, second, low, count, n), 1.0 - s.second_match_iou
-                    )
-                    owner[low[c]] = second[r]
-                    second = _left(second, r)
-            if len(second):
-                t.state[second] = LOST
-
-        # 3. the high detections left <-> unconfirmed tracks
-        left_unconfirmed = unconfirmed
-        if iou is not None and len(unconfirmed) and len(high_left):
-            r, c = gated_pairs(
-                1.0 - _part(iou, unconfirmed, high_left, count, n) * scores[high_left],
-                1.0 - s.unconfirmed_match_iou,
-            )
-            owner[high_left[c]] = unconfirmed[r]
-            left_unconfirmed, high_left = _left(unconfirmed, r), _left(high_left, c)
+        high_left, left_unconfirmed = match_cascade(
+            match if iou is not None else None, s, owner, t.state, scores, is_high, high,
+            pool, unconfirmed,
+        )  # fmt: skip
 
         # correct every matched track with its detection
         matched = (owner >= 0).nonzero()[0]
@@ -246,6 +229,57 @@ class ByteTrack:
                 alive[q] = False
             else:
                 alive[p] = False
+
+
+Match = Callable[[npt.NDArray[np.intp], npt.NDArray[np.intp], bool, float],
+                 tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]  # fmt: skip
+"""``match(rows, cols, weighted, least)``: the pairs (positions in ``rows``, in
+``cols``) of tracks ``rows`` and detections ``cols`` by IoU (times the detection's score
+where ``weighted``) of at least ``least``, by least total cost."""
+
+
+def match_cascade(
+    match: Match | None,
+    s: TrackerSettings,
+    owner: npt.NDArray[np.intp],
+    state: npt.NDArray[np.int8],
+    scores: npt.NDArray[np.float64],
+    is_high: npt.NDArray[np.bool_],
+    high: npt.NDArray[np.intp],
+    pool: npt.NDArray[np.intp],
+    unconfirmed: npt.NDArray[np.intp],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """ByteTrack's three matching steps (the module's docstring, 2 to 4), for one source
+    or a round of several (core/stages/tracking/bytetrack_batch.py: ``match`` pairs
+    within each source's block). ``owner`` (detection -> track row) and ``state`` (the
+    tracks not found again: LOST) are filled in; ``match`` None: no track or no
+    detection. Returns the high detections and the unconfirmed tracks left unmatched."""
+    # 1. high detections <-> confirmed tracks (score-weighted IoU)
+    pool_left, high_left = pool, high
+    if match is not None and len(pool) and len(high):
+        r, c = match(pool, high, True, s.match_iou)
+        owner[high[c]] = pool[r]
+        pool_left, high_left = _left(pool, r), _left(high, c)
+
+    # 2. low detections <-> tracks still unmatched that were tracked last frame
+    if len(pool_left):
+        second = pool_left[state[pool_left] == TRACKED]
+        if match is not None and len(second):
+            low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
+            if len(low):
+                r, c = match(second, low, False, s.second_match_iou)
+                owner[low[c]] = second[r]
+                second = _left(second, r)
+        if len(second):
+            state[second] = LOST
+
+    # 3. the high detections left <-> unconfirmed tracks
+    left_unconfirmed = unconfirmed
+    if match is not None and len(unconfirmed) and len(high_left):
+        r, c = match(unconfirmed, high_left, True, s.unconfirmed_match_iou)
+        owner[high_left[c]] = unconfirmed[r]
+        left_unconfirmed, high_left = _left(unconfirmed, r), _left(high_left, c)
+    return high_left, left_unconfirmed
 
 
 def _part(

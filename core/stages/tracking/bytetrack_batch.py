@@ -35,7 +35,13 @@ from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.stages.tracking.bytetrack import LOST, TRACKED, ByteTrack, TrackTable
+from framelens.core.stages.tracking.bytetrack import (
+    LOST,
+    TRACKED,
+    ByteTrack,
+    TrackTable,
+    match_cascade,
+)
 from framelens.core.stages.tracking.geometry import iou_matrix, xyah_to_xyxy, xyxy_to_xyah
 from framelens.core.stages.tracking.kalman import BoxKalman, Covariances, Means
 from framelens.core.stages.tracking.settings import TrackerSettings
@@ -187,49 +193,17 @@ class ByteTrackBatch:
                 iou = iou_matrix(xyah_to_xyxy(t.mean[active]), boxes)
                 at = np.cumsum(active) - 1
 
-        # 1. high detections <-> confirmed tracks (score-weighted IoU)
-        pool_left, high_left = pool, high
-        if iou is not None and len(pool) and len(high):
-            r, c = _assign(
-                1.0 - iou[_at(at, pool)][:, high] * scores[high],
-                1.0 - s.match_iou,
-                row_pos[pool],
-                det_pos[high],
-                k,
-            )
-            owner[high[c]] = pool[r]
-            pool_left, high_left = _left(pool, r), _left(high, c)
+        def match(rows: _Ints, cols: _Ints, weighted: bool, least: float) -> tuple[_Ints, _Ints]:
+            assert iou is not None
+            similarity = iou[_at(at, rows)][:, cols]
+            if weighted:
+                similarity = similarity * scores[cols]
+            return _assign(1.0 - similarity, 1.0 - least, row_pos[rows], det_pos[cols], k)
 
-        # 2. low detections <-> tracks still unmatched that were tracked last frame
-        if len(pool_left):
-            second = pool_left[t.state[pool_left] == TRACKED]
-            if iou is not None and len(second):
-                low = ((scores >= s.low_threshold) & ~is_high).nonzero()[0]
-                if len(low):
-                    r, c = _assign(
-                        1.0 - iou[_at(at, second)][:, low],
-                        1.0 - s.second_match_iou,
-                        row_pos[second],
-                        det_pos[low],
-                        k,
-                    )
-                    owner[low[c]] = second[r]
-                    second = _left(second, r)
-            if len(second):
-                t.state[second] = LOST
-
-        # 3. the high detections left <-> unconfirmed tracks
-        left_unconfirmed = unconfirmed
-        if iou is not None and len(unconfirmed) and len(high_left):
-            r, c = _assign(
-                1.0 - iou[_at(at, unconfirmed)][:, high_left] * scores[high_left],
-                1.0 - s.unconfirmed_match_iou,
-                row_pos[unconfirmed],
-                det_pos[high_left],
-                k,
-            )
-            owner[high_left[c]] = unconfirmed[r]
-            left_unconfirmed, high_left = _left(unconfirmed, r), _left(high_left, c)
+        high_left, left_unconfirmed = match_cascade(
+            match if iou is not None else None, s, owner, t.state, scores, is_high, high,
+            pool, unconfirmed,
+        )  # fmt: skip
 
         # correct every matched track with its detection
         matched = (owner >= 0).nonzero()[0]
@@ -480,14 +454,3 @@ def _assign(
         r, c = (rs[0], cs[0]) if len(rs) == 1 else (np.concatenate(rs), np.concatenate(cs))
     keep = allowed[r, c]
     return r[keep], c[keep]
-
-
-def _left(indices: _Ints, taken: _Ints) -> _Ints:
-    """``indices`` without the positions ``taken`` (order kept)."""
-    if len(taken) == 0:
-        return indices
-    if len(taken) == len(indices):
-        return indices[:0]
-    left = np.ones(len(indices), dtype=bool)
-    left[taken] = False
-    return indices[left]
