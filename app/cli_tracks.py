@@ -3,7 +3,8 @@ scored against ground truth.
 
     framelens track DETECTIONS --output TRACKS.txt [--tracker bytetrack|ocsort|botsort]
                     [--frame-size WxH] [--fps N] [tracker parameters]
-    framelens evaluate TRACKS --gt GT.txt [--report DIR]
+    framelens evaluate TRACKS --gt GT.txt [--report DIR] [--benchmark MOT16|MOT17|MOT20]
+                       [--no-preprocess]
 
 DETECTIONS is MOT Challenge detections text (id -1) or a FrameLens detections JSON; the
 tracker alone runs over it frame by frame (frames without a detection too) and the
@@ -12,7 +13,11 @@ tracker's settings, frames, tracks, milliseconds per frame) goes to stdout as JS
 
 TRACKS is MOT Challenge text or a FrameLens detections JSON of a run that tracked; GT is
 MOT Challenge text. The metrics (TrackEval's HOTA, CLEAR and Identity) go to stdout as
-JSON; --report writes a folder with the same JSON, plots and index.html. A file that
+JSON; --report writes a folder with the same JSON, plots and index.html. MOT16/17/20
+ground truth (a class on each line) gets the MOT Challenge's preprocessing, as the
+official evaluation does: track boxes on distractors removed, only pedestrians counted
+(the benchmark's rules: --benchmark, else the one GT's path names, else MOT17);
+--no-preprocess counts every considered row instead. The JSON's "protocol" says which. A file that
 cannot be read is one line naming it and the line (exit 2), and nothing is written.
 """
 
@@ -37,6 +42,8 @@ __all__ = ["add_parsers", "cmd_evaluate", "cmd_track"]
 
 
 def add_parsers(sub: Any) -> None:
+    from framelens.core.stages.tracking.evaluation import BENCHMARKS
+
     add_track_parser(sub)
     evaluate = sub.add_parser(
         "evaluate", help="score tracks against ground truth (HOTA, IDF1, MOTA, ...) as JSON"
@@ -52,6 +59,19 @@ def add_parsers(sub: Any) -> None:
         metavar="DIR",
         help="also write an HTML report with plots (a new or empty folder, or an earlier "
         "evaluation report)",
+    )
+    evaluate.add_argument(
+        "--benchmark",
+        choices=BENCHMARKS,
+        help="whose preprocessing MOT16/17/20 ground truth gets (MOT20 also drops track "
+        "boxes on non-MOT vehicles; default: the benchmark GT's path names, else MOT17)",
+    )
+    evaluate.add_argument(
+        "--no-preprocess",
+        dest="preprocess",
+        action="store_false",
+        help="MOT16/17/20 ground truth: count every row not marked 0, whatever its class, "
+        "and keep track boxes on distractors (TrackEval's DO_PREPROC off)",
     )
 
 
@@ -69,7 +89,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     tracks = read_tracks_file(args.tracks)
     ground_truth = read_ground_truth(args.gt)
     evaluation = evaluate_tracks(
-        tracks, ground_truth, error_spans=ERROR_SPANS if args.report else 0
+        tracks,
+        ground_truth,
+        error_spans=ERROR_SPANS if args.report else 0,
+        preprocess=args.preprocess,
+        benchmark=args.benchmark,
     )
     report = write_evaluation_report(args.report, evaluation) if args.report else None
     print(json.dumps(evaluation.as_json(), indent=2))

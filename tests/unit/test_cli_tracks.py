@@ -63,7 +63,11 @@ def test_evaluate_prints_trackeval_metrics_and_writes_a_report(
     assert set(printed["metrics"]) >= {"hota", "deta", "assa", "idf1", "mota", "id_switches",
                                        "false_positives", "false_negatives"}  # fmt: skip
     assert json.loads((report / "summary.json").read_text()) == printed
-    assert (report / "index.html").is_file()
+    assert printed["protocol"] == "MOT15: all considered rows"  # no classes in TUD-Campus
+    assert (
+        "ground-truth rows counted: MOT15: all considered rows"
+        in (report / "index.html").read_text()
+    )
     assert err.strip().splitlines()[-1] == f"framelens: wrote {report}/"
 
 

@@ -132,10 +132,12 @@ def test_detections_json_without_tracks_is_detections(tmp_path: Path) -> None:
 def test_mot17_ground_truth_columns(tmp_path: Path) -> None:
     path = tmp_path / "gt.txt"
     path.write_text("1,1,10,10,20,40,1,1,0.8\n1,2,50,10,20,40,0,7,1.0\n2,1,12,10,20,40,1,1,0.5\n")
-    gt = read_ground_truth(path)  # the row marked 0 (not considered) is left out
-    assert [f.ids.tolist() for f in gt.frames] == [[1], [1]]
-    assert gt.frames[0].class_ids.tolist() == [1]
-    assert gt.frames[0].visibility.tolist() == [0.8]
+    gt = read_ground_truth(path)  # every row: evaluation needs the distractors' too
+    assert gt.ground_truth and gt.has_classes
+    assert [f.ids.tolist() for f in gt.frames] == [[1, 2], [1]]
+    assert gt.frames[0].class_ids.tolist() == [1, 7]
+    assert gt.frames[0].visibility.tolist() == [0.8, 1.0]
+    assert [f.ids.tolist() for f in gt.only_considered().frames] == [[1], [1]]
 
 
 def test_detections_in_spaces_and_any_order(tmp_path: Path) -> None:

@@ -4,9 +4,25 @@ Every number is TrackEval's (github.com/JonathonLuiten/TrackEval, the MOT Challe
 own evaluation code): its metric classes HOTA, CLEAR and Identity are run on the
 sequences in memory, with its box IoU as the similarity, so no metric is computed here.
 The MOT Challenge conventions hold: a box matches at IoU >= 0.5 (CLEAR, Identity), HOTA
-averages over the IoU thresholds 0.05, 0.10, ..., 0.95, ground-truth rows marked "not
-considered" are left out (core/stages/tracking/mot.py ``read_ground_truth``), and every
-frame from the first to the last either file names is a frame of the sequence.
+averages over the IoU thresholds 0.05, 0.10, ..., 0.95, and every frame from the first
+to the last either file names is a frame of the sequence.
+
+Which ground-truth rows count is the MOT Challenge's own preprocessing, run by TrackEval's
+MotChallenge2DBox dataset (``get_preprocessed_seq_data``) on the sequence in memory, so the
+numbers are those of the official evaluation (the ``protocol``):
+
+- MOT16/17/20 ground truth (a class on each line, core/stages/tracking/mot.py): in each
+  frame the track boxes are matched (Hungarian, IoU >= 0.5) to every ground-truth box,
+  those matched to a distractor (2 person on vehicle, 7 static person, 8 distractor,
+  12 reflection; on MOT20 also 6 non-MOT vehicle) are removed, and only the rows of
+  class 1 (pedestrian) not marked "not considered" (7th field 0) are counted. A class
+  outside MOT Challenge's 1 to 13 is an error (TrackEval's check, here on every frame).
+  Which benchmark (MOT20 or the MOT16/17 rules) is guessed from the ground truth's path
+  unless given; ``preprocess=False`` is TrackEval's DO_PREPROC off: every considered row
+  counts, whatever its class, and no track box is removed.
+- MOT15 ground truth (no class): the rows marked "not considered" are left out, nothing
+  else (TrackEval does no preprocessing for MOT15).
+- Tracks taken as ground truth (a comparison's reference pane): every box counts.
 
 The errors over time (false positives, misses and ID switches per frame, for the
 report's plot; asked for with ``error_spans``) are TrackEval's CLEAR counts too: CLEAR's
@@ -19,18 +35,21 @@ span over ever longer prefixes, so long sequences get fewer, longer spans
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
+import re
 from dataclasses import asdict, dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from framelens.core.errors import ConfigError
-from framelens.core.stages.tracking.mot import MotSequence
+from framelens.core.errors import ConfigError, TrackFileError
+from framelens.core.stages.tracking.mot import MotFrame, MotSequence
 
 __all__ = [
+    "BENCHMARKS",
     "ERROR_SPANS",
     "ERROR_SPAN_BUDGET",
     "MATCH_IOU",
@@ -38,7 +57,12 @@ __all__ = [
     "TrackEvaluation",
     "TrackScores",
     "evaluate_tracks",
+    "guess_benchmark",
 ]
+
+Benchmark = Literal["MOT16", "MOT17", "MOT20"]
+BENCHMARKS: tuple[Benchmark, ...] = ("MOT16", "MOT17", "MOT20")
+"""The MOT Challenge benchmarks whose ground truth has classes (their preprocessing)."""
 
 MATCH_IOU = 0.5
 """The IoU a track's box needs to match a ground-truth box (CLEAR and Identity)."""
@@ -121,7 +145,8 @@ class ErrorsOverTime:
 class TrackEvaluation:
     """Tracks against ground truth: the scores, HOTA's curves over its IoU thresholds
     (``alphas``), the errors over time (None unless asked for), and which files (or
-    sources) were compared."""
+    sources) were compared, and which ground-truth rows counted (``protocol``: see the
+    module doc)."""
 
     scores: TrackScores
     alphas: tuple[float, ...]
@@ -132,12 +157,14 @@ class TrackEvaluation:
     errors: ErrorsOverTime | None
     tracks_path: str
     gt_path: str
+    protocol: str
 
     def as_json(self) -> dict[str, Any]:
         """What ``framelens evaluate`` prints: the files, the scores, the curves."""
         return {
             "tracks": self.tracks_path,
             "ground_truth": self.gt_path,
+            "protocol": self.protocol,
             "match_iou": MATCH_IOU,
             "metrics": self.scores.as_json(),
             "hota_by_alpha": {
@@ -173,30 +200,113 @@ def _box_ious(gt: npt.NDArray[np.float64], tracks: npt.NDArray[np.float64]) -> A
     return _BaseDataset._calculate_box_ious(gt.copy(), tracks.copy(), box_format="xywh")
 
 
-def _sequence_data(tracks: MotSequence, ground_truth: MotSequence) -> dict[str, Any]:
-    """The sequence as TrackEval's metrics take it: per frame the IDs (numbered from 0
-    in each file) and the similarity of every ground-truth box to every track box."""
+def guess_benchmark(path: str) -> Benchmark:
+    """The benchmark a ground-truth file's path names (MOT16, MOT17 or MOT20, as in
+    MOT20-01/gt/gt.txt or MOT17-train/...), the last one named; MOT17 when none."""
+    named = re.findall(r"MOT(16|17|20)(?![0-9])", path.upper())
+    return "MOT16" if named[-1:] == ["16"] else "MOT20" if named[-1:] == ["20"] else "MOT17"
+
+
+@dataclass(frozen=True, slots=True)
+class _Protocol:
+    """How TrackEval's MotChallenge2DBox is set up for a ground truth: its BENCHMARK and
+    DO_PREPROC, whether the 7th field marks rows not to count, and what reports say."""
+
+    benchmark: str
+    preprocess: bool
+    flags: bool
+    text: str
+
+
+def _protocol(ground_truth: MotSequence, preprocess: bool, benchmark: str | None) -> _Protocol:
+    if not ground_truth.ground_truth:
+        return _Protocol("MOT15", False, False, "tracks as ground truth: every box")
+    if not ground_truth.has_classes:
+        return _Protocol("MOT15", False, True, "MOT15: all considered rows")
+    if not preprocess:
+        return _Protocol("MOT17", False, True, "no preprocessing: all considered rows, every class")
+    name = benchmark or guess_benchmark(ground_truth.path)
+    if name not in BENCHMARKS:
+        raise ConfigError(f"benchmark {name!r}: one of {', '.join(BENCHMARKS)}")
+    removed = "distractors and non-MOT vehicles" if name == "MOT20" else "distractors"
+    return _Protocol(name, True, True, f"{name}: {removed} removed, pedestrians only")
+
+
+@functools.cache
+def _mot_challenge(benchmark: str, preprocess: bool) -> Any:
+    """TrackEval's MotChallenge2DBox dataset, used only for its preprocessing of a
+    sequence held in memory (``get_preprocessed_seq_data``). Its constructor reads no
+    data; it checks that each sequence's ground-truth file exists, so it is given one
+    sequence of known length (SEQ_INFO), no tracker, and as that "file" TrackEval's own
+    source file, which exists wherever TrackEval does and is never opened."""
+    import inspect
+
+    dataset_class = _trackeval().datasets.MotChallenge2DBox
+    existing = inspect.getfile(dataset_class).replace("{", "{{").replace("}", "}}")
+    config = {
+        "BENCHMARK": benchmark,
+        "DO_PREPROC": preprocess,
+        "SEQ_INFO": {"sequence": 1},
+        "GT_LOC_FORMAT": existing,
+        "SKIP_SPLIT_FOL": True,
+        "TRACKERS_TO_EVAL": [],
+        "PRINT_CONFIG": False,
+    }
+    return dataset_class(config)
+
+
+def _check_classes(ground_truth: MotSequence, valid: list[int]) -> None:
+    """TrackEval's check that every ground-truth class is a MOT Challenge class, as one
+    line (TrackEval prints the classes on stdout and raises)."""
+    allowed = np.asarray(valid, np.int64)
+    for frame in ground_truth.frames:
+        bad = np.flatnonzero(~np.isin(frame.class_ids, allowed))
+        if len(bad):
+            k = bad[0]
+            raise TrackFileError(
+                f"cannot evaluate against {ground_truth.path}: frame {frame.number}, object "
+                f"{int(frame.ids[k])} has class {int(frame.class_ids[k])}, not a MOT Challenge "
+                f"class ({min(valid)} to {max(valid)}); without preprocessing (framelens "
+                "evaluate --no-preprocess) classes are not looked at"
+            )
+
+
+def _sequence_data(tracks: MotSequence, ground_truth: MotSequence, protocol: _Protocol) -> Any:
+    """The sequence as TrackEval's metrics take it, after MotChallenge2DBox's
+    preprocessing: per frame the IDs (numbered from 0) and the similarity of every
+    ground-truth box to every track box. The raw data is what its file loader gives
+    (IDs numbered from 0 in each file first, so huge IDs cost nothing); track boxes
+    are all of class 1 (pedestrian), as in a tracker's file without a class."""
     frames = max(len(tracks.frames), len(ground_truth.frames))
     gt_index = {v: i for i, v in enumerate(ground_truth.track_ids)}
     tr_index = {v: i for i, v in enumerate(tracks.track_ids)}
-    gt_ids, tr_ids, similarity = [], [], []
-    empty = np.zeros((0, 4), np.float64)
+    keys = ("ids", "classes", "dets")
+    raw: dict[str, Any] = {f"{w}_{k}": [] for w in ("gt", "tracker") for k in keys}
+    raw |= {"gt_extras": [], "tracker_confidences": [], "similarity_scores": []}
     for k in range(frames):
-        gt = ground_truth.frames[k] if k < len(ground_truth.frames) else None
-        tr = tracks.frames[k] if k < len(tracks.frames) else None
-        gt_ids.append(np.array([gt_index[int(i)] for i in gt.ids] if gt else [], np.int64))
-        tr_ids.append(np.array([tr_index[int(i)] for i in tr.ids] if tr else [], np.int64))
-        similarity.append(_box_ious(gt.boxes if gt else empty, tr.boxes if tr else empty))
-    return {
-        "num_timesteps": frames,
-        "num_gt_ids": len(gt_index),
-        "num_tracker_ids": len(tr_index),
-        "num_gt_dets": sum(len(i) for i in gt_ids),
-        "num_tracker_dets": sum(len(i) for i in tr_ids),
-        "gt_ids": gt_ids,
-        "tracker_ids": tr_ids,
-        "similarity_scores": similarity,
-    }
+        gt = ground_truth.frames[k] if k < len(ground_truth.frames) else MotFrame.empty(k + 1)
+        tr = tracks.frames[k] if k < len(tracks.frames) else MotFrame.empty(k + 1)
+        raw["gt_ids"].append(np.array([gt_index[int(i)] for i in gt.ids], np.int64))
+        raw["gt_classes"].append(gt.class_ids.astype(np.int64))
+        raw["gt_dets"].append(gt.boxes)
+        # "not considered": 0 (TrackEval truncates the field to an integer, which would
+        # drop a conf of 0.85 where tracks written as MOT text serve as ground truth)
+        marked = (gt.scores != 0) if protocol.flags else np.ones(len(gt), np.bool_)
+        raw["gt_extras"].append({"zero_marked": marked.astype(np.int64)})
+        raw["tracker_ids"].append(np.array([tr_index[int(i)] for i in tr.ids], np.int64))
+        raw["tracker_classes"].append(np.ones(len(tr), np.int64))
+        raw["tracker_dets"].append(tr.boxes)
+        raw["tracker_confidences"].append(tr.scores)
+        raw["similarity_scores"].append(_box_ious(gt.boxes, tr.boxes))
+    raw |= {"num_timesteps": frames, "seq": ground_truth.path}
+    dataset = _mot_challenge(protocol.benchmark, protocol.preprocess)
+    if protocol.preprocess:
+        _check_classes(ground_truth, dataset.valid_class_numbers)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return dataset.get_preprocessed_seq_data(raw, "pedestrian")
+    except _trackeval().utils.TrackEvalException as exc:  # pragma: no cover - checked above
+        raise TrackFileError(f"cannot evaluate against {ground_truth.path}: {exc}") from None
 
 
 def _prefix(data: dict[str, Any], frames: int) -> dict[str, Any]:
@@ -233,17 +343,25 @@ def _mean(values: Any) -> float:
 
 
 def evaluate_tracks(
-    tracks: MotSequence, ground_truth: MotSequence, *, error_spans: int = 0
+    tracks: MotSequence,
+    ground_truth: MotSequence,
+    *,
+    error_spans: int = 0,
+    preprocess: bool = True,
+    benchmark: str | None = None,
 ) -> TrackEvaluation:
     """Score ``tracks`` (core/stages/tracking/mot.py ``read_tracks_file``, or a
     tracker's frames) against ``ground_truth`` (``read_ground_truth``; or another
     tracker's tracks, for agreement between two). Boxes with ID -1 are not tracks and
     are left out. ``error_spans`` > 0: also the errors over time, in at most that many
-    spans of frames (ERROR_SPANS for a report; it costs more than the scores)."""
+    spans of frames (ERROR_SPANS for a report; it costs more than the scores).
+    ``preprocess`` and ``benchmark`` (one of BENCHMARKS; None: ``guess_benchmark``)
+    choose the MOT Challenge preprocessing of MOT16/17/20 ground truth (module doc)."""
     if error_spans < 0:
         raise ConfigError("error_spans must not be negative")
     trackeval = _trackeval()
-    data = _sequence_data(tracks.only_tracked(), ground_truth.only_tracked())
+    protocol = _protocol(ground_truth, preprocess, benchmark)
+    data = _sequence_data(tracks.only_tracked(), ground_truth.only_tracked(), protocol)
     hota_metric = trackeval.metrics.HOTA()
     clear_metric = trackeval.metrics.CLEAR({"THRESHOLD": MATCH_IOU, "PRINT_CONFIG": False})
     identity_metric = trackeval.metrics.Identity({"THRESHOLD": MATCH_IOU, "PRINT_CONFIG": False})
@@ -294,4 +412,5 @@ def evaluate_tracks(
         errors=_errors_over_time(clear_metric, data, error_spans) if error_spans else None,
         tracks_path=tracks.path,
         gt_path=ground_truth.path,
+        protocol=protocol.text,
     )

@@ -170,7 +170,8 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td.l{{text-align:
 img{{max-width:100%}}</style>
 </head><body>
 <h1>FrameLens tracking evaluation</h1>
-<p>tracks: {e(evaluation.tracks_path)}<br>ground truth: {e(evaluation.gt_path)}</p>
+<p>tracks: {e(evaluation.tracks_path)}<br>ground truth: {e(evaluation.gt_path)}<br>
+ground-truth rows counted: {e(evaluation.protocol)}</p>
 <p>Computed by {e(computed_by)}. CLEAR and Identity match boxes at IoU &ge; {MATCH_IOU};
 HOTA, DetA, AssA and LocA are means over the IoU thresholds 0.05 to 0.95.
 Errors over time: <a href="{CSV_FILE}">{CSV_FILE}</a>,

@@ -7,10 +7,12 @@ MOT Challenge text: one box a line, fields separated by commas (or spaces)::
 ``frame`` counts from 1, ``id`` is -1 for a detection that belongs to no track (a
 detections file: MOT17's det.txt) and >= 0 for a track or a ground-truth object. The
 7th field is the score (detections, tracks) or, in ground truth, the flag "considered"
-(0: ignored when evaluating). With exactly 9 fields the 8th and 9th are MOT16/17's class
-and visibility; with 10 (MOT15, tracker output) the last three are world coordinates,
-unused here (-1). Lines may come in any order (a tracker may write its output track by
-track); a track's ID twice in one frame is an error.
+(0: not counted when evaluating). With 8 or 9 fields the 8th is MOT16/17/20's class
+(1 pedestrian, 2 person on vehicle, 3 car, ..., 7 static person, 8 distractor, 12
+reflection: see core/stages/tracking/evaluation.py) and the 9th the visibility; with 10
+(MOT15, tracker output) the last three are world coordinates, unused here (-1). Lines
+may come in any order (a tracker may write its output track by track); a track's ID
+twice in one frame is an error.
 
 FrameLens detections JSON (core/stages/sinks/detections.py): frames in the run's order
 (``index`` from 0, so MOT frame = index + 1), boxes x1, y1, x2, y2, and ``track_id`` on
@@ -28,7 +30,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -155,6 +157,9 @@ class MotSequence:
 
     width, height, fps: the source's, when the file says (a FrameLens JSON's meta).
     labels: class ID -> name, when the file says (a FrameLens JSON).
+    has_classes: the file's lines carry a class (MOT text of 8 or 9 fields: MOT16/17/20).
+    ground_truth: read by ``read_ground_truth``: every row kept, ``scores`` hold the
+    "considered" flag, and evaluation decides which rows count.
     """
 
     path: str
@@ -164,6 +169,8 @@ class MotSequence:
     height: int | None = None
     fps: float | None = None
     labels: Mapping[int, str] = field(default_factory=dict)
+    has_classes: bool = False
+    ground_truth: bool = False
 
     @property
     def num_boxes(self) -> int:
@@ -186,10 +193,7 @@ class MotSequence:
         return self._select(lambda f: f.scores != 0)
 
     def _select(self, which: Any) -> MotSequence:
-        frames = tuple(f.select(which(f)) for f in self.frames)
-        return MotSequence(
-            self.path, self.kind, frames, self.width, self.height, self.fps, self.labels
-        )
+        return replace(self, frames=tuple(f.select(which(f)) for f in self.frames))
 
 
 def sequence_from_detections(
@@ -314,6 +318,7 @@ def read_mot_text(path: StrPath, text: str | None = None) -> MotSequence:
     text = _read_text(path) if text is None else text
     rows = _Rows()
     last = 0
+    has_classes = False
     for line_no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip().rstrip(",").rstrip()  # a trailing comma ends some writers' lines
         if not line:
@@ -338,6 +343,7 @@ def read_mot_text(path: StrPath, text: str | None = None) -> MotSequence:
         cls, vis = -1, -1.0
         if len(parts) in (8, 9):
             cls = _integer(parts[7], "class", path, line_no)
+            has_classes = True
         if len(parts) == 9:
             vis = _number(parts[8], "visibility", path, line_no)
         if frame < 1:
@@ -353,7 +359,7 @@ def read_mot_text(path: StrPath, text: str | None = None) -> MotSequence:
                 raise _fail(path, line_no, f"ID {track} twice in frame {frame} (also line {first})")
         rows.add(frame, track, (left, top, width, height), score, cls, vis)
         last = max(last, frame)
-    return MotSequence(str(path), "mot", rows.frames(last))
+    return MotSequence(str(path), "mot", rows.frames(last), has_classes=has_classes)
 
 
 def _frame_lines(text: str, count: int) -> list[int] | None:
@@ -511,8 +517,11 @@ def read_tracks_file(path: StrPath) -> MotSequence:
 
 
 def read_ground_truth(path: StrPath) -> MotSequence:
-    """Ground truth in MOT Challenge text, without the rows marked "not considered"
-    (7th field 0). A file with no object to count is an error."""
+    """Ground truth in MOT Challenge text, every row kept (``ground_truth`` set):
+    evaluation leaves out the rows marked "not considered" (7th field 0) and, for
+    MOT16/17/20 ground truth (a class on each line), uses the distractors' rows to drop
+    the track boxes on them before counting only pedestrians (core/stages/tracking/
+    evaluation.py). A file with no row to count (none considered) is an error."""
     text = _read_text(path)
     if text.lstrip().startswith(("{", "[")):
         raise _fail(path, 1, "ground truth is MOT Challenge text, not JSON")
@@ -520,10 +529,9 @@ def read_ground_truth(path: StrPath) -> MotSequence:
     if any((f.ids < 0).any() for f in sequence.frames):
         line = _first_line_with_id(text, -1)
         raise _fail(path, line, "a ground-truth box without an object ID (-1): detections?")
-    sequence = sequence.only_considered()
-    if not sequence.num_boxes:
+    if not sequence.only_considered().num_boxes:
         raise _fail(path, None, "holds no ground-truth boxes to evaluate against")
-    return sequence
+    return replace(sequence, ground_truth=True)
 
 
 def _first_line_with_id(text: str, track: int) -> int | None:
