@@ -114,12 +114,15 @@ def test_ground_truth_scores_each_pane_from_the_comparison_s_first_frame(tmp_pat
         ground_truth=read_ground_truth(gt),
     )
     assert summary["ground_truth"] == str(gt)
+    # a tracker's own MOT text (no class column) as ground truth: MOT15's rule
+    assert summary["ground_truth_protocol"] == "MOT15: all considered rows"
     same = tracking(summary, "conf 0.25")["ground_truth"]
     strict = tracking(summary, "conf 0.85")["ground_truth"]
     assert same == {"hota": 1.0, "idf1": 1.0, "mota": 1.0, "id_switches": 0}
     assert strict["hota"] < 1.0 and strict["idf1"] < 1.0 and strict["mota"] < 1.0
     page = (tmp_path / "r" / "index.html").read_text()
     assert "against the ground truth" in page and "its frame 1 is the first frame" in page
+    assert "MOT15: all considered rows" in page
 
     later = compare_to_report(  # the same file, the comparison a frame later: off by one
         SAMPLE,

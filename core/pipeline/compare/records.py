@@ -15,7 +15,8 @@ The summary is the content of summary.json::
          "analytics"},          # only when they tracked and counted lines and zones:
        ...},                    # see events.py
      "frames", "match_iou", ...metadata given by the caller
-     "ground_truth",            # only with ground truth: its file
+     "ground_truth",            # only with ground truth: its file, and which of its
+     "ground_truth_protocol",   # rows count (evaluation.py: MOT17's preprocessing ...)
      "zones", "event_tolerance_frames"}  # only with lines and zones: their names
 
 The reference is listed among the variants (agreeing with itself). Undefined values
@@ -246,7 +247,14 @@ class CompareLog:
                 variant["analytics"] = analytics
             names = [s.name for s in self.zones.lines] + [s.name for s in self.zones.zones]
             counted = {"zones": names, "event_tolerance_frames": self.event_tolerance}
-        truth = {} if self.ground_truth is None else {"ground_truth": self.ground_truth.path}
+        truth: dict[str, str] = {}
+        if self.ground_truth is not None:
+            from framelens.core.stages.tracking.evaluation import protocol_text
+
+            truth = {
+                "ground_truth": self.ground_truth.path,
+                "ground_truth_protocol": protocol_text(self.ground_truth),
+            }
         return {
             "reference": self.reference_label,
             "variants": variants,

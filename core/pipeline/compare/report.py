@@ -230,7 +230,8 @@ def _tracks_html(summary: dict[str, Any]) -> str:
         name = f"{e(label)} (reference)" if label == ref else e(label)
         body.append(f"<tr><th>{name}</th>{cells}</tr>")
     gt_note = (
-        f" Ground truth: {e(str(truth))} (its frame 1 is the first frame compared)."
+        f" Ground truth: {e(str(truth))} (its frame 1 is the first frame compared;"
+        f" {e(str(summary.get('ground_truth_protocol', '')))})."
         if truth is not None
         else ""
     )

@@ -58,6 +58,7 @@ __all__ = [
     "TrackScores",
     "evaluate_tracks",
     "guess_benchmark",
+    "protocol_text",
 ]
 
 Benchmark = Literal["MOT16", "MOT17", "MOT20"]
@@ -230,6 +231,14 @@ def _protocol(ground_truth: MotSequence, preprocess: bool, benchmark: str | None
         raise ConfigError(f"benchmark {name!r}: one of {', '.join(BENCHMARKS)}")
     removed = "distractors and non-MOT vehicles" if name == "MOT20" else "distractors"
     return _Protocol(name, True, True, f"{name}: {removed} removed, pedestrians only")
+
+
+def protocol_text(
+    ground_truth: MotSequence, preprocess: bool = True, benchmark: str | None = None
+) -> str:
+    """Which of ``ground_truth``'s rows an evaluation counts, as its JSON and reports
+    say it (the module's docstring)."""
+    return _protocol(ground_truth, preprocess, benchmark).text
 
 
 @functools.cache
