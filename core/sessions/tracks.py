@@ -42,9 +42,11 @@ MakeStages = Callable[[TrackerSettings], StageFactory]
 
 
 def _tracking_stages(settings: TrackerSettings) -> StageFactory:
+    """A run's, an archive's or the wall's tracking stages: none of them steps back in
+    time, so no record of the IDs given is kept for it."""
     from framelens.core.stages.tracking.stage import tracking_stages
 
-    return tracking_stages(settings)
+    return tracking_stages(settings, record=False)
 
 
 @dataclass(frozen=True)

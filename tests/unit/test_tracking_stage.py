@@ -123,6 +123,30 @@ def test_the_record_is_bounded_and_a_step_back_beyond_it_starts_new_tracks() -> 
     assert ids(tracked(stage, 5)) == [3, 4, -1]
 
 
+def test_a_run_s_stage_keeps_no_record_and_gives_the_same_ids_and_trails() -> None:
+    """A run never steps back: its stages (core/sessions/tracks.py) keep no record, and
+    track exactly as playback's recording stages do."""
+    from framelens.core.sessions.tracks import TrackStages
+
+    for trail_length in (0, 5):
+        settings = TrackerSettings(trail_length=trail_length)
+        (run_stage,) = TrackStages(settings)(0)
+        (recording,) = tracking_stages(settings)(0)
+        assert isinstance(run_stage, TrackingStage) and isinstance(recording, TrackingStage)
+        for f in range(40):
+            got, want = tracked(run_stage, f), tracked(recording, f)
+            assert ids(got) == ids(want)
+            if trail_length:
+                assert got.trails is not None and want.trails is not None
+                for a, b in zip(got.trails, want.trails, strict=True):
+                    np.testing.assert_array_equal(a, b)
+            else:
+                assert got.trails is None and want.trails is None
+        assert len(run_stage._record) == 0 and len(recording._record) == 40
+        run_stage.reset()  # nothing to replay: a step back starts new tracks
+        assert ids(tracked(run_stage, 20)) == [3, 4, -1]
+
+
 def test_super_resolution_output_passes_untouched() -> None:
     stage = new_stage()
     up = Upscaled(np.zeros((16, 16, 3), np.uint8), 2)

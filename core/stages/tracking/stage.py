@@ -6,8 +6,9 @@ and replaces each result's ``Detections`` by the same boxes with ``track_ids`` (
 
 Playback moves in time; IDs must not depend on how the user got to a frame:
 
-- the stage keeps a bounded record (``record_frames``, default 20,000) of the IDs it
-  gave to each frame since its tracker last started;
+- the stage keeps a bounded record (``record_frames``, default 20,000; none where the
+  consumer never steps back: a run, the wall) of the IDs it gave to each frame since
+  its tracker last started;
 - ``reset()`` (a seek, a step back) only marks that the next result may not follow;
 - the next result after it: a frame inside the record (stepping back, or forward again
   up to where tracking stopped) shows the recorded IDs and trails and leaves the
@@ -70,7 +71,7 @@ class TrackingStage:
     ) -> None:
         self.tracker = tracker
         self.trail_length = trail_length
-        self._record_frames = max(1, record_frames)
+        self._record_frames = max(0, record_frames)  # 0: none (a run never steps back)
         self._forget_after = max(1, forget_after)
         self._record: OrderedDict[int, _Given] = OrderedDict()
         self._first_seen: dict[int, int] = {}  # track ID -> first recorded frame
@@ -166,10 +167,14 @@ class TrackingStage:
 
     def _finish(self, detections: Detections, index: int, ids: npt.NDArray[np.int64]) -> Detections:
         """The frame's boxes with the IDs the tracker gave: recorded, trails extended."""
+        if not self._record_frames and self.trail_length <= 0:  # a run's: IDs alone
+            self._last = index
+            return _with_tracks(detections, ids, None)
         points = centres(detections.boxes)
-        self._record[index] = _Given(ids.copy(), points, _boxes_key(detections))
-        if len(self._record) > self._record_frames:
-            self._record.popitem(last=False)
+        if self._record_frames:
+            self._record[index] = _Given(ids.copy(), points, _boxes_key(detections))
+            if len(self._record) > self._record_frames:
+                self._record.popitem(last=False)
         if index % min(256, self._forget_after) == 0:
             self._forget(index)
         self._last = index
@@ -299,17 +304,28 @@ class TrackingStages:
 
     settings: TrackerSettings
     make: Callable[[TrackerSettings], Tracker] = make_tracker
+    record: bool = True
 
     def __call__(self, source: int) -> list[SourceStage]:
         del source  # every source alike, each its own tracker
         settings = self.settings
         lost = int(settings.track_buffer * settings.frame_rate / 30.0)
         forget = max(FORGET_AFTER, 2 * lost + 1)  # a trail outlives its track's buffer
-        return [TrackingStage(self.make(settings), settings.trail_length, forget_after=forget)]
+        stage = TrackingStage(
+            self.make(settings), settings.trail_length,
+            record_frames=RECORD_FRAMES if self.record else 0, forget_after=forget,
+        )  # fmt: skip
+        return [stage]
 
 
 def tracking_stages(
-    settings: TrackerSettings, make: Callable[[TrackerSettings], Tracker] = make_tracker
+    settings: TrackerSettings,
+    make: Callable[[TrackerSettings], Tracker] = make_tracker,
+    *,
+    record: bool = True,
 ) -> StageFactory:
-    """A stage factory giving each source a tracking stage with a tracker of its own."""
-    return TrackingStages(settings, make)
+    """A stage factory giving each source a tracking stage with a tracker of its own.
+    ``record=False``: no record of the IDs given (for consumers that never step back,
+    a run's or the wall's: a reset then restarts tracking unless the next frame
+    follows)."""
+    return TrackingStages(settings, make, record)
