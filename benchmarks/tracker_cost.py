@@ -139,10 +139,17 @@ def ours(
     return run
 
 
-MODES = ("per-source", "batched", "together", "stages-per-source", "stages-many")
-"""``stages-*``: the tracking stages of a run's sources (IDs, trails, the record), one
-result at a time (``SourceStages.__call__``) or a batch at once (``SourceStages.many``,
-what a run's session does)."""
+MODES = (
+    "per-source", "batched", "together", "stages-per-source", "stages-many",
+    "run-recorded", "run",
+)  # fmt: skip
+"""``stages-*``: playback's tracking stages (IDs, trails, the record for stepping back),
+one result at a time (``SourceStages.__call__``) or a batch at once
+(``SourceStages.many``); ``run``: what ``framelens run --track`` without a video gives its
+session (core/sessions/tracks.py ``TrackStages``: no trails, no record; a batch at once),
+``run-recorded``: the same with the record (as runs kept it before commit 558180b)."""
+_VERSUS = {"stages-many": "stages-per-source", "run": "run-recorded"}
+"""The mode each is paired with (others: per-source)."""
 
 
 def multi_source(
@@ -154,6 +161,9 @@ def multi_source(
     (``update_trackers``, a round at a time: the tracking stages' batched form); the
     ``settle`` first frames of every source are not timed. The wall time of every timed
     batch over its frames."""
+    from dataclasses import replace
+
+    from framelens.core.sessions.tracks import TrackStages
     from framelens.core.stages.source_stages import SourceStages
     from framelens.core.stages.tracking.bytetrack import ByteTrack
     from framelens.core.stages.tracking.bytetrack_batch import ByteTrackBatch, update_trackers
@@ -215,16 +225,21 @@ def multi_source(
 
             call = call_each
 
-        if mode.startswith("stages"):
-            stages = SourceStages(tracking_stages(settings))
+        if mode.startswith(("stages", "run")):
+            untrailed = replace(settings, trail_length=0)
+            stages = SourceStages(
+                tracking_stages(settings) if mode.startswith("stages")
+                else tracking_stages(untrailed) if mode == "run-recorded"
+                else TrackStages(untrailed)
+            )  # fmt: skip
             for key, r in results.items():
                 r.output = scenes[key[0]][key[1]]  # the stage replaced it last run
         for group in batches:
             items = [(k, scenes[k][f]) for k, f in group]
             c0, t0 = time.thread_time(), time.perf_counter()
-            if mode.startswith("stages"):
+            if mode.startswith(("stages", "run")):
                 taken = [results[key] for key in group]
-                if mode == "stages-many":
+                if mode != "stages-per-source":
                     stages.many(taken)
                 else:
                     for r in taken:
@@ -289,7 +304,7 @@ def multi_source_main(args: argparse.Namespace) -> int:
             }
             for mode in MODES[1:]:
                 bat = timed[(mode, sources, n)]
-                versus = "stages-per-source" if mode == "stages-many" else "per-source"
+                versus = _VERSUS.get(mode, "per-source")
                 base = timed[(versus, sources, n)]
                 row[mode] = {**summary(bat), "speedup_versus": versus, **paired_speedup(base, bat)}
             rows.append(row)

@@ -16,7 +16,9 @@ milliseconds per frame timed inside a run.
 
 Run alone (this file), it measures ``framelens run`` of the person sample on one device
 (default the CPU) as the command line runs it: the detections JSON written, no video,
-ByteTrack (or ``--track KIND``) on every frame.
+ByteTrack (or ``--track KIND``) on every frame. ``--sources N``: N sources in one run
+(``framelens run`` of N files: one session, batches spanning sources), each a copy of
+the sample's frames from ``--start`` cut into a clip first.
 """
 
 from __future__ import annotations
@@ -108,14 +110,40 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads")
     parser.add_argument("--track", default="bytetrack", choices=("bytetrack", "ocsort", "botsort"))
+    parser.add_argument("--sources", type=int, default=1, help="sources in one run")
     parser.add_argument("--note", default="")
     parser.add_argument("--output")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as clips:
+        if args.sources > 1:  # the frames from --start as a clip each source plays
+            args.video = cut(args.video, args.start, args.frames, Path(clips) / "clip.mp4")
+            args.start = 0
+        return measure(args)
 
+
+def cut(video: str, start: int, frames: int, path: Path) -> str:
+    """Frames ``start`` to ``start + frames`` of ``video`` as an H.264 clip (PyAV)."""
+    import av
+
+    with av.open(video) as src, av.open(str(path), "w") as out:
+        stream = src.streams.video[0]
+        enc = out.add_stream("libx264", rate=stream.average_rate or 30)
+        enc.width, enc.height, enc.pix_fmt = stream.width, stream.height, "yuv420p"
+        for k, frame in enumerate(src.decode(stream)):
+            if k >= start + frames:
+                break
+            if k >= start:
+                frame.pts = None
+                out.mux(enc.encode(frame))
+        out.mux(enc.encode())
+    return str(path)
+
+
+def measure(args: argparse.Namespace) -> int:
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.build import default_batch
     from framelens.core.pipeline.settings import PipelineSettings
-    from framelens.core.sessions.runs import run_to_outputs
+    from framelens.core.sessions.runs import run_many, run_to_outputs
     from framelens.core.stages.tracking.settings import TrackerSettings
 
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=args.device,
@@ -129,15 +157,21 @@ def main() -> int:
     def run(tracked: bool) -> float:
         cpu0 = time.process_time()
         with tempfile.TemporaryDirectory() as tmp:
-            summary = run_to_outputs(
-                args.video, settings, detections=str(Path(tmp) / "d.json"), start=args.start,
-                frames=args.frames, tracker=tracker if tracked else None,
-            )  # fmt: skip
+            if args.sources > 1:
+                summary = run_many(
+                    [args.video] * args.sources, settings, tmp, videos=False,
+                    frames=args.frames, tracker=tracker if tracked else None,
+                )  # fmt: skip
+            else:
+                summary = run_to_outputs(
+                    args.video, settings, detections=str(Path(tmp) / "d.json"),
+                    start=args.start, frames=args.frames, tracker=tracker if tracked else None,
+                )  # fmt: skip
         # the CPU time this process spent per frame (every thread): what other work on a
         # shared machine takes from the wall clock, it does not add here
         cpu_ms[tracked].append(round((time.process_time() - cpu0) * 1000 / summary.frames, 3))
         if tracked:
-            tracks.append(summary.sources[0].tracks)
+            tracks.append(sum(s.tracks or 0 for s in summary.sources))
         return summary.fps
 
     run(True)  # warm-up: the model loaded, the caches filled
@@ -163,6 +197,7 @@ def main() -> int:
         "cpus": os.cpu_count(),
         "load_average": [round(v, 2) for v in os.getloadavg()],
         "video": Path(args.video).name,
+        "sources": args.sources,
         "start": args.start,
         "frames": args.frames,
         "tracks": tracks[-1],
