@@ -177,6 +177,7 @@ from framelens.core.stages.draw.style import (
     box_colour,
     class_colour,
     layout,
+    mark_region,
     track_colour,
 )
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours as tensorrt_flavours
@@ -353,6 +354,7 @@ __all__ = [
     "load_catalog",
     "load_wall_layout",
     "load_zones",
+    "mark_region",
     "measure_frame_quality",
     "open_source",
     "pane_labels",

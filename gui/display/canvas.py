@@ -67,6 +67,7 @@ __all__ = ["QPainterAnnotator", "VideoCanvas", "paint_overlay", "release_gpu_slo
 _BACKGROUND = (0.075, 0.082, 0.098)
 ZOOM_STEP = 1.15
 ZOOM_RANGE = (0.1, 64.0)
+Box = tuple[float, float, float, float]  # x1, y1, x2, y2 in source pixels
 
 
 class _GpuHolder(Protocol):
@@ -110,8 +111,9 @@ class VideoCanvas(QOpenGLWidget):
         self._overlay: tuple[Detections, tuple[str, ...], OverlayStyle] | None = None
         self._marks: tuple[ZonesPicture, ...] = ()  # lines and zones over a device frame
         self._heat: tuple[int, int, Image] | None = None  # a heatmap's RGBA patch, likewise
-        self._highlight: tuple[float, float, float, float] | None = None  # see set_highlight
-        self._follow: tuple[tuple[float, float, float, float], BGR] | None = None  # set_follow
+        # the picked box and the region marked around it (see set_highlight)
+        self._highlight: tuple[Box, Box] | None = None
+        self._follow: tuple[Box, BGR, Box] | None = None  # box, colour, region: set_follow
         self._decoration: Callable[[QPainter], None] | None = None  # set_decoration
         self._gl_ready = False
         self._display_path = self._describe_path()
@@ -154,27 +156,40 @@ class VideoCanvas(QOpenGLWidget):
         self.update()
 
     @property
-    def highlight(self) -> tuple[float, float, float, float] | None:
+    def highlight(self) -> Box | None:
         """The box picked in the detections list (x1, y1, x2, y2, source pixels), or None."""
-        return self._highlight
+        return self._highlight[0] if self._highlight is not None else None
 
-    def set_highlight(self, box: tuple[float, float, float, float] | None) -> None:
-        """Mark one box of the frame: the rest of the frame dimmed, the box outlined.
+    @property
+    def highlight_region(self) -> Box | None:
+        """The region marked around the picked box (source pixels), or None."""
+        return self._highlight[1] if self._highlight is not None else None
+
+    def set_highlight(self, box: Box | None, region: Box | None = None) -> None:
+        """Mark one box of the frame: the rest of the frame dimmed, ``region`` (core's
+        ``mark_region``: the box and its tag; the box alone by default) outlined.
 
         Painted over detection frames only (not over the super-resolution views)."""
-        if box != self._highlight:
-            self._highlight = box
+        highlight = (box, region or box) if box is not None else None
+        if highlight != self._highlight:
+            self._highlight = highlight
             self.update()
 
     @property
-    def follow(self) -> tuple[float, float, float, float] | None:
+    def follow(self) -> Box | None:
         """The followed track's box in the frame shown (source pixels), or None."""
         return self._follow[0] if self._follow is not None else None
 
-    def set_follow(self, box: tuple[float, float, float, float] | None, colour: BGR) -> None:
+    @property
+    def follow_region(self) -> Box | None:
+        """The region marked around the followed track's box (source pixels), or None."""
+        return self._follow[2] if self._follow is not None else None
+
+    def set_follow(self, box: Box | None, colour: BGR, region: Box | None = None) -> None:
         """Mark the followed track's box (None: not in this frame) with a thick outline
-        in its track's colour. Painted over detection frames only."""
-        follow = (box, colour) if box is not None else None
+        in its track's colour around ``region`` (core's ``mark_region``: the box and its
+        tag; the box alone by default). Painted over detection frames only."""
+        follow = (box, colour, region or box) if box is not None else None
         if follow != self._follow:
             self._follow = follow
             self.update()
@@ -370,11 +385,12 @@ class VideoCanvas(QOpenGLWidget):
             self._paint_in_image(mark.overlay(*self._main.size))
         if self._highlight is not None:
             painter = QPainter(self)
-            paint_highlight(painter, self.image_rect(), self._main.size, self._highlight)
+            paint_highlight(painter, self.image_rect(), self._main.size, self._highlight[1])
             painter.end()
         if self._follow is not None:
+            _box, colour, region = self._follow
             painter = QPainter(self)
-            paint_follow(painter, self.image_rect(), self._main.size, *self._follow)
+            paint_follow(painter, self.image_rect(), self._main.size, region, colour)
             painter.end()
         if self._decoration is not None:
             painter = QPainter(self)

@@ -118,9 +118,10 @@ def paint_highlight(
     image_size: tuple[int, int],
     box: tuple[float, float, float, float],
 ) -> None:
-    """Mark ``box`` (x1, y1, x2, y2 in image pixels) of the image drawn at ``image_rect``
-    (widget coordinates): the image outside the box dimmed and a white outline just
-    outside it, in screen pixels whatever the zoom, so the box's own overlay stays seen."""
+    """Mark ``box`` (x1, y1, x2, y2 in image pixels: core's ``mark_region``, a box and
+    its tag) of the image drawn at ``image_rect`` (widget coordinates): the image outside
+    it dimmed and a white outline just outside it, in screen pixels whatever the zoom, so
+    the box's own overlay, its tag included, stays seen."""
     w, h = image_size
     if w <= 0 or h <= 0:
         return
@@ -154,9 +155,10 @@ def paint_follow(
     box: tuple[float, float, float, float],
     colour: BGR,
 ) -> None:
-    """Mark the followed track's ``box`` (image pixels) of the image drawn at
-    ``image_rect``: a thick outline in its track's ``colour`` between two dark rims, just
-    outside the box, with corner brackets beyond it, in screen pixels whatever the zoom."""
+    """Mark the followed track's ``box`` (image pixels: core's ``mark_region``, its box
+    and tag) of the image drawn at ``image_rect``: a thick outline in its track's
+    ``colour`` between two dark rims, just outside it (around the tag, never through
+    it), with corner brackets beyond it, in screen pixels whatever the zoom."""
     w, h = image_size
     if w <= 0 or h <= 0:
         return

@@ -2,14 +2,22 @@
 detections of the frame on screen (gui/player/detections_dock.py).
 
 The list follows the frame the canvas shows (playback, seeks, steps, a threshold moved
-on a paused frame); a row clicked marks its box on the canvas. Whether the dock is
-shown is remembered (Settings.detections_visible). For a super-resolution model the
-dock says that it lists a detector's boxes.
+on a paused frame); a row clicked marks its box on the canvas (around its tag too, so
+the tag stays readable). Whether the dock is shown is remembered
+(Settings.detections_visible). For a super-resolution model the dock says that it lists
+a detector's boxes.
 """
 
 from __future__ import annotations
 
-from framelens.core.api import Detections, FrameResult, ModelSpec, produces_image
+from framelens.core.api import (
+    Detections,
+    FrameResult,
+    ModelSpec,
+    OverlayStyle,
+    mark_region,
+    produces_image,
+)
 from framelens.gui.player.detections_dock import DetectionsPanel
 from framelens.gui.player.main_window_parts import WindowParts
 from PySide6.QtCore import QObject, Qt
@@ -55,7 +63,7 @@ class DetectionsList(QObject):
         dock.setVisible(parts.settings.detections_visible)
         action.toggled.connect(self._on_toggled)
         dock.visibilityChanged.connect(self._on_visible)
-        panel.boxPicked.connect(parts.canvas.set_highlight)
+        panel.boxPicked.connect(lambda _box: self._mark())
         parts.controller.modelChanged.connect(self._sync)
         if parts.controller.settings is not None:
             self._sync(parts.controller.settings.model)
@@ -100,3 +108,24 @@ class DetectionsList(QObject):
         labels = settings.model.labels if settings is not None else ()
         frame = result.frame
         self.panel.show_frame(frame.index, output, labels, (frame.width, frame.height))
+        self._mark()  # the picked box's tag may have moved or changed (overlay, frame)
+
+    def _mark(self) -> None:
+        """The picked box marked on the canvas, around its tag too (core's
+        ``mark_region``, for the overlay style and size the frame is drawn with)."""
+        row, result = self.panel.picked, self._listed
+        if row is None:
+            self.parts.canvas.set_highlight(None)
+            return
+        region = None
+        if (
+            result is not None
+            and isinstance(result.output, Detections)
+            and result.frame.index == self.panel.frame_index
+        ):
+            settings = self.parts.controller.settings
+            labels = settings.model.labels if settings is not None else ()
+            style = settings.overlay if settings is not None else OverlayStyle()
+            size = (result.frame.width, result.frame.height)
+            region = mark_region(result.output, row.index, labels, style, *size)
+        self.parts.canvas.set_highlight(row.box, region)

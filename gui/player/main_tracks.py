@@ -6,10 +6,11 @@ frame on screen, without reopening the video, and is remembered (Settings.tracke
 Track Objects (Ctrl+T) turns tracking on with the tracker chosen last, or off. Show
 Trails (Shift+T) is the Analysis panel's Trails box (an overlay setting, saved with the
 others). Follow This ID (F, or a row's context menu in the Detections or Track list)
-keeps one track marked on the canvas and says in the status bar when it is lost and
-found again (core/sessions/playback/follow.py); F again stops. Track List
-(Ctrl+Shift+T) is a dock of every track seen so far (gui/player/track_list.py): a click
-jumps to a track's first frame, a double-click to its last.
+keeps one track marked on the canvas (around its box and its tag, so the tag stays
+readable) and says in the status bar when it is lost and found again
+(core/sessions/playback/follow.py); F again stops. Track List (Ctrl+Shift+T) is a dock
+of every track seen so far (gui/player/track_list.py): a click jumps to a track's first
+frame, a double-click to its last.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from framelens.core.api import (
     TRACKER_KINDS,
     Detections,
     FrameResult,
+    OverlayStyle,
     TrackerSettings,
     TrackFollow,
     TrackRecord,
@@ -192,8 +194,8 @@ class TrackingFeature(QObject):
         """The frame just put on the canvas: the followed track marked, lost or found."""
         follow, output = self.following, result.output
         if follow is not None and isinstance(output, Detections):
-            step = follow.see(result.frame.index, output)
-            self.parts.canvas.set_follow(step.box, track_colour(follow.track_id))
+            step = follow.see(result.frame.index, output, *self._drawn_on(result))
+            self.parts.canvas.set_follow(step.box, track_colour(follow.track_id), step.region)
             if step.event == "lost":
                 self.parts.show_message(step.message)  # until it is found again
             elif step.event == "found":
@@ -271,13 +273,20 @@ class TrackingFeature(QObject):
         labels = settings.model.labels if settings is not None else ()
         follow = self.following = TrackFollow(track_id, class_id, labels)
         last = self.parts.controller.last_result
-        box = None
+        box = region = None
         if last is not None and isinstance(last.output, Detections):
-            follow.see(last.frame.index, last.output)
-            box = follow.box_in(last.output)
-        self.parts.canvas.set_follow(box, track_colour(track_id))
+            step = follow.see(last.frame.index, last.output, *self._drawn_on(last))
+            box, region = step.box, step.region
+        self.parts.canvas.set_follow(box, track_colour(track_id), region)
         where = "" if box is not None else " (not in this frame)"
         self.parts.show_message(f"Following {follow.name}{where}: F stops", 5000)
+
+    def _drawn_on(self, result: FrameResult) -> tuple[tuple[int, int], OverlayStyle]:
+        """The size of ``result``'s frame and the overlay style drawn on it: the mark
+        goes around the followed box's tag as well (core's ``mark_region``)."""
+        settings = self.parts.controller.settings
+        style = settings.overlay if settings is not None else OverlayStyle()
+        return (result.frame.width, result.frame.height), style
 
     def stop_following(self, *, say: bool = False) -> None:
         if self.following is None:

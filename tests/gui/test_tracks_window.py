@@ -24,6 +24,7 @@ from framelens.core.api import (
     FrameResult,
     PlaybackTracking,
     TrackerSettings,
+    layout,
     track_colour,
 )
 from framelens.core.stages.source_stages import SourceStage, StageFactory
@@ -43,6 +44,7 @@ TIMEOUT_MS = 60_000
 FRAME = 600  # the person and two skateboards
 PERSON = 12
 LOST = {603, 604}  # the stand-in loses the person here
+TAGGED = 191  # the walker lower in the frame: their tag above their box, not inside it
 SHOTS = Path(os.environ.get("FRAMELENS_TRACKS_SCREENSHOTS") or tempfile.mkdtemp(prefix="tracks-"))
 U8 = npt.NDArray[np.uint8]
 
@@ -292,6 +294,93 @@ def test_the_detections_list_has_an_id_column_and_follow_says_lost_and_found(
     press(window, qtbot, Qt.Key.Key_F, Qt.KeyboardModifier.NoModifier)
     assert window.tracking.following is not None
     assert window.tracking.following.track_id == PERSON
+
+
+def tag_on_screen(window: MainWindow, track_id: int) -> QRect:
+    """Where the canvas shows the tag of track ``track_id``'s box, which core draws above
+    the box (its layout for the style and size the frame is drawn with)."""
+    result, settings = window.controller.last_result, window.controller.settings
+    assert result is not None and settings is not None
+    assert isinstance(result.output, Detections)
+    frame = result.frame
+    overlay = layout(
+        result.output, settings.model.labels, settings.overlay, frame.width, frame.height
+    )
+    tags = [m for m in overlay.boxes if m.tag is not None and f"#{track_id} " in m.tag.text]
+    assert len(tags) == 1
+    mark, tag = tags[0], tags[0].tag
+    assert tag is not None
+    t = tag.rect
+    assert t.y2 < mark.box.y1, "this frame's tag is not above its box"
+    return view_rect(window, (t.x1, t.y1, t.x2 + 1, t.y2 + 1))
+
+
+def overdrawn(before: U8, after: U8, rect: QRect) -> int:
+    """Pixels of ``rect`` (widget pixels) that changed from ``before`` to ``after``."""
+    ys, xs = slice(rect.top(), rect.bottom() + 1), slice(rect.left(), rect.right() + 1)
+    diff = np.abs(before[ys, xs].astype(np.int16) - after[ys, xs].astype(np.int16))
+    return int((diff.max(axis=2) > 12).sum())
+
+
+def repainted(window: MainWindow, qtbot: QtBot, before: U8) -> U8:
+    """The canvas as it shows once it differs from ``before``."""
+    shots: list[U8] = []
+
+    def differs() -> bool:
+        shots[:] = [rgb(window.canvas.grab_frame_image())]
+        return bool(np.any(shots[0] != before))
+
+    qtbot.waitUntil(differs, timeout=10_000)
+    return shots[0]
+
+
+def test_the_followed_or_picked_box_is_marked_around_its_tag_which_stays_readable(
+    tracked: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    window = tracked
+    open_paused(window, qtbot, sample, TAGGED)
+    window.tracking.choose("bytetrack")
+    qtbot.waitUntil(lambda: person_row_id(window) == PERSON, timeout=TIMEOUT_MS)
+    canvas, colour = window.canvas, track_colour(PERSON)
+    tag = tag_on_screen(window, PERSON)
+    inside = tag.adjusted(1, 1, -1, -1)
+    # the follow outline (6 px wide, 7 px out) runs around the tag: beside it, its height
+    beside = QRect(tag.left() - 9, tag.top(), 4, tag.height())
+
+    # frames drawn by core (the host path): the mark painted over the frame's pixels
+    plain = rgb(canvas.grab_frame_image())
+    window.tracking.follow(PERSON, 0)
+    followed = repainted(window, qtbot, plain)
+    save_screenshot(window, "follow-label.png")
+    assert overdrawn(plain, followed, inside) == 0, "the follow mark covers the tag"
+    ring = near(followed, colour)[beside.top() : beside.bottom(), beside.left() : beside.right()]
+    assert ring.mean() > 0.9, "the follow outline does not run around the tag"
+
+    # frames kept on the GPU: the canvas paints the overlay, then the mark
+    result, settings = window.controller.last_result, window.controller.settings
+    assert result is not None and settings is not None
+    overlay = (result.output, settings.model.labels, settings.overlay)
+    with qtbot.waitSignal(canvas.drawTimeMs, timeout=10_000):
+        canvas.set_image(result.frame.image, overlay)  # as the window shows device frames
+    followed = rgb(canvas.grab_frame_image())
+    save_screenshot(window, "follow-label-painted.png")
+    window.tracking.stop_following()
+    plain = repainted(window, qtbot, followed)
+    assert overdrawn(plain, followed, inside) == 0, "the follow mark covers the painted tag"
+    ring = near(followed, colour)[beside.top() : beside.bottom(), beside.left() : beside.right()]
+    assert ring.mean() > 0.9, "the follow outline does not run around the painted tag"
+
+    # the box picked in the detections list: the rest dimmed, the tag not
+    panel = window.detections.panel
+    panel.pick(next(i for i, r in enumerate(panel.visible_rows()) if r.label == "person"))
+    picked = repainted(window, qtbot, plain)
+    save_screenshot(window, "pick-label.png")
+    assert overdrawn(plain, picked, inside) == 0, "the picked box's tag is dimmed or covered"
+    assert panel.picked is not None
+    box, shown = view_rect(window, panel.picked.box), canvas.image_rect()
+    left = (slice(box.top(), box.bottom()), slice(round(shown.left()) + 2, box.left() - 20))
+    dimmed = picked[left].astype(float).mean() / plain[left].astype(float).mean()
+    assert dimmed < 0.7, "the rest of the frame is not dimmed"
 
 
 def test_the_track_list_lists_each_track_and_jumps_to_its_first_and_last_frame(

@@ -16,6 +16,7 @@ from framelens.core.stages.draw.style import (
     Rect,
     class_colour,
     layout,
+    mark_region,
     outline_half_width,
 )
 from framelens.core.types import Detections
@@ -207,6 +208,37 @@ def test_layout_places_tags_above_or_inside_and_skips_outside_boxes() -> None:
     assert above.text == "person 0.90" and above.rect.y2 == 59  # just above the box
     assert inside.rect.y1 == 0 and inside.rect.x1 == 10  # no room above: inside
     assert above.colour == class_colour(0) and above.text_colour in ((0, 0, 0), (255,) * 3)
+
+
+def test_a_mark_around_a_box_goes_around_everything_drawn_of_it_its_tag_too() -> None:
+    """The followed or picked box's mark (the canvas paints it outside this region)
+    never covers the box's tag, above the box or inside it, nor its outline."""
+    dets = _dets([[40, 60, 200, 180], [10, 0, 100, 50], [290, 100, 318, 140]], [0, 1, 2])
+    style = OverlayStyle()
+    overlay = layout(dets, LABELS, style, 320, 240)
+    for i, mark in enumerate(overlay.boxes):
+        region = mark_region(dets, i, LABELS, style, 320, 240)
+        assert region is not None
+        x1, y1, x2, y2 = region
+        drawn = np.zeros((240, 320), bool)
+        for band in mark.bands(320, 240):
+            drawn[band.y1 : band.y2 + 1, band.x1 : band.x2 + 1] = True
+        assert mark.tag is not None
+        t = mark.tag.rect
+        drawn[t.y1 : t.y2 + 1, t.x1 : t.x2 + 1] = True
+        ys, xs = np.nonzero(drawn)
+        # exactly what is drawn of it: pixel edges around its outline and its tag
+        assert (x1, y1, x2, y2) == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+    above, tag = mark_region(dets, 0, LABELS, style, 320, 240), overlay.boxes[0].tag
+    assert above is not None and tag is not None and above[1] == tag.rect.y1 < 60
+    narrow = mark_region(dets, 2, LABELS, style, 320, 240)  # its tag wider than it
+    assert narrow is not None and narrow[0] < 290
+    # no tag drawn (labels and scores off): the box and its outline alone
+    bare = mark_region(dets, 0, LABELS, OverlayStyle(labels=False, scores=False), 320, 240)
+    half = overlay.boxes[0].half
+    assert bare == (40 - half, 60 - half, 201 + half, 181 + half)
+    assert mark_region(_dets([[400, 300, 500, 400]], [0]), 0, LABELS, style, 320, 240) is None
+    assert mark_region(dets, 7, LABELS, style, 320, 240) is None
 
 
 def test_opencv_annotator_is_an_annotator() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from framelens.core.sessions.playback.follow import TrackFollow
 from framelens.core.sessions.playback.tracking import PlaybackTracking
+from framelens.core.stages.draw.style import OverlayStyle, mark_region
 from framelens.core.stages.source_stages import SourceStages
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.stages.tracking.track_log import TrackLog
@@ -135,3 +136,17 @@ def test_following_an_id_says_when_it_is_lost_and_found_again() -> None:
     assert seen[3].box is None and not follow.present
     # absent from the very first frame: nothing to say yet
     assert TrackFollow(7, 2, LABELS).see(0, dets((4, 2))).event is None
+
+
+def test_the_followed_track_is_marked_around_its_box_and_tag() -> None:
+    """The region to mark is what the overlay draws of the followed box on the frame:
+    its tag above it included, so the mark leaves the tag readable."""
+    follow = TrackFollow(12, 0, LABELS)
+    shown = dets((4, 2), (12, 0))
+    step = follow.see(0, shown, (320, 240), OverlayStyle())
+    assert step.box == (70.0, 80.0, 110.0, 150.0)
+    assert step.region == mark_region(shown, 1, LABELS, OverlayStyle(), 320, 240)
+    assert step.region is not None and step.region[1] < 80 - 10  # its tag, above the box
+    assert follow.see(1, shown).region == step.box  # no image size: the box alone
+    gone = follow.see(2, dets((4, 2)), (320, 240), OverlayStyle())
+    assert gone.box is None and gone.region is None

@@ -14,9 +14,11 @@ a box a tracker gave an ID, core/stages/tracking), the tag's text ("person 0.87"
 "person #12 0.87" for track 12), trails (the last centre points of a box's track as a
 polyline, rasterised here once so every painter colours the same pixels), line
 thickness and font scale from the image size, where a tag goes (above the box, inside
-when there is no room at the top edge), landmark dots. Tag
-sizes are measured with OpenCV's Hershey font, so every painter fills the same tag
-rectangle; the QPainter fits its own font's glyphs into the measured text box.
+when there is no room at the top edge), landmark dots, and where a mark around one box
+goes (``mark_region``: the followed or picked box, its tag inside the mark, so the mark
+never covers it). Tag sizes are measured with OpenCV's Hershey font, so every painter
+fills the same tag rectangle; the QPainter fits its own font's glyphs into the measured
+text box.
 
 Shapes are plain filled rectangles, so all painters colour exactly the same pixels:
 a box outline is the band of width ``2 * half + 1`` centred on the box's edges
@@ -251,6 +253,16 @@ class BoxMark:
         ]
         return [p for p in parts if not p.empty]
 
+    def extent(self, width: int, height: int) -> Rect:
+        """Every pixel of a ``width`` x ``height`` image this mark draws, or stands
+        for: the box, its outline's band (when drawn) and its tag."""
+        b, h = self.box, self.half if self.outline else 0
+        x1, y1, x2, y2 = b.x1 - h, b.y1 - h, b.x2 + h, b.y2 + h
+        if self.tag is not None:
+            t = self.tag.rect
+            x1, y1, x2, y2 = min(x1, t.x1), min(y1, t.y1), max(x2, t.x2), max(y2, t.y2)
+        return Rect(x1, y1, x2, y2).clipped(width, height)
+
 
 @dataclass(frozen=True, slots=True)
 class Dot:
@@ -369,6 +381,67 @@ def _trail(
     return Trail(x0, y0, mask, colour, track_id) if mask.any() else None
 
 
+def _box_mark(
+    box_f: Sequence[float],
+    cid: int,
+    score: float,
+    tid: int,
+    labels: Sequence[str],
+    style: OverlayStyle,
+    s: Sizes,
+    width: int,
+    height: int,
+) -> BoxMark | None:
+    """One box's outline and tag (None: entirely outside the image, or NaN)."""
+    x1f, y1f, x2f, y2f = box_f
+    if not (x2f >= 0 and y2f >= 0 and x1f <= width - 1 and y1f <= height - 1):
+        return None  # entirely outside the frame (or NaN): nothing sensible to draw
+    box = Rect(round(x1f), round(y1f), round(x2f), round(y2f)).clipped(width, height)
+    colour = box_colour(cid, tid)
+    tag = None
+    if style.tagged:
+        text = tag_text(cid, score, labels, style, tid)
+        tag = _tag(text, box.x1, box.y1, colour, s, width, height)
+    return BoxMark(box, s.half, colour, cid, tag, style.boxes)
+
+
+MarkBox = tuple[float, float, float, float]
+"""A region in image pixels by its edges: x1, y1 (the first pixel's top-left corner),
+x2, y2 (one past the last pixel)."""
+
+
+def mark_region(
+    detections: Detections,
+    index: int,
+    labels: Sequence[str],
+    style: OverlayStyle,
+    width: int,
+    height: int,
+) -> MarkBox | None:
+    """Where a mark around box ``index`` goes (the followed track's, the box picked in a
+    list): around all ``style`` draws of it on a ``width`` x ``height`` image, its
+    outline and its tag, so a mark painted around it leaves the tag readable. None: the
+    box is not in the image."""
+    if not 0 <= index < len(detections) or width <= 0 or height <= 0:
+        return None
+    tid = int(detections.track_ids[index]) if detections.track_ids is not None else -1
+    mark = _box_mark(
+        detections.boxes[index].tolist(),
+        int(detections.class_ids[index]),
+        float(detections.scores[index]),
+        tid,
+        labels,
+        style,
+        sizes(style, width, height),
+        width,
+        height,
+    )
+    if mark is None:
+        return None
+    r = mark.extent(width, height)
+    return (float(r.x1), float(r.y1), float(r.x2 + 1), float(r.y2 + 1))
+
+
 def layout(
     detections: Detections, labels: Sequence[str], style: OverlayStyle, width: int, height: int
 ) -> Overlay:
@@ -391,17 +464,10 @@ def layout(
         scores = detections.scores.tolist()
         class_ids = detections.class_ids.tolist()
         for i in range(n):
-            x1f, y1f, x2f, y2f = boxes[i]
-            if not (x2f >= 0 and y2f >= 0 and x1f <= width - 1 and y1f <= height - 1):
-                continue  # entirely outside the frame (or NaN): nothing sensible to draw
-            box = Rect(round(x1f), round(y1f), round(x2f), round(y2f)).clipped(width, height)
             cid, tid = int(class_ids[i]), int(tracks[i])
-            colour = box_colour(cid, tid)
-            tag = None
-            if style.tagged:
-                text = tag_text(cid, scores[i], labels, style, tid)
-                tag = _tag(text, box.x1, box.y1, colour, s, width, height)
-            marks.append(BoxMark(box, s.half, colour, cid, tag, style.boxes))
+            mark = _box_mark(boxes[i], cid, scores[i], tid, labels, style, s, width, height)
+            if mark is not None:
+                marks.append(mark)
     trails: list[Trail] = []
     if style.trails and detections.trails is not None:
         thick = trail_thickness(s)
@@ -451,6 +517,7 @@ __all__ = [
     "Annotator",
     "BoxMark",
     "Dot",
+    "MarkBox",
     "Overlay",
     "OverlayStyle",
     "Rect",
@@ -462,6 +529,7 @@ __all__ = [
     "box_colour",
     "class_colour",
     "layout",
+    "mark_region",
     "outline_half_width",
     "sizes",
     "tag_at",
