@@ -226,13 +226,14 @@ class DetectionsPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        # the dock is narrow: a long class name is elided, the numbers never are
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        # the dock is narrow: the class name, ID and score keep their width and the box
+        # takes the room left, elided where it must be (its tooltip has it whole)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         # as wide as "Score" and its sort arrow (a fixed width crowded the arrow); scores
         # are narrower than that, so the width holds still while frames go by
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.table.setColumnHidden(1, True)  # the ID column: shown while boxes have IDs
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
@@ -321,16 +322,10 @@ class DetectionsPanel(QWidget):
         self._update_caption()
 
     def _show_ids(self, tracked: bool) -> None:
-        """The ID column while a tracker numbers the boxes. In a narrow dock the class
-        name then keeps its width and the box is elided (its tooltip has it whole);
-        without IDs the class name takes the room left, as before."""
+        """The ID column while a tracker numbers the boxes."""
         if self.table.isColumnHidden(1) != tracked:
             return
         self.table.setColumnHidden(1, not tracked)
-        header = self.table.horizontalHeader()
-        fit, stretch = QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.Stretch
-        header.setSectionResizeMode(0, fit if tracked else stretch)
-        header.setSectionResizeMode(3, stretch if tracked else fit)
 
     def _follow(self, before: DetectionRow, rows: list[DetectionRow]) -> DetectionRow | None:
         """The row of ``rows`` that is the box ``before`` picked in the previous frame:
