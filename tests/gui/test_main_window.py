@@ -449,11 +449,17 @@ def test_canvas_zoom_and_reset(window: MainWindow, qtbot: QtBot, sample: str) ->
 
 
 def test_window_screenshot(window: MainWindow, qtbot: QtBot, sample: str, tmp_path: Path) -> None:
-    """Grab the whole window while playing; FRAMELENS_SCREENSHOT=path keeps a copy."""
+    """Grab the whole window while playing, tracking people across a counting line
+    saved beside the video; FRAMELENS_SCREENSHOT=path keeps a copy (the README's)."""
     keep = os.environ.get("FRAMELENS_SCREENSHOT")
+    video = tmp_path / "walkers.mp4"
+    shutil.copy(sample, video)
+    door = {"name": "door", "points": [[600, 431], [600, 200]], "classes": ["person"]}
+    Path(f"{video}.zones.json").write_text(json.dumps({"lines": [door], "zones": []}))
     window.transport.realtime_button.setChecked(False)
-    start(window, qtbot, sample, frames=3)
-    window.controller.seek(250)
+    window.tracking.kind_actions["bytetrack"].trigger()
+    start(window, qtbot, str(video), frames=3)
+    window.controller.seek(150)  # the first walker crosses the door near frame 190
     # the README's copy shows plots well filled, their median line drawn (it refreshes
     # once a second); the grab itself needs only the video playing past the seek
     shown = 120 if keep else 13
@@ -465,6 +471,8 @@ def test_window_screenshot(window: MainWindow, qtbot: QtBot, sample: str, tmp_pa
     assert grab_window(window).save(str(target))  # the canvas's overlays included
     canvas = image_array(window.canvas.grab_frame_image())
     assert canvas.std() > 10
+    shown = window.controller.last_result
+    assert shown is not None and getattr(shown.output, "track_ids", None) is not None
 
 
 def drop(window: MainWindow, *paths: str) -> None:
