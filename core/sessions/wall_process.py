@@ -199,7 +199,8 @@ class WallProcess:
         opened = open_receiver(handles, self._release_now)
         if isinstance(opened, str):
             self._send(("transport", HOST))
-            self._settle(WallTransport(HOST, f"CUDA IPC handles not opened here: {opened}"))
+            reason = f"CUDA IPC handles not opened here: {opened}"
+            self._settle(WallTransport(HOST, reason, fell_back=True))
             return
         with self._deliver_lock:
             if self._closing:  # closed meanwhile: nothing may map the child's buffers
@@ -225,7 +226,7 @@ class WallProcess:
             elif kind == "ipc-handles":
                 self._open_ipc(message[1])
             elif kind == "transport":  # the child fell back to shared memory
-                self._settle(WallTransport(HOST, message[1]))
+                self._settle(WallTransport(HOST, message[1], fell_back=True))
         conn.close()
         if not self._closing:
             process = self._process

@@ -63,11 +63,14 @@ and this process still fall back with their reasons)."""
 @dataclass(frozen=True)
 class WallTransport:
     """The transport in use: ``kind`` (HOST or IPC), why not IPC (``reason``, for HOST),
-    and the CUDA device the child exports from (IPC)."""
+    the CUDA device the child exports from (IPC), and whether CUDA IPC was the way but
+    could not be used (``fell_back``: worth telling the user once; a wall on the CPU or
+    shared memory asked for is not)."""
 
     kind: str
     reason: str = ""
     device: int | None = None
+    fell_back: bool = False
 
     @property
     def path(self) -> str:
@@ -89,15 +92,15 @@ def choose_transport(
         return WallTransport(HOST, "chosen")
     on_cuda = device.strip().lower().startswith("cuda")
     if not on_cuda and wanted == "auto":
-        return WallTransport(HOST, "the wall runs on the CPU: its picture is in host memory")
+        return WallTransport(HOST, "the wall runs on the CPU")
     try:
         index = parse_cuda_device(device) if on_cuda else 0
     except EngineError as exc:
-        return WallTransport(HOST, str(exc))
+        return WallTransport(HOST, str(exc), fell_back=True)
     if wanted == "auto":
         reason = (ipc_reason or ipc_unavailable_reason)(index)
         if reason is not None:
-            return WallTransport(HOST, f"no CUDA IPC in this process: {reason}")
+            return WallTransport(HOST, f"no CUDA IPC in this process: {reason}", fell_back=True)
     return WallTransport(IPC, device=index)
 
 

@@ -463,9 +463,9 @@ class WallWindow(QMainWindow):
     @Slot(object)
     def _on_transport(self, transport: WallTransport) -> None:
         """How the process's pictures come, in the summary; said once in the status bar
-        when it is not CUDA IPC for a reason the user did not choose."""
+        when CUDA IPC was the way and could not be used (core says which)."""
         self.transport = transport
-        if transport.reason and transport.reason != "chosen":
+        if transport.fell_back:
             self.statusBar().showMessage(f"The wall's {transport.path}", 10000)
 
     @Slot(str)

@@ -122,7 +122,8 @@ def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memor
         assert not consumer.errors
         # on the CPU the picture is in host memory: shared memory, and the reason said once
         assert len(consumer.transports) == 1 and consumer.transports[0].kind == HOST
-        assert "CPU" in consumer.transports[0].reason
+        assert consumer.transports[0].reason == "the wall runs on the CPU"
+        assert not consumer.transports[0].fell_back
         assert all(p.transport == HOST and p.device is None for p in consumer.pictures)
         assert all(t.status == "ended" for t in final.tiles)
         made = sum(t.frames for t in final.tiles)
@@ -188,7 +189,7 @@ def test_cuda_ipc_that_the_child_cannot_set_up_falls_back_to_shared_memory_with_
     assert not consumer.errors, consumer.errors  # a fallback, not an error
     assert len(consumer.transports) == 1, consumer.transports
     fallback = consumer.transports[0]
-    assert fallback.kind == HOST and consumer.wall.transport == fallback
+    assert fallback.kind == HOST and fallback.fell_back and consumer.wall.transport == fallback
     assert fallback.reason.startswith("CUDA IPC not set up in the wall's process: ")
     assert "\n" not in fallback.reason
     assert all(p.transport == HOST for p in consumer.pictures)

@@ -13,10 +13,8 @@ from framelens.core.sessions.wall_transport import HOST, IPC, WallTransport, cho
 
 def test_a_wall_on_the_cpu_hands_its_picture_through_shared_memory_and_says_why() -> None:
     transport = choose_transport("cpu")
-    assert transport.kind == HOST
-    assert transport.path == (
-        "picture through shared memory (the wall runs on the CPU: its picture is in host memory)"
-    )
+    assert transport.kind == HOST and not transport.fell_back  # nothing to tell the user
+    assert transport.path == "picture through shared memory (the wall runs on the CPU)"
 
 
 def test_shared_memory_asked_for_is_used_on_cuda_too() -> None:
@@ -30,14 +28,14 @@ def test_a_wall_on_cuda_uses_ipc_exactly_where_this_process_can_open_its_handles
         assert transport == WallTransport(IPC, device=0)
         assert transport.path == "picture through CUDA IPC"
     else:  # here: no pycuda, no device
-        assert transport.kind == HOST
+        assert transport.kind == HOST and transport.fell_back
         assert transport.reason == f"no CUDA IPC in this process: {reason}"
         assert "\n" not in transport.reason
 
 
 def test_a_device_that_is_not_one_is_said_and_shared_memory_used() -> None:
     transport = choose_transport("cuda:x")
-    assert transport.kind == HOST
+    assert transport.kind == HOST and transport.fell_back
     assert "unknown CUDA device 'cuda:x'" in transport.reason
 
 
