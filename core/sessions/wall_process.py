@@ -408,16 +408,19 @@ def _ipc_sender(
         return None
     send(("ipc-handles", sender.handles))
     answer: tuple[Any, ...] = ("transport", HOST)
-    while commands.poll(_HANDSHAKE_S):
-        command = commands.recv()
-        if command[0] == "transport":
-            answer = command
-            break
-        early.append(command)
-        if command[0] == "stop":
-            break
-    else:
-        send(("transport", "CUDA IPC: the consumer's process did not open the handles"))
+    try:
+        while commands.poll(_HANDSHAKE_S):
+            command = commands.recv()
+            if command[0] == "transport":
+                answer = command
+                break
+            early.append(command)
+            if command[0] == "stop":
+                break
+        else:
+            send(("transport", "CUDA IPC: the consumer's process did not open the handles"))
+    except (EOFError, OSError):  # the parent went away
+        early.append(("stop",))
     if answer[1] != IPC:
         sender.close()
         return None
