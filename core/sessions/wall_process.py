@@ -383,13 +383,20 @@ class _Publisher:
                 if self.stopped:
                     return
                 buffer = self._free.pop(0)
-                self._put(buffer)
+                try:
+                    self._put(buffer)
+                except Exception as exc:  # one message, not a wall that stalls unseen
+                    self.stopped = True
+                    self._lock.notify_all()
+                    failed = error_message(exc)
+                    break
                 shown, self._renewed = len(self._renewed), set()
                 self._version += 1
                 message = ("picture", buffer, self._version, dict(self._overlays), shown,
                            self._replaced, self._sender.kind)  # fmt: skip
                 self._lock.notify_all()  # results waiting for their tile's publish
             self._send(message)
+        self._send(("error", f"the video wall's picture could not be handed over: {failed}"))
 
 
 def _ipc_sender(
