@@ -439,6 +439,12 @@ class WallWindow(QMainWindow):
         self.plots.add_state(state)
         self.play_action.setText("Pause" if state.playing or state.status == "opening" else "Play")
         self.play_action.setIcon(icon("pause" if state.playing else "play"))
+        self._show_summary()
+        self.canvas.update()  # the captions
+        self._plots_dirty = True
+
+    def _show_summary(self) -> None:
+        state = self.state
         failed = sum(t.status == "failed" for t in state.tiles)
         parts = [f"{len(state.tiles)} sources", f"{state.fps:.1f} fps in all"]
         if state.batches_run:
@@ -457,14 +463,14 @@ class WallWindow(QMainWindow):
         if state.status in ("ended", "paused", "failed"):
             parts.append(state.status)
         self.summary_label.setText(" · ".join(parts))
-        self.canvas.update()  # the captions
-        self._plots_dirty = True
 
     @Slot(object)
     def _on_transport(self, transport: WallTransport) -> None:
         """How the process's pictures come, in the summary; said once in the status bar
         when CUDA IPC was the way and could not be used (core says which)."""
         self.transport = transport
+        if self.state.tiles:  # else "Opening…" until the first state
+            self._show_summary()
         if transport.fell_back:
             self.statusBar().showMessage(f"The wall's {transport.path}", 10000)
 
