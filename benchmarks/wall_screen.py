@@ -8,7 +8,8 @@ Each source is a clip cut from the bundled sample (``--size``, ``--fps``), playe
 own real time (the wall's pacing) with the default detector and ByteTrack (tracks on).
 ``--video`` plays files given instead (the H200's 1080p30 clip, ``--sources`` copies of it),
 ``--device cuda:0`` on the GPU, ``--processes`` the wall's session in a process of its
-own (core/sessions/wall_process.py; the host path: its picture through shared memory).
+own (core/sessions/wall_process.py: its picture through CUDA IPC on a GPU, else through
+shared memory; ``picture_transport`` says which, and why not IPC).
 
 Per run, after a warm-up, over ``--seconds``:
 - ``results_per_s``: results the session made (every tile's ``frames``);
@@ -263,6 +264,8 @@ def one_run(
         sampler.__exit__(None, None, None)
     probe.stop()
     display_path = canvas.display_path
+    # --processes: how the child's picture came (CUDA IPC, or shared memory and why)
+    transport = wall.transport.path if wall.transport is not None else None
     wall.close()
     pump_until(lambda: False, 0.5)
     wall.deleteLater()
@@ -273,6 +276,7 @@ def one_run(
     out: dict[str, Any] = {
         "seconds": round(span, 2),
         "display_path": display_path,
+        "picture_transport": transport,
         "results_per_s": round((last["made"] - first["made"]) / span, 1),
         "shown_per_s": round((last["shown"] - first["shown"]) / span, 1),
         "paints_per_s": round((last["paints"] - first["paints"]) / span, 1),

@@ -152,6 +152,7 @@ from framelens.core.sessions.wall_layout import (
     save_wall_layout,
 )
 from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
+from framelens.core.sessions.wall_transport import WallTransport
 from framelens.core.sessions.wall_zones import WallZones, wall_stages, wall_zones, zones_of
 from framelens.core.stages.analytics.counting import Event
 from framelens.core.stages.analytics.heatmap import HeatLayer, heat_layer, heat_patch
@@ -317,6 +318,7 @@ __all__ = [
     "WallPlayer",
     "WallProcess",
     "WallState",
+    "WallTransport",
     "WallZones",
     "ZoneSpec",
     "ZonesFile",

@@ -1,23 +1,37 @@
-"""The video wall's session in a process of its own; its picture shared with this one.
+"""The video wall's session in a process of its own; its picture handed to this one.
 
-    child process: WallPlayer ──results──> WallPicture (host, this process's own copy)
-        ──publish: one memcpy into a free buffer of shared memory──> Pipe: ("picture", ...)
+    child process: WallPlayer ──results──> WallPicture (its own, on the device on a GPU)
+        ──publish into a released buffer k (the transport's)──> Pipe: ("picture", k, ...)
     this process: reader thread ──on_picture(SharedWallFrame)──> the consumer (a canvas)
-        ──release(buffer)──> Pipe ──> the buffer is free for the child again
+        ──release(k)──> Pipe ──> buffer k is free for the child again
 
 Decode, inference, tracking and the drawing of every tile run in the child, so the
 consumer's process (the GUI's) holds no pipeline thread that competes for its GIL. The
-picture is double-buffered in ``multiprocessing.shared_memory``: the child writes only a
-buffer the consumer has released, and the consumer reads the one it was handed in place
-(``SharedWallFrame.image`` is a view of the shared memory, no copy), until it releases
-it. The child publishes when a buffer is free, so a consumer that keeps up gets every
-result of every tile in some picture; a tile renewed twice between two publishes counts
-one ``replaced``. Overlays (detections, lines and zones), states and errors travel in
-the pipe's messages. ``close`` stops the child and frees the shared memory; a child that
-dies is one ``on_error`` message.
+picture is double-buffered: the child writes only a buffer the consumer has released, and
+the consumer reads the one it was handed in place until it releases it. Two transports
+behind one interface (``wall_transport``), chosen here before the child starts
+(``choose_transport``), the one in use in ``transport`` and told to ``on_transport``:
 
-The GPU path would hand device memory the same way (docs/architecture.md: CUDA IPC); this
-module is the host path and the seam (``SharedWallFrame``) that path would fill.
+* CUDA IPC, where the child's pipeline runs on CUDA and this process can open IPC handles
+  of the same device: the child copies its device picture device-to-device into one of two
+  IPC buffers and records an inter-process event; the handles cross once, at open; the
+  frame here is ``SharedWallFrame.device`` (a DeviceFrame the canvas copies into its GL
+  texture through CUDA-GL interop, after waiting on the device for that event); ``release``
+  hands the buffer back once that copy is done. No host copy anywhere.
+* shared memory (``multiprocessing.shared_memory``) otherwise: the picture copied into one
+  of two host buffers (downloaded first when drawn on the device); ``SharedWallFrame.image``
+  is a view of it, no copy here.
+
+CUDA IPC that cannot be set up in the child, cannot be opened here, or whose picture
+leaves the device falls back to shared memory for good, with one reason
+(``WallTransport.reason``). IPC across GPUs is not handled (same device only).
+
+The child publishes when a buffer is free, so a consumer that keeps up gets every result
+of every tile in some picture; a tile renewed twice between two publishes counts one
+``replaced``. Overlays (detections, lines and zones), states and errors travel in the
+pipe's messages. ``close`` closes this process's IPC handles, stops the child (which then
+frees its buffers) and frees the shared memory; a child that dies is one ``on_error``
+message.
 """
 
 from __future__ import annotations
@@ -31,19 +45,34 @@ from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
 
-import numpy as np
-from framelens.core.errors import error_message
+from framelens.core.errors import EngineError, error_message
+from framelens.core.gpu.context import get_context
+from framelens.core.gpu.interop import DeviceFrame
+from framelens.core.gpu.wall_ipc import IpcPictureSender, open_receiver
 from framelens.core.gpu.wall_picture import WallPicture
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.wall_transport import (
+    HOST,
+    IPC,
+    HostPictureReceiver,
+    HostPictureSender,
+    IpcReceiver,
+    IpcSender,
+    PictureReceiver,
+    PictureSender,
+    WallTransport,
+    choose_transport,
+)
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.types import Detections, FrameResult, Image
 
-__all__ = ["BUFFERS", "SharedWallFrame", "TileOverlay", "WallProcess"]
+__all__ = ["BUFFERS", "SharedWallFrame", "TileOverlay", "WallProcess", "WallTransport"]
 
 BUFFERS = 2
 _DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
 _WAIT_S = 0.5  # the longest a result waits for its tile's previous one to be published
 _STOP_JOIN_S = 10.0
+_HANDSHAKE_S = 30.0  # the longest the child waits for this process to open its IPC handles
 
 
 @dataclass(frozen=True)
@@ -59,28 +88,43 @@ class TileOverlay:
 
 @dataclass(frozen=True)
 class SharedWallFrame:
-    """One published picture of the wall: ``image`` is a view of shared memory (BGR,
-    valid until ``WallProcess.release(buffer)``), ``overlays`` by tile, ``shown`` the
-    tiles renewed since the previous picture, ``replaced`` every result drawn over before
-    it was published (since the start)."""
+    """One published picture of the wall, valid until ``WallProcess.release(buffer)``:
+    ``image`` a view of shared memory (BGR) on the host transport, ``device`` a
+    DeviceFrame of an IPC buffer on the CUDA IPC one (the other None); ``transport`` the
+    one it came by; ``overlays`` by tile, ``shown`` the tiles renewed since the previous
+    picture, ``replaced`` every result drawn over before it was published (since the
+    start)."""
 
     buffer: int
     version: int
-    image: Image
+    image: Image | None
     overlays: dict[int, TileOverlay]
     shown: int
     replaced: int
+    device: DeviceFrame | None = None
+    transport: str = HOST
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the picture."""
+        if self.device is not None:
+            return self.device.width, self.device.height
+        assert self.image is not None
+        return int(self.image.shape[1]), int(self.image.shape[0])
 
 
 StateCallback = Callable[[Any], None]
 ErrorCallback = Callable[[str], None]
 PictureCallback = Callable[[SharedWallFrame], None]
+TransportCallback = Callable[[WallTransport], None]
 
 
 class WallProcess:
     """``specs`` played by a WallPlayer in a spawned process, its picture of ``size``
-    pixels shared with this process. Callbacks run on a reader thread of this process
-    (a GUI marshals them onto its own)."""
+    pixels handed to this process (``transport``: "auto", "host" or "ipc", see
+    ``wall_transport.TRANSPORTS``). Callbacks run on a reader thread of this process (a
+    GUI marshals them onto its own), ``on_transport`` when the transport is settled or
+    falls back."""
 
     def __init__(
         self,
@@ -91,16 +135,24 @@ class WallProcess:
         size: tuple[int, int] = (1280, 720),
         realtime: bool = True,
         stages: StageFactory | None = None,
+        transport: str = "auto",
+        on_transport: TransportCallback | None = None,
     ) -> None:
         self._on_picture, self._on_state, self._on_error = on_picture, on_state, on_error
+        self._on_transport = on_transport
         self.width, self.height = size
-        self._realtime, self._stages = realtime, stages
+        self._realtime, self._stages, self._wanted = realtime, stages, transport
+        self.transport: WallTransport | None = None  # settled: what on_transport was told
         self._shm: SharedMemory | None = None
+        self._host: PictureReceiver | None = None
+        self._ipc: PictureReceiver | None = None
+        self._via: dict[int, PictureReceiver] = {}  # each buffer's receiver, last picture
         self._process: Any = None
         self._to_child: Connection | None = None
         self._reader: threading.Thread | None = None
         self._closing = False
         self._send_lock = threading.Lock()
+        self._deliver_lock = threading.Lock()  # a picture's delivery against close()
 
     @property
     def pid(self) -> int | None:
@@ -111,13 +163,15 @@ class WallProcess:
         through ``on_error``)."""
         if self._process is not None:
             raise RuntimeError("a WallProcess opens its sources once")
+        plan = choose_transport(settings.device, self._wanted)
         frame_bytes = self.width * self.height * 3
         self._shm = SharedMemory(create=True, size=frame_bytes * BUFFERS)
+        size = (self.width, self.height)
+        self._host = HostPictureReceiver(self._shm, size, self._release_now)
         ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
         from_child, child_out = ctx.Pipe(duplex=False)
         child_in, to_child = ctx.Pipe(duplex=False)
-        shape = (self.width, self.height)
-        args = (list(specs), settings, self._stages, self._realtime, self._shm.name, shape)
+        args = (list(specs), settings, self._stages, self._realtime, self._shm.name, size, plan)
         self._process = ctx.Process(
             target=_child_main,
             args=(*args, child_in, child_out),
@@ -128,18 +182,33 @@ class WallProcess:
         child_out.close()  # ours closed: the child's end closing (it died) is our EOF
         child_in.close()
         self._to_child = to_child
+        if plan.kind == HOST:
+            self._settle(plan)
         self._reader = threading.Thread(
             target=self._read, args=(from_child,), name="fl-wall-reader", daemon=True
         )
         self._reader.start()
 
-    def _view(self, buffer: int) -> Image:
-        assert self._shm is not None
-        size = self.width * self.height * 3
-        array: Image = np.ndarray(
-            (self.height, self.width, 3), np.uint8, self._shm.buf, offset=buffer * size
-        )
-        return array
+    def _settle(self, transport: WallTransport) -> None:
+        self.transport = transport
+        if self._on_transport is not None:
+            self._on_transport(transport)
+
+    def _open_ipc(self, handles: Any) -> None:
+        """The child's IPC handles opened here, or shared memory for good (said why)."""
+        opened = open_receiver(handles, self._release_now)
+        if isinstance(opened, str):
+            self._send(("transport", HOST))
+            reason = f"CUDA IPC handles not opened here: {opened}"
+            self._settle(WallTransport(HOST, reason, fell_back=True))
+            return
+        with self._deliver_lock:
+            if self._closing:  # closed meanwhile: nothing may map the child's buffers
+                opened.close()
+                return
+            self._ipc = IpcReceiver(opened)
+        self._send(("transport", IPC))
+        self._settle(WallTransport(IPC, device=handles.device))
 
     def _read(self, conn: Connection) -> None:
         while True:
@@ -149,15 +218,15 @@ class WallProcess:
                 break
             kind = message[0]
             if kind == "picture":
-                _, buffer, version, overlays, shown, replaced = message
-                frame = SharedWallFrame(
-                    buffer, version, self._view(buffer), overlays, shown, replaced
-                )
-                self._on_picture(frame)
+                self._deliver(message)
             elif kind == "state":
                 self._on_state(message[1])
             elif kind == "error":
                 self._on_error(message[1])
+            elif kind == "ipc-handles":
+                self._open_ipc(message[1])
+            elif kind == "transport":  # the child fell back to shared memory
+                self._settle(WallTransport(HOST, message[1], fell_back=True))
         conn.close()
         if not self._closing:
             process = self._process
@@ -168,6 +237,19 @@ class WallProcess:
                 "its sources are no longer played"
             )
 
+    def _deliver(self, message: tuple[Any, ...]) -> None:
+        _, buffer, version, overlays, shown, replaced, via = message
+        receiver = self._ipc if via == IPC else self._host
+        with self._deliver_lock:
+            if self._closing or receiver is None:
+                return
+            self._via[buffer] = receiver
+            image, device = receiver.picture(buffer)
+            frame = SharedWallFrame(
+                buffer, version, image, overlays, shown, replaced, device, receiver.kind
+            )
+            self._on_picture(frame)
+
     def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
             if self._to_child is None:
@@ -175,9 +257,15 @@ class WallProcess:
             with contextlib.suppress(OSError, BrokenPipeError):
                 self._to_child.send(message)
 
-    def release(self, buffer: int) -> None:
-        """The consumer is done with ``buffer`` (uploaded it): the child may write it."""
+    def _release_now(self, buffer: int) -> None:
         self._send(("release", buffer))
+
+    def release(self, buffer: int) -> None:
+        """The consumer is done with ``buffer`` (uploaded it, or gives it back unseen): the
+        child may write it (on CUDA IPC once the copies out of it queued are done)."""
+        receiver = self._via.get(buffer, self._host)
+        if receiver is not None:
+            receiver.release(buffer)
 
     def play(self) -> None:
         self._send(("play",))
@@ -189,9 +277,13 @@ class WallProcess:
         self._send(("realtime", realtime))
 
     def close(self) -> None:
-        """Stop the child (at once, or killed after a grace period) and free the shared
-        memory; nothing is delivered after this returns."""
-        self._closing = True
+        """Close this process's IPC handles, stop the child (at once, or killed after a
+        grace period) and free the shared memory; nothing is delivered after this
+        returns."""
+        with self._deliver_lock:
+            self._closing = True
+        if self._ipc is not None:  # before the child frees what they map
+            self._ipc.close()
         self._send(("stop",))
         process = self._process
         if process is not None:
@@ -205,6 +297,8 @@ class WallProcess:
                 self._to_child = None
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(_STOP_JOIN_S)
+        self._host = self._ipc = None
+        self._via.clear()
         if self._shm is not None:
             with contextlib.suppress(BufferError):  # a view still held: freed with it
                 self._shm.close()
@@ -214,12 +308,19 @@ class WallProcess:
 
 
 class _Publisher:
-    """The child's side: results drawn into its own picture, copied into a free shared
-    buffer when one is (at most one picture on its way, the rest waits for a release)."""
+    """The child's side: results drawn into its own picture, put into a free buffer by
+    the sender in use when one is (at most one picture on its way, the rest waits for a
+    release). CUDA IPC that fails falls back to shared memory for good, said once."""
 
-    def __init__(self, shm: SharedMemory, size: tuple[int, int], out: Connection) -> None:
+    def __init__(
+        self,
+        host: PictureSender,
+        ipc: PictureSender | None,
+        size: tuple[int, int],
+        send: Callable[[tuple[Any, ...]], None],
+    ) -> None:
         self.width, self.height = size
-        self._shm, self._out = shm, out
+        self._host, self._sender, self._send = host, ipc or host, send
         self.picture = WallPicture(size)
         self._lock = threading.Condition()
         self._free = list(range(BUFFERS))
@@ -259,9 +360,22 @@ class _Publisher:
             self.stopped = True
             self._lock.notify_all()
 
+    def _put(self, buffer: int) -> None:
+        """The picture into ``buffer`` by the sender in use; a CUDA IPC sender that
+        cannot is dropped for shared memory (the reason sent once)."""
+        source = self.picture.picture()
+        if self._sender is not self._host:
+            try:
+                self._sender.publish(buffer, source)
+                return
+            except EngineError as exc:
+                why = self.picture.note or str(exc)
+                self._sender = self._host
+                self._send(("transport", f"CUDA IPC given up in the wall's process: {why}"))
+        self._sender.publish(buffer, source)
+
     def run(self) -> None:
         """Publish until stopped: whenever a tile is renewed and a buffer is free."""
-        size = self.width * self.height * 3
         while True:
             with self._lock:
                 while not self.stopped and not (self._renewed and self._free):
@@ -269,22 +383,55 @@ class _Publisher:
                 if self.stopped:
                     return
                 buffer = self._free.pop(0)
-                view: Image = np.ndarray(
-                    (self.height, self.width, 3), np.uint8, self._shm.buf, offset=buffer * size
-                )
-                source = self.picture.picture()
-                if not isinstance(source, np.ndarray):  # drawn on the GPU: one download
-                    source = source.to_host_bgr()  # (the CUDA IPC seam: docs/architecture.md)
-                np.copyto(view, source)
+                try:
+                    self._put(buffer)
+                except Exception as exc:  # one message, not a wall that stalls unseen
+                    self.stopped = True
+                    self._lock.notify_all()
+                    failed = error_message(exc)
+                    break
                 shown, self._renewed = len(self._renewed), set()
                 self._version += 1
                 message = ("picture", buffer, self._version, dict(self._overlays), shown,
-                           self._replaced)  # fmt: skip
+                           self._replaced, self._sender.kind)  # fmt: skip
                 self._lock.notify_all()  # results waiting for their tile's publish
-            try:
-                self._out.send(message)
-            except (OSError, BrokenPipeError):
-                return
+            self._send(message)
+        self._send(("error", f"the video wall's picture could not be handed over: {failed}"))
+
+
+def _ipc_sender(
+    plan: WallTransport,
+    size: tuple[int, int],
+    commands: Connection,
+    send: Callable[[tuple[Any, ...]], None],
+    early: list[tuple[Any, ...]],
+) -> IpcPictureSender | None:
+    """The CUDA IPC buffers made and their handles opened by the parent, or None (the
+    reason sent). Commands that come meanwhile are kept in ``early``."""
+    try:
+        sender = IpcPictureSender(get_context(plan.device or 0), *size, BUFFERS)
+    except EngineError as exc:
+        send(("transport", f"CUDA IPC not set up in the wall's process: {exc}"))
+        return None
+    send(("ipc-handles", sender.handles))
+    answer: tuple[Any, ...] = ("transport", HOST)
+    try:
+        while commands.poll(_HANDSHAKE_S):
+            command = commands.recv()
+            if command[0] == "transport":
+                answer = command
+                break
+            early.append(command)
+            if command[0] == "stop":
+                break
+        else:
+            send(("transport", "CUDA IPC: the consumer's process did not open the handles"))
+    except (EOFError, OSError):  # the parent went away
+        early.append(("stop",))
+    if answer[1] != IPC:
+        sender.close()
+        return None
+    return sender
 
 
 def _child_main(
@@ -294,6 +441,7 @@ def _child_main(
     realtime: bool,
     shm_name: str,
     size: tuple[int, int],
+    plan: WallTransport,
     commands: Connection,
     out: Connection,
 ) -> None:
@@ -308,7 +456,11 @@ def _child_main(
         with send_lock, contextlib.suppress(OSError, BrokenPipeError):
             out.send(message)
 
-    publisher = _Publisher(shm, size, out)
+    early: list[tuple[Any, ...]] = []
+    ipc = _ipc_sender(plan, size, commands, send, early) if plan.kind == IPC else None
+    publisher = _Publisher(
+        HostPictureSender(shm, size), IpcSender(ipc) if ipc is not None else None, size, send
+    )
     publisher.picture.set_layout(len(specs))
 
     def on_state(state: Any) -> None:
@@ -325,11 +477,19 @@ def _child_main(
     )
     thread = threading.Thread(target=publisher.run, name="fl-wall-publish", daemon=True)
     thread.start()
+
+    def next_command() -> tuple[Any, ...]:
+        if early:
+            return early.pop(0)
+        command: tuple[Any, ...] = commands.recv()
+        return command
+
     try:
-        player.open(specs, settings)
+        if not any(command[0] == "stop" for command in early):
+            player.open(specs, settings)
         while True:
             try:
-                command = commands.recv()
+                command = next_command()
             except (EOFError, OSError):
                 break  # the parent went away
             if command[0] == "release":
@@ -348,6 +508,8 @@ def _child_main(
         publisher.stop()
         player.close()
         thread.join(5.0)
+        if ipc is not None:  # the parent closed its handles before it said "stop"
+            ipc.close()
         with contextlib.suppress(Exception):
             del publisher
             shm.close()

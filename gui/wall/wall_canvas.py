@@ -164,14 +164,15 @@ class WallCanvas(QOpenGLWidget):
         self, frame: SharedWallFrame, labels: tuple[str, ...], style: OverlayStyle
     ) -> None:
         """The whole wall as drawn in its own process (``frame.image``: shared memory,
-        uploaded as it lies at the next paint, then its buffer handed back through
-        ``release_shared``); a picture still waiting is handed back unseen (its renewed
+        uploaded as it lies; ``frame.device``: an IPC buffer, copied on the device through
+        interop) at the next paint, then its buffer handed back through
+        ``release_shared``; a picture still waiting is handed back unseen (its renewed
         tiles counted as replaced)."""
         older, self._shared = self._shared, frame
         if older is not None:
             self.tiles_replaced += older.shown
             self._release(older)
-        size = (int(frame.image.shape[1]), int(frame.image.shape[0]))
+        size = frame.size
         if size != self._shared_size:
             self._shared_size = size
             self._relayout()
@@ -351,7 +352,8 @@ class WallCanvas(QOpenGLWidget):
             self._texture.create()  # shown again after a hide released it
         if self._shared is not None:
             frame, self._shared = self._shared, None
-            self._texture.set(frame.image)  # contiguous: uploaded from shared memory
+            # shared memory: uploaded as it lies; CUDA IPC: copied on the device (interop)
+            self._texture.set(frame.device if frame.device is not None else frame.image)
             self._texture.upload()
             self._texture.shown = None  # its buffer is the child's again
             self._release(frame)

@@ -32,6 +32,7 @@ from framelens.core.api import (
     WallPlayer,
     WallProcess,
     WallState,
+    WallTransport,
     WallZones,
     save_wall_layout,
     wall_stages,
@@ -134,12 +135,15 @@ class _ProcessControls:
 
 class WallProcessSession(QObject):
     """The wall's session in a process of its own (core's WallProcess): its pictures,
-    states and errors as signals on the GUI thread. A picture waiting when a newer one
-    comes is given back at once (its renewed tiles counted in ``superseded``)."""
+    states, errors and the transport its pictures come by (core chooses: CUDA IPC or
+    shared memory, and says why not IPC) as signals on the GUI thread. A picture waiting
+    when a newer one comes is given back at once (its renewed tiles counted in
+    ``superseded``)."""
 
     pictureReady = Signal(object)  # SharedWallFrame
     stateChanged = Signal(object)  # WallState
     errorOccurred = Signal(str)
+    transportChanged = Signal(object)  # WallTransport
 
     _deliver = Signal()
 
@@ -154,7 +158,7 @@ class WallProcessSession(QObject):
         self._deliver.connect(self._on_deliver)
         self.process = WallProcess(
             self._from_child, self.stateChanged.emit, self.errorOccurred.emit,
-            realtime=realtime, stages=stages,
+            realtime=realtime, stages=stages, on_transport=self.transportChanged.emit,
         )  # fmt: skip
         self.player = _ProcessControls(self.process)
 
@@ -262,7 +266,8 @@ class WallWindow(QMainWindow):
         tile's lines and zones, counted after its tracker and drawn with the counts
         (ByteTrack tracks a tile with zones when ``stages`` has no tracker).
         ``processes``: decode and inference in a process of their own, the picture
-        handed over through shared memory (None: the setting, ``wall_processes``)."""
+        handed over through CUDA IPC or shared memory, as core chooses (None: the
+        setting, ``wall_processes``)."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
@@ -273,6 +278,7 @@ class WallWindow(QMainWindow):
         self.state = WallState()
         self.results_shown = 0
         self.errors: list[str] = []
+        self.transport: WallTransport | None = None  # the process's picture: how it comes
         self._plots_dirty = False
 
         self.canvas = WallCanvas()
@@ -294,6 +300,7 @@ class WallWindow(QMainWindow):
         if self.processes:
             self.session = WallProcessSession(realtime, self, wall_stages(stages, zones))
             self.session.pictureReady.connect(self._on_picture)
+            self.session.transportChanged.connect(self._on_transport)
             self.canvas.release_shared = self.session.release
         else:
             self.session = WallSession(realtime, self, wall_stages(stages, zones))
@@ -432,6 +439,12 @@ class WallWindow(QMainWindow):
         self.plots.add_state(state)
         self.play_action.setText("Pause" if state.playing or state.status == "opening" else "Play")
         self.play_action.setIcon(icon("pause" if state.playing else "play"))
+        self._show_summary()
+        self.canvas.update()  # the captions
+        self._plots_dirty = True
+
+    def _show_summary(self) -> None:
+        state = self.state
         failed = sum(t.status == "failed" for t in state.tiles)
         parts = [f"{len(state.tiles)} sources", f"{state.fps:.1f} fps in all"]
         if state.batches_run:
@@ -443,13 +456,23 @@ class WallWindow(QMainWindow):
             parts.append(f"{failed} failed")
         if state.path:
             parts.append(state.path)
+        if self.transport is not None:
+            parts.append(self.transport.path)
         if self.results_shown:
             parts.append(self.canvas.display_path)
         if state.status in ("ended", "paused", "failed"):
             parts.append(state.status)
         self.summary_label.setText(" · ".join(parts))
-        self.canvas.update()  # the captions
-        self._plots_dirty = True
+
+    @Slot(object)
+    def _on_transport(self, transport: WallTransport) -> None:
+        """How the process's pictures come, in the summary; said once in the status bar
+        when CUDA IPC was the way and could not be used (core says which)."""
+        self.transport = transport
+        if self.state.tiles:  # else "Opening…" until the first state
+            self._show_summary()
+        if transport.fell_back:
+            self.statusBar().showMessage(f"The wall's {transport.path}", 10000)
 
     @Slot(str)
     def _on_error(self, message: str) -> None:

@@ -1,8 +1,8 @@
 """The video wall in a process of its own on the GPU path (core/sessions/wall_process.py):
 the child decodes with NVDEC, runs the engine on CUDA and draws its tiles into the device
-picture; each publish downloads it once into shared memory. Held against the same wall
-run on the CPU: every result reaches this process, and the last picture shows the same
-frames."""
+picture; each publish downloads it once into shared memory (the host transport, asked
+for here; CUDA IPC: test_wall_ipc_gpu.py). Held against the same wall run on the CPU:
+every result reaches this process, and the last picture shows the same frames."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ __all__ = ["clips"]  # the fixture: two clips of 30 frames cut from the sample
 
 
 def _played(clips: list[str], device: str) -> Consumer:
-    consumer = Consumer()
+    consumer = Consumer("host")  # the download into shared memory (CUDA IPC: test_wall_ipc_gpu)
     consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL), device=device))
     try:
         consumer.wait(lambda: ended(consumer) and consumer.pictures)

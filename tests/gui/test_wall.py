@@ -387,6 +387,17 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
         )
         assert_tiles_show_their_sources(wall, [0, 1])
         assert not wall.layout_actions["4x4"].isEnabled()
+        # core chose the transport (on the CPU: shared memory) and the window says why, in
+        # the summary only: nothing fell back
+        assert wall.transport is not None and wall.transport.kind == "shared memory"
+        qtbot.waitUntil(
+            lambda: (
+                "picture through shared memory (the wall runs on the CPU)"
+                in wall.summary_label.text()
+            ),
+            timeout=TIMEOUT_MS,
+        )
+        assert "The wall's picture" not in wall.statusBar().currentMessage()
         child = wall.session.process._process  # type: ignore[union-attr]
         assert child.is_alive() and child.pid != os.getpid()
         save_screenshot(wall, "wall-process.png")

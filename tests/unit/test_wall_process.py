@@ -1,6 +1,6 @@
 """The video wall's session in a process of its own (core/sessions/wall_process.py): real
 clips cut from the sample, the real YOLOX-Nano in the child, its picture read from shared
-memory here."""
+memory here (the CUDA IPC transport: tests/gpu/test_wall_ipc_gpu.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ import av
 import cv2
 import numpy as np
 import pytest
+from framelens.core.gpu.context import cuda_usable
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.wall import WallState
 from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
+from framelens.core.sessions.wall_transport import HOST, WallTransport
 from framelens.core.stages.sources.file import FileSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,19 +58,31 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 class Consumer:
     """What a canvas does: takes each picture, looks at it, releases its buffer."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: str = "auto") -> None:
         self.pictures: list[SharedWallFrame] = []
         self.tiles: list[list[np.ndarray]] = []
+        self.last: np.ndarray | None = None  # the newest picture, as a BGR copy
         self.states: list[WallState] = []
         self.errors: list[str] = []
-        self.wall = WallProcess(self.on_picture, self.states.append, self.errors.append, size=SIZE)
+        self.transports: list[WallTransport] = []
+        self.wall = WallProcess(
+            self.on_picture, self.states.append, self.errors.append, size=SIZE,
+            transport=transport, on_transport=self.transports.append,
+        )  # fmt: skip
         self.changed = threading.Event()
 
+    def bgr(self, frame: SharedWallFrame) -> np.ndarray:
+        """The picture as this consumer reads it (shared memory: in place)."""
+        assert frame.image is not None, f"a picture through {frame.transport} has no image"
+        return frame.image
+
     def on_picture(self, frame: SharedWallFrame) -> None:
+        image = self.bgr(frame)
         crops = []
         for overlay in frame.overlays.values():
             x, y, w, h = overlay.rect
-            crops.append(frame.image[y : y + h, x : x + w].astype(np.int16))
+            crops.append(image[y : y + h, x : x + w].astype(np.int16))
+        self.last = image.copy()
         self.tiles.append(crops)
         self.pictures.append(frame)
         self.wall.release(frame.buffer)
@@ -87,16 +101,30 @@ def ended(consumer: Consumer) -> bool:
     return len(tiles) == 2 and all(t.status in ("ended", "failed") for t in tiles)
 
 
+def all_shown(consumer: Consumer) -> bool:
+    """Every tile ended and every result made in some picture received (the last
+    results' picture may still be on its way when the last state comes)."""
+    if not ended(consumer):
+        return False
+    made = sum(t.frames for t in consumer.states[-1].tiles)
+    return sum(p.shown for p in consumer.pictures) >= made > 0
+
+
 def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memory(
     clips: list[str],
 ) -> None:
     consumer = Consumer()
     consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
     try:
-        consumer.wait(lambda: ended(consumer) and consumer.pictures)
-        time.sleep(0.5)  # the last results' picture on its way
+        consumer.wait(lambda: all_shown(consumer))
+        time.sleep(0.3)  # a picture too many would come now
         final = consumer.states[-1]
         assert not consumer.errors
+        # on the CPU the picture is in host memory: shared memory, and the reason said once
+        assert len(consumer.transports) == 1 and consumer.transports[0].kind == HOST
+        assert consumer.transports[0].reason == "the wall runs on the CPU"
+        assert not consumer.transports[0].fell_back
+        assert all(p.transport == HOST and p.device is None for p in consumer.pictures)
         assert all(t.status == "ended" for t in final.tiles)
         made = sum(t.frames for t in final.tiles)
         assert made >= 50  # 2 clips of 30 frames: nothing lost to a slow start
@@ -145,3 +173,25 @@ def test_a_child_that_dies_is_one_message(clips: list[str]) -> None:
         assert "\n" not in consumer.errors[0]
     finally:
         consumer.wall.close()
+
+
+@pytest.mark.skipif(cuda_usable("cuda:0") is None, reason="CUDA IPC would be set up here")
+def test_cuda_ipc_that_the_child_cannot_set_up_falls_back_to_shared_memory_with_one_reason(
+    clips: list[str],
+) -> None:
+    consumer = Consumer(transport="ipc")  # tried without this process's own check
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    try:
+        consumer.wait(lambda: all_shown(consumer))
+        time.sleep(0.3)
+    finally:
+        consumer.wall.close()
+    assert not consumer.errors, consumer.errors  # a fallback, not an error
+    assert len(consumer.transports) == 1, consumer.transports
+    fallback = consumer.transports[0]
+    assert fallback.kind == HOST and fallback.fell_back and consumer.wall.transport == fallback
+    assert fallback.reason.startswith("CUDA IPC not set up in the wall's process: ")
+    assert "\n" not in fallback.reason
+    assert all(p.transport == HOST for p in consumer.pictures)
+    made = sum(t.frames for t in consumer.states[-1].tiles)
+    assert made >= 50 and sum(p.shown for p in consumer.pictures) == made

@@ -1,0 +1,106 @@
+"""The video wall in a process of its own hands its device picture to this process through
+CUDA IPC (core/gpu/wall_ipc.py, core/sessions/wall_transport.py): the child on cuda:0
+copies its picture device-to-device into an IPC buffer; here the buffer is copied on the
+device, as the canvas's interop upload does (``write_rgba`` on a stream of this process),
+then read back by the test alone. Held against the shared-memory transport of the same
+wall: every result reaches this process, and the pictures are the same."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.wall_ipc import IpcWallFrame
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.wall_process import SharedWallFrame
+from framelens.core.sessions.wall_transport import HOST, IPC, WallTransport
+
+pytestmark = pytest.mark.gpu
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from test_wall_process import SIZE, Consumer, all_shown, clips  # noqa: E402
+
+__all__ = ["clips"]  # the fixture: two clips of 30 frames cut from the sample
+
+
+class DeviceConsumer(Consumer):
+    """A canvas on the IPC transport: each picture copied on the device into a buffer of
+    this process's (the canvas: its mapped GL pixel buffer), on a stream of its own."""
+
+    def __init__(self, ctx: GpuContext) -> None:
+        import pycuda.driver as cuda
+
+        super().__init__("auto")
+        self.ctx = ctx
+        with ctx.active():
+            self.stream: Any = cuda.Stream()
+            self.target: Any = cuda.mem_alloc(SIZE[0] * SIZE[1] * 4)
+        self.mismatches = 0  # pictures whose download differs from their device copy
+
+    def bgr(self, frame: SharedWallFrame) -> np.ndarray:
+        import pycuda.driver as cuda
+
+        assert frame.transport == IPC and frame.image is None  # no host copy on this path
+        assert isinstance(frame.device, IpcWallFrame)
+        w, h = frame.size
+        frame.device.write_rgba(int(self.target), w * 4, self.stream)  # what interop runs
+        rgba = np.empty((h, w, 4), np.uint8)
+        with self.ctx.active():
+            self.stream.synchronize()
+            cuda.memcpy_dtoh(rgba, self.target)  # the test's own read-back, not the path's
+        image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+        if not np.array_equal(frame.device.to_host_bgr(), image):
+            self.mismatches += 1
+        return image
+
+    def free(self) -> None:
+        with self.ctx.active():
+            self.target.free()
+            self.stream = None
+
+
+def _play(consumer: Consumer, clips: list[str]) -> None:
+    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL), device="cuda:0")
+    consumer.wall.open(clips, settings)
+    try:
+        consumer.wait(lambda: all_shown(consumer))
+        time.sleep(0.3)  # a picture too many would come now
+    finally:
+        consumer.wall.close()
+
+
+def test_the_gpu_wall_hands_every_picture_through_cuda_ipc_as_shared_memory_would(
+    gpu_ctx: GpuContext, clips: list[str]
+) -> None:
+    ipc = DeviceConsumer(gpu_ctx)
+    try:
+        _play(ipc, clips)
+    finally:
+        ipc.free()
+    assert not ipc.errors, ipc.errors
+    assert ipc.transports == [WallTransport(IPC, device=0)], ipc.transports
+    made = sum(t.frames for t in ipc.states[-1].tiles)
+    assert made >= 50
+    assert sum(p.shown for p in ipc.pictures) == made  # every result in a picture
+    assert ipc.pictures[-1].replaced == 0
+    assert all(p.transport == IPC for p in ipc.pictures)
+    assert ipc.mismatches == 0
+    assert any(len(o.detections) for p in ipc.pictures for o in p.overlays.values())
+
+    host = Consumer("host")
+    _play(host, clips)
+    assert not host.errors, host.errors
+    assert [t.kind for t in host.transports] == [HOST]
+    assert all(p.transport == HOST for p in host.pictures)
+    assert ipc.last is not None and host.last is not None
+    assert ipc.last.shape == host.last.shape == (SIZE[1], SIZE[0], 3)
+    assert ipc.last.std() > 12, "the wall through CUDA IPC looks blank"
+    # the same device picture (the clips' last frames), read through either transport
+    assert np.abs(ipc.last.astype(np.int16) - host.last).mean() < 0.5
