@@ -12,8 +12,11 @@
 Nothing but the handles (64 bytes each, once) and the pipe's small messages crosses the
 process boundary: no host copy of the picture on either side. The buffers are plain
 ``cuMemAlloc`` allocations (``pycuda.driver.mem_alloc``), never a pool allocator's
-sub-allocations: an IPC handle names an allocation by its base pointer. The events are
-made with ``INTERPROCESS | DISABLE_TIMING``, as CUDA requires of an exported event.
+sub-allocations: an IPC handle names an allocation by its base pointer. Each is a whole
+number of 2 MiB: the driver may place a smaller allocation inside a 2 MiB block with
+others, and CUDA IPC then maps the whole block into the importer (the CUDA programming
+guide's advice: share only 2 MiB-aligned sizes). The events are made with
+``INTERPROCESS | DISABLE_TIMING``, as CUDA requires of an exported event.
 
 Limits: both processes see the same device (same ``CUDA_VISIBLE_DEVICES``; IPC across
 GPUs is not handled here), Linux only, and a process cannot open its own handles. The
@@ -49,6 +52,7 @@ __all__ = [
 ]
 
 _PITCH_ALIGN = 256  # bytes: rows of the IPC buffers start aligned as mem_alloc_pitch's do
+_IPC_GRANULE = 2 << 20  # bytes: each IPC buffer a whole number of these (see above)
 
 
 def ipc_unavailable_reason(device: int) -> str | None:
@@ -97,10 +101,11 @@ class IpcPictureSender:
         self._events: list[Any] = []
         self._stream: Any = None
         flags = cuda.event_flags.INTERPROCESS | cuda.event_flags.DISABLE_TIMING
+        size = -(-self.pitch * height // _IPC_GRANULE) * _IPC_GRANULE
         try:
             with context.active():
                 for _ in range(count):
-                    self._allocations.append(cuda.mem_alloc(self.pitch * height))
+                    self._allocations.append(cuda.mem_alloc(size))
                     self._events.append(cuda.Event(flags))
                 self._stream = cuda.Stream()
                 self.handles = IpcHandles(

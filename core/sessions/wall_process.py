@@ -195,18 +195,20 @@ class WallProcess:
             self._on_transport(transport)
 
     def _open_ipc(self, handles: Any) -> None:
-        """The child's IPC handles opened here, or shared memory for good (said why)."""
-        opened = open_receiver(handles, self._release_now)
+        """The child's IPC handles opened here, or shared memory for good (said why).
+        Opened under the delivery lock: ``close`` either finds them open and closes them
+        before the child is told to stop (and frees the buffers), or they are not opened."""
+        with self._deliver_lock:
+            if self._closing:  # the child stops without an answer ("stop" follows)
+                return
+            opened = open_receiver(handles, self._release_now)
+            if not isinstance(opened, str):
+                self._ipc = IpcReceiver(opened)
         if isinstance(opened, str):
             self._send(("transport", HOST))
             reason = f"CUDA IPC handles not opened here: {opened}"
             self._settle(WallTransport(HOST, reason, fell_back=True))
             return
-        with self._deliver_lock:
-            if self._closing:  # closed meanwhile: nothing may map the child's buffers
-                opened.close()
-                return
-            self._ipc = IpcReceiver(opened)
         self._send(("transport", IPC))
         self._settle(WallTransport(IPC, device=handles.device))
 
