@@ -102,12 +102,13 @@ def ended(consumer: Consumer) -> bool:
 
 
 def all_shown(consumer: Consumer) -> bool:
-    """Every tile ended and every result made in some picture received (the last
-    results' picture may still be on its way when the last state comes)."""
+    """Every tile ended and every result the wall handed out (made and not dropped for a
+    full queue) in some picture received (the last results' picture may still be on its
+    way when the last state comes)."""
     if not ended(consumer):
         return False
-    made = sum(t.frames for t in consumer.states[-1].tiles)
-    return sum(p.shown for p in consumer.pictures) >= made > 0
+    handed = sum(t.shown for t in consumer.states[-1].tiles)
+    return sum(p.shown for p in consumer.pictures) >= handed > 0
 
 
 def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memory(
