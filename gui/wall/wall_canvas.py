@@ -353,10 +353,12 @@ class WallCanvas(QOpenGLWidget):
         if self._shared is not None:
             frame, self._shared = self._shared, None
             # shared memory: uploaded as it lies; CUDA IPC: copied on the device (interop)
-            self._texture.set(frame.device if frame.device is not None else frame.image)
-            self._texture.upload()
-            self._texture.shown = None  # its buffer is the child's again
-            self._release(frame)
+            try:
+                self._texture.set(frame.device if frame.device is not None else frame.image)
+                self._texture.upload()
+            finally:  # even where the copy failed: the child keeps both its buffers
+                self._texture.shown = None  # its buffer is the child's again
+                self._release(frame)
             self.tiles_shown += frame.shown
         elif (
             self._shared_size is None
