@@ -269,6 +269,24 @@ class WallProcess:
         if receiver is not None:
             receiver.release(buffer)
 
+    def display_copies_to_host(self, reason: str) -> None:
+        """The consumer told that it shows device pictures only by copying them to host
+        memory itself (``reason``: why it has no CUDA-GL interop): CUDA IPC would then put
+        that copy on the consumer's thread, so the child downloads into shared memory
+        instead, for good (said through ``on_transport``). Nothing while on shared memory."""
+        transport = self.transport
+        if transport is None or transport.kind != IPC:
+            return
+        self._send(("host",))
+        self._settle(
+            WallTransport(
+                HOST,
+                f"the window shows device pictures through host memory ({reason}): the "
+                "wall's process copies them there instead",
+                fell_back=True,
+            )
+        )
+
     def play(self) -> None:
         self._send(("play",))
 
@@ -350,6 +368,11 @@ class _Publisher:
                 result.output, tuple(result.marks), (frame.width, frame.height), rect
             )
             self._lock.notify_all()
+
+    def use_host(self) -> None:
+        """Pictures from now on through shared memory (the consumer asked)."""
+        with self._lock:
+            self._sender = self._host
 
     def release(self, buffer: int) -> None:
         with self._lock:
@@ -502,6 +525,8 @@ def _child_main(
                 player.pause()
             elif command[0] == "realtime":
                 player.set_realtime(bool(command[1]))
+            elif command[0] == "host":
+                publisher.use_host()
             elif command[0] == "stop":
                 break
     except Exception as exc:  # one line for the parent, not a traceback in its terminal

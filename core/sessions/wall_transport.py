@@ -16,7 +16,9 @@ one interface with two transports behind it.
 
 The shared memory is always there, so CUDA IPC falls back to it for good, with one reason
 (``WallTransport.reason``), when it cannot be set up in the child, cannot be opened here,
-or the child's picture leaves the device (its pipeline moved to the CPU). pycuda is
+the child's picture leaves the device (its pipeline moved to the CPU), or the consumer
+shows device pictures only through host memory (``WallProcess.display_copies_to_host``:
+no CUDA-GL interop, so the copy is better made in the child than on the GUI's thread). pycuda is
 imported only where CUDA IPC is tried (``framelens.core.gpu.wall_ipc``).
 """
 

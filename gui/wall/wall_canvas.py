@@ -121,6 +121,10 @@ class WallCanvas(QOpenGLWidget):
         self._shared_size: tuple[int, int] | None = None
         self._shared_rects: dict[int, tuple[int, int, int, int]] = {}
         self.release_shared: Callable[[int], None] | None = None
+        # told once when a device picture (CUDA IPC) reached the texture through host
+        # memory, with why (no CUDA-GL interop here): core then picks shared memory
+        self.device_via_host: Callable[[str], None] | None = None
+        self._told_via_host = False
         # the picture takes the canvas's aspect once a resize has settled
         self._resize_timer = QTimer(self, singleShot=True, interval=150)
         self._resize_timer.timeout.connect(self._fit_picture)
@@ -184,6 +188,13 @@ class WallCanvas(QOpenGLWidget):
                 )
                 self._frame_sizes[tile] = overlay.frame_size
                 self._shared_rects[tile] = overlay.rect
+
+    def _tell_via_host(self) -> None:
+        if self._told_via_host or self.device_via_host is None:
+            return
+        self._told_via_host = True
+        why = self._texture.uploader.reason or "no CUDA-GL interop in this window"
+        self.device_via_host(why)
 
     def _release(self, frame: SharedWallFrame) -> None:
         if self.release_shared is not None:
@@ -360,6 +371,8 @@ class WallCanvas(QOpenGLWidget):
                 self._texture.shown = None  # its buffer is the child's again
                 self._release(frame)
             self.tiles_shown += frame.shown
+            if frame.device is not None and not self._texture.via_interop:
+                self._tell_via_host()
         elif (
             self._shared_size is None
             and self._names

@@ -302,6 +302,7 @@ class WallWindow(QMainWindow):
             self.session.pictureReady.connect(self._on_picture)
             self.session.transportChanged.connect(self._on_transport)
             self.canvas.release_shared = self.session.release
+            self.canvas.device_via_host = self.session.process.display_copies_to_host
         else:
             self.session = WallSession(realtime, self, wall_stages(stages, zones))
             self.session.resultReady.connect(self._on_result)

@@ -108,3 +108,36 @@ def test_the_gpu_wall_hands_every_picture_through_cuda_ipc_as_shared_memory_woul
     assert ipc.last.std() > 12, "the wall through CUDA IPC looks blank"
     # the same device picture (the clips' last frames), read through either transport
     assert np.abs(ipc.last.astype(np.int16) - host.last).mean() < 0.5
+
+
+class SwitchingConsumer(DeviceConsumer):
+    """A window without CUDA-GL interop: after its first pictures through CUDA IPC it
+    says so (the wall canvas's ``device_via_host``), and takes host pictures after."""
+
+    def bgr(self, frame: SharedWallFrame) -> np.ndarray:
+        if frame.transport == HOST:
+            assert frame.image is not None
+            return frame.image
+        image = super().bgr(frame)
+        if len(self.pictures) == 2:
+            self.wall.display_copies_to_host("no CUDA-GL interop in this window")
+        return image
+
+
+def test_a_window_without_interop_gets_the_wall_through_shared_memory_after_it_says_so(
+    gpu_ctx: GpuContext, clips: list[str]
+) -> None:
+    consumer = SwitchingConsumer(gpu_ctx)
+    try:
+        _play(consumer, clips)
+    finally:
+        consumer.free()
+    assert not consumer.errors, consumer.errors
+    kinds = [t.kind for t in consumer.transports]
+    assert kinds == [IPC, HOST], consumer.transports
+    assert "no CUDA-GL interop in this window" in consumer.transports[-1].reason
+    via = [p.transport for p in consumer.pictures]
+    switched = via.index(HOST)
+    assert switched >= 3 and set(via[switched:]) == {HOST}  # for good, after it said so
+    tiles = consumer.states[-1].tiles
+    assert sum(p.shown for p in consumer.pictures) == sum(t.shown for t in tiles)

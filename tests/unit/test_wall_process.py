@@ -117,6 +117,9 @@ def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memor
     consumer = Consumer()
     consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
     try:
+        consumer.wait(lambda: bool(consumer.pictures))
+        # a window without CUDA-GL interop says so: nothing changes on shared memory
+        consumer.wall.display_copies_to_host("no CUDA-GL interop in this window")
         consumer.wait(lambda: all_shown(consumer))
         time.sleep(0.3)  # a picture too many would come now
         final = consumer.states[-1]
