@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--sources", default="16", help="numbers of sources, a list: 1,16")
     parser.add_argument(
-        "--processes", default="8,4,2",
+        "--processes", default="8,4",
         help="processes the sources are spread over (device slots of --device, each in a "
         "process of its own: run --processes N), a list sweeps: 1,2,4",
     )  # fmt: skip
