@@ -347,14 +347,14 @@ def test_realtime_faster_than_the_model_drops_frames_instead_of_falling_behind(
     player: Player, rec: Recorder, settings: PipelineSettings
 ) -> None:
     """Played at three times what the model gives on this machine (measured first, one
-    inference thread), late decoded frames are dropped unprocessed: fewer frames are
-    shown than pass, none before its time (the position does not run ahead of real
-    time), and what is shown is about a frame's own work behind its decode or its time,
-    whichever came later, instead of queueing (issue: 559 ms behind at 36-60 ms of
-    inference). The plot's end-to-end time is that lag. Its bound scales with the work
-    measured, which a loaded machine stretches as it stretches every hand-over between
-    threads; queueing puts it at the executor's depth times the work, then at the
-    clock's resync (1 s)."""
+    inference thread) or 16x, whichever is more, late decoded frames are dropped
+    unprocessed: fewer frames are shown than pass, none before its time (the position
+    does not run ahead of real time), and what is shown is about a frame's own work
+    behind its decode or its time, whichever came later, instead of queueing (issue:
+    559 ms behind at 36-60 ms of inference). The plot's end-to-end time is that lag.
+    Its bound scales with the work measured, which a loaded machine stretches as it
+    stretches every hand-over between threads; queueing puts it at the executor's depth
+    times the work, then at the clock's resync (1 s)."""
     opened(player, rec, replace(settings, threads=1))
     player.play()  # 1x: 10 frames/s, which any machine keeps up with
     rec.wait(lambda: len(rec.results) >= 8)
@@ -362,13 +362,13 @@ def test_realtime_faster_than_the_model_drops_frames_instead_of_falling_behind(
     rec.wait(lambda: not rec.state.playing)
     capacity = 1000.0 / float(np.median([_work_ms(r) for r in rec.results[1:]]))
     fps = 10.0  # the sample's rate
-    # three times what the model gives, no more: decoding keeps up (a fixed floor of
-    # 16x asked a loaded machine's decoder for 160 frames/s) and the file lasts
-    speed = math.ceil(3.0 * capacity / fps)
+    # three times what the model gives, and at least 16x: the load may lift after the
+    # measure (a 2-core machine shared with other jobs), the model must still lag
+    speed = max(16.0, math.ceil(3.0 * capacity / fps))
     player.set_speed(speed)
     n0 = len(rec.results)
     player.play()
-    rec.wait(lambda: len(rec.results) >= n0 + 40)
+    rec.wait(lambda: len(rec.results) >= n0 + 30)  # far from the end of the file
     player.pause()
     rec.wait(lambda: not rec.state.playing)
     shown = rec.results[n0:]
