@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +32,9 @@ class Recorder:
 
     def __init__(self) -> None:
         self.results: list[FrameResult] = []
+        self.arrived: list[float] = []  # when each result came (perf_counter, as the clock)
         self.states: list[PlayerState] = []
+        self.played_at = math.nan  # when the last "playing" after another state came
         self.errors: list[str] = []
         self._cond = threading.Condition()
 
@@ -41,9 +44,16 @@ class Recorder:
             self._cond.notify_all()
 
     def on_result(self, result: FrameResult) -> None:
+        with self._cond:
+            self.arrived.append(time.perf_counter())
         self._add(self.results, result)  # type: ignore[arg-type]
 
     def on_state(self, state: PlayerState) -> None:
+        with self._cond:
+            if state.playing and not (self.states and self.states[-1].playing):
+                # the clock restarts after this (Play resets it, then the next frame
+                # anchors it): no frame played from here is due before it
+                self.played_at = time.perf_counter()
         self._add(self.states, state)  # type: ignore[arg-type]
 
     def on_error(self, message: str) -> None:
@@ -298,27 +308,53 @@ def test_set_model_swaps_without_stopping(
     assert not rec.errors
 
 
-def test_realtime_is_paced_by_timestamps(
-    player: Player, rec: Recorder, settings: PipelineSettings
-) -> None:
-    opened(player, rec, settings)  # a 10 fps video
+def test_realtime_is_paced_by_timestamps(player: Player, rec: Recorder) -> None:
+    """At 2x a 10 fps video shows a frame every 50 ms, each at its timestamp's time
+    counted from Play: never before it, and soon after it, every frame. Without a model
+    the pacing is all there is (decoding keeps up on any machine, and nothing is dropped);
+    with one, a loaded machine infers fewer frames than asked and real time drops the
+    others (the next tests). Before: 14..23 results a second over 2 s of the wall clock,
+    which a loaded machine's model did not give."""
+    player.open(SAMPLE)
+    rec.wait(lambda: len(rec.results) >= 1)
     player.set_speed(2.0)
+    n0 = len(rec.results)
     player.play()
-    rec.wait(lambda: len(rec.results) >= 3)
-    t0, n0 = time.perf_counter(), len(rec.results)
-    time.sleep(2.0)
-    rate = (len(rec.results) - n0) / (time.perf_counter() - t0)
-    assert 14 <= rate <= 23, rate  # 20 fps at 2x
+    rec.wait(lambda: len(rec.results) >= n0 + 40)  # 2 s of the video at 2x
+    player.pause()
+    rec.wait(lambda: not rec.state.playing)
+    indices = [r.frame.index for r in rec.results[n0:]]
+    assert indices == list(range(indices[0], indices[0] + len(indices)))  # every frame
+    assert not rec.errors
+    late = lateness(rec, n0, speed=2.0)
+    assert min(late) >= 0, min(late)  # none before its time
+    assert statistics.median(late) <= 0.05, late  # within an interval of it
+
+
+def lateness(rec: Recorder, start: int, speed: float) -> list[float]:
+    """How long after its time each result from ``start`` (the first after Play) came, its
+    time being its timestamp's since that first frame's at ``speed`` from when the player
+    said it plays (negative: before its time)."""
+    shown, arrived = rec.results[start:], rec.arrived[start:]
+    first = shown[0].frame.pts
+    return [
+        t - (rec.played_at + (r.frame.pts - first) / speed)
+        for r, t in zip(shown, arrived, strict=True)
+    ]
 
 
 def test_realtime_faster_than_the_model_drops_frames_instead_of_falling_behind(
     player: Player, rec: Recorder, settings: PipelineSettings
 ) -> None:
     """Played at three times what the model gives on this machine (measured first, one
-    inference thread), the clock keeps real time (the position advances at the asked
-    rate) and late decoded frames are dropped unprocessed, so what is shown is at most
-    ~2 frame intervals behind its decode + inference instead of queueing (issue: 559 ms
-    behind at 36-60 ms of inference). The plot's end-to-end time is that lag."""
+    inference thread) or 16x, whichever is more, late decoded frames are dropped
+    unprocessed: fewer frames are shown than pass, none before its time (the position
+    does not run ahead of real time), and what is shown is about a frame's own work
+    behind its decode or its time, whichever came later, instead of queueing (issue:
+    559 ms behind at 36-60 ms of inference). The plot's end-to-end time is that lag.
+    Its bound scales with the work measured, which a loaded machine stretches as it
+    stretches every hand-over between threads; queueing puts it at the executor's depth
+    times the work, then at the clock's resync (1 s)."""
     opened(player, rec, replace(settings, threads=1))
     player.play()  # 1x: 10 frames/s, which any machine keeps up with
     rec.wait(lambda: len(rec.results) >= 8)
@@ -326,28 +362,25 @@ def test_realtime_faster_than_the_model_drops_frames_instead_of_falling_behind(
     rec.wait(lambda: not rec.state.playing)
     capacity = 1000.0 / float(np.median([_work_ms(r) for r in rec.results[1:]]))
     fps = 10.0  # the sample's rate
-    speed = max(16.0, math.ceil(3.0 * capacity / fps))  # asks 3x what the model gives
+    # three times what the model gives, and at least 16x: the load may lift after the
+    # measure (a 2-core machine shared with other jobs), the model must still lag
+    speed = max(16.0, math.ceil(3.0 * capacity / fps))
     player.set_speed(speed)
+    n0 = len(rec.results)
     player.play()
-    n_before = len(rec.results)
-    rec.wait(lambda: len(rec.results) >= n_before + 10)
-    t0, i0, n0 = time.perf_counter(), rec.last.frame.index, len(rec.results)
-    time.sleep(3.0)
-    elapsed, i1, shown = time.perf_counter() - t0, rec.last.frame.index, rec.results[n0:]
+    rec.wait(lambda: len(rec.results) >= n0 + 30)  # far from the end of the file
     player.pause()
     rec.wait(lambda: not rec.state.playing)
-    asked = speed * fps
-    advanced = (i1 - i0) / elapsed
-    assert 0.7 * asked <= advanced <= 1.3 * asked, (advanced, asked)  # real time
-    assert len(shown) < 0.8 * (i1 - i0)  # fewer shown than passed: the rest were dropped
+    shown = rec.results[n0:]
+    passed = shown[-1].frame.index - shown[0].frame.index
+    assert len(shown) < 0.8 * passed, (len(shown), passed)  # the rest were dropped
     assert rec.state.dropped > 0
-    interval_ms = 1000.0 / asked
-    lag = sorted(r.times.e2e for r in shown)
-    work = sorted(_work_ms(r) for r in shown)
-    median = len(shown) // 2
-    # median lag within the frame's own work plus 2 intervals (and scheduling slack of
-    # a 2-core machine: 15 ms); queueing would put it at the executor's depth x work
-    assert lag[median] <= work[median] + 2 * interval_ms + 15.0, (lag[median], work[median])
+    late = lateness(rec, n0, speed)
+    assert min(late) >= 0, min(late)  # none before its time
+    work_s = statistics.median(_work_ms(r) for r in shown) / 1000.0
+    lag_s = statistics.median(r.times.e2e for r in shown) / 1000.0
+    # the frame's own work, taken up to an interval late, then handed over and shown
+    assert lag_s <= 1.5 * work_s + 2.0 / (speed * fps), (lag_s, work_s)
 
 
 def test_realtime_faster_than_the_decoder_keeps_showing_frames(
@@ -357,20 +390,29 @@ def test_realtime_faster_than_the_decoder_keeps_showing_frames(
     machine; 32x on the H200, where playback stopped after 12 frames), every decoded
     frame is already late: dropping them all showed nothing at all. The picture keeps
     moving: late frames are dropped only while a newer one waits or one was let through
-    within the last 1/30 s."""
+    within the last 1/30 s, so between two frames shown there is about 1/30 s more than
+    the second one's own work (tests/unit/test_player_clock.py checks the rule on a
+    simulated timeline)."""
     opened(player, rec, settings)
     player.set_speed(1000.0)  # 10,000 frames/s asked of a 10 fps video
+    n0 = len(rec.results)
     player.play()
-    time.sleep(0.3)
-    t0, n0, i0 = time.perf_counter(), len(rec.results), rec.last.frame.index
-    time.sleep(1.0)
-    shown, i1 = len(rec.results) - n0, rec.last.frame.index
-    elapsed = time.perf_counter() - t0
+    # before the fix: none after 12; the file ends after a few seconds of decoding
+    rec.wait(lambda: len(rec.results) >= n0 + 20 or rec.state.status == "ended")
     player.pause()
+    rec.wait(lambda: not rec.state.playing)
     assert not rec.errors
-    assert shown / elapsed >= 10, (shown, elapsed)  # ~30/s; before the fix: 0
-    assert i1 - i0 > shown  # the position runs ahead of what is shown: the rest dropped
+    shown = rec.results[n0:]
+    assert len(shown) >= 20, f"{len(shown)} frames shown before the file ended"
+    passed = shown[-1].frame.index - shown[0].frame.index
+    assert passed > len(shown)  # the position runs ahead of what is shown: the rest dropped
     assert rec.state.dropped > 0
+    arrived = rec.arrived[n0:]
+    beyond_work = [
+        later - earlier - _work_ms(r) / 1000.0
+        for earlier, later, r in zip(arrived, arrived[1:], shown[1:], strict=False)
+    ]
+    assert statistics.median(beyond_work) <= 1 / 30 + 0.05, beyond_work
 
 
 def _work_ms(result: FrameResult) -> float:

@@ -38,6 +38,9 @@ class Recorder:
         self.states: list[WallState] = []
         self.errors: list[str] = []
         self.lock = threading.Lock()
+        # when the first "playing" state came: the wall reads no frame before it (its
+        # sources start reading after saying so), so every frame's time counts from it
+        self.playing_at: float | None = None
 
     def on_result(self, result: FrameResult) -> None:
         with self.lock:
@@ -49,6 +52,8 @@ class Recorder:
     def on_state(self, state: WallState) -> None:
         with self.lock:
             self.states.append(state)
+            if state.playing and self.playing_at is None:
+                self.playing_at = time.perf_counter()
 
     @property
     def state(self) -> WallState:
@@ -125,6 +130,10 @@ def test_every_frame_of_every_source_arrives_in_order_through_shared_engine_call
 
 
 def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
+    """Each file's frames come no sooner than their timestamps say, counted from when the
+    wall said it plays (its sources read nothing before): in real time, not as fast as
+    the pipeline goes. How much later than that they come is the machine's share (a
+    loaded CI runner takes seconds longer), so no upper bound is drawn from the clock."""
     rec = Recorder()
     wall = play(clips[:2], rec, display_depth=FRAMES)
     try:
@@ -133,12 +142,28 @@ def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
         wait_for(lambda: delivered_all(rec))
     finally:
         wall.close()
+    assert rec.playing_at is not None
     for tile in range(2):
-        span = rec.arrived[tile][-1] - rec.arrived[tile][0]
-        assert (FRAMES - 1) / RATE * 0.8 < span < (FRAMES - 1) / RATE * 2.0, span
         assert rec.indices(tile) == list(range(FRAMES))
+        early = [
+            (r.frame.index, round(late, 3))
+            for r, late in zip(rec.results[tile], lateness(rec, tile), strict=True)
+            if late < 0
+        ]
+        assert not early, early  # (frame, seconds before its time)
     assert playing.playing and playing.realtime
-    assert 0 < playing.fps < 2 * RATE * 1.6  # two 10 fps sources, not as fast as possible
+    assert playing.fps > 0  # measured while playing
+
+
+def lateness(rec: Recorder, tile: int) -> list[float]:
+    """How long after its time, by its timestamp since the wall started playing, each
+    result of ``tile`` came (negative: before it)."""
+    assert rec.playing_at is not None
+    first = rec.results[tile][0].frame.pts
+    return [
+        arrived - (rec.playing_at + (r.frame.pts - first))
+        for r, arrived in zip(rec.results[tile], rec.arrived[tile], strict=True)
+    ]
 
 
 def test_a_failing_source_is_reported_by_name_and_the_others_go_on(
@@ -194,19 +219,38 @@ def test_a_slow_consumer_sees_the_newest_frames_and_the_drops_are_counted(
         assert tiles[tile].dropped + len(got) == FRAMES
 
 
-def test_pause_stops_the_wall_and_play_resumes_it(clips: list[str]) -> None:
+def test_pause_stops_the_wall_and_play_resumes_it(tmp_path: Path) -> None:
+    """Paused, the wall reads no frame: what still comes was read before the pause (its
+    time had come by then, or it was being read), however long the pipeline takes to
+    hand it over on a loaded machine; every later frame comes only after play, and all
+    of them do, in order."""
+    frames = 48  # 4.8 s: far more than is read before the first results come
+    long_clips = sample_clips(tmp_path, SAMPLE, (290, 600), frames, rate=RATE)
     rec = Recorder()
-    wall = play(clips[:2], rec, display_depth=FRAMES)
+    wall = play(long_clips, rec, display_depth=frames)
     try:
-        wait_for(lambda: rec.count() >= 4, timeout=30)
+        wait_for(lambda: len(rec.indices(0)) >= 1 and len(rec.indices(1)) >= 1, timeout=30)
         wall.pause()
-        time.sleep(1.0)  # what was read ahead before the pause drains
-        held = rec.count()
-        time.sleep(1.0)
-        assert rec.count() == held < 2 * FRAMES
+        paused_at = time.perf_counter()
+        time.sleep(1.0)  # paused a while: a wall that still read would hand frames over
         assert rec.state.status == "paused"
+        resumed_at = time.perf_counter()
         wall.play()
         wait_for(lambda: delivered_all(rec))
     finally:
         wall.close()
-    assert rec.indices(0) == list(range(FRAMES)) and rec.indices(1) == list(range(FRAMES))
+    assert rec.playing_at is not None
+    # no frame is read before its time: by the pause, those due by then and the next
+    read_by_pause = paused_at - rec.playing_at + 1 / RATE
+    for tile in range(2):
+        assert rec.indices(tile) == list(range(frames))
+        first = rec.results[tile][0].frame.pts
+        after = [
+            arrived
+            for r, arrived in zip(rec.results[tile], rec.arrived[tile], strict=True)
+            if r.frame.pts - first > read_by_pause + 1e-6
+        ]
+        # the pause came early in the clip (the first results came 0.1-1.4 s after play
+        # on this 2-core machine under load): frames are left to hold back
+        assert after, f"paused {paused_at - rec.playing_at:.1f} s after play"
+        assert min(after) >= resumed_at, min(after) - resumed_at
