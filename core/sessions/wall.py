@@ -187,6 +187,9 @@ class WallPlayer:
         self._session: Session | None = None
         self._pacing = _Pacing(realtime=realtime)
         self._lock = threading.Condition()
+        # a state is built and told under this one, so states reach on_state in the order
+        # they were made (a rate update made just before a pause is never told after it)
+        self._telling = threading.RLock()
         self._tiles: list[_Tile] = []
         self._state = WallState(realtime=realtime)
         # (time, results per tile) at the last few states: rates over a few seconds
@@ -413,33 +416,36 @@ class WallPlayer:
     def _publish_rates(self, session: Session, marks: tuple[int, int]) -> tuple[int, int]:
         batches, frames = session.engine_calls
         calls = batches - marks[0]
-        mean = (frames - marks[1]) / calls if calls else self._state.mean_batch
-        playing = self._state.playing
-        now = time.perf_counter()
-        with self._lock:
-            counts = tuple(t.state.frames for t in self._tiles)
-            self._samples.append((now, counts))
-            t0, first = self._samples[0]
-            span = now - t0
-            for tile, n0, n1 in zip(self._tiles, first, counts, strict=True):
-                if tile.latency:  # an ended tile's too: a short clip ends before a tick
-                    tile.state = replace(tile.state, latency_ms=statistics.median(tile.latency))
-                if tile.state.status in ("playing", "reconnecting"):
-                    fps = (n1 - n0) / span if playing and span > 0 else 0.0
-                    tile.state = replace(tile.state, fps=fps)
-            total = sum(counts) - sum(first)
-        self._publish(
-            fps=total / span if playing and span > 0 else 0.0, mean_batch=mean,
-            batches_run=batches, frames_run=frames, path=session.path,
-        )  # fmt: skip
+        with self._telling:  # a pause told meanwhile would be told before these rates
+            mean = (frames - marks[1]) / calls if calls else self._state.mean_batch
+            playing = self._state.playing
+            now = time.perf_counter()
+            with self._lock:
+                counts = tuple(t.state.frames for t in self._tiles)
+                self._samples.append((now, counts))
+                t0, first = self._samples[0]
+                span = now - t0
+                for tile, n0, n1 in zip(self._tiles, first, counts, strict=True):
+                    if tile.latency:  # an ended tile's too: a short clip ends before a tick
+                        latency = statistics.median(tile.latency)
+                        tile.state = replace(tile.state, latency_ms=latency)
+                    if tile.state.status in ("playing", "reconnecting"):
+                        fps = (n1 - n0) / span if playing and span > 0 else 0.0
+                        tile.state = replace(tile.state, fps=fps)
+                total = sum(counts) - sum(first)
+            self._publish(
+                fps=total / span if playing and span > 0 else 0.0, mean_batch=mean,
+                batches_run=batches, frames_run=frames, path=session.path,
+            )  # fmt: skip
         return batches, frames
 
     def _publish(self, **changes: object) -> None:
-        with self._lock:
-            tiles = tuple(t.state for t in self._tiles)
-            if changes.get("status") == "playing":
-                self._samples.clear()  # a pause is no part of the rate
-            self._state = replace(self._state, tiles=tiles, **cast(dict[str, Any], changes))
-            state = self._state
-        self._last_state_s = time.perf_counter()
-        self._on_state(state)
+        with self._telling:
+            with self._lock:
+                tiles = tuple(t.state for t in self._tiles)
+                if changes.get("status") == "playing":
+                    self._samples.clear()  # a pause is no part of the rate
+                self._state = replace(self._state, tiles=tiles, **cast(dict[str, Any], changes))
+                state = self._state
+            self._last_state_s = time.perf_counter()
+            self._on_state(state)

@@ -254,3 +254,42 @@ def test_pause_stops_the_wall_and_play_resumes_it(tmp_path: Path) -> None:
         # on this 2-core machine under load): frames are left to hold back
         assert after, f"paused {paused_at - rec.playing_at:.1f} s after play"
         assert min(after) >= resumed_at, min(after) - resumed_at
+
+
+class HeldRecorder(Recorder):
+    """A consumer whose first state with a rate in it is held while it is being told
+    (a GUI slow to take it), so that a pause comes meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def on_state(self, state: WallState) -> None:
+        if state.playing and state.fps > 0 and not self.holding.is_set():
+            self.holding.set()
+            self.release.wait(TIMEOUT_S)
+        super().on_state(state)
+
+
+def test_a_pause_is_told_after_the_rates_being_told_when_it_came(clips: list[str]) -> None:
+    """States reach the consumer in the order the wall made them: a rate update being
+    told when the user pauses is told before "paused", never after it (the window would
+    show the wall playing until the next update)."""
+    rec = HeldRecorder()
+    wall = play(clips, rec, realtime=True)
+    try:
+        assert rec.holding.wait(TIMEOUT_S), "no rate update came"
+        pausing = threading.Thread(target=wall.pause)
+        pausing.start()
+        pausing.join(1.0)  # with the rates still being told: the pause waits for them
+        with rec.lock:
+            early = [s.status for s in rec.states if s.status == "paused"]
+        rec.release.set()
+        pausing.join(TIMEOUT_S)
+        assert not early, "the pause was told while the rates made before it were not yet"
+        wait_for(lambda: rec.state.status == "paused", timeout=5.0)
+        assert not rec.state.playing and rec.state.fps == 0.0
+    finally:
+        rec.release.set()
+        wall.close()
