@@ -212,7 +212,10 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=600)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", metavar="REV", help="alternate with REV's code")
-    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument(
+        "--configs", default=",".join(c for c in CONFIGS if c not in SOURCES),
+        help=f"a list of {', '.join(CONFIGS)} (default: the one-source ones)",
+    )  # fmt: skip
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
         "--boxes", type=int, default=0, help="boxes the model finds in every frame (<= 16)"
