@@ -280,10 +280,18 @@ def main() -> int:
                 if args.track_ab:  # tracking's cost in this process: on and off, alternated
                     from tracking_ab import alternate
 
-                    def tracked_run(tracked: bool, config: str = config) -> float:
-                        return float(child(config, args, files, None, tracked=tracked)["fps"])
+                    seen: list[int] = []  # tracks on the last frames of a tracked run
+
+                    def tracked_run(
+                        tracked: bool, config: str = config, seen: list[int] = seen
+                    ) -> float:
+                        got = child(config, args, files, None, tracked=tracked)
+                        if tracked:
+                            seen.append(int(got["tracked"]))
+                        return float(got["fps"])
 
                     entry["tracking"] = alternate(tracked_run, args.track_ab, "bytetrack")
+                    entry["tracking"]["tracks_on_last_frames"] = seen
                 result[config] = entry
     text = json.dumps(result, indent=2)
     if args.output:
@@ -294,6 +302,9 @@ def main() -> int:
 
 # ---- the child: one measurement of one revision's run path ----------------------------------
 
+
+TRACKED: list[tuple[int, int]] = []
+"""The last run's (source, track ID) of each source's last frame (with ``--track``)."""
 
 DECODER_LOG: dict[str, list[float]] = {"late": [], "gap": []}
 """Per read of the replayed source (the decode-ahead thread's loop): ``late``, how long
@@ -390,6 +401,7 @@ def _timed(run_once: Any, frames: int, decode_ms: float, images: Any) -> dict[st
         "cpu_us_per_frame": span["cpu_s"] / done * 1e6,
         "switches_per_frame": span["switches"] / done,
         "decode_bound_fps": alone.get("decode_alone_fps"),
+        "tracked": len(TRACKED),  # tracks on the sources' last frames (--track)
     }
 
 
@@ -529,13 +541,17 @@ def _session_driver(
         )
         session.open()  # untimed, as benchmarks/h200.py: opening the file is not a hand-off
         done = 0
+        last: dict[int, Any] = {}  # each source's last output (its boxes' track IDs)
         try:
             with Span() as span:
-                for _ in session.results():
+                for result in session.results():
                     done += 1
+                    last[result.frame.source_id] = result.output
         finally:
             session.release_workers()
             session.close()
+        ids = [(k, out.track_ids if track else ()) for k, out in last.items()]
+        TRACKED[:] = sorted((k, int(i)) for k, some in ids for i in some if i > 0)
         return done, "session", span.result
 
     return run_session

@@ -35,3 +35,26 @@ def test_the_handoff_benchmark_measures_the_session_and_profiles_its_threads(
     threads = result["batch1-2w"]["profile"]["threads"]
     assert {"fl-decode-ahead", "fl-worker", "consumer"} <= set(threads)
     assert threads["fl-worker"]["threads"] == 2
+
+
+def test_the_handoff_benchmark_tracks_every_source_of_a_process_with_and_without(
+    tmp_path: Path,
+) -> None:
+    """``--boxes 3 --track-ab``: one process of a 4-source run, ByteTrack on and off
+    alternated; the tracked runs follow each source's three boxes (3 tracks a source on
+    its last frame)."""
+    out = tmp_path / "track.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "handoff.py"), "--runs", "1",
+         "--frames", "40", "--configs", "4src-batch8-2w", "--boxes", "3", "--track-ab", "1",
+         "--output", str(out)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["sources"] == {"4src-batch8-2w": 4} and result["boxes_per_frame"] == 3
+    entry = result["4src-batch8-2w"]
+    assert entry["now"]["fps"]["median"] > 0
+    tracking = entry["tracking"]
+    assert len(tracking["fps_with"]) == len(tracking["fps_without"]) == 1
+    assert tracking["tracks_on_last_frames"] == [12]  # 4 sources x 3 boxes, each a track
