@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from framelens.cli_options import (
     add_heatmap_args,
@@ -36,8 +36,17 @@ from framelens.core.errors import Cancelled, ConfigError, FrameLensError, error_
 from framelens.terminal_bars import bars_for
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad option or value is one line on stderr and exit code 2, like every other
+    error of the command (argparse's own would print the whole usage first); its
+    subcommands' parsers are of this class too (add_subparsers makes them so)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="framelens", description="GPU video analysis workbench (GUI and command line)."
     )
     parser.add_argument("--version", action="version", version=f"framelens {__version__}")
@@ -554,8 +563,13 @@ def bare_track(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(bare_track(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(bare_track(sys.argv[1:] if argv is None else argv))
     command = args.command or "gui"
+    if unknown:  # named by the command they were given to, as its other errors are
+        prog = f"{parser.prog} {command}" if args.command else parser.prog
+        what = f"unrecognized arguments: {' '.join(unknown)}"
+        parser.exit(2, f"{prog}: error: {what} (see {prog} --help)\n")
     if command == "gui" and not hasattr(args, "source"):
         args.source = None
     received: list[int] = []

@@ -96,6 +96,14 @@ def test_run_csv_and_class_filter(tmp_path: Path) -> None:
         (["run", SAMPLE, "--frames", "2", "--export", "/nonexistent/dir/out.mp4"], "cannot write"),
         (["bench", SAMPLE, "--frames", "0"], "--frames must be positive"),  # measured nothing
         (["bench", SAMPLE, "--workers", "0"], "--workers must be positive"),
+        # argparse's own errors (a typo in a value or an option, a missing argument)
+        (["run", SAMPLE, "--precision", "fp31"], "invalid choice: 'fp31'"),
+        (["run", SAMPLE, "--track", "bytetrak"], "invalid choice: 'bytetrak'"),
+        (["run", SAMPLE, "--frmaes", "5"], "framelens run: error: unrecognized arguments"),
+        (["evaluate", "t.txt", "--gt", "t.txt", "--benchmark", "MOT18"], "invalid choice"),
+        (["query", "results", "--track-id", "x"], "invalid int value: 'x'"),
+        (["track", "det.txt"], "required: --output"),
+        (["engines"], "required: {build,list,clear}"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(args: list[str], message: str) -> None:
