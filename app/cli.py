@@ -45,6 +45,9 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+SIGPIPE = 13  # signal.SIGPIPE, which Windows does not name
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="framelens", description="GPU video analysis workbench (GUI and command line)."
@@ -578,7 +581,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif command != "gui":
         received = stop_like_ctrl_c()
     try:
-        return COMMANDS[command](args)
+        code = COMMANDS[command](args)
+        sys.stdout.flush()  # a closed pipe is met here, not when Python exits
+        return code
     except Cancelled as exc:
         if not received:  # cancelled by nothing the user did: say what
             print(f"framelens: error: {error_message(exc)}", file=sys.stderr)
@@ -591,6 +596,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("framelens: interrupted", file=sys.stderr)
         return 128 + (received[-1] if received else signal.SIGINT)
+    except BrokenPipeError:  # `framelens query ... | head`: the reader has all it wanted
+        # stdout's buffered rest would fail again when Python exits: send it nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + SIGPIPE
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -257,3 +258,29 @@ def test_a_camera_that_is_not_there_is_one_line_without_opencvs_warnings() -> No
     with pytest.raises(SourceError):
         open_source(missing)
     assert cv_logging.getLogLevel() == level  # OpenCV's logging is as it was after the probe
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("command", ["models", "doctor"])
+def test_a_reader_that_stops_reading_ends_the_command_quietly(
+    command: str, unbuffered: bool
+) -> None:
+    """``framelens query ... | head``: the reader closes the pipe (here before the command
+    prints anything, so the command always meets it closed); the command stops without a
+    traceback, with the exit code of a process SIGPIPE ended (141), as ``head``'s writers do,
+    whether Python's stdout is buffered (the command met the pipe closed at exit) or not."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141
+    assert err == ""
