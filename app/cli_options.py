@@ -238,14 +238,16 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
     return tracker_settings_from_args(args, args.track)
 
 
-def add_zones_args(p: argparse.ArgumentParser) -> None:
+def add_zones_args(p: argparse.ArgumentParser, *, tracking: bool = False) -> None:
     """``--zones`` and ``--events``: lines and zones counted from the tracks
-    (docs/analytics.md)."""
+    (docs/analytics.md). ``tracking``: for ``framelens track``, which always tracks and
+    has one source."""
     p.add_argument(
         "--zones",
         metavar="ZONES.json",
-        help="with --track: count crossings of its lines and stays in its zones (docs/"
-        "analytics.md); the counts go into the JSON summary",
+        help=("" if tracking else "with --track: ")
+        + "count crossings of its lines and stays in its zones (docs/analytics.md); the "
+        "counts go into the JSON summary",
     )
     p.add_argument(
         "--events",
@@ -254,7 +256,8 @@ def add_zones_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="EVENTS.csv",
         help="with --zones: one row per event (frame,time_s,track_id,class,kind,name,"
-        "direction), written when complete; several sources: bare, DIR/<name>.events.csv each",
+        "direction), written when complete"
+        + ("" if tracking else "; several sources: bare, DIR/<name>.events.csv each"),
     )
 
 

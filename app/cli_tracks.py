@@ -141,7 +141,7 @@ def add_track_parser(sub: Any) -> None:
         metavar="N",
         help="the source's frame rate, which scales --track-buffer (default: the JSON's, else 30)",
     )
-    add_zones_args(track)
+    add_zones_args(track, tracking=True)
     add_tracker_options(track, skip=("frame_rate", "trail_length", "cmc", "cmc_downscale"))
 
 

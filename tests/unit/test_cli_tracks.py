@@ -360,3 +360,16 @@ def test_frame_size_clips_detections_as_a_run_does(
     code, _, _ = _cli(capsys, "track", str(dets), "--output", str(out), "--min-hits", "1")
     unclipped = read_tracks_file(out).frames
     assert max(float(f.boxes[0, 0] + f.boxes[0, 2]) for f in unclipped if len(f)) > 200
+
+
+def test_track_help_describes_zones_and_events_as_track_takes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``framelens track`` always tracks and reads one source: its help asks for no
+    ``--track`` (it has none) and offers no several sources' DIR/<name>.events.csv."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["track", "--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--zones ZONES.json count crossings of its lines" in text
+    assert "with --track" not in text and "several sources" not in text
