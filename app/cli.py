@@ -26,6 +26,7 @@ from framelens.cli_options import (
     add_zones_args,
     heatmap_from_args,
     per_source_file,
+    refuse_replacing,
     sample_video,
     settings_from_args,
     tracker_from_args,
@@ -203,6 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_export_tracks(args, several)
     args.zones_file = zones_from_args(args, settings.model.labels, several, sources[0])
     args.heatmap_settings = heatmap_from_args(args, several)
+    _refuse_writing_over_sources(args, sources, several)
     if args.verbose and args.tracker is not None:
         _print_tracker(args.tracker)
     if several:
@@ -241,6 +243,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(json.dumps(summary.as_json(), indent=2))
     _print_written(summary.outputs, "--export and --detections name the outputs")
     return 0
+
+
+def _refuse_writing_over_sources(
+    args: argparse.Namespace, sources: Sequence[str], several: bool
+) -> None:
+    """An output that is one of the run's source files is refused (ConfigError, one line):
+    renamed over it when complete, it would replace the video being analysed
+    (``--export clip.mp4`` on clip.mp4, ``--export-dir .`` in the videos' folder)."""
+    files = [Path(s) for s in sources if Path(s).is_file()]
+    if not files:
+        return
+    if several:
+        from framelens.core.sessions.outputs import output_names
+        from framelens.core.sessions.tracks import MOT_SUFFIX
+        from framelens.core.stages.analytics.events import EVENTS_SUFFIX
+        from framelens.core.stages.analytics.heatmap import HEATMAP_SUFFIX
+
+        suffixes = (".mkv" if args.lossless else ".mp4", ".json", MOT_SUFFIX, EVENTS_SUFFIX,
+                    HEATMAP_SUFFIX)  # fmt: skip
+        names = output_names(sources)
+        outputs = [Path(args.export_dir) / f"{n}{x}" for n in names for x in suffixes]
+    else:
+        given = (args.export, args.detections, args.export_tracks, args.events, args.heatmap_png)
+        outputs = [Path(o) for o in given if o]
+    refuse_replacing(files, outputs, " or --export-dir" if several else "")
 
 
 def _check_export_tracks(args: argparse.Namespace, several: bool) -> None:

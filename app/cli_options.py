@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "add_tracker_options",
     "add_zones_args",
     "heatmap_from_args",
+    "refuse_replacing",
     "sample_video",
     "settings_from_args",
     "tracker_from_args",
@@ -318,6 +320,18 @@ def heatmap_from_args(args: argparse.Namespace, several: bool = False) -> Any:
     if args.heatmap_half_life is None:
         return HeatmapSettings(mode=args.heatmap)
     return HeatmapSettings(mode=args.heatmap, half_life_s=args.heatmap_half_life)
+
+
+def refuse_replacing(inputs: Sequence[Path], outputs: Sequence[Path], hint: str = "") -> None:
+    """ConfigError (one line) for an output that is one of the ``inputs``: renamed over it
+    when complete, it would replace the file being read."""
+    for out in outputs:
+        same = next((f for f in inputs if out.exists() and f.exists() and out.samefile(f)), None)
+        if same is not None:
+            raise ConfigError(
+                f"cannot write {out}: it is the input {same}, which it would replace; "
+                f"choose another name{hint}"
+            )
 
 
 def per_source_file(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -284,3 +285,29 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141
     assert err == ""
+
+
+@pytest.mark.parametrize(
+    ("sources", "outputs", "hint"),
+    [
+        (["clip.mp4"], ["--export", "clip.mp4"], ""),
+        (["clip.mp4", "other.mp4"], ["--export-dir", "."], " or --export-dir"),
+    ],
+    ids=["export-over-the-source", "export-dir-holding-the-sources"],
+)
+def test_an_output_that_would_replace_a_source_is_refused(
+    tmp_path: Path, sources: list[str], outputs: list[str], hint: str
+) -> None:
+    """``--export clip.mp4`` on clip.mp4, or ``--export-dir .`` in the videos' folder,
+    renamed over the source when complete, would replace the analyst's video with a few
+    annotated frames: one line, exit code 2, the videos as they were and nothing written."""
+    for name in ("clip.mp4", "other.mp4"):
+        shutil.copyfile(SAMPLE, tmp_path / name)
+    proc = framelens_m("run", *sources, "--frames", "2", "--quiet", *outputs, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "framelens: error: cannot write clip.mp4: it is the input clip.mp4, which it would "
+        f"replace; choose another name{hint}"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4", "other.mp4"]
+    assert (tmp_path / "clip.mp4").read_bytes() == Path(SAMPLE).read_bytes()
