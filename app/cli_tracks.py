@@ -223,8 +223,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     if args.fps is not None and not (math.isfinite(args.fps) and args.fps > 0):
         raise ConfigError("--fps must be a positive number")
     check_target(args.output)  # one line before any work, and nothing written
-    outputs = [Path(args.output), *([Path(args.events)] if args.events else [])]
-    refuse_replacing([Path(args.detections)], outputs)
+    targets = [Path(args.output), *([Path(args.events)] if args.events else [])]
+    refuse_replacing([Path(args.detections)], targets)
     detections = read_detections_file(args.detections)
     fps = args.fps or detections.fps or 30.0
     known = size or (
