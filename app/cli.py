@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         help="file, camera index, rtsp/http URL or image folder; several with --export-dir",
     )
-    add_model_args(run)
+    add_model_args(run, device_list=True)
     run.add_argument(
         "--export", metavar="OUT.mp4|DIR/", help="write the annotated video (DIR/: PNG frames)"
     )

@@ -35,8 +35,11 @@ def sample_video() -> Path:
     return Path(str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4"))
 
 
-def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
-    """The model, precision, device and threshold options of run, compare, batch, bench."""
+def add_model_args(
+    p: argparse.ArgumentParser, *, precision: bool = True, device_list: bool = False
+) -> None:
+    """The model, precision, device and threshold options of run, compare, batch, bench;
+    ``device_list``: ``--device`` takes a list (run's several sources)."""
     p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
     p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
     p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
@@ -59,7 +62,8 @@ def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> Non
     p.add_argument(
         "--device",
         default="auto",
-        help="auto | cpu | cuda[:N]; run with several sources: a list, cuda:0,cuda:1",
+        help="auto | cpu | cuda[:N]"
+        + ("; several sources: a list, cuda:0,cuda:1" if device_list else ""),
     )
     p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
     p.add_argument(

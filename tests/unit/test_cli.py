@@ -311,3 +311,18 @@ def test_an_output_that_would_replace_a_source_is_refused(
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4", "other.mp4"]
     assert (tmp_path / "clip.mp4").read_bytes() == Path(SAMPLE).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("command", "a_list"), [("run", True), ("batch", False), ("compare", False)]
+)
+def test_only_run_offers_a_list_of_devices_in_its_help(
+    capsys: pytest.CaptureFixture[str], command: str, a_list: bool
+) -> None:
+    """``--device cuda:0,cuda:1`` spreads the sources of a run; batch and compare refuse a
+    list, so their help does not offer one."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--device DEVICE auto | cpu | cuda[:N]" in text
+    assert ("a list, cuda:0,cuda:1" in text) is a_list
