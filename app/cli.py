@@ -286,7 +286,9 @@ def _print_tracker(tracker: Any) -> None:
 
     described = tracker_json(tracker) or {}
     kind = described.pop("kind")
-    params = ", ".join(f"{k} {v}" for k, v in described.items())
+    others = {"botsort": "ocsort_", "ocsort": "cmc"}.get(kind, ("cmc", "ocsort_"))
+    # another tracker's parameters (BoT-SORT's cmc, OC-SORT's ocsort_*) would read as used
+    params = ", ".join(f"{k} {v}" for k, v in described.items() if not k.startswith(others))
     print(f"framelens: tracker: {kind} ({params})", file=sys.stderr)
 
 

@@ -326,3 +326,23 @@ def test_only_run_offers_a_list_of_devices_in_its_help(
     text = " ".join(capsys.readouterr().out.split())
     assert "--device DEVICE auto | cpu | cuda[:N]" in text
     assert ("a list, cuda:0,cuda:1" in text) is a_list
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown", "not_shown"),
+    [
+        ("bytetrack", "match_iou 0.2", ("cmc", "ocsort_")),
+        ("ocsort", "ocsort_delta_t 3", ("cmc",)),
+        ("botsort", "cmc sparse", ("ocsort_",)),
+    ],
+)
+def test_verbose_tells_the_parameters_of_the_chosen_tracker_only(
+    capsys: pytest.CaptureFixture[str], kind: str, shown: str, not_shown: tuple[str, ...]
+) -> None:
+    """``-v``'s tracker line: ByteTrack listed with BoT-SORT's camera-motion compensation
+    ("cmc sparse") read as if ByteTrack compensated camera motion."""
+    argv = ["run", SAMPLE, "--frames", "1", "--quiet", "--threads", "1", "--track", kind, "-v"]
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if "tracker:" in x)
+    assert line.startswith(f"framelens: tracker: {kind} (") and shown in line
+    assert not any(f" {p}" in line for p in not_shown)
