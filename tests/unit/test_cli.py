@@ -124,6 +124,7 @@ def test_models_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert "yolox-nano" in out and "yunet" in out
+    assert "80 classes" in out and "1 class " in out and "1 classes" not in out  # YuNet's face
 
 
 def test_doctor_reports_every_stage_and_why_the_gpu_path_cannot_run() -> None:
