@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from framelens.cli_options import (
     add_heatmap_args,
@@ -26,6 +26,7 @@ from framelens.cli_options import (
     add_zones_args,
     heatmap_from_args,
     per_source_file,
+    refuse_replacing,
     sample_video,
     settings_from_args,
     tracker_from_args,
@@ -36,8 +37,20 @@ from framelens.core.errors import Cancelled, ConfigError, FrameLensError, error_
 from framelens.terminal_bars import bars_for
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad option or value is one line on stderr and exit code 2, like every other
+    error of the command (argparse's own would print the whole usage first); its
+    subcommands' parsers are of this class too (add_subparsers makes them so)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+SIGPIPE = 13  # signal.SIGPIPE, which Windows does not name
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="framelens", description="GPU video analysis workbench (GUI and command line)."
     )
     parser.add_argument("--version", action="version", version=f"framelens {__version__}")
@@ -49,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         help="file, camera index, rtsp/http URL or image folder; several with --export-dir",
     )
-    add_model_args(run)
+    add_model_args(run, device_list=True)
     run.add_argument(
         "--export", metavar="OUT.mp4|DIR/", help="write the annotated video (DIR/: PNG frames)"
     )
@@ -191,6 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_export_tracks(args, several)
     args.zones_file = zones_from_args(args, settings.model.labels, several, sources[0])
     args.heatmap_settings = heatmap_from_args(args, several)
+    _refuse_writing_over_sources(args, sources, several)
     if args.verbose and args.tracker is not None:
         _print_tracker(args.tracker)
     if several:
@@ -231,6 +245,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_writing_over_sources(
+    args: argparse.Namespace, sources: Sequence[str], several: bool
+) -> None:
+    """An output that is one of the run's source files is refused (ConfigError, one line):
+    renamed over it when complete, it would replace the video being analysed
+    (``--export clip.mp4`` on clip.mp4, ``--export-dir .`` in the videos' folder)."""
+    files = [Path(s) for s in sources if Path(s).is_file()]
+    if not files:
+        return
+    if several:
+        from framelens.core.sessions.outputs import output_names
+        from framelens.core.sessions.tracks import MOT_SUFFIX
+        from framelens.core.stages.analytics.events import EVENTS_SUFFIX
+        from framelens.core.stages.analytics.heatmap import HEATMAP_SUFFIX
+
+        suffixes = (".mkv" if args.lossless else ".mp4", ".json", MOT_SUFFIX, EVENTS_SUFFIX,
+                    HEATMAP_SUFFIX)  # fmt: skip
+        names = output_names(sources)
+        outputs = [Path(args.export_dir) / f"{n}{x}" for n in names for x in suffixes]
+    else:
+        given = (args.export, args.detections, args.export_tracks, args.events, args.heatmap_png)
+        outputs = [Path(o) for o in given if o]
+    refuse_replacing(files, outputs, " or --export-dir" if several else "")
+
+
 def _check_export_tracks(args: argparse.Namespace, several: bool) -> None:
     """``--export-tracks``: a tracker's; a file for one source, bare for several (each
     source's ``DIR/<name>.tracks.txt``)."""
@@ -247,7 +286,9 @@ def _print_tracker(tracker: Any) -> None:
 
     described = tracker_json(tracker) or {}
     kind = described.pop("kind")
-    params = ", ".join(f"{k} {v}" for k, v in described.items())
+    others = {"botsort": "ocsort_", "ocsort": "cmc"}.get(kind, ("cmc", "ocsort_"))
+    # another tracker's parameters (BoT-SORT's cmc, OC-SORT's ocsort_*) would read as used
+    params = ", ".join(f"{k} {v}" for k, v in described.items() if not k.startswith(others))
     print(f"framelens: tracker: {kind} ({params})", file=sys.stderr)
 
 
@@ -554,8 +595,13 @@ def bare_track(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(bare_track(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(bare_track(sys.argv[1:] if argv is None else argv))
     command = args.command or "gui"
+    if unknown:  # named by the command they were given to, as its other errors are
+        prog = f"{parser.prog} {command}" if args.command else parser.prog
+        what = f"unrecognized arguments: {' '.join(unknown)}"
+        parser.exit(2, f"{prog}: error: {what} (see {prog} --help)\n")
     if command == "gui" and not hasattr(args, "source"):
         args.source = None
     received: list[int] = []
@@ -564,7 +610,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif command != "gui":
         received = stop_like_ctrl_c()
     try:
-        return COMMANDS[command](args)
+        code = COMMANDS[command](args)
+        sys.stdout.flush()  # a closed pipe is met here, not when Python exits
+        return code
     except Cancelled as exc:
         if not received:  # cancelled by nothing the user did: say what
             print(f"framelens: error: {error_message(exc)}", file=sys.stderr)
@@ -577,6 +625,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("framelens: interrupted", file=sys.stderr)
         return 128 + (received[-1] if received else signal.SIGINT)
+    except BrokenPipeError:  # `framelens query ... | head`: the reader has all it wanted
+        # stdout's buffered rest would fail again when Python exits: send it nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + SIGPIPE
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ from framelens.core.errors import Cancelled, ConfigError
 
 def add_parser(sub: Any) -> None:
     engines = sub.add_parser("engines", help="build, list or clear cached TensorRT engines")
-    what = engines.add_subparsers(dest="engines_command", required=True)
+    what = engines.add_subparsers(
+        dest="engines_command", required=True, metavar="{build,list,clear}"
+    )
     build = what.add_parser("build", help="build (or find cached) the plan of a model")
     build.add_argument("model", help="catalogue name or path to an ONNX file")
     build.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "add_tracker_options",
     "add_zones_args",
     "heatmap_from_args",
+    "refuse_replacing",
     "sample_video",
     "settings_from_args",
     "tracker_from_args",
@@ -33,8 +35,11 @@ def sample_video() -> Path:
     return Path(str(files("framelens.resources") / "samples" / "one-by-one-person-detection.mp4"))
 
 
-def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
-    """The model, precision, device and threshold options of run, compare, batch, bench."""
+def add_model_args(
+    p: argparse.ArgumentParser, *, precision: bool = True, device_list: bool = False
+) -> None:
+    """The model, precision, device and threshold options of run, compare, batch, bench;
+    ``device_list``: ``--device`` takes a list (run's several sources)."""
     p.add_argument("--model", default=None, help="catalogue name or path to an ONNX file")
     p.add_argument("--layout", choices=["yolox", "yolov5", "yolov8", "end2end", "yunet"])
     p.add_argument("--labels", metavar="FILE", help="class labels, one per line")
@@ -57,7 +62,8 @@ def add_model_args(p: argparse.ArgumentParser, *, precision: bool = True) -> Non
     p.add_argument(
         "--device",
         default="auto",
-        help="auto | cpu | cuda[:N]; run with several sources: a list, cuda:0,cuda:1",
+        help="auto | cpu | cuda[:N]"
+        + ("; several sources: a list, cuda:0,cuda:1" if device_list else ""),
     )
     p.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
     p.add_argument(
@@ -238,14 +244,16 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
     return tracker_settings_from_args(args, args.track)
 
 
-def add_zones_args(p: argparse.ArgumentParser) -> None:
+def add_zones_args(p: argparse.ArgumentParser, *, tracking: bool = False) -> None:
     """``--zones`` and ``--events``: lines and zones counted from the tracks
-    (docs/analytics.md)."""
+    (docs/analytics.md). ``tracking``: for ``framelens track``, which always tracks and
+    has one source."""
     p.add_argument(
         "--zones",
         metavar="ZONES.json",
-        help="with --track: count crossings of its lines and stays in its zones (docs/"
-        "analytics.md); the counts go into the JSON summary",
+        help=("" if tracking else "with --track: ")
+        + "count crossings of its lines and stays in its zones (docs/analytics.md); the "
+        "counts go into the JSON summary",
     )
     p.add_argument(
         "--events",
@@ -254,7 +262,8 @@ def add_zones_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="EVENTS.csv",
         help="with --zones: one row per event (frame,time_s,track_id,class,kind,name,"
-        "direction), written when complete; several sources: bare, DIR/<name>.events.csv each",
+        "direction), written when complete"
+        + ("" if tracking else "; several sources: bare, DIR/<name>.events.csv each"),
     )
 
 
@@ -315,6 +324,18 @@ def heatmap_from_args(args: argparse.Namespace, several: bool = False) -> Any:
     if args.heatmap_half_life is None:
         return HeatmapSettings(mode=args.heatmap)
     return HeatmapSettings(mode=args.heatmap, half_life_s=args.heatmap_half_life)
+
+
+def refuse_replacing(inputs: Sequence[Path], outputs: Sequence[Path], hint: str = "") -> None:
+    """ConfigError (one line) for an output that is one of the ``inputs``: renamed over it
+    when complete, it would replace the file being read."""
+    for out in outputs:
+        same = next((f for f in inputs if out.exists() and f.exists() and out.samefile(f)), None)
+        if same is not None:
+            raise ConfigError(
+                f"cannot write {out}: it is the input {same}, which it would replace; "
+                f"choose another name{hint}"
+            )
 
 
 def per_source_file(

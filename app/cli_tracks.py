@@ -141,7 +141,7 @@ def add_track_parser(sub: Any) -> None:
         metavar="N",
         help="the source's frame rate, which scales --track-buffer (default: the JSON's, else 30)",
     )
-    add_zones_args(track)
+    add_zones_args(track, tracking=True)
     add_tracker_options(track, skip=("frame_rate", "trail_length", "cmc", "cmc_downscale"))
 
 
@@ -209,7 +209,11 @@ def _stop_between_frames() -> Iterator[threading.Event]:
 def cmd_track(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from framelens.cli_options import tracker_settings_from_args, zones_from_args
+    from framelens.cli_options import (
+        refuse_replacing,
+        tracker_settings_from_args,
+        zones_from_args,
+    )
     from framelens.core.stages.analytics import AnalyticsStage, EventsWriter
     from framelens.core.stages.sinks.atomic import check_target
     from framelens.core.stages.tracking.mot import MotFrame, MotTracksWriter, read_detections_file
@@ -219,6 +223,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     if args.fps is not None and not (math.isfinite(args.fps) and args.fps > 0):
         raise ConfigError("--fps must be a positive number")
     check_target(args.output)  # one line before any work, and nothing written
+    targets = [Path(args.output), *([Path(args.events)] if args.events else [])]
+    refuse_replacing([Path(args.detections)], targets)
     detections = read_detections_file(args.detections)
     fps = args.fps or detections.fps or 30.0
     known = size or (

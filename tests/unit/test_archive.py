@@ -415,3 +415,15 @@ def test_cli_batch_of_faces_takes_the_faces_model_and_ray_options_need_ray(
     on_cpu = _cli("batch", str(archive / "north" / "a.mp4"), "--output", str(out), "--ray",
                   "local", "--device", "cpu", "--gpus-per-worker", "0.5")  # fmt: skip
     assert on_cpu.returncode == 2 and "cuda" in on_cpu.stderr, on_cpu.stderr
+
+
+def test_results_folder_holding_the_inputs_is_refused_and_left_as_it_was(
+    tmp_path: Path, settings: PipelineSettings
+) -> None:
+    """``framelens batch videos/ --output videos/``: the results folder's own files are
+    never inputs, so nothing is left to run; the refusal says why in one line and leaves
+    no empty detections/ or events/ folder among the analyst's videos."""
+    sample_clip(tmp_path / "a.mp4", 290, 2)
+    with pytest.raises(ConfigError, match=r"inside the results folder .*: choose a results"):
+        run_batch([str(tmp_path)], tmp_path, settings, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.mp4"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +98,14 @@ def test_run_csv_and_class_filter(tmp_path: Path) -> None:
         (["run", SAMPLE, "--frames", "2", "--export", "/nonexistent/dir/out.mp4"], "cannot write"),
         (["bench", SAMPLE, "--frames", "0"], "--frames must be positive"),  # measured nothing
         (["bench", SAMPLE, "--workers", "0"], "--workers must be positive"),
+        # argparse's own errors (a typo in a value or an option, a missing argument)
+        (["run", SAMPLE, "--precision", "fp31"], "invalid choice: 'fp31'"),
+        (["run", SAMPLE, "--track", "bytetrak"], "invalid choice: 'bytetrak'"),
+        (["run", SAMPLE, "--frmaes", "5"], "framelens run: error: unrecognized arguments"),
+        (["evaluate", "t.txt", "--gt", "t.txt", "--benchmark", "MOT18"], "invalid choice"),
+        (["query", "results", "--track-id", "x"], "invalid int value: 'x'"),
+        (["track", "det.txt"], "required: --output"),
+        (["engines"], "required: {build,list,clear}"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(args: list[str], message: str) -> None:
@@ -114,6 +124,7 @@ def test_models_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert "yolox-nano" in out and "yunet" in out
+    assert "80 classes" in out and "1 class " in out and "1 classes" not in out  # YuNet's face
 
 
 def test_doctor_reports_every_stage_and_why_the_gpu_path_cannot_run() -> None:
@@ -249,3 +260,90 @@ def test_a_camera_that_is_not_there_is_one_line_without_opencvs_warnings() -> No
     with pytest.raises(SourceError):
         open_source(missing)
     assert cv_logging.getLogLevel() == level  # OpenCV's logging is as it was after the probe
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("command", ["models", "doctor"])
+def test_a_reader_that_stops_reading_ends_the_command_quietly(
+    command: str, unbuffered: bool
+) -> None:
+    """``framelens query ... | head``: the reader closes the pipe (here before the command
+    prints anything, so the command always meets it closed); the command stops without a
+    traceback, with the exit code of a process SIGPIPE ended (141), as ``head``'s writers do,
+    whether Python's stdout is buffered (the command met the pipe closed at exit) or not."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    ("sources", "outputs", "hint"),
+    [
+        (["clip.mp4"], ["--export", "clip.mp4"], ""),
+        (["clip.mp4", "other.mp4"], ["--export-dir", "."], " or --export-dir"),
+    ],
+    ids=["export-over-the-source", "export-dir-holding-the-sources"],
+)
+def test_an_output_that_would_replace_a_source_is_refused(
+    tmp_path: Path, sources: list[str], outputs: list[str], hint: str
+) -> None:
+    """``--export clip.mp4`` on clip.mp4, or ``--export-dir .`` in the videos' folder,
+    renamed over the source when complete, would replace the analyst's video with a few
+    annotated frames: one line, exit code 2, the videos as they were and nothing written."""
+    for name in ("clip.mp4", "other.mp4"):
+        shutil.copyfile(SAMPLE, tmp_path / name)
+    proc = framelens_m("run", *sources, "--frames", "2", "--quiet", *outputs, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "framelens: error: cannot write clip.mp4: it is the input clip.mp4, which it would "
+        f"replace; choose another name{hint}"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4", "other.mp4"]
+    assert (tmp_path / "clip.mp4").read_bytes() == Path(SAMPLE).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("command", "a_list"), [("run", True), ("batch", False), ("compare", False)]
+)
+def test_only_run_offers_a_list_of_devices_in_its_help(
+    capsys: pytest.CaptureFixture[str], command: str, a_list: bool
+) -> None:
+    """``--device cuda:0,cuda:1`` spreads the sources of a run; batch and compare refuse a
+    list, so their help does not offer one."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--device DEVICE auto | cpu | cuda[:N]" in text
+    assert ("a list, cuda:0,cuda:1" in text) is a_list
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown", "not_shown"),
+    [
+        ("bytetrack", "match_iou 0.2", ("cmc", "ocsort_")),
+        ("ocsort", "ocsort_delta_t 3", ("cmc",)),
+        ("botsort", "cmc sparse", ("ocsort_",)),
+    ],
+)
+def test_verbose_tells_the_parameters_of_the_chosen_tracker_only(
+    capsys: pytest.CaptureFixture[str], kind: str, shown: str, not_shown: tuple[str, ...]
+) -> None:
+    """``-v``'s tracker line: ByteTrack listed with BoT-SORT's camera-motion compensation
+    ("cmc sparse") read as if ByteTrack compensated camera motion."""
+    argv = ["run", SAMPLE, "--frames", "1", "--quiet", "--threads", "1", "--track", kind, "-v"]
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if "tracker:" in x)
+    assert line.startswith(f"framelens: tracker: {kind} (") and shown in line
+    assert not any(f" {p}" in line for p in not_shown)

@@ -360,3 +360,39 @@ def test_frame_size_clips_detections_as_a_run_does(
     code, _, _ = _cli(capsys, "track", str(dets), "--output", str(out), "--min-hits", "1")
     unclipped = read_tracks_file(out).frames
     assert max(float(f.boxes[0, 0] + f.boxes[0, 2]) for f in unclipped if len(f)) > 200
+
+
+def test_track_help_describes_zones_and_events_as_track_takes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``framelens track`` always tracks and reads one source: its help asks for no
+    ``--track`` (it has none) and offers no several sources' DIR/<name>.events.csv."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["track", "--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--zones ZONES.json count crossings of its lines" in text
+    assert "with --track" not in text and "several sources" not in text
+
+
+@pytest.mark.parametrize("option", ["--output", "--events"])
+def test_track_refuses_to_write_over_its_detections(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    """``framelens track det.txt --output det.txt`` would replace the detections with the
+    tracks: one line, exit code 2, the detections as they were."""
+    dets = tmp_path / "det.txt"
+    dets.write_text("1,-1,1,1,5,5,0.9\n")
+    zones = tmp_path / "zones.json"
+    zones.write_text('{"lines": [{"name": "gate", "points": [[0, 3], [9, 3]]}]}')
+    outputs = {"--output": str(tmp_path / "t.txt"), "--events": str(tmp_path / "e.csv")}
+    outputs[option] = str(dets)
+    argv = ["track", str(dets), "--zones", str(zones)]
+    code, out, err = _cli(capsys, *argv, *(x for kv in outputs.items() for x in kv))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"framelens: error: cannot write {dets}: it is the input {dets}, which it would "
+        "replace; choose another name"
+    ]
+    assert dets.read_text() == "1,-1,1,1,5,5,0.9\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["det.txt", "zones.json"]

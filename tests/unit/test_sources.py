@@ -337,6 +337,16 @@ def test_empty_folder(tmp_path: Path) -> None:
         open_source(tmp_path)
 
 
+def test_a_folder_of_videos_opened_as_images_says_what_it_holds(tmp_path: Path) -> None:
+    """``framelens run videos/``: the folder is read as an image folder; its videos are
+    named, and what to do with them, so the analyst is not left with 'no images'."""
+    write_clip(tmp_path / "b.mp4", frames=2)
+    write_clip(tmp_path / "a.mp4", frames=2)
+    named = r"contains no images .* but 2 videos \(a\.mp4, \.\.\.\): choose one of its videos"
+    with pytest.raises(SourceError, match=named):
+        open_source(tmp_path)
+
+
 def test_unreadable_image_is_named(tmp_path: Path) -> None:
     write_png(tmp_path / "a.png", 10)
     (tmp_path / "b.png").write_bytes(b"\x89PNG but not really")

@@ -160,6 +160,13 @@ def run_batch(
         raise ConfigError("segments must hold at least one frame")
     if zones is not None and tracker is None:
         raise ConfigError("lines and zones count tracks: add a tracker (--track)")
+    # before the results folder is made: a refused batch leaves nothing in the inputs
+    paths = [p for p in discover_inputs(inputs) if not _inside(p, out)]
+    if not paths:  # the output folder is the inputs' (or holds them): its files are skipped
+        raise ConfigError(
+            f"every video found is inside the results folder {out}: choose a results "
+            "folder outside the inputs"
+        )
     try:
         (out / DETECTIONS_DIR).mkdir(parents=True, exist_ok=True)
         if zones is not None:
@@ -168,9 +175,6 @@ def run_batch(
         raise ConfigError(f"cannot create {out}: {exc.strerror or exc}") from None
     lock = DirLock(out)
     try:
-        paths = [p for p in discover_inputs(inputs) if not _inside(p, out)]
-        if not paths:
-            raise ConfigError(f"the only videos found are {out}'s own outputs")
         manifest = Manifest(out)
         video_only = not kind_of(settings.model).writes_outputs
         export_video = export_video or video_only  # what a super-resolution batch writes

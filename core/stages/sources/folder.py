@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 from framelens.core.errors import SourceError
 from framelens.core.stages.sources.base import Source
+from framelens.core.stages.sources.suffixes import VIDEO_SUFFIXES
 from framelens.core.types import Frame, Image, SourceInfo
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
@@ -47,7 +48,14 @@ class FolderSource(Source):
         self._files = sorted((p for p in files if p.is_file()), key=_natural_key)
         if not self._files:
             suffixes = ", ".join(sorted(IMAGE_SUFFIXES))
-            raise SourceError(f"folder {root} contains no images ({suffixes})")
+            videos = sorted(p.name for p in root.iterdir() if p.suffix.lower() in VIDEO_SUFFIXES)
+            also = (
+                f" but {len(videos)} video{'s' if len(videos) > 1 else ''} ({videos[0]}, ...): "
+                "choose one of its videos, or run the folder as a batch"
+                if videos
+                else ""
+            )
+            raise SourceError(f"folder {root} contains no images ({suffixes}){also}")
         first = load_image(self._files[0])
         self._first: Image | None = first  # read already; don't decode it twice
         height, width = first.shape[:2]

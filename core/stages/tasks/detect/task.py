@@ -79,7 +79,8 @@ class DetectionTask(Task[Detections, DetectParams, FrameMatch, Letterbox]):
     @classmethod
     def describe(cls, spec: ModelSpec) -> str:
         size = f"{spec.input_size[1]}x{spec.input_size[0]}"
-        return f"{spec.layout:<8} {size}  {len(spec.labels)} classes"
+        n = len(spec.labels)
+        return f"{spec.layout:<8} {size}  {n} class{'' if n == 1 else 'es'}"
 
     @classmethod
     def provenance(cls, spec: ModelSpec, params: DetectParams) -> dict[str, Any]:
