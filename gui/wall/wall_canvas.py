@@ -401,6 +401,11 @@ class WallCanvas(QOpenGLWidget):
         zones = self._zones[i]
         if not (self._picture.showing(i) or i in self._shared_rects):
             overlay = zones = None  # a blank tile (since a layout change): nothing over it
+        cell = self.cell_rect(i)
+        strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
+        # the strip's shade first: a label of a box at the frame's top lies under it,
+        # and is painted over the shade, as bright as anywhere else
+        painter.fillRect(strip, QColor(0, 0, 0, 150))
         if zones is not None and w:
             paint_zones(painter, zones, self.image_rect(i), w, h)
         if overlay is not None and w and len(overlay[0]):
@@ -412,13 +417,10 @@ class WallCanvas(QOpenGLWidget):
                 painter.scale(r.width() / w, r.height() / h)
                 paint_overlay(painter, shapes)
                 painter.restore()
-        cell = self.cell_rect(i)
         _top, message = _caption(self._states[i], self._names[i])
         painter.save()
         font = self.caption_font()
         painter.setFont(font)
-        strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
-        painter.fillRect(strip, QColor(0, 0, 0, 150))
         painter.setPen(QColor(235, 238, 243))
         flags = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
         painter.drawText(strip.adjusted(6, 0, -6, 0), flags, self.shown_caption(i, font))

@@ -12,10 +12,12 @@ import av
 import cv2
 import numpy as np
 import pytest
+from framelens.core.api import DEFAULT_STYLE, Detections, Frame, TileState, layout
 from framelens.core.stages.sources.file import FileSource
 from framelens.gui.common.screenshots import grab_window
 from framelens.gui.common.settings import Settings
 from framelens.gui.player.main_window import MainWindow
+from framelens.gui.wall.wall_canvas import WallCanvas
 from framelens.gui.wall.wall_window import WallWindow
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QImage
@@ -424,3 +426,36 @@ def test_closing_a_wall_window_stops_its_process(
     wall.close()
     assert not child.is_alive() and child.exitcode == 0
     assert not wall.errors
+
+
+def test_a_label_under_a_tile_s_caption_is_painted_over_its_strip(qtbot: QtBot) -> None:
+    """A box touching the top of a tile's frame has its label there, where the tile's
+    caption strip lies: the label is painted over the strip's shade, as bright as
+    anywhere else (it was drawn under it, dimmed to unreadable)."""
+    canvas = WallCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(640, 360)  # 16:9 tiles of a 16:9 frame: no bars above the frame
+    canvas.set_sources(["cam1"])
+    canvas.set_states([TileState("cam1", "cam1.mp4", "playing", fps=15.0, latency_ms=80)])
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    image = np.full((360, 640, 3), 200, np.uint8)
+    dets = Detections(
+        np.array([[400, 0, 560, 300]], np.float32),
+        np.array([0.9], np.float32),
+        np.array([0], np.int32),
+    )
+    labels = ("person",)
+    canvas.set_frame(0, Frame(image, 0, 0.0), (dets, labels, DEFAULT_STYLE))
+    tag = layout(dets, labels, DEFAULT_STYLE, 640, 360).boxes[0].tag
+    assert tag is not None and tag.rect.y1 < 20  # the label lies under the caption strip
+    x, y = tag.rect.x2 - 2, tag.rect.y1 + 2  # its background, right of its text
+    b, g, r = tag.colour
+    painted_before = canvas.frames_painted
+    canvas.update()
+    qtbot.waitUntil(lambda: canvas.frames_painted > painted_before)
+    shot = canvas.grab_frame_image()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot.save(str(SHOTS / "wall-label-under-caption.png"))
+    painted = shot.pixelColor(x, y)
+    assert abs(painted.red() - r) + abs(painted.green() - g) + abs(painted.blue() - b) < 30
