@@ -174,6 +174,24 @@ def test_a_folder_without_a_batch_says_so(window: MainWindow, tmp_path: Path) ->
     assert rb.status_label.text() == f"No detections in {tmp_path} yet."
 
 
+def test_the_min_score_box_shows_its_step_arrows(
+    window: MainWindow, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """The Min score box (a QDoubleSpinBox) draws its up and down chevrons, light on the
+    dark theme, as the other spin boxes do (its buttons were blank: the theme styled
+    QSpinBox only)."""
+    rb = window.batch.open_results_browser(str(tmp_path))
+    qtbot.waitExposed(rb)
+    spin = rb.score_spin
+    shot = spin.grab()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot.save(str(SHOTS / "min-score-arrows.png"))
+    buttons = rgb(shot.toImage())[:, -18:]  # the buttons' column, at the box's right
+    light = (buttons.astype(int).min(axis=2) > 120).sum(axis=(0, 1))
+    assert light >= 8  # the chevrons' strokes (#aab2bf), both arrows
+    rb.close()
+
+
 @pytest.fixture(scope="module")
 def counted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A batch tracked and counted: a person crossing a door at x = 300 (half size: the
