@@ -31,9 +31,11 @@ from framelens.core.api import (
 from framelens.core.stages.analytics import parse_zones
 from framelens.gui.batch.results_browser import ALL_CLASSES, ResultsBrowser
 from framelens.gui.common.widgets import format_time
+from framelens.gui.player.events_panel import EventsPanel
 from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QTableWidget
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -189,6 +191,24 @@ def test_the_min_score_box_shows_its_step_arrows(
     buttons = rgb(shot.toImage())[:, -18:]  # the buttons' column, at the box's right
     light = (buttons.astype(int).min(axis=2) > 120).sum(axis=(0, 1))
     assert light >= 8  # the chevrons' strokes (#aab2bf), both arrows
+    rb.close()
+
+
+def test_the_events_dock_and_the_events_tab_name_their_columns_alike(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    """Zones > Events (the dock) and Browse Batch Results' Events tab list the same events:
+    their columns have the same names ("Event", "Line or zone"; the dock said "Kind",
+    "Name"), the tab's first (the video) aside."""
+    rb = window.batch.open_results_browser(str(tmp_path))
+    dock = EventsPanel()
+
+    def headers(table: QTableWidget) -> list[str]:
+        return [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+
+    assert headers(dock.table) == headers(rb.events.table)[1:]
+    assert "Line or zone" in headers(dock.table)
+    dock.deleteLater()
     rb.close()
 
 
