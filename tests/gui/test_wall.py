@@ -143,6 +143,10 @@ def test_a_wall_of_four_draws_each_source_in_its_tile(
             timeout=5_000,
         )
         assert wall.state.batch == 8 and wall.state.frames_run >= 16
+        # named as the main window's transport names it (the wall said "Real time")
+        assert wall.realtime_action.text() == "Real-time"
+        assert window.transport.realtime_button.isChecked()
+        assert window.transport.realtime_button.text() == wall.realtime_action.text()
         qtbot.waitUntil(lambda: wall.plots.fps_curve.getData()[0] is not None, timeout=10_000)
         assert "4 sources" in wall.summary_label.text()
         qtbot.waitUntil(lambda: wall.state.fps > 0, timeout=TIMEOUT_MS)
