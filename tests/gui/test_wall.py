@@ -21,6 +21,7 @@ from framelens.gui.wall.wall_canvas import WallCanvas
 from framelens.gui.wall.wall_window import WallWindow
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -170,6 +171,17 @@ def test_a_wall_of_sixteen_draws_sixteen_tiles_in_one_canvas(
         assert_tiles_show_their_sources(wall, [k % 4 for k in range(16)])
         assert wall.state.batch == 16  # one slot per source
         save_screenshot(wall, "wall-16.png")
+        # a summary longer than the window is cut with "…", whole in its tooltip, never
+        # clipped at the window's edge (it was cut mid-word there)
+        label = wall.summary_label
+        wall.resize(640, wall.height())
+        qtbot.waitUntil(lambda: wall.width() <= 700)
+        qtbot.wait(100)
+        assert label.fontMetrics().horizontalAdvance(label.text()) > wall.width()
+        assert label.mapTo(wall, label.rect().topRight()).x() < wall.width()
+        shown = QLabel.text(label)  # what the label paints
+        assert label.fontMetrics().horizontalAdvance(shown) <= label.width()
+        assert shown.endswith("…") and label.toolTip() == label.text()
     finally:
         wall.close()
 
@@ -444,10 +456,10 @@ def test_a_label_under_a_tile_s_caption_is_painted_over_its_strip(qtbot: QtBot) 
     canvas.show()
     qtbot.waitExposed(canvas)
     image = np.full((360, 640, 3), 200, np.uint8)
-    dets = Detections(
-        np.array([[400, 0, 560, 300]], np.float32),
-        np.array([0.9], np.float32),
-        np.array([0], np.int32),
+    dets = Detections(  # the second box's label lies under the caption's text
+        np.array([[400, 0, 560, 300], [2, 0, 120, 200]], np.float32),
+        np.array([0.9, 0.8], np.float32),
+        np.array([0, 0], np.int32),
     )
     labels = ("person",)
     canvas.set_frame(0, Frame(image, 0, 0.0), (dets, labels, DEFAULT_STYLE))
@@ -463,3 +475,8 @@ def test_a_label_under_a_tile_s_caption_is_painted_over_its_strip(qtbot: QtBot) 
     shot.save(str(SHOTS / "wall-label-under-caption.png"))
     painted = shot.pixelColor(x, y)
     assert abs(painted.red() - r) + abs(painted.green() - g) + abs(painted.blue() - b) < 30
+    # under the caption's text a label stays shaded: the text is read over it
+    under = layout(dets, labels, DEFAULT_STYLE, 640, 360).boxes[1].tag
+    assert under is not None and under.rect.x2 < 100  # within "cam1 · 15.0 fps · 80 ms"
+    dim = shot.pixelColor(under.rect.x1 + 1, under.rect.y1 + 1)
+    assert dim.red() + dim.green() + dim.blue() < 0.6 * (r + g + b)
