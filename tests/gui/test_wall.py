@@ -170,6 +170,9 @@ def test_a_wall_of_sixteen_draws_sixteen_tiles_in_one_canvas(
         ]  # fmt: skip
         assert_tiles_show_their_sources(wall, [k % 4 for k in range(16)])
         assert wall.state.batch == 16  # one slot per source
+        if os.environ.get("FRAMELENS_WALL_SCREENSHOTS"):  # the docs': the plots drawn
+            qtbot.waitUntil(lambda: wall.state.fps > 0, timeout=TIMEOUT_MS)
+            qtbot.wait(2500)
         save_screenshot(wall, "wall-16.png")
         # a summary longer than the window is cut with "…", whole in its tooltip, never
         # clipped at the window's edge (it was cut mid-word there)
