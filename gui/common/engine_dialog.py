@@ -85,7 +85,8 @@ class EngineBuildDialog(QDialog):
         if model in models:
             self.model_combo.setCurrentText(model)
         self.precision_combo = QComboBox()
-        self.precision_combo.addItems(["fp32", "fp16", "int8"])
+        for precision in ("fp32", "fp16", "int8"):  # written as the rest of the window does
+            self.precision_combo.addItem(precision.upper(), precision)
         self.targets_edit = QLineEdit()
         aot = next((f for f in flavours if f.ahead_of_time), None)
         self.targets_edit.setPlaceholderText(
@@ -144,7 +145,7 @@ class EngineBuildDialog(QDialog):
         self.progress.setValue(0)
         self.job.start(
             self.model_combo.currentText(),
-            self.precision_combo.currentText(),
+            str(self.precision_combo.currentData()),
             self._calibration,
             self.targets_edit.text().strip() or None,
         )

@@ -61,7 +61,8 @@ class ShortcutsDialog(QDialog):
                 font = group.font(0)
                 font.setBold(True)
                 group.setFont(0, font)
-            QTreeWidgetItem(group, [name, keys])
+            # "Left or ," rather than "Left, ,": a comma key reads as a key, not a separator
+            QTreeWidgetItem(group, [name, " or ".join(keys.split(", "))])
         self.tree.expandAll()
         self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)

@@ -54,12 +54,12 @@ __all__ = [
 ]
 
 ALL_CLASSES = "All classes"
-COLUMNS = ("Class", "ID", "Score", "x1, y1, x2, y2")
+COLUMNS = ("Class", "ID", "Score", "Box")
 COLUMN_TIPS = (
     "The class, in its box's colour on the video",
     "The box's track (Tracking menu); – for a box of no track",
     "The detector's confidence",
-    "The box: left, top, right, bottom, in source pixels",
+    "The box: x1, y1, x2, y2 (left, top, right, bottom), in source pixels",
 )
 FOLLOW_IOU = 0.3  # a picked box is the same box in the next frame above this overlap
 Box = tuple[float, float, float, float]

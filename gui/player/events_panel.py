@@ -3,7 +3,7 @@
 The plot (pyqtgraph, like the fps and latency plots) draws, against the video's time,
 each line's ``in`` and ``out`` crossings so far and each zone's tracks inside, from the
 counts every frame shown carried (``LiveCounts``). The table lists the events (time,
-frame, track, class, kind, name, direction) from core's ``PlaybackAnalytics``; clicking
+frame, track, class, event, line or zone, direction) from core's ``PlaybackAnalytics``; clicking
 a row (or Enter) asks for its frame with its track marked (``eventPicked``).
 """
 
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 __all__ = ["EVENT_HEADERS", "EventsPanel"]
 
-EVENT_HEADERS = ("Time", "Frame", "Track", "Class", "Kind", "Name", "Direction")
+EVENT_HEADERS = ("Time", "Frame", "Track", "Class", "Event", "Line or zone", "Direction")
 NONE_TEXT = "No lines or zones: draw one from the Zones menu (Ctrl+Alt+L, Ctrl+Alt+Z)"
 
 

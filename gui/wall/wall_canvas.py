@@ -401,27 +401,44 @@ class WallCanvas(QOpenGLWidget):
         zones = self._zones[i]
         if not (self._picture.showing(i) or i in self._shared_rects):
             overlay = zones = None  # a blank tile (since a layout change): nothing over it
+        cell = self.cell_rect(i)
+        strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
+        shade = QColor(0, 0, 0, 150)
+        # the strip's shade first: a label of a box at the frame's top lies under it,
+        # and is painted over the shade, as bright as anywhere else ...
+        painter.fillRect(strip, shade)
+        tags: list[QRectF] = []  # the labels painted, in widget coordinates
         if zones is not None and w:
             paint_zones(painter, zones, self.image_rect(i), w, h)
         if overlay is not None and w and len(overlay[0]):
             shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
             if shapes:
                 r = self.image_rect(i)
+                sx, sy = r.width() / w, r.height() / h
                 painter.save()
                 painter.translate(r.left(), r.top())
-                painter.scale(r.width() / w, r.height() / h)
+                painter.scale(sx, sy)
                 paint_overlay(painter, shapes)
                 painter.restore()
-        cell = self.cell_rect(i)
+                for mark in shapes.boxes:
+                    if mark.tag is not None:
+                        t = mark.tag.rect
+                        x, y = r.left() + t.x1 * sx, r.top() + t.y1 * sy
+                        tags.append(QRectF(x, y, (t.x2 - t.x1 + 1) * sx, (t.y2 - t.y1 + 1) * sy))
         _top, message = _caption(self._states[i], self._names[i])
         painter.save()
         font = self.caption_font()
         painter.setFont(font)
-        strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
-        painter.fillRect(strip, QColor(0, 0, 0, 150))
+        shown = self.shown_caption(i, font)
+        # ... except behind the caption's own text, shaded again so that it stays readable
+        text = QRectF(strip.left(), strip.top(), QFontMetrics(font).horizontalAdvance(shown), 0)
+        text.setWidth(min(strip.width(), text.width() + 12))
+        text.setHeight(_CAPTION_H)
+        for tag in tags:
+            painter.fillRect(tag.intersected(text), shade)
         painter.setPen(QColor(235, 238, 243))
         flags = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
-        painter.drawText(strip.adjusted(6, 0, -6, 0), flags, self.shown_caption(i, font))
+        painter.drawText(strip.adjusted(6, 0, -6, 0), flags, shown)
         if message:
             failed = message.startswith("failed")
             painter.setPen(QColor(242, 95, 92) if failed else QColor(244, 162, 89))

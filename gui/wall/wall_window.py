@@ -39,7 +39,7 @@ from framelens.core.api import (
 )
 from framelens.gui.common.file_dialogs import WALL_LAYOUT_FILTER, save_file
 from framelens.gui.common.settings import Settings
-from framelens.gui.common.widgets import icon
+from framelens.gui.common.widgets import ElidedLabel, icon
 from framelens.gui.display.plots import themed_plot
 from framelens.gui.wall.wall_canvas import LAYOUTS, WallCanvas
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
@@ -290,8 +290,10 @@ class WallWindow(QMainWindow):
         split.setStretchFactor(0, 4)
         split.setStretchFactor(1, 1)
         self.setCentralWidget(split)
-        self.summary_label = QLabel("Opening…")
-        self.statusBar().addPermanentWidget(self.summary_label)
+        # cut with "…" to the window (whole in its tooltip): a long one is never clipped
+        self.summary_label = ElidedLabel("Opening…")
+        self.summary_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.statusBar().addPermanentWidget(self.summary_label, 1)
         self._build_toolbar(realtime)
 
         self.zones = zones
@@ -330,7 +332,7 @@ class WallWindow(QMainWindow):
         self.play_action = QAction(icon("pause"), "Pause", self)
         self.play_action.setShortcut(QKeySequence("Space"))
         self.play_action.triggered.connect(self.toggle_play)
-        self.realtime_action = QAction(icon("realtime"), "Real time", self, checkable=True)
+        self.realtime_action = QAction(icon("realtime"), "Real-time", self, checkable=True)
         self.realtime_action.setChecked(realtime)
         self.realtime_action.setStatusTip("Play files at their own pace; off: as fast as possible")
         self.realtime_action.toggled.connect(lambda on: self.session.player.set_realtime(on))

@@ -31,7 +31,9 @@ def test_the_window_builds_an_engine_with_progress(
     assert dialog is not None and dialog.isVisible()
     assert dialog.model_combo.count() >= 3  # the catalogue's models
     dialog.model_combo.setCurrentText("yunet")
-    dialog.precision_combo.setCurrentText("fp16")
+    precisions = [dialog.precision_combo.itemText(i) for i in range(3)]
+    assert precisions == ["FP32", "FP16", "INT8"]  # as the Analysis panel and menu write them
+    dialog.precision_combo.setCurrentText("FP16")
     dialog.targets_edit.setText("sm_86")
     seen: list[int] = []
     dialog.job.progressed.connect(lambda _t, f: seen.append(round(1000 * f)))

@@ -31,9 +31,11 @@ from framelens.core.api import (
 from framelens.core.stages.analytics import parse_zones
 from framelens.gui.batch.results_browser import ALL_CLASSES, ResultsBrowser
 from framelens.gui.common.widgets import format_time
+from framelens.gui.player.events_panel import EventsPanel
 from framelens.gui.player.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QTableWidget
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -172,6 +174,42 @@ def test_a_folder_without_a_batch_says_so(window: MainWindow, tmp_path: Path) ->
     rb = window.batch.open_results_browser(str(tmp_path))
     assert rb.list.count() == 0 and rb.class_combo.count() == 1
     assert rb.status_label.text() == f"No detections in {tmp_path} yet."
+
+
+def test_the_min_score_box_shows_its_step_arrows(
+    window: MainWindow, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """The Min score box (a QDoubleSpinBox) draws its up and down chevrons, light on the
+    dark theme, as the other spin boxes do (its buttons were blank: the theme styled
+    QSpinBox only)."""
+    rb = window.batch.open_results_browser(str(tmp_path))
+    qtbot.waitExposed(rb)
+    spin = rb.score_spin
+    shot = spin.grab()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot.save(str(SHOTS / "min-score-arrows.png"))
+    buttons = rgb(shot.toImage())[:, -18:]  # the buttons' column, at the box's right
+    light = (buttons.astype(int).min(axis=2) > 120).sum(axis=(0, 1))
+    assert light >= 8  # the chevrons' strokes (#aab2bf), both arrows
+    rb.close()
+
+
+def test_the_events_dock_and_the_events_tab_name_their_columns_alike(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    """Zones > Events (the dock) and Browse Batch Results' Events tab list the same events:
+    their columns have the same names ("Event", "Line or zone"; the dock said "Kind",
+    "Name"), the tab's first (the video) aside."""
+    rb = window.batch.open_results_browser(str(tmp_path))
+    dock = EventsPanel()
+
+    def headers(table: QTableWidget) -> list[str]:
+        return [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+
+    assert headers(dock.table) == headers(rb.events.table)[1:]
+    assert "Line or zone" in headers(dock.table)
+    dock.deleteLater()
+    rb.close()
 
 
 @pytest.fixture(scope="module")

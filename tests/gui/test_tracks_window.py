@@ -194,6 +194,9 @@ def test_the_tracking_menu_puts_ids_and_trails_on_the_canvas_and_is_remembered(
     window.tracking.kind_actions["bytetrack"].trigger()  # the paused frame, tracked
     qtbot.waitUntil(lambda: person_row_id(window) == PERSON, timeout=TIMEOUT_MS)
     qtbot.wait(200)
+    # the ID column shown, the box column's header still fits it (it was cut at both ends)
+    header = window.detections.panel.table.horizontalHeader()
+    assert header.sectionSize(3) >= header.sectionSizeHint(3), header.sectionSizeHint(3)
     shot = rgb(window.canvas.grab_frame_image())
     region = near(shot, colour)[edge.top() : edge.bottom(), edge.left() : edge.right()]
     assert region.sum() > 50, "the person's box is not in its track's colour"

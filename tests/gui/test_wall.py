@@ -12,13 +12,16 @@ import av
 import cv2
 import numpy as np
 import pytest
+from framelens.core.api import DEFAULT_STYLE, Detections, Frame, TileState, layout
 from framelens.core.stages.sources.file import FileSource
 from framelens.gui.common.screenshots import grab_window
 from framelens.gui.common.settings import Settings
 from framelens.gui.player.main_window import MainWindow
+from framelens.gui.wall.wall_canvas import WallCanvas
 from framelens.gui.wall.wall_window import WallWindow
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
 pytestmark = pytest.mark.gui
@@ -141,6 +144,10 @@ def test_a_wall_of_four_draws_each_source_in_its_tile(
             timeout=5_000,
         )
         assert wall.state.batch == 8 and wall.state.frames_run >= 16
+        # named as the main window's transport names it (the wall said "Real time")
+        assert wall.realtime_action.text() == "Real-time"
+        assert window.transport.realtime_button.isChecked()
+        assert window.transport.realtime_button.text() == wall.realtime_action.text()
         qtbot.waitUntil(lambda: wall.plots.fps_curve.getData()[0] is not None, timeout=10_000)
         assert "4 sources" in wall.summary_label.text()
         qtbot.waitUntil(lambda: wall.state.fps > 0, timeout=TIMEOUT_MS)
@@ -163,7 +170,21 @@ def test_a_wall_of_sixteen_draws_sixteen_tiles_in_one_canvas(
         ]  # fmt: skip
         assert_tiles_show_their_sources(wall, [k % 4 for k in range(16)])
         assert wall.state.batch == 16  # one slot per source
+        if os.environ.get("FRAMELENS_WALL_SCREENSHOTS"):  # the docs': the plots drawn
+            qtbot.waitUntil(lambda: wall.state.fps > 0, timeout=TIMEOUT_MS)
+            qtbot.wait(2500)
         save_screenshot(wall, "wall-16.png")
+        # a summary longer than the window is cut with "…", whole in its tooltip, never
+        # clipped at the window's edge (it was cut mid-word there)
+        label = wall.summary_label
+        wall.resize(640, wall.height())
+        qtbot.waitUntil(lambda: wall.width() <= 700)
+        qtbot.wait(100)
+        assert label.fontMetrics().horizontalAdvance(label.text()) > wall.width()
+        assert label.mapTo(wall, label.rect().topRight()).x() < wall.width()
+        shown = QLabel.text(label)  # what the label paints
+        assert label.fontMetrics().horizontalAdvance(shown) <= label.width()
+        assert shown.endswith("…") and label.toolTip() == label.text()
     finally:
         wall.close()
 
@@ -424,3 +445,41 @@ def test_closing_a_wall_window_stops_its_process(
     wall.close()
     assert not child.is_alive() and child.exitcode == 0
     assert not wall.errors
+
+
+def test_a_label_under_a_tile_s_caption_is_painted_over_its_strip(qtbot: QtBot) -> None:
+    """A box touching the top of a tile's frame has its label there, where the tile's
+    caption strip lies: the label is painted over the strip's shade, as bright as
+    anywhere else (it was drawn under it, dimmed to unreadable)."""
+    canvas = WallCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(640, 360)  # 16:9 tiles of a 16:9 frame: no bars above the frame
+    canvas.set_sources(["cam1"])
+    canvas.set_states([TileState("cam1", "cam1.mp4", "playing", fps=15.0, latency_ms=80)])
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    image = np.full((360, 640, 3), 200, np.uint8)
+    dets = Detections(  # the second box's label lies under the caption's text
+        np.array([[400, 0, 560, 300], [2, 0, 120, 200]], np.float32),
+        np.array([0.9, 0.8], np.float32),
+        np.array([0, 0], np.int32),
+    )
+    labels = ("person",)
+    canvas.set_frame(0, Frame(image, 0, 0.0), (dets, labels, DEFAULT_STYLE))
+    tag = layout(dets, labels, DEFAULT_STYLE, 640, 360).boxes[0].tag
+    assert tag is not None and tag.rect.y1 < 20  # the label lies under the caption strip
+    x, y = tag.rect.x2 - 2, tag.rect.y1 + 2  # its background, right of its text
+    b, g, r = tag.colour
+    painted_before = canvas.frames_painted
+    canvas.update()
+    qtbot.waitUntil(lambda: canvas.frames_painted > painted_before)
+    shot = canvas.grab_frame_image()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot.save(str(SHOTS / "wall-label-under-caption.png"))
+    painted = shot.pixelColor(x, y)
+    assert abs(painted.red() - r) + abs(painted.green() - g) + abs(painted.blue() - b) < 30
+    # under the caption's text a label stays shaded: the text is read over it
+    under = layout(dets, labels, DEFAULT_STYLE, 640, 360).boxes[1].tag
+    assert under is not None and under.rect.x2 < 100  # within "cam1 · 15.0 fps · 80 ms"
+    dim = shot.pixelColor(under.rect.x1 + 1, under.rect.y1 + 1)
+    assert dim.red() + dim.green() + dim.blue() < 0.6 * (r + g + b)
