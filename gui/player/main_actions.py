@@ -142,6 +142,10 @@ class MainMenus(QObject):
             self.parts.window,
             "About FrameLens",
             f"<b>FrameLens {__version__}</b><p>A workbench for video analysis: run a "
-            "detector over a video, watch overlays and per-stage timings live, export "
-            "annotated video and detections.</p>",
+            "detector or a super-resolution model over a video, a camera or a stream and "
+            "watch the result and each stage's timings live; follow objects with a "
+            "tracker, count line crossings and zone visits, compare precisions side by "
+            "side, play many sources on a wall, analyse archives, and export the "
+            "annotated video, the detections, the tracks and the events.</p>"
+            "<p>Help &gt; User Guide (F1) tells the rest.</p>",
         )
