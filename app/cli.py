@@ -252,7 +252,7 @@ def _refuse_writing_over_sources(
     renamed over it when complete, it would replace the video being analysed
     (``--export clip.mp4`` on clip.mp4, ``--export-dir .`` in the videos' folder)."""
     files = [Path(s) for s in sources if Path(s).is_file()]
-    if not files:
+    if not files or (several and not args.export_dir):  # no folder: said next, one line
         return
     if several:
         from framelens.core.sessions.outputs import output_names
