@@ -12,7 +12,6 @@ from multiprocessing.shared_memory import SharedMemory
 from pathlib import Path
 from typing import Any
 
-import av
 import cv2
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from framelens.core.sessions.wall import WallState
 from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
 from framelens.core.sessions.wall_transport import HOST, WallTransport
 from framelens.core.stages.sources.file import FileSource
+from media_factory import encode_frames
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -40,19 +40,10 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             if len(images) >= 700:
                 break
     folder = tmp_path_factory.mktemp("wall_process")
-    paths = []
-    for n, start in enumerate((40, 640)):
-        path = folder / f"cam{n + 1}.mp4"
-        with av.open(str(path), "w") as out:
-            stream = out.add_stream("libx264", rate=10)
-            stream.width, stream.height, stream.pix_fmt = 192, 108, "yuv420p"
-            for image in images[start : start + 30]:
-                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
-                    out.mux(packet)
-            for packet in stream.encode():
-                out.mux(packet)
-        paths.append(str(path))
-    return paths
+    return [
+        str(encode_frames(folder / f"cam{n + 1}.mp4", images[start : start + 30], rate=10))
+        for n, start in enumerate((40, 640))
+    ]
 
 
 class Consumer:
