@@ -54,7 +54,7 @@ class CompareToolbar(QToolBar):
             "First Frame", home, "Home", "Compare again from the first frame of the video"
         )
         self.home_action.setIcon(icon("step-back"))
-        self.edit_action = self._action("Edit Panes", edit, "", "Stop and change panes")
+        self.edit_action = self._action("Edit Panes", edit, "Ctrl+E", "Stop and change panes")
         self.add_action = self._action("Add Pane", add, "Ctrl+N", f"Up to {MAX_PANES} panes")
         self.tracks_action = self._action(
             "Tracks",

@@ -66,6 +66,7 @@ class PlaybackControls(QObject):
         self._loop: tuple[int | None, int | None] = (None, None)
         c.stateChanged.connect(self._on_state)
         self.realtime_action = QAction("&Real-time Pacing", parts.window, checkable=True)
+        self.realtime_action.setShortcut(QKeySequence("Ctrl+R"))
         self.realtime_action.toggled.connect(t.realtime_button.setChecked)
         t.realtime_button.toggled.connect(self.realtime_action.setChecked)
         t.play_button.clicked.connect(c.toggle_play)

@@ -45,11 +45,13 @@ class WallOpening(QObject):
         self.zones_action = a(
             "Open Several with &Zones…",
             self.choose_several_with_zones,
+            "Ctrl+Alt+Shift+O",
             tip="A video wall whose every tile counts the lines and zones of one zones.json",
         )
         self.layout_action = a(
             "Open &Wall Layout…",
             self.choose_wall_layout,
+            "Ctrl+Alt+W",
             tip="Open a saved video wall: its sources and its grid",
         )
         self.back_action = a(

@@ -334,6 +334,7 @@ class WallWindow(QMainWindow):
         self.play_action.triggered.connect(self.toggle_play)
         self.realtime_action = QAction(icon("realtime"), "Real-time", self, checkable=True)
         self.realtime_action.setChecked(realtime)
+        self.realtime_action.setShortcut(QKeySequence("Ctrl+R"))
         self.realtime_action.setStatusTip("Play files at their own pace; off: as fast as possible")
         self.realtime_action.toggled.connect(lambda on: self.session.player.set_realtime(on))
         self.save_action = QAction(icon("export"), "Save Layout…", self)

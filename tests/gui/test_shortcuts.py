@@ -7,6 +7,7 @@ from pathlib import Path
 
 from framelens.gui.common.shortcuts_dialog import ShortcutsDialog, shortcut_rows
 from framelens.gui.player.main_window import MainWindow
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QTreeWidgetItem
 from pytestqt.qtbot import QtBot
 
@@ -36,3 +37,18 @@ def test_help_lists_the_shortcuts_of_every_menu(
     assert keys_shown["Save Snapshot"] == "F12 or Ctrl+Shift+S"
     dialog.grab().save(str(tmp_path / "shortcuts.png"))
     dialog.close()
+
+
+def test_no_key_is_bound_to_two_actions_of_the_window(window: MainWindow) -> None:
+    """Qt fires neither of two actions sharing a key ("Ambiguous shortcut overload"): every
+    key of the window's actions, menus and toolbars, belongs to one action."""
+    owners: dict[str, dict[int, str]] = {}
+    for action in window.findChildren(QAction):
+        for key in action.shortcuts():
+            owners.setdefault(key.toString(), {})[id(action)] = action.text()
+    shared = {k: sorted(names.values()) for k, names in owners.items() if len(names) > 1}
+    assert shared == {}
+    rows = {name: k for _m, name, k in shortcut_rows(window)}
+    assert rows["Open Several with Zones"] == "Ctrl+Alt+Shift+O"
+    assert rows["Open Wall Layout"] == "Ctrl+Alt+W"
+    assert rows["Real-time Pacing"] == "Ctrl+R"
