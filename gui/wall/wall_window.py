@@ -450,7 +450,11 @@ class WallWindow(QMainWindow):
     def _show_summary(self) -> None:
         state = self.state
         failed = sum(t.status == "failed" for t in state.tiles)
-        parts = [f"{len(state.tiles)} sources", f"{state.fps:.1f} fps in all"]
+        parts = [f"{len(state.tiles)} sources"]
+        if state.status in ("ended", "paused", "failed"):  # no rate: what was done
+            parts.append(f"{sum(t.frames for t in state.tiles)} frames analysed")
+        else:
+            parts.append(f"{state.fps:.1f} fps in all")
         if state.batches_run:
             parts.append(f"batch {state.mean_batch:.1f} of {state.batch}")
         dropped = sum(t.dropped for t in state.tiles) + self.session.superseded

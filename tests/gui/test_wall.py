@@ -8,7 +8,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import av
 import cv2
 import numpy as np
 import pytest
@@ -23,6 +22,8 @@ from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
+
+from tests.unit.media_factory import encode_frames
 
 pytestmark = pytest.mark.gui
 
@@ -48,19 +49,10 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             if frame.index > max(wanted):
                 break
     folder = tmp_path_factory.mktemp("wall_gui")
-    paths = []
-    for n, images in frames.items():
-        path = folder / f"cam{n + 1}.mp4"
-        with av.open(str(path), "w") as out:
-            stream = out.add_stream("libx264", rate=15)
-            stream.width, stream.height, stream.pix_fmt = 384, 216, "yuv420p"
-            for image in images:
-                for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
-                    out.mux(packet)
-            for packet in stream.encode():
-                out.mux(packet)
-        paths.append(str(path))
-    return paths
+    paths = [
+        encode_frames(folder / f"cam{n + 1}.mp4", images, rate=15) for n, images in frames.items()
+    ]
+    return [str(p) for p in paths]
 
 
 def image_array(image: QImage) -> np.ndarray:
@@ -244,6 +236,23 @@ def test_a_source_that_cannot_be_opened_says_so_on_its_tile(
         pixels = tiles_pixels(wall)
         assert pixels[0].std() > 12  # the other source plays on
         assert "1 failed" in wall.summary_label.text()
+    finally:
+        wall.close()
+
+
+def test_a_wall_that_ended_says_how_many_frames_it_analysed_not_a_rate(
+    window: MainWindow, qtbot: QtBot, clips: list[str]
+) -> None:
+    """Played as fast as possible to the clips' ends: the summary says the frames done
+    (every frame of both clips) and "ended", where it said "0.0 fps in all"."""
+    wall = open_wall(window, qtbot, clips[:2], shown=1)
+    try:
+        wall.realtime_action.setChecked(False)
+        qtbot.waitUntil(lambda: wall.state.status == "ended", timeout=TIMEOUT_MS)
+        assert [t.frames for t in wall.state.tiles] == [FRAMES, FRAMES]
+        text = wall.summary_label.text()
+        assert text.startswith(f"2 sources · {2 * FRAMES} frames analysed")
+        assert text.endswith("ended") and "fps" not in text
     finally:
         wall.close()
 
