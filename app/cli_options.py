@@ -377,6 +377,8 @@ def zones_from_args(
 
     size = _frame_size(source) if isinstance(source, str) else source
     zones = load_zones(args.zones, labels, size)
+    if not zones:  # else the run would count nothing and say nothing
+        raise ConfigError(f"{args.zones}: holds no lines or zones, so there is nothing to count")
     if args.events:
         check_target(args.events)
     for warning in zones.warnings:

@@ -96,6 +96,8 @@ def test_track_writes_events_and_counts_from_detections(tmp_path: Path) -> None:
         ('{"lines": [{"name": "a", "points": [[0, 0], [9, 9]], "classes": ["unicorn"]}]}', [],
          "unknown class 'unicorn'"),
         ('{"lines": []}', ["--no-track"], "--zones counts tracks: add --track"),
+        ('{"lines": [], "zones": []}', [], "holds no lines or zones, so there is nothing to count"),
+        ("{}", [], "holds no lines or zones"),
     ],
 )  # fmt: skip
 def test_a_bad_zones_file_is_one_line_exit_2_and_nothing_written(
@@ -108,7 +110,7 @@ def test_a_bad_zones_file_is_one_line_exit_2_and_nothing_written(
                      str(dets), "--zones", str(zones), "--events", str(events))  # fmt: skip
     assert proc.returncode == 2
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    if "JSON" in message or "points" in message:
+    if "JSON" in message or "points" in message or "no lines" in message:
         assert str(zones) in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["zones.json"]
 
