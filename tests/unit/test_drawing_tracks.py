@@ -12,6 +12,7 @@ from framelens.core.stages.draw.cuda import shape_rows
 from framelens.core.stages.draw.opencv import annotate
 from framelens.core.stages.draw.style import (
     PALETTE,
+    TRACK_PALETTE,
     OverlayStyle,
     class_colour,
     layout,
@@ -83,11 +84,16 @@ def test_tag_texts_follow_the_label_and_score_toggles() -> None:
     assert tuple(out[tag.rect.y1, tag.rect.x1]) == track_colour(12)
 
 
-def test_track_colours_are_stable_and_neighbours_differ() -> None:
-    colours = [track_colour(i) for i in range(1, len(PALETTE) + 1)]
-    assert len(set(colours)) == len(PALETTE)  # every palette colour once per cycle
+def test_track_colours_are_stable_bright_enough_and_neighbours_differ() -> None:
+    n = len(TRACK_PALETTE)
+    colours = [track_colour(i) for i in range(1, n + 1)]
+    assert len(set(colours)) == n  # every track colour once per cycle
     assert all(a != b for a, b in itertools.pairwise(colours))
-    assert track_colour(7) == track_colour(7) == track_colour(7 + len(PALETTE))
+    assert track_colour(7) == track_colour(7) == track_colour(7 + n)
+    # a box or trail drawn in any of them is seen on a dark picture (the palette's deep
+    # blue and purple were not): luma at least 60 of 255
+    darkest = min(0.114 * b + 0.587 * g + 0.299 * r for b, g, r in colours)
+    assert darkest >= 60 and len(TRACK_PALETTE) >= len(PALETTE) - 2
 
 
 def test_trails_are_drawn_under_tracked_boxes_only_when_on() -> None:

@@ -111,13 +111,21 @@ def class_colour(class_id: int) -> BGR:
     return PALETTE[class_id % len(PALETTE)]
 
 
+def _luma(colour: BGR) -> float:
+    b, g, r = colour
+    return 0.114 * b + 0.587 * g + 0.299 * r
+
+
+# The palette less its darkest colours (the deep blue and the purple), which vanish on
+# night footage and dark clothes: a track's box and trail must be seen on any picture.
+TRACK_PALETTE: tuple[BGR, ...] = tuple(c for c in PALETTE if _luma(c) >= 60)
 _TRACK_STRIDE = 7  # coprime with the palette's length: IDs 1, 2, 3... are far apart in hue
 
 
 def track_colour(track_id: int) -> BGR:
     """The BGR colour of track ``track_id`` (>= 1), the same in every frame and painter;
     consecutive IDs get well separated colours of the palette."""
-    return PALETTE[(track_id * _TRACK_STRIDE) % len(PALETTE)]
+    return TRACK_PALETTE[(track_id * _TRACK_STRIDE) % len(TRACK_PALETTE)]
 
 
 def box_colour(class_id: int, track_id: int = -1) -> BGR:
@@ -127,8 +135,7 @@ def box_colour(class_id: int, track_id: int = -1) -> BGR:
 
 def text_colour(bg: BGR) -> BGR:
     """Black or white (BGR), whichever reads better on ``bg``."""
-    b, g, r = bg
-    return (0, 0, 0) if 0.114 * b + 0.587 * g + 0.299 * r > 140 else (255, 255, 255)
+    return (0, 0, 0) if _luma(bg) > 140 else (255, 255, 255)
 
 
 def tag_text(
@@ -514,6 +521,7 @@ __all__ = [
     "FONT",
     "LANDMARK_COLOURS",
     "PALETTE",
+    "TRACK_PALETTE",
     "Annotator",
     "BoxMark",
     "Dot",
