@@ -67,6 +67,12 @@ def add_parsers(sub: Any) -> None:
         "boxes on non-MOT vehicles; default: the benchmark GT's path names, else MOT17)",
     )
     evaluate.add_argument(
+        "--classes",
+        metavar="NAMES",
+        help="score only the tracks of these classes (comma-separated names or IDs, e.g. "
+        "person): MOT Challenge ground truth has pedestrians only",
+    )
+    evaluate.add_argument(
         "--no-preprocess",
         dest="preprocess",
         action="store_false",
@@ -88,6 +94,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_dir_target(args.report, EVALUATION_REPORT_FILES)
     tracks = read_tracks_file(args.tracks)
     ground_truth = read_ground_truth(args.gt)
+    if args.classes:
+        tracks = tracks.only_classes([c.strip() for c in args.classes.split(",") if c.strip()])
+    elif len(counts := tracks.class_counts()) > 1:  # every class scored as the GT's
+        listed = ", ".join(
+            f"{tracks.class_name(c)} {n}"
+            for c, n in sorted(counts.items(), key=lambda x: (-x[1], tracks.class_name(x[0])))
+        )
+        print(
+            f"framelens: warning: {args.tracks} holds tracks of {len(counts)} classes "
+            f"({listed}), each scored against the ground truth: --classes picks",
+            file=sys.stderr,
+        )
     evaluation = evaluate_tracks(
         tracks,
         ground_truth,

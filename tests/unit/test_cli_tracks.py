@@ -81,6 +81,60 @@ def test_evaluate_a_framelens_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert metrics["idf1"] == 1.0 and metrics["mota"] == 1.0 and metrics["id_switches"] == 0
 
 
+def _tracks_with_cars(path: Path, gt_txt: Path) -> Path:
+    """The ground truth's own person tracks (class 0) and, on the same frames, a car track
+    (class 2) for every person, shifted away: a run of a COCO model that tracked all."""
+    gt = read_ground_truth(gt_txt)
+    with DetectionsWriter(path, {"model": "test", "source_fps": 25.0},
+                          ["person", "bicycle", "car"]) as writer:  # fmt: skip
+        for frame in gt.frames:
+            xyxy = frame.boxes.copy()
+            xyxy[:, 2:] += xyxy[:, :2]
+            cars = xyxy + np.array([400.0, 300.0, 400.0, 300.0])
+            n = len(frame)
+            dets = Detections(
+                np.concatenate([xyxy, cars]).astype(np.float32),
+                np.ones(2 * n, np.float32),
+                np.repeat(np.array([0, 2], np.int32), n),
+                track_ids=np.concatenate([frame.ids, frame.ids + 1000]).astype(np.int64),
+            )
+            writer.add(frame.number - 1, (frame.number - 1) / 25.0, dets)
+    return path
+
+
+def test_evaluate_classes_scores_only_the_classes_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MOT ground truth holds pedestrians: a run's cars scored against it are false
+    positives. Without --classes a warning says so (the classes and their tracks);
+    --classes person (or its ID) scores the person tracks alone."""
+    gt = motmetrics_data() / "gt.txt"
+    tracks = _tracks_with_cars(tmp_path / "run.json", gt)
+    people = len(read_ground_truth(gt).track_ids)
+    code, out, err = _cli(capsys, "evaluate", str(tracks), "--gt", str(gt))
+    assert code == 0
+    every = json.loads(out)["metrics"]
+    assert every["false_positives"] > 0 and every["hota"] < 1.0
+    assert err.strip() == (  # the most tracks first, then by name
+        f"framelens: warning: {tracks} holds tracks of 2 classes (car {people}, "
+        f"person {people}), each scored against the ground truth: --classes picks"
+    )
+    for pick in ("person", "0"):
+        code, out, err = _cli(capsys, "evaluate", str(tracks), "--gt", str(gt), "--classes", pick)
+        assert code == 0 and err == ""
+        metrics = json.loads(out)["metrics"]
+        assert metrics["hota"] == 1.0 and metrics["false_positives"] == 0
+    code, out, err = _cli(capsys, "evaluate", str(tracks), "--gt", str(gt), "--classes", "unicorn")
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"framelens: error: cannot read {tracks}: no class 'unicorn' (car, person)"
+    )
+    text = motmetrics_data() / "test.txt"  # MOT text: no class on its lines
+    code, out, err = _cli(capsys, "evaluate", str(text), "--gt", str(gt), "--classes", "person")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "gives no class for its boxes" in err
+
+
 def test_evaluate_in_a_fresh_process_prints_only_json(tmp_path: Path) -> None:
     """TrackEval's import-time note (BURST needs pycocotools) must not reach stdout."""
     folder = motmetrics_data()

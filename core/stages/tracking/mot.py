@@ -187,6 +187,40 @@ class MotSequence:
         """The boxes that belong to a track (ID >= 0)."""
         return self._select(lambda f: f.ids >= 0)
 
+    def class_counts(self) -> dict[int, int]:
+        """Tracks per class ID (a track counted in every class it was given), -1 for
+        boxes of a file that gives no class."""
+        pairs = [np.stack([f.class_ids, f.ids], 1) for f in self.frames if len(f)]
+        if not pairs:
+            return {}
+        unique = np.unique(np.concatenate(pairs), axis=0)
+        classes, counts = np.unique(unique[:, 0], return_counts=True)
+        return {int(c): int(n) for c, n in zip(classes, counts, strict=True)}
+
+    def class_name(self, class_id: int) -> str:
+        """``class_id`` by the file's name for it, else its number."""
+        return self.labels.get(class_id, str(class_id))
+
+    def only_classes(self, names: Sequence[str]) -> MotSequence:
+        """The boxes of the classes ``names`` (the file's class names, or class IDs as
+        numbers); TrackFileError, one line, for a class the file does not know or a file
+        that gives no classes."""
+        known = {name: cid for cid, name in self.labels.items()}
+        counts = self.class_counts()
+        if not counts or set(counts) == {-1}:
+            raise _fail(self.path, None, "gives no class for its boxes: --classes cannot pick")
+        wanted: set[int] = set()
+        for name in names:
+            if name in known:
+                wanted.add(known[name])
+            elif name.isdigit():
+                wanted.add(int(name))
+            else:
+                names_known = ", ".join(sorted(known)) or "none named: use numbers"
+                raise _fail(self.path, None, f"no class {name!r} ({names_known})")
+        ids = np.array(sorted(wanted), np.int64)
+        return self._select(lambda f: np.isin(f.class_ids, ids))
+
     def only_considered(self) -> MotSequence:
         """Ground truth without the rows marked 0 ("not considered", MOT Challenge's
         7th field): what evaluation counts."""
