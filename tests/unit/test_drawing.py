@@ -12,6 +12,7 @@ from framelens.core.stages.draw.style import (
     Annotator,
     BoxMark,
     Dot,
+    Overlay,
     OverlayStyle,
     Rect,
     class_colour,
@@ -239,6 +240,43 @@ def test_a_mark_around_a_box_goes_around_everything_drawn_of_it_its_tag_too() ->
     assert bare == (40 - half, 60 - half, 201 + half, 181 + half)
     assert mark_region(_dets([[400, 300, 500, 400]], [0]), 0, LABELS, style, 320, 240) is None
     assert mark_region(dets, 7, LABELS, style, 320, 240) is None
+
+
+def _tags_cover_one_another(overlay: Overlay) -> bool:
+    rects = [m.tag.rect for m in overlay.boxes if m.tag is not None]
+    return any(
+        min(a.x2, b.x2) >= max(a.x1, b.x1) and min(a.y2, b.y2) >= max(a.y1, b.y1)
+        for k, a in enumerate(rects)
+        for b in rects[k + 1 :]
+    )
+
+
+def test_a_tag_that_would_cover_another_goes_where_it_can_be_read() -> None:
+    """Two people side by side, a third behind them: each tag above its box's top-left
+    corner would cover its neighbour's. The first keeps its place; the others move
+    (above the top-right corner, under the box, inside its top edge) where no tag is,
+    and the follow mark goes around the tag where it went."""
+    boxes = [[40, 80, 90, 200], [70, 82, 120, 202], [100, 84, 150, 204]]
+    dets = _dets(boxes, [0, 0, 0])
+    style = OverlayStyle()
+    alone = [layout(_dets([b], [0]), LABELS, style, 320, 240).boxes[0].tag for b in boxes]
+    overlay = layout(dets, LABELS, style, 320, 240)
+    tags = [m.tag for m in overlay.boxes]
+    assert all(t is not None for t in tags) and all(t is not None for t in alone)
+    assert _tags_cover_one_another(layout(_dets(boxes[:1], [0]), LABELS, style, 320, 240)) is False
+    assert tags[0] == alone[0]  # the first where a lone box's goes
+    assert tags[1] != alone[1] and tags[2] != alone[2]  # they would cover the first's
+    assert not _tags_cover_one_another(overlay)
+    assert [t.text for t in tags if t is not None] == ["person 0.90", "person 0.70", "person 0.50"]
+    for i, mark in enumerate(overlay.boxes):
+        region = mark_region(dets, i, LABELS, style, 320, 240)
+        assert region is not None and mark.tag is not None
+        t = mark.tag.rect
+        assert region[0] <= t.x1 and region[1] <= t.y1 and region[2] > t.x2 and region[3] > t.y2
+    # boxes far apart: every tag where it always was
+    apart = _dets([[20, 60, 80, 200], [180, 60, 240, 200]], [0, 2])
+    placed = layout(apart, LABELS, style, 320, 240)
+    assert [m.tag.rect.y2 for m in placed.boxes if m.tag] == [59, 59]
 
 
 def test_opencv_annotator_is_an_annotator() -> None:

@@ -30,7 +30,7 @@ covers), drawn as one rectangle a row.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 import cv2
@@ -338,10 +338,28 @@ class Overlay:
 def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
     """The tag above the box's top-left corner, moved inside so it is never cut."""
     (tw, th), baseline = cv2.getTextSize(text, FONT, s.font_scale, s.font_thickness)
-    bw, bh = tw + 2 * s.pad, th + baseline + 2 * s.pad
+    bh = th + baseline + 2 * s.pad
     top = y - bh if y - bh >= 0 else y  # no room above the box: put it just inside
+    return _tag_placed(text, x, top, (tw, th), baseline, colour, s, width, height)
+
+
+def _tag_placed(
+    text: str,
+    left: int,
+    top: int,
+    size: tuple[int, int],
+    baseline: int,
+    colour: BGR,
+    s: Sizes,
+    width: int,
+    height: int,
+) -> Tag:
+    """A tag of text ``size`` whose background's top-left corner is (left, top), moved
+    inside the image."""
+    tw, th = size
+    bw, bh = tw + 2 * s.pad, th + baseline + 2 * s.pad
     top = max(0, min(top, height - bh))
-    left = max(0, min(x, width - bw))
+    left = max(0, min(left, width - bw))
     rect = Rect(left, top, min(width - 1, left + bw - 1), min(height - 1, top + bh - 1))
     return Tag(
         rect,
@@ -353,6 +371,72 @@ def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: i
         s.font_scale,
         s.font_thickness,
     )
+
+
+def _tag_spots(tag: Tag, box: Rect, width: int, height: int) -> list[tuple[int, int, int, int]]:
+    """The other places a box's tag may take, as x1, y1, x2, y2 inside the image: above
+    the box's top-right corner, under its bottom-left corner, just inside its top edge
+    (people side by side, or one behind another)."""
+    bw, bh = tag.rect.width, tag.rect.height
+    out = []
+    for x, y in ((box.x2 + 1 - bw, box.y1 - bh), (box.x1, box.y2 + 1), (box.x1, box.y1)):
+        x = max(0, min(x, width - bw))
+        y = max(0, min(y, height - bh))
+        out.append((x, y, min(width - 1, x + bw - 1), min(height - 1, y + bh - 1)))
+    return out
+
+
+_CELL = 128  # pixels: the tags placed are looked up by the 128 x 128 squares they touch
+
+
+class _TagRoom:
+    """The tags placed so far, to put the next where it covers none of them."""
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+        self._count = 0
+
+    def _covered(self, x1: int, y1: int, x2: int, y2: int) -> int:
+        """Pixels of the rectangle covered by the tags placed."""
+        total, seen = 0, set()
+        for cx in range(x1 // _CELL, x2 // _CELL + 1):
+            for cy in range(y1 // _CELL, y2 // _CELL + 1):
+                for k, a1, b1, a2, b2 in self._cells.get((cx, cy), ()):
+                    if k in seen:
+                        continue
+                    seen.add(k)
+                    w = min(a2, x2) - max(a1, x1) + 1
+                    h = min(b2, y2) - max(b1, y1) + 1
+                    if w > 0 and h > 0:
+                        total += w * h
+        return total
+
+    def place(self, tag: Tag, box: Rect, s: Sizes, width: int, height: int) -> Tag:
+        """``tag``, or the first of its other places that covers no placed tag (else the
+        one that covers least), which is then taken."""
+        r = tag.rect
+        spot = (r.x1, r.y1, r.x2, r.y2)
+        least = self._covered(*spot)
+        if least:
+            for other in _tag_spots(tag, box, width, height):
+                covered = self._covered(*other)
+                if covered < least:
+                    spot, least = other, covered
+                    if not covered:
+                        break
+            if spot[0] != r.x1 or spot[1] != r.y1:
+                tw, th = tag.text_size
+                baseline = r.height - th - 2 * s.pad
+                tag = _tag_placed(
+                    tag.text, spot[0], spot[1], (tw, th), baseline, tag.colour, s, width, height
+                )
+        x1, y1, x2, y2 = spot
+        entry = (self._count, x1, y1, x2, y2)
+        self._count += 1
+        for cx in range(x1 // _CELL, x2 // _CELL + 1):
+            for cy in range(y1 // _CELL, y2 // _CELL + 1):
+                self._cells.setdefault((cx, cy), []).append(entry)
+        return tag
 
 
 def tag_at(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
@@ -431,22 +515,46 @@ def mark_region(
     box is not in the image."""
     if not 0 <= index < len(detections) or width <= 0 or height <= 0:
         return None
-    tid = int(detections.track_ids[index]) if detections.track_ids is not None else -1
-    mark = _box_mark(
-        detections.boxes[index].tolist(),
-        int(detections.class_ids[index]),
-        float(detections.scores[index]),
-        tid,
-        labels,
-        style,
-        sizes(style, width, height),
-        width,
-        height,
-    )
+    s = sizes(style, width, height)
+    placed = dict(_marks(detections, labels, style, s, width, height))
+    mark = placed.get(index)
     if mark is None:
         return None
     r = mark.extent(width, height)
     return (float(r.x1), float(r.y1), float(r.x2 + 1), float(r.y2 + 1))
+
+
+def _marks(
+    detections: Detections,
+    labels: Sequence[str],
+    style: OverlayStyle,
+    s: Sizes,
+    width: int,
+    height: int,
+) -> list[tuple[int, BoxMark]]:
+    """(detection index, its outline and tag) for each box in the image, in painting
+    order; a tag that would cover an earlier one goes to another of its places."""
+    if not (style.boxes or style.tagged):
+        return []
+    n = len(detections)
+    tracks = detections.track_ids.tolist() if detections.track_ids is not None else [-1] * n
+    # tolist() once: Python floats are far cheaper to index than numpy scalars.
+    boxes = detections.boxes.tolist()
+    scores = detections.scores.tolist()
+    class_ids = detections.class_ids.tolist()
+    room = _TagRoom() if style.tagged else None
+    out: list[tuple[int, BoxMark]] = []
+    for i in range(n):
+        cid, tid = int(class_ids[i]), int(tracks[i])
+        mark = _box_mark(boxes[i], cid, scores[i], tid, labels, style, s, width, height)
+        if mark is None:
+            continue
+        if room is not None and mark.tag is not None:
+            tag = room.place(mark.tag, mark.box, s, width, height)
+            if tag is not mark.tag:
+                mark = replace(mark, tag=tag)
+        out.append((i, mark))
+    return out
 
 
 def layout(
@@ -464,17 +572,7 @@ def layout(
         return Overlay(width, height, (), ())
     s = sizes(style, width, height)
     tracks = detections.track_ids.tolist() if detections.track_ids is not None else [-1] * n
-    marks: list[BoxMark] = []
-    if style.boxes or style.tagged:
-        # tolist() once: Python floats are far cheaper to index than numpy scalars.
-        boxes = detections.boxes.tolist()
-        scores = detections.scores.tolist()
-        class_ids = detections.class_ids.tolist()
-        for i in range(n):
-            cid, tid = int(class_ids[i]), int(tracks[i])
-            mark = _box_mark(boxes[i], cid, scores[i], tid, labels, style, s, width, height)
-            if mark is not None:
-                marks.append(mark)
+    marks = [m for _, m in _marks(detections, labels, style, s, width, height)]
     trails: list[Trail] = []
     if style.trails and detections.trails is not None:
         thick = trail_thickness(s)
