@@ -187,6 +187,27 @@ def summarise_ceiling(configs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"streams": best["streams"], "processes": best["processes"], "fps": best["fps"]}
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and its ended children so far."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def cpu_per_frame(cpu: dict[bool, list[float]]) -> dict[str, Any]:
+    """The CPU milliseconds per frame of the runs with and without tracking (every
+    process of a run together) and their ratio: where tracking's fps loss is CPU the
+    machine spends (the ratio near the fps ratio's inverse) or waiting (near 1)."""
+    with_, without = statistics.median(cpu[True]), statistics.median(cpu[False])
+    return {
+        "cpu_ms_per_frame_with": cpu[True],
+        "cpu_ms_per_frame_without": cpu[False],
+        "cpu_ms_per_frame_ratio": round(with_ / without, 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--paced" in argv:  # live cameras: benchmarks/paced.py
@@ -263,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python3 benchmarks/streams.py " + " ".join(argv),
         "device": args.device,
         "machine": machine(),
+        # OpenBLAS's thread pool (each process's, unset: one per core, whose threads
+        # spin between the trackers' small matrix products): the A/B of issue 27's rerun
+        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)"
         if not args.video
         else args.video,
@@ -386,16 +410,23 @@ def main(argv: list[str] | None = None) -> int:
                 tracker = TrackerSettings.for_kind(args.track)
                 where = str(Path(tmp) / f"n{n}w{workers}p{procs}t")
 
+                cpu: dict[bool, list[float]] = {True: [], False: []}
+
                 def tracked_run(tracked: bool) -> float:
+                    used = cpu_seconds()
                     got = run_many(
                         [video] * n, settings, where, videos=False, frames=args.frames,
                         progress=False, workers=workers, tracker=tracker if tracked else None,
                         **spread,
                     )  # fmt: skip
+                    # the CPU of this process and of the run's processes (ended: counted)
+                    cpu[tracked].append(round((cpu_seconds() - used) * 1000 / got.frames, 3))
                     return float(got.fps)
 
                 tracked_run(True)  # warm-up of the tracked path
+                cpu[True].clear()
                 row["tracking"] = alternate(tracked_run, args.track_repeats, args.track)
+                row["tracking"].update(cpu_per_frame(cpu))
 
         def one_ceiling(config: dict[str, Any], k: int) -> None:
             s, p = config["streams"], config["processes"]

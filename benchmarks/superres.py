@@ -18,8 +18,9 @@ FP16 first (the targets are FP16's), then FP32, then INT8 (calibrated on the vid
 - esrgan_x2_540p_to_1080p_fps {fp16, int8}: ``framelens run`` over the video (NVDEC
   decode, SR, the upscaled frame; no export), the median of ``--runs`` runs, each
   building its engines; esrgan_end_to_end[p]: every run, the whole call, p50/p99;
-- esrgan_fp16_options: plain ORT FP16 with a CUDA graph, at batch 2 (ms per frame), with
-  ``fuse_conv_bias``, in NCHW: what the options the plan does not take would give;
+- esrgan_fp16_options: plain ORT FP16 with a CUDA graph, at batch 2 (ms per frame),
+  without ``fuse_conv_bias`` (the plan fuses the bias), in NCHW: what the options the
+  plan does not take would give, and what the one it takes gains;
 - esrgan_tflops[p] from the FLOPs of the graph's convolutions (counted from their
   shapes, core/precision/conv_check.py) over the median, against the GPU's dense peak
   for the math the convolutions run in (esrgan_fraction_of_peak);
@@ -321,8 +322,12 @@ def fp16_options(
         path, options, shape, dev, cuda_graph=True, output_shape=out_shape))  # fmt: skip
     two = (2, *shape[1:])
     run("batch 2", lambda: esrgan_calls.plain_call(path, options, two, dev), per=2)
-    fused = {**options, "fuse_conv_bias": "1"}  # cuDNN's frontend adds the bias in the conv
-    run("fuse_conv_bias", lambda: esrgan_calls.plain_call(path, fused, shape, dev))
+    if options.get("fuse_conv_bias") == "1":  # the plan takes it: what it gains
+        unfused = {k: v for k, v in options.items() if k != "fuse_conv_bias"}
+        run("bias not fused", lambda: esrgan_calls.plain_call(path, unfused, shape, dev))
+    else:
+        fused = {**options, "fuse_conv_bias": "1"}  # cuDNN's frontend adds the bias in the conv
+        run("fuse_conv_bias", lambda: esrgan_calls.plain_call(path, fused, shape, dev))
     nchw = {k: v for k, v in options.items() if k != "prefer_nhwc"}
     run("nchw", lambda: esrgan_calls.plain_call(path, nchw, shape, dev))
 

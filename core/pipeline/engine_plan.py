@@ -7,6 +7,8 @@ is what ran.
 - Layout (``prefer_nhwc``): NHWC for the models whose task asks for it (ESRGAN-class
   super-resolution), except graphs with convolutions ONNX Runtime's NHWC Conv misreads
   (core/precision/conv_check.py: a Q/DQ weight beside a float bias, issue 29).
+- Bias fused into the convolution (``fuse_conv_bias``): for FP16 graphs whose task asks
+  for it (the same heavy super-resolution models), measured faster.
 - CUDA graphs (``enable_cuda_graph``): never in the pipelines, for the reason in
   CUDA_GRAPH_WHY; benchmarks/superres.py measures what they would give the engine alone.
 """
@@ -40,6 +42,11 @@ NHWC_WHY = (
 NHWC_REFUSED_WHY = (
     "NCHW, not NHWC: {count} of its convolutions have a Q/DQ weight beside a float bias, "
     "which ONNX Runtime's NHWC Conv reads as already transposed (issue 29)"
+)
+FUSE_WHY = (
+    "fuse_conv_bias=1: cuDNN adds the bias inside the convolution of this FP16 heavy "
+    "super-resolution graph (ESRGAN x2 at 540p on an H100: 61.4 -> 52.7 ms a call, "
+    "benchmarks/results/h100-superres-2026-12-05.json)"
 )
 CUDA_GRAPH_WHY = (
     "no CUDA graph: ONNX Runtime captures one on a calling thread's third run, in global "
@@ -87,6 +94,10 @@ def cuda_options_for(
         else:
             options["prefer_nhwc"] = "1"
             why.append(NHWC_WHY)
+    if asked.pop("fuse_conv_bias", "0") == "1" and precision == "fp16":
+        # measured for FP16 only; FP32 keeps cuDNN's plain convolution, INT8 its Q/DQ nodes
+        options["fuse_conv_bias"] = "1"
+        why.append(FUSE_WHY)
     options.update(asked)
     why.append(CUDA_GRAPH_WHY)
     return CudaOptions(tuple(options.items()), tuple(why))

@@ -16,7 +16,7 @@ from framelens.core.stages.sources.paced import RealtimeSource
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"  # 30 fps
+SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"  # 10 fps
 
 
 def test_frames_a_slow_reader_missed_go_back_to_the_nvdec_pool(gpu_ctx: GpuContext) -> None:
@@ -27,16 +27,19 @@ def test_frames_a_slow_reader_missed_go_back_to_the_nvdec_pool(gpu_ctx: GpuConte
         stream = cuda.Stream()
     # a pool of 4 buffers: without the dropped frames given back it runs dry at once
     inner = open_gpu_source(str(SAMPLE), gpu_ctx, stream, pool_size=4, acquire_timeout_s=2.0)
-    camera = RealtimeSource(inner, frames=40)
+    camera = RealtimeSource(inner, frames=30)
     got = 0
     try:
         while (frame := camera.read()) is not None:
             got += 1
             frame.release()
-            time.sleep(0.1)  # three frame intervals a frame: the camera overwrites two
+            # three of the sample's frame intervals a frame (10 fps; 0.1 s, one interval,
+            # kept pace with it and nothing was dropped): the camera overwrites two
+            time.sleep(3 / camera.info.fps)
     finally:
         camera.close()
-    assert camera.dropped > 8 and got + camera.dropped == 40
+    assert got + camera.dropped == 30
+    assert camera.dropped >= 15  # about two of every three
 
 
 def test_cameras_on_the_gpu_account_for_every_frame(gpu_ctx: GpuContext, tmp_path: Path) -> None:
@@ -46,7 +49,7 @@ def test_cameras_on_the_gpu_account_for_every_frame(gpu_ctx: GpuContext, tmp_pat
         [str(SAMPLE)] * 4, settings, str(tmp_path / "out"), videos=False, frames=60,
         progress=False, realtime=True,
     )  # fmt: skip
-    assert time.perf_counter() - began >= 1.9  # 60 frames at 30 fps: played, not raced
+    assert time.perf_counter() - began >= 5.9  # 60 frames at 10 fps: played, not raced
     assert summary.path.startswith("gpu pipeline")
     for source in summary.sources:
         assert source.error is None and source.dropped is not None

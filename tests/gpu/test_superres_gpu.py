@@ -291,7 +291,7 @@ def test_esrgans_fp16_engine_is_as_fast_as_plain_onnx_runtime_with_its_options(
         PipelineSettings(resolve_model(str(path)), device="cuda:0", precision="fp16")
     )
     options = build.engine_cuda_options(settings.model, "fp16").as_dict()
-    assert options == {"use_tf32": "1", "prefer_nhwc": "1"}
+    assert options == {"use_tf32": "1", "prefer_nhwc": "1", "fuse_conv_bias": "1"}
     shape = (1, 3, 540, 960)
     times = {}
     for name, make in (
@@ -305,6 +305,7 @@ def test_esrgans_fp16_engine_is_as_fast_as_plain_onnx_runtime_with_its_options(
             made[1]()
         if name == "product":
             assert made[2].get("use_tf32") == "1" and made[2].get("prefer_nhwc") == "1"
+            assert made[2].get("fuse_conv_bias") == "1"
     print(f"ESRGAN FP16 540p: product {times['product']} ms, plain ORT {times['plain']} ms")
     assert times["product"] <= 1.15 * times["plain"]
 

@@ -82,8 +82,12 @@ def cuda_options(spec: ModelSpec) -> dict[str, str]:
     and h200-superres-2026-12-02*.json): ESRGAN x2 at 540p 77 -> 54 ms in FP16 and
     125 -> 90 ms in FP32 with NHWC, while ESPCN x2 at 1080p ran 145 fps in NCHW
     against 128 in NHWC (one input channel: the layout transposes cost more than
-    they save)."""
-    return {"prefer_nhwc": "1"} if spec.task == "superres" and is_heavy(spec) else {}
+    they save). The bias fused into the convolution too (taken for FP16 graphs only:
+    core/pipeline/engine_plan.py): ESRGAN x2 at 540p FP16 61.4 -> 52.7 ms on an H100
+    (h100-superres-2026-12-05.json)."""
+    if spec.task == "superres" and is_heavy(spec):
+        return {"prefer_nhwc": "1", "fuse_conv_bias": "1"}
+    return {}
 
 
 def default_tile(spec: ModelSpec, device: str) -> tuple[int, int]:
