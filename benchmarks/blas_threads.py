@@ -1,7 +1,6 @@
 """What OpenBLAS's thread pool costs a tracker's process: ByteTrack over the same frames
-in fresh processes, OpenBLAS with its default pool (a thread per core,
-``OPENBLAS_NUM_THREADS`` = the cores) and held to one thread (``OPENBLAS_NUM_THREADS=1``,
-what the product does by itself since core/stages/tracking/blas.py), alternated.
+in fresh processes, OpenBLAS left with its default pool (a thread per core) and held to
+one thread (``OPENBLAS_NUM_THREADS=1``), alternated.
 
     python3 benchmarks/blas_threads.py --repeats 5 \\
         --output benchmarks/results/blas-threads-cpu-2core-<date>.json
@@ -85,9 +84,9 @@ def track(seconds: float, boxes: int, neighbour: bool) -> None:
 
 def one_run(limited: bool, seconds: float, boxes: int, neighbour: bool) -> dict[str, Any]:
     env = dict(os.environ)
-    # set either way: unset, the product's first tracker holds the pool to one thread
-    # (core/stages/tracking/blas.py); a thread per core is OpenBLAS's own default
-    env["OPENBLAS_NUM_THREADS"] = "1" if limited else str(os.cpu_count() or 1)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if limited:
+        env["OPENBLAS_NUM_THREADS"] = "1"
     argv = [sys.executable, __file__, "--track-run", str(seconds), "--boxes", str(boxes)]
     if neighbour:
         argv.append("--with-neighbour")

@@ -12,7 +12,6 @@ ocsort.py      OC-SORT
 botsort.py     BoT-SORT
 cmc.py         camera-motion compensation (BoT-SORT)
 registry.py    make_tracker(settings)
-blas.py        the process's BLAS held to one thread once it tracks (small products)
 stage.py       TrackingStage, tracking_stages(settings): the per-source stage
 mot.py         tracks and detections as files: MOT Challenge text, FrameLens JSON
 evaluation.py  tracks scored against ground truth by TrackEval (HOTA, CLEAR, Identity)

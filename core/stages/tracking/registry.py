@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from framelens.core.stages.tracking.base import Tracker
-from framelens.core.stages.tracking.blas import one_blas_thread
 from framelens.core.stages.tracking.botsort import BoTSort
 from framelens.core.stages.tracking.bytetrack import ByteTrack
 from framelens.core.stages.tracking.ocsort import OCSort
@@ -13,9 +12,7 @@ __all__ = ["make_tracker"]
 
 
 def make_tracker(settings: TrackerSettings) -> Tracker:
-    """A new tracker (no tracks, IDs from 1) of ``settings.kind`` with its parameters;
-    the process's BLAS held to one thread from then on (core/stages/tracking/blas.py)."""
-    one_blas_thread()
+    """A new tracker (no tracks, IDs from 1) of ``settings.kind`` with its parameters."""
     if settings.kind == "bytetrack":
         return ByteTrack(settings)
     if settings.kind == "ocsort":
