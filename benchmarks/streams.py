@@ -284,9 +284,6 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python3 benchmarks/streams.py " + " ".join(argv),
         "device": args.device,
         "machine": machine(),
-        # OpenBLAS's thread pool (each process's, unset: one per core, whose threads
-        # spin between the trackers' small matrix products): the A/B of issue 27's rerun
-        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "video": "person sample scaled to 1920x1080, H.264 yuv420p (make_1080p.py)"
         if not args.video
         else args.video,
