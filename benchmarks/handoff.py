@@ -180,6 +180,8 @@ def child(config: str, args: argparse.Namespace, files: dict[str, str], path: Pa
         cmd.append("--profile")
     if tracked:
         cmd.append("--track")
+    if args.worker_python_us:
+        cmd += ["--worker-python-us", str(args.worker_python_us)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"child {config} failed:\n{done.stderr[-3000:]}")
@@ -224,6 +226,11 @@ def main() -> int:
         "--track-ab", type=int, default=0, metavar="N",
         help="also each config with and without ByteTrack, alternated N times (--boxes)",
     )  # fmt: skip
+    parser.add_argument(
+        "--worker-python-us", type=float, default=0.0, metavar="US",
+        help="each inference worker also spends US microseconds of Python (the GIL held) "
+        "per frame: the host work of a GPU pipeline's workers (launches, box decoding)",
+    )  # fmt: skip
     parser.add_argument("--output")
     parser.add_argument("--track", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -231,7 +238,8 @@ def main() -> int:
     parser.add_argument("--images", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        got = measure(args.child, args.frames, args.model, args.images, args.profile, args.track)
+        got = measure(args.child, args.frames, args.model, args.images, args.profile, args.track,
+                      args.worker_python_us)  # fmt: skip
         print(json.dumps(got))
         return 0
     configs = args.configs.split(",")
@@ -249,6 +257,7 @@ def main() -> int:
         "revision": head,
         "baseline": args.baseline,
         "boxes_per_frame": args.boxes,
+        "worker_python_us_per_frame": args.worker_python_us,
         "sources": {c: SOURCES.get(c, 1) for c in configs},
     }
     with tempfile.TemporaryDirectory(prefix="fl-handoff-data-") as tmp:
@@ -350,8 +359,9 @@ def replay_source(images: Any, fps: float = 30.0, decode_ms: float = 0.0) -> Any
 
 
 def measure(
-    config: str, frames: int, model: str, images_path: str, profile: bool, track: bool = False
-) -> dict[str, Any]:
+    config: str, frames: int, model: str, images_path: str, profile: bool, track: bool = False,
+    python_us: float = 0.0,
+) -> dict[str, Any]:  # fmt: skip
     import numpy as np
     from framelens.core.models.catalog import resolve_model
     from framelens.core.pipeline import build
@@ -361,7 +371,9 @@ def measure(
     images = np.load(images_path)
     base = PipelineSettings(resolve_model(model), threads=1, batch=batch)
     settings = build.resolve(base)
-    pipelines = [_slowed(build.host_pipeline(settings), engine_ms) for _ in range(workers)]
+    pipelines = [
+        _slowed(build.host_pipeline(settings), engine_ms, python_us) for _ in range(workers)
+    ]
     try:
         sources = SOURCES.get(config, 1)
         run_once = _session_driver(settings, pipelines, images, decode_ms, sources, track)
@@ -486,13 +498,19 @@ def _profiled(run_once: Any, frames: int) -> dict[str, Any]:
     return {"profile": {"frames": done, "threads": threads, "stacks": sampler.report(6)}}
 
 
-def _slowed(pipeline: Any, engine_ms: float) -> Any:
-    """The pipeline with each batch's call ``engine_ms`` longer, without the GIL."""
-    if engine_ms:
+def _slowed(pipeline: Any, engine_ms: float, python_us: float = 0.0) -> Any:
+    """The pipeline with each batch's call ``engine_ms`` longer, without the GIL, and
+    ``python_us`` per frame longer with it (a Python loop: the GIL held)."""
+    if engine_ms or python_us:
         real = pipeline.infer_batch
 
         def infer_batch(frames: Any, times: Any) -> Any:
-            time.sleep(engine_ms / 1000.0)
+            if python_us:
+                until = time.perf_counter() + python_us * len(frames) / 1e6
+                while time.perf_counter() < until:
+                    pass
+            if engine_ms:
+                time.sleep(engine_ms / 1000.0)
             return real(frames, times)
 
         pipeline.infer_batch = infer_batch

@@ -181,13 +181,19 @@ class Detections:
         return Detections(landmarks=_empty_f32(0, 5, 2) if with_landmarks else None)
 
 
-STAGES = ("decode", "preprocess", "inference", "postprocess", "display", "draw", "encode", "e2e")
+STAGES = (
+    "decode", "preprocess", "inference", "postprocess", "track", "display", "draw", "encode",
+    "e2e",
+)  # fmt: skip
 """Stage names in pipeline order; each means the same work on the CPU and the GPU path:
 
 decode      the source's read (PyAV, NVDEC) of one frame
 preprocess  letterbox, colour order, scaling, HWC->CHW into the model input
 inference   the engine call (for a batch: the whole call, recorded on each of its frames)
 postprocess the task's decoding (boxes, NMS)
+track       the per-source stages after the task: the tracker, then lines and zones
+            (core/stages/source_stages.py; results taken together share their call's
+            time); not part of e2e, which ends when the task's result is ready
 display     the frame made ready for the screen: the GPU's RGBA kernel (the CPU path shows
             BGR as it is); the window adds its canvas's upload and paint
 draw        the task's overlay drawn into the frame (export, snapshots)
@@ -205,6 +211,7 @@ class StageTimes:
     preprocess: float = math.nan
     inference: float = math.nan
     postprocess: float = math.nan
+    track: float = math.nan
     display: float = math.nan
     draw: float = math.nan
     encode: float = math.nan

@@ -18,11 +18,14 @@ and a stage class with a batched form (a static ``many``: the tracking stage) ta
 results of every source in one call.
 
 Stages run on the consumer's thread of the session (core/sessions/session.py) or the
-player (core/sessions/playback/worker.py); they need no lock of their own.
+player (core/sessions/playback/worker.py); they need no lock of their own. The time they
+take is each result's ``times.track`` (results taken together share their call's time),
+a stage of the latency plots and of a run's medians like the pipeline's own.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -125,8 +128,10 @@ class SourceStages:
         """``result`` through its source's chain, in order."""
         if self._factory is None:
             return
+        began = time.perf_counter()
         for stage in self._chain(result.frame.source_id):
             stage(result)
+        result.times.track = (time.perf_counter() - began) * 1000.0
 
     def many(self, results: Sequence[FrameResult]) -> None:
         """``results`` (delivered together, in order) through their sources' chains: for
@@ -135,8 +140,15 @@ class SourceStages:
         before the next place does; a stage class with a batched form (a static
         ``many`` taking (stage, result) pairs: the tracking stage) gets all of them in
         one call, other stages one call per result."""
-        if self._factory is None:
+        if self._factory is None or not results:
             return
+        began = time.perf_counter()
+        self._many(results)
+        shared = (time.perf_counter() - began) * 1000.0 / len(results)
+        for result in results:
+            result.times.track = shared
+
+    def _many(self, results: Sequence[FrameResult]) -> None:
         chains = [self._chain(r.frame.source_id) for r in results]
         for place in range(max((len(c) for c in chains), default=0)):
             batched: dict[Callable[..., None], list[tuple[SourceStage, FrameResult]]] = {}

@@ -36,6 +36,7 @@ STAGE_STYLE: dict[str, tuple[str, str]] = {
     "preprocess": ("preprocess", "#7fc8a9"),
     "inference": ("inference", "#f4a259"),
     "postprocess": ("postprocess", "#c58fe0"),
+    "track": ("tracking", "#5cc8c8"),
     "draw": ("overlay", "#e0d36a"),
     "display": ("display", "#9aa5b1"),
     "e2e": ("end to end", "#f25f5c"),

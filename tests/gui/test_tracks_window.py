@@ -206,6 +206,8 @@ def test_the_tracking_menu_puts_ids_and_trails_on_the_canvas_and_is_remembered(
     in_trail = near(shot, colour)[trail.top() : trail.bottom(), trail.left() : trail.right()]
     assert in_trail.sum() > 10
     save_screenshot(window, "scripted-tracks.png")
+    # the tracker's time is a stage of the performance plots, named as users read it
+    assert "tracking" in window.plots.summary_text()
     assert app_settings.tracker == "bytetrack"
     assert window.controller.tracker is not None and window.controller.tracker.kind == "bytetrack"
 

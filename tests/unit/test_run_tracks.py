@@ -108,6 +108,8 @@ def test_run_track_writes_mot_text_track_ids_in_the_json_and_says_the_tracker(
     assert summary["tracker"]["trail_length"] == 0  # nothing drawn: no trails kept
     assert summary["sources"][0]["tracks"] == len(ids)
     assert str(tracks) in summary["outputs"] and str(dets) in summary["outputs"]
+    # the tracker is a stage of the run's timings, beside the pipeline's own
+    assert 0 < summary["stage_ms"]["track"] < summary["stage_ms"]["inference"]
 
 
 def test_run_without_track_says_no_tracker_and_writes_no_track_ids(
@@ -118,6 +120,7 @@ def test_run_without_track_says_no_tracker_and_writes_no_track_ids(
                  "--detections", str(dets)]) == 0  # fmt: skip
     summary = json.loads(capsys.readouterr().out)
     assert "tracker" not in summary and "tracks" not in summary["sources"][0]
+    assert "track" not in summary["stage_ms"] and "inference" in summary["stage_ms"]
     frames = json.loads(dets.read_text())["frames"]
     assert all("track_id" not in det for f in frames for det in f["detections"])
 
