@@ -408,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                 where = str(Path(tmp) / f"n{n}w{workers}p{procs}t")
 
                 cpu: dict[bool, list[float]] = {True: [], False: []}
+                track_ms: list[float] = []
 
                 def tracked_run(tracked: bool) -> float:
                     used = cpu_seconds()
@@ -418,12 +419,16 @@ def main(argv: list[str] | None = None) -> int:
                     )  # fmt: skip
                     # the CPU of this process and of the run's processes (ended: counted)
                     cpu[tracked].append(round((cpu_seconds() - used) * 1000 / got.frames, 3))
+                    if tracked:  # the tracker's own ms a frame (one process's median)
+                        track_ms.append(got.stage_ms.get("track", float("nan")))
                     return float(got.fps)
 
                 tracked_run(True)  # warm-up of the tracked path
                 cpu[True].clear()
+                track_ms.clear()
                 row["tracking"] = alternate(tracked_run, args.track_repeats, args.track)
                 row["tracking"].update(cpu_per_frame(cpu))
+                row["tracking"]["tracker_ms_per_frame_runs"] = track_ms
 
         def one_ceiling(config: dict[str, Any], k: int) -> None:
             s, p = config["streams"], config["processes"]
