@@ -36,6 +36,7 @@ from typing import Protocol, TypeVar
 import cv2
 import numpy as np
 import numpy.typing as npt
+from framelens.core.stages.draw.label_room import LabelRoom
 from framelens.core.types import Detections
 
 BGR = tuple[int, int, int]
@@ -373,72 +374,6 @@ def _tag_placed(
     )
 
 
-def _tag_spots(tag: Tag, box: Rect, width: int, height: int) -> list[tuple[int, int, int, int]]:
-    """The other places a box's tag may take, as x1, y1, x2, y2 inside the image: above
-    the box's top-right corner, under its bottom-left corner, just inside its top edge
-    (people side by side, or one behind another)."""
-    bw, bh = tag.rect.width, tag.rect.height
-    out = []
-    for x, y in ((box.x2 + 1 - bw, box.y1 - bh), (box.x1, box.y2 + 1), (box.x1, box.y1)):
-        x = max(0, min(x, width - bw))
-        y = max(0, min(y, height - bh))
-        out.append((x, y, min(width - 1, x + bw - 1), min(height - 1, y + bh - 1)))
-    return out
-
-
-_CELL = 128  # pixels: the tags placed are looked up by the 128 x 128 squares they touch
-
-
-class _TagRoom:
-    """The tags placed so far, to put the next where it covers none of them."""
-
-    def __init__(self) -> None:
-        self._cells: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
-        self._count = 0
-
-    def _covered(self, x1: int, y1: int, x2: int, y2: int) -> int:
-        """Pixels of the rectangle covered by the tags placed."""
-        total, seen = 0, set()
-        for cx in range(x1 // _CELL, x2 // _CELL + 1):
-            for cy in range(y1 // _CELL, y2 // _CELL + 1):
-                for k, a1, b1, a2, b2 in self._cells.get((cx, cy), ()):
-                    if k in seen:
-                        continue
-                    seen.add(k)
-                    w = min(a2, x2) - max(a1, x1) + 1
-                    h = min(b2, y2) - max(b1, y1) + 1
-                    if w > 0 and h > 0:
-                        total += w * h
-        return total
-
-    def place(self, tag: Tag, box: Rect, s: Sizes, width: int, height: int) -> Tag:
-        """``tag``, or the first of its other places that covers no placed tag (else the
-        one that covers least), which is then taken."""
-        r = tag.rect
-        spot = (r.x1, r.y1, r.x2, r.y2)
-        least = self._covered(*spot)
-        if least:
-            for other in _tag_spots(tag, box, width, height):
-                covered = self._covered(*other)
-                if covered < least:
-                    spot, least = other, covered
-                    if not covered:
-                        break
-            if spot[0] != r.x1 or spot[1] != r.y1:
-                tw, th = tag.text_size
-                baseline = r.height - th - 2 * s.pad
-                tag = _tag_placed(
-                    tag.text, spot[0], spot[1], (tw, th), baseline, tag.colour, s, width, height
-                )
-        x1, y1, x2, y2 = spot
-        entry = (self._count, x1, y1, x2, y2)
-        self._count += 1
-        for cx in range(x1 // _CELL, x2 // _CELL + 1):
-            for cy in range(y1 // _CELL, y2 // _CELL + 1):
-                self._cells.setdefault((cx, cy), []).append(entry)
-        return tag
-
-
 def tag_at(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
     """A tag reading ``text`` above image point (x, y), moved inside the image (a box's
     tag, or a line's or zone's name and counts: core/stages/analytics/picture.py)."""
@@ -542,7 +477,7 @@ def _marks(
     boxes = detections.boxes.tolist()
     scores = detections.scores.tolist()
     class_ids = detections.class_ids.tolist()
-    room = _TagRoom() if style.tagged else None
+    room = LabelRoom() if style.tagged else None
     out: list[tuple[int, BoxMark]] = []
     for i in range(n):
         cid, tid = int(class_ids[i]), int(tracks[i])
@@ -550,9 +485,14 @@ def _marks(
         if mark is None:
             continue
         if room is not None and mark.tag is not None:
-            tag = room.place(mark.tag, mark.box, s, width, height)
-            if tag is not mark.tag:
-                mark = replace(mark, tag=tag)
+            t, b = mark.tag.rect, mark.box
+            x1, y1, _, _ = room.place((t.x1, t.y1, t.x2, t.y2), (b.x1, b.y1, b.x2, b.y2),
+                                      width, height)  # fmt: skip
+            if (x1, y1) != (t.x1, t.y1):  # moved: the same label at its new place
+                tw, th = mark.tag.text_size
+                moved = _tag_placed(mark.tag.text, x1, y1, (tw, th), t.height - th - 2 * s.pad,
+                                    mark.tag.colour, s, width, height)  # fmt: skip
+                mark = replace(mark, tag=moved)
         out.append((i, mark))
     return out
 
