@@ -236,6 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--video", help="a 1080p video to use instead of making one")
     parser.add_argument(
+        "--model", help="a catalogue name or ONNX file instead of the default detector"
+    )
+    parser.add_argument(
+        "--tiny-model", type=int, metavar="BOXES",
+        help="a constant detector made here instead (handoff.py's: 32x32 input, BOXES boxes "
+        "a frame): inference costs ~nothing, so the CPU shows the pipeline's and the "
+        "tracker's Python as a GPU run's processes do",
+    )  # fmt: skip
+    parser.add_argument(
         "--workers", default="2", help="inference workers per run, a list sweeps: 2,3,4"
     )
     parser.add_argument(
@@ -277,7 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     video = args.video or str(Path(tempfile.gettempdir()) / "framelens-person-1080p.mp4")
     if not Path(video).is_file():
         make_1080p(video, frames=max(args.frames, args.ceiling_frames) + 30)
-    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=args.device)
+    model = args.model or DEFAULT_MODEL
+    if args.tiny_model is not None:
+        from handoff import make_model
+
+        model = str(make_model(Path(tempfile.mkdtemp(prefix="fl-tiny-")) / "tiny.onnx",
+                               args.tiny_model))  # fmt: skip
+    settings = PipelineSettings(resolve_model(model), device=args.device)
     sources = [int(n) for n in args.sources.split(",")]
     configs = [] if args.ceiling == "none" else parse_configs(args.ceiling)
     result: dict[str, Any] = {
