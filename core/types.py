@@ -192,8 +192,9 @@ preprocess  letterbox, colour order, scaling, HWC->CHW into the model input
 inference   the engine call (for a batch: the whole call, recorded on each of its frames)
 postprocess the task's decoding (boxes, NMS)
 track       the per-source stages after the task: the tracker, then lines and zones
-            (core/stages/source_stages.py; results taken together share their call's
-            time); not part of e2e, which ends when the task's result is ready
+            and the heatmap (core/stages/source_stages.py; results taken together
+            share their call's time); not part of e2e, which ends when the task's
+            result is ready
 display     the frame made ready for the screen: the GPU's RGBA kernel (the CPU path shows
             BGR as it is); the window adds its canvas's upload and paint
 draw        the task's overlay drawn into the frame (export, snapshots)
