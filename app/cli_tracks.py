@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -94,8 +95,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_dir_target(args.report, EVALUATION_REPORT_FILES)
     tracks = read_tracks_file(args.tracks)
     ground_truth = read_ground_truth(args.gt)
-    if args.classes:
-        tracks = tracks.only_classes([c.strip() for c in args.classes.split(",") if c.strip()])
+    classes = [c.strip() for c in (args.classes or "").split(",") if c.strip()]
+    if classes:
+        tracks = tracks.only_classes(classes)
     elif len(counts := tracks.class_counts()) > 1:  # every class scored as the GT's
         listed = ", ".join(
             f"{tracks.class_name(c)} {n}"
@@ -113,6 +115,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         preprocess=args.preprocess,
         benchmark=args.benchmark,
     )
+    if classes:  # said with the scores, in the report too
+        evaluation = replace(evaluation, classes=tuple(classes))
     report = write_evaluation_report(args.report, evaluation) if args.report else None
     print(json.dumps(evaluation.as_json(), indent=2))
     if report is not None:

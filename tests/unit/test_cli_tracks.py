@@ -122,8 +122,12 @@ def test_evaluate_classes_scores_only_the_classes_named(
     for pick in ("person", "0"):
         code, out, err = _cli(capsys, "evaluate", str(tracks), "--gt", str(gt), "--classes", pick)
         assert code == 0 and err == ""
-        metrics = json.loads(out)["metrics"]
-        assert metrics["hota"] == 1.0 and metrics["false_positives"] == 0
+        printed = json.loads(out)
+        assert printed["metrics"]["hota"] == 1.0 and printed["metrics"]["false_positives"] == 0
+        assert printed["tracks_classes"] == [pick]  # what was scored is kept with the scores
+    assert "tracks_classes" not in json.loads(
+        _cli(capsys, "evaluate", str(tracks), "--gt", str(gt))[1]
+    )
     code, out, err = _cli(capsys, "evaluate", str(tracks), "--gt", str(gt), "--classes", "unicorn")
     assert code == 2 and out == ""
     assert err.strip() == (

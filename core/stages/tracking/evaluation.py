@@ -159,11 +159,13 @@ class TrackEvaluation:
     tracks_path: str
     gt_path: str
     protocol: str
+    classes: tuple[str, ...] = ()  # the tracks' classes scored (none named: all of them)
 
     def as_json(self) -> dict[str, Any]:
         """What ``framelens evaluate`` prints: the files, the scores, the curves."""
         return {
             "tracks": self.tracks_path,
+            **({"tracks_classes": list(self.classes)} if self.classes else {}),
             "ground_truth": self.gt_path,
             "protocol": self.protocol,
             "match_iou": MATCH_IOU,
