@@ -56,8 +56,9 @@ class LabelRoom:
         return total
 
     def place(self, label: Pixels, box: Pixels, width: int, height: int) -> Pixels:
-        """Where box ``box``'s label, now at ``label``, goes (``label`` itself when it
-        covers no label placed), which is then taken."""
+        """Where box ``box``'s label, now at ``label`` (inside the image, as the layout
+        puts it), goes: ``label`` itself when it covers no label placed, else the first
+        other place that covers none, else the least covered; the place is then taken."""
         spot, least = label, self.covered(label)
         if least:
             for other in _other_places(label, box, width, height):
