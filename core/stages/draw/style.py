@@ -339,28 +339,10 @@ class Overlay:
 def _tag(text: str, x: int, y: int, colour: BGR, s: Sizes, width: int, height: int) -> Tag:
     """The tag above the box's top-left corner, moved inside so it is never cut."""
     (tw, th), baseline = cv2.getTextSize(text, FONT, s.font_scale, s.font_thickness)
-    bh = th + baseline + 2 * s.pad
-    top = y - bh if y - bh >= 0 else y  # no room above the box: put it just inside
-    return _tag_placed(text, x, top, (tw, th), baseline, colour, s, width, height)
-
-
-def _tag_placed(
-    text: str,
-    left: int,
-    top: int,
-    size: tuple[int, int],
-    baseline: int,
-    colour: BGR,
-    s: Sizes,
-    width: int,
-    height: int,
-) -> Tag:
-    """A tag of text ``size`` whose background's top-left corner is (left, top), moved
-    inside the image."""
-    tw, th = size
     bw, bh = tw + 2 * s.pad, th + baseline + 2 * s.pad
+    top = y - bh if y - bh >= 0 else y  # no room above the box: put it just inside
     top = max(0, min(top, height - bh))
-    left = max(0, min(left, width - bw))
+    left = max(0, min(x, width - bw))
     rect = Rect(left, top, min(width - 1, left + bw - 1), min(height - 1, top + bh - 1))
     return Tag(
         rect,
@@ -485,14 +467,14 @@ def _marks(
         if mark is None:
             continue
         if room is not None and mark.tag is not None:
-            t, b = mark.tag.rect, mark.box
-            x1, y1, _, _ = room.place((t.x1, t.y1, t.x2, t.y2), (b.x1, b.y1, b.x2, b.y2),
-                                      width, height)  # fmt: skip
-            if (x1, y1) != (t.x1, t.y1):  # moved: the same label at its new place
-                tw, th = mark.tag.text_size
-                moved = _tag_placed(mark.tag.text, x1, y1, (tw, th), t.height - th - 2 * s.pad,
-                                    mark.tag.colour, s, width, height)  # fmt: skip
-                mark = replace(mark, tag=moved)
+            tag, b = mark.tag, mark.box
+            t = tag.rect
+            x1, y1, x2, y2 = room.place((t.x1, t.y1, t.x2, t.y2), (b.x1, b.y1, b.x2, b.y2),
+                                        width, height)  # fmt: skip
+            if (x1, y1) != (t.x1, t.y1):  # moved: the same label, shifted to its place
+                dx, dy = x1 - t.x1, y1 - t.y1
+                origin = (tag.origin[0] + dx, tag.origin[1] + dy)
+                mark = replace(mark, tag=replace(tag, rect=Rect(x1, y1, x2, y2), origin=origin))
         out.append((i, mark))
     return out
 
@@ -511,11 +493,11 @@ def layout(
     if n == 0 or not style.anything or width <= 0 or height <= 0:
         return Overlay(width, height, (), ())
     s = sizes(style, width, height)
-    tracks = detections.track_ids.tolist() if detections.track_ids is not None else [-1] * n
     marks = [m for _, m in _marks(detections, labels, style, s, width, height)]
     trails: list[Trail] = []
     if style.trails and detections.trails is not None:
         thick = trail_thickness(s)
+        tracks = detections.track_ids.tolist() if detections.track_ids is not None else [-1] * n
         for i, points in enumerate(detections.trails):
             tid = int(tracks[i])
             if tid >= 1:
