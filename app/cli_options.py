@@ -329,8 +329,8 @@ def heatmap_from_args(args: argparse.Namespace, several: bool = False) -> Any:
 def refuse_replacing(inputs: Sequence[Path], outputs: Sequence[Path], hint: str = "") -> None:
     """ConfigError (one line) for an output that is one of the ``inputs``: renamed over it
     when complete, it would replace the file being read."""
-    for out in outputs:
-        same = next((f for f in inputs if out.exists() and f.exists() and out.samefile(f)), None)
+    for out in (o for o in outputs if o.exists()):
+        same = next((f for f in inputs if f.exists() and out.samefile(f)), None)
         if same is not None:
             raise ConfigError(
                 f"cannot write {out}: it is the input {same}, which it would replace; "

@@ -451,7 +451,8 @@ class WallWindow(QMainWindow):
         state = self.state
         failed = sum(t.status == "failed" for t in state.tiles)
         parts = [f"{len(state.tiles)} sources"]
-        if state.status in ("ended", "paused", "failed"):  # no rate: what was done
+        stopped = state.status in ("ended", "paused", "failed")
+        if stopped:  # no rate: what was done
             parts.append(f"{sum(t.frames for t in state.tiles)} frames analysed")
         else:
             parts.append(f"{state.fps:.1f} fps in all")
@@ -468,7 +469,7 @@ class WallWindow(QMainWindow):
             parts.append(self.transport.path)
         if self.results_shown:
             parts.append(self.canvas.display_path)
-        if state.status in ("ended", "paused", "failed"):
+        if stopped:
             parts.append(state.status)
         self.summary_label.setText(" · ".join(parts))
 

@@ -206,8 +206,7 @@ class MotSequence:
         numbers); TrackFileError, one line, for a class the file does not know or a file
         that gives no classes."""
         known = {name: cid for cid, name in self.labels.items()}
-        counts = self.class_counts()
-        if not counts or set(counts) == {-1}:
+        if not any((f.class_ids >= 0).any() for f in self.frames):
             raise _fail(self.path, None, "gives no class for its boxes: --classes cannot pick")
         wanted: set[int] = set()
         for name in names:
