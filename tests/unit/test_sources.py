@@ -342,7 +342,18 @@ def test_a_folder_of_videos_opened_as_images_says_what_it_holds(tmp_path: Path) 
     named, and what to do with them, so the analyst is not left with 'no images'."""
     write_clip(tmp_path / "b.mp4", frames=2)
     write_clip(tmp_path / "a.mp4", frames=2)
-    named = r"contains no images .* but 2 videos \(a\.mp4, \.\.\.\): choose one of its videos"
+    named = r"contains no images .* but 2 videos \(a\.mp4, b\.mp4\): choose one of its videos"
+    with pytest.raises(SourceError, match=named):
+        open_source(tmp_path)
+    write_clip(tmp_path / "c.mp4", frames=2)
+    named = r"but 3 videos \(a\.mp4, b\.mp4, \.\.\.\): choose one of its videos"
+    with pytest.raises(SourceError, match=named):
+        open_source(tmp_path)
+
+
+def test_a_folder_of_one_video_names_it_without_an_ellipsis(tmp_path: Path) -> None:
+    write_clip(tmp_path / "clip.mp4", frames=2)
+    named = r"but 1 video \(clip\.mp4\): choose the video, or run the folder as a batch$"
     with pytest.raises(SourceError, match=named):
         open_source(tmp_path)
 

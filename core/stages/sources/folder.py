@@ -49,9 +49,11 @@ class FolderSource(Source):
         if not self._files:
             suffixes = ", ".join(sorted(IMAGE_SUFFIXES))
             videos = sorted(p.name for p in root.iterdir() if p.suffix.lower() in VIDEO_SUFFIXES)
+            named = ", ".join(videos[:2]) + (", ..." if len(videos) > 2 else "")
             also = (
-                f" but {len(videos)} video{'s' if len(videos) > 1 else ''} ({videos[0]}, ...): "
-                "choose one of its videos, or run the folder as a batch"
+                f" but {len(videos)} video{'s' if len(videos) > 1 else ''} ({named}): "
+                f"choose {'one of its videos' if len(videos) > 1 else 'the video'}, "
+                "or run the folder as a batch"
                 if videos
                 else ""
             )
