@@ -42,6 +42,7 @@ from framelens.core.api import (
     layout,
 )
 from framelens.gui.display.gl_texture import GlTexture
+from framelens.gui.display.image_place import ImagePlace
 from framelens.gui.display.overlay_paint import (
     QPainterAnnotator,
     paint_follow,
@@ -285,9 +286,8 @@ class VideoCanvas(QOpenGLWidget):
         size = self.image_size
         if size is None:
             return None
-        r = self.image_rect()
-        x = math.floor((point.x() - r.x()) / r.width() * size[0])
-        y = math.floor((point.y() - r.y()) / r.height() * size[1])
+        u, v = ImagePlace(self.image_rect(), *size).pixel_at(point)
+        x, y = math.floor(u), math.floor(v)
         return (x, y) if 0 <= x < size[0] and 0 <= y < size[1] else None
 
     def map_to_source(self, point: QPointF) -> tuple[float, float] | None:
@@ -296,16 +296,12 @@ class VideoCanvas(QOpenGLWidget):
         size = self.image_size
         if size is None:
             return None
-        r = self.image_rect()
-        x = (point.x() - r.x()) / r.width() * size[0]
-        y = (point.y() - r.y()) / r.height() * size[1]
+        x, y = ImagePlace(self.image_rect(), *size).pixel_at(point)
         return (x, y) if 0 <= x <= size[0] and 0 <= y <= size[1] else None
 
     def map_from_source(self, x: float, y: float) -> QPointF:
         """Where a point of the frame shown (source pixels) lies on the widget."""
-        size = self.image_size or (16, 9)
-        r = self.image_rect()
-        return QPointF(r.x() + x / size[0] * r.width(), r.y() + y / size[1] * r.height())
+        return ImagePlace(self.image_rect(), *(self.image_size or (16, 9))).point(x, y)
 
     def set_decoration(self, paint: Callable[[QPainter], None] | None) -> None:
         """``paint(painter)`` over everything, in widget coordinates (the lines and zones
@@ -412,11 +408,9 @@ class VideoCanvas(QOpenGLWidget):
         w, h = self._main.size
         if w == 0:
             return
-        r = self.image_rect()
-        sx, sy = r.width() / w, r.height() / h
         rows, cols = rgba.shape[:2]
         patch = QImage(rgba.data, cols, rows, 4 * cols, QImage.Format.Format_RGBA8888)
-        target = QRectF(r.left() + x0 * sx, r.top() + y0 * sy, cols * sx, rows * sy)
+        target = ImagePlace(self.image_rect(), w, h).area(x0, y0, cols, rows)
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
         painter.drawImage(target, patch)
@@ -427,10 +421,8 @@ class VideoCanvas(QOpenGLWidget):
         w, h = self._main.size
         if not overlay or w == 0:
             return
-        r = self.image_rect()
         painter = QPainter(self)
-        painter.translate(r.left(), r.top())
-        painter.scale(r.width() / w, r.height() / h)
+        painter.setTransform(ImagePlace(self.image_rect(), w, h).transform())
         paint_overlay(painter, overlay)
         painter.end()
 

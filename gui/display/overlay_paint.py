@@ -21,6 +21,7 @@ from framelens.core.api import (
     Trail,
     layout,
 )
+from framelens.gui.display.image_place import ImagePlace
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
 
@@ -125,12 +126,9 @@ def paint_highlight(
     w, h = image_size
     if w <= 0 or h <= 0:
         return
-    sx, sy = image_rect.width() / w, image_rect.height() / h
     x1, y1 = min(max(box[0], 0.0), w), min(max(box[1], 0.0), h)
     x2, y2 = min(max(box[2], x1), w), min(max(box[3], y1), h)
-    rect = QRectF(
-        image_rect.x() + x1 * sx, image_rect.y() + y1 * sy, (x2 - x1) * sx, (y2 - y1) * sy
-    )
+    rect = ImagePlace(image_rect, w, h).box(x1, y1, x2, y2)
     outside = QPainterPath()
     outside.addRect(image_rect)
     outside.addRect(rect)  # odd-even fill: the frame less the box
@@ -162,13 +160,7 @@ def paint_follow(
     w, h = image_size
     if w <= 0 or h <= 0:
         return
-    sx, sy = image_rect.width() / w, image_rect.height() / h
-    rect = QRectF(
-        image_rect.x() + box[0] * sx,
-        image_rect.y() + box[1] * sy,
-        (box[2] - box[0]) * sx,
-        (box[3] - box[1]) * sy,
-    )
+    rect = ImagePlace(image_rect, w, h).box(*box)
     ring = rect.adjusted(-7.0, -7.0, 7.0, 7.0)
     painter.save()
     painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)

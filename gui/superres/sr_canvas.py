@@ -29,6 +29,7 @@ from framelens.core.api import (
 )
 from framelens.gui.display.canvas import VideoCanvas
 from framelens.gui.display.gl_texture import Frame, GlTexture
+from framelens.gui.display.image_place import ImagePlace
 from framelens.gui.superres.sr_lens import LENS_ZOOMS, LensPanes, lens_panes, lens_rects, paint_lens
 from OpenGL import GL
 from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, Qt, Signal
@@ -198,11 +199,7 @@ class SrCanvas(VideoCanvas):
         size = self.image_size
         if self._lens_at is None or size is None:
             return None
-        r = self.image_rect()
-        return (
-            (self._lens_at.x() - r.x()) / r.width() * size[0],
-            (self._lens_at.y() - r.y()) / r.height() * size[1],
-        )
+        return ImagePlace(self.image_rect(), *size).pixel_at(self._lens_at)
 
     # ---- painting ---------------------------------------------------------------------
 
@@ -293,10 +290,7 @@ class SrCanvas(VideoCanvas):
         self.last_lens = (panes, rects)
 
     def _region_rect(self, r: QRectF, region: Region) -> QRectF:
-        size = self.image_size or (1, 1)
-        sx, sy = r.width() / size[0], r.height() / size[1]
-        x, y, w, h = region
-        return QRectF(r.left() + x * sx, r.top() + y * sy, w * sx, h * sy)
+        return ImagePlace(r, *(self.image_size or (1, 1))).area(*region)
 
     def _paint_region(self, painter: QPainter, r: QRectF) -> None:
         if self.region is not None:
@@ -317,9 +311,7 @@ class SrCanvas(VideoCanvas):
     def _image_point(self, at: QPointF) -> tuple[float, float]:
         """The (fractional) image pixel under a widget point, clamped into the image."""
         size = self.image_size or (1, 1)
-        r = self.image_rect()
-        x = (at.x() - r.x()) / r.width() * size[0]
-        y = (at.y() - r.y()) / r.height() * size[1]
+        x, y = ImagePlace(self.image_rect(), *size).pixel_at(at)
         return min(max(0.0, x), size[0]), min(max(0.0, y), size[1])
 
     def _region_from(self, a: QPointF, b: QPointF) -> Region | None:

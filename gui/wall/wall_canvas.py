@@ -32,6 +32,7 @@ from framelens.core.api import (
 from framelens.gui.common.widgets import elide
 from framelens.gui.display.canvas import release_gpu_slot
 from framelens.gui.display.gl_texture import GlTexture
+from framelens.gui.display.image_place import ImagePlace
 from framelens.gui.display.overlay_paint import paint_overlay
 from framelens.gui.wall.zones_paint import paint_zones
 from OpenGL import GL
@@ -413,18 +414,15 @@ class WallCanvas(QOpenGLWidget):
         if overlay is not None and w and len(overlay[0]):
             shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
             if shapes:
-                r = self.image_rect(i)
-                sx, sy = r.width() / w, r.height() / h
+                place = ImagePlace(self.image_rect(i), w, h)
                 painter.save()
-                painter.translate(r.left(), r.top())
-                painter.scale(sx, sy)
+                painter.setTransform(place.transform(), True)
                 paint_overlay(painter, shapes)
                 painter.restore()
                 for mark in shapes.boxes:
                     if mark.tag is not None:
                         t = mark.tag.rect
-                        x, y = r.left() + t.x1 * sx, r.top() + t.y1 * sy
-                        tags.append(QRectF(x, y, (t.x2 - t.x1 + 1) * sx, (t.y2 - t.y1 + 1) * sy))
+                        tags.append(place.area(t.x1, t.y1, t.x2 - t.x1 + 1, t.y2 - t.y1 + 1))
         _top, message = _caption(self._states[i], self._names[i])
         painter.save()
         font = self.caption_font()

@@ -5,6 +5,7 @@ frames), its tags at the widget's size so they stay legible on small tiles."""
 from __future__ import annotations
 
 from framelens.core.api import ZonesPicture, shape_colour
+from framelens.gui.display.image_place import ImagePlace
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QPolygonF
 
@@ -21,10 +22,10 @@ def paint_zones(
     """``picture`` (in source pixels of a ``width`` x ``height`` frame) over ``rect`` of
     the widget: zones outlined and lightly filled, lines thick, each in its colour with
     its tag (name and counts) in a dark label."""
-    sx, sy = rect.width() / width, rect.height() / height
+    place = ImagePlace(rect, width, height)
 
     def at(p: tuple[float, float]) -> QPointF:
-        return QPointF(rect.x() + p[0] * sx, rect.y() + p[1] * sy)
+        return place.point(p[0], p[1])
 
     spec = picture.spec
     painter.save()
