@@ -207,3 +207,48 @@ def panning_scene(
             )
         )
     return out
+
+
+CROWD_WIDTH, CROWD_HEIGHT = 640.0, 360.0
+
+
+def crowd(objects: int, frames: int, seed: int) -> list[Detections]:
+    """People walking over a small frame (so they cross and occlude one another): boxes
+    missed (tracks lost and found again), low scores (the second matching), boxes
+    doubled (unconfirmed tracks, duplicates), people leaving and coming, empty frames."""
+    rng = np.random.default_rng(seed)
+
+    def spawn() -> list[float]:
+        w = rng.uniform(20, 60)
+        return [
+            rng.uniform(0, CROWD_WIDTH),
+            rng.uniform(0, CROWD_HEIGHT),
+            *rng.uniform(-5, 5, 2),
+            w,
+            w * rng.uniform(1.5, 2.5),
+        ]
+
+    people = [spawn() for _ in range(objects)]
+    out = []
+    for _ in range(frames):
+        boxes, scores = [], []
+        blank = rng.random() < 0.03
+        for i, p in enumerate(people):
+            p[0] += p[2]
+            p[1] += p[3]
+            if not (0 <= p[0] <= CROWD_WIDTH and 0 <= p[1] <= CROWD_HEIGHT):
+                people[i] = p = spawn()
+            if blank or rng.random() < 0.1:
+                continue
+            for _copy in range(2 if rng.random() < 0.05 else 1):
+                j = rng.normal(0, 2.0, 4)
+                cx, cy, w, h = p[0] + j[0], p[1] + j[1], p[4] + j[2], p[5] + j[3]
+                boxes.append([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2])
+                scores.append(
+                    rng.uniform(0.15, 0.5) if rng.random() < 0.15 else rng.uniform(0.5, 0.95)
+                )
+        order = rng.permutation(len(boxes))
+        b = np.array(boxes, np.float32).reshape(-1, 4)[order]
+        s = np.array(scores, np.float32)[order]
+        out.append(Detections(b, s, np.zeros(len(b), np.int32)))
+    return out

@@ -5,7 +5,9 @@ base.py        Tracker, the interface of every tracker
 geometry.py    IoU and box <-> Kalman state conversions
 kalman.py      constant-velocity Kalman filters batched over all tracks
 assignment.py  the optimal assignment under a cost limit (scipy)
-bytetrack.py   ByteTrack (the default)
+bytetrack.py   ByteTrack, the reference (numpy; BoT-SORT is built on it)
+bytetrack_compiled.py  ByteTrack compiled (numba): the same IDs, a frame in one call of
+               machine code; what "bytetrack" makes (the default)
 bytetrack_batch.py  ByteTrack of many sources in one set of numpy calls (exactly each
                source's own ByteTrack): what the tracking stages of a batch use
 ocsort.py      OC-SORT
