@@ -6,6 +6,8 @@ ties included; and the product's "bytetrack" is the compiled one."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -92,3 +94,20 @@ def test_the_products_bytetrack_is_the_compiled_one_at_the_sources_frame_rate() 
     tracker = make_tracker(replace(TrackerSettings.for_kind("bytetrack"), frame_rate=60.0))
     assert isinstance(tracker, CompiledByteTrack)
     assert tracker._max_lost == 60  # track_buffer 30 at 60 fps: two seconds
+
+
+def test_without_numba_bytetrack_is_the_reference_and_doctor_says_so() -> None:
+    """numba missing (or not built for this numpy): "bytetrack" still tracks, as the
+    numpy reference (the same IDs), and ``framelens doctor`` names why."""
+    script = (
+        "import sys; sys.modules['numba'] = None\n"
+        "from framelens.core.stages.tracking import TrackerSettings, make_tracker\n"
+        "from framelens.core.tools.doctor import diagnose\n"
+        "print(type(make_tracker(TrackerSettings())).__name__)\n"
+        "print(diagnose()['ByteTrack'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.splitlines()
+    assert out[0] == "ByteTrack"
+    assert out[1].startswith("numpy reference, the same IDs at ~10x the time: numba not available")

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+
 from framelens.core.stages.tracking.base import Tracker
 from framelens.core.stages.tracking.botsort import BoTSort
+from framelens.core.stages.tracking.bytetrack import ByteTrack
 from framelens.core.stages.tracking.ocsort import OCSort
 from framelens.core.stages.tracking.settings import TrackerSettings
 
-__all__ = ["make_tracker"]
+__all__ = ["bytetrack_uncompiled", "make_tracker"]
 
 
 def make_tracker(settings: TrackerSettings) -> Tracker:
     """A new tracker (no tracks, IDs from 1) of ``settings.kind`` with its parameters."""
     if settings.kind == "bytetrack":
+        if bytetrack_uncompiled() is not None:
+            return ByteTrack(settings)  # the reference: the same IDs, ~10x the time
         from framelens.core.stages.tracking.bytetrack_compiled import CompiledByteTrack
 
         return CompiledByteTrack(settings)
@@ -21,3 +26,15 @@ def make_tracker(settings: TrackerSettings) -> Tracker:
     if settings.kind == "botsort":
         return BoTSort(settings)
     raise ValueError(f"unknown tracker {settings.kind!r}")
+
+
+@functools.cache
+def bytetrack_uncompiled() -> str | None:
+    """Why ByteTrack runs as its numpy reference here (numba missing, or not built for
+    this numpy): None where it runs compiled (``framelens doctor`` says which)."""
+    try:
+        import framelens.core.stages.tracking.bytetrack_compiled  # noqa: F401
+    except ImportError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"numba not available ({reason})"
+    return None
