@@ -14,14 +14,6 @@ git revision REV (``framelens@REV``, ``framelens-stage@REV``), loaded beside tod
 and interleaved with it in every run: a before/after measured alternately, under the
 same load.
 
-``--sources 4,16``: ByteTrack over that many sources at once, instead of the rows
-above: each source its own scene, the frames of all sources delivered in batches of
-``--batch`` (sources round-robin, as an executor's batches mix them), each batch
-tracked by one ``ByteTrack`` per source (``per-source``: one ``update`` per frame) and
-by one ``ByteTrackBatch`` (``batched``: one ``update_many`` per batch,
-core/stages/tracking/bytetrack_batch.py), alternated within each run; reported in ms
-per frame per source (a batch's time over its frames), and the IDs of both compared.
-
 Every tracker sees the same detections: objects moving at random constant velocities
 across a 1920x1080 frame with 1.5 px of jitter, 5% of boxes missed and 10% scored low
 (0.2-0.45), entering as others leave. One run: a new tracker takes ``--frames`` frames;
@@ -137,212 +129,6 @@ def ours(
         return times, cpu
 
     return run
-
-
-MODES = (
-    "per-source", "batched", "together", "stages-per-source", "stages-many",
-    "run-recorded", "run",
-)  # fmt: skip
-"""``stages-*``: playback's tracking stages (IDs, trails, the record for stepping back),
-one result at a time (``SourceStages.__call__``) or a batch at once
-(``SourceStages.many``); ``run``: what ``framelens run --track`` without a video gives its
-session (core/sessions/tracks.py ``TrackStages``: no trails, no record; a batch at once),
-``run-recorded``: the same with the record (as runs kept it before commit 558180b)."""
-_VERSUS = {"stages-many": "stages-per-source", "run": "run-recorded"}
-"""The mode each is paired with (others: per-source)."""
-
-
-def multi_source(
-    sources: int, objects: int, frames: int, settle: int, batch: int, mode: str
-) -> Runner:
-    """ByteTrack over ``sources`` scenes in batches of ``batch`` frames (round-robin):
-    ``per-source`` trackers one frame at a time, one ``batched`` tracker
-    (``ByteTrackBatch.update_many``), or per-source trackers updated ``together``
-    (``update_trackers``, a round at a time: the tracking stages' batched form); the
-    ``settle`` first frames of every source are not timed. The wall time of every timed
-    batch over its frames."""
-    from dataclasses import replace
-
-    from framelens.core.sessions.tracks import TrackStages
-    from framelens.core.stages.source_stages import SourceStages
-    from framelens.core.stages.tracking.bytetrack import ByteTrack
-    from framelens.core.stages.tracking.bytetrack_batch import ByteTrackBatch, update_trackers
-    from framelens.core.stages.tracking.settings import TrackerSettings
-    from framelens.core.stages.tracking.stage import tracking_stages
-    from framelens.core.types import Detections, Frame, FrameResult, StageTimes
-
-    settings = TrackerSettings.for_kind("bytetrack", cmc="none")
-    pixels = np.zeros((8, 8, 3), np.uint8)
-    scenes = [
-        [
-            Detections(b, s, np.zeros(len(b), np.int32))
-            for b, s in scene(objects, frames, seed=1000 * objects + k)
-        ]
-        for k in range(sources)
-    ]
-    order = [(k, f) for f in range(frames) for k in range(sources)]
-    batches = [order[i : i + batch] for i in range(0, len(order), batch)]
-    results = {
-        (k, f): FrameResult(Frame(pixels, f, f / 30, source_id=k), scenes[k][f], StageTimes())
-        for k, f in order
-    }
-
-    def run() -> tuple[list[float], float]:
-        times: list[float] = []
-        cpu = 0.0
-        call: Callable[[list[tuple[int, Detections]]], Sequence[np.ndarray]]
-        if mode == "batched":
-            tracker = ByteTrackBatch(settings)
-            for k in range(sources):
-                tracker.add(k)
-            call = tracker.update_many
-        elif mode == "together":
-            each = [ByteTrack(settings) for _ in range(sources)]
-
-            def call_together(items: list[tuple[int, Detections]]) -> list[np.ndarray]:
-                out: list[np.ndarray] = [np.zeros(0)] * len(items)
-                rounds: list[list[int]] = []
-                seen: dict[int, int] = {}
-                for i, (k, _) in enumerate(items):
-                    r = seen[k] = seen.get(k, -1) + 1
-                    if r == len(rounds):
-                        rounds.append([])
-                    rounds[r].append(i)
-                for members in rounds:
-                    ids = update_trackers(
-                        [each[items[i][0]] for i in members], [items[i][1] for i in members]
-                    )
-                    for i, one in zip(members, ids, strict=True):
-                        out[i] = one
-                return out
-
-            call = call_together
-        else:
-            own = [ByteTrack(settings) for _ in range(sources)]
-
-            def call_each(items: list[tuple[int, Detections]]) -> list[np.ndarray]:
-                return [own[k].update(d) for k, d in items]
-
-            call = call_each
-
-        if mode.startswith(("stages", "run")):
-            untrailed = replace(settings, trail_length=0)
-            stages = SourceStages(
-                tracking_stages(settings) if mode.startswith("stages")
-                else tracking_stages(untrailed) if mode == "run-recorded"
-                else TrackStages(untrailed)
-            )  # fmt: skip
-            for key, r in results.items():
-                r.output = scenes[key[0]][key[1]]  # the stage replaced it last run
-        for group in batches:
-            items = [(k, scenes[k][f]) for k, f in group]
-            c0, t0 = time.thread_time(), time.perf_counter()
-            if mode.startswith(("stages", "run")):
-                taken = [results[key] for key in group]
-                if mode != "stages-per-source":
-                    stages.many(taken)
-                else:
-                    for r in taken:
-                        stages(r)
-                ids = [r.output.track_ids for r in taken]  # type: ignore[union-attr]
-            else:
-                ids = call(items)
-            took = time.perf_counter() - t0
-            if group[0][1] >= settle:
-                times += [took / len(group)] * len(group)
-                cpu += time.thread_time() - c0
-            run.ids.extend(ids)  # type: ignore[attr-defined]
-        return times, cpu
-
-    run.ids = []  # type: ignore[attr-defined]
-    return run
-
-
-def multi_source_main(args: argparse.Namespace) -> int:
-    """``--sources``: per-source against batched ByteTrack, alternated in every run."""
-
-    counts = [int(x) for x in args.objects.split(",")]
-    sizes = [int(x) for x in args.sources.split(",")]
-    cases: dict[tuple[str, int, int], Runner] = {}
-    for sources in sizes:
-        for n in counts:
-            for name in MODES:
-                cases[(name, sources, n)] = multi_source(
-                    sources, n, args.frames, args.settle, args.batch, name
-                )
-    load_before = os.getloadavg()
-    for run in cases.values():  # warm-up, and the IDs of both compared
-        run()
-    for sources in sizes:
-        for n in counts:
-            one = cases[("per-source", sources, n)]
-            same = all(
-                np.array_equal(a, b)
-                for mode in MODES[1:]
-                for a, b in zip(one.ids, cases[(mode, sources, n)].ids, strict=True)  # type: ignore[attr-defined]
-            )
-            if not same:
-                print(f"IDs differ at {sources} sources, {n} objects", file=sys.stderr)
-                return 1
-    timed: dict[Any, list[tuple[list[float], float]]] = {k: [] for k in cases}
-    for r in range(args.runs):
-        for key, run in cases.items():
-            run.ids = []  # type: ignore[attr-defined]
-            timed[key].append(run())
-        print(f"run {r + 1}/{args.runs} done", file=sys.stderr)
-    load_after = os.getloadavg()
-    rows = []
-    for sources in sizes:
-        for n in counts:
-            per = timed[("per-source", sources, n)]
-            row: dict[str, Any] = {
-                "sources": sources,
-                "objects_per_source": n,
-                "batch_frames": args.batch,
-                "ids_identical": True,
-                "per_source": summary(per),
-            }
-            for mode in MODES[1:]:
-                bat = timed[(mode, sources, n)]
-                versus = _VERSUS.get(mode, "per-source")
-                base = timed[(versus, sources, n)]
-                row[mode] = {**summary(bat), "speedup_versus": versus, **paired_speedup(base, bat)}
-            rows.append(row)
-    result = {
-        "benchmark": "trackers-multi-source",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(load_before, load_after),
-        "method": {
-            "frames_per_source": args.frames,
-            "settle_frames": args.settle,
-            "runs": args.runs,
-            "warm_up_runs": 1,
-            "batches": f"{args.batch} frames, sources round-robin",
-            "unit": "ms per frame per source: a batch's wall time over its frames",
-            "scene": "each source: objects at random constant velocities over 1920x1080, "
-            "1.5 px jitter, 5% missed, 10% scored 0.2-0.45, one enters as one leaves",
-        },
-        "note": args.note,
-        "revision": subprocess_rev("HEAD") + ("+changes" if _dirty() else ""),
-        "rows": rows,
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.output.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(args.output)
-    for row in rows:
-        print(
-            f"{row['sources']:3d} sources x {row['objects_per_source']:3d} objects: "
-            f"per-source {row['per_source']['ms_per_frame_median']:.4f} ms/frame/source; "
-            + "; ".join(
-                f"{mode} {row[mode]['ms_per_frame_median']:.4f} "
-                f"({row[mode]['speedup_median_of_paired_runs']:.2f}x, CPU "
-                f"{row[mode]['speedup_cpu_median_of_paired_runs']:.2f}x)"
-                for mode in MODES[1:]
-            )
-        )
-    return 0
 
 
 def load_baseline(revision: str) -> str:
@@ -525,18 +311,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--baseline", metavar="REV", help="also time the tracking code of this git revision"
     )
-    ap.add_argument(
-        "--sources",
-        help="comma-separated source counts: per-source against batched ByteTrack only",
-    )
-    ap.add_argument("--batch", type=int, default=8, help="frames per batch (--sources)")
     ap.add_argument("--note", default="")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args(argv)
     if args.runs < 5:
         ap.error("--runs must be at least 5")
-    if args.sources:
-        return multi_source_main(args)
 
     counts = [int(x) for x in args.objects.split(",")]
     kinds = args.kinds.split(",")

@@ -36,7 +36,7 @@ from framelens.core.errors import (
 )
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End, Failed
-from framelens.core.pipeline.execute import Done, DrawPolicy, PipelineWorker
+from framelens.core.pipeline.execute import DrawPolicy, PipelineWorker
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import draw_after_stages
 from framelens.core.pipeline.settings import PipelineSettings
@@ -432,7 +432,6 @@ class Session:
             raise
         self._driving = drive
         handed = 0
-        grouped = max(1, ran.batch * len(workers)) if self.stages else 1
         try:
             while not stop():
                 if single_limit is not None and handed >= single_limit:
@@ -447,34 +446,8 @@ class Session:
                 if isinstance(item, Failed):
                     self._failed_batch(item.error)
                     continue
-                # with stages, the results ready behind this one (a batch's, often of
-                # several sources) go through them together (SourceStages.many: the
-                # trackers of several sources in one round); each is handed out after
-                group, behind = [item.value], None
-                room = grouped if single_limit is None else min(grouped, single_limit - handed)
-                while len(group) < room:
-                    more = drive.get(0)
-                    if more is None:
-                        break
-                    if not isinstance(more, Done):
-                        behind = more  # the end, or a failed batch: after the group
-                        break
-                    group.append(more.value)
-                if len(group) == 1:
-                    handed += 1
-                    yield self._deliver(item.value)
-                else:
-                    for result in group:
-                        self._arrive(result)
-                    self.stages.many(group)
-                    for result in group:
-                        self._draw_late(result)
-                        handed += 1
-                        yield result
-                if isinstance(behind, End):
-                    return
-                if isinstance(behind, Failed):
-                    self._failed_batch(behind.error)
+                handed += 1
+                yield self._deliver(item.value)
         finally:
             stopped = drive.stop_decoding()  # the source stays: a move reads where it was
             self._busy = self._busy or not stopped

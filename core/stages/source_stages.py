@@ -12,15 +12,10 @@ never meet another's. When the frames stop following one another (a seek, a rest
 frame processed again after a settings change) the session resets that source's stages
 before the next result: a stage never sees time run backwards.
 
-A session hands the results that are ready together (a batch's, often of several
-sources) to ``SourceStages.many``: each source's stages still see its results in order,
-and a stage class with a batched form (a static ``many``: the tracking stage) takes the
-results of every source in one call.
-
 Stages run on the consumer's thread of the session (core/sessions/session.py) or the
 player (core/sessions/playback/worker.py); they need no lock of their own. The time they
-take is each result's ``times.track`` (results taken together share their call's time),
-a stage of the latency plots and of a run's medians like the pipeline's own.
+take is each result's ``times.track``, a stage of the latency plots and of a run's
+medians like the pipeline's own.
 """
 
 from __future__ import annotations
@@ -132,37 +127,6 @@ class SourceStages:
         for stage in self._chain(result.frame.source_id):
             stage(result)
         result.times.track = (time.perf_counter() - began) * 1000.0
-
-    def many(self, results: Sequence[FrameResult]) -> None:
-        """``results`` (delivered together, in order) through their sources' chains: for
-        each source as if each of its results were given in turn. Stage after stage: the
-        stages at one place of the chains take their results (each source's in order)
-        before the next place does; a stage class with a batched form (a static
-        ``many`` taking (stage, result) pairs: the tracking stage) gets all of them in
-        one call, other stages one call per result."""
-        if self._factory is None or not results:
-            return
-        began = time.perf_counter()
-        self._many(results)
-        shared = (time.perf_counter() - began) * 1000.0 / len(results)
-        for result in results:
-            result.times.track = shared
-
-    def _many(self, results: Sequence[FrameResult]) -> None:
-        chains = [self._chain(r.frame.source_id) for r in results]
-        for place in range(max((len(c) for c in chains), default=0)):
-            batched: dict[Callable[..., None], list[tuple[SourceStage, FrameResult]]] = {}
-            for chain, result in zip(chains, results, strict=True):
-                if place >= len(chain):
-                    continue
-                stage = chain[place]
-                many = getattr(type(stage), "many", None)
-                if many is None:
-                    stage(result)
-                else:
-                    batched.setdefault(many, []).append((stage, result))
-            for many, pairs in batched.items():
-                many(pairs)
 
     def _chain(self, source: int) -> Sequence[SourceStage]:
         """The chain of session source ``source``, made on its first result."""

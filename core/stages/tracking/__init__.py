@@ -8,8 +8,6 @@ assignment.py  the optimal assignment under a cost limit (scipy)
 bytetrack.py   ByteTrack, the reference (numpy; BoT-SORT is built on it)
 bytetrack_compiled.py  ByteTrack compiled (numba): the same IDs, a frame in one call of
                machine code; what "bytetrack" makes (the default)
-bytetrack_batch.py  ByteTrack of many sources in one set of numpy calls (exactly each
-               source's own ByteTrack): what the tracking stages of a batch use
 ocsort.py      OC-SORT
 botsort.py     BoT-SORT
 cmc.py         camera-motion compensation (BoT-SORT)

@@ -249,11 +249,11 @@ def match_cascade(
     pool: npt.NDArray[np.intp],
     unconfirmed: npt.NDArray[np.intp],
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """ByteTrack's three matching steps (the module's docstring, 2 to 4), for one source
-    or a round of several (core/stages/tracking/bytetrack_batch.py: ``match`` pairs
-    within each source's block). ``owner`` (detection -> track row) and ``state`` (the
-    tracks not found again: LOST) are filled in; ``match`` None: no track or no
-    detection. Returns the high detections and the unconfirmed tracks left unmatched."""
+    """ByteTrack's three matching steps (the module's docstring, 2 to 4), ``match``
+    pairing rows and columns of the frame's IoU matrix. ``owner`` (detection -> track
+    row) and ``state`` (the tracks not found again: LOST) are filled in; ``match`` None:
+    no track or no detection. Returns the high detections and the unconfirmed tracks
+    left unmatched."""
     # 1. high detections <-> confirmed tracks (score-weighted IoU)
     pool_left, high_left = pool, high
     if match is not None and len(pool) and len(high):

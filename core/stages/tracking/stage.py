@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
@@ -32,8 +32,6 @@ import numpy as np
 import numpy.typing as npt
 from framelens.core.stages.source_stages import SourceStage, StageFactory
 from framelens.core.stages.tracking.base import Tracker
-from framelens.core.stages.tracking.bytetrack import ByteTrack
-from framelens.core.stages.tracking.bytetrack_batch import batchable, update_trackers
 from framelens.core.stages.tracking.geometry import centres
 from framelens.core.stages.tracking.registry import make_tracker
 from framelens.core.stages.tracking.settings import TrackerSettings
@@ -96,44 +94,6 @@ class TrackingStage:
         if self._begin(result, detections):
             ids = np.asarray(self.tracker.update(detections, self._image(result)), np.int64)
             result.output = self._finish(detections, result.frame.index, ids)
-
-    @staticmethod
-    def many(pairs: Sequence[tuple[TrackingStage, FrameResult]]) -> None:
-        """Results of several sources' stages, each stage's in order: the same as each
-        stage called with each of its results in turn, the trackers that can be (one
-        ByteTrack per source, core/stages/tracking/bytetrack_batch.py) updated together,
-        a round at a time (round k: each stage's k-th result)."""
-        rounds: list[list[tuple[TrackingStage, FrameResult]]] = []
-        seen: dict[int, int] = {}
-        for stage, result in pairs:
-            k = seen.get(id(stage), 0)
-            seen[id(stage)] = k + 1
-            if k == len(rounds):
-                rounds.append([])
-            rounds[k].append((stage, result))
-        for members in rounds:
-            todo: list[tuple[TrackingStage, FrameResult, Detections]] = []
-            for stage, result in members:
-                detections = result.output
-                if isinstance(detections, Detections) and stage._begin(result, detections):
-                    todo.append((stage, result, detections))
-            given: list[npt.NDArray[np.int64] | None] = [None] * len(todo)
-            together: dict[TrackerSettings, list[tuple[int, ByteTrack]]] = {}
-            for i, (stage, result, detections) in enumerate(todo):
-                tracker = stage.tracker
-                if batchable(tracker):
-                    together.setdefault(tracker.settings, []).append((i, tracker))
-                else:
-                    given[i] = np.asarray(tracker.update(detections, stage._image(result)))
-            for group in together.values():
-                made = update_trackers([t for _, t in group], [todo[i][2] for i, _ in group])
-                for (i, _), ids in zip(group, made, strict=True):
-                    given[i] = ids
-            for (stage, result, detections), got in zip(todo, given, strict=True):
-                assert got is not None
-                result.output = stage._finish(
-                    detections, result.frame.index, got.astype(np.int64, copy=False)
-                )
 
     def _begin(self, result: FrameResult, detections: Detections) -> bool:
         """After a reset: replay a recorded frame (False: done) or restart the tracker
