@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from framelens.core.stages.source_stages import SourceStage, StageFactory, chain_stages
+from framelens.core.stages.source_stages import (
+    SourceStage,
+    StageFactory,
+    chain_stages,
+    prepare_stages,
+)
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections, SourceInfo
 
@@ -71,6 +76,10 @@ class TrackStages:
         from framelens.core.stages.tracking.registry import make_tracker
 
         return bool(make_tracker(self.settings).needs_image)
+
+    def prepare(self) -> None:
+        """The tracker's code ready before the first result (see TrackingStages)."""
+        prepare_stages((self.make or _tracking_stages)(self.settings))
 
     def for_source(self, number: int, info: SourceInfo | None) -> Sequence[SourceStage]:
         settings = self.settings

@@ -34,6 +34,7 @@ __all__ = [
     "SourceStages",
     "StageFactory",
     "chain_stages",
+    "prepare_stages",
     "wants_pixels",
 ]
 
@@ -53,6 +54,15 @@ StageFactory = Callable[[int], Sequence[SourceStage]]
 same in every device group and process), made when its first result comes. A factory
 whose stages look at the frames' pixels says so with ``needs_pixels = True`` (the
 session then keeps them where a run would drop them: ``wants_pixels``)."""
+
+
+def prepare_stages(factory: StageFactory | None) -> None:
+    """Let ``factory`` ready what its stages will need (``prepare()``: a tracker's
+    compiled code loaded) before the first result comes, so that a run's first frames
+    do not wait for it."""
+    prepare = getattr(factory, "prepare", None)
+    if callable(prepare):
+        prepare()
 
 
 def wants_pixels(factory: StageFactory | None) -> bool:
@@ -83,6 +93,10 @@ class ChainedStages:
     @property
     def needs_pixels(self) -> bool:
         return wants_pixels(self.first) or wants_pixels(self.then)
+
+    def prepare(self) -> None:
+        prepare_stages(self.first)
+        prepare_stages(self.then)
 
     def __call__(self, number: int) -> Sequence[SourceStage]:
         return self.for_source(number, None)
@@ -115,6 +129,7 @@ class SourceStages:
         self._ids = list(ids) if ids is not None else None  # session source -> run's number
         self._info = info  # session source -> what it is (a SourceAwareFactory is told)
         self._chains: dict[int, Sequence[SourceStage]] = {}
+        prepare_stages(factory)
 
     def __bool__(self) -> bool:
         return self._factory is not None
