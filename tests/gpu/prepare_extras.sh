@@ -3,14 +3,15 @@
 # (../shared/device/kit.sh), each a part of at most 48 MiB so that one call carries one
 # with the checkout (64 MiB in all):
 #
-#   bash tests/gpu/prepare_extras.sh            # .gl, .device/win0..N, .device/ray0..M
+#   bash tests/gpu/prepare_extras.sh            # .gl, .device/win0..N, ray0..M, nb0..1
 #
 # - .gl: glvnd's loaders, unpacked to / on the device (the device tool's README)
 # - win*: the real Qt window there (run_on_h200.sh window): Xvfb with Mesa for the X
 #   server's own GLX, the X client libraries Qt's xcb plugin needs, fonts, PySide6
 # - ray*: Ray and pyarrow with their dependencies (run_on_h200.sh archive: GPU actors)
-# win and ray are each one tar split into parts (winpart*, raypart*) with its md5
-# (win.md5, ray.md5): run_on_h200.sh assembles a tar once all its parts were stashed.
+# - nb*: numba and llvmlite (ByteTrack compiled; run_on_h200.sh installs them once)
+# win, ray and nb are each one tar split into parts (winpart*, raypart*, nbpart*) with its
+# md5 (win.md5, ...): run_on_h200.sh assembles a tar once all its parts were stashed.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
 pip="$root/.venv/bin/pip"
@@ -48,8 +49,14 @@ mkdir -p "$work/ray/wheels"
 rm -f "$work"/ray/wheels/numpy-*.whl
 echo "ray: $(ls "$work/ray/wheels" | wc -l) wheels, $(du -sh "$work/ray" | cut -f1)"
 
-rm -rf .device/win* .device/ray*
-for what in win ray; do
+# numba and llvmlite for the device's Python (its numpy is its own)
+mkdir -p "$work/nb"
+"$pip" download -q --no-deps "${PY[@]}" --platform manylinux_2_28_x86_64 -d "$work/nb" \
+    numba==0.68.1 llvmlite==0.50.0
+echo "nb: $(du -sh "$work/nb" | cut -f1)"
+
+rm -rf .device/win* .device/ray* .device/nb*
+for what in win ray nb; do
     tar -C "$work/$what" -cf "$work/$what.tar" .
     md5sum "$work/$what.tar" | cut -d' ' -f1 > "$work/$what.md5"
     (cd "$work" && split -b 48M -d "$what.tar" "${what}part")
@@ -59,4 +66,4 @@ for what in win ray; do
     done
     cp "$work/$what.md5" ".device/${what}0/"
 done
-du -sh .gl .device/win* .device/ray*
+du -sh .gl .device/win* .device/ray* .device/nb*
