@@ -56,7 +56,8 @@ fi
 # ByteTrack's compiled steps (numba), compiled once here into numba's disk cache rather
 # than on the first tracked frame of a session (~10 s)
 echo "Compiling the tracker (once)..."
-.venv/bin/python -m framelens.core.stages.tracking.bytetrack_compiled
+.venv/bin/python -m framelens.core.stages.tracking.bytetrack_compiled \
+  || echo "The tracker was not compiled ahead: its first session compiles it (~10 s)"
 echo "FrameLens installed in .venv ($ORT)"
 if [ "$ORT" = onnxruntime-gpu ]; then
   bash installer/gpu.sh || echo "GPU extras incomplete: FrameLens runs, with the fallbacks 'framelens doctor' lists"

@@ -35,7 +35,7 @@ IDS = ["published", "min3-buffer6", "min1-15fps", "strict"]
 def test_every_frame_gets_the_reference_ids_and_tracks(
     settings: TrackerSettings, objects: int
 ) -> None:
-    frames = crowd(objects, 200, seed=objects * 7 + len(settings.kind))
+    frames = crowd(objects, 200, seed=objects * 7 + SETTINGS.index(settings))
     reference, compiled = ByteTrack(settings), CompiledByteTrack(settings)
     seeks = {70, 140}  # a seek: both forget their tracks, numbering goes on
     tracked = 0
@@ -71,6 +71,27 @@ def test_a_frame_of_no_boxes_and_a_frame_of_only_low_scores() -> None:
     # lost in the empty frame, so its low-score box is not matched (the second matching
     # takes only tracks tracked last frame); the next high score finds it: its first ID
     assert got == [[1], [], [-1], [1]]
+
+
+def test_boxes_of_no_height_at_zero_thresholds_track_as_the_reference_does() -> None:
+    """A box of zero height (clipped at the frame's edge) starts a track whose filter
+    divides by zero; with every IoU threshold at 0 it is matched again: the compiled
+    steps carry the inf and nan on as numpy does (no exception), with the same IDs."""
+    settings = TrackerSettings.for_kind(
+        "bytetrack", match_iou=0.0, second_match_iou=0.0, unconfirmed_match_iou=0.0
+    )
+    flat = np.array([[10.0, 50.0, 60.0, 50.0], [200.0, 80.0, 240.0, 160.0]], np.float32)
+    reference, compiled = ByteTrack(settings), CompiledByteTrack(settings)
+    for k in range(8):
+        boxes = flat + np.float32(k)
+        detections = Detections(boxes, np.full(2, 0.9, np.float32), np.zeros(2, np.int32))
+        with np.errstate(all="ignore"):
+            want = reference.update(detections)
+        got = compiled.update(detections)
+        np.testing.assert_array_equal(got, want, err_msg=f"frame {k}")
+        mean, _ = compiled.state()
+        np.testing.assert_allclose(mean, reference._tracks.mean, rtol=1e-12, atol=1e-9)
+    assert compiled._next_id == reference._next_id > 1
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 5), (6, 2), (7, 7)])

@@ -108,8 +108,12 @@ def solve_assignment(cost: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.intp
 
 # ---- the compiled steps ------------------------------------------------------------------
 
+# numpy's error model: a division by zero gives inf or nan, as the reference's arithmetic
+# does (a zero-height box matched at a zero IoU threshold), not an exception
+_compiled = numba.njit(cache=True, error_model="numpy")
 
-@numba.njit(cache=True)
+
+@_compiled
 def _augmenting_path(
     nc: int, cost: npt.NDArray[np.float64], u: npt.NDArray[np.float64],
     v: npt.NDArray[np.float64], path: npt.NDArray[np.intp], row4col: npt.NDArray[np.intp],
@@ -153,7 +157,7 @@ def _augmenting_path(
     return sink, min_val
 
 
-@numba.njit(cache=True)
+@_compiled
 def _lsa(cost: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """scipy's solve (rectangular_lsap.cpp), for finite costs: (rows, columns)."""
     nr, nc = cost.shape
@@ -198,7 +202,7 @@ def _lsa(cost: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.intp], npt.NDArr
     return np.arange(nr).astype(np.intp), col4row
 
 
-@numba.njit(cache=True)
+@_compiled
 def _match(
     iou: npt.NDArray[np.float64], rows: npt.NDArray[np.intp], cols: npt.NDArray[np.intp],
     scores: npt.NDArray[np.float64], weighted: bool, least: float,
@@ -224,14 +228,14 @@ def _match(
     return r[keep], c[keep]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _left(indices: npt.NDArray[np.intp], taken: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
     keep = np.ones(len(indices), dtype=np.bool_)
     keep[taken] = False
     return indices[keep]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _box(f: npt.NDArray[np.float64], out: npt.NDArray[np.float64]) -> None:
     """geometry.xyah_to_xyxy of one state row."""
     half_h = f[3] * 0.5
@@ -242,7 +246,7 @@ def _box(f: npt.NDArray[np.float64], out: npt.NDArray[np.float64]) -> None:
     out[3] = f[1] + half_h
 
 
-@numba.njit(cache=True)
+@_compiled
 def _iou(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """geometry.iou_matrix, in its order of operations."""
     out = np.zeros((len(a), len(b)))
@@ -258,7 +262,7 @@ def _iou(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[
     return out
 
 
-@numba.njit(cache=True)
+@_compiled
 def _predict(f: npt.NDArray[np.float64], lost: bool) -> None:
     """kalman.BoxKalman("xyah").predict of one track, in place (a lost track's height
     velocity zeroed first, as bytetrack.py does)."""
@@ -284,7 +288,7 @@ def _predict(f: npt.NDArray[np.float64], lost: bool) -> None:
         cov[d, d] += std[d] * std[d]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _update(
     floats: npt.NDArray[np.float64], rows: npt.NDArray[np.intp], z: npt.NDArray[np.float64]
 ) -> None:
@@ -330,7 +334,7 @@ def _update(
                 f[8 + 8 * a + b] = cov[a, b] - acc
 
 
-@numba.njit(cache=True)
+@_compiled
 def _measure(box: npt.NDArray[np.float64], out: npt.NDArray[np.float64]) -> None:
     """geometry.xyxy_to_xyah of one box."""
     out[0] = (box[0] + box[2]) * 0.5
@@ -340,7 +344,7 @@ def _measure(box: npt.NDArray[np.float64], out: npt.NDArray[np.float64]) -> None
     out[2] = (box[2] - box[0]) / max(h, 1e-6)
 
 
-@numba.njit(cache=True)
+@_compiled
 def _step(
     floats: npt.NDArray[np.float64], ints: npt.NDArray[np.int64],
     boxes: npt.NDArray[np.float64], scores: npt.NDArray[np.float64], frame: int,

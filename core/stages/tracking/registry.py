@@ -34,7 +34,7 @@ def bytetrack_uncompiled() -> str | None:
     this numpy): None where it runs compiled (``framelens doctor`` says which)."""
     try:
         import framelens.core.stages.tracking.bytetrack_compiled  # noqa: F401
-    except ImportError as exc:
+    except Exception as exc:  # ImportError; RuntimeError where no cache folder is writable
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"numba not available ({reason})"
     return None
