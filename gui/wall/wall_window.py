@@ -452,7 +452,7 @@ class WallWindow(QMainWindow):
         failed = sum(t.status == "failed" for t in state.tiles)
         parts = [f"{len(state.tiles)} sources"]
         stopped = state.status in ("ended", "paused", "failed")
-        if stopped:  # no rate: what was done
+        if stopped or state.fps <= 0:  # no rate (yet): what was done
             parts.append(f"{sum(t.frames for t in state.tiles)} frames analysed")
         else:
             parts.append(f"{state.fps:.1f} fps in all")

@@ -232,7 +232,9 @@ def test_the_wall_tracks_each_tile_on_its_own_when_tracking_is_on(
     wall.session.resultReady.connect(record)
     qtbot.waitUntil(lambda: all(1 in ids for ids in seen.values()), timeout=TIMEOUT_MS)
     assert wall.results_shown > 0
+    qtbot.waitUntil(lambda: wall.state.status == "ended", timeout=TIMEOUT_MS)
     qtbot.wait(300)
+    assert "frames analysed" in wall.summary_label.text()  # ended: no rate, what was done
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert grab_window(wall).save(str(SHOTS / "tracks-wall.png"))
     wall.close()
