@@ -258,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--switch-interval", type=float, default=None, metavar="S",
-        help="sys.setswitchinterval for the runs (Python's default 0.005): how long a "
-        "thread may hold the GIL while others wait for it",
+        help="sys.setswitchinterval for this process (Python's default 0.005): how long a "
+        "thread may hold the GIL while others wait for it; the processes of a row with "
+        "--processes > 1 are spawned and keep the default",
     )  # fmt: skip
     parser.add_argument(
         "--track", nargs="?", const="bytetrack", default=None,
