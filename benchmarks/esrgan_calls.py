@@ -71,8 +71,13 @@ def summary(per_run: list[list[float]]) -> dict[str, Any]:
 
 def timed(call: Call, runs: int, calls: int, warm_up: int = 3) -> dict[str, Any]:
     """``runs`` x ``calls`` timed calls after ``warm_up`` untimed ones (cuDNN's plans for
-    this shape, the arena's growth; a CUDA graph's capture on the third)."""
-    for _ in range(warm_up):
+    this shape, the arena's growth; a CUDA graph's capture on the third). The first
+    call's own time is ``first_call_ms``: cuDNN's search for its convolutions' plans,
+    what a run's first frame waits for on each worker."""
+    t0 = time.perf_counter()
+    call()
+    first = time.perf_counter() - t0
+    for _ in range(warm_up - 1):
         call()
     per_run = []
     for _ in range(runs):
@@ -82,7 +87,7 @@ def timed(call: Call, runs: int, calls: int, warm_up: int = 3) -> dict[str, Any]
             call()
             times.append((time.perf_counter() - t0) * 1000)
         per_run.append(times)
-    return summary(per_run)
+    return {**summary(per_run), "first_call_ms": round(first * 1000, 2)}
 
 
 def product_call(

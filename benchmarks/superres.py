@@ -19,8 +19,10 @@ FP16 first (the targets are FP16's), then FP32, then INT8 (calibrated on the vid
   decode, SR, the upscaled frame; no export), the median of ``--runs`` runs, each
   building its engines; esrgan_end_to_end[p]: every run, the whole call, p50/p99;
 - esrgan_fp16_options: plain ORT FP16 with a CUDA graph, at batch 2 (ms per frame),
-  without ``fuse_conv_bias`` (the plan fuses the bias), in NCHW: what the options the
-  plan does not take would give, and what the one it takes gains;
+  without ``fuse_conv_bias`` (the plan fuses the bias), in NCHW, with cuDNN's heuristic
+  plan choice instead of its exhaustive search: what the options the plan does not take
+  would give, and what the one it takes gains; every measurement's ``first_call_ms`` is
+  its first call alone (the plan search a run's first frame waits for);
 - esrgan_tflops[p] from the FLOPs of the graph's convolutions (counted from their
   shapes, core/precision/conv_check.py) over the median, against the GPU's dense peak
   for the math the convolutions run in (esrgan_fraction_of_peak);
@@ -330,6 +332,10 @@ def fp16_options(
         run("fuse_conv_bias", lambda: esrgan_calls.plain_call(path, fused, shape, dev))
     nchw = {k: v for k, v in options.items() if k != "prefer_nhwc"}
     run("nchw", lambda: esrgan_calls.plain_call(path, nchw, shape, dev))
+    # the first call's search against the calls after: cuDNN's heuristics alone (no
+    # exhaustive timing of every plan) for the same options
+    quick = {**options, "cudnn_conv_algo_search": "HEURISTIC"}
+    run("heuristic search", lambda: esrgan_calls.plain_call(path, quick, shape, dev))
 
 
 def espcn(args: argparse.Namespace, bench: Bench) -> None:

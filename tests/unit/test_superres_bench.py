@@ -49,6 +49,7 @@ def test_the_benchmark_writes_each_precisions_median_call_and_end_to_end_rate(
         spread = max(calls["runs_ms"]) - min(calls["runs_ms"])  # of the rounded medians
         assert calls["spread_ms"] == pytest.approx(spread, abs=0.011)
         assert calls["p99_ms"] >= calls["p50_ms"] > 0
+        assert calls["first_call_ms"] > 0  # the first call's own time, beside the set-up
         plain = data["esrgan_plain_ort"][precision]
         ratio = data["esrgan_product_over_plain"][precision]
         assert ratio == pytest.approx(calls["median_ms"] / plain["median_ms"], abs=0.002)
