@@ -17,12 +17,7 @@ from framelens.core.errors import ConfigError
 from framelens.core.sessions.playback.analytics import PlaybackAnalytics
 from framelens.core.sessions.tracks import TrackStages
 from framelens.core.stages.analytics.stage import AnalyticsStages
-from framelens.core.stages.source_stages import (
-    SourceStage,
-    StageFactory,
-    chain_stages,
-    prepare_stages,
-)
+from framelens.core.stages.source_stages import SourceStage, StageFactory, chain_stages
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.stages.tracking.stage import tracking_stages
 from framelens.core.stages.tracking.track_log import TrackLog, TrackLogStage
@@ -58,7 +53,14 @@ class PlaybackTracking:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self.settings = settings
-        return _PlayerStages(trackers, self.log, self.analytics)
+        log, analytics = self.log, self.analytics
+
+        def log_and_counts(source: int) -> Sequence[SourceStage]:
+            del source
+            return [TrackLogStage(log), analytics.stage()]
+
+        # chained: the chain readies the tracker's code (prepare) on the player's thread
+        return chain_stages(trackers, log_and_counts)
 
     def export_stages(self, *, zones: bool = False) -> StageFactory | None:
         """An export's or the wall's stages: the chosen tracker's, each source's made at
@@ -72,19 +74,3 @@ class PlaybackTracking:
         if not zones or not spec:
             return tracking
         return chain_stages(tracking, AnalyticsStages(spec, self.analytics.labels, draw=True))
-
-
-class _PlayerStages:
-    """The player's chain per source: the tracker's stages, the log's, the live counts'.
-    ``prepare`` readies the tracker's code (its factory's) on the player's thread."""
-
-    def __init__(self, trackers: StageFactory, log: TrackLog, analytics: PlaybackAnalytics) -> None:
-        self._trackers = trackers
-        self._log = log
-        self._analytics = analytics
-
-    def prepare(self) -> None:
-        prepare_stages(self._trackers)
-
-    def __call__(self, source: int) -> Sequence[SourceStage]:
-        return [*self._trackers(source), TrackLogStage(self._log), self._analytics.stage()]
