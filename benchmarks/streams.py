@@ -229,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the hardware ceiling's configurations: S bare decoders over P processes; "
         "'none' leaves it out",
     )  # fmt: skip
-    parser.add_argument("--ceiling-frames", type=int, default=150, help="frames per decoder")
+    parser.add_argument(
+        "--ceiling-frames", type=int, default=None,
+        help="frames per decoder of the ceiling (default: --frames, as many as a row's source)",
+    )  # fmt: skip
     parser.add_argument(
         "--budget-s", type=float, default=420.0,
         help="stop before a round of runs that would end past this many seconds",
@@ -272,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.ceiling_frames is None:
+        args.ceiling_frames = args.frames
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     began = time.perf_counter()

@@ -40,7 +40,7 @@ import contextlib
 import multiprocessing
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
@@ -91,18 +91,30 @@ class SharedWallFrame:
     """One published picture of the wall, valid until ``WallProcess.release(buffer)``:
     ``image`` a view of shared memory (BGR) on the host transport, ``device`` a
     DeviceFrame of an IPC buffer on the CUDA IPC one (the other None); ``transport`` the
-    one it came by; ``overlays`` by tile, ``shown`` the tiles renewed since the previous
-    picture, ``replaced`` every result drawn over before it was published (since the
-    start)."""
+    one it came by; ``overlays`` those of the tiles renewed since the previous picture
+    (the others are as that picture had them), ``replaced`` every result drawn over in
+    the child before it was published (since the start)."""
 
     buffer: int
     version: int
     image: Image | None
     overlays: dict[int, TileOverlay]
-    shown: int
     replaced: int
     device: DeviceFrame | None = None
     transport: str = HOST
+
+    @property
+    def shown(self) -> int:
+        """How many tiles this picture renews (each shows a result no picture had)."""
+        return len(self.overlays)
+
+    def after(self, older: SharedWallFrame) -> tuple[SharedWallFrame, int]:
+        """This picture taken in place of ``older``, which will never be shown: the
+        tiles ``older`` renewed and this one did not are renewed by this one too (the
+        picture holds them: it was drawn on over them), so their overlays come along;
+        and how many results ``older`` renewed that this one draws over (never seen)."""
+        lost = len(older.overlays.keys() & self.overlays.keys())
+        return replace(self, overlays={**older.overlays, **self.overlays}), lost
 
     @property
     def size(self) -> tuple[int, int]:
@@ -240,7 +252,7 @@ class WallProcess:
             )
 
     def _deliver(self, message: tuple[Any, ...]) -> None:
-        _, buffer, version, overlays, shown, replaced, via = message
+        _, buffer, version, overlays, replaced, via = message
         receiver = self._ipc if via == IPC else self._host
         with self._deliver_lock:
             if self._closing or receiver is None:
@@ -248,7 +260,7 @@ class WallProcess:
             self._via[buffer] = receiver
             image, device = receiver.picture(buffer)
             frame = SharedWallFrame(
-                buffer, version, image, overlays, shown, replaced, device, receiver.kind
+                buffer, version, image, overlays, replaced, device, receiver.kind
             )
             self._on_picture(frame)
 
@@ -415,10 +427,12 @@ class _Publisher:
                     self._lock.notify_all()
                     failed = error_message(exc)
                     break
-                shown, self._renewed = len(self._renewed), set()
+                # only the renewed tiles' overlays: the others are the consumer's already
+                renewed = {tile: self._overlays[tile] for tile in self._renewed}
+                self._renewed = set()
                 self._version += 1
-                message = ("picture", buffer, self._version, dict(self._overlays), shown,
-                           self._replaced, self._sender.kind)  # fmt: skip
+                message = ("picture", buffer, self._version, renewed, self._replaced,
+                           self._sender.kind)  # fmt: skip
                 self._lock.notify_all()  # results waiting for their tile's publish
             self._send(message)
         self._send(("error", f"the video wall's picture could not be handed over: {failed}"))

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from framelens.core.api import (
     INTEROP_PATH,
     WALL_LAYOUTS,
-    Detections,
     Frame,
     OverlayStyle,
     SharedWallFrame,
@@ -25,22 +24,23 @@ from framelens.core.api import (
     WallPicture,
     ZonesPicture,
     fallback_path,
-    layout,
     picture_size_for,
     wall_grid,
 )
-from framelens.gui.common.widgets import elide
 from framelens.gui.display.canvas import release_gpu_slot
 from framelens.gui.display.gl_texture import GlTexture
-from framelens.gui.display.image_place import ImagePlace
-from framelens.gui.display.overlay_paint import paint_overlay
-from framelens.gui.wall.zones_paint import paint_zones
+from framelens.gui.wall.tile_layer import (
+    TileLayer,
+    TileOverlay,
+    TileView,
+    caption_font,
+    shown_caption,
+)
 from OpenGL import GL
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
-    QFontMetrics,
     QHelpEvent,
     QHideEvent,
     QImage,
@@ -57,10 +57,6 @@ LAYOUTS: dict[str, int] = {**WALL_LAYOUTS, "auto": 0}
 """Layout name -> tiles per side (0: as many as the sources need); core's wall layouts."""
 
 _BACKGROUND = (0.075, 0.082, 0.098)
-_GAP = 2.0  # pixels between tiles
-_CAPTION_H = 20.0
-
-TileOverlay = tuple[Detections, tuple[str, ...], OverlayStyle]
 
 
 def grid_size(name: str, count: int) -> tuple[int, int]:
@@ -104,6 +100,7 @@ class WallCanvas(QOpenGLWidget):
         self._names: list[str] = []
         self._picture = WallPicture()
         self._texture = GlTexture()
+        self._layer = TileLayer()  # the tiles' overlays and captions, over the picture
         self._shown_version = -1  # the picture's version in the texture
         self._overlays: list[TileOverlay | None] = []
         self._zones: list[ZonesPicture | None] = []  # each tile's lines and zones, counted
@@ -171,12 +168,14 @@ class WallCanvas(QOpenGLWidget):
         """The whole wall as drawn in its own process (``frame.image``: shared memory,
         uploaded as it lies; ``frame.device``: an IPC buffer, copied on the device through
         interop) at the next paint, then its buffer handed back through
-        ``release_shared``; a picture still waiting is handed back unseen (its renewed
-        tiles counted as replaced)."""
-        older, self._shared = self._shared, frame
-        if older is not None:
-            self.tiles_replaced += older.shown
+        ``release_shared``; a picture still waiting is handed back unseen (the tiles it
+        renewed that this one renews again counted as replaced)."""
+        older = self._shared
+        if older is not None:  # never painted: this one carries its tiles on
+            frame, lost = frame.after(older)
+            self.tiles_replaced += lost
             self._release(older)
+        self._shared = frame
         size = frame.size
         if size != self._shared_size:
             self._shared_size = size
@@ -299,13 +298,11 @@ class WallCanvas(QOpenGLWidget):
     def shown_caption(self, tile: int, font: QFont | None = None) -> str:
         """The tile's top line as painted: cut with "…" to its cell (the tooltip has it
         whole)."""
-        metrics = QFontMetrics(font or self.caption_font())
-        return elide(self.caption(tile), metrics, self.cell_rect(tile).width() - 12)
+        font = font or self.caption_font()
+        return shown_caption(self.caption(tile), font, self.cell_rect(tile).width())
 
     def caption_font(self) -> QFont:
-        font = QFont(self.font())
-        font.setPixelSize(12)
-        return font
+        return caption_font(self.font())
 
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
@@ -389,61 +386,25 @@ class WallCanvas(QOpenGLWidget):
         self._unpainted.clear()
         painter = QPainter(self)
         try:
-            for i in range(self.tile_count):
-                self._paint_tile(painter, i)
+            size = (self.width(), self.height())
+            self._layer.paint(painter, self._views(), size, ratio, self.caption_font())
             if not self._names:
                 painter.setPen(QColor(150, 158, 172))
                 painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignCenter), "No sources")
         finally:
             painter.end()
 
-    def _paint_tile(self, painter: QPainter, i: int) -> None:
-        overlay, (w, h) = self._overlays[i], self._frame_sizes[i]
-        zones = self._zones[i]
-        if not (self._picture.showing(i) or i in self._shared_rects):
-            overlay = zones = None  # a blank tile (since a layout change): nothing over it
-        cell = self.cell_rect(i)
-        strip = QRectF(cell.left(), cell.top(), cell.width(), _CAPTION_H)
-        shade = QColor(0, 0, 0, 150)
-        # the strip's shade first: a label of a box at the frame's top lies under it,
-        # and is painted over the shade, as bright as anywhere else ...
-        painter.fillRect(strip, shade)
-        tags: list[QRectF] = []  # the labels painted, in widget coordinates
-        if zones is not None and w:
-            paint_zones(painter, zones, self.image_rect(i), w, h)
-        if overlay is not None and w and len(overlay[0]):
-            shapes = layout(overlay[0], overlay[1], overlay[2], w, h)
-            if shapes:
-                place = ImagePlace(self.image_rect(i), w, h)
-                painter.save()
-                painter.setTransform(place.transform(), True)
-                paint_overlay(painter, shapes)
-                painter.restore()
-                for mark in shapes.boxes:
-                    if mark.tag is not None:
-                        t = mark.tag.rect
-                        tags.append(place.area(t.x1, t.y1, t.x2 - t.x1 + 1, t.y2 - t.y1 + 1))
-        _top, message = _caption(self._states[i], self._names[i])
-        painter.save()
-        font = self.caption_font()
-        painter.setFont(font)
-        shown = self.shown_caption(i, font)
-        # ... except behind the caption's own text, shaded again so that it stays readable
-        text = QRectF(strip.left(), strip.top(), QFontMetrics(font).horizontalAdvance(shown), 0)
-        text.setWidth(min(strip.width(), text.width() + 12))
-        text.setHeight(_CAPTION_H)
-        for tag in tags:
-            painter.fillRect(tag.intersected(text), shade)
-        painter.setPen(QColor(235, 238, 243))
-        flags = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
-        painter.drawText(strip.adjusted(6, 0, -6, 0), flags, shown)
-        if message:
-            failed = message.startswith("failed")
-            painter.setPen(QColor(242, 95, 92) if failed else QColor(244, 162, 89))
-            body = cell.adjusted(8, _CAPTION_H, -8, -8)
-            align = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap
-            painter.drawText(body, int(align), message)
-        painter.restore()
+    def _views(self) -> list[TileView]:
+        """What each tile on screen shows now (TileLayer repaints the ones that changed)."""
+        views = []
+        for i in range(self.tile_count):
+            overlay, zones = self._overlays[i], self._zones[i]
+            if not (self._picture.showing(i) or i in self._shared_rects):
+                overlay = zones = None  # a blank tile (since a layout change): nothing over it
+            top, message = _caption(self._states[i], self._names[i])
+            views.append(TileView(self.cell_rect(i), self.image_rect(i), overlay, zones,
+                                  self._frame_sizes[i], top, message))  # fmt: skip
+        return views
 
     # ---- input -----------------------------------------------------------------
 

@@ -153,7 +153,7 @@ class WallProcessSession(QObject):
         self._lock = threading.Lock()
         self._waiting: SharedWallFrame | None = None
         self._closed = False
-        self._dropped = 0  # tiles renewed in pictures given back unseen
+        self._dropped = 0  # results of pictures given back unseen that a newer drew over
         self._replaced = 0  # as the child counted, in the last picture
         self._deliver.connect(self._on_deliver)
         self.process = WallProcess(
@@ -172,11 +172,13 @@ class WallProcessSession(QObject):
             if self._closed:
                 self.process.release(frame.buffer)
                 return
-            older, self._waiting = self._waiting, frame
+            older = self._waiting
             self._replaced = frame.replaced
-            if older is not None:
-                self._dropped += older.shown
+            if older is not None:  # never shown: the newer carries its tiles on
+                frame, lost = frame.after(older)
+                self._dropped += lost
                 self.process.release(older.buffer)
+            self._waiting = frame
         if older is None:
             self._deliver.emit()
 

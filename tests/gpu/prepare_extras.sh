@@ -1,9 +1,10 @@
 #!/bin/bash
 # Here, once per checkout (needs the package indexes): the device pieces beyond the kit
-# (../shared/device/kit.sh), each a part of at most 48 MiB so that one call carries one
-# with the checkout (64 MiB in all):
+# (../shared/device/kit.sh), each a part of at most 40 MiB so that one call carries one
+# beside the checkout (~20 MiB; 64 MiB in all):
 #
-#   bash tests/gpu/prepare_extras.sh            # .gl, .device/win0..N, ray0..M, nb0..1
+#   bash tests/gpu/prepare_extras.sh [win] [ray] [nb]   # .gl and those named (all three
+#                                                        # by default): .device/win0..N, ...
 #
 # - .gl: glvnd's loaders, unpacked to / on the device (the device tool's README)
 # - win*: the real Qt window there (run_on_h200.sh window): Xvfb with Mesa for the X
@@ -13,6 +14,8 @@
 # win, ray and nb are each one tar split into parts (winpart*, raypart*, nbpart*) with its
 # md5 (win.md5, ...): run_on_h200.sh assembles a tar once all its parts were stashed.
 set -euo pipefail
+which=("$@"); [[ $# -gt 0 ]] || which=(win ray nb)
+wants() { [[ " ${which[*]} " == *" $1 "* ]]; }
 root=$(git rev-parse --show-toplevel); cd "$root"
 pip="$root/.venv/bin/pip"
 PY=(--only-binary=:all: --python-version 3.12 --implementation cp)
@@ -24,6 +27,7 @@ grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo '/.gl/' >> .git/info/excl
 rm -rf .gl; mkdir -p .gl
 (cd .gl && apt-get "${o[@]}" download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null)
 
+if wants win; then
 # the X server, Mesa and the client libraries, without what the device image has
 # (its base system), without glvnd's loaders (in .gl) and with one font (DejaVu) of
 # fontconfig's alternatives
@@ -40,7 +44,9 @@ mkdir -p "$work/win/debs" "$work/win/wheels"
 "$pip" download -q --no-deps "${PY[@]}" --platform manylinux_2_34_x86_64 \
     -d "$work/win/wheels" PySide6_Essentials==6.11.3 shiboken6==6.11.3
 echo "win: ${#pkgs[@]} packages, $(du -sh "$work/win" | cut -f1)"
+fi
 
+if wants ray; then
 # Ray and pyarrow (the archive's Parquet) with what they need, numpy aside (the device has it)
 mkdir -p "$work/ray/wheels"
 "$pip" download -q "${PY[@]}" --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
@@ -48,22 +54,25 @@ mkdir -p "$work/ray/wheels"
     2>&1 | grep -v "is ignored" || true
 rm -f "$work"/ray/wheels/numpy-*.whl
 echo "ray: $(ls "$work/ray/wheels" | wc -l) wheels, $(du -sh "$work/ray" | cut -f1)"
+fi
 
+if wants nb; then
 # numba and llvmlite for the device's Python (its numpy is its own)
 mkdir -p "$work/nb"
 "$pip" download -q --no-deps "${PY[@]}" --platform manylinux_2_28_x86_64 -d "$work/nb" \
     numba==0.68.1 llvmlite==0.50.0
 echo "nb: $(du -sh "$work/nb" | cut -f1)"
+fi
 
-rm -rf .device/win* .device/ray* .device/nb*
-for what in win ray nb; do
+for what in "${which[@]}"; do
+    rm -rf .device/"$what"[0-9]*
     tar -C "$work/$what" -cf "$work/$what.tar" .
     md5sum "$work/$what.tar" | cut -d' ' -f1 > "$work/$what.md5"
-    (cd "$work" && split -b 48M -d "$what.tar" "${what}part")
+    (cd "$work" && split -b 40M -d "$what.tar" "${what}part")
     i=0
     for part in "$work/${what}part"*; do
         mkdir -p ".device/$what$i"; mv "$part" ".device/$what$i/"; i=$((i+1))
     done
     cp "$work/$what.md5" ".device/${what}0/"
 done
-du -sh .gl .device/win* .device/ray* .device/nb*
+for what in "${which[@]}"; do du -sh .device/"$what"[0-9]*; done; du -sh .gl

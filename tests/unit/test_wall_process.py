@@ -19,9 +19,10 @@ from framelens.core.gpu.context import cuda_usable
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.wall import WallState
-from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
+from framelens.core.sessions.wall_process import SharedWallFrame, TileOverlay, WallProcess
 from framelens.core.sessions.wall_transport import HOST, WallTransport
 from framelens.core.stages.sources.file import FileSource
+from framelens.core.types import Detections
 from media_factory import encode_frames
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,3 +191,23 @@ def test_cuda_ipc_that_the_child_cannot_set_up_falls_back_to_shared_memory_with_
     assert all(p.transport == HOST for p in consumer.pictures)
     made = sum(t.frames for t in consumer.states[-1].tiles)
     assert made >= 50 and sum(p.shown for p in consumer.pictures) == made
+
+
+def test_a_picture_taken_in_place_of_an_unseen_one_carries_its_tiles_on() -> None:
+    """A consumer that takes the newer of two pictures (the older never shown) still
+    shows the results the older renewed and the newer did not (the newer picture was
+    drawn on over them): their overlays come along, and only the tiles renewed in both
+    count as drawn over unseen."""
+
+    def overlay(x: float) -> TileOverlay:
+        boxes = np.array([[x, 0, x + 10, 10]], np.float32)
+        dets = Detections(boxes, np.ones(1, np.float32), np.zeros(1, np.int32))
+        return TileOverlay(dets, (), (192, 108), (0, 0, 96, 54))
+
+    a, b, c, d = overlay(1), overlay(2), overlay(3), overlay(4)
+    older = SharedWallFrame(0, 7, None, {0: a, 1: b}, replaced=0)
+    newer = SharedWallFrame(1, 8, None, {1: c, 2: d}, replaced=0)
+    taken, lost = newer.after(older)
+    assert lost == 1  # tile 1: b was drawn over by c before any paint
+    assert taken.overlays == {0: a, 1: c, 2: d} and taken.shown == 3
+    assert (taken.buffer, taken.version) == (1, 8)  # the newer's picture

@@ -1,0 +1,95 @@
+"""The wall's overlay layer: a tile is painted again only when what it shows changed, the
+others keep their pixels, and nothing of a tile stays once it is gone or emptied."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from framelens.core.api import DEFAULT_STYLE, Detections, box_colour
+from framelens.gui.wall.tile_layer import TileLayer, TileOverlay, TileView, caption_font
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QApplication
+
+pytestmark = pytest.mark.gui
+
+W, H = 640, 360  # the widget: four tiles of 320x180 (2x2)
+FRAME = (320, 180)  # each tile's frame, drawn at its size
+LABELS = ("person",)
+
+
+def _cell(k: int) -> QRectF:
+    return QRectF((k % 2) * 320, (k // 2) * 180, 320, 180)
+
+
+def _boxes(x: float) -> Detections:
+    """One box whose left edge lies at frame x."""
+    return Detections(
+        np.array([[x, 60, x + 40, 160]], np.float32),
+        np.array([0.9], np.float32),
+        np.array([0], np.int32),
+    )
+
+
+def _view(k: int, overlay: TileOverlay | Detections | None, caption: str = "cam") -> TileView:
+    if isinstance(overlay, Detections):
+        overlay = (overlay, LABELS, DEFAULT_STYLE)
+    return TileView(_cell(k), _cell(k), overlay, None, FRAME, f"{caption}{k}", "")
+
+
+def _paint(layer: TileLayer, views: list[TileView]) -> QImage:
+    """The layer drawn over a black widget, as the canvas draws it over its picture."""
+    target = QImage(W, H, QImage.Format.Format_ARGB32_Premultiplied)
+    target.fill(QColor(0, 0, 0))
+    painter = QPainter(target)
+    layer.paint(painter, views, (W, H), 1.0, caption_font(QApplication.font()))
+    painter.end()
+    return target
+
+
+def _box_colour_at(image: QImage, tile: int, frame_x: float) -> bool:
+    """Whether the box's colour is at its left edge (frame x, y 110) in ``tile``."""
+    b, g, r = box_colour(0, -1)
+    cell = _cell(tile)
+    px = image.pixelColor(int(cell.x() + frame_x), int(cell.y() + 110))
+    return abs(px.red() - r) + abs(px.green() - g) + abs(px.blue() - b) < 40
+
+
+def test_only_the_tiles_whose_result_changed_are_painted_again(qapp: QApplication) -> None:
+    layer = TileLayer()
+    # as the canvas keeps them: one overlay a result, the same object paint after paint
+    results = [(_boxes(20 + 60 * k), LABELS, DEFAULT_STYLE) for k in range(4)]
+    first = _paint(layer, [_view(k, results[k]) for k in range(4)])
+    assert layer.tiles_painted == 4
+    assert all(_box_colour_at(first, k, 20 + 60 * k) for k in range(4))
+    # the same results again (a paint for another reason): nothing painted again
+    same = _paint(layer, [_view(k, results[k]) for k in range(4)])
+    assert layer.tiles_painted == 4
+    assert same == first
+    # tile 2's next result: its box moved, the three others as they were
+    results[2] = (_boxes(240), LABELS, DEFAULT_STYLE)
+    moved = _paint(layer, [_view(k, results[k]) for k in range(4)])
+    assert layer.tiles_painted == 5
+    assert _box_colour_at(moved, 2, 240) and not _box_colour_at(moved, 2, 140)
+    assert all(_box_colour_at(moved, k, 20 + 60 * k) for k in (0, 1, 3))
+    # a caption that changes (its fps) paints its tile again too
+    _paint(layer, [_view(k, results[k], "cam" if k else "fps") for k in range(4)])
+    assert layer.tiles_painted == 6
+
+
+def test_a_tile_gone_or_emptied_leaves_nothing_behind(qapp: QApplication) -> None:
+    layer = TileLayer()
+    _paint(layer, [_view(k, _boxes(100)) for k in range(4)])
+    # one tile left on screen (the layout went from 4 to 1 source): the others clear
+    one = _paint(layer, [_view(0, _boxes(100))])
+    assert _box_colour_at(one, 0, 100)
+    for k in (1, 2, 3):
+        cell = _cell(k).toRect()
+        pixels = [one.pixelColor(x, y) for x in range(cell.left(), cell.right(), 7)
+                  for y in range(cell.top(), cell.bottom(), 7)]  # fmt: skip
+        assert all(p == QColor(0, 0, 0) for p in pixels), f"tile {k} left pixels behind"
+    # a tile blank since a layout change: its box goes, its caption stays
+    blank = _paint(layer, [_view(0, None)])
+    assert not _box_colour_at(blank, 0, 100)
+    caption = [blank.pixelColor(x, y).red() for x in range(6, 40) for y in range(4, 16)]
+    assert max(caption) > 150  # the caption's light text
