@@ -37,6 +37,7 @@ from typing import Any
 import av
 import cv2
 import numpy as np
+from host_monitor import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -364,6 +365,7 @@ def main() -> int:
     result: dict[str, Any] = {
         "command": "xvfb-run .venv/bin/python benchmarks/wall_screen.py " + " ".join(sys.argv[1:]),
         "label": args.label,
+        "machine": machine(),
         "sources": len(specs),
         "device": args.device,
         "processes": args.processes,

@@ -8,6 +8,7 @@ picked in the detections list, over whatever the frame shows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from framelens.core.api import (
@@ -51,23 +52,38 @@ def _paint_text(painter: QPainter, tag: Tag) -> None:
     tw, th = tag.text_size
     if tw <= 0 or th <= 0 or not tag.text:
         return
-    font = QFont(painter.font())
-    font.setPixelSize(_FONT_PROBE_PX)
-    cap = QFontMetricsF(font).capHeight()
-    if cap <= 0:
+    fitted = _fitted_text(painter.font().toString(), tag.text, tw, th)
+    if fitted is None:
         return
-    font.setPixelSize(max(1, round(_FONT_PROBE_PX * th / cap)))
-    metrics = QFontMetricsF(font)
-    advance, cap = metrics.horizontalAdvance(tag.text), metrics.capHeight()
-    if advance <= 0 or cap <= 0:
-        return
-    path = QPainterPath()
-    path.addText(0.0, 0.0, font, tag.text)
+    path, sx, sy = fitted
     painter.save()
     painter.translate(tag.origin[0], tag.origin[1])
-    painter.scale(tw / advance, th / cap)
+    painter.scale(sx, sy)
     painter.fillPath(path, _qcolour(tag.text_colour))
     painter.restore()
+
+
+@lru_cache(maxsize=2048)
+def _fitted_text(
+    font: str, text: str, tw: int, th: int
+) -> tuple[QPainterPath, float, float] | None:
+    """The outline of ``text`` in ``font`` (QFont.toString), and the scale that fits it
+    into ``tw`` x ``th``: made once per label and size (a track's tag reads the same
+    frame after frame; outlining text is most of what painting a tag costs)."""
+    qfont = QFont()
+    qfont.fromString(font)
+    qfont.setPixelSize(_FONT_PROBE_PX)
+    cap = QFontMetricsF(qfont).capHeight()
+    if cap <= 0:
+        return None
+    qfont.setPixelSize(max(1, round(_FONT_PROBE_PX * th / cap)))
+    metrics = QFontMetricsF(qfont)
+    advance, cap = metrics.horizontalAdvance(text), metrics.capHeight()
+    if advance <= 0 or cap <= 0:
+        return None
+    path = QPainterPath()
+    path.addText(0.0, 0.0, qfont, text)
+    return path, tw / advance, th / cap
 
 
 def _trail_image(trail: Trail) -> QImage:

@@ -1,0 +1,171 @@
+"""What one paint of the video wall costs the GUI thread: the real WallCanvas, 16 tiles of
+tracked people (boxes, tags and trails), painted synchronously (``repaint``) and timed.
+
+    xvfb-run -s "-screen 0 1600x1000x24" .venv/bin/python benchmarks/wall_paint.py \
+        --baseline 328f207 --output benchmarks/results/wall-paint-cpu-<date>.json
+
+Two cases per run: every tile renewed before each paint (a new result for each: the wall
+at its busiest) and none renewed (a paint for another reason: a caption, an input).
+Frames are host images already drawn into the picture before the timing; what is timed is
+the paint itself (overlays, captions, the picture's texture). Each run is a process of its
+own; ``--baseline REV`` alternates runs with REV's code (benchmarks/handoff.py's worktree).
+The JSON has per case the median paint in ms of every run (wall clock, and the GUI
+thread's own CPU time), their median and spread ((max - min) / median) and, with a
+baseline, the ratios of medians. Under Xvfb the GL
+is Mesa's software renderer: a GPU's GL does the rasterising in far less, so this measures
+the CPU's share of a paint, which is what the GUI thread pays on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def scene(tiles: int, boxes: int, rng: np.random.Generator, step: int) -> list[Any]:
+    """Each tile's detections at time ``step``: ``boxes`` people walking, with track IDs
+    and trails of their last 30 centres (as ByteTrack's stage gives them)."""
+    from framelens.core.types import Detections
+
+    out = []
+    for t in range(tiles):
+        xs = 200.0 + 500.0 * np.arange(boxes) + 3.0 * step + 20.0 * t
+        ys = np.full(boxes, 300.0) + 40.0 * np.sin(0.1 * step + t)
+        b = np.stack([xs, ys, xs + 160.0, ys + 420.0], 1).astype(np.float32)
+        k = np.arange(30, dtype=np.float32)[:, None]
+        trails = tuple(
+            np.concatenate([b[i, 0] + 80.0 - 3.0 * (29 - k), b[i, 1] + 210.0 + 0 * k], 1).astype(
+                np.float32
+            )
+            for i in range(boxes)
+        )
+        ids = np.arange(1, boxes + 1, dtype=np.int64) + 10 * t
+        out.append(Detections(b, np.full(boxes, 0.85, np.float32),
+                              np.zeros(boxes, np.int32), None, ids, trails))  # fmt: skip
+    return out
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
+    from framelens.core.api import DEFAULT_STYLE, Frame, TileState
+    from framelens.gui.wall.wall_canvas import WallCanvas
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    canvas = WallCanvas()
+    canvas.resize(1600, 900)
+    names = [f"cam{k + 1}" for k in range(args.tiles)]
+    canvas.set_sources(names)
+    canvas.set_states([TileState(n, f"{n}.mp4", "playing", fps=30.0, latency_ms=20.0)
+                       for n in names])  # fmt: skip
+    canvas.show()
+    deadline = time.monotonic() + 10
+    while not canvas.isVisible() and time.monotonic() < deadline:
+        app.processEvents()
+    rng = np.random.default_rng(0)
+    image = np.full((1080, 1920, 3), 90, np.uint8)
+    labels = ("person",)
+    out: dict[str, list[float]] = {"every tile renewed": [], "none renewed": []}
+    cpu: dict[str, list[float]] = {case: [] for case in out}
+    step = 0
+    for k in range(args.warmup + args.paints):
+        for case in ("every tile renewed", "none renewed"):
+            if case == "every tile renewed":
+                step += 1
+                for tile, dets in enumerate(scene(args.tiles, args.boxes, rng, step)):
+                    canvas.set_frame(tile, Frame(image, step, step / 30.0),
+                                     (dets, labels, DEFAULT_STYLE))  # fmt: skip
+            app.processEvents()
+            began, began_cpu = time.perf_counter(), time.thread_time()
+            canvas.repaint()
+            app.processEvents()
+            if k >= args.warmup:
+                out[case].append((time.perf_counter() - began) * 1e3)
+                cpu[case].append((time.thread_time() - began_cpu) * 1e3)
+    canvas.close()
+    medians = {case: statistics.median(ms) for case, ms in out.items()}
+    medians.update({f"{case} cpu": statistics.median(ms) for case, ms in cpu.items()})
+    return medians
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tiles", type=int, default=16)
+    parser.add_argument("--boxes", type=int, default=3, help="tracked people a tile")
+    parser.add_argument("--paints", type=int, default=60, help="timed paints a case a run")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", metavar="REV", help="alternate with REV's code")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--output")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return 0
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from handoff import revision_tree
+
+    def one(path: Path | None) -> dict[str, float]:
+        env = dict(os.environ)
+        if path is not None:
+            env["PYTHONPATH"] = str(path) + os.pathsep + env.get("PYTHONPATH", "")
+        cmd = [sys.executable, __file__, "--child", "--tiles", str(args.tiles),
+               "--boxes", str(args.boxes), "--paints", str(args.paints),
+               "--warmup", str(args.warmup)]  # fmt: skip
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+    sides: dict[str, list[dict[str, float]]] = {"now": []}
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(revision_tree(args.baseline)) if args.baseline else None
+        if base is not None:
+            sides["baseline"] = []
+        for k in range(args.runs):
+            order = [("now", None), ("baseline", base)] if base is not None else [("now", None)]
+            for name, path in order if k % 2 == 0 else order[::-1]:
+                sides[name].append(one(path))
+                print(f"run {k + 1} {name}: {json.dumps(sides[name][-1])}", flush=True)
+    report: dict[str, Any] = {
+        "command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
+        "tiles": args.tiles, "boxes_per_tile": args.boxes, "paints_per_case": args.paints,
+        "cpu_cores": os.cpu_count(), "baseline": args.baseline,
+    }  # fmt: skip
+    for case in ("every tile renewed", "none renewed"):
+        entry: dict[str, Any] = {}
+        for name, runs in sides.items():
+            entry[name] = {}
+            for key, figure in ((case, "paint_ms"), (f"{case} cpu", "gui_thread_cpu_ms")):
+                ms = [r[key] for r in runs]
+                med = statistics.median(ms)
+                entry[name][figure] = round(med, 2)
+                entry[name][f"{figure}_runs"] = [round(m, 2) for m in ms]
+                entry[name][f"{figure}_spread"] = round((max(ms) - min(ms)) / med, 3)
+        if "baseline" in entry:
+            for figure in ("paint_ms", "gui_thread_cpu_ms"):
+                entry[f"{figure}_now_over_baseline"] = round(
+                    entry["now"][figure] / entry["baseline"][figure], 3
+                )
+        report[case] = entry
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.output:
+        tmp = Path(args.output + ".tmp")
+        tmp.write_text(text + "\n")
+        tmp.replace(args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
