@@ -15,11 +15,12 @@ Per run, after a warm-up, over ``--seconds``:
 - ``results_per_s``: results the session made (every tile's ``frames``);
 - ``shown_per_s``: distinct results that reached a paint of the canvas;
 - ``replaced``: results drawn over by their tile's next one before a paint, plus those the
-  window's hand-off replaced and those core dropped for a slow consumer;
+  window's hand-off replaced and those core dropped for a slow consumer (each apart too);
 - input latency: a thread posts a key press to the canvas every 50 ms with the time it
   posted; the canvas's event filter takes the time it is handled (GIL wait + event queue
   wait + whatever the GUI thread was doing), median and p99.
-The JSON gives the median and spread of every figure over the runs.
+The JSON gives the median and spread of every figure over the runs; it is written after
+every run, so a call cut short keeps the runs it made.
 """
 
 from __future__ import annotations
@@ -238,7 +239,8 @@ def one_run(
         return {
             "t": time.perf_counter(),
             "made": sum(t.frames for t in tiles),
-            "dropped": sum(t.dropped for t in tiles) + wall.session.superseded,
+            "core": sum(t.dropped for t in tiles),  # dropped for a consumer behind
+            "hand_off": wall.session.superseded,  # replaced on the way to the canvas
             "shown": canvas.tiles_shown,
             "replaced": canvas.tiles_replaced,
             "paints": canvas.frames_painted,
@@ -281,8 +283,12 @@ def one_run(
         "results_per_s": round((last["made"] - first["made"]) / span, 1),
         "shown_per_s": round((last["shown"] - first["shown"]) / span, 1),
         "paints_per_s": round((last["paints"] - first["paints"]) / span, 1),
-        "replaced": int(last["replaced"] - first["replaced"] + last["dropped"] - first["dropped"]),
+        "replaced": int(sum(last[k] - first[k] for k in ("replaced", "core", "hand_off"))),
+        # where: drawn over in the canvas before a paint, replaced on the way to it (the
+        # window's hand-off; with --processes the child's too), dropped by core
         "replaced_in_canvas": int(last["replaced"] - first["replaced"]),
+        "replaced_on_the_way": int(last["hand_off"] - first["hand_off"]),
+        "dropped_by_core": int(last["core"] - first["core"]),
         "input_latency_ms_p50": round(statistics.median(lat), 2),
         "input_latency_ms_p99": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
         "input_events": len(probe.latencies_ms),
@@ -355,11 +361,6 @@ def main() -> int:
         length = args.warmup + args.seconds + 30  # never ends while measured
         folder = Path(tempfile.mkdtemp(prefix="framelens-wall-clips-"))
         specs = make_clips(folder, args.sources, (w, h), args.fps, length)
-    runs = []
-    for n in range(args.runs):
-        run = one_run(specs, args.seconds, args.warmup, args.profile, args.device, args.processes)
-        print(f"run {n + 1}: {json.dumps(run)}", flush=True)
-        runs.append(run)
     keys = ["results_per_s", "shown_per_s", "paints_per_s", "replaced",
             "input_latency_ms_p50", "input_latency_ms_p99"]  # fmt: skip
     result: dict[str, Any] = {
@@ -373,17 +374,22 @@ def main() -> int:
         "source_size": args.size if not args.video else None,
         "tracks": "bytetrack",
         "switch_interval_s": sys.getswitchinterval(),
-        "runs": runs,
+        "runs_asked": args.runs,
+        "runs": [],
     }
-    for key in keys:
-        result[key] = summary(runs, key)["median"]
-        result[f"{key}_spread"] = summary(runs, key)
+    for n in range(args.runs):
+        run = one_run(specs, args.seconds, args.warmup, args.profile, args.device, args.processes)
+        print(f"run {n + 1}: {json.dumps(run)}", flush=True)
+        result["runs"].append(run)
+        for key in keys:
+            result[key] = summary(result["runs"], key)["median"]
+            result[f"{key}_spread"] = summary(result["runs"], key)
+        if args.output:  # after every run: a call cut short keeps the runs it made
+            out = Path(args.output)
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(json.dumps(result, indent=2) + "\n")
+            tmp.replace(out)
     print(json.dumps({k: result[k] for k in keys}, indent=1))
-    if args.output:
-        out = Path(args.output)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-        tmp.replace(out)
     return 0
 
 

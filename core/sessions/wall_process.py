@@ -26,8 +26,11 @@ CUDA IPC that cannot be set up in the child, cannot be opened here, or whose pic
 leaves the device falls back to shared memory for good, with one reason
 (``WallTransport.reason``). IPC across GPUs is not handled (same device only).
 
-The child publishes when a buffer is free, so a consumer that keeps up gets every result
-of every tile in some picture; a tile renewed twice between two publishes counts one
+The child publishes when a buffer is free, and a tile's next result waits (up to
+``_WAIT_S``) until the consumer has handed back the picture holding the previous one, so a
+consumer that keeps up gets every result of every tile in some picture and shows each
+(one it gives back unseen for a newer picture hands its tiles on to it:
+``SharedWallFrame.after``); a tile renewed twice between two publishes counts one
 ``replaced``. Overlays (detections, lines and zones), states and errors travel in the
 pipe's messages. ``close`` closes this process's IPC handles, stops the child (which then
 frees its buffers) and frees the shared memory; a child that dies is one ``on_error``
@@ -70,7 +73,7 @@ __all__ = ["BUFFERS", "SharedWallFrame", "TileOverlay", "WallProcess", "WallTran
 
 BUFFERS = 2
 _DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
-_WAIT_S = 0.5  # the longest a result waits for its tile's previous one to be published
+_WAIT_S = 0.5  # the longest a result waits for its tile's previous one to reach the consumer
 _STOP_JOIN_S = 10.0
 _HANDSHAKE_S = 30.0  # the longest the child waits for this process to open its IPC handles
 
@@ -341,8 +344,11 @@ class WallProcess:
 
 class _Publisher:
     """The child's side: results drawn into its own picture, put into a free buffer by
-    the sender in use when one is (at most one picture on its way, the rest waits for a
-    release). CUDA IPC that fails falls back to shared memory for good, said once."""
+    the sender in use when one is (the rest waits for a release). A tile's next result
+    waits until the picture holding its previous one is handed back by the consumer
+    (shown, or given back unseen for a newer picture that holds it too), so no result is
+    drawn over before the consumer could show it. CUDA IPC that fails falls back to shared
+    memory for good, said once."""
 
     def __init__(
         self,
@@ -357,19 +363,27 @@ class _Publisher:
         self._lock = threading.Condition()
         self._free = list(range(BUFFERS))
         self._overlays: dict[int, TileOverlay] = {}
-        self._renewed: set[int] = set()
+        self._renewed: set[int] = set()  # tiles renewed since the last publish
+        # buffer -> (its picture's version, the tiles whose newest result it holds for the
+        # consumer: renewed in it, or carried on from an older picture given back unseen)
+        self._in_flight: dict[int, tuple[int, set[int]]] = {}
         self._replaced = 0
         self._version = 0
         self.stopped = False
 
+    def _waiting(self, tile: int) -> bool:
+        """Whether ``tile``'s newest result has yet to reach the consumer."""
+        return tile in self._renewed or any(tile in t for _, t in self._in_flight.values())
+
     def result(self, result: FrameResult) -> None:
         """On the wall's delivery thread: ``result`` drawn into its tile once the tile's
-        previous result is published (a batch brings several results of a tile at once;
-        core queues up to ``_DEPTH`` a tile meanwhile), or drawn over it after
-        ``_WAIT_S`` (a consumer that does not keep up: counted as replaced)."""
+        previous result is with the consumer (a batch brings several results of a tile at
+        once; core queues up to ``_DEPTH`` a tile meanwhile), or after ``_WAIT_S`` (a
+        consumer that does not keep up: drawn over, counted as replaced, if its previous
+        result was not even published)."""
         tile, frame = result.frame.source_id, result.frame
         with self._lock:
-            self._lock.wait_for(lambda: self.stopped or tile not in self._renewed, _WAIT_S)
+            self._lock.wait_for(lambda: self.stopped or not self._waiting(tile), _WAIT_S)
             if self.stopped or not self.picture.put(tile, frame):
                 return
             if tile in self._renewed:
@@ -387,7 +401,14 @@ class _Publisher:
             self._sender = self._host
 
     def release(self, buffer: int) -> None:
+        """The consumer is done with ``buffer``: its tiles' results were shown, or are held
+        by a newer picture still on its way (given back unseen for it: they wait for it)."""
         with self._lock:
+            held = self._in_flight.pop(buffer, None)
+            if held is not None and self._in_flight:
+                newest = max(self._in_flight, key=lambda b: self._in_flight[b][0])
+                if self._in_flight[newest][0] > held[0]:
+                    self._in_flight[newest][1].update(held[1])
             if buffer not in self._free:
                 self._free.append(buffer)
             self._lock.notify_all()
@@ -429,8 +450,9 @@ class _Publisher:
                     break
                 # only the renewed tiles' overlays: the others are the consumer's already
                 renewed = {tile: self._overlays[tile] for tile in self._renewed}
-                self._renewed = set()
                 self._version += 1
+                self._in_flight[buffer] = (self._version, self._renewed)
+                self._renewed = set()
                 message = ("picture", buffer, self._version, renewed, self._replaced,
                            self._sender.kind)  # fmt: skip
                 self._lock.notify_all()  # results waiting for their tile's publish

@@ -52,7 +52,7 @@ class Consumer:
 
     def __init__(self, transport: str = "auto") -> None:
         self.pictures: list[SharedWallFrame] = []
-        self.tiles: list[list[np.ndarray]] = []
+        self.crops: dict[int, np.ndarray] = {}  # each tile as its newest picture shows it
         self.last: np.ndarray | None = None  # the newest picture, as a BGR copy
         self.states: list[WallState] = []
         self.errors: list[str] = []
@@ -70,12 +70,10 @@ class Consumer:
 
     def on_picture(self, frame: SharedWallFrame) -> None:
         image = self.bgr(frame)
-        crops = []
-        for overlay in frame.overlays.values():
+        for tile, overlay in frame.overlays.items():  # the tiles this picture renews
             x, y, w, h = overlay.rect
-            crops.append(image[y : y + h, x : x + w].astype(np.int16))
+            self.crops[tile] = image[y : y + h, x : x + w].astype(np.int16)
         self.last = image.copy()
-        self.tiles.append(crops)
         self.pictures.append(frame)
         self.wall.release(frame.buffer)
         self.changed.set()
@@ -128,7 +126,7 @@ def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memor
         assert last.image.shape == (SIZE[1], SIZE[0], 3)
         assert last.replaced == 0, f"{last.replaced} of {made} results drawn over unseen"
         assert sum(p.shown for p in consumer.pictures) == made  # every result in a picture
-        crops = consumer.tiles[-1]
+        crops = [consumer.crops[tile] for tile in sorted(consumer.crops)]
         assert len(crops) == 2 and all(c.std() > 12 for c in crops), "a tile looks blank"
         h = min(len(crops[0]), len(crops[1]))
         assert np.abs(crops[0][:h] - crops[1][:h]).mean() > 8  # each tile its own source
@@ -211,3 +209,84 @@ def test_a_picture_taken_in_place_of_an_unseen_one_carries_its_tiles_on() -> Non
     assert lost == 1  # tile 1: b was drawn over by c before any paint
     assert taken.overlays == {0: a, 1: c, 2: d} and taken.shown == 3
     assert (taken.buffer, taken.version) == (1, 8)  # the newer's picture
+
+
+class PaintingConsumer(Consumer):
+    """What the wall's window does with the pictures: the newest waits for the next
+    paint (an older one still waiting is given back unseen, the newer carrying its tiles
+    on), a paint every ``every_s`` holds its picture while it copies it (``hold_s``)."""
+
+    def __init__(self, every_s: float, hold_s: float) -> None:
+        super().__init__()
+        self._every_s, self._hold_s = every_s, hold_s
+        self._lock = threading.Lock()
+        self._waiting: SharedWallFrame | None = None
+        self.lost = 0  # results given back unseen that a newer picture drew over
+        self.painted: list[SharedWallFrame] = []
+        self._stop = threading.Event()
+        self._painter = threading.Thread(target=self._paint, daemon=True)
+        self._painter.start()
+
+    def on_picture(self, frame: SharedWallFrame) -> None:
+        with self._lock:
+            older = self._waiting
+            if older is not None:
+                frame, lost = frame.after(older)
+                self.lost += lost
+                self.wall.release(older.buffer)
+            self._waiting = frame
+        self.pictures.append(frame)
+        self.changed.set()
+
+    def _paint(self) -> None:
+        while not self._stop.wait(self._every_s):
+            with self._lock:
+                frame, self._waiting = self._waiting, None
+            if frame is not None:
+                time.sleep(self._hold_s)  # the copy into the texture
+                self.painted.append(frame)
+                self.wall.release(frame.buffer)
+                self.changed.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._painter.join(5)
+
+
+@pytest.mark.parametrize(
+    "every_s, hold_s", [(0.05, 0.03), (0.1, 0.06)], ids=["20-paints-a-s", "6-paints-a-s"]
+)
+def test_a_window_that_paints_at_its_own_pace_shows_every_result_handed_to_it(
+    clips: list[str], every_s: float, hold_s: float
+) -> None:
+    """Two 10 fps cameras, a window painting at its own pace (faster than each camera,
+    or slower) that holds each picture a while and takes only the newest: every result
+    handed to the window reaches a paint, none is drawn over unseen, in the child or here
+    (a tile's next result waits for the picture that holds its previous one to come
+    back). A window faster than the cameras gets every result made; one slower than them
+    leaves core to drop results for it, each counted (the tile's ``dropped``)."""
+    consumer = PaintingConsumer(every_s, hold_s)
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    try:
+        consumer.wait(lambda: ended(consumer))
+
+        def handed() -> int:  # results handed to the window, by the newest state
+            return sum(t.shown for t in consumer.states[-1].tiles)
+
+        end = time.monotonic() + 5.0  # the last pictures' paints, the last state
+        while sum(p.shown for p in consumer.painted) != handed() and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.3)  # nothing more comes
+        final = consumer.states[-1]
+        made = sum(t.frames for t in final.tiles)
+        assert not consumer.errors
+        assert made >= 50
+        assert consumer.lost == 0, f"{consumer.lost} results drawn over before a paint"
+        assert consumer.pictures[-1].replaced == 0  # none drawn over in the child either
+        assert sum(p.shown for p in consumer.painted) == handed()  # each painted once
+        assert handed() + sum(t.dropped for t in final.tiles) == made  # the rest counted
+        if every_s * 10 < 1:  # more paints than each camera's frames: nothing dropped
+            assert handed() == made
+    finally:
+        consumer.stop()
+        consumer.wall.close()
