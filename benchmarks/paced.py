@@ -144,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="inference workers per slot")
     parser.add_argument("--track", default="bytetrack", help="a tracker, or none")
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads (CPU)")
+    parser.add_argument(
+        "--precision", default="fp32", choices=("fp32", "fp16", "int8"),
+        help="the detector's precision (the product's toggle; fp16 and int8 are made once)",
+    )  # fmt: skip
     parser.add_argument("--budget-s", type=float, default=400.0)
     parser.add_argument("--video", help="a 1080p30 video (made from the sample when absent)")
     parser.add_argument("--output")
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{fps:g} fps need {frames}"
         )
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device=args.device,
-                                threads=args.threads)  # fmt: skip
+                                threads=args.threads, precision=args.precision)  # fmt: skip
     tracker = None if args.track == "none" else TrackerSettings.for_kind(args.track)
     result: dict[str, Any] = {
         "command": "python3 benchmarks/streams.py --paced " + " ".join(argv or sys.argv[1:]),
@@ -190,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         "settle_s": args.settle_s,
         "seconds_measured": args.seconds,
         "tracker": args.track,
+        "precision": args.precision,
         "criterion": f"in the window after settle_s: no frame dropped and p99 < "
         f"{args.p99_ms:g} ms (end to end, from the frame's release to its result after "
         "the tracker); the whole run's figures beside",
