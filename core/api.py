@@ -151,7 +151,12 @@ from framelens.core.sessions.wall_layout import (
     load_wall_layout,
     save_wall_layout,
 )
-from framelens.core.sessions.wall_process import SharedWallFrame, WallProcess
+from framelens.core.sessions.wall_process import (
+    WALL_PROCESS_CHOICES,
+    SharedWallFrame,
+    WallProcess,
+    wall_in_own_process,
+)
 from framelens.core.sessions.wall_transport import WallTransport
 from framelens.core.sessions.wall_zones import WallZones, wall_stages, wall_zones, zones_of
 from framelens.core.stages.analytics.counting import Event
@@ -231,6 +236,7 @@ __all__ = [
     "VIDEO_SUFFIXES",
     "WALL_LAYOUTS",
     "WALL_LAYOUT_SUFFIX",
+    "WALL_PROCESS_CHOICES",
     "ZONES_SUFFIX",
     "BatchSummary",
     "Bookmarks",
@@ -387,6 +393,7 @@ __all__ = [
     "track_colour",
     "track_name",
     "wall_grid",
+    "wall_in_own_process",
     "wall_stages",
     "wall_zones",
     "with_changes",

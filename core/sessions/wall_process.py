@@ -69,13 +69,39 @@ from framelens.core.sessions.wall_transport import (
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.types import Detections, FrameResult, Image
 
-__all__ = ["BUFFERS", "SharedWallFrame", "TileOverlay", "WallProcess", "WallTransport"]
+__all__ = [
+    "BUFFERS",
+    "WALL_PROCESS_CHOICES",
+    "SharedWallFrame",
+    "TileOverlay",
+    "WallProcess",
+    "WallTransport",
+    "wall_in_own_process",
+]
 
 BUFFERS = 2
+WALL_PROCESS_CHOICES = ("auto", "own", "this")
+"""Where a wall's decode and inference run: "own" a process of their own, "this" threads
+of the window's process, "auto" as ``wall_in_own_process`` decides."""
 _DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
 _WAIT_S = 0.5  # the longest a result waits for its tile's previous one to reach the consumer
 _STOP_JOIN_S = 10.0
 _HANDSHAKE_S = 30.0  # the longest the child waits for this process to open its IPC handles
+
+
+def wall_in_own_process(choice: str, device: str) -> bool:
+    """Whether a wall on ``device`` plays in a process of its own for ``choice``
+    (``WALL_PROCESS_CHOICES``; anything else is "auto"). Auto: on CUDA, yes: the window's
+    thread then shares no Python lock with the pipeline and the picture comes through
+    CUDA IPC (16 live 1080p sources on an H100: 435 results a second on screen against
+    279, input answered in 9 ms against 31; docs/benchmarks.md); on the CPU, no: the child
+    would take the very cores inference needs (4 sources on 2 cores: 22 results a second
+    against 35)."""
+    if choice == "own":
+        return True
+    if choice == "this":
+        return False
+    return device.startswith("cuda")
 
 
 @dataclass(frozen=True)

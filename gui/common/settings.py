@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from framelens.core.api import WALL_PROCESS_CHOICES
 from PySide6.QtCore import QByteArray, QSettings
 
 ORGANISATION = "FrameLens"
@@ -207,14 +208,15 @@ class Settings:
         self.store.setValue("wall/layout", value)
 
     @property
-    def wall_processes(self) -> bool:
-        """Whether the wall's decode and inference run in a process of their own, the
-        picture handed to the window through shared memory (off: threads of this one)."""
-        return self._bool("wall/processes", False)
+    def wall_process(self) -> str:
+        """Where the wall's decode and inference run (core's WALL_PROCESS_CHOICES):
+        "auto" (a process of their own on a GPU), "own" or "this" (the window's)."""
+        value = self._str("wall/process", "auto")
+        return value if value in WALL_PROCESS_CHOICES else "auto"
 
-    @wall_processes.setter
-    def wall_processes(self, value: bool) -> None:
-        self.store.setValue("wall/processes", bool(value))
+    @wall_process.setter
+    def wall_process(self, value: str) -> None:
+        self.store.setValue("wall/process", value if value in WALL_PROCESS_CHOICES else "auto")
 
     # ---- batch analysis (File > Batch Analysis…) ---------------------------------
     @property

@@ -62,6 +62,7 @@ class MainMenus(QObject):
         file_menu = self.file_menu
         file_menu.addActions(sources.source_actions)
         file_menu.addActions([wall.several_action, wall.zones_action, wall.layout_action])
+        file_menu.addMenu(wall.process_menu)
         file_menu.addAction(batch.batch_action)  # beside the other ways in
         file_menu.addMenu(sources.recent_menu)
         file_menu.addSeparator()

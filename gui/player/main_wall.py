@@ -20,8 +20,19 @@ from framelens.gui.common.file_dialogs import (
 from framelens.gui.player.main_window_parts import WindowParts
 from framelens.gui.wall.wall_window import WallWindow
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QMenu
 
 __all__ = ["WallOpening"]
+
+
+_PROCESS_CHOICES = (
+    ("auto", "&Automatic",
+     "Decode and inference in a process of their own on a GPU, in this one on the CPU"),
+    ("own", "&Own Process",
+     "Always a process of their own: the window's thread shares nothing with the pipeline"),
+    ("this", "&This Process", "Always threads of this process (the picture needs no hand-over)"),
+)  # fmt: skip
 
 
 class WallOpening(QObject):
@@ -62,6 +73,28 @@ class WallOpening(QObject):
             tip="Return to the video wall",
         )
         self.back_action.setEnabled(False)
+        # where the next wall's decode and inference run (core decides "auto" by device)
+        self.process_menu = QMenu("Wall &Process", parts.window)
+        self.process_menu.setToolTipsVisible(True)
+        group = QActionGroup(self.process_menu)
+        self.process_actions: dict[str, QAction] = {}
+        for choice, text, tip in _PROCESS_CHOICES:
+            action = QAction(text, self.process_menu, checkable=True)
+            action.setStatusTip(tip)
+            action.setToolTip(tip)
+            action.setChecked(parts.settings.wall_process == choice)
+            action.triggered.connect(lambda _c=False, ch=choice: self.set_wall_process(ch))
+            group.addAction(action)
+            self.process_menu.addAction(action)
+            self.process_actions[choice] = action
+
+    def set_wall_process(self, choice: str) -> None:
+        """Where the next wall plays (the one open keeps its own); remembered."""
+        self.parts.settings.wall_process = choice
+        for name, action in self.process_actions.items():
+            action.setChecked(name == self.parts.settings.wall_process)
+        if self.window is not None:
+            self.parts.show_message("The wall process applies to the next wall opened", 4000)
 
     def choose_several(self) -> None:
         s = self.parts.settings

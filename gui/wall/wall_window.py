@@ -35,6 +35,7 @@ from framelens.core.api import (
     WallTransport,
     WallZones,
     save_wall_layout,
+    wall_in_own_process,
     wall_stages,
 )
 from framelens.gui.common.file_dialogs import WALL_LAYOUT_FILTER, save_file
@@ -268,8 +269,8 @@ class WallWindow(QMainWindow):
         tile's lines and zones, counted after its tracker and drawn with the counts
         (ByteTrack tracks a tile with zones when ``stages`` has no tracker).
         ``processes``: decode and inference in a process of their own, the picture
-        handed over through CUDA IPC or shared memory, as core chooses (None: the
-        setting, ``wall_processes``)."""
+        handed over through CUDA IPC or shared memory, as core chooses (None: as core
+        decides for the setting ``wall_process`` and the device)."""
         super().__init__(parent)
         self.setWindowFlag(Qt.WindowType.Window)
         self.setWindowTitle(f"FrameLens — video wall ({len(specs)} sources)")
@@ -299,7 +300,9 @@ class WallWindow(QMainWindow):
         self._build_toolbar(realtime)
 
         self.zones = zones
-        self.processes = app_settings.wall_processes if processes is None else processes
+        if processes is None:
+            processes = wall_in_own_process(app_settings.wall_process, settings.device)
+        self.processes = processes
         self.session: WallSession | WallProcessSession
         if self.processes:
             self.session = WallProcessSession(realtime, self, wall_stages(stages, zones))

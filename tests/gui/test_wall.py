@@ -395,7 +395,7 @@ def test_paints_follow_the_results_not_a_timer(
 def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_the_window(
     qtbot: QtBot, clips: list[str], app_settings: Settings
 ) -> None:
-    """With the setting on, decode and inference run in a child process and the window
+    """With "Own Process" chosen, decode and inference run in a child process and the window
     uploads the child's picture from shared memory: each tile shows its own source with
     its detections, results are counted as shown, closing the window stops the child,
     and a child that dies is one message."""
@@ -403,7 +403,7 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
 
     from framelens.core.api import PipelineSettings, resolve_model
 
-    app_settings.wall_processes = True
+    app_settings.wall_process = "own"
     settings = PipelineSettings(model=resolve_model("yolox_nano"))
     wall = WallWindow(clips[:2], settings, app_settings)
     qtbot.addWidget(wall)
@@ -438,6 +438,35 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
     finally:
         wall.close()
     assert not child.is_alive()
+
+
+def test_the_wall_process_is_chosen_in_the_file_menu_and_remembered(
+    window: MainWindow, qtbot: QtBot, clips: list[str], settings_file: Path
+) -> None:
+    """File > Wall Process: Automatic by default (on the CPU: this process, where the
+    child would take the cores inference needs); Own Process is remembered and the next
+    wall plays in a process of its own."""
+    menu = window.wall.process_menu
+    assert menu.title().replace("&", "") == "Wall Process"
+    file_menu = window.menuBar().actions()[0].menu()
+    assert menu.menuAction() in file_menu.actions()
+    actions = window.wall.process_actions
+    assert actions["auto"].isChecked() and not actions["own"].isChecked()
+    wall = open_wall(window, qtbot, clips[:2], shown=1)
+    try:
+        assert not wall.processes  # automatic, on the CPU
+    finally:
+        wall.close()
+    actions["own"].trigger()
+    assert actions["own"].isChecked() and not actions["auto"].isChecked()
+    again = Settings(QSettings(str(settings_file), QSettings.Format.IniFormat))
+    assert again.wall_process == "own"
+    wall = open_wall(window, qtbot, clips[:2], shown=1)
+    try:
+        assert wall.processes
+        assert wall.session.process._process.is_alive()  # type: ignore[union-attr]
+    finally:
+        wall.close()
 
 
 def test_closing_a_wall_window_stops_its_process(

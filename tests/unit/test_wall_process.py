@@ -19,7 +19,12 @@ from framelens.core.gpu.context import cuda_usable
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.wall import WallState
-from framelens.core.sessions.wall_process import SharedWallFrame, TileOverlay, WallProcess
+from framelens.core.sessions.wall_process import (
+    SharedWallFrame,
+    TileOverlay,
+    WallProcess,
+    wall_in_own_process,
+)
 from framelens.core.sessions.wall_transport import HOST, WallTransport
 from framelens.core.stages.sources.file import FileSource
 from framelens.core.types import Detections
@@ -290,3 +295,15 @@ def test_a_window_that_paints_at_its_own_pace_shows_every_result_handed_to_it(
     finally:
         consumer.stop()
         consumer.wall.close()
+
+
+@pytest.mark.parametrize(
+    "choice, device, own",
+    [("auto", "cuda:0", True), ("auto", "cpu", False), ("own", "cpu", True),
+     ("this", "cuda:1", False), ("bogus", "cuda:0", True)],
+)  # fmt: skip
+def test_where_a_wall_plays_by_choice_and_device(choice: str, device: str, own: bool) -> None:
+    """Automatic: a process of its own on CUDA (the window's thread then shares no lock
+    with the pipeline), this process on the CPU (the child would take inference's cores);
+    an unknown choice is automatic."""
+    assert wall_in_own_process(choice, device) is own
