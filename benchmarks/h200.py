@@ -204,9 +204,13 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
     parser.add_argument(
+        "--live-workers", default="2", metavar="N,...",
+        help="with --live: batch 1 also with these numbers of inference workers (2,3)",
+    )  # fmt: skip
+    parser.add_argument(
         "--live", action="store_true",
         help="only the live path: batch 1, 2 workers, session and bare executor alternated, "
-        "NVDEC alone beside them",
+        "NVDEC alone beside them (and other worker counts: --live-workers)",
     )  # fmt: skip
     args = parser.parse_args()
     # a run that stalls shows where: every thread's stack, every two minutes, on stderr
@@ -349,15 +353,21 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
     bare executor loop alternated on the same warm pipelines, NVDEC alone between runs."""
     nvdec_fps(video, ctx, 60)  # warm-up of the NVDEC session
     bench = GpuPipelineBench(video, spec, 2, batch=1)
+    # other worker counts at batch 1 (--live-workers 2,3): their sessions in the same rounds
+    others = {n: GpuPipelineBench(video, spec, n, batch=1)
+              for n in sorted({int(w) for w in args.live_workers.split(",")} - {2})}  # fmt: skip
     session: list[dict[str, Any]] = []
     runner: list[dict[str, Any]] = []
     decodes: list[dict[str, Any]] = []
+    other_runs: dict[int, list[float]] = {n: [] for n in others}
     try:
         for i in range(args.repeats):
             order = ("session", "runner") if i % 2 == 0 else ("runner", "session")
             for driver in order:
                 run = _with_usage(partial(bench.run, args.frames, driver))
                 (session if driver == "session" else runner).append(run)
+            for n, other in others.items():
+                other_runs[n].append(other.run(args.frames)["fps"])
             decodes.append(nvdec_fps(video, ctx, args.frames))
         # where each thread sits (the decode-ahead thread in NVDEC, in its queue's put, or
         # waiting for the GIL), and how late a thread gets the GIL back: one more run
@@ -368,6 +378,8 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         profile = sampler.report(8)
     finally:
         bench.close()
+        for other in others.values():
+            other.close()
     fps = [r["fps"] for r in session]
     nvdec = statistics.median(d["fps"] for d in decodes)
     result = {
@@ -383,6 +395,15 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         "nvdec_fps": round(nvdec, 1),
         "nvdec_fps_runs": [round(d["fps"], 1) for d in decodes],
         "of_nvdec": round(statistics.median(fps) / nvdec, 3),
+        # batch 1 with other numbers of workers, through the session, in the same rounds
+        "batch1_workers_fps": {
+            str(n): {
+                "fps": round(statistics.median(runs), 1),
+                "fps_runs": [round(f, 1) for f in runs],
+                "of_nvdec": round(statistics.median(runs) / nvdec, 3),
+            }
+            for n, runs in other_runs.items()
+        },
         "target_fps": 520,
         "stage_ms": sorted(session, key=lambda r: r["fps"])[len(session) // 2]["stage_ms"],
         # as benchmarks/handoff.py reports them on the CPU: process CPU time and voluntary
