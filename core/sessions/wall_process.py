@@ -66,6 +66,7 @@ from framelens.core.sessions.wall_transport import (
     WallTransport,
     choose_transport,
 )
+from framelens.core.stages.draw.style import DEFAULT_STYLE, Overlay, OverlayStyle, layout
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.types import Detections, FrameResult, Image
 
@@ -107,12 +108,16 @@ def wall_in_own_process(choice: str, device: str) -> bool:
 @dataclass(frozen=True)
 class TileOverlay:
     """What is painted over a tile: its newest result's detections and marks (lines and
-    zones with their counts), for a frame of ``frame_size`` drawn into ``rect``."""
+    zones with their counts), for a frame of ``frame_size`` drawn into ``rect``;
+    ``shapes``: the detections' overlay laid out by the child (core's ``layout`` with the
+    wall's labels and style, the same the consumer would make: its process spends no time
+    on it), None where it was not."""
 
     detections: Detections
     marks: tuple[object, ...]
     frame_size: tuple[int, int]
     rect: tuple[int, int, int, int]
+    shapes: Overlay | None = None
 
 
 @dataclass(frozen=True)
@@ -382,8 +387,11 @@ class _Publisher:
         ipc: PictureSender | None,
         size: tuple[int, int],
         send: Callable[[tuple[Any, ...]], None],
+        labels: tuple[str, ...] = (),
+        style: OverlayStyle = DEFAULT_STYLE,
     ) -> None:
         self.width, self.height = size
+        self._labels, self._style = labels, style
         self._host, self._sender, self._send = host, ipc or host, send
         self.picture = WallPicture(size)
         self._lock = threading.Condition()
@@ -408,6 +416,9 @@ class _Publisher:
         consumer that does not keep up: drawn over, counted as replaced, if its previous
         result was not even published)."""
         tile, frame = result.frame.source_id, result.frame
+        shapes = None  # laid out here, before the lock: the consumer's thread need not
+        if isinstance(result.output, Detections):
+            shapes = layout(result.output, self._labels, self._style, frame.width, frame.height)
         with self._lock:
             self._lock.wait_for(lambda: self.stopped or not self._waiting(tile), _WAIT_S)
             if self.stopped or not self.picture.put(tile, frame):
@@ -417,7 +428,7 @@ class _Publisher:
             self._renewed.add(tile)
             rect = self.picture.rect(tile) or (0, 0, 0, 0)
             self._overlays[tile] = TileOverlay(
-                result.output, tuple(result.marks), (frame.width, frame.height), rect
+                result.output, tuple(result.marks), (frame.width, frame.height), rect, shapes
             )
             self._lock.notify_all()
 
@@ -546,8 +557,9 @@ def _child_main(
     early: list[tuple[Any, ...]] = []
     ipc = _ipc_sender(plan, size, commands, send, early) if plan.kind == IPC else None
     publisher = _Publisher(
-        HostPictureSender(shm, size), IpcSender(ipc) if ipc is not None else None, size, send
-    )
+        HostPictureSender(shm, size), IpcSender(ipc) if ipc is not None else None, size, send,
+        tuple(settings.model.labels), settings.overlay,
+    )  # fmt: skip
     publisher.picture.set_layout(len(specs))
 
     def on_state(state: Any) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from framelens.core.api import Detections, OverlayStyle, ZonesPicture, layout
+from framelens.core.api import Detections, Overlay, OverlayStyle, ZonesPicture, layout
 from framelens.gui.common.widgets import elide
 from framelens.gui.display.image_place import ImagePlace
 from framelens.gui.display.overlay_paint import paint_overlay
@@ -45,7 +45,8 @@ class TileView:
     """What one tile shows, in widget coordinates: its ``cell``, the frame's ``image``
     rectangle in it (letterboxed), the overlay and the lines and zones over the frame
     (None: nothing over it), the frame's size, the caption's top line and its centred
-    message ("" none)."""
+    message ("" none); ``shapes``: the overlay already laid out for the frame (the wall's
+    process does it), None to lay it out here."""
 
     cell: QRectF
     image: QRectF
@@ -54,6 +55,7 @@ class TileView:
     frame_size: tuple[int, int]
     caption: str
     message: str
+    shapes: Overlay | None = None
 
     def same_as(self, other: TileView | None) -> bool:
         """Whether ``other`` paints the same pixels: the same result's overlay and zones
@@ -61,6 +63,7 @@ class TileView:
         return (
             other is not None
             and other.overlay is self.overlay
+            and other.shapes is self.shapes
             and other.zones is self.zones
             and other.frame_size == self.frame_size
             and other.cell == self.cell
@@ -93,8 +96,10 @@ def paint_tile(painter: QPainter, view: TileView, font: QFont) -> None:
     if view.zones is not None and w:
         paint_zones(painter, view.zones, view.image, w, h)
     if view.overlay is not None and w and len(view.overlay[0]):
-        detections, labels, style = view.overlay
-        shapes = layout(detections, labels, style, w, h)
+        shapes = view.shapes
+        if shapes is None or (shapes.width, shapes.height) != (w, h):
+            detections, labels, style = view.overlay
+            shapes = layout(detections, labels, style, w, h)
         if shapes:
             place = ImagePlace(view.image, w, h)
             painter.save()

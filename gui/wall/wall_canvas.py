@@ -18,6 +18,7 @@ from framelens.core.api import (
     INTEROP_PATH,
     WALL_LAYOUTS,
     Frame,
+    Overlay,
     OverlayStyle,
     SharedWallFrame,
     TileState,
@@ -103,6 +104,7 @@ class WallCanvas(QOpenGLWidget):
         self._layer = TileLayer()  # the tiles' overlays and captions, over the picture
         self._shown_version = -1  # the picture's version in the texture
         self._overlays: list[TileOverlay | None] = []
+        self._shapes: list[Overlay | None] = []  # overlays laid out by the wall's process
         self._zones: list[ZonesPicture | None] = []  # each tile's lines and zones, counted
         self._frame_sizes: list[tuple[int, int]] = []
         self._states: list[TileState | None] = []
@@ -133,6 +135,7 @@ class WallCanvas(QOpenGLWidget):
         """One tile per source, in this order, blank until its first frame."""
         self._names = list(names)
         self._overlays = [None] * len(names)
+        self._shapes = [None] * len(names)
         self._zones = [None] * len(names)
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
@@ -159,6 +162,7 @@ class WallCanvas(QOpenGLWidget):
                 self.tiles_replaced += 1
             self._unpainted.add(tile)
             self._overlays[tile] = overlay
+            self._shapes[tile] = None  # laid out at the paint
             self._zones[tile] = next((m for m in marks if isinstance(m, ZonesPicture)), None)
             self._frame_sizes[tile] = (frame.width, frame.height)
 
@@ -183,6 +187,7 @@ class WallCanvas(QOpenGLWidget):
         for tile, overlay in frame.overlays.items():
             if 0 <= tile < len(self._names):
                 self._overlays[tile] = (overlay.detections, labels, style)
+                self._shapes[tile] = overlay.shapes
                 self._zones[tile] = next(
                     (m for m in overlay.marks if isinstance(m, ZonesPicture)), None
                 )
@@ -403,7 +408,8 @@ class WallCanvas(QOpenGLWidget):
                 overlay = zones = None  # a blank tile (since a layout change): nothing over it
             top, message = _caption(self._states[i], self._names[i])
             views.append(TileView(self.cell_rect(i), self.image_rect(i), overlay, zones,
-                                  self._frame_sizes[i], top, message))  # fmt: skip
+                                  self._frame_sizes[i], top, message,
+                                  self._shapes[i] if overlay is not None else None))  # fmt: skip
         return views
 
     # ---- input -----------------------------------------------------------------

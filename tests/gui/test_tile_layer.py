@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from framelens.core.api import DEFAULT_STYLE, Detections, box_colour
+from framelens.core.api import DEFAULT_STYLE, Detections, box_colour, layout
 from framelens.gui.wall.tile_layer import TileLayer, TileOverlay, TileView, caption_font
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
@@ -93,3 +93,15 @@ def test_a_tile_gone_or_emptied_leaves_nothing_behind(qapp: QApplication) -> Non
     assert not _box_colour_at(blank, 0, 100)
     caption = [blank.pixelColor(x, y).red() for x in range(6, 40) for y in range(4, 16)]
     assert max(caption) > 150  # the caption's light text
+
+
+def test_a_tile_laid_out_by_the_wall_s_process_is_painted_as_given(qapp: QApplication) -> None:
+    """The wall's process sends each overlay laid out (``shapes``): the layer paints
+    those, not a layout of its own of the detections."""
+    layer = TileLayer()
+    detections = _boxes(20)
+    given = layout(_boxes(200), LABELS, DEFAULT_STYLE, *FRAME)  # elsewhere on purpose
+    view = TileView(_cell(0), _cell(0), (detections, LABELS, DEFAULT_STYLE), None, FRAME,
+                    "cam0", "", given)  # fmt: skip
+    image = _paint(layer, [view])
+    assert _box_colour_at(image, 0, 200) and not _box_colour_at(image, 0, 20)

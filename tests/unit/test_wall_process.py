@@ -26,6 +26,7 @@ from framelens.core.sessions.wall_process import (
     wall_in_own_process,
 )
 from framelens.core.sessions.wall_transport import HOST, WallTransport
+from framelens.core.stages.draw.style import DEFAULT_STYLE, layout
 from framelens.core.stages.sources.file import FileSource
 from framelens.core.types import Detections
 from media_factory import encode_frames
@@ -136,6 +137,14 @@ def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memor
         h = min(len(crops[0]), len(crops[1]))
         assert np.abs(crops[0][:h] - crops[1][:h]).mean() > 8  # each tile its own source
         assert any(len(o.detections) for p in consumer.pictures for o in p.overlays.values())
+        # each overlay laid out in the child, as this process would (the wall's labels and
+        # style): the window's thread does not lay them out again
+        labels = tuple(resolve_model(DEFAULT_MODEL).labels)
+        for overlay in (o for p in consumer.pictures for o in p.overlays.values()):
+            assert overlay.shapes is not None
+            w, h = overlay.frame_size
+            expected = layout(overlay.detections, labels, DEFAULT_STYLE, w, h)
+            assert overlay.shapes.boxes == expected.boxes
     finally:
         consumer.wall.close()
 
