@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def scene(tiles: int, boxes: int, rng: np.random.Generator, step: int) -> list[Any]:
+def scene(tiles: int, boxes: int, step: int) -> list[Any]:
     """Each tile's detections at time ``step``: ``boxes`` people walking, with track IDs
     and trails of their last 30 centres (as ByteTrack's stage gives them)."""
     from framelens.core.types import Detections
@@ -73,7 +73,6 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     deadline = time.monotonic() + 10
     while not canvas.isVisible() and time.monotonic() < deadline:
         app.processEvents()
-    rng = np.random.default_rng(0)
     image = np.full((1080, 1920, 3), 90, np.uint8)
     labels = ("person",)
     out: dict[str, list[float]] = {"every tile renewed": [], "none renewed": []}
@@ -83,7 +82,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         for case in ("every tile renewed", "none renewed"):
             if case == "every tile renewed":
                 step += 1
-                for tile, dets in enumerate(scene(args.tiles, args.boxes, rng, step)):
+                for tile, dets in enumerate(scene(args.tiles, args.boxes, step)):
                     canvas.set_frame(tile, Frame(image, step, step / 30.0),
                                      (dets, labels, DEFAULT_STYLE))  # fmt: skip
             app.processEvents()

@@ -139,7 +139,7 @@ class SharedWallFrame:
 
     @property
     def shown(self) -> int:
-        """How many tiles this picture renews (each shows a result no picture had)."""
+        """How many tiles this picture renews (each a result it is the first to show)."""
         return len(self.overlays)
 
     def after(self, older: SharedWallFrame) -> tuple[SharedWallFrame, int]:
@@ -308,9 +308,14 @@ class WallProcess:
     def _release_now(self, buffer: int) -> None:
         self._send(("release", buffer))
 
-    def release(self, buffer: int) -> None:
+    def release(self, buffer: int, unseen_for: int | None = None) -> None:
         """The consumer is done with ``buffer`` (uploaded it, or gives it back unseen): the
-        child may write it (on CUDA IPC once the copies out of it queued are done)."""
+        child may write it (on CUDA IPC once the copies out of it queued are done).
+        ``unseen_for``: given back unseen for the newer picture of that version, which
+        holds its tiles' results (``SharedWallFrame.after``): the child keeps those tiles'
+        next results waiting for that picture instead."""
+        if unseen_for is not None:  # before the release: the pipe keeps the order
+            self._send(("carry", buffer, unseen_for))
         receiver = self._via.get(buffer, self._host)
         if receiver is not None:
             receiver.release(buffer)
@@ -437,15 +442,21 @@ class _Publisher:
         with self._lock:
             self._sender = self._host
 
-    def release(self, buffer: int) -> None:
-        """The consumer is done with ``buffer``: its tiles' results were shown, or are held
-        by a newer picture still on its way (given back unseen for it: they wait for it)."""
+    def carry(self, buffer: int, version: int) -> None:
+        """The picture in ``buffer`` is given back unseen for the picture of ``version``,
+        which holds its tiles' results: they wait for that one now."""
         with self._lock:
             held = self._in_flight.pop(buffer, None)
-            if held is not None and self._in_flight:
-                newest = max(self._in_flight, key=lambda b: self._in_flight[b][0])
-                if self._in_flight[newest][0] > held[0]:
-                    self._in_flight[newest][1].update(held[1])
+            newer = next((t for v, t in self._in_flight.values() if v == version), None)
+            if held is not None and newer is not None:
+                newer.update(held[1])
+            self._lock.notify_all()
+
+    def release(self, buffer: int) -> None:
+        """The consumer is done with ``buffer``: its tiles' results were shown (or, told
+        by ``carry`` first, are held by a newer picture)."""
+        with self._lock:
+            self._in_flight.pop(buffer, None)
             if buffer not in self._free:
                 self._free.append(buffer)
             self._lock.notify_all()
@@ -593,6 +604,8 @@ def _child_main(
                 break  # the parent went away
             if command[0] == "release":
                 publisher.release(int(command[1]))
+            elif command[0] == "carry":
+                publisher.carry(int(command[1]), int(command[2]))
             elif command[0] == "play":
                 player.play()
             elif command[0] == "pause":

@@ -120,7 +120,8 @@ class WallCanvas(QOpenGLWidget):
         self._shared: SharedWallFrame | None = None
         self._shared_size: tuple[int, int] | None = None
         self._shared_rects: dict[int, tuple[int, int, int, int]] = {}
-        self.release_shared: Callable[[int], None] | None = None
+        # (buffer, the newer picture's version when given back unseen for it)
+        self.release_shared: Callable[[int, int | None], None] | None = None
         # told once when a device picture (CUDA IPC) reached the texture through host
         # memory, with why (no CUDA-GL interop here): core then picks shared memory
         self.device_via_host: Callable[[str], None] | None = None
@@ -174,17 +175,18 @@ class WallCanvas(QOpenGLWidget):
         interop) at the next paint, then its buffer handed back through
         ``release_shared``; a picture still waiting is handed back unseen (the tiles it
         renewed that this one renews again counted as replaced)."""
+        renewed = frame.overlays  # the older's tiles were taken when it came
         older = self._shared
         if older is not None:  # never painted: this one carries its tiles on
+            self._release(older, unseen_for=frame.version)
             frame, lost = frame.after(older)
             self.tiles_replaced += lost
-            self._release(older)
         self._shared = frame
         size = frame.size
         if size != self._shared_size:
             self._shared_size = size
             self._relayout()
-        for tile, overlay in frame.overlays.items():
+        for tile, overlay in renewed.items():
             if 0 <= tile < len(self._names):
                 self._overlays[tile] = (overlay.detections, labels, style)
                 self._shapes[tile] = overlay.shapes
@@ -201,9 +203,9 @@ class WallCanvas(QOpenGLWidget):
         why = self._texture.uploader.reason or "no CUDA-GL interop in this window"
         self.device_via_host(why)
 
-    def _release(self, frame: SharedWallFrame) -> None:
+    def _release(self, frame: SharedWallFrame, unseen_for: int | None = None) -> None:
         if self.release_shared is not None:
-            self.release_shared(frame.buffer)
+            self.release_shared(frame.buffer, unseen_for)
 
     def drop_shared(self) -> None:
         """Let go of the shared picture (its process is closing)."""
@@ -318,6 +320,12 @@ class WallCanvas(QOpenGLWidget):
                 QToolTip.showText(event.globalPos(), self.caption(tile), self)
             return True
         return super().event(event)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.FontChange:  # captions are in the canvas's font
+            self._layer.invalidate()
+            self.update()
+        super().changeEvent(event)
 
     def grab_frame_image(self) -> QImage:
         """What the canvas shows, as rendered (for tests and screenshots)."""

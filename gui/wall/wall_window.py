@@ -176,9 +176,9 @@ class WallProcessSession(QObject):
             older = self._waiting
             self._replaced = frame.replaced
             if older is not None:  # never shown: the newer carries its tiles on
+                self.process.release(older.buffer, unseen_for=frame.version)
                 frame, lost = frame.after(older)
                 self._dropped += lost
-                self.process.release(older.buffer)
             self._waiting = frame
         if older is None:
             self._deliver.emit()
@@ -190,8 +190,8 @@ class WallProcessSession(QObject):
         if frame is not None:
             self.pictureReady.emit(frame)
 
-    def release(self, buffer: int) -> None:
-        self.process.release(buffer)
+    def release(self, buffer: int, unseen_for: int | None = None) -> None:
+        self.process.release(buffer, unseen_for)
 
     def close(self) -> None:
         with self._lock:

@@ -105,3 +105,49 @@ def test_a_tile_laid_out_by_the_wall_s_process_is_painted_as_given(qapp: QApplic
                     "cam0", "", given)  # fmt: skip
     image = _paint(layer, [view])
     assert _box_colour_at(image, 0, 200) and not _box_colour_at(image, 0, 20)
+
+
+def _cells(side: int) -> list[QRectF]:
+    """A side x side grid over the widget, cells a fraction of a pixel apart."""
+    w, h = (W - 1.5 * (side - 1)) / side, (H - 1.5 * (side - 1)) / side
+    return [QRectF(c * (w + 1.5), r * (h + 1.5), w, h) for r in range(side) for c in range(side)]
+
+
+def _grid_views(side: int, step: int) -> list[TileView]:
+    views = []
+    for k, cell in enumerate(_cells(side)):
+        overlay = (_boxes(10 + (7 * k + 13 * step) % 200), LABELS, DEFAULT_STYLE)
+        views.append(TileView(cell, cell, overlay, None, FRAME, f"cam{k}", ""))
+    return views
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.5])
+def test_painting_only_what_changed_gives_the_pixels_of_painting_everything(
+    qapp: QApplication, ratio: float
+) -> None:
+    """Results renewed tile by tile and the grid changed (2x2 -> 3x3 -> 2x2), on a
+    screen of device pixel ratio 1 and 1.5 (cells off whole pixels): the layer kept
+    between paints ends exactly as a layer painted afresh, nothing left outside a cell."""
+
+    def paint(layer: TileLayer, views: list[TileView]) -> QImage:
+        target = QImage(
+            round(W * ratio), round(H * ratio), QImage.Format.Format_ARGB32_Premultiplied
+        )
+        target.setDevicePixelRatio(ratio)
+        target.fill(QColor(0, 0, 0))
+        painter = QPainter(target)
+        layer.paint(painter, views, (W, H), ratio, caption_font(QApplication.font()))
+        painter.end()
+        return target
+
+    kept = TileLayer()
+    views = _grid_views(2, 0)
+    paint(kept, views)
+    for step, side in ((1, 2), (2, 3), (3, 3), (4, 2)):
+        fresh = _grid_views(side, step)
+        if side == len(views) ** 0.5:  # one tile renewed, the others the same objects
+            views = [fresh[k] if k == step % len(views) else v for k, v in enumerate(views)]
+        else:
+            views = fresh
+        incremental = paint(kept, views)
+        assert incremental == paint(TileLayer(), views), f"step {step}: pixels differ"

@@ -23,12 +23,13 @@ from framelens.core.sessions.wall_process import (
     SharedWallFrame,
     TileOverlay,
     WallProcess,
+    _Publisher,
     wall_in_own_process,
 )
 from framelens.core.sessions.wall_transport import HOST, WallTransport
 from framelens.core.stages.draw.style import DEFAULT_STYLE, layout
 from framelens.core.stages.sources.file import FileSource
-from framelens.core.types import Detections
+from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 from media_factory import encode_frames
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -245,9 +246,9 @@ class PaintingConsumer(Consumer):
         with self._lock:
             older = self._waiting
             if older is not None:
+                self.wall.release(older.buffer, unseen_for=frame.version)
                 frame, lost = frame.after(older)
                 self.lost += lost
-                self.wall.release(older.buffer)
             self._waiting = frame
         self.pictures.append(frame)
         self.changed.set()
@@ -316,3 +317,69 @@ def test_where_a_wall_plays_by_choice_and_device(choice: str, device: str, own: 
     with the pipeline), this process on the CPU (the child would take inference's cores);
     an unknown choice is automatic."""
     assert wall_in_own_process(choice, device) is own
+
+
+class _Sent:
+    """The child's sender and pipe, kept here: what was published into which buffer."""
+
+    kind = HOST
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[Any, ...]] = []
+        self.arrived = threading.Condition()
+
+    def publish(self, buffer: int, picture: Any) -> None:
+        pass
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        with self.arrived:
+            self.messages.append(message)
+            self.arrived.notify_all()
+
+    def picture(self, count: int) -> tuple[Any, ...]:
+        """The ``count``-th picture message (1-based), once it came."""
+        with self.arrived:
+            assert self.arrived.wait_for(
+                lambda: sum(m[0] == "picture" for m in self.messages) >= count, 10
+            )
+            return [m for m in self.messages if m[0] == "picture"][count - 1]
+
+
+def test_a_tile_painted_is_free_at_once_and_one_given_back_unseen_waits_for_the_newer() -> None:
+    """The child's rule, message by message: a tile whose picture was painted may take
+    its next result; a tile of a picture given back unseen for a newer one waits until
+    that newer one comes back (it holds the tile's result)."""
+    sent = _Sent()
+    publisher = _Publisher(sent, None, (64, 36), sent.send)
+    publisher.picture.set_layout(3)
+    thread = threading.Thread(target=publisher.run, daemon=True)
+    thread.start()
+    image = np.zeros((36, 64, 3), np.uint8)
+
+    def result(tile: int) -> FrameResult:
+        frame = Frame(image, 0, 0.0, source_id=tile)
+        return FrameResult(frame, Detections(), StageTimes())
+
+    try:
+        publisher.result(result(0))
+        _, first, v1, renewed, _, _ = sent.picture(1)
+        assert set(renewed) == {0}
+        publisher.result(result(1))
+        _, second, v2, renewed, _, _ = sent.picture(2)
+        assert set(renewed) == {1} and {first, second} == {0, 1}
+        assert publisher._waiting(0) and publisher._waiting(1)  # both on their way
+        publisher.release(first)  # painted: tile 0 shown
+        assert not publisher._waiting(0) and publisher._waiting(1)
+        publisher.result(result(0))
+        _, third, v3, renewed, _, _ = sent.picture(3)
+        assert third == first and set(renewed) == {0}
+        # the window takes the newest (v3) and gives v2 back unseen: v3 holds tile 1 too
+        publisher.carry(second, v3)
+        publisher.release(second)
+        assert publisher._waiting(1) and publisher._waiting(0)
+        publisher.release(third)  # v3 painted: both shown
+        assert not publisher._waiting(0) and not publisher._waiting(1)
+        assert v1 < v2 < v3
+    finally:
+        publisher.stop()
+        thread.join(5)
