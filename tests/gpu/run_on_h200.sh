@@ -98,7 +98,9 @@ XML
     # Debian 12 puts some libraries (libdbus) under /lib, not /usr/lib
     export LD_LIBRARY_PATH=$L:$X/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FONTCONFIG_FILE=/tmp/kit/fonts.conf
     ldd $X/usr/bin/Xvfb | grep "not found"
-    if [[ ! -e /tmp/.X77-lock ]]; then  # one X server for every window call of a machine
+    # one X server for the window calls of a machine (one left by an ended call is gone)
+    if ! kill -0 "$(tr -d ' ' 2>/dev/null < /tmp/.X77-lock)" 2>/dev/null; then
+        rm -f /tmp/.X77-lock /tmp/.X11-unix/X77
         LIBGL_DRIVERS_PATH=$L/dri $X/usr/bin/Xvfb :77 -screen 0 1920x1200x24 +extension GLX \
             -xkbdir $X/usr/share/X11/xkb -nolisten tcp >"$OUT/xvfb.log" 2>&1 &
         sleep 3
