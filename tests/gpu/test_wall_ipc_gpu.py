@@ -25,7 +25,14 @@ from framelens.core.sessions.wall_transport import HOST, IPC, WallTransport
 pytestmark = pytest.mark.gpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_wall_process import SIZE, Consumer, all_shown, clips  # noqa: E402
+from test_wall_process import (  # noqa: E402
+    SIZE,
+    Consumer,
+    PaintingConsumer,
+    all_shown,
+    clips,
+    ended,
+)
 
 __all__ = ["clips"]  # the fixture: two clips of 30 frames cut from the sample
 
@@ -141,3 +148,36 @@ def test_a_window_without_interop_gets_the_wall_through_shared_memory_after_it_s
     assert switched >= 3 and set(via[switched:]) == {HOST}  # for good, after it said so
     tiles = consumer.states[-1].tiles
     assert sum(p.shown for p in consumer.pictures) == sum(t.shown for t in tiles)
+
+
+@pytest.mark.parametrize("every_s, hold_s", [(0.05, 0.03), (0.1, 0.06)], ids=["20-a-s", "6-a-s"])
+def test_a_window_painting_at_its_own_pace_through_cuda_ipc_shows_every_result_handed_to_it(
+    gpu_ctx: GpuContext, clips: list[str], every_s: float, hold_s: float
+) -> None:
+    """The hold rule of the CPU test (tests/unit/test_wall_process.py) with the wall on
+    cuda:0 and its pictures through CUDA IPC: a window that takes only the newest picture
+    and paints at its own pace never has a result drawn over unseen; what it cannot take
+    core drops and counts."""
+    del gpu_ctx  # skips without a usable GPU
+    consumer = PaintingConsumer(every_s, hold_s)
+    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL), device="cuda:0")
+    consumer.wall.open(clips, settings)
+    try:
+        consumer.wait(lambda: ended(consumer))
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end and sum(p.shown for p in consumer.painted) != sum(
+            t.shown for t in consumer.states[-1].tiles
+        ):
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        consumer.stop()
+        consumer.wall.close()
+    assert not consumer.errors, consumer.errors
+    assert [t.kind for t in consumer.transports] == [IPC], consumer.transports
+    tiles = consumer.states[-1].tiles
+    made, handed = sum(t.frames for t in tiles), sum(t.shown for t in tiles)
+    assert made >= 50
+    assert consumer.lost == 0 and consumer.pictures[-1].replaced == 0
+    assert sum(p.shown for p in consumer.painted) == handed
+    assert handed + sum(t.dropped for t in tiles) == made
