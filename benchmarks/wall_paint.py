@@ -8,7 +8,9 @@ Two cases per run: every tile renewed before each paint (a new result for each: 
 at its busiest) and none renewed (a paint for another reason: a caption, an input).
 Frames are host images already drawn into the picture before the timing; what is timed is
 the paint itself (overlays, captions, the picture's texture). Each run is a process of its
-own; ``--baseline REV`` alternates runs with REV's code (benchmarks/handoff.py's worktree).
+own; ``--baseline REV`` alternates runs with REV's code (benchmarks/handoff.py's worktree),
+``--shared`` with the canvas fed as the wall's own process feeds it (one picture a paint,
+each tile's overlay laid out in that process, as ``TileOverlay.shapes``).
 The JSON has per case the median paint in ms of every run (wall clock, and the GUI
 thread's own CPU time), their median and spread ((max - min) / median) and, with a
 baseline, the ratios of medians. Under Xvfb the GL
@@ -75,6 +77,14 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         app.processEvents()
     image = np.full((1080, 1920, 3), 90, np.uint8)
     labels = ("person",)
+    if args.shared:  # as from the wall's own process: one picture, overlays laid out there
+        from framelens.core.api import layout, wall_grid
+        from framelens.core.gpu.wall_composite import tile_rects
+        from framelens.core.sessions.wall_process import SharedWallFrame, TileOverlay
+
+        canvas.release_shared = lambda buffer, unseen_for: None
+        grid = wall_grid(args.tiles, "auto")
+        rects = tile_rects([(1920, 1080)] * args.tiles, grid, 1920, 1080)
     out: dict[str, list[float]] = {"every tile renewed": [], "none renewed": []}
     cpu: dict[str, list[float]] = {case: [] for case in out}
     step = 0
@@ -82,7 +92,17 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         for case in ("every tile renewed", "none renewed"):
             if case == "every tile renewed":
                 step += 1
+                if args.shared:
+                    overlays = {
+                        tile: TileOverlay(dets, (), (1920, 1080), rects[tile] or (0, 0, 1, 1),
+                                          layout(dets, labels, DEFAULT_STYLE, 1920, 1080))
+                        for tile, dets in enumerate(scene(args.tiles, args.boxes, step))
+                    }  # fmt: skip
+                    canvas.set_shared(SharedWallFrame(step % 2, step, image, overlays, 0),
+                                      labels, DEFAULT_STYLE)  # fmt: skip
                 for tile, dets in enumerate(scene(args.tiles, args.boxes, step)):
+                    if args.shared:
+                        break
                     canvas.set_frame(tile, Frame(image, step, step / 30.0),
                                      (dets, labels, DEFAULT_STYLE))  # fmt: skip
             app.processEvents()
@@ -106,6 +126,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", metavar="REV", help="alternate with REV's code")
+    parser.add_argument(
+        "--shared", action="store_true",
+        help="the canvas as the wall's own process feeds it (one picture, each tile's "
+        "overlay laid out there), alternated with the in-process canvas (no --baseline)",
+    )  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--output")
     args = parser.parse_args()
@@ -115,13 +140,16 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from handoff import revision_tree
 
-    def one(path: Path | None) -> dict[str, float]:
+    if args.shared and args.baseline:
+        parser.error("--shared compares with today's in-process canvas: no --baseline")
+
+    def one(path: Path | None, shared: bool = False) -> dict[str, float]:
         env = dict(os.environ)
         if path is not None:
             env["PYTHONPATH"] = str(path) + os.pathsep + env.get("PYTHONPATH", "")
         cmd = [sys.executable, __file__, "--child", "--tiles", str(args.tiles),
                "--boxes", str(args.boxes), "--paints", str(args.paints),
-               "--warmup", str(args.warmup)]  # fmt: skip
+               "--warmup", str(args.warmup)] + (["--shared"] if shared else [])  # fmt: skip
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
         return result
@@ -129,12 +157,16 @@ def main() -> int:
     sides: dict[str, list[dict[str, float]]] = {"now": []}
     with contextlib.ExitStack() as stack:
         base = stack.enter_context(revision_tree(args.baseline)) if args.baseline else None
+        order: list[tuple[str, Path | None]] = [("now", None)]
         if base is not None:
-            sides["baseline"] = []
+            order.append(("baseline", base))
+        if args.shared:
+            order.append(("shared", None))
+        for name, _ in order[1:]:
+            sides[name] = []
         for k in range(args.runs):
-            order = [("now", None), ("baseline", base)] if base is not None else [("now", None)]
             for name, path in order if k % 2 == 0 else order[::-1]:
-                sides[name].append(one(path))
+                sides[name].append(one(path, shared=name == "shared"))
                 print(f"run {k + 1} {name}: {json.dumps(sides[name][-1])}", flush=True)
     report: dict[str, Any] = {
         "command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
@@ -155,6 +187,11 @@ def main() -> int:
             for figure in ("paint_ms", "gui_thread_cpu_ms"):
                 entry[f"{figure}_now_over_baseline"] = round(
                     entry["now"][figure] / entry["baseline"][figure], 3
+                )
+        if "shared" in entry:
+            for figure in ("paint_ms", "gui_thread_cpu_ms"):
+                entry[f"{figure}_shared_over_now"] = round(
+                    entry["shared"][figure] / entry["now"][figure], 3
                 )
         report[case] = entry
     text = json.dumps(report, indent=1)
