@@ -139,6 +139,7 @@ def main() -> int:
         return 0
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from handoff import revision_tree
+    from streams import save_json
 
     if args.shared and args.baseline:
         parser.error("--shared compares with today's in-process canvas: no --baseline")
@@ -194,12 +195,8 @@ def main() -> int:
                     entry["shared"][figure] / entry["now"][figure], 3
                 )
         report[case] = entry
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.output:
-        tmp = Path(args.output + ".tmp")
-        tmp.write_text(text + "\n")
-        tmp.replace(args.output)
+    print(json.dumps(report, indent=1))
+    save_json(args.output, report)
     return 0
 
 

@@ -39,6 +39,7 @@ import av
 import cv2
 import numpy as np
 from host_monitor import machine
+from streams import save_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -382,13 +383,9 @@ def main() -> int:
         print(f"run {n + 1}: {json.dumps(run)}", flush=True)
         result["runs"].append(run)
         for key in keys:
-            result[key] = summary(result["runs"], key)["median"]
-            result[f"{key}_spread"] = summary(result["runs"], key)
-        if args.output:  # after every run: a call cut short keeps the runs it made
-            out = Path(args.output)
-            tmp = out.with_suffix(".tmp")
-            tmp.write_text(json.dumps(result, indent=2) + "\n")
-            tmp.replace(out)
+            spread = summary(result["runs"], key)
+            result[key], result[f"{key}_spread"] = spread["median"], spread
+        save_json(args.output, result)  # after every run: a call cut short keeps its runs
     print(json.dumps({k: result[k] for k in keys}, indent=1))
     return 0
 

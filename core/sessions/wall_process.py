@@ -66,7 +66,7 @@ from framelens.core.sessions.wall_transport import (
     WallTransport,
     choose_transport,
 )
-from framelens.core.stages.draw.style import DEFAULT_STYLE, Overlay, OverlayStyle, layout
+from framelens.core.stages.draw.style import Overlay, OverlayStyle, layout
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.types import Detections, FrameResult, Image
 
@@ -392,8 +392,8 @@ class _Publisher:
         ipc: PictureSender | None,
         size: tuple[int, int],
         send: Callable[[tuple[Any, ...]], None],
-        labels: tuple[str, ...] = (),
-        style: OverlayStyle = DEFAULT_STYLE,
+        labels: tuple[str, ...],
+        style: OverlayStyle,
     ) -> None:
         self.width, self.height = size
         self._labels, self._style = labels, style

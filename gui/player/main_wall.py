@@ -89,10 +89,9 @@ class WallOpening(QObject):
             self.process_actions[choice] = action
 
     def set_wall_process(self, choice: str) -> None:
-        """Where the next wall plays (the one open keeps its own); remembered."""
+        """Where the next wall plays (the one open keeps its own); remembered (the
+        exclusive group checks the action chosen)."""
         self.parts.settings.wall_process = choice
-        for name, action in self.process_actions.items():
-            action.setChecked(name == self.parts.settings.wall_process)
         if self.window is not None:
             self.parts.show_message("The wall process applies to the next wall opened", 4000)
 

@@ -352,7 +352,7 @@ def test_a_tile_painted_is_free_at_once_and_one_given_back_unseen_waits_for_the_
     its next result; a tile of a picture given back unseen for a newer one waits until
     that newer one comes back (it holds the tile's result)."""
     sent = _Sent()
-    publisher = _Publisher(sent, None, (64, 36), sent.send)
+    publisher = _Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
     publisher.picture.set_layout(3)
     thread = threading.Thread(target=publisher.run, daemon=True)
     thread.start()
