@@ -3,9 +3,15 @@
 # (../shared/device/kit.sh), each a part of at most 40 MiB so that one call carries one
 # beside the checkout (~20 MiB; 64 MiB in all):
 #
-#   bash tests/gpu/prepare_extras.sh [win] [ray] [nb]   # .gl and those named (all three
-#                                                        # by default): .device/win0..N, ...
+#   bash tests/gpu/prepare_extras.sh [kit] [win] [ray] [nb]   # .gl and those named (win,
+#                                                              # ray, nb by default)
 #
+# - kit: ../shared/device/kit.sh's pieces (base, av, pnvc, ort0..5; run `kit.sh prepare
+#   --with-ort` first) in one gzip tar split into .device/r0..N (kitpart*), its md5 in
+#   .device/bin/kitall.md5, with onnxconverter-common (FP16) in .device/extra and ESRGAN
+#   (benchmarks/superres.py) in .device/models. On the device: stash each rN into
+#   /tmp/kit/parts, then cat, check the md5 and untar into /tmp/kit/stage
+#   (docs/gpu-tests.md has the calls).
 # - .gl: glvnd's loaders, unpacked to / on the device (the device tool's README)
 # - win*: the real Qt window there (run_on_h200.sh window): Xvfb with Mesa for the X
 #   server's own GLX, the X client libraries Qt's xcb plugin needs, fonts, PySide6
@@ -16,6 +22,26 @@
 set -euo pipefail
 which=("$@"); [[ $# -gt 0 ]] || which=(win ray nb)
 wants() { [[ " ${which[*]} " == *" $1 "* ]]; }
+if wants kit; then
+    root=$(git rev-parse --show-toplevel); cd "$root"
+    for d in base av pnvc ort0; do
+        [[ -d .device/$d ]] || { echo "kit: .device/$d missing: bash ../shared/device/kit.sh prepare --with-ort"; exit 2; }
+    done
+    rm -rf .device/r[0-9]* .device/extra .device/models; tmp=$(mktemp -d)
+    tar -czf "$tmp/k.tgz" -C .device/base . -C ../av . -C ../pnvc . \
+        $(for d in .device/ort[0-9]*; do echo "-C ../$(basename "$d") ."; done)
+    md5sum < "$tmp/k.tgz" | cut -d' ' -f1 > .device/bin/kitall.md5
+    (cd "$tmp" && split -b 40M -d k.tgz kitpart)
+    i=0; for part in "$tmp"/kitpart*; do mkdir -p ".device/r$i"; mv "$part" ".device/r$i/"; i=$((i+1)); done
+    rm -rf "$tmp"
+    mkdir -p .device/extra .device/models
+    .venv/bin/pip download -q --no-deps -d .device/extra onnxconverter-common
+    cp ../shared/models/esrgan_thick_x2.onnx .device/models/
+    du -sh .device/r[0-9]* .device/extra .device/models
+    rest=(); for w in "${which[@]}"; do [[ $w == kit ]] || rest+=("$w"); done
+    [[ ${#rest[@]} -gt 0 ]] || exit 0
+    which=("${rest[@]}")
+fi
 root=$(git rev-parse --show-toplevel); cd "$root"
 pip="$root/.venv/bin/pip"
 PY=(--only-binary=:all: --python-version 3.12 --implementation cp)
