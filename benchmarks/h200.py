@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -76,8 +77,9 @@ def nvdec_fps(path: str, ctx: Any, frames: int) -> dict[str, Any]:
         source.close()
 
 
-def engine_only_fps(spec: Any, ctx: Any, iterations: int) -> dict[str, Any]:
-    """The model alone on a device input (a real preprocessed frame), outputs to host."""
+def engine_only_fps(spec: Any, ctx: Any, iterations: int, graphs: bool = False) -> dict[str, Any]:
+    """The model alone on a device input (a real preprocessed frame), outputs to host;
+    ``graphs``: its runs replayed as CUDA graphs (core/stages/engines/onnxruntime_graphs.py)."""
     import numpy as np
     import pycuda.driver as cuda
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
@@ -90,9 +92,9 @@ def engine_only_fps(spec: Any, ctx: Any, iterations: int) -> dict[str, Any]:
     assert frame is not None
     tensor = Preprocessor(spec, frame.width, frame.height)(frame.image).copy()
     with ctx.active():
-        stream = cuda.Stream()
+        stream = cuda.Stream(flags=1)  # non-blocking, as the pipelines' (graphs need it)
         device_input = cuda.to_device(np.ascontiguousarray(tensor))
-    engine = OnnxRuntimeCudaEngine(spec.path, ctx, stream)
+    engine = OnnxRuntimeCudaEngine(spec.path, ctx, stream, graphs=graphs)
     try:
         shape, dtype = tensor.shape, tensor.dtype
         for _ in range(50):
@@ -104,7 +106,10 @@ def engine_only_fps(spec: Any, ctx: Any, iterations: int) -> dict[str, Any]:
             engine.infer_device(int(device_input), shape, dtype)
             times.append((time.perf_counter() - t0) * 1000)
         wall = time.perf_counter() - start
-        return {"fps": iterations / wall, "ms_median": statistics.median(times)}
+        result = {"fps": iterations / wall, "ms_median": statistics.median(times)}
+        if graphs:
+            result["graphs_why_not"] = engine.graphs_why_not
+        return result
     finally:
         engine.close()
         with ctx.active():
@@ -206,6 +211,11 @@ def main() -> int:
     parser.add_argument(
         "--live-workers", default="2", metavar="N,...",
         help="with --live: batch 1 also with these numbers of inference workers (2,3)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--graphs-ab", action="store_true",
+        help="with --live: the same path without CUDA graphs (FRAMELENS_CUDA_GRAPHS=0) in "
+        "the same rounds, and the engine alone per call with and without",
     )  # fmt: skip
     parser.add_argument(
         "--live", action="store_true",
@@ -356,12 +366,27 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
     # other worker counts at batch 1 (--live-workers 2,3): their sessions in the same rounds
     others = {n: GpuPipelineBench(video, spec, n, batch=1)
               for n in sorted({int(w) for w in args.live_workers.split(",")} - {2})}  # fmt: skip
+    # the same path with its engines made without CUDA graphs (--graphs-ab)
+    plain = (
+        _without_graphs(lambda: GpuPipelineBench(video, spec, 2, batch=1))
+        if args.graphs_ab
+        else None
+    )
+    plain_runs: list[float] = []
+    engine_ms: dict[str, list[float]] = {"graphs": [], "plain": []}
     session: list[dict[str, Any]] = []
     runner: list[dict[str, Any]] = []
     decodes: list[dict[str, Any]] = []
     other_runs: dict[int, list[float]] = {n: [] for n in others}
     try:
         for i in range(args.repeats):
+            if plain is not None:
+                plain_runs.append(plain.run(args.frames)["fps"])
+                for kind in ("graphs", "plain"):
+                    alone = engine_only_fps(spec, ctx, 300, graphs=kind == "graphs")
+                    engine_ms[kind].append(alone["ms_median"])
+                    if alone.get("graphs_why_not"):
+                        print(f"  no graphs: {alone['graphs_why_not']}", file=sys.stderr)
             order = ("session", "runner") if i % 2 == 0 else ("runner", "session")
             for driver in order:
                 run = _with_usage(partial(bench.run, args.frames, driver))
@@ -380,6 +405,8 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         bench.close()
         for other in others.values():
             other.close()
+        if plain is not None:
+            plain.close()
     fps = [r["fps"] for r in session]
     nvdec = statistics.median(d["fps"] for d in decodes)
     result = {
@@ -405,6 +432,7 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
             for n, runs in other_runs.items()
         },
         "target_fps": 520,
+        "cuda_graphs": os.environ.get("FRAMELENS_CUDA_GRAPHS", "1") != "0",
         "stage_ms": sorted(session, key=lambda r: r["fps"])[len(session) // 2]["stage_ms"],
         # as benchmarks/handoff.py reports them on the CPU: process CPU time and voluntary
         # context switches (a thread blocked on a lock, condition, queue or the GIL)
@@ -418,10 +446,33 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         },
         "profile": profile,
     }
+    if plain is not None:  # the same rounds without CUDA graphs
+        result["batch1_2workers_no_graphs_fps"] = round(statistics.median(plain_runs), 1)
+        result["batch1_2workers_no_graphs_fps_runs"] = [round(f, 1) for f in plain_runs]
+        result["graphs_over_no_graphs"] = round(
+            statistics.median(fps) / statistics.median(plain_runs), 3
+        )
+        result["engine_ms_per_call"] = {
+            kind: {"median": round(statistics.median(ms), 3), "runs": [round(m, 3) for m in ms]}
+            for kind, ms in engine_ms.items()
+        }
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
+
+
+def _without_graphs(make: Any) -> Any:
+    """``make()`` with FRAMELENS_CUDA_GRAPHS=0: its engines made without CUDA graphs."""
+    before = os.environ.get("FRAMELENS_CUDA_GRAPHS")
+    os.environ["FRAMELENS_CUDA_GRAPHS"] = "0"
+    try:
+        return make()
+    finally:
+        if before is None:
+            del os.environ["FRAMELENS_CUDA_GRAPHS"]
+        else:
+            os.environ["FRAMELENS_CUDA_GRAPHS"] = before
 
 
 def _with_usage(run: Any) -> dict[str, Any]:

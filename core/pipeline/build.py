@@ -295,13 +295,15 @@ def _device_engine(
         )
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 
+    planned = engine_cuda_options(settings.model, settings.precision)
     return OnnxRuntimeCudaEngine(
         settings.model.path,
         ctx,
         stream,
         threads=settings.threads,
         spinning=spinning,
-        cuda_options=engine_cuda_options(settings.model, settings.precision).as_dict(),
+        cuda_options=planned.as_dict(),
+        graphs=planned.graphs,
     )
 
 

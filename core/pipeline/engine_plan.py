@@ -9,8 +9,10 @@ is what ran.
   (core/precision/conv_check.py: a Q/DQ weight beside a float bias, issue 29).
 - Bias fused into the convolution (``fuse_conv_bias``): for FP16 graphs whose task asks
   for it (the same heavy super-resolution models), measured faster.
-- CUDA graphs (``enable_cuda_graph``): never in the pipelines, for the reason in
-  CUDA_GRAPH_WHY; benchmarks/superres.py measures what they would give the engine alone.
+- CUDA graphs: each batch size's engine call captured once by the engine itself
+  (core/gpu/graphs.py, thread-local capture) and replayed from then on, unless
+  ``FRAMELENS_CUDA_GRAPHS=0``; never ONNX Runtime's ``enable_cuda_graph``, for the reason
+  in CUDA_GRAPH_WHY.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from framelens.core.models.spec import ModelSpec
 
 __all__ = [
     "CUDA_GRAPH_WHY",
+    "GRAPHS_ENV",
     "CudaOptions",
     "cuda_options_for",
     "nhwc_misread_count",
@@ -49,9 +52,13 @@ FUSE_WHY = (
     "benchmarks/results/h100-superres-2026-12-05.json)"
 )
 CUDA_GRAPH_WHY = (
-    "no CUDA graph: ONNX Runtime captures one on a calling thread's third run, in global "
-    "capture mode, while NVDEC and the other worker make CUDA calls that would break it"
+    "CUDA graphs: each batch size's call recorded once from the worker's own thread and "
+    "replayed (one launch instead of one per node); not ONNX Runtime's enable_cuda_graph, "
+    "which records in global mode, while NVDEC and the other worker make CUDA calls that "
+    "would break it"
 )
+NO_CUDA_GRAPH_WHY = "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0"
+GRAPHS_ENV = "FRAMELENS_CUDA_GRAPHS"
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,17 @@ class CudaOptions:
 
     options: tuple[tuple[str, str], ...]
     why: tuple[str, ...]
+    graphs: bool = False  # each batch size's call captured and replayed as a CUDA graph
 
     def as_dict(self) -> dict[str, str]:
+        """The provider options (the graphs are the engine's, not ONNX Runtime's)."""
         return dict(self.options)
 
     @property
     def value(self) -> str:
-        """As the plan shows it: ``use_tf32=1, prefer_nhwc=1``."""
-        return ", ".join(f"{k}={v}" for k, v in self.options) or "ONNX Runtime's defaults"
+        """As the plan shows it: ``use_tf32=1, prefer_nhwc=1, CUDA graphs``."""
+        shown = [f"{k}={v}" for k, v in self.options] + (["CUDA graphs"] if self.graphs else [])
+        return ", ".join(shown) or "ONNX Runtime's defaults"
 
 
 def cuda_options_for(
@@ -99,8 +109,9 @@ def cuda_options_for(
         options["fuse_conv_bias"] = "1"
         why.append(FUSE_WHY)
     options.update(asked)
-    why.append(CUDA_GRAPH_WHY)
-    return CudaOptions(tuple(options.items()), tuple(why))
+    graphs = os.environ.get(GRAPHS_ENV, "1") != "0"
+    why.append(CUDA_GRAPH_WHY if graphs else NO_CUDA_GRAPH_WHY)
+    return CudaOptions(tuple(options.items()), tuple(why), graphs)
 
 
 def nhwc_misread_count(path: Path) -> int:

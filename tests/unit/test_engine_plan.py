@@ -106,21 +106,24 @@ def test_on_cuda_an_int8_sr_graph_is_planned_nchw_and_its_float_graphs_nhwc(
 ) -> None:
     """The plan's engine options, with their reasons, are what the engines get: TF32 off
     for FP32 only, NHWC for the heavy model's float graphs, NCHW for its INT8 graph (every
-    convolution there has a Q/DQ weight beside a float bias), no CUDA graph."""
+    convolution there has a Q/DQ weight beside a float bias), CUDA graphs of the engine's
+    own capture (ONNX Runtime's option never among the provider options)."""
     monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)  # no GPU here
     fp32 = build.plan(PipelineSettings(heavy, device="cuda:0"))
     assert fp32.engine is not None
-    assert fp32.engine.value == "use_tf32=0, prefer_nhwc=1"
+    assert fp32.engine.value == "use_tf32=0, prefer_nhwc=1, CUDA graphs"
     assert "prefer_nhwc=1: a heavy super-resolution model" in fp32.engine.why
     assert CUDA_GRAPH_WHY in fp32.engine.why
     assert any(
-        line.startswith("engine options: use_tf32=0, prefer_nhwc=1") for line in fp32.lines()
+        line.startswith("engine options: use_tf32=0, prefer_nhwc=1, CUDA graphs")
+        for line in fp32.lines()
     )
-    assert fp32.as_json()["engine"]["value"] == "use_tf32=0, prefer_nhwc=1"
+    assert fp32.as_json()["engine"]["value"] == "use_tf32=0, prefer_nhwc=1, CUDA graphs"
+    assert "enable_cuda_graph" not in build.engine_cuda_options(heavy, "fp32").as_dict()
 
     planned = build.plan(PipelineSettings(int8.spec, device="cuda:0", precision="int8"))
     assert planned.engine is not None
-    assert planned.engine.value == "use_tf32=1"
+    assert planned.engine.value == "use_tf32=1, CUDA graphs"
     misread = len(nhwc_misread_convs(onnx.load(str(int8.path))))
     assert misread >= 1
     assert f"NCHW, not NHWC: {misread} of its convolutions have a Q/DQ weight" in planned.engine.why
@@ -138,11 +141,25 @@ def test_a_heavy_sr_models_fp16_graph_gets_the_bias_fused_and_its_fp32_graph_not
     a detector never asks for it."""
     fp16 = build.engine_cuda_options(heavy, "fp16")
     assert fp16.as_dict() == {"use_tf32": "1", "prefer_nhwc": "1", "fuse_conv_bias": "1"}
-    assert fp16.value == "use_tf32=1, prefer_nhwc=1, fuse_conv_bias=1"
+    assert fp16.value == "use_tf32=1, prefer_nhwc=1, fuse_conv_bias=1, CUDA graphs"
     assert any(w.startswith("fuse_conv_bias=1: cuDNN adds the bias") for w in fp16.why)
     assert "fuse_conv_bias" not in build.engine_cuda_options(heavy, "fp32").as_dict()
     detector = resolve_model(DEFAULT_MODEL)
     assert "fuse_conv_bias" not in build.engine_cuda_options(detector, "fp16").as_dict()
+
+
+def test_cuda_graphs_can_be_turned_off_and_the_plan_says_so(
+    heavy: ModelSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FRAMELENS_CUDA_GRAPHS=0 (what the benchmarks' A/B sets): the engines are made
+    without graphs, and the plan's engine line says so and why."""
+    monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "0")
+    options = build.engine_cuda_options(heavy, "fp16")
+    assert not options.graphs
+    assert "CUDA graphs" not in options.value
+    assert "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0" in options.why
+    monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
+    assert build.engine_cuda_options(heavy, "fp16").graphs
 
 
 def test_the_plan_shows_no_engine_options_off_cuda(heavy: ModelSpec) -> None:

@@ -35,6 +35,7 @@ from framelens.core.gpu.buffers import DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
 from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine, ort_message
+from framelens.core.stages.engines.onnxruntime_graphs import GraphOutput, ShapeGraphs
 
 __all__ = [
     "DeviceBinding",
@@ -161,8 +162,10 @@ class DeviceBinding:
         *,
         device_type: str = "cuda",
         device_id: int | None = None,
+        graphs: bool = False,
     ) -> None:
         self._session = session
+        self._graphs: ShapeGraphs | None = None
         self._ctx = ctx
         self._stream = stream
         self._device_type = device_type
@@ -193,6 +196,8 @@ class DeviceBinding:
                     )
                 for output in self._outputs:
                     self._bind_output(output)
+                if graphs and device_type == "cuda":
+                    self._graphs = self._shape_graphs()
                 self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
                 self._done = cuda.Event(cuda.event_flags.DISABLE_TIMING)
         except EngineError:
@@ -201,6 +206,29 @@ class DeviceBinding:
         except Exception as exc:
             self.close()
             raise EngineError(f"binding the model's outputs failed: {ort_message(exc)}") from exc
+
+    def _shape_graphs(self) -> ShapeGraphs:
+        graphs = ShapeGraphs(
+            self._ctx,
+            self._stream,
+            [(o.static_shape, o.per_item, o.dtype) for o in self._outputs],
+            enabled=True,
+        )
+        for index, output in enumerate(self._outputs):
+            if output.static_shape is not None and output.device is not None:
+                graphs.set_static(index, int(output.device.buffers[0].ptr))
+        return graphs
+
+    @property
+    def graphs_why_not(self) -> str | None:
+        """Why this binding's runs are not replayed as CUDA graphs (None: they are, once
+        each input shape was captured)."""
+        return "off" if self._graphs is None else self._graphs.why_not
+
+    @property
+    def graph_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The input shapes whose runs are replayed as CUDA graphs."""
+        return () if self._graphs is None else self._graphs.shapes
 
     def _bind_output(self, output: OutputBuffers) -> None:
         if output.static_shape is None:  # ORT allocates it on the device at each run
@@ -237,18 +265,18 @@ class DeviceBinding:
                 if other:  # the input is written on the caller's stream: wait for it there
                     self._event.record(stream)
                     self._stream.wait_for_event(self._event)
-                self._io.bind_input(
-                    self.input_name,
-                    self._device_type,
-                    self._device_id,
-                    self.input_dtype.type,
-                    list(shape),
-                    int(input_ptr),
-                )
-                self._values = []
-                bound = self._bind_batch_outputs(shape[0])
-                self._session.run_with_iobinding(self._io)  # the whole batch: one run
-                results = self._copy_out(bound, to_host)
+                replayed = self._graph_run(shape, int(input_ptr))
+                if replayed is not None:
+                    results = [
+                        output.copy_to_host(self._ctx, self._stream, ptr, out_shape, copy=to_host)
+                        for output, (out_shape, ptr) in zip(self._outputs, replayed, strict=True)
+                    ]
+                else:
+                    self._bind_input(shape, int(input_ptr))
+                    self._values = []
+                    bound = self._bind_batch_outputs(shape[0])
+                    self._session.run_with_iobinding(self._io)  # the whole batch: one run
+                    results = self._copy_out(bound, to_host)
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
                     stream.wait_for_event(self._done)
@@ -259,6 +287,53 @@ class DeviceBinding:
         except Exception as exc:
             raise EngineError(f"inference failed: {ort_message(exc)}") from exc
         return results
+
+    def _bind_input(self, shape: Sequence[int], ptr: int) -> None:
+        self._io.bind_input(
+            self.input_name,
+            self._device_type,
+            self._device_id,
+            self.input_dtype.type,
+            list(shape),
+            ptr,
+        )
+
+    def _graph_run(self, shape: tuple[int, ...], input_ptr: int) -> tuple[GraphOutput, ...] | None:
+        """The run replayed as ``shape``'s CUDA graph (captured now if this is the call for
+        it), queued on our stream; None: a plain run it is."""
+        graphs = self._graphs
+        if graphs is None:
+            return None
+        graph = graphs.graph_for(shape)
+        if graph is not None:
+            return graphs.replay(graph, input_ptr)
+        if not graphs.wants_capture(shape):
+            return None
+        nbytes = int(np.prod(shape)) * self.input_dtype.itemsize
+
+        def bind(graph_input: int, outputs: Mapping[int, GraphOutput]) -> None:
+            self._bind_input(shape, graph_input)
+            for index, (out_shape, ptr) in outputs.items():
+                output = self._outputs[index]
+                if output.static_shape is None:
+                    self._io.bind_output(
+                        output.name,
+                        self._device_type,
+                        self._device_id,
+                        output.dtype.type,
+                        list(out_shape),
+                        ptr,
+                    )
+
+        def run(options: Any) -> None:
+            self._values = []
+            if options is None:
+                self._session.run_with_iobinding(self._io)
+            else:
+                self._session.run_with_iobinding(self._io, options)
+
+        made = graphs.capture(shape, input_ptr, nbytes, bind, run)
+        return None if made is None else made.outputs
 
     def _bind_batch_outputs(self, n: int) -> dict[int, tuple[tuple[int, ...], int]]:
         """Bind every output that is not static for this run: batch outputs to our device
@@ -326,7 +401,10 @@ class DeviceBinding:
         """Drop the binding and free the output buffers. Safe to call twice."""
         io, self._io = self._io, None
         self._values = []
+        graphs, self._graphs = self._graphs, None
         with self._ctx.active():
+            if graphs is not None:
+                graphs.close()
             if io is not None:
                 io.clear_binding_inputs()
                 io.clear_binding_outputs()
@@ -339,6 +417,8 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
     """ONNX Runtime on CUDA device ``ctx.index``, running on ``stream``, fed device buffers.
 
     ``cuda_options``: more CUDA provider options (``cudnn_conv_algo_search``, ...).
+    ``graphs``: each input shape's run replayed as a CUDA graph once captured
+    (core/stages/engines/onnxruntime_graphs.py; the engine's stream must be non-blocking).
     """
 
     def __init__(
@@ -350,6 +430,7 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
         threads: int | None = None,
         spinning: bool = True,
         cuda_options: Mapping[str, str] | None = None,
+        graphs: bool = False,
     ) -> None:
         self._ctx = ctx
         self.stream = stream
@@ -364,10 +445,22 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
                 cuda_options=options,
             )
             try:
-                self._binding = DeviceBinding(self._session, ctx, stream)
+                self._binding = DeviceBinding(self._session, ctx, stream, graphs=graphs)
             except EngineError:
                 self.close()
                 raise
+
+    @property
+    def graphs_why_not(self) -> str | None:
+        """Why the runs are not replayed as CUDA graphs; None when they are."""
+        if self._binding is None:
+            raise EngineError("the engine is closed")
+        return self._binding.graphs_why_not
+
+    @property
+    def graph_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The input shapes replayed as CUDA graphs so far."""
+        return () if self._binding is None else self._binding.graph_shapes
 
     @property
     def input_dtype(self) -> np.dtype[Any]:

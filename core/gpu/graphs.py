@@ -1,0 +1,243 @@
+"""CUDA graphs captured from one thread's stream, through the driver API (ctypes).
+
+``capture(stream_handle, work)`` records what ``work()`` queues on the stream into a
+graph, in the *thread-local* capture mode: only the capturing thread is kept from calls
+that would break a capture, so the process's other threads (NVDEC decoders, the other
+inference worker, the display) go on as they were. ONNX Runtime's own
+``enable_cuda_graph`` captures in the global mode, which fails those threads' calls while
+it records; that is why the pipelines never used it (core/pipeline/engine_plan.py).
+
+A captured graph replays the device work as it was recorded: the same kernels on the
+same addresses. It is refused (``GraphRefused``, with the reason) when it holds work a
+replay would get wrong: host callbacks (a library freeing host memory after its run
+would free it again at every replay), copies from host memory (the bytes at that
+address belong to someone else by the next replay), or memory allocated inside the
+graph. What stays is kernels, memsets and device-to-device copies.
+
+pycuda has no stream capture; libcuda (the driver every CUDA program loads) has.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from framelens.core.errors import EngineError
+
+__all__ = [
+    "CapturedGraph",
+    "GraphRefused",
+    "capture",
+    "graphs_available",
+    "stream_non_blocking",
+]
+
+_THREAD_LOCAL = 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+# CUgraphNodeType
+_KERNEL, _MEMCPY, _MEMSET, _HOST, _EMPTY = 0, 1, 2, 3, 5
+_WAIT_EVENT, _EVENT_RECORD, _MEM_ALLOC, _MEM_FREE = 6, 7, 10, 11
+_NODE_NAMES = {
+    _KERNEL: "kernel",
+    _MEMCPY: "copy",
+    _MEMSET: "memset",
+    _HOST: "host callback",
+    4: "child graph",
+    _EMPTY: "empty",
+    _WAIT_EVENT: "event wait",
+    _EVENT_RECORD: "event record",
+    8: "semaphore signal",
+    9: "semaphore wait",
+    _MEM_ALLOC: "allocation",
+    _MEM_FREE: "free",
+    12: "memory operation",
+    13: "conditional",
+}
+_SAFE = {_KERNEL, _MEMCPY, _MEMSET, _EMPTY, _WAIT_EVENT, _EVENT_RECORD}
+# CUmemorytype
+_HOST_MEMORY, _DEVICE_MEMORY, _ARRAY_MEMORY, _UNIFIED_MEMORY = 1, 2, 3, 4
+_POINTER_MEMORY_TYPE = 2  # CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+
+
+class GraphRefused(EngineError):
+    """The work could not be captured, or its graph would not replay it faithfully."""
+
+
+class _Memcpy3D(ctypes.Structure):
+    """CUDA_MEMCPY3D."""
+
+    _fields_ = [
+        ("srcXInBytes", ctypes.c_size_t),
+        ("srcY", ctypes.c_size_t),
+        ("srcZ", ctypes.c_size_t),
+        ("srcLOD", ctypes.c_size_t),
+        ("srcMemoryType", ctypes.c_int),
+        ("srcHost", ctypes.c_void_p),
+        ("srcDevice", ctypes.c_uint64),
+        ("srcArray", ctypes.c_void_p),
+        ("reserved0", ctypes.c_void_p),
+        ("srcPitch", ctypes.c_size_t),
+        ("srcHeight", ctypes.c_size_t),
+        ("dstXInBytes", ctypes.c_size_t),
+        ("dstY", ctypes.c_size_t),
+        ("dstZ", ctypes.c_size_t),
+        ("dstLOD", ctypes.c_size_t),
+        ("dstMemoryType", ctypes.c_int),
+        ("dstHost", ctypes.c_void_p),
+        ("dstDevice", ctypes.c_uint64),
+        ("dstArray", ctypes.c_void_p),
+        ("reserved1", ctypes.c_void_p),
+        ("dstPitch", ctypes.c_size_t),
+        ("dstHeight", ctypes.c_size_t),
+        ("WidthInBytes", ctypes.c_size_t),
+        ("Height", ctypes.c_size_t),
+        ("Depth", ctypes.c_size_t),
+    ]
+
+
+@functools.cache
+def _driver() -> Any:
+    """libcuda with the signatures used here; EngineError when it cannot be loaded."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise EngineError(f"CUDA graphs: libcuda cannot be loaded ({exc})") from None
+    vp, u64, sz = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+    signatures: dict[str, list[Any]] = {
+        "cuStreamBeginCapture_v2": [vp, ctypes.c_int],
+        "cuStreamEndCapture": [vp, ctypes.POINTER(vp)],
+        "cuStreamIsCapturing": [vp, ctypes.POINTER(ctypes.c_int)],
+        "cuGraphInstantiateWithFlags": [ctypes.POINTER(vp), vp, ctypes.c_ulonglong],
+        "cuGraphLaunch": [vp, vp],
+        "cuGraphDestroy": [vp],
+        "cuGraphExecDestroy": [vp],
+        "cuGraphGetNodes": [vp, ctypes.POINTER(vp), ctypes.POINTER(sz)],
+        "cuGraphNodeGetType": [vp, ctypes.POINTER(ctypes.c_int)],
+        "cuGraphMemcpyNodeGetParams": [vp, ctypes.POINTER(_Memcpy3D)],
+        "cuPointerGetAttribute": [ctypes.POINTER(ctypes.c_int), ctypes.c_int, u64],
+        "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+        "cuStreamGetFlags": [vp, ctypes.POINTER(ctypes.c_uint)],
+    }
+    for name, args in signatures.items():
+        function = getattr(lib, name)
+        function.argtypes = args
+        function.restype = ctypes.c_int
+    return lib
+
+
+def graphs_available() -> str | None:
+    """None when graphs can be captured here, else why not (one line)."""
+    try:
+        _driver()
+    except EngineError as exc:
+        return str(exc)
+    return None
+
+
+def stream_non_blocking(stream_handle: int) -> bool:
+    """Whether the stream was made non-blocking: work other threads queue on the legacy
+    NULL stream does not wait for it, so its capture does not fail theirs."""
+    flags = ctypes.c_uint(0)
+    _check(_driver().cuStreamGetFlags(stream_handle, ctypes.byref(flags)), "reading the stream")
+    return bool(flags.value & 1)  # CU_STREAM_NON_BLOCKING
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        name = ctypes.c_char_p()
+        _driver().cuGetErrorName(result, ctypes.byref(name))
+        code = name.value.decode() if name.value else str(result)
+        raise GraphRefused(f"CUDA graphs: {what} failed ({code})")
+
+
+class CapturedGraph:
+    """A captured, instantiated graph: ``launch(stream_handle)`` replays it on a stream
+    (asynchronously, as the work it recorded was queued); ``nodes`` counts what it holds
+    by kind. ``close()`` frees it (twice is safe)."""
+
+    def __init__(self, exec_handle: int, nodes: Counter[str]) -> None:
+        self._exec: int | None = exec_handle
+        self.nodes = nodes
+        self._lock = threading.Lock()
+
+    def launch(self, stream_handle: int) -> None:
+        with self._lock:
+            if self._exec is None:
+                raise EngineError("the CUDA graph is closed")
+            _check(_driver().cuGraphLaunch(self._exec, stream_handle), "replaying the graph")
+
+    def close(self) -> None:
+        with self._lock:
+            handle, self._exec = self._exec, None
+        if handle is not None:
+            _driver().cuGraphExecDestroy(handle)
+
+
+def capture(stream_handle: int, work: Callable[[], object]) -> CapturedGraph:
+    """The graph of what ``work()`` queues on ``stream_handle`` from this thread, in the
+    context current here. ``GraphRefused`` (the stream usable again) when the capture
+    fails or its graph would replay wrongly (module docstring); what ``work`` raises
+    otherwise, after the capture was ended."""
+    lib = _driver()
+    _check(lib.cuStreamBeginCapture_v2(stream_handle, _THREAD_LOCAL), "beginning the capture")
+    graph = ctypes.c_void_p()
+    try:
+        work()
+    except BaseException as exc:
+        lib.cuStreamEndCapture(stream_handle, ctypes.byref(graph))  # ends it, whatever it says
+        if graph.value:
+            lib.cuGraphDestroy(graph)
+        raise GraphRefused(f"CUDA graphs: the work could not be captured ({exc})") from exc
+    _check(lib.cuStreamEndCapture(stream_handle, ctypes.byref(graph)), "ending the capture")
+    if not graph.value:
+        raise GraphRefused("CUDA graphs: the capture recorded no graph")
+    try:
+        nodes = _vetted_nodes(graph)
+        exec_handle = ctypes.c_void_p()
+        _check(
+            lib.cuGraphInstantiateWithFlags(ctypes.byref(exec_handle), graph, 0),
+            "instantiating the graph",
+        )
+    finally:
+        lib.cuGraphDestroy(graph)
+    return CapturedGraph(int(exec_handle.value or 0), nodes)
+
+
+def _vetted_nodes(graph: ctypes.c_void_p) -> Counter[str]:
+    """The graph's nodes by kind; GraphRefused for one a replay would get wrong."""
+    lib = _driver()
+    count = ctypes.c_size_t(0)
+    _check(lib.cuGraphGetNodes(graph, None, ctypes.byref(count)), "listing the graph")
+    handles = (ctypes.c_void_p * max(count.value, 1))()
+    _check(lib.cuGraphGetNodes(graph, handles, ctypes.byref(count)), "listing the graph")
+    kinds: Counter[str] = Counter()
+    for index in range(count.value):
+        kind = ctypes.c_int(-1)
+        _check(lib.cuGraphNodeGetType(handles[index], ctypes.byref(kind)), "reading a node")
+        name = _NODE_NAMES.get(kind.value, f"node type {kind.value}")
+        kinds[name] += 1
+        if kind.value not in _SAFE:
+            raise GraphRefused(f"CUDA graphs: the work holds a {name}, which a replay repeats")
+        if kind.value == _MEMCPY and not _device_to_device(handles[index]):
+            raise GraphRefused(
+                "CUDA graphs: the work copies from host memory, whose bytes a replay would "
+                "read again after their owner reused them"
+            )
+    return kinds
+
+
+def _device_to_device(node: Any) -> bool:
+    """Whether the copy node ``node`` reads device memory (arrays count as device)."""
+    lib = _driver()
+    params = _Memcpy3D()
+    _check(lib.cuGraphMemcpyNodeGetParams(node, ctypes.byref(params)), "reading a copy")
+    kind = params.srcMemoryType
+    if kind == _UNIFIED_MEMORY:
+        found = ctypes.c_int(0)
+        if lib.cuPointerGetAttribute(ctypes.byref(found), _POINTER_MEMORY_TYPE, params.srcDevice):
+            return False
+        kind = found.value
+    return kind in (_DEVICE_MEMORY, _ARRAY_MEMORY)

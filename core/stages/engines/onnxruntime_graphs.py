@@ -1,0 +1,216 @@
+"""An ONNX Runtime CUDA binding's runs replayed as CUDA graphs, one per input shape.
+
+At batch 1 a YOLOX-Nano call is ~360 small kernels, each launched by ONNX Runtime's
+executor from Python's calling thread: the launches, not the GPU, set the call's time.
+``ShapeGraphs`` records a shape's call once (core/gpu/graphs.py: thread-local capture on
+the engine's own stream) and from then on replays it: the input copied into the graph's
+own input buffer, one launch, the outputs in the graph's own buffers.
+
+A shape is captured on its ``WARM_RUNS + 1``-th call, after plain runs have let cuDNN
+pick its algorithms and ONNX Runtime's arena grow to the call's size (a capture may not
+allocate). The capture is checked before it is used: a plain run and the replay on the
+same input must agree, else the graph is dropped. Anything refused (a graph that would
+replay wrongly, a capture the driver stops, a replay that disagrees) turns the graphs
+off for the engine, with the reason in ``why_not`` and the log, and the engine runs as
+before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from framelens.core.errors import EngineError
+from framelens.core.gpu.buffers import DevicePool, cuda_driver
+from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.graphs import (
+    CapturedGraph,
+    GraphRefused,
+    capture,
+    graphs_available,
+    stream_non_blocking,
+)
+
+__all__ = ["WARM_RUNS", "GraphOutput", "ShapeGraph", "ShapeGraphs"]
+
+log = logging.getLogger(__name__)
+
+WARM_RUNS = 2  # plain runs of a shape before it is captured
+_SYNC_OFF = "disable_synchronize_execution_providers"  # ORT's run option: no stream sync
+
+GraphOutput = tuple[tuple[int, ...], int]  # an output's shape and device pointer
+
+
+@dataclass(eq=False)
+class ShapeGraph:
+    """One input shape's graph with the buffers it reads and writes."""
+
+    graph: CapturedGraph
+    input_ptr: int
+    nbytes: int
+    outputs: tuple[GraphOutput, ...]
+    pools: list[DevicePool] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.graph.close()
+        for pool in self.pools:
+            pool.close()
+        self.pools = []
+
+
+class ShapeGraphs:
+    """The captured graphs of one binding, by input shape.
+
+    ``outputs``: per output, its static shape, or its shape after the batch dimension
+    (``per_item``) for outputs whose only dynamic dimension is the batch; a binding with
+    any other dynamic output gets no graphs (ONNX Runtime would allocate it anew per run).
+    """
+
+    def __init__(
+        self,
+        ctx: GpuContext,
+        stream: Any,
+        outputs: Sequence[tuple[tuple[int, ...] | None, tuple[int, ...] | None, np.dtype[Any]]],
+        *,
+        enabled: bool,
+    ) -> None:
+        self._ctx, self._stream = ctx, stream
+        self._outputs = list(outputs)
+        self._seen: Counter[tuple[int, ...]] = Counter()
+        self._graphs: dict[tuple[int, ...], ShapeGraph] = {}
+        self._static: dict[int, int] = {}  # output index -> its bound static buffer
+        self.why_not: str | None = None if enabled else "off"
+        if self.why_not is None:
+            self.why_not = self._why_not()
+
+    def _why_not(self) -> str | None:
+        if any(static is None and per_item is None for static, per_item, _ in self._outputs):
+            return "an output's shape is ONNX Runtime's to choose at each run"
+        unavailable = graphs_available()
+        if unavailable is not None:
+            return unavailable
+        try:
+            if not stream_non_blocking(int(self._stream.handle)):
+                return "the engine's stream waits for the NULL stream other threads use"
+        except EngineError as exc:
+            return str(exc)
+        return None
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The input shapes replayed as graphs."""
+        return tuple(self._graphs)
+
+    def set_static(self, index: int, ptr: int) -> None:
+        """Output ``index`` is static and bound once to ``ptr``: every graph writes there."""
+        self._static[index] = ptr
+
+    def graph_for(self, shape: tuple[int, ...]) -> ShapeGraph | None:
+        """The graph of ``shape`` when captured."""
+        return self._graphs.get(shape)
+
+    def wants_capture(self, shape: tuple[int, ...]) -> bool:
+        """Whether this call of ``shape`` should be captured (counted as a call)."""
+        if self.why_not is not None:
+            return False
+        self._seen[shape] += 1
+        return self._seen[shape] > WARM_RUNS
+
+    def replay(self, graph: ShapeGraph, input_ptr: int) -> tuple[GraphOutput, ...]:
+        """Queue ``graph`` on the engine's stream for the input at ``input_ptr`` (already
+        ordered after its writer); its outputs' shapes and pointers."""
+        cuda_driver().memcpy_dtod_async(graph.input_ptr, input_ptr, graph.nbytes, self._stream)
+        graph.graph.launch(int(self._stream.handle))
+        return graph.outputs
+
+    def capture(
+        self,
+        shape: tuple[int, ...],
+        input_ptr: int,
+        nbytes: int,
+        bind: Callable[[int, Mapping[int, GraphOutput]], None],
+        run: Callable[[Any], None],
+    ) -> ShapeGraph | None:
+        """Capture ``shape``'s call: the input at ``input_ptr`` (``nbytes``) copied into a
+        buffer of the graph's, ``bind(input, outputs)`` binding the session to that buffer
+        and to the graph's outputs, ``run(run_options)`` one run. The graph, replayed once
+        and checked against a plain run; None when refused (graphs off from then on)."""
+        made: ShapeGraph | None = None
+        pools: list[DevicePool] = []
+        try:
+            buffer = DevicePool.linear(self._ctx, max(nbytes, 1), 1, kind="graph input")
+            pools.append(buffer)
+            graph_input = int(buffer.buffers[0].ptr)
+            outputs: dict[int, GraphOutput] = {}
+            for index, (static, per_item, dtype) in enumerate(self._outputs):
+                if static is not None:
+                    outputs[index] = (static, self._static[index])
+                    continue
+                assert per_item is not None  # _why_not() ruled the others out
+                out_shape = (shape[0], *per_item)
+                size = max(int(np.prod(out_shape)) * dtype.itemsize, 1)
+                pool = DevicePool.linear(self._ctx, size, 1, kind="graph output")
+                pools.append(pool)
+                outputs[index] = (out_shape, int(pool.buffers[0].ptr))
+            cuda_driver().memcpy_dtod_async(graph_input, input_ptr, nbytes, self._stream)
+            bind(graph_input, outputs)
+            run(None)  # plain, on the graph's buffers: its reference
+            reference = self._read(outputs)
+            import onnxruntime as ort
+
+            options = ort.RunOptions()
+            options.add_run_config_entry(_SYNC_OFF, "1")
+            graph = capture(int(self._stream.handle), lambda: run(options))
+            made = ShapeGraph(graph, graph_input, nbytes, tuple(outputs.values()), pools)
+            pools = []
+            self.replay(made, input_ptr)
+            self._agree(reference, self._read(outputs))
+        except GraphRefused as exc:
+            self._refuse(str(exc), made, pools)
+            return None
+        except EngineError as exc:  # a buffer that could not be made
+            self._refuse(f"CUDA graphs: {exc}", made, pools)
+            return None
+        self._graphs[shape] = made
+        log.info("CUDA graph of input %s: %s", shape, dict(made.graph.nodes))
+        return made
+
+    def _read(self, outputs: Mapping[int, GraphOutput]) -> list[np.ndarray[Any, Any]]:
+        cuda = cuda_driver()
+        self._stream.synchronize()
+        arrays = []
+        for index, (shape, ptr) in outputs.items():
+            array = np.empty(shape, self._outputs[index][2])
+            cuda.memcpy_dtoh(array, ptr)
+            arrays.append(array)
+        return arrays
+
+    @staticmethod
+    def _agree(reference: list[np.ndarray[Any, Any]], replayed: list[np.ndarray[Any, Any]]) -> None:
+        for want, got in zip(reference, replayed, strict=True):
+            if np.array_equal(want, got):
+                continue
+            a, b = want.astype(np.float64), got.astype(np.float64)
+            scale = float(np.max(np.abs(a))) if a.size else 0.0
+            worst = float(np.max(np.abs(a - b))) if a.size else 0.0
+            if worst > 1e-3 * max(scale, 1.0):
+                raise GraphRefused(
+                    f"CUDA graphs: the replay's outputs differ from a plain run's by {worst:.3g}"
+                )
+
+    def _refuse(self, why: str, made: ShapeGraph | None, pools: list[DevicePool]) -> None:
+        self.why_not = why
+        log.warning("%s; the engine runs without CUDA graphs", why)
+        if made is not None:
+            made.close()
+        for pool in pools:
+            pool.close()
+
+    def close(self) -> None:
+        graphs, self._graphs = list(self._graphs.values()), {}
+        for graph in graphs:
+            graph.close()

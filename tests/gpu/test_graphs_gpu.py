@@ -1,0 +1,210 @@
+"""ONNX Runtime's CUDA runs replayed as CUDA graphs (core/stages/engines/onnxruntime_graphs.py).
+
+An engine with graphs must give what an engine without them gives, call after call,
+with fresh inputs and with batch sizes interleaved (each its own graph); its capture
+must not break a thread that makes CUDA calls meanwhile (the reason ONNX Runtime's own
+global-mode capture was never used), and an engine whose stream waits for the NULL
+stream must say why it takes no graphs.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from framelens.core.gpu.context import GpuContext
+from framelens.core.models.catalog import resolve_model
+from framelens.core.precision.batch import batch_variant
+from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
+from framelens.core.stages.engines.onnxruntime_graphs import WARM_RUNS
+
+pytestmark = pytest.mark.gpu
+
+FULL_FP32 = {"use_tf32": "0"}
+
+
+@pytest.fixture(scope="module")
+def cuda_provider() -> None:
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        pytest.skip(f"this ONNX Runtime has no CUDA provider ({ort.get_available_providers()})")
+
+
+def stream(ctx: GpuContext, non_blocking: bool = True) -> Any:
+    import pycuda.driver as cuda
+
+    with ctx.active():
+        return cuda.Stream(flags=1 if non_blocking else 0)
+
+
+class Inputs:
+    """Random batches uploaded to device allocations of their own."""
+
+    def __init__(self, ctx: GpuContext) -> None:
+        self.ctx = ctx
+        self.rng = np.random.default_rng(7)
+        self._allocs: list[Any] = []
+
+    def make(self, n: int) -> tuple[npt.NDArray[np.float32], int]:
+        import pycuda.driver as cuda
+
+        host = self.rng.uniform(0, 255, (n, 3, 416, 416)).astype(np.float32)
+        with self.ctx.active():
+            alloc = cuda.mem_alloc(host.nbytes)
+            cuda.memcpy_htod(alloc, host)
+        self._allocs.append(alloc)
+        return host, int(alloc)
+
+    def free(self) -> None:
+        with self.ctx.active():
+            for alloc in self._allocs:
+                alloc.free()
+
+
+def outputs(engine: OnnxRuntimeCudaEngine, ptr: int, shape: tuple[int, ...]) -> list[Any]:
+    return [o.host.copy() for o in engine.infer_device(ptr, shape, np.float32)]
+
+
+def test_replayed_runs_equal_plain_runs_call_after_call(
+    gpu_ctx: GpuContext, cuda_provider: None, tmp_path: Path
+) -> None:
+    """YOLOX-Nano's batch variant, batch sizes 1, 3 and 8 interleaved over many calls with
+    fresh inputs: every call of the engine with graphs equals the engine without, and
+    once each size was seen WARM_RUNS times, it is replayed."""
+    spec = batch_variant(resolve_model("yolox-nano"), cache_dir=tmp_path)
+    inputs = Inputs(gpu_ctx)
+    sizes = [1, 3, 8, 1, 3, 1, 8, 3, 1, 1, 8, 3] * 2
+    try:
+        with (
+            OnnxRuntimeCudaEngine(
+                spec.path, gpu_ctx, stream(gpu_ctx), cuda_options=FULL_FP32, graphs=True
+            ) as graphed,
+            OnnxRuntimeCudaEngine(
+                spec.path, gpu_ctx, stream(gpu_ctx), cuda_options=FULL_FP32
+            ) as plain,
+        ):
+            assert graphed.graphs_why_not is None
+            assert plain.graphs_why_not == "off"
+            for call, n in enumerate(sizes):
+                host, ptr = inputs.make(n)
+                shape = host.shape
+                got, want = outputs(graphed, ptr, shape), outputs(plain, ptr, shape)
+                for g, w in zip(got, want, strict=True):
+                    assert g.shape == w.shape
+                    scale = max(float(np.abs(w).max()), 1e-3)
+                    worst = float(np.abs(g.astype(np.float64) - w).max())
+                    assert worst <= 1e-4 * scale, f"call {call} (batch {n}): off by {worst:.3g}"
+                assert graphed.graphs_why_not is None, graphed.graphs_why_not
+            assert set(graphed.graph_shapes) == {(n, 3, 416, 416) for n in (1, 3, 8)}
+            assert sizes.count(1) > WARM_RUNS  # each size did get past its plain runs
+    finally:
+        inputs.free()
+
+
+def test_a_capture_does_not_break_another_threads_cuda_calls(
+    gpu_ctx: GpuContext, cuda_provider: None
+) -> None:
+    """While engines capture their first graphs, another thread allocates, copies from the
+    host and synchronises, as a decoder does: none of its calls fails, and the graphs
+    are captured all the same."""
+    import pycuda.driver as cuda
+
+    spec = resolve_model("yolox-nano")
+    inputs = Inputs(gpu_ctx)
+    stop = threading.Event()
+    failures: list[str] = []
+    done = [0]
+
+    def busy() -> None:
+        host = np.ones(1 << 20, np.uint8)
+        with gpu_ctx.active():
+            while not stop.is_set():
+                try:
+                    alloc = cuda.mem_alloc(host.nbytes)  # not allowed in a global capture
+                    cuda.memcpy_htod(alloc, host)
+                    cuda.Context.synchronize()
+                    alloc.free()
+                    done[0] += 1
+                except Exception as exc:
+                    failures.append(str(exc))
+                    return
+
+    worker = threading.Thread(target=busy, daemon=True)
+    worker.start()
+    try:
+        for _ in range(3):  # fresh engines: several captures while the thread runs
+            with OnnxRuntimeCudaEngine(spec.path, gpu_ctx, stream(gpu_ctx), graphs=True) as engine:
+                for _ in range(WARM_RUNS + 3):
+                    host, ptr = inputs.make(1)
+                    outputs(engine, ptr, host.shape)
+                assert engine.graphs_why_not is None, engine.graphs_why_not
+                assert engine.graph_shapes == ((1, 3, 416, 416),)
+    finally:
+        stop.set()
+        worker.join(10)
+        inputs.free()
+    assert not failures, failures[0]
+    assert done[0] > 10, "the other thread hardly ran"
+
+
+def test_an_engine_on_a_blocking_stream_takes_no_graphs_and_says_why(
+    gpu_ctx: GpuContext, cuda_provider: None
+) -> None:
+    spec = resolve_model("yolox-nano")
+    inputs = Inputs(gpu_ctx)
+    try:
+        with OnnxRuntimeCudaEngine(
+            spec.path, gpu_ctx, stream(gpu_ctx, non_blocking=False), graphs=True
+        ) as engine:
+            assert engine.graphs_why_not is not None
+            assert "NULL stream" in engine.graphs_why_not
+            for _ in range(WARM_RUNS + 2):
+                host, ptr = inputs.make(1)
+                outputs(engine, ptr, host.shape)
+            assert engine.graph_shapes == ()
+    finally:
+        inputs.free()
+
+
+def test_the_gpu_pipeline_detects_the_same_with_graphs_as_without(
+    cuda_provider: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`framelens run`'s GPU pipeline on the bundled sample's first 90 frames: the plan
+    says CUDA graphs, and every frame's detections equal those of a run with
+    FRAMELENS_CUDA_GRAPHS=0."""
+    from framelens.core.pipeline import build
+    from framelens.core.pipeline.settings import PipelineSettings
+
+    settings = PipelineSettings(resolve_model("yolox-nano"), device="cuda:0")
+    planned = build.plan(settings)
+    assert planned.engine is not None and "CUDA graphs" in planned.engine.value
+    runs = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", flag)
+        runs[flag] = _detections(settings, 90)
+    assert sum(len(d) for d in runs["0"].values()) > 20
+    assert sorted(runs["1"]) == sorted(runs["0"]) == list(range(90))
+    for index, want in runs["0"].items():
+        got = runs["1"][index]
+        assert len(got) == len(want), f"frame {index}"
+        np.testing.assert_allclose(got.boxes, want.boxes, atol=1e-2, err_msg=f"frame {index}")
+
+
+def _detections(settings: Any, frames: int) -> dict[int, Any]:
+    from framelens.core.sessions.session import Session, SessionOptions
+
+    sample = Path(__file__).resolve().parents[2] / "resources" / "samples"
+    options = SessionOptions(draw="none", pixels=False, frames=frames)
+    got = {}
+    with Session(
+        [str(sample / "one-by-one-person-detection.mp4")], settings, options=options
+    ) as session:
+        for result in session.results():
+            got[result.frame.index] = result.output
+        assert session.path.startswith("gpu pipeline"), session.path
+    return got
