@@ -171,6 +171,11 @@ def summarise_row(row: dict[str, Any], hardware: float | None) -> None:
         row[key] = _median(row[f"{key}_runs"])
     row["hardware_nvdec_fps"] = hardware
     row["of_hardware_nvdec"] = round(row["aggregate_fps"] / hardware, 3) if hardware else None
+    plain = row.get("no_graphs_fps_runs")
+    if plain:  # --graphs-ab: the same runs with engines made without CUDA graphs
+        row["no_graphs_fps"] = _median(plain)
+        row["no_graphs_fps_min_max"] = _min_max(plain)
+        row["graphs_over_no_graphs"] = round(row["aggregate_fps"] / row["no_graphs_fps"], 3)
 
 
 def summarise_ceiling(configs: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -271,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
         help="each row also with and without tracking, alternated (bare: bytetrack)",
     )  # fmt: skip
     parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
+    parser.add_argument(
+        "--graphs-ab", action="store_true",
+        help="each run followed by the same run with FRAMELENS_CUDA_GRAPHS=0 (engines "
+        "without CUDA graphs): no_graphs_fps and graphs_over_no_graphs per row",
+    )  # fmt: skip
     parser.add_argument("--output")
     args = parser.parse_args(argv)
     if args.repeats < 1:
@@ -396,6 +406,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"({summary.frames / call_s:.0f} fps), p99 {row['p99_ms_runs'][-1]} ms"
                 + (f", {len(errors)} sources failed: {errors[0]}" if errors else "")
             )
+            if args.graphs_ab:  # the same run, its engines without CUDA graphs
+                os.environ["FRAMELENS_CUDA_GRAPHS"] = "0"
+                try:
+                    plain = run_many(
+                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}r{k}g"),
+                        videos=False, frames=args.frames, progress=False, workers=workers,
+                        **spread,
+                    )  # fmt: skip
+                finally:
+                    os.environ.pop("FRAMELENS_CUDA_GRAPHS", None)
+                row.setdefault("no_graphs_fps_runs", []).append(round(plain.fps, 2))
+                say(f"  the same without CUDA graphs: {plain.fps:.0f} fps")
             if sampler is not None:
                 result.setdefault("profiles", []).append(
                     {"sources": n, "workers": workers, "run": k, **sampler.report()}
