@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import EngineError
 from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.graphs import quiet
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,8 @@ class _Pool(Generic[B]):
                     if stream is not None:
                         stream.synchronize()
                     else:
-                        cuda.Context.synchronize()  # nothing may still read or write them
+                        with quiet():  # no CUDA graph capture meanwhile (core/gpu/graphs.py)
+                            cuda.Context.synchronize()  # nothing may still read or write them
                 finally:
                     for buf in buffers:
                         self._free_buffer(buf)

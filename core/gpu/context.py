@@ -106,7 +106,9 @@ class GpuContext:
         return int(total - free)
 
     def synchronize(self) -> None:
-        with self.active():
+        from framelens.core.gpu.graphs import quiet
+
+        with quiet(), self.active():  # no CUDA graph capture meanwhile (core/gpu/graphs.py)
             self._cuda.Context.synchronize()
 
 

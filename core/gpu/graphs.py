@@ -14,27 +14,38 @@ would free it again at every replay), copies from host memory (the bytes at that
 address belong to someone else by the next replay), or memory allocated inside the
 graph. What stays is kernels, memsets and device-to-device copies.
 
+A context-wide synchronisation (``cuCtxSynchronize``) from any thread while a capture is
+under way fails that call or the capture, whatever the mode: ``CAPTURE_LOCK`` is held
+through every capture, and the product's own context-wide waits take it too
+(``quiet()``: core/gpu/buffers.py, core/gpu/context.py). A capture that fails anyway
+(another library's sync) is retried a few times by its caller, then given up.
+
 pycuda has no stream capture; libcuda (the driver every CUDA program loads) has.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from framelens.core.errors import EngineError
 
 __all__ = [
+    "CAPTURE_LOCK",
     "CapturedGraph",
     "GraphRefused",
     "capture",
     "graphs_available",
+    "quiet",
     "stream_non_blocking",
 ]
+
+CAPTURE_LOCK = threading.RLock()  # held through a capture; context-wide waits take it
 
 _THREAD_LOCAL = 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 # CUgraphNodeType
@@ -63,7 +74,20 @@ _POINTER_MEMORY_TYPE = 2  # CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 
 
 class GraphRefused(EngineError):
-    """The work could not be captured, or its graph would not replay it faithfully."""
+    """The work could not be captured (``retry``: the capture itself failed, perhaps
+    because of another thread, and may succeed later), or its graph would not replay it
+    faithfully (``retry`` False)."""
+
+    def __init__(self, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No capture runs in this process meanwhile: for context-wide waits."""
+    with CAPTURE_LOCK:
+        yield
 
 
 class _Memcpy3D(ctypes.Structure):
@@ -145,12 +169,12 @@ def stream_non_blocking(stream_handle: int) -> bool:
     return bool(flags.value & 1)  # CU_STREAM_NON_BLOCKING
 
 
-def _check(result: int, what: str) -> None:
+def _check(result: int, what: str, *, retry: bool = False) -> None:
     if result != 0:
         name = ctypes.c_char_p()
         _driver().cuGetErrorName(result, ctypes.byref(name))
         code = name.value.decode() if name.value else str(result)
-        raise GraphRefused(f"CUDA graphs: {what} failed ({code})")
+        raise GraphRefused(f"CUDA graphs: {what} failed ({code})", retry=retry)
 
 
 class CapturedGraph:
@@ -182,16 +206,29 @@ def capture(stream_handle: int, work: Callable[[], object]) -> CapturedGraph:
     fails or its graph would replay wrongly (module docstring); what ``work`` raises
     otherwise, after the capture was ended."""
     lib = _driver()
-    _check(lib.cuStreamBeginCapture_v2(stream_handle, _THREAD_LOCAL), "beginning the capture")
     graph = ctypes.c_void_p()
-    try:
-        work()
-    except BaseException as exc:
-        lib.cuStreamEndCapture(stream_handle, ctypes.byref(graph))  # ends it, whatever it says
-        if graph.value:
-            lib.cuGraphDestroy(graph)
-        raise GraphRefused(f"CUDA graphs: the work could not be captured ({exc})") from exc
-    _check(lib.cuStreamEndCapture(stream_handle, ctypes.byref(graph)), "ending the capture")
+    with CAPTURE_LOCK:
+        _check(
+            lib.cuStreamBeginCapture_v2(stream_handle, _THREAD_LOCAL),
+            "beginning the capture",
+            retry=True,
+        )
+        try:
+            work()
+        except BaseException as exc:
+            lib.cuStreamEndCapture(stream_handle, ctypes.byref(graph))  # ends it, whatever it says
+            if graph.value:
+                lib.cuGraphDestroy(graph)
+            if not isinstance(exc, Exception):  # an interrupt stays one
+                raise
+            raise GraphRefused(
+                f"CUDA graphs: the work could not be captured ({exc})", retry=True
+            ) from exc
+        _check(
+            lib.cuStreamEndCapture(stream_handle, ctypes.byref(graph)),
+            "ending the capture",
+            retry=True,
+        )
     if not graph.value:
         raise GraphRefused("CUDA graphs: the capture recorded no graph")
     try:
@@ -223,21 +260,24 @@ def _vetted_nodes(graph: ctypes.c_void_p) -> Counter[str]:
             raise GraphRefused(f"CUDA graphs: the work holds a {name}, which a replay repeats")
         if kind.value == _MEMCPY and not _device_to_device(handles[index]):
             raise GraphRefused(
-                "CUDA graphs: the work copies from host memory, whose bytes a replay would "
-                "read again after their owner reused them"
+                "CUDA graphs: the work copies to or from host memory, whose bytes belong to "
+                "someone else by the next replay"
             )
     return kinds
 
 
 def _device_to_device(node: Any) -> bool:
-    """Whether the copy node ``node`` reads device memory (arrays count as device)."""
+    """Whether the copy node ``node`` reads and writes device memory (arrays count)."""
     lib = _driver()
     params = _Memcpy3D()
     _check(lib.cuGraphMemcpyNodeGetParams(node, ctypes.byref(params)), "reading a copy")
-    kind = params.srcMemoryType
-    if kind == _UNIFIED_MEMORY:
-        found = ctypes.c_int(0)
-        if lib.cuPointerGetAttribute(ctypes.byref(found), _POINTER_MEMORY_TYPE, params.srcDevice):
+    ends = ((params.srcMemoryType, params.srcDevice), (params.dstMemoryType, params.dstDevice))
+    for kind, pointer in ends:
+        if kind == _UNIFIED_MEMORY:
+            found = ctypes.c_int(0)
+            if lib.cuPointerGetAttribute(ctypes.byref(found), _POINTER_MEMORY_TYPE, pointer):
+                return False
+            kind = found.value
+        if kind not in (_DEVICE_MEMORY, _ARRAY_MEMORY):
             return False
-        kind = found.value
-    return kind in (_DEVICE_MEMORY, _ARRAY_MEMORY)
+    return True

@@ -106,38 +106,56 @@ def test_replayed_runs_equal_plain_runs_call_after_call(
         inputs.free()
 
 
-def test_a_capture_does_not_break_another_threads_cuda_calls(
+def test_captures_do_not_break_the_decoders_and_pools_beside_them(
     gpu_ctx: GpuContext, cuda_provider: None
 ) -> None:
-    """While engines capture their first graphs, another thread allocates, copies from the
-    host and synchronises, as a decoder does: none of its calls fails, and the graphs
-    are captured all the same."""
+    """While engines capture their first graphs, two threads do what the product's other
+    threads do: one decodes the sample through NVDEC (the GPU source, looping), one makes
+    a device pool, copies into it from the host and closes it (a context-wide wait, which
+    takes the capture lock). None of their calls fails, and every engine's graphs are
+    captured all the same."""
     import pycuda.driver as cuda
+    from framelens.core.gpu.buffers import DevicePool
+    from framelens.core.stages.sources.nvdec import open_gpu_source
 
     spec = resolve_model("yolox-nano")
+    sample = Path(__file__).resolve().parents[2] / "resources" / "samples"
+    video = sample / "one-by-one-person-detection.mp4"
     inputs = Inputs(gpu_ctx)
     stop = threading.Event()
     failures: list[str] = []
-    done = [0]
+    counts = {"decoded": 0, "pools": 0}
 
-    def busy() -> None:
-        host = np.ones(1 << 20, np.uint8)
-        with gpu_ctx.active():
+    def decode() -> None:
+        try:
             while not stop.is_set():
-                try:
-                    alloc = cuda.mem_alloc(host.nbytes)  # not allowed in a global capture
-                    cuda.memcpy_htod(alloc, host)
-                    cuda.Context.synchronize()
-                    alloc.free()
-                    done[0] += 1
-                except Exception as exc:
-                    failures.append(str(exc))
-                    return
+                with open_gpu_source(video, gpu_ctx, stream(gpu_ctx, non_blocking=False)) as src:
+                    for frame in src:
+                        with frame:
+                            frame.ready.synchronize()
+                        counts["decoded"] += 1
+                        if stop.is_set():
+                            return
+        except Exception as exc:
+            failures.append(f"decoder: {exc}")
 
-    worker = threading.Thread(target=busy, daemon=True)
-    worker.start()
+    def pools() -> None:
+        host = np.ones(1 << 20, np.uint8)
+        try:
+            while not stop.is_set():
+                pool = DevicePool.linear(gpu_ctx, host.nbytes, 2, kind="busy")
+                with gpu_ctx.active():
+                    cuda.memcpy_htod(pool.buffers[0].ptr, host)
+                pool.close()
+                counts["pools"] += 1
+        except Exception as exc:
+            failures.append(f"pools: {exc}")
+
+    threads = [threading.Thread(target=t, daemon=True) for t in (decode, pools)]
+    for thread in threads:
+        thread.start()
     try:
-        for _ in range(3):  # fresh engines: several captures while the thread runs
+        for _ in range(3):  # fresh engines: several captures while the threads run
             with OnnxRuntimeCudaEngine(spec.path, gpu_ctx, stream(gpu_ctx), graphs=True) as engine:
                 for _ in range(WARM_RUNS + 3):
                     host, ptr = inputs.make(1)
@@ -146,10 +164,11 @@ def test_a_capture_does_not_break_another_threads_cuda_calls(
                 assert engine.graph_shapes == ((1, 3, 416, 416),)
     finally:
         stop.set()
-        worker.join(10)
+        for thread in threads:
+            thread.join(20)
         inputs.free()
     assert not failures, failures[0]
-    assert done[0] > 10, "the other thread hardly ran"
+    assert counts["decoded"] > 10 and counts["pools"] > 10, counts
 
 
 def test_an_engine_on_a_blocking_stream_takes_no_graphs_and_says_why(
@@ -208,3 +227,44 @@ def _detections(settings: Any, frames: int) -> dict[int, Any]:
             got[result.frame.index] = result.output
         assert session.path.startswith("gpu pipeline"), session.path
     return got
+
+
+def test_a_conv_without_bias_before_relu_replays_right_after_other_shapes(
+    gpu_ctx: GpuContext, cuda_provider: None, tmp_path: Path
+) -> None:
+    """ONNX Runtime fuses such a pair and reallocates a buffer of the fused kernel when
+    the input's shape changes, which a graph of the earlier shape would still read:
+    batches of 1 and 2 alternated, long after both were captured, equal plain runs."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    weight = numpy_helper.from_array(rng.normal(size=(8, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"])],
+        "conv_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 416, 416])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 8, 416, 416])],
+        [weight],
+    )  # fmt: skip
+    path = tmp_path / "conv_relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    inputs = Inputs(gpu_ctx)
+    try:
+        with (
+            OnnxRuntimeCudaEngine(
+                path, gpu_ctx, stream(gpu_ctx), cuda_options=FULL_FP32, graphs=True
+            ) as graphed,
+            OnnxRuntimeCudaEngine(path, gpu_ctx, stream(gpu_ctx), cuda_options=FULL_FP32) as plain,
+        ):
+            for call, n in enumerate([1, 2] * 8):
+                host, ptr = inputs.make(n)
+                got, want = outputs(graphed, ptr, host.shape), outputs(plain, ptr, host.shape)
+                np.testing.assert_allclose(
+                    got[0], want[0], rtol=1e-5, atol=1e-3, err_msg=f"call {call}"
+                )
+            assert graphed.graphs_why_not is None, graphed.graphs_why_not
+            assert set(graphed.graph_shapes) == {(1, 3, 416, 416), (2, 3, 416, 416)}
+    finally:
+        inputs.free()

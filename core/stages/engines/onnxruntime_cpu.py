@@ -74,6 +74,7 @@ class OnnxRuntimeEngine(Engine):
     spinning=False stops idle worker threads from busy-waiting between runs, which
     otherwise keeps cores at 100% and starves a GUI or decoder thread.
     cuda_options: extra CUDA provider options, for device "cuda[:N]" only.
+    session_config: more session configuration entries (``add_session_config_entry``).
     """
 
     backend = "onnxruntime"
@@ -86,6 +87,7 @@ class OnnxRuntimeEngine(Engine):
         threads: int | None = None,
         spinning: bool = True,
         cuda_options: Mapping[str, str] | None = None,
+        session_config: Mapping[str, str] | None = None,
     ) -> None:
         try:
             import onnxruntime as ort  # optional dependency: cpu or gpu wheel, see pyproject
@@ -110,6 +112,8 @@ class OnnxRuntimeEngine(Engine):
         if not spinning:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        for key, value in (session_config or {}).items():
+            opts.add_session_config_entry(key, value)
         try:
             try:
                 self._session: Any = ort.InferenceSession(

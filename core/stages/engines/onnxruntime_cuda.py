@@ -33,9 +33,14 @@ import numpy.typing as npt
 from framelens.core.errors import EngineError
 from framelens.core.gpu.buffers import DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
+from framelens.core.gpu.graphs import CAPTURE_LOCK
 from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine, ort_message
-from framelens.core.stages.engines.onnxruntime_graphs import GraphOutput, ShapeGraphs
+from framelens.core.stages.engines.onnxruntime_graphs import (
+    SESSION_CONFIG,
+    GraphOutput,
+    ShapeGraphs,
+)
 
 __all__ = [
     "DeviceBinding",
@@ -275,7 +280,13 @@ class DeviceBinding:
                     self._bind_input(shape, int(input_ptr))
                     self._values = []
                     bound = self._bind_batch_outputs(shape[0])
-                    self._session.run_with_iobinding(self._io)  # the whole batch: one run
+                    if self._graphs is not None and self._graphs.on:
+                        # a plain run before its shape's capture (cuDNN's search, the
+                        # arena's growth): never beside another engine's capture
+                        with CAPTURE_LOCK:
+                            self._session.run_with_iobinding(self._io)
+                    else:
+                        self._session.run_with_iobinding(self._io)  # the whole batch: one run
                     results = self._copy_out(bound, to_host)
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
@@ -443,6 +454,7 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
                 threads=threads,
                 spinning=spinning,
                 cuda_options=options,
+                session_config=SESSION_CONFIG if graphs else None,
             )
             try:
                 self._binding = DeviceBinding(self._session, ctx, stream, graphs=graphs)

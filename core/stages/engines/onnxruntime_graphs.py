@@ -8,11 +8,16 @@ own input buffer, one launch, the outputs in the graph's own buffers.
 
 A shape is captured on its ``WARM_RUNS + 1``-th call, after plain runs have let cuDNN
 pick its algorithms and ONNX Runtime's arena grow to the call's size (a capture may not
-allocate). The capture is checked before it is used: a plain run and the replay on the
-same input must agree, else the graph is dropped. Anything refused (a graph that would
-replay wrongly, a capture the driver stops, a replay that disagrees) turns the graphs
-off for the engine, with the reason in ``why_not`` and the log, and the engine runs as
-before.
+allocate). The capture is checked before it is used: the graph's outputs are filled
+with garbage, replayed over, and must agree with a plain run on the same input. A
+capture the driver stops (another thread's context-wide sync, say) is tried again after
+more plain runs, up to ``TRIES`` times; anything else refused (a graph that would replay
+wrongly, a replay that disagrees) turns the graphs off for the engine, every graph of it
+dropped, with the reason in ``why_not`` and the log, and the engine runs as before.
+
+ONNX Runtime's fused Conv+activation frees and reallocates a buffer when its input shape
+changes, which a graph of the earlier shape would still read: engines with graphs are
+made without that fusion (``SESSION_CONFIG``).
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ from framelens.core.gpu.graphs import (
     stream_non_blocking,
 )
 
-__all__ = ["WARM_RUNS", "GraphOutput", "ShapeGraph", "ShapeGraphs"]
+__all__ = ["SESSION_CONFIG", "TRIES", "WARM_RUNS", "GraphOutput", "ShapeGraph", "ShapeGraphs"]
 
 log = logging.getLogger(__name__)
 
 WARM_RUNS = 2  # plain runs of a shape before it is captured
+TRIES = 3  # captures the driver stopped before the graphs are given up
+SESSION_CONFIG = {"optimization.disable_specified_optimizers": "ConvActivationFusion"}
 _SYNC_OFF = "disable_synchronize_execution_providers"  # ORT's run option: no stream sync
 
 GraphOutput = tuple[tuple[int, ...], int]  # an output's shape and device pointer
@@ -83,6 +90,7 @@ class ShapeGraphs:
         self._seen: Counter[tuple[int, ...]] = Counter()
         self._graphs: dict[tuple[int, ...], ShapeGraph] = {}
         self._static: dict[int, int] = {}  # output index -> its bound static buffer
+        self._failed = 0  # captures the driver stopped
         self.why_not: str | None = None if enabled else "off"
         if self.why_not is None:
             self.why_not = self._why_not()
@@ -109,9 +117,14 @@ class ShapeGraphs:
         """Output ``index`` is static and bound once to ``ptr``: every graph writes there."""
         self._static[index] = ptr
 
+    @property
+    def on(self) -> bool:
+        """Whether graphs are (still) made and replayed."""
+        return self.why_not is None
+
     def graph_for(self, shape: tuple[int, ...]) -> ShapeGraph | None:
-        """The graph of ``shape`` when captured."""
-        return self._graphs.get(shape)
+        """The graph of ``shape`` when captured (and graphs are still on)."""
+        return self._graphs.get(shape) if self.why_not is None else None
 
     def wants_capture(self, shape: tuple[int, ...]) -> bool:
         """Whether this call of ``shape`` should be captured (counted as a call)."""
@@ -141,6 +154,7 @@ class ShapeGraphs:
         and checked against a plain run; None when refused (graphs off from then on)."""
         made: ShapeGraph | None = None
         pools: list[DevicePool] = []
+        cuda = cuda_driver()
         try:
             buffer = DevicePool.linear(self._ctx, max(nbytes, 1), 1, kind="graph input")
             pools.append(buffer)
@@ -156,7 +170,7 @@ class ShapeGraphs:
                 pool = DevicePool.linear(self._ctx, size, 1, kind="graph output")
                 pools.append(pool)
                 outputs[index] = (out_shape, int(pool.buffers[0].ptr))
-            cuda_driver().memcpy_dtod_async(graph_input, input_ptr, nbytes, self._stream)
+            cuda.memcpy_dtod_async(graph_input, input_ptr, nbytes, self._stream)
             bind(graph_input, outputs)
             run(None)  # plain, on the graph's buffers: its reference
             reference = self._read(outputs)
@@ -167,13 +181,22 @@ class ShapeGraphs:
             graph = capture(int(self._stream.handle), lambda: run(options))
             made = ShapeGraph(graph, graph_input, nbytes, tuple(outputs.values()), pools)
             pools = []
+            for index, (out_shape, ptr) in outputs.items():  # garbage the replay writes over
+                size = int(np.prod(out_shape)) * self._outputs[index][2].itemsize
+                cuda.memset_d8_async(ptr, 0xFF, max(size, 1), self._stream)
             self.replay(made, input_ptr)
             self._agree(reference, self._read(outputs))
         except GraphRefused as exc:
+            if exc.retry and self._failed + 1 < TRIES:
+                self._failed += 1
+                self._seen[shape] = 0  # more plain runs, then again
+                log.info("%s; tried again later (%d of %d)", exc, self._failed, TRIES)
+                self._drop(made, pools)
+                return None
             self._refuse(str(exc), made, pools)
             return None
-        except EngineError as exc:  # a buffer that could not be made
-            self._refuse(f"CUDA graphs: {exc}", made, pools)
+        except Exception as exc:  # a buffer, a copy or ONNX Runtime's run: graphs off
+            self._refuse(f"CUDA graphs: {type(exc).__name__}: {exc}", made, pools)
             return None
         self._graphs[shape] = made
         log.info("CUDA graph of input %s: %s", shape, dict(made.graph.nodes))
@@ -191,24 +214,40 @@ class ShapeGraphs:
 
     @staticmethod
     def _agree(reference: list[np.ndarray[Any, Any]], replayed: list[np.ndarray[Any, Any]]) -> None:
+        """GraphRefused unless every replayed output is the plain run's (floats within
+        1e-3 of the output's scale: kernels that reduce in another order; NaN where NaN)."""
         for want, got in zip(reference, replayed, strict=True):
-            if np.array_equal(want, got):
+            floating = np.issubdtype(want.dtype, np.floating)
+            if np.array_equal(want, got, equal_nan=floating):
                 continue
             a, b = want.astype(np.float64), got.astype(np.float64)
-            scale = float(np.max(np.abs(a))) if a.size else 0.0
-            worst = float(np.max(np.abs(a - b))) if a.size else 0.0
-            if worst > 1e-3 * max(scale, 1.0):
+            finite = np.isfinite(a)
+            if not floating or not np.array_equal(finite, np.isfinite(b)):
+                raise GraphRefused("CUDA graphs: the replay's outputs are not a plain run's")
+            scale = float(np.max(np.abs(a[finite]), initial=0.0))
+            worst = float(np.max(np.abs(a[finite] - b[finite]), initial=0.0))
+            if worst > 1e-3 * max(scale, 1.0) or not np.array_equal(a[~finite], b[~finite]):
                 raise GraphRefused(
                     f"CUDA graphs: the replay's outputs differ from a plain run's by {worst:.3g}"
                 )
 
-    def _refuse(self, why: str, made: ShapeGraph | None, pools: list[DevicePool]) -> None:
-        self.why_not = why
-        log.warning("%s; the engine runs without CUDA graphs", why)
+    @staticmethod
+    def _drop(made: ShapeGraph | None, pools: list[DevicePool]) -> None:
         if made is not None:
             made.close()
         for pool in pools:
             pool.close()
+
+    def _refuse(self, why: str, made: ShapeGraph | None, pools: list[DevicePool]) -> None:
+        """Graphs off for good: this capture's and every earlier graph dropped, once the
+        stream has run what was queued."""
+        self.why_not = why
+        log.warning("%s; the engine runs without CUDA graphs", why)
+        try:
+            self._stream.synchronize()
+        finally:
+            self._drop(made, pools)
+            self.close()
 
     def close(self) -> None:
         graphs, self._graphs = list(self._graphs.values()), {}
