@@ -15,10 +15,12 @@ address belong to someone else by the next replay), or memory allocated inside t
 graph. What stays is kernels, memsets and device-to-device copies.
 
 A context-wide synchronisation (``cuCtxSynchronize``) from any thread while a capture is
-under way fails that call or the capture, whatever the mode: ``CAPTURE_LOCK`` is held
-through every capture, and the product's own context-wide waits take it too
-(``quiet()``: core/gpu/buffers.py, core/gpu/context.py). A capture that fails anyway
-(another library's sync) is retried a few times by its caller, then given up.
+under way fails that call or the capture, whatever the mode. ``CAPTURE_GATE`` keeps the
+two apart in this process: a capture holds it exclusively, and the product's own
+context-wide waits (``quiet()``: core/gpu/buffers.py, core/gpu/context.py) and the
+engines' plain runs before their captures (cuDNN's search, the arena's growth) hold it
+shared, with one another. A capture that fails anyway (another library's sync) is
+retried a few times by its caller, then given up.
 
 pycuda has no stream capture; libcuda (the driver every CUDA program loads) has.
 """
@@ -36,7 +38,8 @@ from typing import Any
 from framelens.core.errors import EngineError
 
 __all__ = [
-    "CAPTURE_LOCK",
+    "CAPTURE_GATE",
+    "CaptureGate",
     "CapturedGraph",
     "GraphRefused",
     "capture",
@@ -45,7 +48,54 @@ __all__ = [
     "stream_non_blocking",
 ]
 
-CAPTURE_LOCK = threading.RLock()  # held through a capture; context-wide waits take it
+
+class CaptureGate:
+    """Captures one at a time, each alone (``exclusive()``); the work that must not run
+    beside a capture (``shared()``) runs together otherwise. A waiting capture goes
+    before new shared work; a thread already inside ``shared()`` enters it again freely."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._capturing = False
+        self._waiting = 0  # captures waiting
+        self._mine = threading.local()
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        depth = getattr(self._mine, "depth", 0)
+        if depth == 0:
+            with self._cond:
+                self._cond.wait_for(lambda: not self._capturing and not self._waiting)
+                self._shared += 1
+        self._mine.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._mine.depth = depth
+            if depth == 0:
+                with self._cond:
+                    self._shared -= 1
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            try:
+                self._cond.wait_for(lambda: not self._capturing and self._shared == 0)
+            finally:
+                self._waiting -= 1
+            self._capturing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._capturing = False
+                self._cond.notify_all()
+
+
+CAPTURE_GATE = CaptureGate()
 
 _THREAD_LOCAL = 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 # CUgraphNodeType
@@ -83,11 +133,9 @@ class GraphRefused(EngineError):
         self.retry = retry
 
 
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
+def quiet() -> contextlib.AbstractContextManager[None]:
     """No capture runs in this process meanwhile: for context-wide waits."""
-    with CAPTURE_LOCK:
-        yield
+    return CAPTURE_GATE.shared()
 
 
 class _Memcpy3D(ctypes.Structure):
@@ -207,7 +255,7 @@ def capture(stream_handle: int, work: Callable[[], object]) -> CapturedGraph:
     otherwise, after the capture was ended."""
     lib = _driver()
     graph = ctypes.c_void_p()
-    with CAPTURE_LOCK:
+    with CAPTURE_GATE.exclusive():
         _check(
             lib.cuStreamBeginCapture_v2(stream_handle, _THREAD_LOCAL),
             "beginning the capture",

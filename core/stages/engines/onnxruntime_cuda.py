@@ -33,7 +33,7 @@ import numpy.typing as npt
 from framelens.core.errors import EngineError
 from framelens.core.gpu.buffers import DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.graphs import CAPTURE_LOCK
+from framelens.core.gpu.graphs import CAPTURE_GATE
 from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine, ort_message
 from framelens.core.stages.engines.onnxruntime_graphs import (
@@ -283,7 +283,7 @@ class DeviceBinding:
                     if self._graphs is not None and self._graphs.on:
                         # a plain run before its shape's capture (cuDNN's search, the
                         # arena's growth): never beside another engine's capture
-                        with CAPTURE_LOCK:
+                        with CAPTURE_GATE.shared():
                             self._session.run_with_iobinding(self._io)
                     else:
                         self._session.run_with_iobinding(self._io)  # the whole batch: one run

@@ -33,6 +33,7 @@ from framelens.core.errors import EngineError
 from framelens.core.gpu.buffers import DevicePool, cuda_driver
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.graphs import (
+    CAPTURE_GATE,
     CapturedGraph,
     GraphRefused,
     capture,
@@ -172,7 +173,8 @@ class ShapeGraphs:
                 outputs[index] = (out_shape, int(pool.buffers[0].ptr))
             cuda.memcpy_dtod_async(graph_input, input_ptr, nbytes, self._stream)
             bind(graph_input, outputs)
-            run(None)  # plain, on the graph's buffers: its reference
+            with CAPTURE_GATE.shared():
+                run(None)  # plain, on the graph's buffers: its reference
             reference = self._read(outputs)
             import onnxruntime as ort
 

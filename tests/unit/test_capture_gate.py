@@ -1,0 +1,82 @@
+"""The gate that keeps CUDA graph captures apart from context-wide waits (core/gpu/graphs.py).
+
+A capture beside a context-wide synchronisation fails one or the other, so: captures
+run alone, the work that must not run beside one runs together otherwise, and a waiting
+capture is not starved by a stream of such work. Threads and timing only; no GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from framelens.core.gpu.graphs import CaptureGate
+
+
+def test_shared_work_runs_together_and_a_capture_runs_alone() -> None:
+    gate = CaptureGate()
+    inside = {"shared": 0, "most_shared": 0, "capture_saw_shared": -1}
+    lock = threading.Lock()
+    both_in = threading.Barrier(2, timeout=5)
+    both_inside = threading.Event()
+
+    def shared() -> None:
+        with gate.shared():
+            with lock:
+                inside["shared"] += 1
+                inside["most_shared"] = max(inside["most_shared"], inside["shared"])
+            both_in.wait()  # both shared holders inside at once, or this times out
+            both_inside.set()
+            time.sleep(0.05)
+            with lock:
+                inside["shared"] -= 1
+
+    def capture() -> None:
+        both_inside.wait(5)  # the capture comes while both are inside
+        with gate.exclusive(), lock:
+            inside["capture_saw_shared"] = inside["shared"]
+
+    threads = [threading.Thread(target=f) for f in (shared, shared, capture)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert inside["most_shared"] == 2
+    assert inside["capture_saw_shared"] == 0  # it waited for both to leave
+
+
+def test_a_waiting_capture_goes_before_new_shared_work_and_reentry_does_not_block() -> None:
+    gate = CaptureGate()
+    order: list[str] = []
+    holding = threading.Event()
+    release = threading.Event()
+
+    def first() -> None:
+        with gate.shared():
+            holding.set()
+            release.wait(5)
+            with gate.shared():  # again, from a thread inside: no deadlock behind the capture
+                order.append("re-entered")
+
+    def capture() -> None:
+        with gate.exclusive():
+            order.append("capture")
+
+    def late() -> None:
+        with gate.shared():
+            order.append("late shared")
+
+    a = threading.Thread(target=first)
+    a.start()
+    holding.wait(5)
+    b = threading.Thread(target=capture)
+    b.start()
+    time.sleep(0.05)  # the capture is waiting now
+    c = threading.Thread(target=late)
+    c.start()
+    time.sleep(0.05)
+    assert order == []  # the late shared work waits behind the waiting capture
+    release.set()
+    for t in (a, b, c):
+        t.join(5)
+    assert order == ["re-entered", "capture", "late shared"]
