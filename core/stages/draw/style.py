@@ -385,7 +385,7 @@ def _trail(
     canvas = np.zeros((y1 - y0 + 1, x1 - x0 + 1), np.uint8)
     shifted = (pts - np.array([x0, y0])).astype(np.int32).reshape(-1, 1, 2)
     cv2.polylines(canvas, [shifted], False, 1, thick, cv2.LINE_8)
-    mask = canvas.astype(bool)
+    mask = canvas.view(np.bool_)  # 0 or 1 only: the same bytes, not a copy
     return Trail(x0, y0, mask, colour, track_id) if mask.any() else None
 
 
