@@ -77,9 +77,12 @@ def nvdec_fps(path: str, ctx: Any, frames: int) -> dict[str, Any]:
         source.close()
 
 
-def engine_only_fps(spec: Any, ctx: Any, iterations: int, graphs: bool = False) -> dict[str, Any]:
-    """The model alone on a device input (a real preprocessed frame), outputs to host;
-    ``graphs``: its runs replayed as CUDA graphs (core/stages/engines/onnxruntime_graphs.py)."""
+def engine_only_fps(
+    spec: Any, ctx: Any, iterations: int, graphs: bool = False, batch: int = 1
+) -> dict[str, Any]:
+    """The model alone on a device input (a real preprocessed frame, ``batch`` copies of
+    it through the batch variant), outputs to host; ``graphs``: its runs replayed as CUDA
+    graphs (core/stages/engines/onnxruntime_graphs.py)."""
     import numpy as np
     import pycuda.driver as cuda
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
@@ -91,6 +94,11 @@ def engine_only_fps(spec: Any, ctx: Any, iterations: int, graphs: bool = False) 
         frame = s.read()
     assert frame is not None
     tensor = Preprocessor(spec, frame.width, frame.height)(frame.image).copy()
+    if batch > 1:
+        from framelens.core.precision.batch import batch_variant
+
+        spec = batch_variant(spec)
+        tensor = np.repeat(tensor, batch, axis=0)
     with ctx.active():
         stream = cuda.Stream(flags=1)  # non-blocking, as the pipelines' (graphs need it)
         device_input = cuda.to_device(np.ascontiguousarray(tensor))
@@ -373,7 +381,7 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         else None
     )
     plain_runs: list[float] = []
-    engine_ms: dict[str, list[float]] = {"graphs": [], "plain": []}
+    engine_ms: dict[str, list[float]] = {}
     session: list[dict[str, Any]] = []
     runner: list[dict[str, Any]] = []
     decodes: list[dict[str, Any]] = []
@@ -382,11 +390,12 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         for i in range(args.repeats):
             if plain is not None:
                 plain_runs.append(plain.run(args.frames)["fps"])
-                for kind in ("graphs", "plain"):
-                    alone = engine_only_fps(spec, ctx, 300, graphs=kind == "graphs")
-                    engine_ms[kind].append(alone["ms_median"])
-                    if alone.get("graphs_why_not"):
-                        print(f"  no graphs: {alone['graphs_why_not']}", file=sys.stderr)
+                for size in (1, 8):  # the live path's batch, and a file's or a wall's
+                    for kind in ("graphs", "plain"):
+                        alone = engine_only_fps(spec, ctx, 300, graphs=kind == "graphs", batch=size)
+                        engine_ms.setdefault(f"{kind}_batch{size}", []).append(alone["ms_median"])
+                        if alone.get("graphs_why_not"):
+                            print(f"  no graphs: {alone['graphs_why_not']}", file=sys.stderr)
             order = ("session", "runner") if i % 2 == 0 else ("runner", "session")
             for driver in order:
                 run = _with_usage(partial(bench.run, args.frames, driver))
