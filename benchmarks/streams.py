@@ -406,16 +406,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"({summary.frames / call_s:.0f} fps), p99 {row['p99_ms_runs'][-1]} ms"
                 + (f", {len(errors)} sources failed: {errors[0]}" if errors else "")
             )
-            if args.graphs_ab:  # the same run, its engines without CUDA graphs
-                os.environ["FRAMELENS_CUDA_GRAPHS"] = "0"
+
+            def again(env: str, value: str, suffix: str) -> Any:
+                """The same run with ``env`` set to ``value`` (its processes inherit it)."""
+                os.environ[env] = value
                 try:
-                    plain = run_many(
-                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}r{k}g"),
+                    return run_many(
+                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}{suffix}"),
                         videos=False, frames=args.frames, progress=False, workers=workers,
                         **spread,
                     )  # fmt: skip
                 finally:
-                    os.environ.pop("FRAMELENS_CUDA_GRAPHS", None)
+                    os.environ.pop(env, None)
+
+            if args.graphs_ab:  # the same run, its engines without CUDA graphs
+                plain = again("FRAMELENS_CUDA_GRAPHS", "0", f"r{k}g")
                 row.setdefault("no_graphs_fps_runs", []).append(round(plain.fps, 2))
                 say(f"  the same without CUDA graphs: {plain.fps:.0f} fps")
             if sampler is not None:
@@ -433,15 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                 decode_only_fps(video, n, args.frames, args.device), 1
             )
             if args.ab_host_candidates:  # the same run, whole outputs copied to the host
-                os.environ[HOST_CANDIDATES_ENV] = "1"
-                try:
-                    other = run_many(
-                        [video] * n, settings, str(Path(tmp) / f"n{n}w{workers}p{procs}h"),
-                        videos=False, frames=args.frames, progress=False, workers=workers,
-                        **spread,
-                    )  # fmt: skip
-                finally:
-                    os.environ.pop(HOST_CANDIDATES_ENV, None)
+                other = again(HOST_CANDIDATES_ENV, "1", "h")
                 row["host_candidates_fps"] = other.fps
                 row["device_vs_host_candidates"] = round(summary.fps / other.fps, 3)
             if args.track:  # tracking's cost: the same run with and without, alternated
