@@ -247,6 +247,8 @@ def main() -> int:
     frames = args.frames
 
     if args.live:
+        if args.graphs_ab:  # the session's side with graphs, whatever the default
+            os.environ["FRAMELENS_CUDA_GRAPHS"] = "1"
         return _live(video, spec, ctx, args)
     # warm-up of every path (module loads, cuDNN autotuning, NVDEC sessions)
     naive_loop(video, spec, 30)
@@ -441,7 +443,7 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
             for n, runs in other_runs.items()
         },
         "target_fps": 520,
-        "cuda_graphs": os.environ.get("FRAMELENS_CUDA_GRAPHS", "1") != "0",
+        "cuda_graphs": _graphs_planned(),
         "stage_ms": sorted(session, key=lambda r: r["fps"])[len(session) // 2]["stage_ms"],
         # as benchmarks/handoff.py reports them on the CPU: process CPU time and voluntary
         # context switches (a thread blocked on a lock, condition, queue or the GIL)
@@ -469,6 +471,13 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
+
+
+def _graphs_planned() -> bool:
+    """Whether the pipelines' engines are made with CUDA graphs (the plan's choice)."""
+    from framelens.core.pipeline.engine_plan import cuda_options_for
+
+    return cuda_options_for("fp32").graphs
 
 
 def _without_graphs(make: Any) -> Any:

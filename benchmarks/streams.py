@@ -278,11 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--track-repeats", type=int, default=5, metavar="N")
     parser.add_argument(
         "--graphs-ab", action="store_true",
-        help="each run followed by the same run with FRAMELENS_CUDA_GRAPHS=0 (engines "
-        "without CUDA graphs): no_graphs_fps and graphs_over_no_graphs per row",
+        help="every run with FRAMELENS_CUDA_GRAPHS=1, each followed by the same run with "
+        "FRAMELENS_CUDA_GRAPHS=0: no_graphs_fps and graphs_over_no_graphs per row",
     )  # fmt: skip
     parser.add_argument("--output")
     args = parser.parse_args(argv)
+    if args.graphs_ab:  # the product's side with graphs, whatever the default
+        os.environ["FRAMELENS_CUDA_GRAPHS"] = "1"
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     if args.ceiling_frames is None:
@@ -409,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
 
             def again(env: str, value: str, suffix: str) -> Any:
                 """The same run with ``env`` set to ``value`` (its processes inherit it)."""
+                before = os.environ.get(env)
                 os.environ[env] = value
                 try:
                     return run_many(
@@ -417,7 +420,10 @@ def main(argv: list[str] | None = None) -> int:
                         **spread,
                     )  # fmt: skip
                 finally:
-                    os.environ.pop(env, None)
+                    if before is None:
+                        os.environ.pop(env, None)
+                    else:
+                        os.environ[env] = before
 
             if args.graphs_ab:  # the same run, its engines without CUDA graphs
                 plain = again("FRAMELENS_CUDA_GRAPHS", "0", f"r{k}g")

@@ -10,8 +10,9 @@ is what ran.
 - Bias fused into the convolution (``fuse_conv_bias``): for FP16 graphs whose task asks
   for it (the same heavy super-resolution models), measured faster.
 - CUDA graphs: each batch size's engine call captured once by the engine itself
-  (core/gpu/graphs.py, thread-local capture) and replayed from then on, unless
-  ``FRAMELENS_CUDA_GRAPHS=0``; never ONNX Runtime's ``enable_cuda_graph``, for the reason
+  (core/gpu/graphs.py, thread-local capture) and replayed from then on, with
+  ``FRAMELENS_CUDA_GRAPHS=1`` (``GRAPHS_DEFAULT`` otherwise: off until their GPU tests
+  have run on the lent GPU); never ONNX Runtime's ``enable_cuda_graph``, for the reason
   in CUDA_GRAPH_WHY.
 """
 
@@ -27,6 +28,7 @@ from framelens.core.models.spec import ModelSpec
 
 __all__ = [
     "CUDA_GRAPH_WHY",
+    "GRAPHS_DEFAULT",
     "GRAPHS_ENV",
     "CudaOptions",
     "cuda_options_for",
@@ -58,7 +60,13 @@ CUDA_GRAPH_WHY = (
     "would break it"
 )
 NO_CUDA_GRAPH_WHY = "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0"
+UNTRIED_CUDA_GRAPH_WHY = (
+    "no CUDA graphs: the engine's own capture (FRAMELENS_CUDA_GRAPHS=1) waits for its GPU "
+    "tests; ONNX Runtime's enable_cuda_graph records in global mode, which NVDEC's and the "
+    "other worker's CUDA calls would break"
+)
 GRAPHS_ENV = "FRAMELENS_CUDA_GRAPHS"
+GRAPHS_DEFAULT = "0"  # "1" once tests/gpu/test_graphs_gpu.py has passed on the lent GPU
 
 
 @dataclass(frozen=True)
@@ -109,8 +117,12 @@ def cuda_options_for(
         options["fuse_conv_bias"] = "1"
         why.append(FUSE_WHY)
     options.update(asked)
-    graphs = os.environ.get(GRAPHS_ENV, "1") != "0"
-    why.append(CUDA_GRAPH_WHY if graphs else NO_CUDA_GRAPH_WHY)
+    asked_graphs = os.environ.get(GRAPHS_ENV)
+    graphs = (asked_graphs or GRAPHS_DEFAULT) == "1"
+    if graphs:
+        why.append(CUDA_GRAPH_WHY)
+    else:
+        why.append(NO_CUDA_GRAPH_WHY if asked_graphs == "0" else UNTRIED_CUDA_GRAPH_WHY)
     return CudaOptions(tuple(options.items()), tuple(why), graphs)
 
 

@@ -193,13 +193,14 @@ def test_an_engine_on_a_blocking_stream_takes_no_graphs_and_says_why(
 def test_the_gpu_pipeline_detects_the_same_with_graphs_as_without(
     cuda_provider: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`framelens run`'s GPU pipeline on the bundled sample's first 90 frames: the plan
-    says CUDA graphs, and every frame's detections equal those of a run with
-    FRAMELENS_CUDA_GRAPHS=0."""
+    """`framelens run`'s GPU pipeline on the bundled sample's first 90 frames: with
+    FRAMELENS_CUDA_GRAPHS=1 the plan says CUDA graphs, and every frame's detections equal
+    those of a run with FRAMELENS_CUDA_GRAPHS=0."""
     from framelens.core.pipeline import build
     from framelens.core.pipeline.settings import PipelineSettings
 
     settings = PipelineSettings(resolve_model("yolox-nano"), device="cuda:0")
+    monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
     planned = build.plan(settings)
     assert planned.engine is not None and "CUDA graphs" in planned.engine.value
     runs = {}

@@ -18,7 +18,7 @@ import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline import build
-from framelens.core.pipeline.engine_plan import CUDA_GRAPH_WHY
+from framelens.core.pipeline.engine_plan import CUDA_GRAPH_WHY, GRAPHS_DEFAULT
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.precision import CalibrationSettings, VariantInfo, prepare_variant
 from framelens.core.precision.conv_check import conv_problems, conv_views, nhwc_misread_convs
@@ -107,8 +107,9 @@ def test_on_cuda_an_int8_sr_graph_is_planned_nchw_and_its_float_graphs_nhwc(
     """The plan's engine options, with their reasons, are what the engines get: TF32 off
     for FP32 only, NHWC for the heavy model's float graphs, NCHW for its INT8 graph (every
     convolution there has a Q/DQ weight beside a float bias), CUDA graphs of the engine's
-    own capture (ONNX Runtime's option never among the provider options)."""
+    own capture when asked for (ONNX Runtime's option never among the provider options)."""
     monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)  # no GPU here
+    monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
     fp32 = build.plan(PipelineSettings(heavy, device="cuda:0"))
     assert fp32.engine is not None
     assert fp32.engine.value == "use_tf32=0, prefer_nhwc=1, CUDA graphs"
@@ -134,11 +135,12 @@ def test_on_cuda_an_int8_sr_graph_is_planned_nchw_and_its_float_graphs_nhwc(
 
 
 def test_a_heavy_sr_models_fp16_graph_gets_the_bias_fused_and_its_fp32_graph_not(
-    heavy: ModelSpec,
+    heavy: ModelSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """fuse_conv_bias was measured faster for ESRGAN's FP16 graph (61.4 -> 52.7 ms on an
     H100): the FP16 engine takes it, with its reason; FP32 keeps the plain convolution;
     a detector never asks for it."""
+    monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
     fp16 = build.engine_cuda_options(heavy, "fp16")
     assert fp16.as_dict() == {"use_tf32": "1", "prefer_nhwc": "1", "fuse_conv_bias": "1"}
     assert fp16.value == "use_tf32=1, prefer_nhwc=1, fuse_conv_bias=1, CUDA graphs"
@@ -160,6 +162,13 @@ def test_cuda_graphs_can_be_turned_off_and_the_plan_says_so(
     assert "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0" in options.why
     monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
     assert build.engine_cuda_options(heavy, "fp16").graphs
+    monkeypatch.delenv("FRAMELENS_CUDA_GRAPHS")  # unset: the default, with its reason
+    default = build.engine_cuda_options(heavy, "fp16")
+    assert default.graphs == (GRAPHS_DEFAULT == "1")
+    assert (CUDA_GRAPH_WHY in default.why) == default.graphs
+    assert any(w.startswith("no CUDA graphs: the engine's own capture") for w in default.why) != (
+        default.graphs
+    )
 
 
 def test_the_plan_shows_no_engine_options_off_cuda(heavy: ModelSpec) -> None:
