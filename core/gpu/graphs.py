@@ -80,12 +80,15 @@ class CaptureGate:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
+        if getattr(self._mine, "depth", 0):  # it would wait for itself forever
+            raise RuntimeError("a capture from inside work that must not run beside one")
         with self._cond:
             self._waiting += 1
             try:
                 self._cond.wait_for(lambda: not self._capturing and self._shared == 0)
             finally:
                 self._waiting -= 1
+                self._cond.notify_all()  # shared work held back for this capture
             self._capturing = True
         try:
             yield
@@ -194,7 +197,10 @@ def _driver() -> Any:
         "cuStreamGetFlags": [vp, ctypes.POINTER(ctypes.c_uint)],
     }
     for name, args in signatures.items():
-        function = getattr(lib, name)
+        try:
+            function = getattr(lib, name)
+        except AttributeError:
+            raise EngineError(f"CUDA graphs: this CUDA driver has no {name}") from None
         function.argtypes = args
         function.restype = ctypes.c_int
     return lib

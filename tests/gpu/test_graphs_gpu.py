@@ -21,6 +21,7 @@ from framelens.core.models.catalog import resolve_model
 from framelens.core.precision.batch import batch_variant
 from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 from framelens.core.stages.engines.onnxruntime_graphs import WARM_RUNS
+from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 
 pytestmark = pytest.mark.gpu
 
@@ -57,6 +58,9 @@ class Inputs:
         with self.ctx.active():
             alloc = cuda.mem_alloc(host.nbytes)
             cuda.memcpy_htod(alloc, host)
+        # a copy from pageable memory may still be landing when the call returns, and the
+        # engines' non-blocking streams do not wait for it
+        self.ctx.synchronize()
         self._allocs.append(alloc)
         return host, int(alloc)
 
@@ -209,10 +213,11 @@ def test_the_gpu_pipeline_detects_the_same_with_graphs_as_without(
         runs[flag] = _detections(settings, 90)
     assert sum(len(d) for d in runs["0"].values()) > 20
     assert sorted(runs["1"]) == sorted(runs["0"]) == list(range(90))
+    totals = AgreementTotals()  # as test_gpu_pipeline: a borderline score may flip
     for index, want in runs["0"].items():
-        got = runs["1"][index]
-        assert len(got) == len(want), f"frame {index}"
-        np.testing.assert_allclose(got.boxes, want.boxes, atol=1e-2, err_msg=f"frame {index}")
+        totals.add_frame(want, runs["1"][index])
+    assert totals.f1 >= 0.99, totals.as_dict()
+    assert totals.mean_iou >= 0.99, totals.as_dict()
 
 
 def _detections(settings: Any, frames: int) -> dict[int, Any]:
@@ -262,9 +267,9 @@ def test_a_conv_without_bias_before_relu_replays_right_after_other_shapes(
             for call, n in enumerate([1, 2] * 8):
                 host, ptr = inputs.make(n)
                 got, want = outputs(graphed, ptr, host.shape), outputs(plain, ptr, host.shape)
-                np.testing.assert_allclose(
-                    got[0], want[0], rtol=1e-5, atol=1e-3, err_msg=f"call {call}"
-                )
+                scale = max(float(np.abs(want[0]).max()), 1e-3)
+                worst = float(np.abs(got[0].astype(np.float64) - want[0]).max())
+                assert worst <= 1e-4 * scale, f"call {call} (batch {n}): off by {worst:.3g}"
             assert graphed.graphs_why_not is None, graphed.graphs_why_not
             assert set(graphed.graph_shapes) == {(1, 3, 416, 416), (2, 3, 416, 416)}
     finally:

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
+import pytest
 from framelens.core.gpu.graphs import CaptureGate
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.001)
 
 
 def test_shared_work_runs_together_and_a_capture_runs_alone() -> None:
@@ -36,7 +45,7 @@ def test_shared_work_runs_together_and_a_capture_runs_alone() -> None:
         with gate.exclusive(), lock:
             inside["capture_saw_shared"] = inside["shared"]
 
-    threads = [threading.Thread(target=f) for f in (shared, shared, capture)]
+    threads = [threading.Thread(target=f, daemon=True) for f in (shared, shared, capture)]
     for t in threads:
         t.start()
     for t in threads:
@@ -66,13 +75,13 @@ def test_a_waiting_capture_goes_before_new_shared_work_and_reentry_does_not_bloc
         with gate.shared():
             order.append("late shared")
 
-    a = threading.Thread(target=first)
+    a = threading.Thread(target=first, daemon=True)
     a.start()
     holding.wait(5)
-    b = threading.Thread(target=capture)
+    b = threading.Thread(target=capture, daemon=True)
     b.start()
-    time.sleep(0.05)  # the capture is waiting now
-    c = threading.Thread(target=late)
+    wait_until(lambda: gate._waiting == 1)  # the capture waits for the first to leave
+    c = threading.Thread(target=late, daemon=True)
     c.start()
     time.sleep(0.05)
     assert order == []  # the late shared work waits behind the waiting capture
@@ -80,3 +89,11 @@ def test_a_waiting_capture_goes_before_new_shared_work_and_reentry_does_not_bloc
     for t in (a, b, c):
         t.join(5)
     assert order == ["re-entered", "capture", "late shared"]
+
+
+def test_a_capture_from_inside_shared_work_is_refused_not_a_deadlock() -> None:
+    gate = CaptureGate()
+    with gate.shared(), pytest.raises(RuntimeError, match="from inside work"), gate.exclusive():
+        pass
+    with gate.exclusive():  # and the gate still works afterwards
+        pass

@@ -5,12 +5,19 @@ The captures themselves run on the GPU (tests/gpu/test_graphs_gpu.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 from framelens.core.gpu.graphs import GraphRefused, graphs_available
-from framelens.core.stages.engines.onnxruntime_graphs import ShapeGraphs
+from framelens.core.models.catalog import resolve_model
+from framelens.core.stages.engines.onnxruntime_graphs import (
+    SESSION_CONFIG,
+    ShapeGraphs,
+    graph_blockers,
+)
 
 F32 = np.dtype(np.float32)
 
@@ -28,9 +35,15 @@ def test_a_replay_equal_to_the_plain_run_passes() -> None:
 
 def test_a_replay_off_by_reduction_order_passes_and_one_off_by_more_is_refused() -> None:
     want = np.random.default_rng(2).normal(size=1000).astype(np.float32) * 100
-    agree([want], [want + np.float32(1e-3)])  # 1e-5 of the output's scale
+    agree([want], [want * np.float32(1 + 1e-5)])  # each value within its own 1e-3
     with pytest.raises(GraphRefused, match=r"differ from a plain run's by 0\.5"):
         agree([want], [want + np.float32(0.5)])
+    # a score beside large coordinates gets its own tolerance, not theirs
+    mixed = np.array([400.0, 0.02], np.float32)
+    with pytest.raises(GraphRefused):
+        agree([mixed], [mixed + np.array([0.0, 0.01], np.float32)])
+    nan_too = np.array([1.0, np.nan, 3.0], np.float32)
+    agree([nan_too], [nan_too * np.float32(1 + 1e-5)])  # NaN kept, the rest within
 
 
 @pytest.mark.parametrize(
@@ -47,6 +60,61 @@ def test_a_replay_that_is_not_the_plain_runs_is_refused(want: Any, got: Any) -> 
     with pytest.raises(GraphRefused) as refused:
         agree([want], [got])
     assert not refused.value.retry  # a wrong graph is given up, not tried again
+
+
+def test_graphs_with_operators_a_replay_gets_wrong_take_none(tmp_path: Path) -> None:
+    """Gemm regrows a buffer of ones for a larger batch (a graph of a smaller one would
+    read it freed); a detector of convolutions has no such operator."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 2), np.float32), "w")
+    b = numpy_helper.from_array(np.zeros(2, np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"])],
+        "gemm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
+        [w, b],
+    )
+    path = tmp_path / "gemm.onnx"
+    onnx.save(helper.make_model(graph), path)
+    why = graph_blockers(path)
+    assert why is not None and "Gemm" in why
+    assert graph_blockers(resolve_model("yolox-nano").path) is None
+    graphs = ShapeGraphs(None, None, [((1, 2), None, F32)], enabled=True, blocked=why)
+    assert graphs.why_not == why
+
+
+def test_engines_with_graphs_are_made_without_the_conv_activation_fusion(tmp_path: Path) -> None:
+    """The fused Conv+Relu reallocates a buffer when its input shape changes: the session
+    configuration engines with graphs get keeps the two nodes apart (ONNX Runtime's own
+    optimised graph, written out by the CPU provider, shows it)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((8, 3, 3, 3), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+        "conv_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 14, 14])],
+        [weight],
+    )
+    path = tmp_path / "conv_relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+    def optimised(config: dict[str, str]) -> list[str]:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        out = tmp_path / f"opt{len(config)}.onnx"
+        opts.optimized_model_filepath = str(out)
+        for key, value in config.items():
+            opts.add_session_config_entry(key, value)
+        ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        return [node.op_type for node in onnx.load(str(out)).graph.node]
+
+    assert optimised({}) == ["FusedConv"]  # what the fusion does without the configuration
+    assert optimised(SESSION_CONFIG) == ["Conv", "Relu"]
 
 
 def test_an_engine_whose_output_shapes_onnx_runtime_chooses_takes_no_graphs() -> None:

@@ -40,6 +40,7 @@ from framelens.core.stages.engines.onnxruntime_graphs import (
     SESSION_CONFIG,
     GraphOutput,
     ShapeGraphs,
+    graph_blockers,
 )
 
 __all__ = [
@@ -168,6 +169,7 @@ class DeviceBinding:
         device_type: str = "cuda",
         device_id: int | None = None,
         graphs: bool = False,
+        model_path: str | os.PathLike[str] | None = None,
     ) -> None:
         self._session = session
         self._graphs: ShapeGraphs | None = None
@@ -202,7 +204,8 @@ class DeviceBinding:
                 for output in self._outputs:
                     self._bind_output(output)
                 if graphs and device_type == "cuda":
-                    self._graphs = self._shape_graphs()
+                    blocked = graph_blockers(model_path) if model_path is not None else None
+                    self._graphs = self._shape_graphs(blocked)
                 self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
                 self._done = cuda.Event(cuda.event_flags.DISABLE_TIMING)
         except EngineError:
@@ -212,12 +215,13 @@ class DeviceBinding:
             self.close()
             raise EngineError(f"binding the model's outputs failed: {ort_message(exc)}") from exc
 
-    def _shape_graphs(self) -> ShapeGraphs:
+    def _shape_graphs(self, blocked: str | None) -> ShapeGraphs:
         graphs = ShapeGraphs(
             self._ctx,
             self._stream,
             [(o.static_shape, o.per_item, o.dtype) for o in self._outputs],
             enabled=True,
+            blocked=blocked,
         )
         for index, output in enumerate(self._outputs):
             if output.static_shape is not None and output.device is not None:
@@ -317,7 +321,11 @@ class DeviceBinding:
             return None
         graph = graphs.graph_for(shape)
         if graph is not None:
-            return graphs.replay(graph, input_ptr)
+            try:
+                return graphs.replay(graph, input_ptr)
+            except EngineError as exc:  # a launch the driver refused: plain runs from now
+                graphs.refuse(f"CUDA graphs: replaying failed ({exc})")
+                return None
         if not graphs.wants_capture(shape):
             return None
         nbytes = int(np.prod(shape)) * self.input_dtype.itemsize
@@ -457,7 +465,9 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
                 session_config=SESSION_CONFIG if graphs else None,
             )
             try:
-                self._binding = DeviceBinding(self._session, ctx, stream, graphs=graphs)
+                self._binding = DeviceBinding(
+                    self._session, ctx, stream, graphs=graphs, model_path=self.path
+                )
             except EngineError:
                 self.close()
                 raise

@@ -8,8 +8,10 @@ own input buffer, one launch, the outputs in the graph's own buffers.
 
 A shape is captured on its ``WARM_RUNS + 1``-th call, after plain runs have let cuDNN
 pick its algorithms and ONNX Runtime's arena grow to the call's size (a capture may not
-allocate). The capture is checked before it is used: the graph's outputs are filled
-with garbage, replayed over, and must agree with a plain run on the same input. A
+allocate). The capture is checked before it is used: a plain run on a zero input
+leaves every buffer of the session holding other values, the graph's outputs are filled
+with garbage, and the replay on the call's input must then agree with the plain run on
+it (work the capture missed would show). A
 capture the driver stops (another thread's context-wide sync, say) is tried again after
 more plain runs, up to ``TRIES`` times; anything else refused (a graph that would replay
 wrongly, a replay that disagrees) turns the graphs off for the engine, every graph of it
@@ -17,12 +19,16 @@ dropped, with the reason in ``why_not`` and the log, and the engine runs as befo
 
 ONNX Runtime's fused Conv+activation frees and reallocates a buffer when its input shape
 changes, which a graph of the earlier shape would still read: engines with graphs are
-made without that fusion (``SESSION_CONFIG``).
+made without that fusion (``SESSION_CONFIG``). Gemm keeps such a buffer too (its ones
+for a broadcast bias, regrown for a larger batch), and control flow syncs with the host:
+graphs with those operators get no graphs (``graph_blockers``). At most ``MAX_SHAPES``
+shapes are captured an engine; others run plain.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,13 +47,44 @@ from framelens.core.gpu.graphs import (
     stream_non_blocking,
 )
 
-__all__ = ["SESSION_CONFIG", "TRIES", "WARM_RUNS", "GraphOutput", "ShapeGraph", "ShapeGraphs"]
+__all__ = [
+    "BLOCKING_OPS",
+    "MAX_SHAPES",
+    "SESSION_CONFIG",
+    "TRIES",
+    "WARM_RUNS",
+    "GraphOutput",
+    "ShapeGraph",
+    "ShapeGraphs",
+    "graph_blockers",
+]
 
 log = logging.getLogger(__name__)
 
 WARM_RUNS = 2  # plain runs of a shape before it is captured
 TRIES = 3  # captures the driver stopped before the graphs are given up
+MAX_SHAPES = 16  # graphs an engine keeps (a batch size each, in practice)
 SESSION_CONFIG = {"optimization.disable_specified_optimizers": "ConvActivationFusion"}
+# operators whose kernels keep per-shape device state, or sync with the host
+BLOCKING_OPS = frozenset({"Gemm", "If", "Loop", "Scan"})
+_GARBAGE_FLOAT, _GARBAGE_OTHER = 0xFF, 0xA5  # NaN in every float width; a rare pattern
+
+
+def graph_blockers(path: str | os.PathLike[str]) -> str | None:
+    """Why the ONNX graph at ``path`` cannot be replayed as CUDA graphs (its operators),
+    or None."""
+    try:
+        import onnx
+
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # what ONNX cannot read, ONNX Runtime reports where it loads it
+        return None
+    found = sorted({node.op_type for node in model.graph.node} & BLOCKING_OPS)
+    if found:
+        return f"the graph has {', '.join(found)}, whose kernels a replay would get wrong"
+    return None
+
+
 _SYNC_OFF = "disable_synchronize_execution_providers"  # ORT's run option: no stream sync
 
 GraphOutput = tuple[tuple[int, ...], int]  # an output's shape and device pointer
@@ -85,6 +122,7 @@ class ShapeGraphs:
         outputs: Sequence[tuple[tuple[int, ...] | None, tuple[int, ...] | None, np.dtype[Any]]],
         *,
         enabled: bool,
+        blocked: str | None = None,
     ) -> None:
         self._ctx, self._stream = ctx, stream
         self._outputs = list(outputs)
@@ -94,7 +132,7 @@ class ShapeGraphs:
         self._failed = 0  # captures the driver stopped
         self.why_not: str | None = None if enabled else "off"
         if self.why_not is None:
-            self.why_not = self._why_not()
+            self.why_not = blocked or self._why_not()
 
     def _why_not(self) -> str | None:
         if any(static is None and per_item is None for static, per_item, _ in self._outputs):
@@ -129,7 +167,7 @@ class ShapeGraphs:
 
     def wants_capture(self, shape: tuple[int, ...]) -> bool:
         """Whether this call of ``shape`` should be captured (counted as a call)."""
-        if self.why_not is not None:
+        if self.why_not is not None or len(self._graphs) >= MAX_SHAPES:
             return False
         self._seen[shape] += 1
         return self._seen[shape] > WARM_RUNS
@@ -183,9 +221,16 @@ class ShapeGraphs:
             graph = capture(int(self._stream.handle), lambda: run(options))
             made = ShapeGraph(graph, graph_input, nbytes, tuple(outputs.values()), pools)
             pools = []
-            for index, (out_shape, ptr) in outputs.items():  # garbage the replay writes over
-                size = int(np.prod(out_shape)) * self._outputs[index][2].itemsize
-                cuda.memset_d8_async(ptr, 0xFF, max(size, 1), self._stream)
+            # every buffer of the session made to hold another input's values, the
+            # outputs garbage: a replay that missed any work cannot agree by chance
+            cuda.memset_d8_async(graph_input, 0, max(nbytes, 1), self._stream)
+            with CAPTURE_GATE.shared():
+                run(None)
+            for index, (out_shape, ptr) in outputs.items():
+                dtype = self._outputs[index][2]
+                fill = _GARBAGE_FLOAT if np.issubdtype(dtype, np.floating) else _GARBAGE_OTHER
+                size = int(np.prod(out_shape)) * dtype.itemsize
+                cuda.memset_d8_async(ptr, fill, max(size, 1), self._stream)
             self.replay(made, input_ptr)
             self._agree(reference, self._read(outputs))
         except GraphRefused as exc:
@@ -216,21 +261,26 @@ class ShapeGraphs:
 
     @staticmethod
     def _agree(reference: list[np.ndarray[Any, Any]], replayed: list[np.ndarray[Any, Any]]) -> None:
-        """GraphRefused unless every replayed output is the plain run's (floats within
-        1e-3 of the output's scale: kernels that reduce in another order; NaN where NaN)."""
+        """GraphRefused unless every replayed output is the plain run's: integers exactly,
+        floats each within 1e-4 + 1e-3 of its own size (kernels that reduce in another
+        order), NaN and infinities where the plain run has them."""
         for want, got in zip(reference, replayed, strict=True):
             floating = np.issubdtype(want.dtype, np.floating)
             if np.array_equal(want, got, equal_nan=floating):
                 continue
+            if not floating:
+                raise GraphRefused("CUDA graphs: the replay's outputs are not a plain run's")
             a, b = want.astype(np.float64), got.astype(np.float64)
             finite = np.isfinite(a)
-            if not floating or not np.array_equal(finite, np.isfinite(b)):
+            if not np.array_equal(finite, np.isfinite(b)) or not np.array_equal(
+                a[~finite], b[~finite], equal_nan=True
+            ):
                 raise GraphRefused("CUDA graphs: the replay's outputs are not a plain run's")
-            scale = float(np.max(np.abs(a[finite]), initial=0.0))
-            worst = float(np.max(np.abs(a[finite] - b[finite]), initial=0.0))
-            if worst > 1e-3 * max(scale, 1.0) or not np.array_equal(a[~finite], b[~finite]):
+            off = np.abs(a[finite] - b[finite])
+            if np.any(off > 1e-4 + 1e-3 * np.abs(a[finite])):
                 raise GraphRefused(
-                    f"CUDA graphs: the replay's outputs differ from a plain run's by {worst:.3g}"
+                    f"CUDA graphs: the replay's outputs differ from a plain run's by "
+                    f"{float(off.max()):.3g}"
                 )
 
     @staticmethod
@@ -239,6 +289,10 @@ class ShapeGraphs:
             made.close()
         for pool in pools:
             pool.close()
+
+    def refuse(self, why: str) -> None:
+        """Graphs off for good, every graph dropped (``why`` said once, and kept)."""
+        self._refuse(why, None, [])
 
     def _refuse(self, why: str, made: ShapeGraph | None, pools: list[DevicePool]) -> None:
         """Graphs off for good: this capture's and every earlier graph dropped, once the
