@@ -274,3 +274,26 @@ def test_a_conv_without_bias_before_relu_replays_right_after_other_shapes(
             assert set(graphed.graph_shapes) == {(1, 3, 416, 416), (2, 3, 416, 416)}
     finally:
         inputs.free()
+
+
+def test_a_model_with_gemm_gets_no_graphs_and_says_why(
+    gpu_ctx: GpuContext, cuda_provider: None, tmp_path: Path
+) -> None:
+    """Gemm's kernel regrows a buffer of ones for a larger batch, which a graph of a
+    smaller batch would read freed: such a model runs plain, and the engine says why."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 2), np.float32), "w")
+    b = numpy_helper.from_array(np.zeros(2, np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"])],
+        "gemm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
+        [w, b],
+    )
+    path = tmp_path / "gemm.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with OnnxRuntimeCudaEngine(path, gpu_ctx, stream(gpu_ctx), graphs=True) as engine:
+        assert engine.graphs_why_not is not None and "Gemm" in engine.graphs_why_not

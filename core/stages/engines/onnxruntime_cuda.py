@@ -157,7 +157,9 @@ class DeviceBinding:
     """One session's IOBinding to device pointers, with host copies of its outputs.
 
     ``device_type`` is the IOBinding device ("cuda"; tests on a CPU-only machine bind
-    "cpu" buffers the same way).
+    "cpu" buffers the same way). ``graphs``: runs replayed as CUDA graphs once each input
+    shape was captured (core/stages/engines/onnxruntime_graphs.py), unless
+    ``graphs_blocked`` says why the model cannot be (``graph_blockers``).
     """
 
     def __init__(
@@ -169,7 +171,7 @@ class DeviceBinding:
         device_type: str = "cuda",
         device_id: int | None = None,
         graphs: bool = False,
-        model_path: str | os.PathLike[str] | None = None,
+        graphs_blocked: str | None = None,
     ) -> None:
         self._session = session
         self._graphs: ShapeGraphs | None = None
@@ -204,8 +206,7 @@ class DeviceBinding:
                 for output in self._outputs:
                     self._bind_output(output)
                 if graphs and device_type == "cuda":
-                    blocked = graph_blockers(model_path) if model_path is not None else None
-                    self._graphs = self._shape_graphs(blocked)
+                    self._graphs = self._shape_graphs(graphs_blocked)
                 self._event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
                 self._done = cuda.Event(cuda.event_flags.DISABLE_TIMING)
         except EngineError:
@@ -455,6 +456,8 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
         self.stream = stream
         self._binding: DeviceBinding | None = None
         options = {**(cuda_options or {}), "user_compute_stream": str(int(stream.handle))}
+        # a graph whose operators a replay gets wrong keeps its fusions: it gets no graphs
+        blocked = graph_blockers(path) if graphs else None
         with ctx.active():
             super().__init__(
                 path,
@@ -462,11 +465,11 @@ class OnnxRuntimeCudaEngine(OnnxRuntimeEngine, DeviceEngine):
                 threads=threads,
                 spinning=spinning,
                 cuda_options=options,
-                session_config=SESSION_CONFIG if graphs else None,
+                session_config=SESSION_CONFIG if graphs and blocked is None else None,
             )
             try:
                 self._binding = DeviceBinding(
-                    self._session, ctx, stream, graphs=graphs, model_path=self.path
+                    self._session, ctx, stream, graphs=graphs, graphs_blocked=blocked
                 )
             except EngineError:
                 self.close()
