@@ -22,6 +22,7 @@ from framelens.core.precision.batch import batch_variant
 from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 from framelens.core.stages.engines.onnxruntime_graphs import WARM_RUNS
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
+from graph_models import gemm_model
 
 pytestmark = pytest.mark.gpu
 
@@ -281,19 +282,6 @@ def test_a_model_with_gemm_gets_no_graphs_and_says_why(
 ) -> None:
     """Gemm's kernel regrows a buffer of ones for a larger batch, which a graph of a
     smaller batch would read freed: such a model runs plain, and the engine says why."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((4, 2), np.float32), "w")
-    b = numpy_helper.from_array(np.zeros(2, np.float32), "b")
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "w", "b"], ["y"])],
-        "gemm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
-        [w, b],
-    )
-    path = tmp_path / "gemm.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    path = gemm_model(tmp_path / "gemm.onnx")
     with OnnxRuntimeCudaEngine(path, gpu_ctx, stream(gpu_ctx), graphs=True) as engine:
         assert engine.graphs_why_not is not None and "Gemm" in engine.graphs_why_not

@@ -18,6 +18,7 @@ from framelens.core.stages.engines.onnxruntime_graphs import (
     ShapeGraphs,
     graph_blockers,
 )
+from graph_models import gemm_model
 
 F32 = np.dtype(np.float32)
 
@@ -65,19 +66,7 @@ def test_a_replay_that_is_not_the_plain_runs_is_refused(want: Any, got: Any) -> 
 def test_graphs_with_operators_a_replay_gets_wrong_take_none(tmp_path: Path) -> None:
     """Gemm regrows a buffer of ones for a larger batch (a graph of a smaller one would
     read it freed); a detector of convolutions has no such operator."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((4, 2), np.float32), "w")
-    b = numpy_helper.from_array(np.zeros(2, np.float32), "b")
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "w", "b"], ["y"])],
-        "gemm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
-        [w, b],
-    )
-    path = tmp_path / "gemm.onnx"
-    onnx.save(helper.make_model(graph), path)
+    path = gemm_model(tmp_path / "gemm.onnx")
     why = graph_blockers(path)
     assert why is not None and "Gemm" in why
     assert graph_blockers(resolve_model("yolox-nano").path) is None
