@@ -27,6 +27,7 @@ shapes are captured an engine; others run plain.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections import Counter
@@ -72,11 +73,22 @@ _GARBAGE_FLOAT, _GARBAGE_OTHER = 0xFF, 0xA5  # NaN in every float width; a rare 
 
 def graph_blockers(path: str | os.PathLike[str]) -> str | None:
     """Why the ONNX graph at ``path`` cannot be replayed as CUDA graphs (its operators),
-    or None."""
+    or None (cached by file, size and time, as engine_plan's NHWC check: every worker's
+    engine asks)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _blockers(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _blockers(path: str, size: int, mtime: int) -> str | None:
+    del size, mtime  # the cache key only
     try:
         import onnx
 
-        model = onnx.load(str(path), load_external_data=False)
+        model = onnx.load(path, load_external_data=False)
     except Exception:  # what ONNX cannot read, ONNX Runtime reports where it loads it
         return None
     found = sorted({node.op_type for node in model.graph.node} & BLOCKING_OPS)
