@@ -21,5 +21,7 @@ def gemm_model(path: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
         [w, b],
     )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path
+    )
     return path

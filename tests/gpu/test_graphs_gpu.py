@@ -256,7 +256,9 @@ def test_a_conv_without_bias_before_relu_replays_right_after_other_shapes(
         [weight],
     )  # fmt: skip
     path = tmp_path / "conv_relu.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path
+    )
     inputs = Inputs(gpu_ctx)
     try:
         with (
