@@ -138,16 +138,19 @@ class _Pool(Generic[B]):
         """
         with self._cond:
             if self._closed:
-                if buf in self._orphans:
+                orphan = buf in self._orphans
+                if orphan:
                     self._orphans.remove(buf)
-                    self._free_quietly([buf], stream)
-                return
-            if stream is not None:
-                self._record(buf, stream)
-            if buf.in_use:
-                buf.in_use = False
-                self._free.append(buf)
-                self._cond.notify()
+            else:
+                orphan = False
+                if stream is not None:
+                    self._record(buf, stream)
+                if buf.in_use:
+                    buf.in_use = False
+                    self._free.append(buf)
+                    self._cond.notify()
+        if orphan:  # outside the lock: the free may wait for other threads' runs
+            self._free_quietly([buf], stream)
 
     def cycle(self, stream: Any = None) -> B:
         """The next buffer round-robin, after its last recorded user (no ownership)."""
@@ -189,13 +192,14 @@ class _Pool(Generic[B]):
             return
         cuda = cuda_driver()
         try:
-            with self._ctx.active():
+            # no capture, ours or cuDNN's, meanwhile (core/gpu/graphs.py): a context-wide
+            # wait, or the free's own, beside one fails it or kills the process
+            with quiet(), self._ctx.active():
                 try:
                     if stream is not None:
                         stream.synchronize()
                     else:
-                        with quiet():  # no CUDA graph capture meanwhile (core/gpu/graphs.py)
-                            cuda.Context.synchronize()  # nothing may still read or write them
+                        cuda.Context.synchronize()  # nothing may still read or write them
                 finally:
                     for buf in buffers:
                         self._free_buffer(buf)
@@ -258,7 +262,7 @@ class DevicePool(_Pool[DeviceBuffer]):
         if count < 1 or (nbytes < 1 and not (pitched and rows > 0)):
             raise EngineError(f"a {kind} pool needs at least one buffer of at least one byte")
         cuda = cuda_driver()
-        with ctx.active():
+        with quiet(), ctx.active():  # no capture beside the allocations
             try:
                 for slot in range(count):
                     if pitched:
@@ -323,7 +327,7 @@ class PinnedPool(_Pool[PinnedBuffer]):
         if count < 1 or math.prod(shape) < 1:
             raise EngineError(f"a {kind} pool needs at least one non-empty buffer")
         cuda = cuda_driver()
-        with ctx.active():
+        with quiet(), ctx.active():  # no capture beside the allocations
             try:
                 for slot in range(count):
                     array = cuda.pagelocked_empty(shape, dtype)

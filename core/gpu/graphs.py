@@ -15,12 +15,14 @@ address belong to someone else by the next replay), or memory allocated inside t
 graph. What stays is kernels, memsets and device-to-device copies.
 
 A context-wide synchronisation (``cuCtxSynchronize``) from any thread while a capture is
-under way fails that call or the capture, whatever the mode. ``CAPTURE_GATE`` keeps the
-two apart in this process: a capture holds it exclusively, and the product's own
-context-wide waits (``quiet()``: core/gpu/buffers.py, core/gpu/context.py) and the
-engines' plain runs before their captures (cuDNN's search, the arena's growth) hold it
-shared, with one another. A capture that fails anyway (another library's sync) is
-retried a few times by its caller, then given up.
+under way fails that call or the capture, whatever the mode, and cuDNN captures streams
+of its own inside ONNX Runtime's first runs (graphs on or off). Two gates keep them
+apart in this process. ``SYNC_GATE``: the product's context-wide waits and pool
+allocations (``quiet()``: core/gpu/buffers.py, core/gpu/context.py) run alone; ONNX
+Runtime's runs and our captures (``library_run()``) run together otherwise.
+``CAPTURE_GATE``: our captures run alone; the plain runs of engines with graphs (cuDNN's
+search, the arena's growth) run together otherwise. A capture that fails anyway
+(another library's sync) is retried a few times by its caller, then given up.
 
 pycuda has no stream capture; libcuda (the driver every CUDA program loads) has.
 """
@@ -39,32 +41,35 @@ from framelens.core.errors import EngineError
 
 __all__ = [
     "CAPTURE_GATE",
+    "SYNC_GATE",
     "CaptureGate",
     "CapturedGraph",
     "GraphRefused",
     "capture",
     "graphs_available",
+    "library_run",
     "quiet",
     "stream_non_blocking",
 ]
 
 
 class CaptureGate:
-    """Captures one at a time, each alone (``exclusive()``); the work that must not run
-    beside a capture (``shared()``) runs together otherwise. A waiting capture goes
-    before new shared work; a thread already inside ``shared()`` enters it again freely."""
+    """A gate of two kinds of work: ``exclusive()`` runs alone, one at a time;
+    ``shared()`` runs together with other shared work otherwise. A waiting exclusive
+    holder goes before new shared work. A thread already inside enters again freely
+    (shared in shared, anything in its own exclusive hold)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._shared = 0
-        self._capturing = False
-        self._waiting = 0  # captures waiting
+        self._capturing = False  # an exclusive holder inside
+        self._waiting = 0  # exclusive holders waiting
         self._mine = threading.local()
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         depth = getattr(self._mine, "depth", 0)
-        if depth == 0:
+        if depth == 0 and not getattr(self._mine, "alone", False):
             with self._cond:
                 self._cond.wait_for(lambda: not self._capturing and not self._waiting)
                 self._shared += 1
@@ -73,32 +78,46 @@ class CaptureGate:
             yield
         finally:
             self._mine.depth = depth
-            if depth == 0:
+            if depth == 0 and not getattr(self._mine, "alone", False):
                 with self._cond:
                     self._shared -= 1
                     self._cond.notify_all()
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
+        if getattr(self._mine, "alone", False):  # inside its own exclusive hold
+            yield
+            return
         if getattr(self._mine, "depth", 0):  # it would wait for itself forever
-            raise RuntimeError("a capture from inside work that must not run beside one")
+            raise RuntimeError("exclusive work from inside shared work of the same gate")
         with self._cond:
             self._waiting += 1
             try:
                 self._cond.wait_for(lambda: not self._capturing and self._shared == 0)
             finally:
                 self._waiting -= 1
-                self._cond.notify_all()  # shared work held back for this capture
+                self._cond.notify_all()  # shared work held back for this one
             self._capturing = True
+        self._mine.alone = True
         try:
             yield
         finally:
+            self._mine.alone = False
             with self._cond:
                 self._capturing = False
                 self._cond.notify_all()
 
 
 CAPTURE_GATE = CaptureGate()
+"""Our captures (exclusive) against the work a capture must not run beside (shared): the
+plain runs of engines with graphs (cuDNN's search, the arena's growth)."""
+
+SYNC_GATE = CaptureGate()
+"""Context-wide waits and allocations (exclusive, ``quiet()``) against ONNX Runtime's
+runs and our captures (shared, ``library_run()``). cuDNN captures streams of its own
+inside ONNX Runtime's first runs of a session, and a ``cuCtxSynchronize`` from another
+thread meanwhile fails ("operation not permitted when stream is capturing") or, as seen
+on an H200 with graphs off, kills the process (tests/gpu/test_graphs_gpu.py)."""
 
 _THREAD_LOCAL = 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 # CUgraphNodeType
@@ -137,8 +156,15 @@ class GraphRefused(EngineError):
 
 
 def quiet() -> contextlib.AbstractContextManager[None]:
-    """No capture runs in this process meanwhile: for context-wide waits."""
-    return CAPTURE_GATE.shared()
+    """No capture, no ONNX Runtime run in this process meanwhile: for context-wide waits
+    (``cuCtxSynchronize``) and allocations, which a capture beside them breaks."""
+    return SYNC_GATE.exclusive()
+
+
+def library_run() -> contextlib.AbstractContextManager[None]:
+    """Around an ONNX Runtime run on the GPU (cuDNN may capture inside it): no
+    context-wide wait meanwhile; runs go together."""
+    return SYNC_GATE.shared()
 
 
 class _Memcpy3D(ctypes.Structure):
@@ -261,7 +287,7 @@ def capture(stream_handle: int, work: Callable[[], object]) -> CapturedGraph:
     otherwise, after the capture was ended."""
     lib = _driver()
     graph = ctypes.c_void_p()
-    with CAPTURE_GATE.exclusive():
+    with CAPTURE_GATE.exclusive(), SYNC_GATE.shared():
         _check(
             lib.cuStreamBeginCapture_v2(stream_handle, _THREAD_LOCAL),
             "beginning the capture",

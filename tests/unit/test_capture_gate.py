@@ -1,8 +1,9 @@
-"""The gate that keeps CUDA graph captures apart from context-wide waits (core/gpu/graphs.py).
+"""The gates that keep stream captures apart from context-wide waits (core/gpu/graphs.py).
 
-A capture beside a context-wide synchronisation fails one or the other, so: captures
-run alone, the work that must not run beside one runs together otherwise, and a waiting
-capture is not starved by a stream of such work. Threads and timing only; no GPU.
+A capture (ours, or cuDNN's inside an ONNX Runtime run) beside a context-wide
+synchronisation fails one or the other, so: exclusive work runs alone, shared work runs
+together otherwise, and a waiting exclusive holder is not starved by a stream of shared
+work. Threads and timing only; no GPU.
 """
 
 from __future__ import annotations
@@ -93,7 +94,69 @@ def test_a_waiting_capture_goes_before_new_shared_work_and_reentry_does_not_bloc
 
 def test_a_capture_from_inside_shared_work_is_refused_not_a_deadlock() -> None:
     gate = CaptureGate()
-    with gate.shared(), pytest.raises(RuntimeError, match="from inside work"), gate.exclusive():
+    with (
+        gate.shared(),
+        pytest.raises(RuntimeError, match="inside shared work"),
+        gate.exclusive(),
+    ):
         pass
     with gate.exclusive():  # and the gate still works afterwards
         pass
+
+
+def test_the_exclusive_holder_enters_again_and_runs_shared_work_itself() -> None:
+    """A pool whose allocation failed frees what it got from inside its own exclusive
+    hold; that must not wait for itself."""
+    gate = CaptureGate()
+    done = threading.Event()
+
+    def nested() -> None:
+        with gate.exclusive(), gate.exclusive(), gate.shared():
+            done.set()
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    t.join(5)
+    assert done.is_set()
+    with gate.shared():  # and the gate is open again
+        pass
+
+
+def test_a_context_wide_wait_comes_after_the_library_runs_in_flight() -> None:
+    """``quiet()`` (a cuCtxSynchronize, a free, an allocation) waits for the ONNX Runtime
+    runs under way (``library_run()``, inside which cuDNN may capture), and runs started
+    while it waits come after it."""
+    from framelens.core.gpu.graphs import SYNC_GATE, library_run, quiet
+
+    order: list[str] = []
+    running = threading.Event()
+    finish = threading.Event()
+
+    def run() -> None:
+        with library_run():
+            running.set()
+            finish.wait(5)
+            order.append("run in flight ends")
+
+    def sync() -> None:
+        with quiet():
+            order.append("context-wide wait")
+
+    def later_run() -> None:
+        with library_run():
+            order.append("later run")
+
+    a = threading.Thread(target=run, daemon=True)
+    a.start()
+    running.wait(5)
+    b = threading.Thread(target=sync, daemon=True)
+    b.start()
+    wait_until(lambda: SYNC_GATE._waiting == 1)
+    c = threading.Thread(target=later_run, daemon=True)
+    c.start()
+    time.sleep(0.05)
+    assert order == []  # the wait is held back by the run, the later run by the wait
+    finish.set()
+    for t in (a, b, c):
+        t.join(5)
+    assert order == ["run in flight ends", "context-wide wait", "later run"]

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import EngineError, GpuError, ModelError
+from framelens.core.gpu.graphs import library_run
 from framelens.core.stages.engines.base import Engine
 
 _CUDA = re.compile(r"^cuda(?::(\d+))?$")
@@ -167,7 +168,8 @@ class OnnxRuntimeEngine(Engine):
             )
         self.check_batch(int(tensor.shape[0]))
         try:  # the whole batch in one run
-            outputs = self._session.run(self.output_names, {self.input_name: tensor})
+            with library_run():  # on the CUDA provider, cuDNN may capture inside it
+                outputs = self._session.run(self.output_names, {self.input_name: tensor})
         except Exception as exc:
             raise run_failure(exc, self.device) from exc
         return list(outputs)

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from framelens.core.errors import EngineError
 from framelens.core.gpu.buffers import DevicePool, PinnedPool, cuda_driver
 from framelens.core.gpu.context import GpuContext
-from framelens.core.gpu.graphs import CAPTURE_GATE
+from framelens.core.gpu.graphs import CAPTURE_GATE, library_run
 from framelens.core.stages.engines.base import DeviceEngine, DeviceOutput, batch_error
 from framelens.core.stages.engines.onnxruntime_cpu import OnnxRuntimeEngine, ort_message
 from framelens.core.stages.engines.onnxruntime_graphs import (
@@ -288,10 +288,11 @@ class DeviceBinding:
                     if self._graphs is not None and self._graphs.on:
                         # a plain run before its shape's capture (cuDNN's search, the
                         # arena's growth): never beside another engine's capture
-                        with CAPTURE_GATE.shared():
+                        with CAPTURE_GATE.shared(), library_run():
                             self._session.run_with_iobinding(self._io)
                     else:
-                        self._session.run_with_iobinding(self._io)  # the whole batch: one run
+                        with library_run():  # the whole batch: one run
+                            self._session.run_with_iobinding(self._io)
                     results = self._copy_out(bound, to_host)
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
@@ -347,10 +348,11 @@ class DeviceBinding:
 
         def run(options: Any) -> None:
             self._values = []
-            if options is None:
-                self._session.run_with_iobinding(self._io)
-            else:
-                self._session.run_with_iobinding(self._io, options)
+            with library_run():
+                if options is None:
+                    self._session.run_with_iobinding(self._io)
+                else:
+                    self._session.run_with_iobinding(self._io, options)
 
         made = graphs.capture(shape, input_ptr, nbytes, bind, run)
         return None if made is None else made.outputs
