@@ -15,8 +15,9 @@ address belong to someone else by the next replay), or memory allocated inside t
 graph. What stays is kernels, memsets and device-to-device copies.
 
 A context-wide synchronisation (``cuCtxSynchronize``) from any thread while a capture is
-under way fails that call or the capture, whatever the mode, and cuDNN captures streams
-of its own inside ONNX Runtime's first runs (graphs on or off). Two gates keep them
+under way fails that call or the capture, whatever the mode, and ONNX Runtime's CUDA
+runs capture streams of their own (seen with graphs off: a library inside the run,
+cuDNN most likely, in a session's first runs). Two gates keep them
 apart in this process. ``SYNC_GATE``: the product's context-wide waits and pool
 allocations (``quiet()``: core/gpu/buffers.py, core/gpu/context.py) run alone; ONNX
 Runtime's runs and our captures (``library_run()``) run together otherwise.
@@ -114,10 +115,11 @@ plain runs of engines with graphs (cuDNN's search, the arena's growth)."""
 
 SYNC_GATE = CaptureGate()
 """Context-wide waits and allocations (exclusive, ``quiet()``) against ONNX Runtime's
-runs and our captures (shared, ``library_run()``). cuDNN captures streams of its own
-inside ONNX Runtime's first runs of a session, and a ``cuCtxSynchronize`` from another
-thread meanwhile fails ("operation not permitted when stream is capturing") or, as seen
-on an H200 with graphs off, kills the process (tests/gpu/test_graphs_gpu.py)."""
+runs and our captures (shared, ``library_run()``). With our graphs off, a
+``cuCtxSynchronize`` from another thread during a session's first runs failed on an H200
+with "operation not permitted when stream is capturing" or killed the process (a
+segfault inside the call): something inside the run (cuDNN, most likely) captures a
+stream (tests/gpu/test_graphs_gpu.py)."""
 
 _THREAD_LOCAL = 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 # CUgraphNodeType
@@ -162,7 +164,7 @@ def quiet() -> contextlib.AbstractContextManager[None]:
 
 
 def library_run() -> contextlib.AbstractContextManager[None]:
-    """Around an ONNX Runtime run on the GPU (cuDNN may capture inside it): no
+    """Around an ONNX Runtime run on the GPU (it may capture a stream inside): no
     context-wide wait meanwhile; runs go together."""
     return SYNC_GATE.shared()
 

@@ -119,8 +119,8 @@ def test_captures_do_not_break_the_decoders_and_pools_beside_them(
     do what the product's other threads do: one decodes the sample through NVDEC (the GPU
     source, looping), one makes a device pool, copies into it from the host and closes it
     (a context-wide wait). None of their calls fails, no process dies, and every engine's
-    graphs are captured all the same. Graphs off too: cuDNN captures streams of its own
-    inside ONNX Runtime's first runs, and before the pools' waits were kept apart from
+    graphs are captured all the same. Graphs off too: ONNX Runtime's first runs capture a
+    stream of their own (cuDNN, most likely), and before the pools' waits were kept apart from
     ONNX Runtime's runs (core/gpu/graphs.py, SYNC_GATE) this killed the process on the
     H200 (a segfault in cuCtxSynchronize), graphs on or off."""
     import pycuda.driver as cuda

@@ -1,6 +1,6 @@
 """The gates that keep stream captures apart from context-wide waits (core/gpu/graphs.py).
 
-A capture (ours, or cuDNN's inside an ONNX Runtime run) beside a context-wide
+A capture (ours, or one inside an ONNX Runtime run) beside a context-wide
 synchronisation fails one or the other, so: exclusive work runs alone, shared work runs
 together otherwise, and a waiting exclusive holder is not starved by a stream of shared
 work. Threads and timing only; no GPU.
@@ -124,7 +124,7 @@ def test_the_exclusive_holder_enters_again_and_runs_shared_work_itself() -> None
 
 def test_a_context_wide_wait_comes_after_the_library_runs_in_flight() -> None:
     """``quiet()`` (a cuCtxSynchronize, a free, an allocation) waits for the ONNX Runtime
-    runs under way (``library_run()``, inside which cuDNN may capture), and runs started
+    runs under way (``library_run()``, which may capture a stream inside), and runs started
     while it waits come after it."""
     from framelens.core.gpu.graphs import SYNC_GATE, library_run, quiet
 

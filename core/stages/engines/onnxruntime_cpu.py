@@ -168,7 +168,7 @@ class OnnxRuntimeEngine(Engine):
             )
         self.check_batch(int(tensor.shape[0]))
         try:  # the whole batch in one run
-            with library_run():  # on the CUDA provider, cuDNN may capture inside it
+            with library_run():  # on the CUDA provider it may capture a stream
                 outputs = self._session.run(self.output_names, {self.input_name: tensor})
         except Exception as exc:
             raise run_failure(exc, self.device) from exc
