@@ -108,7 +108,7 @@ class GpuContext:
     def synchronize(self) -> None:
         from framelens.core.gpu.graphs import quiet
 
-        with quiet(), self.active():  # no CUDA graph capture meanwhile (core/gpu/graphs.py)
+        with quiet(), self.active():  # no stream capture meanwhile (core/gpu/graphs.py)
             self._cuda.Context.synchronize()
 
 

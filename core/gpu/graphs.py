@@ -20,7 +20,7 @@ runs capture streams of their own (seen with graphs off: a library inside the ru
 cuDNN most likely, in a session's first runs). Two gates keep them
 apart in this process. ``SYNC_GATE``: the product's context-wide waits and pool
 allocations (``quiet()``: core/gpu/buffers.py, core/gpu/context.py) run alone; ONNX
-Runtime's runs and our captures (``library_run()``) run together otherwise.
+Runtime's runs and our captures run together otherwise.
 ``CAPTURE_GATE``: our captures run alone; the plain runs of engines with graphs (cuDNN's
 search, the arena's growth) run together otherwise. A capture that fails anyway
 (another library's sync) is retried a few times by its caller, then given up.
@@ -57,29 +57,43 @@ __all__ = [
 class CaptureGate:
     """A gate of two kinds of work: ``exclusive()`` runs alone, one at a time;
     ``shared()`` runs together with other shared work otherwise. A waiting exclusive
-    holder goes before new shared work. A thread already inside enters again freely
-    (shared in shared, anything in its own exclusive hold)."""
+    holder goes before new shared work, and the shared work that waited for an
+    exclusive hold goes before the next one (neither kind starves the other). A thread
+    already inside enters again freely (shared in shared, anything in its own exclusive
+    hold)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._shared = 0
-        self._capturing = False  # an exclusive holder inside
+        self._shared = 0  # shared holders inside
+        self._alone = False  # an exclusive holder inside
         self._waiting = 0  # exclusive holders waiting
+        self._shared_waiting = 0
+        self._admit = 0  # shared waiters let in before the next exclusive holder
         self._mine = threading.local()
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         depth = getattr(self._mine, "depth", 0)
-        if depth == 0 and not getattr(self._mine, "alone", False):
+        counted = depth == 0 and not getattr(self._mine, "alone", False)
+        if counted:
             with self._cond:
-                self._cond.wait_for(lambda: not self._capturing and not self._waiting)
+                self._shared_waiting += 1
+                try:
+                    self._cond.wait_for(
+                        lambda: not self._alone and (not self._waiting or self._admit > 0)
+                    )
+                finally:
+                    self._shared_waiting -= 1
+                    if self._admit > 0:  # one of those let in (or giving up its place)
+                        self._admit -= 1
+                        self._cond.notify_all()
                 self._shared += 1
         self._mine.depth = depth + 1
         try:
             yield
         finally:
             self._mine.depth = depth
-            if depth == 0 and not getattr(self._mine, "alone", False):
+            if counted:
                 with self._cond:
                     self._shared -= 1
                     self._cond.notify_all()
@@ -94,18 +108,21 @@ class CaptureGate:
         with self._cond:
             self._waiting += 1
             try:
-                self._cond.wait_for(lambda: not self._capturing and self._shared == 0)
+                self._cond.wait_for(
+                    lambda: not self._alone and self._shared == 0 and self._admit == 0
+                )
+                self._alone = True
             finally:
                 self._waiting -= 1
                 self._cond.notify_all()  # shared work held back for this one
-            self._capturing = True
-        self._mine.alone = True
         try:
+            self._mine.alone = True
             yield
         finally:
             self._mine.alone = False
             with self._cond:
-                self._capturing = False
+                self._alone = False
+                self._admit = self._shared_waiting  # they go before the next exclusive
                 self._cond.notify_all()
 
 
@@ -158,8 +175,11 @@ class GraphRefused(EngineError):
 
 
 def quiet() -> contextlib.AbstractContextManager[None]:
-    """No capture, no ONNX Runtime run in this process meanwhile: for context-wide waits
-    (``cuCtxSynchronize``) and allocations, which a capture beside them breaks."""
+    """None of our captures and no ONNX Runtime run of this process's engines meanwhile
+    (every run the product makes on the GPU holds ``library_run()``): for context-wide
+    waits (``cuCtxSynchronize``), which a capture beside them breaks, and the pools' frees
+    and allocations. Other allocations (sessions' arenas, the drawing and display
+    buffers, CUDA IPC) and the libraries' own calls are not held back."""
     return SYNC_GATE.exclusive()
 
 

@@ -180,6 +180,7 @@ def test_captures_do_not_break_the_decoders_and_pools_beside_them(
         for thread in threads:
             thread.join(20)
         inputs.free()
+    assert not any(t.is_alive() for t in threads), "a decoder or pool thread hangs"
     assert not failures, failures[0]
     assert counts["decoded"] > 10 and counts["pools"] > 10, counts
     # a pool's failed wait or free is logged, not raised (the caller goes on): none here

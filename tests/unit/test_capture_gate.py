@@ -118,8 +118,73 @@ def test_the_exclusive_holder_enters_again_and_runs_shared_work_itself() -> None
     t.start()
     t.join(5)
     assert done.is_set()
-    with gate.shared():  # and the gate is open again
+    # and the gate is open again, to exclusive work from another thread too
+    with gate.shared():
         pass
+    assert gate._shared == 0
+    entered = threading.Event()
+
+    def alone() -> None:
+        with gate.exclusive():
+            entered.set()
+
+    other = threading.Thread(target=alone, daemon=True)
+    other.start()
+    assert entered.wait(5)
+
+
+def test_an_exception_inside_leaves_the_gate_open() -> None:
+    gate = CaptureGate()
+    with pytest.raises(ValueError), gate.exclusive(), gate.shared(), gate.exclusive():
+        raise ValueError("inside")
+    with pytest.raises(ValueError), gate.shared():
+        raise ValueError("inside")
+    entered = threading.Event()
+
+    def alone() -> None:
+        with gate.exclusive():
+            entered.set()
+
+    t = threading.Thread(target=alone, daemon=True)
+    t.start()
+    assert entered.wait(5)
+
+
+def test_shared_work_that_waited_goes_before_the_next_exclusive_holder() -> None:
+    """A thread looping on exclusive work (pool after pool closing) must not keep the
+    engines' runs out for good."""
+    gate = CaptureGate()
+    order: list[str] = []
+    first_in = threading.Event()
+    release = threading.Event()
+
+    def first() -> None:
+        with gate.exclusive():
+            first_in.set()
+            release.wait(5)
+            order.append("exclusive 1")
+
+    def run() -> None:
+        with gate.shared():
+            order.append("shared")
+
+    def second() -> None:
+        with gate.exclusive():
+            order.append("exclusive 2")
+
+    a = threading.Thread(target=first, daemon=True)
+    a.start()
+    first_in.wait(5)
+    b = threading.Thread(target=run, daemon=True)
+    b.start()
+    wait_until(lambda: gate._shared_waiting == 1)
+    c = threading.Thread(target=second, daemon=True)
+    c.start()
+    wait_until(lambda: gate._waiting == 1)
+    release.set()
+    for t in (a, b, c):
+        t.join(5)
+    assert order == ["exclusive 1", "shared", "exclusive 2"]
 
 
 def test_a_context_wide_wait_comes_after_the_library_runs_in_flight() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -168,7 +169,8 @@ class OnnxRuntimeEngine(Engine):
             )
         self.check_batch(int(tensor.shape[0]))
         try:  # the whole batch in one run
-            with library_run():  # on the CUDA provider it may capture a stream
+            # on the CUDA provider it may capture a stream: no context-wide wait meanwhile
+            with library_run() if self.device != "cpu" else contextlib.nullcontext():
                 outputs = self._session.run(self.output_names, {self.input_name: tensor})
         except Exception as exc:
             raise run_failure(exc, self.device) from exc
