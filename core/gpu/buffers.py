@@ -193,29 +193,22 @@ class _Pool(Generic[B]):
         cuda = cuda_driver()
         try:
             with self._ctx.active():
-                if stream is not None:  # the one stream that uses them: no need to wait alone
-                    try:
-                        stream.synchronize()
-                    except Exception:
-                        self._free_alone(buffers)
-                        raise
-                # no capture (ours, or one inside an ONNX Runtime run) meanwhile
-                # (core/gpu/graphs.py): a context-wide wait beside one failed it or
-                # killed the process
-                with quiet():
-                    try:
-                        if stream is None:
-                            cuda.Context.synchronize()  # nothing may still use them
-                    finally:
-                        for buf in buffers:
-                            self._free_buffer(buf)
+                try:
+                    if stream is not None:  # the one stream that uses them: waited for
+                        stream.synchronize()  # outside the gate
+                finally:
+                    # no capture (ours, or one inside an ONNX Runtime run) meanwhile
+                    # (core/gpu/graphs.py): a context-wide wait beside one failed it or
+                    # killed the process
+                    with quiet():
+                        try:
+                            if stream is None:
+                                cuda.Context.synchronize()  # nothing may still use them
+                        finally:
+                            for buf in buffers:
+                                self._free_buffer(buf)
         except Exception as exc:  # the context is broken: its memory goes with it
             log.warning("freeing %s buffers failed: %s", self._kind, cuda_message(exc))
-
-    def _free_alone(self, buffers: list[B]) -> None:
-        with quiet():
-            for buf in buffers:
-                self._free_buffer(buf)
 
     def _free_buffer(self, buf: B) -> None:
         raise NotImplementedError

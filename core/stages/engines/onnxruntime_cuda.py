@@ -24,6 +24,7 @@ copy what you keep.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -285,14 +286,11 @@ class DeviceBinding:
                     self._bind_input(shape, int(input_ptr))
                     self._values = []
                     bound = self._bind_batch_outputs(shape[0])
-                    if self._graphs is not None and self._graphs.on:
-                        # a plain run before its shape's capture (cuDNN's search, the
-                        # arena's growth): never beside another engine's capture
-                        with CAPTURE_GATE.shared(), library_run():
-                            self._session.run_with_iobinding(self._io)
-                    else:
-                        with library_run():  # the whole batch: one run
-                            self._session.run_with_iobinding(self._io)
+                    # a plain run before its shape's capture (cuDNN's search, the arena's
+                    # growth): never beside another engine's capture
+                    before_capture = self._graphs is not None and self._graphs.on
+                    with CAPTURE_GATE.shared() if before_capture else contextlib.nullcontext():
+                        self._session_run()  # the whole batch: one run
                     results = self._copy_out(bound, to_host)
                 self._done.record(self._stream)
                 if other:  # device outputs read on the caller's stream come after the run
@@ -304,6 +302,15 @@ class DeviceBinding:
         except Exception as exc:
             raise EngineError(f"inference failed: {ort_message(exc)}") from exc
         return results
+
+    def _session_run(self, options: Any = None) -> None:
+        """One ONNX Runtime run of the binding (``options``: its RunOptions). It may capture
+        a stream inside: no context-wide wait meanwhile (core/gpu/graphs.py)."""
+        with library_run():
+            if options is None:
+                self._session.run_with_iobinding(self._io)
+            else:
+                self._session.run_with_iobinding(self._io, options)
 
     def _bind_input(self, shape: Sequence[int], ptr: int) -> None:
         self._io.bind_input(
@@ -348,11 +355,7 @@ class DeviceBinding:
 
         def run(options: Any) -> None:
             self._values = []
-            with library_run():
-                if options is None:
-                    self._session.run_with_iobinding(self._io)
-                else:
-                    self._session.run_with_iobinding(self._io, options)
+            self._session_run(options)
 
         made = graphs.capture(shape, input_ptr, nbytes, bind, run)
         return None if made is None else made.outputs
