@@ -33,12 +33,13 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
+from framelens.core.gpu.buffers import DeviceBuffer
 from framelens.core.gpu.context import GpuContext
 from framelens.core.gpu.kernels import (
     BT601_LIMITED,
@@ -699,6 +700,42 @@ def test_default_stream_and_bt601_default(kernels: GpuKernels, dev: Device) -> N
     ref = cv2.cvtColor(np.vstack([y, uv]), cv2.COLOR_YUV2RGBA_NV12)
     assert np.array_equal(out.read().reshape(h, w, 4), ref)
     assert yuv_matrix() is BT601_LIMITED
+
+
+def test_host_frames_of_mixed_sizes_share_one_upload(
+    gpu_ctx: GpuContext, kernels: GpuKernels, dev: Device
+) -> None:
+    """Host sources of different sizes on one worker: every frame converts exactly as
+    alone, and the upload buffers are allocated again only when a frame is larger."""
+    from framelens.core.stages.preprocess.cuda import CudaPreprocessor
+    from framelens.core.types import Frame
+
+    pre = CudaPreprocessor(gpu_ctx, kernels)
+    spec = model((416, 416))
+    pools: list[object] = []
+    try:
+        for i, (w, h) in enumerate([(641, 479), (33, 17), (641, 479), (1917, 1079), (33, 17)]):
+            frame = Frame(image(dev.rng, w, h), i, i / 30)
+            layout = PreprocessLayout.from_spec(spec, w, h, "float32")
+            tensor = dev.buffer(1, layout.nbytes)
+            tensor.poison_nan("float32")
+            pre.model_input(frame, layout, tensor.ptr, dev.stream)
+            shown = rgba_buffer(dev, w, h)
+            shown.poison(0xAB)
+            pre.rgba(frame, cast(DeviceBuffer, shown), dev.stream)
+            dev.wait()
+            ref = Preprocessor(spec, w, h)(frame.image).copy()
+            check_tensor(
+                read_tensor(tensor, layout), ref, layout, max_units=PRE_MAX, mean_units=PRE_MEAN
+            )
+            rgba = cv2.cvtColor(frame.image, cv2.COLOR_BGR2RGBA)
+            assert np.array_equal(shown.read().reshape(h, w, 4), rgba), (w, h)
+            pools.append(pre._bgr)
+    finally:
+        pre.free()
+    # smaller frames reuse the buffers; only the 1917x1079 frame allocated again
+    assert pools[0] is pools[1] is pools[2]
+    assert pools[3] is pools[4] and pools[3] is not pools[0]
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ class CudaPreprocessor:
         self.kernels = kernels
         self._upload: PinnedPool | None = None
         self._bgr: DevicePool | None = None
-        self._size = (0, 0)  # of the upload buffers
+        self._size = (0, 0)  # (width, height) the upload buffers hold at most
 
     def model_input(
         self, frame: DeviceFrame, layout: PreprocessLayout, dst_ptr: int, stream: Any
@@ -78,20 +78,27 @@ class CudaPreprocessor:
         )  # fmt: skip
 
     def _upload_bgr(self, image: Image, stream: Any) -> DeviceBuffer:
-        """A host BGR frame into a device buffer (pinned staging, asynchronous copy)."""
+        """A host BGR frame into a device buffer (pinned staging, asynchronous copy).
+
+        The buffers only grow: a frame no larger than the last allocation reuses it
+        (its rows keep the allocation's pitch), so sources of mixed sizes on one worker
+        reallocate once, not on every change of size.
+        """
         cuda = cuda_driver()
         h, w = image.shape[:2]
-        if self._upload is None or self._bgr is None or self._size != (w, h):
+        cap_w, cap_h = self._size
+        if self._upload is None or self._bgr is None or w > cap_w or h > cap_h:
             self.free()
-            self._size = (w, h)
-            self._upload = PinnedPool(self.ctx, (h, w, 3), np.uint8, 2, kind="frame upload")
-            self._bgr = DevicePool.pitched(self.ctx, w * 3, h, 1, kind="BGR frame")
+            cap_w, cap_h = max(w, cap_w), max(h, cap_h)
+            self._size = (cap_w, cap_h)
+            self._upload = PinnedPool(self.ctx, (cap_h, cap_w, 3), np.uint8, 2, kind="frame upload")
+            self._bgr = DevicePool.pitched(self.ctx, cap_w * 3, cap_h, 1, kind="BGR frame")
         staging = self._upload.cycle()
-        np.copyto(staging.array, image)
+        np.copyto(staging.array[:h, :w], image)
         device = self._bgr.buffers[0]
         copy = cuda.Memcpy2D()
         copy.set_src_host(staging.array)
-        copy.src_pitch = w * 3
+        copy.src_pitch = cap_w * 3
         copy.set_dst_device(device.ptr)
         copy.dst_pitch = device.pitch
         copy.width_in_bytes = w * 3
@@ -105,6 +112,7 @@ class CudaPreprocessor:
             if pool is not None:
                 pool.close()
         self._upload = self._bgr = None
+        self._size = (0, 0)
 
 
 class CudaFramePreprocessor:
