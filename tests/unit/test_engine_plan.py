@@ -18,7 +18,7 @@ import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.models.spec import ModelSpec
 from framelens.core.pipeline import build
-from framelens.core.pipeline.engine_plan import CUDA_GRAPH_WHY, GRAPHS_DEFAULT
+from framelens.core.pipeline.engine_plan import CUDA_GRAPH_WHY
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.precision import CalibrationSettings, VariantInfo, prepare_variant
 from framelens.core.precision.conv_check import conv_problems, conv_views, nhwc_misread_convs
@@ -150,25 +150,32 @@ def test_a_heavy_sr_models_fp16_graph_gets_the_bias_fused_and_its_fp32_graph_not
     assert "fuse_conv_bias" not in build.engine_cuda_options(detector, "fp16").as_dict()
 
 
-def test_cuda_graphs_can_be_turned_off_and_the_plan_says_so(
+def test_cuda_graphs_are_on_for_a_detector_and_declined_by_super_resolution(
     heavy: ModelSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """FRAMELENS_CUDA_GRAPHS=0 (what the benchmarks' A/B sets): the engines are made
-    without graphs, and the plan's engine line says so and why."""
+    """Unset, FRAMELENS_CUDA_GRAPHS leaves the choice to the plan: a detector's engines
+    replay CUDA graphs (measured faster on an H100), super-resolution's task declines
+    them, and the plan says why either way. =0 turns them off for every task (what the
+    benchmarks' A/B sets), =1 on, super-resolution included."""
+    detector = resolve_model(DEFAULT_MODEL)
+    monkeypatch.delenv("FRAMELENS_CUDA_GRAPHS", raising=False)
+    detect = build.engine_cuda_options(detector, "fp32")
+    assert detect.graphs and CUDA_GRAPH_WHY in detect.why
+    assert detect.value == "use_tf32=0, CUDA graphs"
+    sr = build.engine_cuda_options(heavy, "fp16")
+    assert not sr.graphs
+    assert "CUDA graphs" not in sr.value
+    assert any(w.startswith("no CUDA graphs: the superres task declines them") for w in sr.why)
+    assert "cuda_graphs" not in sr.as_dict()  # the plan's choice, not a provider option
+
     monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "0")
-    options = build.engine_cuda_options(heavy, "fp16")
-    assert not options.graphs
-    assert "CUDA graphs" not in options.value
-    assert "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0" in options.why
+    for spec in (detector, heavy):
+        off = build.engine_cuda_options(spec, "fp16")
+        assert not off.graphs
+        assert "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0" in off.why
     monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
     assert build.engine_cuda_options(heavy, "fp16").graphs
-    monkeypatch.delenv("FRAMELENS_CUDA_GRAPHS")  # unset: the default, with its reason
-    default = build.engine_cuda_options(heavy, "fp16")
-    assert default.graphs == (GRAPHS_DEFAULT == "1")
-    assert (CUDA_GRAPH_WHY in default.why) == default.graphs
-    assert any(w.startswith("no CUDA graphs: the engine's own capture") for w in default.why) != (
-        default.graphs
-    )
+    assert build.engine_cuda_options(detector, "fp16").graphs
 
 
 def test_the_plan_shows_no_engine_options_off_cuda(heavy: ModelSpec) -> None:

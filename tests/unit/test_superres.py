@@ -336,9 +336,10 @@ def test_heavy_sr_models_run_nhwc_on_cuda_and_light_ones_do_not(tmp_path: Path) 
     light = resolve_model("espcn-x2")
     heavy_file = tmp_path / "heavy.onnx"
     heavy_file.write_bytes(b"\0" * (HEAVY_MODEL_BYTES + 1))
-    assert cuda_options(light) == {}
+    assert cuda_options(light) == {"cuda_graphs": "0"}
     assert cuda_options(replace(light, path=heavy_file)) == {
         "prefer_nhwc": "1",
         "fuse_conv_bias": "1",
+        "cuda_graphs": "0",
     }
     assert cuda_options(replace(resolve_model("yolox-nano"), path=heavy_file)) == {}
