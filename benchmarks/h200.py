@@ -21,7 +21,9 @@ medians are reported:
 - the live path alone (``--live``): batch 1 with 2 workers through the session and
   through the bare executor loop, alternated on the same warm pipelines, beside NVDEC
   alone in the same call (medians and every run; benchmarks/handoff.py is its CPU
-  counterpart);
+  counterpart), with p50/p99 per frame (decode to result) and the whole call beside the
+  steady rate (``setup_s``: engines built, NVDEC opened and the first calls, measured
+  once; each run adds its session's opening);
 - tracking (``--track [KIND]``): the product's path with and without a tracker on its
   results, alternated on the same warm pipelines, ``--track-repeats`` runs each
   (benchmarks/tracking_ab.py): medians, spread and their ratio (target >= 0.95).
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import math
 import os
 import statistics
 import sys
@@ -40,6 +43,8 @@ import time
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -124,6 +129,15 @@ def engine_only_fps(
             device_input.free()
 
 
+def latency_ms(stats: Any) -> tuple[float, float]:
+    """p50 and p99 of the frames' end-to-end times (ms) in a RunStats, every frame counted."""
+    e2e = [t.e2e for t in stats.times if not math.isnan(t.e2e)]
+    if not e2e:
+        return math.nan, math.nan
+    p50, p99 = np.percentile(e2e, [50, 99])
+    return round(float(p50), 2), round(float(p99), 2)
+
+
 class GpuPipelineBench:
     """The product's GPU run path (decode thread, N GPU pipelines, in-order delivery),
     built once and warmed up, then timed over the same frames as the other loops."""
@@ -134,6 +148,7 @@ class GpuPipelineBench:
         from framelens.core.pipeline import build
         from framelens.core.pipeline.settings import PipelineSettings
 
+        start = time.perf_counter()
         settings = build.resolve(PipelineSettings(spec, device="cuda:0", batch=batch))
         self.path, self.settings = path, settings
         self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
@@ -141,6 +156,8 @@ class GpuPipelineBench:
         self.workers = workers
         self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")
         self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
+        # the set-up a run of its own pays once: engines built, decoder opened, first calls
+        self.setup_s = time.perf_counter() - start
 
     def run(self, frames: int, driver: str = "session", tracker: Any = None) -> dict[str, Any]:
         """``frames`` through the product's driver: the session (core/sessions/session.py,
@@ -157,6 +174,7 @@ class GpuPipelineBench:
 
             options = SessionOptions(draw="none", pixels=False, frames=frames)
             built = Workers(self.pipelines, "gpu pipeline")
+            opened = time.perf_counter()
             session = Session([self.path], self.settings, options=options, built=built,
                               stages=with_tracking(None, tracker))  # fmt: skip
             session.open()
@@ -165,6 +183,7 @@ class GpuPipelineBench:
                 for result in session.results():
                     stats(result)
                 wall_s = time.perf_counter() - start
+                open_s = start - opened
                 done = stats.frames
             finally:
                 session.release_workers()
@@ -186,12 +205,20 @@ class GpuPipelineBench:
             finally:
                 executor.close()
             wall_s = time.perf_counter() - start
+            open_s = 0.0  # the source stays open between runs
             done = stats.frames
         fps = done / wall_s
         stage_ms = stats.medians(skip=10)
-        line = f"  {self.label} ({driver}): {done} frames, {fps:.1f} fps, ms {stage_ms}"
+        p50, p99 = latency_ms(stats)
+        line = (
+            f"  {self.label} ({driver}): {done} frames, {fps:.1f} fps, "
+            f"p50/p99 {p50}/{p99} ms, ms {stage_ms}"
+        )
         print(line, file=sys.stderr, flush=True)
-        return {"fps": fps, "frames": done, "stage_ms": stage_ms, "driver": driver}
+        return {
+            "fps": fps, "frames": done, "stage_ms": stage_ms, "driver": driver,
+            "p50_ms": p50, "p99_ms": p99, "open_s": open_s, "wall_s": wall_s,
+        }  # fmt: skip
 
     def close(self) -> None:
         for p in self.pipelines:
@@ -445,6 +472,21 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         "target_fps": 520,
         "cuda_graphs": _graphs_planned(),
         "stage_ms": sorted(session, key=lambda r: r["fps"])[len(session) // 2]["stage_ms"],
+        # per frame, from its decode to its result (every frame of each session run)
+        "p50_ms": round(statistics.median(r["p50_ms"] for r in session), 2),
+        "p99_ms": round(statistics.median(r["p99_ms"] for r in session), 2),
+        "p50_ms_runs": [r["p50_ms"] for r in session],
+        "p99_ms_runs": [r["p99_ms"] for r in session],
+        # the whole call beside the steady rate: a run of its own pays the set-up (engines
+        # built, NVDEC opened, first calls; once here) and the session's opening (each run)
+        "setup_s": round(bench.setup_s, 2),
+        "whole_call_s_runs": [round(bench.setup_s + r["open_s"] + r["wall_s"], 2) for r in session],
+        "whole_call_fps": round(
+            statistics.median(
+                r["frames"] / (bench.setup_s + r["open_s"] + r["wall_s"]) for r in session
+            ),
+            1,
+        ),
         # as benchmarks/handoff.py reports them on the CPU: process CPU time and voluntary
         # context switches (a thread blocked on a lock, condition, queue or the GIL)
         "cpu_us_per_frame": {
