@@ -16,6 +16,11 @@ Per run, after a warm-up, over ``--seconds``:
 - ``shown_per_s``: distinct results that reached a paint of the canvas;
 - ``replaced``: results drawn over by their tile's next one before a paint, plus those the
   window's hand-off replaced and those core dropped for a slow consumer (each apart too);
+- frame latency: each shown result's time from its frame's release (a file played in
+  real time is released when its frame is due, as a camera delivers it) to the paint
+  that showed it, p50 and p99 (``WallCanvas.shown_latency_ms``);
+- ``setup_s``: from the window's creation to every tile's first result (a child
+  process started, engines built, decoders opened), beside the steady rates;
 - input latency: a thread posts a key press to the canvas every 50 ms with the time it
   posted; the canvas's event filter takes the time it is handled (GIL wait + event queue
   wait + whatever the GUI thread was doing), median and p99.
@@ -208,6 +213,7 @@ def one_run(
     ini = Path(tempfile.mkdtemp(prefix="framelens-wall-bench-")) / "settings.ini"
     app_settings = Settings(QSettings(str(ini), QSettings.Format.IniFormat))
     settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL), device=device)
+    created = time.perf_counter()
     wall = WallWindow(
         specs, settings, app_settings, realtime=True, stages=TrackStages(TrackerSettings()),
         processes=processes,
@@ -232,6 +238,7 @@ def one_run(
         return len(tiles) == len(specs) and all(t.frames > 0 for t in tiles)
 
     pump_until(playing, 300)
+    setup_s = time.perf_counter() - created  # the window to every tile's first result
     pump_until(lambda: False, warmup_s)
     canvas = wall.canvas
 
@@ -259,9 +266,11 @@ def one_run(
     waits = WaitSampler()
     waits.start()
     cpu0 = thread_cpu_s()
+    canvas.shown_latency_ms.clear()  # from here: each shown result's release -> paint
     first = counts()
     pump_until(lambda: False, seconds)
     last = counts()
+    shown_ms = list(canvas.shown_latency_ms)
     cpu1 = thread_cpu_s()
     gui_states = waits.stop()
     if sampler is not None:
@@ -290,6 +299,12 @@ def one_run(
         "replaced_in_canvas": int(last["replaced"] - first["replaced"]),
         "replaced_on_the_way": int(last["hand_off"] - first["hand_off"]),
         "dropped_by_core": int(last["core"] - first["core"]),
+        "setup_s": round(setup_s, 2),
+        # per shown result: from its frame's release (each file played as a camera
+        # delivers it) to the paint that showed it, in this window
+        "frame_latency_ms_p50": _percentile(shown_ms, 50),
+        "frame_latency_ms_p99": _percentile(shown_ms, 99),
+        "frame_latencies": len(shown_ms),
         "input_latency_ms_p50": round(statistics.median(lat), 2),
         "input_latency_ms_p99": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
         "input_events": len(probe.latencies_ms),
@@ -310,6 +325,10 @@ def one_run(
             "threads": {k: v["samples"] for k, v in report["threads"].items()},
         }
     return out
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 2) if values else float("nan")
 
 
 def summary(runs: list[dict[str, Any]], key: str) -> dict[str, float]:
@@ -362,7 +381,8 @@ def main() -> int:
         length = args.warmup + args.seconds + 30  # never ends while measured
         folder = Path(tempfile.mkdtemp(prefix="framelens-wall-clips-"))
         specs = make_clips(folder, args.sources, (w, h), args.fps, length)
-    keys = ["results_per_s", "shown_per_s", "paints_per_s", "replaced",
+    keys = ["results_per_s", "shown_per_s", "paints_per_s", "replaced", "setup_s",
+            "frame_latency_ms_p50", "frame_latency_ms_p99",
             "input_latency_ms_p50", "input_latency_ms_p99"]  # fmt: skip
     result: dict[str, Any] = {
         "command": "xvfb-run .venv/bin/python benchmarks/wall_screen.py " + " ".join(sys.argv[1:]),

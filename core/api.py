@@ -28,7 +28,7 @@ Groups:
   (``frames_at``: the batch results browser's thumbnails)
 * display: device frames to the screen (CUDA-GL interop); the one overlay style
   (colours, tags, layout into shapes, ``class_colour``) that the canvas paints like
-  core draws
+  core draws; ``ms_since`` (a shown frame's time from its release, on core's clock)
 * super-resolution: its output and parameters (the region of interest), bicubic for
   comparison, detections enlarged by a model (``crop_upscaler``) and one frame's
   PSNR/SSIM against bicubic (``measure_frame_quality``)
@@ -213,6 +213,7 @@ from framelens.core.stages.tasks.superres.crops import (
 )
 from framelens.core.stages.tasks.superres.frame_quality import FrameQuality
 from framelens.core.stages.tasks.superres.metrics import ImageAgreement
+from framelens.core.stages.timing import ms_since
 from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerKind, TrackerSettings
 from framelens.core.stages.tracking.track_log import TrackLog, TrackRecord
 from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
@@ -364,6 +365,7 @@ __all__ = [
     "load_zones",
     "mark_region",
     "measure_frame_quality",
+    "ms_since",
     "open_source",
     "pane_labels",
     "parse_zones",

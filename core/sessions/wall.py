@@ -140,6 +140,10 @@ class PacedSource(Source):
         due = self._clock.due(float(frame.pts))  # late or jumped: restarts, due now
         while not p.stop.is_set() and (left := due - time.perf_counter()) > 0:
             p.stop.wait(min(left, 0.05))
+        # released now, as a camera's frame: its latency counts from here (the end-to-end
+        # time, the tile's latency, the screen's), not from the read that waited for it
+        if due > 0:  # 0: the clock does not pace
+            frame.arrived = due * 1000.0  # now_ms's clock
         return frame
 
     def seek(self, index: int) -> None:

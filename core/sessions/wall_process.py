@@ -111,13 +111,16 @@ class TileOverlay:
     zones with their counts), for a frame of ``frame_size`` drawn into ``rect``;
     ``shapes``: the detections' overlay laid out by the child (core's ``layout`` with the
     wall's labels and style, the same the consumer would make: its process spends no time
-    on it), None where it was not."""
+    on it), None where it was not; ``arrived``: when the source released the frame (on
+    ``now_ms``'s clock, which every process of the machine shares), None for a frame read
+    when asked for."""
 
     detections: Detections
     marks: tuple[object, ...]
     frame_size: tuple[int, int]
     rect: tuple[int, int, int, int]
     shapes: Overlay | None = None
+    arrived: float | None = None
 
 
 @dataclass(frozen=True)
@@ -433,8 +436,9 @@ class _Publisher:
             self._renewed.add(tile)
             rect = self.picture.rect(tile) or (0, 0, 0, 0)
             self._overlays[tile] = TileOverlay(
-                result.output, tuple(result.marks), (frame.width, frame.height), rect, shapes
-            )
+                result.output, tuple(result.marks), (frame.width, frame.height), rect, shapes,
+                arrived=frame.arrived,
+            )  # fmt: skip
             self._lock.notify_all()
 
     def use_host(self) -> None:

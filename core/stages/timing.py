@@ -14,7 +14,14 @@ from framelens.core.types import StageTimes
 
 
 def now_ms() -> float:
+    """The clock of stage times and of a paced frame's ``arrived``: perf_counter, in ms
+    (CLOCK_MONOTONIC on Linux, one clock for every process of the machine)."""
     return time.perf_counter() * 1000.0
+
+
+def ms_since(then_ms: float | None) -> float | None:
+    """Milliseconds from ``then_ms`` (on ``now_ms``'s clock) to now; None for None."""
+    return None if then_ms is None else now_ms() - then_ms
 
 
 @contextmanager

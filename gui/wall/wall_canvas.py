@@ -12,7 +12,8 @@ latency, or why it is down ("failed: ...", "reconnecting"). The layout (1, 2x2, 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 
 from framelens.core.api import (
     INTEROP_PATH,
@@ -25,6 +26,7 @@ from framelens.core.api import (
     WallPicture,
     ZonesPicture,
     fallback_path,
+    ms_since,
     picture_size_for,
     wall_grid,
 )
@@ -58,6 +60,7 @@ LAYOUTS: dict[str, int] = {**WALL_LAYOUTS, "auto": 0}
 """Layout name -> tiles per side (0: as many as the sources need); core's wall layouts."""
 
 _BACKGROUND = (0.075, 0.082, 0.098)
+LATENCIES_KEPT = 1 << 14  # the newest shown results' latencies (~34 s of 16 tiles at 30 fps)
 
 
 def grid_size(name: str, count: int) -> tuple[int, int]:
@@ -114,7 +117,11 @@ class WallCanvas(QOpenGLWidget):
         # the tile's next result first (replaced): what the wall benchmark counts
         self.tiles_shown = 0
         self.tiles_replaced = 0
+        # each shown result's time from its frame's release (a live source's) to the paint
+        # that shows it, in ms, the newest LATENCIES_KEPT: what the benchmark's p50/p99 read
+        self.shown_latency_ms: deque[float] = deque(maxlen=LATENCIES_KEPT)
         self._unpainted: set[int] = set()  # tiles whose newest result no paint has shown
+        self._arrived: dict[int, float | None] = {}  # their frames' release times
         # the picture of a wall played in a process of its own (set_shared): the one
         # waiting for the next paint, and its buffer handed back once uploaded
         self._shared: SharedWallFrame | None = None
@@ -141,6 +148,7 @@ class WallCanvas(QOpenGLWidget):
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
         self._unpainted.clear()
+        self._arrived.clear()
         self._shared_rects.clear()
         self._relayout()
 
@@ -162,6 +170,7 @@ class WallCanvas(QOpenGLWidget):
             if tile in self._unpainted:
                 self.tiles_replaced += 1
             self._unpainted.add(tile)
+            self._arrived[tile] = frame.arrived
             self._overlays[tile] = overlay
             self._shapes[tile] = None  # laid out at the paint
             self._zones[tile] = next((m for m in marks if isinstance(m, ZonesPicture)), None)
@@ -382,6 +391,7 @@ class WallCanvas(QOpenGLWidget):
                 self._texture.shown = None  # its buffer is the child's again
                 self._release(frame)
             self.tiles_shown += frame.shown
+            self._shown_since(overlay.arrived for overlay in frame.overlays.values())
             if frame.device is not None and not self._texture.via_interop:
                 self._tell_via_host()
         elif (
@@ -396,6 +406,7 @@ class WallCanvas(QOpenGLWidget):
             self._texture.draw(self.picture_rect(), ratio=ratio)
         self.frames_painted += 1
         self.tiles_shown += len(self._unpainted)
+        self._shown_since(self._arrived.get(tile) for tile in self._unpainted)
         self._unpainted.clear()
         painter = QPainter(self)
         try:
@@ -406,6 +417,13 @@ class WallCanvas(QOpenGLWidget):
                 painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignCenter), "No sources")
         finally:
             painter.end()
+
+    def _shown_since(self, arrivals: Iterable[float | None]) -> None:
+        """Record the latency of results this paint shows (those of live sources)."""
+        for arrived in arrivals:
+            latency = ms_since(arrived)
+            if latency is not None:
+                self.shown_latency_ms.append(latency)
 
     def _views(self) -> list[TileView]:
         """What each tile on screen shows now (TileLayer repaints the ones that changed)."""

@@ -352,7 +352,9 @@ def test_the_canvas_counts_each_result_shown_or_drawn_over_before_a_paint(
 ) -> None:
     """What the wall benchmark reads (benchmarks/wall_screen.py): a tile's result that a
     paint showed counts as shown; one drawn over by the tile's next result before any
-    paint counts as replaced, never as shown."""
+    paint counts as replaced, never as shown; a shown result of a live source records
+    its time from the frame's release to that paint."""
+    from framelens.core.stages.timing import now_ms
     from framelens.core.types import Frame
     from framelens.gui.wall.wall_canvas import WallCanvas
 
@@ -368,12 +370,19 @@ def test_the_canvas_counts_each_result_shown_or_drawn_over_before_a_paint(
     painted = canvas.frames_painted
     canvas.set_frame(0, Frame(image.image, 0, 0.0, source_id=0))
     canvas.set_frame(0, Frame(image.image, 1, 0.0, source_id=0))  # before any paint
-    canvas.set_frame(1, Frame(image.image, 0, 0.0, source_id=1))
+    live = Frame(image.image, 0, 0.0, source_id=1)
+    live.arrived = now_ms() - 40.0  # a live source released it 40 ms ago
+    canvas.set_frame(1, live)
     canvas.repaint()
     qtbot.waitUntil(lambda: canvas.frames_painted > painted, timeout=5_000)
     assert (canvas.tiles_shown, canvas.tiles_replaced) == (2, 1)
+    # the live result's time from its release to the paint that showed it; tile 0's
+    # frames were read when asked for (no release time), so they give none
+    assert len(canvas.shown_latency_ms) == 1
+    assert 40.0 <= canvas.shown_latency_ms[0] < 40.0 + 5_000
     canvas.repaint()  # a paint with nothing new shows nothing more
     assert canvas.tiles_shown == 2
+    assert len(canvas.shown_latency_ms) == 1
 
 
 def test_paints_follow_the_results_not_a_timer(
@@ -397,8 +406,8 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
 ) -> None:
     """With "Own Process" chosen, decode and inference run in a child process and the window
     uploads the child's picture from shared memory: each tile shows its own source with
-    its detections, results are counted as shown, closing the window stops the child,
-    and a child that dies is one message."""
+    its detections, results are counted as shown with their latency from release to the
+    screen, closing the window stops the child, and a child that dies is one message."""
     import signal
 
     from framelens.core.api import PipelineSettings, resolve_model
@@ -416,6 +425,11 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
             lambda: [t.name for t in wall.state.tiles] == ["cam1", "cam2"], timeout=TIMEOUT_MS
         )
         assert_tiles_show_their_sources(wall, [0, 1])
+        # the tiles' frames were released by the child's paced sources: each shown result
+        # has its time from release to the paint in this process (one clock for both)
+        latencies = list(wall.canvas.shown_latency_ms)
+        assert len(latencies) >= 10
+        assert all(0.0 < ms < TIMEOUT_MS for ms in latencies), latencies
         assert not wall.layout_actions["4x4"].isEnabled()
         # core chose the transport (on the CPU: shared memory) and the window says why, in
         # the summary only: nothing fell back

@@ -123,6 +123,8 @@ def test_every_frame_of_every_source_arrives_in_order_through_shared_engine_call
     assert state.batch == 8  # as the CLI's several-source run: 8..32
     assert state.frames_run == 3 * FRAMES and state.frames_run > state.batches_run
     assert all(t.latency_ms > 0 for t in state.tiles)  # end-to-end per source, measured
+    # not paced: no release time, the latency counts from each frame's decode
+    assert all(r.frame.arrived is None for rs in rec.results.values() for r in rs)
     people = sum(len(r.output) for rs in rec.results.values() for r in rs)
     assert people > 40  # the model ran on every tile's frames: the person is in view
     assert all(r.annotated is None for rs in rec.results.values() for r in rs)  # left to the GUI
@@ -151,6 +153,14 @@ def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
             if late < 0
         ]
         assert not early, early  # (frame, seconds before its time)
+        # each frame says when it was released, as a camera's: its latency (end to end,
+        # the tile's, the screen's) counts from then, not from the read that waited for it
+        released = [r.frame.arrived for r in rec.results[tile]]
+        assert all(t is not None for t in released)
+        assert released == sorted(released)  # type: ignore[type-var]
+        for r, got in zip(rec.results[tile], rec.arrived[tile], strict=True):
+            assert r.frame.arrived is not None and r.frame.arrived <= got * 1000.0
+            assert 0 <= r.times.e2e <= got * 1000.0 - r.frame.arrived
     assert playing.playing and playing.realtime
     assert playing.fps > 0  # measured while playing
 
