@@ -22,8 +22,9 @@ medians are reported:
   through the bare executor loop, alternated on the same warm pipelines, beside NVDEC
   alone in the same call (medians and every run; benchmarks/handoff.py is its CPU
   counterpart), with p50/p99 per frame (decode to result) and the whole call beside the
-  steady rate (``setup_s``: engines built, NVDEC opened and the first calls, measured
-  once; each run adds its session's opening);
+  steady rate (``setup_s``: engines built, NVDEC opened; ``first_run_s``: the first 60
+  frames, cuDNN's search and the graphs' captures in them; each measured once; a
+  run's ``whole_call_s`` adds its session's opening and frames);
 - tracking (``--track [KIND]``): the product's path with and without a tracker on its
   results, alternated on the same warm pipelines, ``--track-repeats`` runs each
   (benchmarks/tracking_ab.py): medians, spread and their ratio (target >= 0.95).
@@ -138,6 +139,9 @@ def latency_ms(stats: Any) -> tuple[float, float]:
     return round(float(p50), 2), round(float(p99), 2)
 
 
+FIRST_RUN_FRAMES = 60  # a bench's first frames: its warm-up, the first calls' cost
+
+
 class GpuPipelineBench:
     """The product's GPU run path (decode thread, N GPU pipelines, in-order delivery),
     built once and warmed up, then timed over the same frames as the other loops."""
@@ -155,9 +159,12 @@ class GpuPipelineBench:
         self.source, self.decoder = build.open_frames(path, self.pipelines[0])
         self.workers = workers
         self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")
-        self.run(60)  # warm-up: cuDNN algorithm search, NVDEC session, kernel caches
-        # the set-up a run of its own pays once: engines built, decoder opened, first calls
+        # what a run of its own pays before its first frame: engines built, decoder opened
         self.setup_s = time.perf_counter() - start
+        start = time.perf_counter()
+        # warm-up: cuDNN algorithm search, graph captures, NVDEC session, kernel caches
+        self.run(FIRST_RUN_FRAMES)
+        self.first_run_s = time.perf_counter() - start  # its session's opening included
 
     def run(self, frames: int, driver: str = "session", tracker: Any = None) -> dict[str, Any]:
         """``frames`` through the product's driver: the session (core/sessions/session.py,
@@ -477,13 +484,18 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
         "p99_ms": round(statistics.median(r["p99_ms"] for r in session), 2),
         "p50_ms_runs": [r["p50_ms"] for r in session],
         "p99_ms_runs": [r["p99_ms"] for r in session],
-        # the whole call beside the steady rate: a run of its own pays the set-up (engines
-        # built, NVDEC opened, first calls; once here) and the session's opening (each run)
+        # the whole call beside the steady rate: the set-up before the first frame
+        # (engines built, NVDEC opened; the CUDA context was made before), the first
+        # FIRST_RUN_FRAMES frames (cuDNN's search, the graphs' captures), then a run's
+        # frames: a cold call of FIRST_RUN_FRAMES + --frames frames, with one session
+        # opening more than such a call makes
         "setup_s": round(bench.setup_s, 2),
-        "whole_call_s_runs": [round(bench.setup_s + r["open_s"] + r["wall_s"], 2) for r in session],
+        "first_run_s": round(bench.first_run_s, 2),
+        "first_run_frames": FIRST_RUN_FRAMES,
+        "whole_call_s_runs": [round(_whole_call_s(bench, r), 2) for r in session],
         "whole_call_fps": round(
             statistics.median(
-                r["frames"] / (bench.setup_s + r["open_s"] + r["wall_s"]) for r in session
+                (FIRST_RUN_FRAMES + r["frames"]) / _whole_call_s(bench, r) for r in session
             ),
             1,
         ),
@@ -515,11 +527,16 @@ def _live(video: str, spec: Any, ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _whole_call_s(bench: GpuPipelineBench, run: dict[str, Any]) -> float:
+    """A cold call's time for ``run``: set-up, first frames, the run's opening and frames."""
+    return float(bench.setup_s + bench.first_run_s + run["open_s"] + run["wall_s"])
+
+
 def _graphs_planned() -> bool:
     """Whether the pipelines' engines are made with CUDA graphs (the plan's choice)."""
     from framelens.core.pipeline.engine_plan import cuda_options_for
 
-    return cuda_options_for("fp32").graphs
+    return cuda_options_for("fp32", device_engine=True).graphs
 
 
 def _without_graphs(make: Any) -> Any:

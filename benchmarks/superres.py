@@ -218,7 +218,7 @@ def esrgan(args: argparse.Namespace, bench: Bench, video: str) -> None:
             continue
         r["esrgan_setup_s"][precision] = setup
         settings = build.resolve(prepared[precision])
-        options = build.engine_cuda_options(settings.model, precision).as_dict()
+        options = build.engine_cuda_options(settings.model, precision, device_engine=True).as_dict()
         product = bench.measure(
             f"{precision}: the product's engine, one call",
             lambda s=settings: timed_engine(

@@ -169,7 +169,11 @@ def create_engine(
 
         cuda_options = None
         if device.strip().lower() != "cpu":  # the plan's options (engine_plan.py)
-            planned = engine_cuda_options(spec, precision) if spec else cuda_options_for(precision)
+            planned = (
+                engine_cuda_options(spec, precision, device_engine=False)
+                if spec
+                else cuda_options_for(precision)
+            )
             cuda_options = planned.as_dict()
         return OnnxRuntimeEngine(
             model_path,
@@ -295,7 +299,7 @@ def _device_engine(
         )
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 
-    planned = engine_cuda_options(settings.model, settings.precision)
+    planned = engine_cuda_options(settings.model, settings.precision, device_engine=True)
     return OnnxRuntimeCudaEngine(
         settings.model.path,
         ctx,
@@ -307,13 +311,14 @@ def _device_engine(
     )
 
 
-def engine_cuda_options(spec: ModelSpec, precision: str) -> CudaOptions:
+def engine_cuda_options(spec: ModelSpec, precision: str, *, device_engine: bool) -> CudaOptions:
     """ONNX Runtime's CUDA options for the graph ``spec`` (resolved: the precision's
     variant) and why (core/pipeline/engine_plan.py): what the plan shows and every CUDA
-    engine of the run is made with."""
+    engine of the run is made with. ``device_engine``: the GPU pipeline's engine (on
+    device buffers, CUDA graphs possible), not a host pipeline's."""
     kind = find_kind(spec.task)
     task_options = kind.task.cuda_options(spec) if kind is not None else {}
-    return cuda_options_for(precision, spec, task_options)
+    return cuda_options_for(precision, spec, task_options, device_engine=device_engine)
 
 
 def gpu_unavailable(settings: PipelineSettings) -> str | None:
@@ -414,7 +419,7 @@ def plan(
     on_gpu = path.value == "gpu pipeline"
     engine = None
     if on_cuda and runs.backend == "onnxruntime":
-        options = engine_cuda_options(runs.model, runs.precision)
+        options = engine_cuda_options(runs.model, runs.precision, device_engine=on_gpu)
         engine = Choice(options.value, "; ".join(options.why))
     return Plan(
         asked=settings,

@@ -64,6 +64,10 @@ TASK_NO_CUDA_GRAPH_WHY = (
     "no CUDA graphs: the {task} task declines them (its calls are long: a graph gave "
     "ESRGAN x2 at 540p 52.0 against 52.7 ms on an H100; FRAMELENS_CUDA_GRAPHS=1 asks anyway)"
 )
+HOST_ENGINE_NO_CUDA_GRAPH_WHY = (
+    "no CUDA graphs: the engine runs on host arrays (only the GPU pipeline's engine, on "
+    "device buffers, records them)"
+)
 GRAPHS_ENV = "FRAMELENS_CUDA_GRAPHS"
 GRAPHS_DEFAULT = "1"  # unless the task declines them (tests/gpu/test_graphs_gpu.py, H100)
 
@@ -91,10 +95,14 @@ def cuda_options_for(
     precision: str,
     spec: ModelSpec | None = None,
     task_options: Mapping[str, str] | None = None,
+    *,
+    device_engine: bool = False,
 ) -> CudaOptions:
     """The CUDA provider options for ``spec``'s graph of ``precision`` (``spec``: the
     resolved graph, None where only the precision is known), given the options its task
-    asks for (``task_options``: the task's ``cuda_options``)."""
+    asks for (``task_options``: the task's ``cuda_options``). ``device_engine``: the
+    engine runs on device buffers (the GPU pipeline's), the only engine that captures
+    CUDA graphs; a host pipeline's CUDA engine never does, and its plan says so."""
     options: dict[str, str] = {}
     why: list[str] = []
     if precision == "fp32":
@@ -117,16 +125,34 @@ def cuda_options_for(
         why.append(FUSE_WHY)
     task_graphs = asked.pop("cuda_graphs", None)
     options.update(asked)
-    asked_graphs = os.environ.get(GRAPHS_ENV) or None
-    graphs = (asked_graphs or task_graphs or GRAPHS_DEFAULT) == "1"
-    if graphs:
-        why.append(CUDA_GRAPH_WHY)
-    elif asked_graphs == "0":
-        why.append(NO_CUDA_GRAPH_WHY)
-    else:
-        task = spec.task if spec is not None else "model's"
-        why.append(TASK_NO_CUDA_GRAPH_WHY.format(task=task))
+    graphs, graphs_why = _graphs_choice(spec, task_graphs, device_engine)
+    why.append(graphs_why)
     return CudaOptions(tuple(options.items()), tuple(why), graphs)
+
+
+def _graphs_choice(
+    spec: ModelSpec | None, task_graphs: str | None, device_engine: bool
+) -> tuple[bool, str]:
+    """Whether the engine captures CUDA graphs, and why (or why not)."""
+    if not device_engine:
+        return False, HOST_ENGINE_NO_CUDA_GRAPH_WHY
+    env = os.environ.get(GRAPHS_ENV) or None
+    asked = env if env in ("0", "1") else None
+    if asked == "0":
+        return False, NO_CUDA_GRAPH_WHY
+    if asked is None and (task_graphs or GRAPHS_DEFAULT) != "1":
+        task = spec.task if spec is not None else "model's"
+        return False, TASK_NO_CUDA_GRAPH_WHY.format(task=task)
+    if spec is not None:
+        from framelens.core.stages.engines.onnxruntime_graphs import graph_blockers
+
+        blocked = graph_blockers(spec.path)
+        if blocked is not None:
+            return False, f"no CUDA graphs: {blocked}"
+    why = CUDA_GRAPH_WHY
+    if env is not None and asked is None:
+        why += f" ({GRAPHS_ENV}={env} ignored: it takes 0 or 1)"
+    return True, why
 
 
 def nhwc_misread_count(path: Path) -> int:

@@ -140,10 +140,12 @@ class PacedSource(Source):
         due = self._clock.due(float(frame.pts))  # late or jumped: restarts, due now
         while not p.stop.is_set() and (left := due - time.perf_counter()) > 0:
             p.stop.wait(min(left, 0.05))
-        # released now, as a camera's frame: its latency counts from here (the end-to-end
-        # time, the tile's latency, the screen's), not from the read that waited for it
+        # the frame's release: when it was due, as a camera delivers it (decoded ahead of
+        # it here, so decoding is not in its latency; a frame more than the clock's resync
+        # late counts from the resync). Its latency counts from here (end to end, the
+        # tile's, the screen's), not from the read that waited for it.
         if due > 0:  # 0: the clock does not pace
-            frame.arrived = due * 1000.0  # now_ms's clock
+            frame.arrived = min(due, time.perf_counter()) * 1000.0  # now_ms's clock
         return frame
 
     def seek(self, index: int) -> None:

@@ -419,7 +419,8 @@ class WallCanvas(QOpenGLWidget):
             painter.end()
 
     def _shown_since(self, arrivals: Iterable[float | None]) -> None:
-        """Record the latency of results this paint shows (those of live sources)."""
+        """Record the latency of results this paint shows (those whose frames say when
+        they were released: files played in real time; cameras and streams do not say)."""
         for arrived in arrivals:
             latency = ms_since(arrived)
             if latency is not None:

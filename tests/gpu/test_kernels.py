@@ -714,7 +714,8 @@ def test_host_frames_of_mixed_sizes_share_one_upload(
     spec = model((416, 416))
     pools: list[object] = []
     try:
-        for i, (w, h) in enumerate([(641, 479), (33, 17), (641, 479), (1917, 1079), (33, 17)]):
+        sizes = [(641, 479), (33, 17), (641, 479), (1917, 1079), (2000, 100), (33, 17)]
+        for i, (w, h) in enumerate(sizes):
             frame = Frame(image(dev.rng, w, h), i, i / 30)
             layout = PreprocessLayout.from_spec(spec, w, h, "float32")
             tensor = dev.buffer(1, layout.nbytes)
@@ -733,9 +734,11 @@ def test_host_frames_of_mixed_sizes_share_one_upload(
             pools.append(pre._bgr)
     finally:
         pre.free()
-    # smaller frames reuse the buffers; only the 1917x1079 frame allocated again
+    # smaller frames reuse the buffers; a wider or taller one allocates again (2000x100
+    # after 1917x1079: the buffers grow to 2000x1079, never shrink to a frame)
     assert pools[0] is pools[1] is pools[2]
-    assert pools[3] is pools[4] and pools[3] is not pools[0]
+    assert pools[3] is not pools[0] and pools[4] is not pools[3]
+    assert pools[4] is pools[5]
 
 
 @pytest.mark.slow

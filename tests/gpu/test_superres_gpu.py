@@ -217,7 +217,7 @@ def test_int8_superres_runs_on_the_cuda_provider_as_on_the_cpu(
     for want, got, _ in upscale_both(heavy_int8, small, SuperResParams(tile=0), "int8"):
         print(f"INT8 SR GPU vs CPU: {psnr(want, got):.1f} dB")
         assert psnr(want, got) >= 35.0
-    options = build.engine_cuda_options(heavy_int8, "int8")
+    options = build.engine_cuda_options(heavy_int8, "int8", device_engine=True)
     assert "prefer_nhwc" not in options.as_dict() and "NCHW, not NHWC" in " ".join(options.why)
     pipeline = build.gpu_pipelines(
         PipelineSettings(heavy_int8, device="cuda:0", precision="int8"), 1
@@ -290,7 +290,7 @@ def test_esrgans_fp16_engine_is_as_fast_as_plain_onnx_runtime_with_its_options(
     settings = build.resolve(
         PipelineSettings(resolve_model(str(path)), device="cuda:0", precision="fp16")
     )
-    options = build.engine_cuda_options(settings.model, "fp16").as_dict()
+    options = build.engine_cuda_options(settings.model, "fp16", device_engine=True).as_dict()
     assert options == {"use_tf32": "1", "prefer_nhwc": "1", "fuse_conv_bias": "1"}
     shape = (1, 3, 540, 960)
     times = {}

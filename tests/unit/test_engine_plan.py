@@ -120,7 +120,10 @@ def test_on_cuda_an_int8_sr_graph_is_planned_nchw_and_its_float_graphs_nhwc(
         for line in fp32.lines()
     )
     assert fp32.as_json()["engine"]["value"] == "use_tf32=0, prefer_nhwc=1, CUDA graphs"
-    assert "enable_cuda_graph" not in build.engine_cuda_options(heavy, "fp32").as_dict()
+    assert (
+        "enable_cuda_graph"
+        not in build.engine_cuda_options(heavy, "fp32", device_engine=True).as_dict()
+    )
 
     planned = build.plan(PipelineSettings(int8.spec, device="cuda:0", precision="int8"))
     assert planned.engine is not None
@@ -128,7 +131,9 @@ def test_on_cuda_an_int8_sr_graph_is_planned_nchw_and_its_float_graphs_nhwc(
     misread = len(nhwc_misread_convs(onnx.load(str(int8.path))))
     assert misread >= 1
     assert f"NCHW, not NHWC: {misread} of its convolutions have a Q/DQ weight" in planned.engine.why
-    options = build.engine_cuda_options(planned.settings.model, "int8").as_dict()
+    options = build.engine_cuda_options(
+        planned.settings.model, "int8", device_engine=True
+    ).as_dict()
     assert options == {"use_tf32": "1"}  # what its engines are made with
     assert planned.batch.value == "1"
     assert planned.batch.why.startswith("one frame per engine call: the superres task")
@@ -141,13 +146,19 @@ def test_a_heavy_sr_models_fp16_graph_gets_the_bias_fused_and_its_fp32_graph_not
     H100): the FP16 engine takes it, with its reason; FP32 keeps the plain convolution;
     a detector never asks for it."""
     monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
-    fp16 = build.engine_cuda_options(heavy, "fp16")
+    fp16 = build.engine_cuda_options(heavy, "fp16", device_engine=True)
     assert fp16.as_dict() == {"use_tf32": "1", "prefer_nhwc": "1", "fuse_conv_bias": "1"}
     assert fp16.value == "use_tf32=1, prefer_nhwc=1, fuse_conv_bias=1, CUDA graphs"
     assert any(w.startswith("fuse_conv_bias=1: cuDNN adds the bias") for w in fp16.why)
-    assert "fuse_conv_bias" not in build.engine_cuda_options(heavy, "fp32").as_dict()
+    assert (
+        "fuse_conv_bias"
+        not in build.engine_cuda_options(heavy, "fp32", device_engine=True).as_dict()
+    )
     detector = resolve_model(DEFAULT_MODEL)
-    assert "fuse_conv_bias" not in build.engine_cuda_options(detector, "fp16").as_dict()
+    assert (
+        "fuse_conv_bias"
+        not in build.engine_cuda_options(detector, "fp16", device_engine=True).as_dict()
+    )
 
 
 def test_cuda_graphs_are_on_for_a_detector_and_declined_by_super_resolution(
@@ -159,10 +170,10 @@ def test_cuda_graphs_are_on_for_a_detector_and_declined_by_super_resolution(
     benchmarks' A/B sets), =1 on, super-resolution included."""
     detector = resolve_model(DEFAULT_MODEL)
     monkeypatch.delenv("FRAMELENS_CUDA_GRAPHS", raising=False)
-    detect = build.engine_cuda_options(detector, "fp32")
+    detect = build.engine_cuda_options(detector, "fp32", device_engine=True)
     assert detect.graphs and CUDA_GRAPH_WHY in detect.why
     assert detect.value == "use_tf32=0, CUDA graphs"
-    sr = build.engine_cuda_options(heavy, "fp16")
+    sr = build.engine_cuda_options(heavy, "fp16", device_engine=True)
     assert not sr.graphs
     assert "CUDA graphs" not in sr.value
     assert any(w.startswith("no CUDA graphs: the superres task declines them") for w in sr.why)
@@ -170,12 +181,46 @@ def test_cuda_graphs_are_on_for_a_detector_and_declined_by_super_resolution(
 
     monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "0")
     for spec in (detector, heavy):
-        off = build.engine_cuda_options(spec, "fp16")
+        off = build.engine_cuda_options(spec, "fp16", device_engine=True)
         assert not off.graphs
         assert "no CUDA graphs: FRAMELENS_CUDA_GRAPHS=0" in off.why
     monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "1")
-    assert build.engine_cuda_options(heavy, "fp16").graphs
-    assert build.engine_cuda_options(detector, "fp16").graphs
+    assert build.engine_cuda_options(heavy, "fp16", device_engine=True).graphs
+    assert build.engine_cuda_options(detector, "fp16", device_engine=True).graphs
+
+
+def test_the_plan_claims_cuda_graphs_only_for_an_engine_that_records_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUDA graphs are the GPU pipeline's engine's (on device buffers): a host pipeline
+    with CUDA inference shows none, and why; a graph whose operators a replay would get
+    wrong (Gemm) shows none, and why; a value of FRAMELENS_CUDA_GRAPHS other than 0 or 1
+    is said to be ignored rather than read as either."""
+    from dataclasses import replace
+
+    from graph_models import gemm_model
+
+    monkeypatch.delenv("FRAMELENS_CUDA_GRAPHS", raising=False)
+    detector = resolve_model(DEFAULT_MODEL)
+    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: "no NVDEC here")
+    host = build.plan(PipelineSettings(detector, device="cuda:0"))
+    assert host.path.value == "host pipeline, cuda inference"
+    assert host.engine is not None and host.engine.value == "use_tf32=0"
+    assert "no CUDA graphs: the engine runs on host arrays" in host.engine.why
+    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
+    device = build.plan(PipelineSettings(detector, device="cuda:0"))
+    assert device.path.value == "gpu pipeline"
+    assert device.engine is not None and device.engine.value == "use_tf32=0, CUDA graphs"
+
+    gemm = replace(detector, path=gemm_model(tmp_path / "gemm.onnx"))  # its operators only
+    blocked = build.engine_cuda_options(gemm, "fp32", device_engine=True)
+    assert not blocked.graphs
+    assert any(w.startswith("no CUDA graphs: the graph has Gemm") for w in blocked.why)
+
+    monkeypatch.setenv("FRAMELENS_CUDA_GRAPHS", "yes")
+    odd = build.engine_cuda_options(detector, "fp32", device_engine=True)
+    assert odd.graphs  # the default, as if unset
+    assert any("FRAMELENS_CUDA_GRAPHS=yes ignored: it takes 0 or 1" in w for w in odd.why)
 
 
 def test_the_plan_shows_no_engine_options_off_cuda(heavy: ModelSpec) -> None:

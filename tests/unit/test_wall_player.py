@@ -159,8 +159,8 @@ def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
         assert all(t is not None for t in released)
         assert released == sorted(released)  # type: ignore[type-var]
         for r, got in zip(rec.results[tile], rec.arrived[tile], strict=True):
-            assert r.frame.arrived is not None and r.frame.arrived <= got * 1000.0
-            assert 0 <= r.times.e2e <= got * 1000.0 - r.frame.arrived
+            assert r.frame.arrived is not None
+            assert 0 <= r.times.e2e <= got * 1000.0 - r.frame.arrived  # released, then seen
     assert playing.playing and playing.realtime
     assert playing.fps > 0  # measured while playing
 
