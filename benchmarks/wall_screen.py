@@ -84,24 +84,26 @@ def make_clips(
     return paths
 
 
-def thread_cpu_s() -> dict[str, float]:
-    """CPU seconds of this process's threads by name (Linux /proc; Python's threads carry
-    their names there as "fl-worker-3", Mesa's as "llvmpipe-0"; the GUI thread is the
-    process's own name), empty elsewhere."""
+def thread_cpu_s(pid: int | None = None) -> dict[str, float]:
+    """CPU seconds of the threads of process ``pid`` (this one by default) by name (Linux
+    /proc: Python's own threads read "python" there, Mesa's "llvmpipe-0", CUDA's
+    "cuda-EvtHandlr"; this process's main thread is "gui", another's "main"), empty
+    elsewhere or for a process that is gone."""
     import os
     import re
 
     out: dict[str, float] = {}
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    main = os.getpid()
-    for task in Path("/proc/self/task").glob("*"):
+    main = os.getpid() if pid is None else pid
+    first = "gui" if pid is None else "main"
+    for task in Path(f"/proc/{main}/task").glob("*"):
         try:
             stat = (task / "stat").read_text()
         except OSError:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
-        kind = "gui" if int(task.name) == main else re.sub(r"[-_:]?\d+$", "", name)
+        kind = first if int(task.name) == main else re.sub(r"[-_:]?\d+$", "", name)
         out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
 
@@ -272,13 +274,16 @@ def one_run(
         sampler.__enter__()
     waits = WaitSampler()
     waits.start()
-    cpu0 = thread_cpu_s()
+    # the wall's own process (--processes): its threads' cores too
+    process = getattr(wall.session, "process", None)
+    child = getattr(process, "pid", None)
+    cpu0, child0 = thread_cpu_s(), thread_cpu_s(child) if child else {}
     canvas.shown_latency_ms.clear()  # from here: each shown result's release -> paint
     first = counts()
     pump_until(lambda: False, seconds)
     last = counts()
     shown_ms = list(canvas.shown_latency_ms)
-    cpu1 = thread_cpu_s()
+    cpu1, child1 = thread_cpu_s(), thread_cpu_s(child) if child else {}
     gui_states = waits.stop()
     if sampler is not None:
         sampler.__exit__(None, None, None)
@@ -316,13 +321,10 @@ def one_run(
         "input_latency_ms_p99": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
         "input_events": len(probe.latencies_ms),
         "gui_thread_states": gui_states,
-        # cores each kind of thread used (1.0: a whole core), most first
-        "cpu_cores": dict(
-            sorted(
-                ((k, round((cpu1[k] - cpu0.get(k, 0.0)) / span, 2)) for k in cpu1),
-                key=lambda kv: -kv[1],
-            )
-        ),
+        # cores each kind of thread used (1.0: a whole core), most first; the wall's
+        # process apart (its Python threads share one GIL: near 1.0 together, it is that)
+        "cpu_cores": _cores(cpu0, cpu1, span),
+        "child_cpu_cores": _cores(child0, child1, span) if child else None,
     }
     if sampler is not None:
         report = sampler.report(top=15)
@@ -332,6 +334,12 @@ def one_run(
             "threads": {k: v["samples"] for k, v in report["threads"].items()},
         }
     return out
+
+
+def _cores(before: dict[str, float], after: dict[str, float], span: float) -> dict[str, float]:
+    """Cores each kind of thread used between two ``thread_cpu_s`` readings, most first."""
+    used = ((k, round((after[k] - before.get(k, 0.0)) / span, 2)) for k in after)
+    return dict(sorted(used, key=lambda kv: -kv[1]))
 
 
 def _percentile(values: list[float], q: float) -> float:
