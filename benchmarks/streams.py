@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=450, help="frames of each source")
     parser.add_argument("--repeats", type=int, default=5, help="runs of every row and ceiling")
     parser.add_argument(
-        "--ceiling", default="16x4,16x8,32x8", metavar="SxP,...",
+        "--ceiling", default="16x4,16x8,32x8,64x8", metavar="SxP,...",
         help="the hardware ceiling's configurations: S bare decoders over P processes; "
         "'none' leaves it out",
     )  # fmt: skip
