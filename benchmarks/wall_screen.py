@@ -202,6 +202,7 @@ def one_run(
     profile: bool = False,
     device: str = "cpu",
     processes: bool = False,
+    model: str | None = None,
 ) -> dict[str, Any]:
     from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
     from framelens.core.pipeline.settings import PipelineSettings
@@ -216,7 +217,7 @@ def one_run(
     assert app is not None
     ini = Path(tempfile.mkdtemp(prefix="framelens-wall-bench-")) / "settings.ini"
     app_settings = Settings(QSettings(str(ini), QSettings.Format.IniFormat))
-    settings = PipelineSettings(model=resolve_model(DEFAULT_MODEL), device=device)
+    settings = PipelineSettings(model=resolve_model(model or DEFAULT_MODEL), device=device)
     created = time.perf_counter()
     wall = WallWindow(
         specs, settings, app_settings, realtime=True, stages=TrackStages(TrackerSettings()),
@@ -371,6 +372,12 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="sample every thread's stack")
     parser.add_argument(
+        "--tiny-model", type=int, metavar="BOXES",
+        help="a constant detector made here (handoff.py's: 32x32 input, BOXES boxes a "
+        "frame) instead of the default: inference costs ~nothing, so the CPU shows the "
+        "wall's own Python as a GPU's run does",
+    )  # fmt: skip
+    parser.add_argument(
         "--switch-interval", type=float, default=None,
         help="sys.setswitchinterval for the run (default: as the application sets it)",
     )  # fmt: skip
@@ -388,6 +395,13 @@ def main() -> int:
     QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)  # type: ignore[arg-type]
+    model = None
+    if args.tiny_model is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from handoff import make_model
+
+        tiny = Path(tempfile.mkdtemp(prefix="fl-tiny-")) / "tiny.onnx"
+        model = str(make_model(tiny, args.tiny_model))
     if args.video:
         specs = list(args.video)
         specs = (specs * args.sources)[: args.sources] if args.sources else specs
@@ -409,12 +423,15 @@ def main() -> int:
         "source_fps": args.fps if not args.video else None,
         "source_size": args.size if not args.video else None,
         "tracks": "bytetrack",
+        "model": "default" if args.tiny_model is None else f"constant, {args.tiny_model} boxes",
         "switch_interval_s": sys.getswitchinterval(),
         "runs_asked": args.runs,
         "runs": [],
     }
     for n in range(args.runs):
-        run = one_run(specs, args.seconds, args.warmup, args.profile, args.device, args.processes)
+        run = one_run(
+            specs, args.seconds, args.warmup, args.profile, args.device, args.processes, model
+        )
         print(f"run {n + 1}: {json.dumps(run)}", flush=True)
         result["runs"].append(run)
         for key in keys:
