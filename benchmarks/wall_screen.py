@@ -85,10 +85,11 @@ def make_clips(
 
 
 def thread_cpu_s(pid: int | None = None) -> dict[str, float]:
-    """CPU seconds of the threads of process ``pid`` (this one by default) by name (Linux
-    /proc: Python's own threads read "python" there, Mesa's "llvmpipe-0", CUDA's
-    "cuda-EvtHandlr"; this process's main thread is "gui", another's "main"), empty
-    elsewhere or for a process that is gone."""
+    """CPU seconds of the threads of process ``pid`` (this one by default) by name, a
+    trailing number dropped (Linux /proc: FrameLens's threads by their names, as
+    "fl-worker" (core/threads.py), other Python threads "python", Mesa's "llvmpipe",
+    CUDA's "cuda-EvtHandlr"; this process's main thread is "gui", another's "main"),
+    empty elsewhere or for a process that is gone."""
     import os
     import re
 

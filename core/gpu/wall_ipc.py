@@ -40,6 +40,7 @@ from framelens.core.errors import EngineError, GpuError
 from framelens.core.gpu.buffers import cuda_driver, cuda_message
 from framelens.core.gpu.context import GpuContext, cuda_usable, get_context
 from framelens.core.gpu.images import copy_rgba, download_rgba
+from framelens.core.threads import NamedThread
 from framelens.core.types import Image
 
 __all__ = [
@@ -197,7 +198,7 @@ class IpcPictureReceiver:
             self._close_handles()
             raise GpuError(f"opening the wall's CUDA IPC handles: {cuda_message(exc)}") from exc
         self._releases: queue.Queue[int | None] = queue.Queue()
-        self._thread = threading.Thread(
+        self._thread = NamedThread(
             target=self._release_when_copied, name="fl-wall-ipc-release", daemon=True
         )
         self._thread.start()

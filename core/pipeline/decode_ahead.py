@@ -8,6 +8,7 @@ import time
 
 from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
+from framelens.core.threads import NamedThread
 from framelens.core.types import Frame
 
 
@@ -40,7 +41,7 @@ class DecodeAhead:
         self._generation = 0
         self._at_end = False
         self._stop = False
-        self._thread = threading.Thread(target=self._run, name="fl-decode-ahead", daemon=True)
+        self._thread = NamedThread(target=self._run, name="fl-decode-ahead", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -26,6 +26,7 @@ from framelens.core.pipeline.decode_ahead import DecodeAhead, End, Failed
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
+from framelens.core.threads import NamedThread
 from framelens.core.types import Frame, FrameResult, StageTimes
 
 DEFAULT_MAX_WAIT_MS = 5.0
@@ -193,7 +194,7 @@ class Executor(Generic[T]):
         self._stop = False
         self._seeking = 0  # seeks waiting for the take lock
         self._threads = [
-            threading.Thread(target=self._work, args=(w,), name=f"fl-worker-{i}", daemon=True)
+            NamedThread(target=self._work, args=(w,), name=f"fl-worker-{i}", daemon=True)
             for i, w in enumerate(self._workers)
         ]
         for t in self._threads:

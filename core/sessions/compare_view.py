@@ -41,6 +41,7 @@ from framelens.core.sessions.compare.lockstep import (
 )
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
+from framelens.core.threads import NamedThread
 from framelens.core.types import Image
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ class CompareWorker:
         self._run = 0
         self.kept: KeptFrames | None = None
         self.frame_count: int | None = None
-        self._thread = threading.Thread(target=self._main, name="fl-compare", daemon=True)
+        self._thread = NamedThread(target=self._main, name="fl-compare", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -69,6 +69,7 @@ from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import now_ms
 from framelens.core.stages.tracking.settings import TrackerSettings
+from framelens.core.threads import NamedThread
 from framelens.core.types import SourceInfo
 
 __all__ = ["LIVE_KINDS", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
@@ -649,7 +650,7 @@ def _run_groups(
             stop.set()
 
     threads = [
-        threading.Thread(target=run, args=(k,), name=f"fl-device-{k}", daemon=True)
+        NamedThread(target=run, args=(k,), name=f"fl-device-{k}", daemon=True)
         for k in range(len(groups))
     ]
     for t in threads:

@@ -37,6 +37,7 @@ from framelens.core.sessions.playback.clock import PlaybackClock
 from framelens.core.sessions.session import Session, SessionOptions, session_batch
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
+from framelens.core.threads import NamedThread
 from framelens.core.types import Frame, FrameResult
 
 __all__ = ["DISPLAY_DEPTH", "PacedSource", "TileState", "WallPlayer", "WallState", "wall_batch"]
@@ -224,10 +225,10 @@ class WallPlayer:
         self._tiles = [_Tile(TileState(n, s)) for n, s in zip(names, specs, strict=True)]
         self._state = replace(self._state, tiles=tuple(t.state for t in self._tiles))
         self._threads = [
-            threading.Thread(
+            NamedThread(
                 target=self._collect, args=(list(specs), settings), name="fl-wall", daemon=True
             ),
-            threading.Thread(target=self._deliver, name="fl-wall-show", daemon=True),
+            NamedThread(target=self._deliver, name="fl-wall-show", daemon=True),
         ]
         for t in self._threads:
             t.start()

@@ -68,6 +68,7 @@ from framelens.core.sessions.wall_transport import (
 )
 from framelens.core.stages.draw.style import Overlay, OverlayStyle, layout
 from framelens.core.stages.source_stages import StageFactory
+from framelens.core.threads import NamedThread
 from framelens.core.types import Detections, FrameResult, Image
 
 __all__ = [
@@ -233,7 +234,7 @@ class WallProcess:
         self._to_child = to_child
         if plan.kind == HOST:
             self._settle(plan)
-        self._reader = threading.Thread(
+        self._reader = NamedThread(
             target=self._read, args=(from_child,), name="fl-wall-reader", daemon=True
         )
         self._reader.start()
@@ -589,7 +590,7 @@ def _child_main(
     player = WallPlayer(
         publisher.result, on_state, on_error, realtime=realtime, stages=stages, display_depth=depth
     )
-    thread = threading.Thread(target=publisher.run, name="fl-wall-publish", daemon=True)
+    thread = NamedThread(target=publisher.run, name="fl-wall-publish", daemon=True)
     thread.start()
 
     def next_command() -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from framelens.core.pipeline.compare.kept import KeptFrames
 from framelens.core.pipeline.compare.tracks import tracks_summary
+from framelens.core.threads import NamedThread
 
 __all__ = ["LiveTracks", "TrackNumbers"]
 
@@ -54,7 +55,7 @@ class LiveTracks:
                 self._busy = True
             latest = self._latest
         if start:
-            threading.Thread(target=self._compute, name="fl-compare-tracks", daemon=True).start()
+            NamedThread(target=self._compute, name="fl-compare-tracks", daemon=True).start()
         return latest
 
     def final(self) -> TrackNumbers | None:

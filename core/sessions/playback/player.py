@@ -15,7 +15,6 @@ onto its own thread (the Qt controller does so with queued signals).
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import replace
 from functools import partial
 
@@ -45,6 +44,7 @@ from framelens.core.sessions.playback.worker import (
 )
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
+from framelens.core.threads import NamedThread
 from framelens.core.types import Frame
 
 __all__ = ["Player", "PlayerState", "error_message"]
@@ -155,7 +155,7 @@ class Player(PlayerCore):
         self._model_token += 1
         token = self._model_token
         self._send(lambda: self._publish(loading_model=True))
-        threading.Thread(
+        NamedThread(
             target=self._build_model, args=(settings, token), name="fl-model", daemon=True
         ).start()
 

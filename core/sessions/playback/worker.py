@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import math
 import queue
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,6 +31,7 @@ from framelens.core.sessions.playback.state import PlayerState, RateMeter
 from framelens.core.stages.source_stages import SourceStages, StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.stages.timing import now_ms
+from framelens.core.threads import NamedThread
 from framelens.core.types import Detections, Frame, FrameResult, StageTimes
 
 __all__ = ["PlayerCore"]
@@ -102,7 +102,7 @@ class PlayerCore(ABC):
         self._last_state_s = 0.0
         self._model_token = 0
         self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="fl-player", daemon=True)
+        self._thread = NamedThread(target=self._loop, name="fl-player", daemon=True)
 
     # ---- commands (any thread) -------------------------------------------------
 

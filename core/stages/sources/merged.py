@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from framelens.core.errors import GpuError, SourceError
 from framelens.core.stages.sources.base import Source
+from framelens.core.threads import NamedThread
 from framelens.core.types import Frame, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class MergedSource(Source):
         self._stop = threading.Event()
         self._ready = threading.Semaphore(0)  # one release per item queued
         self._threads = [
-            threading.Thread(target=self._decode, args=(i,), name=f"fl-source-{i}", daemon=True)
+            NamedThread(target=self._decode, args=(i,), name=f"fl-source-{i}", daemon=True)
             for i in range(len(self.sources))
         ]
         for t in self._threads:

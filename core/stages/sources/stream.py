@@ -41,6 +41,7 @@ from framelens.core.stages.sources.av_input import (
 )
 from framelens.core.stages.sources.base import Source
 from framelens.core.stages.sources.display import Display
+from framelens.core.threads import NamedThread
 from framelens.core.types import Frame, SourceInfo
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class StreamSource(Source):
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         aspect = stream.sample_aspect_ratio  # read before the reader thread owns the stream
-        self._thread = threading.Thread(
+        self._thread = NamedThread(
             target=self._run, args=(container, stream), name=f"stream {url}", daemon=True
         )
         self._thread.start()
