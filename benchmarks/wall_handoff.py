@@ -1,0 +1,164 @@
+"""The wall's own process against a consumer of a given paint rate, without a window:
+how many results reach a paint when the window paints N times a second.
+
+    .venv/bin/python benchmarks/wall_handoff.py --rates 25,32,40,48 --runs 5 \
+        --output benchmarks/results/wall-handoff-cpu-2core-<date>.json
+
+The real WallProcess (core/sessions/wall_process.py: the child process, its publisher
+and the hold rule, pictures through shared memory) plays ``--sources`` clips cut from
+the bundled sample (320x180 at 30 fps, each in real time, ByteTrack on every tile) with
+a constant detector (handoff.py's: inference costs ~nothing, so the child's own Python
+and the hand-off are what is measured). The consumer does what WallCanvas does with
+each picture, without GL: keeps the newest, gives an older one back unseen for it
+(``SharedWallFrame.after``), and every 1/rate s "paints" the one it holds (its renewed
+tiles count as shown) and gives it back. Per run, over ``--seconds`` after a warm-up:
+``made_per_s`` (the child's results, from its states: every 0.5 s), ``shown_per_s``,
+``dropped_by_core`` (results core dropped for a consumer behind, each tile's queue
+full) and ``replaced_in_handoff`` (results drawn over in pictures given back unseen).
+Medians and spreads of the runs per rate; the JSON is written after every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from handoff import make_model  # noqa: E402
+from host_monitor import machine  # noqa: E402
+from streams import save_json  # noqa: E402
+from wall_screen import make_clips  # noqa: E402
+
+KEYS = ("made_per_s", "shown_per_s", "dropped_by_core", "replaced_in_handoff")
+
+
+class Consumer:
+    """A window's part of the hand-off, painting ``rate`` times a second."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.wall: Any = None
+        self.shown = 0
+        self.replaced = 0
+        self._pending: Any = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._paint, name="consumer", daemon=True)
+
+    def on_picture(self, frame: Any) -> None:
+        with self._lock:
+            older = self._pending
+            if older is not None:  # never painted: the newer one carries its tiles on
+                self.wall.release(older.buffer, unseen_for=frame.version)
+                frame, lost = frame.after(older)
+                self.replaced += lost
+            self._pending = frame
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _paint(self) -> None:
+        while not self._stop.wait(1.0 / self.rate):
+            with self._lock:
+                frame, self._pending = self._pending, None
+                if frame is not None:
+                    self.shown += frame.shown
+            if frame is not None:
+                self.wall.release(frame.buffer)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def one_run(
+    specs: list[str], model: str, rate: float, seconds: float, warmup_s: float
+) -> dict[str, Any]:
+    from framelens.core.api import PipelineSettings, WallProcess, resolve_model
+    from framelens.core.sessions.tracks import TrackStages
+    from framelens.core.stages.tracking.settings import TrackerSettings
+
+    consumer = Consumer(rate)
+    states: list[Any] = []
+    errors: list[str] = []
+    wall = WallProcess(
+        consumer.on_picture, states.append, errors.append, size=(1280, 720),
+        stages=TrackStages(TrackerSettings()), transport="host",
+    )  # fmt: skip
+    consumer.wall = wall
+    wall.open(specs, PipelineSettings(resolve_model(model)))
+    wall.play()
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (states and len(states[-1].tiles) == len(specs)
+                   and all(t.frames > 0 for t in states[-1].tiles)):  # fmt: skip
+            if errors or time.monotonic() > deadline:
+                raise SystemExit(f"the wall did not play: {errors or 'no result in 120 s'}")
+            time.sleep(0.05)
+        time.sleep(warmup_s)
+        first = (time.perf_counter(), states[-1], consumer.shown, consumer.replaced)
+        time.sleep(seconds)
+        last = (time.perf_counter(), states[-1], consumer.shown, consumer.replaced)
+    finally:
+        consumer.stop()
+        wall.close()
+    span = last[0] - first[0]
+    made = sum(t.frames for t in last[1].tiles) - sum(t.frames for t in first[1].tiles)
+    dropped = sum(t.dropped for t in last[1].tiles) - sum(t.dropped for t in first[1].tiles)
+    return {
+        "seconds": round(span, 2),
+        "made_per_s": round(made / span, 1),
+        "shown_per_s": round((last[2] - first[2]) / span, 1),
+        "dropped_by_core": dropped,
+        "replaced_in_handoff": last[3] - first[3],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rates", default="25,32,40,48", help="the consumer's paints a second")
+    parser.add_argument("--sources", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--boxes", type=int, default=3, help="the constant detector's boxes")
+    parser.add_argument("--output")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="framelens-wall-handoff-"))
+    specs = make_clips(folder, args.sources, (320, 180), 30, args.warmup + args.seconds + 30)
+    model = str(make_model(folder / "tiny.onnx", args.boxes))
+    rates = [float(r) for r in args.rates.split(",")]
+    result: dict[str, Any] = {
+        "command": "python benchmarks/wall_handoff.py " + " ".join(sys.argv[1:]),
+        "machine": machine(),
+        "sources": args.sources,
+        "source": "320x180 at 30 fps, real time, ByteTrack",
+        "model": f"constant, {args.boxes} boxes",
+        "rates": {},
+    }
+    for n in range(args.runs):  # rates in turn, round after round
+        for rate in rates:
+            run = one_run(specs, model, rate, args.seconds, args.warmup)
+            print(f"run {n + 1}, {rate:g} paints/s: {run}", flush=True)
+            row = result["rates"].setdefault(f"{rate:g}", {"runs": []})
+            row["runs"].append(run)
+            for key in KEYS:
+                values = [float(r[key]) for r in row["runs"]]
+                row[key] = round(statistics.median(values), 1)
+                row[f"{key}_min_max"] = [min(values), max(values)]
+            save_json(args.output, result)  # after every run: a cut call keeps its runs
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
