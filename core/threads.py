@@ -10,8 +10,6 @@ the decode-ahead, the wall's publisher) spent the time.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import functools
 import sys
 import threading
 from typing import Any
@@ -22,25 +20,27 @@ _PR_SET_NAME = 15  # prctl(2)
 _NAME_BYTES = 15  # the kernel keeps 16 bytes with the terminating zero
 
 
-@functools.cache
-def _prctl() -> Any:
+def _load_prctl() -> Any:
+    """libc's prctl from the process's own symbols (no library search: that can run a
+    subprocess, and would fall on the first thread to start), or None."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
+
+
+_PRCTL = _load_prctl()  # once, at import: every thread's start costs one call
 
 
 def set_native_name(name: str) -> bool:
     """Name the calling thread ``name`` for the operating system (its first 15 bytes);
     False where the system has no such name or refused it."""
-    prctl = _prctl()
-    if prctl is None:
+    if _PRCTL is None:
         return False
     raw = name.encode("utf-8", "replace")[:_NAME_BYTES]
-    return bool(prctl(_PR_SET_NAME, ctypes.c_char_p(raw), 0, 0, 0) == 0)
+    return bool(_PRCTL(_PR_SET_NAME, ctypes.c_char_p(raw), 0, 0, 0) == 0)
 
 
 class NamedThread(threading.Thread):
