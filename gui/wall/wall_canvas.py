@@ -120,8 +120,8 @@ class WallCanvas(QOpenGLWidget):
         # each shown result's time from its frame's release (a live source's) to the paint
         # that shows it, in ms, the newest LATENCIES_KEPT: what the benchmark's p50/p99 read
         self.shown_latency_ms: deque[float] = deque(maxlen=LATENCIES_KEPT)
-        self._unpainted: set[int] = set()  # tiles whose newest result no paint has shown
-        self._arrived: dict[int, float | None] = {}  # their frames' release times
+        # tiles whose newest result no paint has shown -> its frame's release time
+        self._unpainted: dict[int, float | None] = {}
         # the picture of a wall played in a process of its own (set_shared): the one
         # waiting for the next paint, and its buffer handed back once uploaded
         self._shared: SharedWallFrame | None = None
@@ -148,7 +148,6 @@ class WallCanvas(QOpenGLWidget):
         self._frame_sizes = [(0, 0)] * len(names)
         self._states = [None] * len(names)
         self._unpainted.clear()
-        self._arrived.clear()
         self._shared_rects.clear()
         self._relayout()
 
@@ -169,8 +168,7 @@ class WallCanvas(QOpenGLWidget):
         if self._picture.put(tile, frame):
             if tile in self._unpainted:
                 self.tiles_replaced += 1
-            self._unpainted.add(tile)
-            self._arrived[tile] = frame.arrived
+            self._unpainted[tile] = frame.arrived
             self._overlays[tile] = overlay
             self._shapes[tile] = None  # laid out at the paint
             self._zones[tile] = next((m for m in marks if isinstance(m, ZonesPicture)), None)
@@ -406,7 +404,7 @@ class WallCanvas(QOpenGLWidget):
             self._texture.draw(self.picture_rect(), ratio=ratio)
         self.frames_painted += 1
         self.tiles_shown += len(self._unpainted)
-        self._shown_since(self._arrived.get(tile) for tile in self._unpainted)
+        self._shown_since(self._unpainted.values())
         self._unpainted.clear()
         painter = QPainter(self)
         try:
