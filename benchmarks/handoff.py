@@ -128,6 +128,12 @@ def make_model(path: Path, boxes: int = 0) -> Path:
     return path
 
 
+def tiny_model(boxes: int) -> str:
+    """``make_model``'s constant detector of ``boxes`` boxes, in a folder of its own: what
+    the benchmarks' ``--tiny-model BOXES`` runs instead of a real detector."""
+    return str(make_model(Path(tempfile.mkdtemp(prefix="fl-tiny-")) / "tiny.onnx", boxes))
+
+
 def save_frames(path: Path, count: int) -> Path:
     """The sample's first ``count`` frames at FRAME_SIZE, decoded once (PyAV)."""
     import av

@@ -306,10 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         make_1080p(video, frames=max(args.frames, args.ceiling_frames) + 30)
     model = args.model or DEFAULT_MODEL
     if args.tiny_model is not None:
-        from handoff import make_model
+        from handoff import tiny_model
 
-        model = str(make_model(Path(tempfile.mkdtemp(prefix="fl-tiny-")) / "tiny.onnx",
-                               args.tiny_model))  # fmt: skip
+        model = tiny_model(args.tiny_model)
     settings = PipelineSettings(resolve_model(model), device=args.device)
     sources = [int(n) for n in args.sources.split(",")]
     configs = [] if args.ceiling == "none" else parse_configs(args.ceiling)

@@ -32,7 +32,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from handoff import make_model  # noqa: E402
+from handoff import tiny_model  # noqa: E402
 from host_monitor import machine  # noqa: E402
 from streams import save_json  # noqa: E402
 from wall_screen import make_clips  # noqa: E402
@@ -136,7 +136,7 @@ def main() -> int:
 
     folder = Path(tempfile.mkdtemp(prefix="framelens-wall-handoff-"))
     specs = make_clips(folder, args.sources, (320, 180), 30, args.warmup + args.seconds + 30)
-    model = str(make_model(folder / "tiny.onnx", args.boxes))
+    model = tiny_model(args.boxes)
     rates = [float(r) for r in args.rates.split(",")]
     result: dict[str, Any] = {
         "command": "python benchmarks/wall_handoff.py " + " ".join(sys.argv[1:]),

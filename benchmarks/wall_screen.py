@@ -398,11 +398,9 @@ def main() -> int:
     apply_theme(app)  # type: ignore[arg-type]
     model = None
     if args.tiny_model is not None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from handoff import make_model
+        from handoff import tiny_model
 
-        tiny = Path(tempfile.mkdtemp(prefix="fl-tiny-")) / "tiny.onnx"
-        model = str(make_model(tiny, args.tiny_model))
+        model = tiny_model(args.tiny_model)
     if args.video:
         specs = list(args.video)
         specs = (specs * args.sources)[: args.sources] if args.sources else specs
