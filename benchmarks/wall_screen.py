@@ -344,12 +344,15 @@ def _cores(before: dict[str, float], after: dict[str, float], span: float) -> di
     return dict(sorted(used, key=lambda kv: -kv[1]))
 
 
-def _percentile(values: list[float], q: float) -> float:
-    return round(float(np.percentile(values, q)), 2) if values else float("nan")
+def _percentile(values: list[float], q: float) -> float | None:
+    """None where nothing was measured (JSON has no NaN; a missing figure says so)."""
+    return round(float(np.percentile(values, q)), 2) if values else None
 
 
-def summary(runs: list[dict[str, Any]], key: str) -> dict[str, float]:
-    values = [float(r[key]) for r in runs]
+def summary(runs: list[dict[str, Any]], key: str) -> dict[str, float | None]:
+    values = [float(r[key]) for r in runs if r[key] is not None]
+    if not values:
+        return {"median": None, "min": None, "max": None}
     return {
         "median": round(statistics.median(values), 2),
         "min": round(min(values), 2),

@@ -95,6 +95,14 @@ class Frame:
         assert self.device is not None
         return int(self.device.height)
 
+    def holding(self, image: Image | None = None, *, device: DeviceImage | None = None) -> Frame:
+        """The same frame (index, pts, source, release time) with its pixels held
+        elsewhere: a result's converted picture, or a host copy of device pixels. A result
+        that made its frame anew without ``arrived`` lost its end-to-end latency."""
+        frame = Frame(image, self.index, self.pts, device=device, source_id=self.source_id)
+        frame.arrived = self.arrived
+        return frame
+
     def release(self, stream: Any = None) -> None:
         """Give back what holds the pixels early (a dropped frame): a host frame holds
         nothing pooled; an NVDEC frame hands its buffer back to the decoder's pool."""

@@ -49,6 +49,7 @@ STATE_EVERY_S = 0.5  # state (with the measured rates) at most this often
 _LATE_RESYNC_S = 0.25  # a source further behind its clock than this restarts the clock
 _LATENCY_WINDOW = 30  # results a tile's latency is the median of
 _RATE_SAMPLES = 6  # states the rates are measured over (about 2.5 s)
+_NOT_READY_POLL_S = 0.02  # results wait for a consumer not ready: looked at again after
 
 ResultCallback = Callable[[FrameResult], None]
 StateCallback = Callable[["WallState"], None]
@@ -183,12 +184,17 @@ class WallPlayer:
         display_depth: int = DISPLAY_DEPTH,
         spinning: bool = False,
         stages: StageFactory | None = None,
+        ready: Callable[[int], bool] | None = None,
     ) -> None:
         if display_depth < 1:
             raise ValueError("display_depth must be at least 1")
         self._on_result, self._on_state, self._on_error = on_result, on_state, on_error
         self._draw: DrawPolicy = draw
         self._depth = display_depth
+        # whether the consumer takes a tile's next result now (it holds the previous one
+        # until it is on screen): the delivery thread hands out the tiles that are, and
+        # never waits on one tile while others could go on (``wake`` when one becomes so)
+        self._ready = ready
         self._spinning = spinning
         self._stages = stages  # per-source stages after the task, one chain per tile
         self._session: Session | None = None
@@ -381,8 +387,14 @@ class WallPlayer:
 
     # ---- the delivery thread: the consumer's pace, newest frames first ------------------
 
+    def wake(self) -> None:
+        """The consumer is ready for a tile it was not (``ready``): deliver again."""
+        with self._lock:
+            self._lock.notify_all()
+
     def _deliver(self) -> None:
         turn = 0
+        ready = self._ready
         while True:
             with self._lock:
                 result: FrameResult | None = None
@@ -390,17 +402,24 @@ class WallPlayer:
                     if self._closed:
                         return
                     n = len(self._tiles)
+                    queued = False
                     for k in range(n):
-                        tile = self._tiles[(turn + k) % n]
-                        if tile.queue:
+                        i = (turn + k) % n
+                        tile = self._tiles[i]
+                        if not tile.queue:
+                            continue
+                        queued = True
+                        if ready is None or ready(i):
                             result = tile.queue.popleft()
                             tile.state = replace(tile.state, shown=tile.state.shown + 1)
-                            turn = (turn + k + 1) % n
+                            turn = (i + 1) % n
                             break
                     else:
-                        if self._pacing.stop.is_set():
+                        if not queued and self._pacing.stop.is_set():
                             break  # the wall has ended and every result was handed out
-                        self._lock.wait(0.1)
+                        # a tile not ready becomes so by wake(), or by the consumer's
+                        # own time limit: looked at again soon
+                        self._lock.wait(0.1 if not queued else _NOT_READY_POLL_S)
             if result is None:
                 if not self._closed:
                     self._publish()  # the final counts of what was shown

@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
@@ -86,6 +87,7 @@ WALL_PROCESS_CHOICES = ("auto", "own", "this")
 """Where a wall's decode and inference run: "own" a process of their own, "this" threads
 of the window's process, "auto" as ``wall_in_own_process`` decides."""
 _DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
+_DEVICE_DEPTH = 5  # on the GPU, at most (``_device_depth``): a paint ~5 frames late costs none
 _WAIT_S = 0.5  # the longest a result waits for its tile's previous one to reach the consumer
 _STOP_JOIN_S = 10.0
 _HANDSHAKE_S = 30.0  # the longest the child waits for this process to open its IPC handles
@@ -412,29 +414,39 @@ class _Publisher:
         self._in_flight: dict[int, tuple[int, set[int]]] = {}
         self._replaced = 0
         self._version = 0
+        self._drawn_at: dict[int, float] = {}  # tile -> when its newest result was drawn
+        self.on_ready: Callable[[], None] = lambda: None  # a tile may take its next result
         self.stopped = False
 
     def _waiting(self, tile: int) -> bool:
         """Whether ``tile``'s newest result has yet to reach the consumer."""
         return tile in self._renewed or any(tile in t for _, t in self._in_flight.values())
 
+    def ready(self, tile: int) -> bool:
+        """Whether ``tile`` takes its next result now: its previous one is with the
+        consumer, or has waited ``_WAIT_S`` for it (a consumer that does not keep up). The
+        wall's delivery thread asks before it hands a result over (``WallPlayer``'s
+        ``ready``), so one tile waiting holds up no other (core queues a tile's results
+        meanwhile: a batch brings several at once, a paint comes late)."""
+        with self._lock:
+            if self.stopped or not self._waiting(tile):
+                return True
+            return time.perf_counter() - self._drawn_at.get(tile, 0.0) >= _WAIT_S
+
     def result(self, result: FrameResult) -> None:
-        """On the wall's delivery thread: ``result`` drawn into its tile once the tile's
-        previous result is with the consumer (a batch brings several results of a tile at
-        once; core queues up to ``_DEPTH`` a tile meanwhile), or after ``_WAIT_S`` (a
-        consumer that does not keep up: drawn over, counted as replaced, if its previous
-        result was not even published)."""
+        """On the wall's delivery thread: ``result`` drawn into its tile (when ``ready``
+        says; drawn over before a publish, it counts as replaced)."""
         tile, frame = result.frame.source_id, result.frame
         shapes = None  # laid out here, before the lock: the consumer's thread need not
         if isinstance(result.output, Detections):
             shapes = layout(result.output, self._labels, self._style, frame.width, frame.height)
         with self._lock:
-            self._lock.wait_for(lambda: self.stopped or not self._waiting(tile), _WAIT_S)
             if self.stopped or not self.picture.put(tile, frame):
                 return
             if tile in self._renewed:
                 self._replaced += 1
             self._renewed.add(tile)
+            self._drawn_at[tile] = time.perf_counter()
             rect = self.picture.rect(tile) or (0, 0, 0, 0)
             self._overlays[tile] = TileOverlay(
                 result.output, tuple(result.marks), (frame.width, frame.height), rect, shapes,
@@ -465,11 +477,13 @@ class _Publisher:
             if buffer not in self._free:
                 self._free.append(buffer)
             self._lock.notify_all()
+        self.on_ready()  # outside the lock: the wall's delivery thread asks under its own
 
     def stop(self) -> None:
         with self._lock:
             self.stopped = True
             self._lock.notify_all()
+        self.on_ready()
 
     def _put(self, buffer: int) -> None:
         """The picture into ``buffer`` by the sender in use; a CUDA IPC sender that
@@ -508,9 +522,22 @@ class _Publisher:
                 self._renewed = set()
                 message = ("picture", buffer, self._version, renewed, self._replaced,
                            self._sender.kind)  # fmt: skip
-                self._lock.notify_all()  # results waiting for their tile's publish
+                self._lock.notify_all()
             self._send(message)
         self._send(("error", f"the video wall's picture could not be handed over: {failed}"))
+
+
+def _device_depth(settings: PipelineSettings, sources: int) -> int:
+    """Results a tile queues for the publisher on the GPU: each holds one of the display
+    frames its pipeline keeps (``GpuFramePipeline.RGBA_BUFFERS`` per batch slot), less two
+    batches (the one being made, the one drawn from). Fewer tiles than slots: up to
+    ``_DEVICE_DEPTH``; more: fewer, never under the window's own ``DISPLAY_DEPTH``."""
+    from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
+    from framelens.core.sessions.wall import DISPLAY_DEPTH, wall_batch
+
+    batch = wall_batch(settings, sources).batch
+    spare = (GpuFramePipeline.RGBA_BUFFERS - 2) * batch // max(1, sources)
+    return max(DISPLAY_DEPTH, min(_DEVICE_DEPTH, spare))
 
 
 def _ipc_sender(
@@ -561,7 +588,7 @@ def _child_main(
 ) -> None:
     """The child: the wall played, its picture published, until "stop" or the parent
     goes away."""
-    from framelens.core.sessions.wall import DISPLAY_DEPTH, WallPlayer
+    from framelens.core.sessions.wall import WallPlayer
 
     shm = SharedMemory(name=shm_name)
     send_lock = threading.Lock()
@@ -584,12 +611,14 @@ def _child_main(
     def on_error(message: str) -> None:
         send(("error", message))
 
-    # device frames hold their pipeline's pool buffers while queued: as few as in the
-    # window's own process there (a burst of a batch beyond it is dropped and counted)
-    depth = DISPLAY_DEPTH if settings.device.startswith("cuda") else _DEPTH
+    # device frames hold their pipeline's display buffers while queued: fewer than it
+    # keeps a tile (a burst beyond is dropped and counted)
+    depth = _device_depth(settings, len(specs)) if settings.device.startswith("cuda") else _DEPTH
     player = WallPlayer(
-        publisher.result, on_state, on_error, realtime=realtime, stages=stages, display_depth=depth
-    )
+        publisher.result, on_state, on_error, realtime=realtime, stages=stages,
+        display_depth=depth, ready=publisher.ready,
+    )  # fmt: skip
+    publisher.on_ready = player.wake
     thread = NamedThread(target=publisher.run, name="fl-wall-publish", daemon=True)
     thread.start()
 

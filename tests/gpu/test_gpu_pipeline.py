@@ -150,7 +150,12 @@ def test_display_frame_matches_the_cpu_decoded_frame(gpu_ctx: GpuContext) -> Non
         cpu_source.seek(300)
         frame, ref = gpu_source.read(), cpu_source.read()
         assert frame is not None and ref is not None and frame.index == ref.index == 300
+        frame.arrived, frame.source_id = 1234.5, 3  # a paced source's release, a wall's tile
         result = pipeline.infer(frame, StageTimes())
+        # the result's frame is the display picture, still the same frame: its release
+        # time (the wall's latency on screen counts from it), tile, index and time
+        got = result.frame
+        assert (got.arrived, got.source_id, got.index, got.pts) == (1234.5, 3, 300, frame.pts)
         shown = result.frame.image  # the RGBA display frame, downloaded, as BGR
         diff = np.abs(shown.astype(np.int16) - ref.image.astype(np.int16))
         print(f"display vs CPU decode: max {diff.max()}, mean {diff.mean():.3f}")

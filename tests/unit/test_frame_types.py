@@ -29,6 +29,17 @@ def test_a_frame_knows_its_source_id_keyword_only_default_0() -> None:
         Frame(image, 3, 0.3, None, 2)  # type: ignore[misc]
 
 
+def test_a_frame_held_elsewhere_is_still_the_same_frame() -> None:
+    """A result's frame made anew around its display picture (the GPU path) or a host
+    copy keeps what says which frame it is, and when a paced source released it: the
+    wall's latency on screen counts from that."""
+    frame = Frame(np.zeros((2, 4, 3), np.uint8), 7, 0.7, source_id=5)
+    frame.arrived = 1234.5
+    copy = frame.holding(np.ones((2, 4, 3), np.uint8))
+    assert (copy.index, copy.pts, copy.source_id, copy.arrived) == (7, 0.7, 5, 1234.5)
+    assert int(copy.image[0, 0, 0]) == 1 and copy is not frame
+
+
 def test_a_source_stamps_its_id_on_its_frames() -> None:
     with FileSource(SAMPLE) as src:
         assert src.source_id == 0

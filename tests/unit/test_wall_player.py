@@ -131,6 +131,29 @@ def test_every_frame_of_every_source_arrives_in_order_through_shared_engine_call
     assert not rec.errors
 
 
+def test_a_tile_its_consumer_is_not_ready_for_holds_up_no_other(clips: list[str]) -> None:
+    """A consumer that takes a tile's next result only once the previous one is on its
+    screen (the wall's own process) says so per tile: while it holds tile 0, tiles 1 and
+    2 get every result; tile 0's wait in its queue, none lost, until it is ready."""
+    held = threading.Event()
+    held.set()
+    rec = Recorder()
+    wall = play(
+        clips, rec, realtime=False, display_depth=FRAMES,
+        ready=lambda tile: tile != 0 or not held.is_set(),
+    )  # fmt: skip
+    try:
+        wait_for(lambda: len(rec.indices(1)) == len(rec.indices(2)) == FRAMES)
+        assert rec.indices(0) == []  # held: none handed over
+        held.clear()
+        wall.wake()
+        wait_for(lambda: delivered_all(rec))
+    finally:
+        wall.close()
+    assert [rec.indices(tile) for tile in range(3)] == [list(range(FRAMES))] * 3
+    assert [(t.shown, t.dropped) for t in rec.state.tiles] == [(FRAMES, 0)] * 3
+
+
 def test_files_play_in_real_time_each_at_its_own_pace(clips: list[str]) -> None:
     """Each file's frames come no sooner than their timestamps say, counted from when the
     wall said it plays (its sources read nothing before): in real time, not as fast as

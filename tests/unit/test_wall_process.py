@@ -18,11 +18,13 @@ import pytest
 from framelens.core.gpu.context import cuda_usable
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.sessions.wall import WallState
+from framelens.core.sessions import wall_process
+from framelens.core.sessions.wall import DISPLAY_DEPTH, WallState
 from framelens.core.sessions.wall_process import (
     SharedWallFrame,
     TileOverlay,
     WallProcess,
+    _device_depth,
     _Publisher,
     wall_in_own_process,
 )
@@ -96,6 +98,14 @@ class Consumer:
 def ended(consumer: Consumer) -> bool:
     tiles = consumer.states[-1].tiles if consumer.states else ()
     return len(tiles) == 2 and all(t.status in ("ended", "failed") for t in tiles)
+
+
+def handed_all(consumer: Consumer) -> bool:
+    """Ended, and every result made handed to the window or dropped for it: the wall's
+    last state (its tiles end when their last results are made; those queued for a
+    window that has not taken them yet go on after)."""
+    tiles = consumer.states[-1].tiles if ended(consumer) else ()
+    return bool(tiles) and all(t.shown + t.dropped == t.frames for t in tiles)
 
 
 def all_shown(consumer: Consumer) -> bool:
@@ -285,7 +295,7 @@ def test_a_window_that_paints_at_its_own_pace_shows_every_result_handed_to_it(
     consumer = PaintingConsumer(every_s, hold_s)
     consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
     try:
-        consumer.wait(lambda: ended(consumer))
+        consumer.wait(lambda: handed_all(consumer))
 
         def handed() -> int:  # results handed to the window, by the newest state
             return sum(t.shown for t in consumer.states[-1].tiles)
@@ -347,10 +357,13 @@ class _Sent:
             return [m for m in self.messages if m[0] == "picture"][count - 1]
 
 
-def test_a_tile_painted_is_free_at_once_and_one_given_back_unseen_waits_for_the_newer() -> None:
+def test_a_tile_painted_is_free_at_once_and_one_given_back_unseen_waits_for_the_newer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The child's rule, message by message: a tile whose picture was painted may take
     its next result; a tile of a picture given back unseen for a newer one waits until
     that newer one comes back (it holds the tile's result)."""
+    monkeypatch.setattr(wall_process, "_WAIT_S", 60.0)  # a slow machine gives up on none
     sent = _Sent()
     publisher = _Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
     publisher.picture.set_layout(3)
@@ -369,18 +382,57 @@ def test_a_tile_painted_is_free_at_once_and_one_given_back_unseen_waits_for_the_
         publisher.result(result(1))
         _, second, _, renewed, _, _ = sent.picture(2)
         assert set(renewed) == {1}
-        assert publisher._waiting(0) and publisher._waiting(1)  # both on their way
+        assert not publisher.ready(0) and not publisher.ready(1)  # both on their way
         publisher.release(first)  # painted: tile 0 shown
-        assert not publisher._waiting(0) and publisher._waiting(1)
+        assert publisher.ready(0) and not publisher.ready(1)
         publisher.result(result(0))
         _, third, v3, renewed, _, _ = sent.picture(3)
         assert third == first and set(renewed) == {0}
         # the window takes the newest (v3) and gives v2 back unseen: v3 holds tile 1 too
         publisher.carry(second, v3)
         publisher.release(second)
-        assert publisher._waiting(1) and publisher._waiting(0)
+        assert not publisher.ready(1) and not publisher.ready(0)
         publisher.release(third)  # v3 painted: both shown
-        assert not publisher._waiting(0) and not publisher._waiting(1)
+        assert publisher.ready(0) and publisher.ready(1)
     finally:
         publisher.stop()
         thread.join(5)
+
+
+def test_a_tile_whose_picture_never_comes_back_is_given_up_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A consumer that stops painting (a window hidden, a hung paint) holds a tile's next
+    result only ``_WAIT_S``: then it is drawn over its unseen predecessor (counted as
+    replaced, the wall goes on); stopping frees every tile at once."""
+    monkeypatch.setattr(wall_process, "_WAIT_S", 0.2)
+    sent = _Sent()
+    woken = threading.Event()
+    publisher = _Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
+    publisher.on_ready = woken.set
+    publisher.picture.set_layout(2)
+    image = np.zeros((36, 64, 3), np.uint8)
+    frame = Frame(image, 0, 0.0, source_id=0)
+    publisher.result(FrameResult(frame, Detections(), StageTimes()))  # no publisher thread
+    assert not publisher.ready(0) and publisher.ready(1)
+    deadline = time.monotonic() + 10
+    while not publisher.ready(0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert publisher.ready(0)
+    publisher.result(FrameResult(frame, Detections(), StageTimes()))
+    assert publisher._replaced == 1  # drawn over before any publish
+    assert not woken.is_set()
+    publisher.stop()
+    assert woken.is_set() and publisher.ready(0)
+
+
+@pytest.mark.parametrize(("sources", "depth"), [(4, 5), (16, 5), (32, 5), (64, 3), (200, 2)])
+def test_a_gpu_wall_queues_as_many_results_a_tile_as_its_display_frames_allow(
+    sources: int, depth: int
+) -> None:
+    """Queued device results hold their pipeline's display frames (8 per batch slot, the
+    batch one slot a source up to 32): a small wall rides out a paint ~5 frames late, a
+    large one queues fewer, never fewer than the window's own process does."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    assert _device_depth(settings, sources) == depth
+    assert depth >= DISPLAY_DEPTH

@@ -45,7 +45,6 @@ from framelens.core.sessions.playback.worker import (
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.sources import Source
 from framelens.core.threads import NamedThread
-from framelens.core.types import Frame
 
 __all__ = ["Player", "PlayerState", "error_message"]
 
@@ -325,9 +324,7 @@ class Player(PlayerCore):
         if current is not None and not current.on_host:
             # its pixels live in the old pipelines' buffers: keep a host copy first
             try:
-                self._current = Frame(
-                    current.image, current.index, current.pts, source_id=current.source_id
-                )
+                self._current = current.holding(current.image)
             except FrameLensError:
                 self._current = None
         self._ready = None

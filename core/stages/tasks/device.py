@@ -44,7 +44,7 @@ from framelens.core.stages.preprocess.cuda import (
 )
 from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.timing import CudaStageTimer, HostStageTimer
-from framelens.core.types import Frame, FrameResult, PixelsNotKept, StageTimes
+from framelens.core.types import FrameResult, PixelsNotKept, StageTimes
 
 MAX_SIZES = 8  # source sizes whose buffers a pipeline keeps at once (several sources)
 
@@ -259,7 +259,7 @@ class BatchDevice:
         results = []
         for f, image, out, t in zip(frames, images, decoded, times_each, strict=True):
             shown = image if image is not None else PixelsNotKept(f.width, f.height)
-            frame = Frame(None, f.index, f.pts, device=shown, source_id=f.source_id)
+            frame = f.holding(device=shown)
             results.append(FrameResult(frame, out, t))
         return results
 

@@ -40,7 +40,7 @@ from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks.device import DeviceRig
 from framelens.core.stages.tasks.superres.color import clamp_region, padded_size
 from framelens.core.stages.tasks.superres.output import SuperResParams, Upscaled
-from framelens.core.types import Frame, FrameResult, StageTimes
+from framelens.core.types import FrameResult, StageTimes
 
 WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first frame
 
@@ -191,7 +191,7 @@ class SuperResDevice:
             )
             timer.collect([times])
         return FrameResult(
-            Frame(None, frame.index, frame.pts, device=original.image, source_id=frame.source_id),
+            frame.holding(device=original.image),
             Upscaled(None, spec.scale, device=upscaled, region=region),
             times,
         )
