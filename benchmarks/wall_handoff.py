@@ -14,13 +14,17 @@ each picture, without GL: keeps the newest, gives an older one back unseen for i
 tiles count as shown) and gives it back. Per run, over ``--seconds`` after a warm-up:
 ``made_per_s`` (the child's results, from its states: every 0.5 s), ``shown_per_s``,
 ``dropped_by_core`` (results core dropped for a consumer behind, each tile's queue
-full) and ``replaced_in_handoff`` (results drawn over in pictures given back unseen).
+full), ``replaced_in_handoff`` (results drawn over in pictures given back unseen) and
+``pictures_per_s`` (pictures handed over, each a trip through the pipe the window's
+thread pays for). ``--late MS,EVERY`` makes every EVERY-th paint MS late; ``--depths``
+runs each rate at several depths of the child's queue per tile.
 Medians and spreads of the runs per rate; the JSON is written after every run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -32,22 +36,25 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from framelens.core.sessions.wall_process import DEPTH_ENV  # noqa: E402
 from handoff import tiny_model  # noqa: E402
 from host_monitor import machine  # noqa: E402
 from streams import save_json  # noqa: E402
 from wall_screen import make_clips  # noqa: E402
 
-KEYS = ("made_per_s", "shown_per_s", "dropped_by_core", "replaced_in_handoff")
+KEYS = ("made_per_s", "shown_per_s", "dropped_by_core", "replaced_in_handoff", "pictures_per_s")
 
 
 class Consumer:
     """A window's part of the hand-off, painting ``rate`` times a second."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, late_s: float = 0.0, late_every: int = 0) -> None:
         self.rate = rate
+        self._late_s, self._late_every = late_s, late_every
         self.wall: Any = None
         self.shown = 0
         self.replaced = 0
+        self.pictures = 0  # pictures the child handed over (each a trip through the pipe)
         self._pending: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -55,6 +62,7 @@ class Consumer:
 
     def on_picture(self, frame: Any) -> None:
         with self._lock:
+            self.pictures += 1
             older = self._pending
             if older is not None:  # never painted: the newer one carries its tiles on
                 self.wall.release(older.buffer, unseen_for=frame.version)
@@ -66,7 +74,11 @@ class Consumer:
         self._thread.start()
 
     def _paint(self) -> None:
+        paints = 0
         while not self._stop.wait(1.0 / self.rate):
+            paints += 1
+            if self._late_every and paints % self._late_every == 0:
+                time.sleep(self._late_s)  # a paint late: the GUI thread busy elsewhere
             with self._lock:
                 frame, self._pending = self._pending, None
                 if frame is not None:
@@ -80,13 +92,14 @@ class Consumer:
 
 
 def one_run(
-    specs: list[str], model: str, rate: float, seconds: float, warmup_s: float
-) -> dict[str, Any]:
+    specs: list[str], model: str, rate: float, seconds: float, warmup_s: float,
+    late: tuple[float, int] = (0.0, 0),
+) -> dict[str, Any]:  # fmt: skip
     from framelens.core.api import PipelineSettings, WallProcess, resolve_model
     from framelens.core.sessions.tracks import TrackStages
     from framelens.core.stages.tracking.settings import TrackerSettings
 
-    consumer = Consumer(rate)
+    consumer = Consumer(rate, *late)
     states: list[Any] = []
     errors: list[str] = []
     wall = WallProcess(
@@ -105,9 +118,11 @@ def one_run(
                 raise SystemExit(f"the wall did not play: {errors or 'no result in 120 s'}")
             time.sleep(0.05)
         time.sleep(warmup_s)
-        first = (time.perf_counter(), states[-1], consumer.shown, consumer.replaced)
+        first = (time.perf_counter(), states[-1], consumer.shown, consumer.replaced,
+                 consumer.pictures)  # fmt: skip
         time.sleep(seconds)
-        last = (time.perf_counter(), states[-1], consumer.shown, consumer.replaced)
+        last = (time.perf_counter(), states[-1], consumer.shown, consumer.replaced,
+                consumer.pictures)  # fmt: skip
     finally:
         consumer.stop()
         wall.close()
@@ -120,6 +135,7 @@ def one_run(
         "shown_per_s": round((last[2] - first[2]) / span, 1),
         "dropped_by_core": dropped,
         "replaced_in_handoff": last[3] - first[3],
+        "pictures_per_s": round((last[4] - first[4]) / span, 1),
     }
 
 
@@ -131,6 +147,16 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--boxes", type=int, default=3, help="the constant detector's boxes")
+    parser.add_argument(
+        "--late", default="0,0", metavar="MS,EVERY",
+        help="every EVERY-th paint comes MS late (a GUI thread busy elsewhere, as the "
+        "real window's input latency p99 of 40-80 ms on an H100 says it is); 0,0 none",
+    )  # fmt: skip
+    parser.add_argument(
+        "--depths", default="",
+        help="results the wall's process queues a tile (FRAMELENS_WALL_DEPTH), e.g. 2,5,8: "
+        "each round runs every rate at every depth; the rows are named 'RATE depth N'",
+    )  # fmt: skip
     parser.add_argument("--output")
     args = parser.parse_args()
 
@@ -138,19 +164,26 @@ def main() -> int:
     specs = make_clips(folder, args.sources, (320, 180), 30, args.warmup + args.seconds + 30)
     model = tiny_model(args.boxes)
     rates = [float(r) for r in args.rates.split(",")]
+    late_ms, late_every = (float(v) for v in args.late.split(","))
+    late = (late_ms / 1000.0, int(late_every))
     result: dict[str, Any] = {
         "command": "python benchmarks/wall_handoff.py " + " ".join(sys.argv[1:]),
         "machine": machine(),
         "sources": args.sources,
         "source": "320x180 at 30 fps, real time, ByteTrack",
         "model": f"constant, {args.boxes} boxes",
+        "late_paints": {"ms": late_ms, "every": int(late_every)},
         "rates": {},
     }
-    for n in range(args.runs):  # rates in turn, round after round
-        for rate in rates:
-            run = one_run(specs, model, rate, args.seconds, args.warmup)
-            print(f"run {n + 1}, {rate:g} paints/s: {run}", flush=True)
-            row = result["rates"].setdefault(f"{rate:g}", {"runs": []})
+    depths: list[int | None] = [int(d) for d in args.depths.split(",") if d] or [None]
+    for n in range(args.runs):  # rates and depths in turn, round after round
+        for rate, depth in [(r, d) for r in rates for d in depths]:
+            if depth is not None:
+                os.environ[DEPTH_ENV] = str(depth)  # the wall's process inherits it
+            run = one_run(specs, model, rate, args.seconds, args.warmup, late)
+            name = f"{rate:g}" if depth is None else f"{rate:g} depth {depth}"
+            print(f"run {n + 1}, {name}: {run}", flush=True)
+            row = result["rates"].setdefault(name, {"runs": []})
             row["runs"].append(run)
             for key in KEYS:
                 values = [float(r[key]) for r in row["runs"]]

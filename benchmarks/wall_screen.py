@@ -26,13 +26,16 @@ Per run, after a warm-up, over ``--seconds``:
   posted; the canvas's event filter takes the time it is handled (GIL wait + event queue
   wait + whatever the GUI thread was doing), median and p99.
 The JSON gives the median and spread of every figure over the runs; it is written after
-every run, so a call cut short keeps the runs it made.
+every round, so a call cut short keeps the runs it made. ``--depths 2,5`` alternates the
+wall process's queue per tile (``FRAMELENS_WALL_DEPTH``) run by run: each depth's figures
+under ``by_depth``, each round's ratio of shown results in ``shown_ratio_runs``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -90,7 +93,6 @@ def thread_cpu_s(pid: int | None = None) -> dict[str, float]:
     "fl-worker" (core/threads.py), other Python threads "python", Mesa's "llvmpipe",
     CUDA's "cuda-EvtHandlr"; this process's main thread is "gui", another's "main"),
     empty elsewhere or for a process that is gone."""
-    import os
     import re
 
     out: dict[str, float] = {}
@@ -115,7 +117,6 @@ class WaitSampler:
     lock, the GIL among them; "S:do_sys_poll" is the event loop waiting for work)."""
 
     def __init__(self, interval_s: float = 0.003) -> None:
-        import os
         from collections import Counter
 
         self.counts: Counter[str] = Counter()
@@ -349,6 +350,28 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 2) if values else None
 
 
+def summarise(result: dict[str, Any], keys: list[str], depths: list[int | None]) -> None:
+    """The median and spread of every figure: over the runs of the last depth listed at
+    the top level, of each depth under ``by_depth``, and with two depths each round's
+    ratio of shown results (second over first: the same round, the same machine)."""
+    runs: list[dict[str, Any]] = result["runs"]
+    for key in keys:
+        spread = summary([r for r in runs if r["depth"] == depths[-1]], key)
+        result[key], result[f"{key}_spread"] = spread["median"], spread
+    if len(depths) < 2:
+        return
+    result["by_depth"] = {
+        str(d): {key: summary([r for r in runs if r["depth"] == d], key) for key in keys}
+        for d in depths
+    }
+    if len(depths) == 2:
+        firsts = [r["shown_per_s"] for r in runs if r["depth"] == depths[0]]
+        seconds = [r["shown_per_s"] for r in runs if r["depth"] == depths[1]]
+        ratios = [round(b / a, 3) for a, b in zip(firsts, seconds, strict=False) if a]
+        result["shown_ratio_runs"] = ratios
+        result["shown_ratio"] = round(statistics.median(ratios), 3) if ratios else None
+
+
 def summary(runs: list[dict[str, Any]], key: str) -> dict[str, float | None]:
     values = [float(r[key]) for r in runs if r[key] is not None]
     if not values:
@@ -385,9 +408,17 @@ def main() -> int:
         "--switch-interval", type=float, default=None,
         help="sys.setswitchinterval for the run (default: as the application sets it)",
     )  # fmt: skip
+    parser.add_argument(
+        "--depths", default="",
+        help="an A/B of the wall's queue per tile (results waiting for a paint, "
+        "--processes only; FRAMELENS_WALL_DEPTH), e.g. 2,5: each round runs each depth "
+        "once; the top-level figures are the last depth's",
+    )  # fmt: skip
     parser.add_argument("--label", default="")
     parser.add_argument("--output")
     args = parser.parse_args()
+    if args.depths and not args.processes:
+        parser.error("--depths takes a wall in its own process (--processes)")
 
     from framelens.gui.app import apply_theme
     from PySide6.QtCore import QCoreApplication, Qt
@@ -430,16 +461,25 @@ def main() -> int:
         "runs_asked": args.runs,
         "runs": [],
     }
+    depths: list[int | None] = [int(d) for d in args.depths.split(",") if d] or [None]
+    if depths != [None]:
+        result["depths"] = depths
     for n in range(args.runs):
-        run = one_run(
-            specs, args.seconds, args.warmup, args.profile, args.device, args.processes, model
-        )
-        print(f"run {n + 1}: {json.dumps(run)}", flush=True)
-        result["runs"].append(run)
-        for key in keys:
-            spread = summary(result["runs"], key)
-            result[key], result[f"{key}_spread"] = spread["median"], spread
-        save_json(args.output, result)  # after every run: a call cut short keeps its runs
+        for depth in depths:  # alternated: each round runs every depth once
+            if depth is not None:
+                from framelens.core.sessions.wall_process import DEPTH_ENV
+
+                os.environ[DEPTH_ENV] = str(depth)  # the wall's process inherits it
+            run = one_run(
+                specs, args.seconds, args.warmup, args.profile, args.device, args.processes,
+                model,
+            )  # fmt: skip
+            run["depth"] = depth
+            print(f"run {n + 1}{'' if depth is None else f' depth {depth}'}: "
+                  f"{json.dumps(run)}", flush=True)  # fmt: skip
+            result["runs"].append(run)
+        summarise(result, keys, depths)
+        save_json(args.output, result)  # after every round: a call cut short keeps its runs
     print(json.dumps({k: result[k] for k in keys}, indent=1))
     return 0
 

@@ -40,7 +40,9 @@ message.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -74,6 +76,7 @@ from framelens.core.types import Detections, FrameResult, Image
 
 __all__ = [
     "BUFFERS",
+    "DEPTH_ENV",
     "WALL_PROCESS_CHOICES",
     "SharedWallFrame",
     "TileOverlay",
@@ -82,12 +85,15 @@ __all__ = [
     "wall_in_own_process",
 ]
 
+log = logging.getLogger(__name__)
+
 BUFFERS = 2
 WALL_PROCESS_CHOICES = ("auto", "own", "this")
 """Where a wall's decode and inference run: "own" a process of their own, "this" threads
 of the window's process, "auto" as ``wall_in_own_process`` decides."""
 _DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
 _DEVICE_DEPTH = 5  # on the GPU, at most (``_device_depth``): a paint ~5 frames late costs none
+DEPTH_ENV = "FRAMELENS_WALL_DEPTH"  # another depth (benchmarks/wall_screen.py --depths)
 _WAIT_S = 0.5  # the longest a result waits for its tile's previous one to reach the consumer
 _STOP_JOIN_S = 10.0
 _HANDSHAKE_S = 30.0  # the longest the child waits for this process to open its IPC handles
@@ -527,17 +533,29 @@ class _Publisher:
         self._send(("error", f"the video wall's picture could not be handed over: {failed}"))
 
 
-def _device_depth(settings: PipelineSettings, sources: int) -> int:
-    """Results a tile queues for the publisher on the GPU: each holds one of the display
-    frames its pipeline keeps (``GpuFramePipeline.RGBA_BUFFERS`` per batch slot), less two
-    batches (the one being made, the one drawn from). Fewer tiles than slots: up to
-    ``_DEVICE_DEPTH``; more: fewer, never under the window's own ``DISPLAY_DEPTH``."""
+def _queue_depth(settings: PipelineSettings, sources: int) -> int:
+    """Results core queues a tile for the publisher while the consumer has yet to show
+    the previous one. Host frames: ``_DEPTH``. Device frames each hold one of the display
+    frames their pipeline keeps (``GpuFramePipeline.RGBA_BUFFERS`` per batch slot), less
+    two batches (the one being made, the one drawn from): fewer tiles than slots, up to
+    ``_DEVICE_DEPTH``; more, fewer, never under the window's own ``DISPLAY_DEPTH``.
+    ``FRAMELENS_WALL_DEPTH`` asks for another (a deeper queue rides out later paints and
+    adds latency while it drains), on the GPU within the same bound."""
     from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
     from framelens.core.sessions.wall import DISPLAY_DEPTH, wall_batch
 
-    batch = wall_batch(settings, sources).batch
-    spare = (GpuFramePipeline.RGBA_BUFFERS - 2) * batch // max(1, sources)
-    return max(DISPLAY_DEPTH, min(_DEVICE_DEPTH, spare))
+    bound, depth = 1 << 10, _DEPTH
+    if settings.device.startswith("cuda"):
+        batch = wall_batch(settings, sources).batch
+        spare = (GpuFramePipeline.RGBA_BUFFERS - 2) * batch // max(1, sources)
+        bound = max(DISPLAY_DEPTH, spare)
+        depth = min(_DEVICE_DEPTH, bound)
+    asked = os.environ.get(DEPTH_ENV, "")
+    if asked.isdigit() and int(asked) > 0:
+        return min(int(asked), bound)
+    if asked:
+        log.warning("%s=%s ignored: it takes a whole number of results", DEPTH_ENV, asked)
+    return depth
 
 
 def _ipc_sender(
@@ -611,12 +629,9 @@ def _child_main(
     def on_error(message: str) -> None:
         send(("error", message))
 
-    # device frames hold their pipeline's display buffers while queued: fewer than it
-    # keeps a tile (a burst beyond is dropped and counted)
-    depth = _device_depth(settings, len(specs)) if settings.device.startswith("cuda") else _DEPTH
     player = WallPlayer(
         publisher.result, on_state, on_error, realtime=realtime, stages=stages,
-        display_depth=depth, ready=publisher.ready,
+        display_depth=_queue_depth(settings, len(specs)), ready=publisher.ready,
     )  # fmt: skip
     publisher.on_ready = player.wake
     thread = NamedThread(target=publisher.run, name="fl-wall-publish", daemon=True)

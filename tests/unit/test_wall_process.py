@@ -21,11 +21,12 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions import wall_process
 from framelens.core.sessions.wall import DISPLAY_DEPTH, WallState
 from framelens.core.sessions.wall_process import (
+    DEPTH_ENV,
     SharedWallFrame,
     TileOverlay,
     WallProcess,
-    _device_depth,
     _Publisher,
+    _queue_depth,
     wall_in_own_process,
 )
 from framelens.core.sessions.wall_transport import HOST, WallTransport
@@ -434,5 +435,25 @@ def test_a_gpu_wall_queues_as_many_results_a_tile_as_its_display_frames_allow(
     batch one slot a source up to 32): a small wall rides out a paint ~5 frames late, a
     large one queues fewer, never fewer than the window's own process does."""
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
-    assert _device_depth(settings, sources) == depth
+    assert _queue_depth(settings, sources) == depth
     assert depth >= DISPLAY_DEPTH
+
+
+def test_another_gpu_queue_depth_is_asked_for_within_the_same_bound(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The benchmark's A/B (``--depths``) sets the depth through the environment: taken
+    as asked, on the GPU never past what the display frames allow; a value that is no depth is
+    said to be ignored."""
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
+    monkeypatch.setenv(DEPTH_ENV, "2")
+    assert _queue_depth(settings, 16) == 2
+    monkeypatch.setenv(DEPTH_ENV, "40")
+    assert _queue_depth(settings, 16) == 6  # 8 a slot, less two batches
+    monkeypatch.setenv(DEPTH_ENV, "deep")
+    assert _queue_depth(settings, 16) == 5
+    assert f"{DEPTH_ENV}=deep ignored" in caplog.text
+    on_cpu = PipelineSettings(resolve_model(DEFAULT_MODEL))  # host frames: no such bound
+    assert _queue_depth(on_cpu, 16) == 8
+    monkeypatch.setenv(DEPTH_ENV, "40")
+    assert _queue_depth(on_cpu, 16) == 40
