@@ -195,6 +195,7 @@ class WallPlayer:
         # until it is on screen): the delivery thread hands out the tiles that are, and
         # never waits on one tile while others could go on (``wake`` when one becomes so)
         self._ready = ready
+        self._wakes = 0  # wake() calls: one that came while the consumer was asked counts
         self._spinning = spinning
         self._stages = stages  # per-source stages after the task, one chain per tile
         self._session: Session | None = None
@@ -390,44 +391,52 @@ class WallPlayer:
     def wake(self) -> None:
         """The consumer is ready for a tile it was not (``ready``): deliver again."""
         with self._lock:
+            self._wakes += 1
             self._lock.notify_all()
 
     def _deliver(self) -> None:
         turn = 0
-        ready = self._ready
         while True:
             with self._lock:
-                result: FrameResult | None = None
-                while result is None:
+                while True:
                     if self._closed:
                         return
                     n = len(self._tiles)
-                    queued = False
-                    for k in range(n):
-                        i = (turn + k) % n
-                        tile = self._tiles[i]
-                        if not tile.queue:
-                            continue
-                        queued = True
-                        if ready is None or ready(i):
-                            result = tile.queue.popleft()
-                            tile.state = replace(tile.state, shown=tile.state.shown + 1)
-                            turn = (i + 1) % n
-                            break
-                    else:
-                        if not queued and self._pacing.stop.is_set():
-                            break  # the wall has ended and every result was handed out
-                        # a tile not ready becomes so by wake(), or by the consumer's
-                        # own time limit: looked at again soon
-                        self._lock.wait(0.1 if not queued else _NOT_READY_POLL_S)
-            if result is None:
+                    queued = [(turn + k) % n for k in range(n) if self._tiles[(turn + k) % n].queue]
+                    if queued or self._pacing.stop.is_set():
+                        break
+                    self._lock.wait(0.1)
+                wakes = self._wakes
+            if not queued:  # the wall has ended and every result was handed out
                 if not self._closed:
                     self._publish()  # the final counts of what was shown
                 return
+            # asked outside the lock: the consumer may take its own lock for a while (a
+            # picture being published), and the collector must not wait for that
+            chosen = next((i for i in queued if self._is_ready(i)), None)
+            with self._lock:
+                if chosen is None:
+                    # a tile becomes ready by wake(), or by the consumer's own time limit
+                    if self._wakes == wakes and not self._closed:
+                        self._lock.wait(_NOT_READY_POLL_S)
+                    continue
+                tile = self._tiles[chosen]
+                result = tile.queue.popleft()  # never emptied but here
+                tile.state = replace(tile.state, shown=tile.state.shown + 1)
+                turn = (chosen + 1) % len(self._tiles)
             try:
                 self._on_result(result)
             except Exception:  # a consumer's bug must not stop the wall
                 log.exception("the wall's consumer failed on a result")
+
+    def _is_ready(self, tile: int) -> bool:
+        if self._ready is None:
+            return True
+        try:
+            return self._ready(tile)
+        except Exception:  # a consumer's bug must not stall the wall: deliver
+            log.exception("the wall's consumer could not say whether it takes a result")
+            return True
 
     # ---- state ----------------------------------------------------------------------------
 

@@ -530,6 +530,7 @@ class _Publisher:
                            self._sender.kind)  # fmt: skip
                 self._lock.notify_all()
             self._send(message)
+        self.on_ready()  # stopped: every tile takes its results (and drops them)
         self._send(("error", f"the video wall's picture could not be handed over: {failed}"))
 
 
@@ -537,8 +538,11 @@ def _queue_depth(settings: PipelineSettings, sources: int) -> int:
     """Results core queues a tile for the publisher while the consumer has yet to show
     the previous one. Host frames: ``_DEPTH``. Device frames each hold one of the display
     frames their pipeline keeps (``GpuFramePipeline.RGBA_BUFFERS`` per batch slot), less
-    two batches (the one being made, the one drawn from): fewer tiles than slots, up to
-    ``_DEVICE_DEPTH``; more, fewer, never under the window's own ``DISPLAY_DEPTH``.
+    two batches (the one being made, the one drawn from) and the two results on their way
+    (the collector's, the delivery thread's): fewer tiles than slots, up to
+    ``_DEVICE_DEPTH``; more, fewer, never under the window's own ``DISPLAY_DEPTH``. A
+    super-resolution task keeps its display frames per pipeline, not per slot: the
+    window's own depth there.
     ``FRAMELENS_WALL_DEPTH`` asks for another (a deeper queue rides out later paints and
     adds latency while it drains), on the GPU within the same bound."""
     from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
@@ -547,14 +551,16 @@ def _queue_depth(settings: PipelineSettings, sources: int) -> int:
     bound, depth = 1 << 10, _DEPTH
     if settings.device.startswith("cuda"):
         batch = wall_batch(settings, sources).batch
-        spare = (GpuFramePipeline.RGBA_BUFFERS - 2) * batch // max(1, sources)
+        spare = ((GpuFramePipeline.RGBA_BUFFERS - 2) * batch - 2) // max(1, sources)
+        if settings.model.task == "superres":
+            spare = DISPLAY_DEPTH
         bound = max(DISPLAY_DEPTH, spare)
         depth = min(_DEVICE_DEPTH, bound)
     asked = os.environ.get(DEPTH_ENV, "")
     if asked.isdigit() and int(asked) > 0:
         return min(int(asked), bound)
     if asked:
-        log.warning("%s=%s ignored: it takes a whole number of results", DEPTH_ENV, asked)
+        log.warning("%s=%s ignored: it takes a number of results, 1 or more", DEPTH_ENV, asked)
     return depth
 
 
