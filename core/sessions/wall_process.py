@@ -540,19 +540,20 @@ def _queue_depth(settings: PipelineSettings, sources: int) -> int:
     frames their pipeline keeps (``GpuFramePipeline.RGBA_BUFFERS`` per batch slot), less
     two batches (the one being made, the one drawn from) and the two results on their way
     (the collector's, the delivery thread's): fewer tiles than slots, up to
-    ``_DEVICE_DEPTH``; more, fewer, never under the window's own ``DISPLAY_DEPTH``. A
-    super-resolution task keeps its display frames per pipeline, not per slot: the
-    window's own depth there.
+    ``_DEVICE_DEPTH``; more, fewer, never under the window's own ``DISPLAY_DEPTH``. A task
+    that does not batch frames (super-resolution) keeps its display frames per pipeline,
+    not per slot: the window's own depth there.
     ``FRAMELENS_WALL_DEPTH`` asks for another (a deeper queue rides out later paints and
     adds latency while it drains), on the GPU within the same bound."""
     from framelens.core.pipeline.gpu_pipeline import GpuFramePipeline
     from framelens.core.sessions.wall import DISPLAY_DEPTH, wall_batch
+    from framelens.core.stages.tasks.registry import kind_of
 
     bound, depth = 1 << 10, _DEPTH
     if settings.device.startswith("cuda"):
         batch = wall_batch(settings, sources).batch
         spare = ((GpuFramePipeline.RGBA_BUFFERS - 2) * batch - 2) // max(1, sources)
-        if settings.model.task == "superres":
+        if not kind_of(settings.model).batches_frames:  # its display frames: per pipeline
             spare = DISPLAY_DEPTH
         bound = max(DISPLAY_DEPTH, spare)
         depth = min(_DEVICE_DEPTH, bound)
