@@ -72,7 +72,11 @@ def upscale_both(
     try:
         for i, image in enumerate(images):
             want = host.infer(Frame(image, i, 0.0), StageTimes()).output
-            got = gpu.infer(Frame(image, i, 0.0), StageTimes())
+            frame = Frame(image, i, 0.0, source_id=2)
+            frame.arrived = 1000.0 + i  # a paced source's release: latency counts from it
+            got = gpu.infer(frame, StageTimes())
+            kept = (got.frame.index, got.frame.source_id, got.frame.arrived)
+            assert kept == (i, 2, frame.arrived)
             assert got.output.device is not None  # stayed on the device until asked
             assert got.output.size == want.size
             assert got.output.region == want.region
