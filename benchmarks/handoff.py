@@ -128,6 +128,21 @@ def make_model(path: Path, boxes: int = 0) -> Path:
     return path
 
 
+def queue_depths(text: str) -> list[int | None]:
+    """A ``--depths`` option ("2,5") as the wall's queue depths to alternate; [None]: the
+    wall's own default only."""
+    return [int(d) for d in text.split(",") if d] or [None]
+
+
+def use_queue_depth(depth: int | None) -> None:
+    """Wall processes started from now on queue ``depth`` results a tile
+    (``FRAMELENS_WALL_DEPTH``, which the child inherits); None leaves it as it is."""
+    from framelens.core.sessions.wall_process import DEPTH_ENV
+
+    if depth is not None:
+        os.environ[DEPTH_ENV] = str(depth)
+
+
 def tiny_model(boxes: int) -> str:
     """``make_model``'s constant detector of ``boxes`` boxes, in a folder of its own: what
     the benchmarks' ``--tiny-model BOXES`` runs instead of a real detector."""

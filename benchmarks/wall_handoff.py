@@ -24,7 +24,6 @@ Medians and spreads of the runs per rate; the JSON is written after every run.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -36,8 +35,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from framelens.core.sessions.wall_process import DEPTH_ENV  # noqa: E402
-from handoff import tiny_model  # noqa: E402
+from handoff import queue_depths, tiny_model, use_queue_depth  # noqa: E402
 from host_monitor import machine  # noqa: E402
 from streams import save_json  # noqa: E402
 from wall_screen import make_clips  # noqa: E402
@@ -175,11 +173,10 @@ def main() -> int:
         "late_paints": {"ms": late_ms, "every": int(late_every)},
         "rates": {},
     }
-    depths: list[int | None] = [int(d) for d in args.depths.split(",") if d] or [None]
+    depths = queue_depths(args.depths)
     for n in range(args.runs):  # rates and depths in turn, round after round
         for rate, depth in [(r, d) for r in rates for d in depths]:
-            if depth is not None:
-                os.environ[DEPTH_ENV] = str(depth)  # the wall's process inherits it
+            use_queue_depth(depth)
             run = one_run(specs, model, rate, args.seconds, args.warmup, late)
             name = f"{rate:g}" if depth is None else f"{rate:g} depth {depth}"
             print(f"run {n + 1}, {name}: {run}", flush=True)

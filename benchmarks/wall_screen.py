@@ -47,6 +47,7 @@ from typing import Any
 import av
 import cv2
 import numpy as np
+from handoff import queue_depths, tiny_model, use_queue_depth
 from host_monitor import machine
 from streams import save_json
 
@@ -432,8 +433,6 @@ def main() -> int:
     apply_theme(app)  # type: ignore[arg-type]
     model = None
     if args.tiny_model is not None:
-        from handoff import tiny_model
-
         model = tiny_model(args.tiny_model)
     if args.video:
         specs = list(args.video)
@@ -461,15 +460,12 @@ def main() -> int:
         "runs_asked": args.runs,
         "runs": [],
     }
-    depths: list[int | None] = [int(d) for d in args.depths.split(",") if d] or [None]
+    depths = queue_depths(args.depths)
     if depths != [None]:
         result["depths"] = depths
     for n in range(args.runs):
         for depth in depths:  # alternated: each round runs every depth once
-            if depth is not None:
-                from framelens.core.sessions.wall_process import DEPTH_ENV
-
-                os.environ[DEPTH_ENV] = str(depth)  # the wall's process inherits it
+            use_queue_depth(depth)
             run = one_run(
                 specs, args.seconds, args.warmup, args.profile, args.device, args.processes,
                 model,

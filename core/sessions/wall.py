@@ -402,7 +402,8 @@ class WallPlayer:
                     if self._closed:
                         return
                     n = len(self._tiles)
-                    queued = [(turn + k) % n for k in range(n) if self._tiles[(turn + k) % n].queue]
+                    in_turn = ((turn + k) % n for k in range(n))
+                    queued = [i for i in in_turn if self._tiles[i].queue]
                     if queued or self._pacing.stop.is_set():
                         break
                     self._lock.wait(0.1)

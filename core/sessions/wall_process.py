@@ -92,7 +92,7 @@ WALL_PROCESS_CHOICES = ("auto", "own", "this")
 """Where a wall's decode and inference run: "own" a process of their own, "this" threads
 of the window's process, "auto" as ``wall_in_own_process`` decides."""
 _DEPTH = 8  # results core queues per tile for the child's publisher (host frames)
-_DEVICE_DEPTH = 5  # on the GPU, at most (``_device_depth``): a paint ~5 frames late costs none
+_DEVICE_DEPTH = 5  # on the GPU, at most (``_queue_depth``): a paint ~5 frames late costs none
 DEPTH_ENV = "FRAMELENS_WALL_DEPTH"  # another depth (benchmarks/wall_screen.py --depths)
 _WAIT_S = 0.5  # the longest a result waits for its tile's previous one to reach the consumer
 _STOP_JOIN_S = 10.0
@@ -483,7 +483,7 @@ class _Publisher:
             if buffer not in self._free:
                 self._free.append(buffer)
             self._lock.notify_all()
-        self.on_ready()  # outside the lock: the wall's delivery thread asks under its own
+        self.on_ready()  # outside the lock: waking the wall takes the wall's lock
 
     def stop(self) -> None:
         with self._lock:
@@ -549,7 +549,8 @@ def _queue_depth(settings: PipelineSettings, sources: int) -> int:
     from framelens.core.sessions.wall import DISPLAY_DEPTH, wall_batch
     from framelens.core.stages.tasks.registry import kind_of
 
-    bound, depth = 1 << 10, _DEPTH
+    bound: int | None = None  # host frames hold no pool's buffers
+    depth = _DEPTH
     if settings.device.startswith("cuda"):
         batch = wall_batch(settings, sources).batch
         spare = ((GpuFramePipeline.RGBA_BUFFERS - 2) * batch - 2) // max(1, sources)
@@ -559,7 +560,7 @@ def _queue_depth(settings: PipelineSettings, sources: int) -> int:
         depth = min(_DEVICE_DEPTH, bound)
     asked = os.environ.get(DEPTH_ENV, "")
     if asked.isdigit() and int(asked) > 0:
-        return min(int(asked), bound)
+        return int(asked) if bound is None else min(int(asked), bound)
     if asked:
         log.warning("%s=%s ignored: it takes a number of results, 1 or more", DEPTH_ENV, asked)
     return depth
