@@ -130,8 +130,11 @@ def make_model(path: Path, boxes: int = 0) -> Path:
 
 def queue_depths(text: str) -> list[int | None]:
     """A ``--depths`` option ("2,5") as the wall's queue depths to alternate; [None]: the
-    wall's own default only."""
-    return [int(d) for d in text.split(",") if d] or [None]
+    wall's own default only. An argparse ``type``: anything else is the option's error."""
+    depths: list[int | None] = [int(d) for d in text.split(",") if d]
+    if any(d is not None and d < 1 for d in depths):
+        raise ValueError(text)
+    return depths or [None]
 
 
 def use_queue_depth(depth: int | None) -> None:

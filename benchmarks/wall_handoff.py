@@ -89,6 +89,14 @@ class Consumer:
         self._thread.join()
 
 
+def late_paints(text: str) -> tuple[float, int]:
+    """``--late MS,EVERY`` (an argparse ``type``: anything else is the option's error)."""
+    ms, every = text.split(",")
+    if float(ms) < 0 or int(every) < 0:
+        raise ValueError(text)
+    return float(ms), int(every)
+
+
 def one_run(
     specs: list[str], model: str, rate: float, seconds: float, warmup_s: float,
     late: tuple[float, int] = (0.0, 0),
@@ -146,12 +154,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--boxes", type=int, default=3, help="the constant detector's boxes")
     parser.add_argument(
-        "--late", default="0,0", metavar="MS,EVERY",
+        "--late", default="0,0", metavar="MS,EVERY", type=late_paints,
         help="every EVERY-th paint comes MS late (a GUI thread busy elsewhere, as the "
         "real window's input latency p99 of 40-80 ms on an H100 says it is); 0,0 none",
     )  # fmt: skip
     parser.add_argument(
-        "--depths", default="",
+        "--depths", default="", type=queue_depths,
         help="results the wall's process queues a tile (FRAMELENS_WALL_DEPTH), e.g. 2,5,8: "
         "each round runs every rate at every depth; the rows are named 'RATE depth N'",
     )  # fmt: skip
@@ -162,18 +170,18 @@ def main() -> int:
     specs = make_clips(folder, args.sources, (320, 180), 30, args.warmup + args.seconds + 30)
     model = tiny_model(args.boxes)
     rates = [float(r) for r in args.rates.split(",")]
-    late_ms, late_every = (float(v) for v in args.late.split(","))
-    late = (late_ms / 1000.0, int(late_every))
+    late_ms, late_every = args.late
+    late = (late_ms / 1000.0, late_every)
     result: dict[str, Any] = {
         "command": "python benchmarks/wall_handoff.py " + " ".join(sys.argv[1:]),
         "machine": machine(),
         "sources": args.sources,
         "source": "320x180 at 30 fps, real time, ByteTrack",
         "model": f"constant, {args.boxes} boxes",
-        "late_paints": {"ms": late_ms, "every": int(late_every)},
+        "late_paints": {"ms": late_ms, "every": late_every},
         "rates": {},
     }
-    depths = queue_depths(args.depths)
+    depths: list[int | None] = args.depths
     for n in range(args.runs):  # rates and depths in turn, round after round
         for rate, depth in [(r, d) for r in rates for d in depths]:
             use_queue_depth(depth)

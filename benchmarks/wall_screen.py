@@ -410,7 +410,7 @@ def main() -> int:
         help="sys.setswitchinterval for the run (default: as the application sets it)",
     )  # fmt: skip
     parser.add_argument(
-        "--depths", default="",
+        "--depths", default="", type=queue_depths,
         help="an A/B of the wall's queue per tile (results waiting for a paint, "
         "--processes only; FRAMELENS_WALL_DEPTH), e.g. 2,5: each round runs each depth "
         "once; the top-level figures are the last depth's",
@@ -418,7 +418,7 @@ def main() -> int:
     parser.add_argument("--label", default="")
     parser.add_argument("--output")
     args = parser.parse_args()
-    if args.depths and not args.processes:
+    if args.depths != [None] and not args.processes:
         parser.error("--depths takes a wall in its own process (--processes)")
 
     from framelens.gui.app import apply_theme
@@ -460,7 +460,7 @@ def main() -> int:
         "runs_asked": args.runs,
         "runs": [],
     }
-    depths = queue_depths(args.depths)
+    depths: list[int | None] = args.depths
     if depths != [None]:
         result["depths"] = depths
     for n in range(args.runs):

@@ -33,3 +33,16 @@ def test_a_fast_consumer_gets_the_wall_s_results_and_a_slow_one_is_capped_by_its
     assert slow["shown_per_s"] <= 2 * 10 + 2
     assert slow["dropped_by_core"] > 0
     assert fast["replaced_in_handoff"] == slow["replaced_in_handoff"] == 0
+
+
+def test_a_late_or_depths_option_that_is_not_one_says_so_in_one_line() -> None:
+    """``--late MS,EVERY`` and ``--depths N,...``: anything else is argparse's one-line
+    error (exit 2), before any clip is made or wall started."""
+    for option in (["--late", "60"], ["--depths", "2,x"], ["--depths", "0"]):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "wall_handoff.py"), *option],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, option
+        assert "Traceback" not in done.stderr
+        assert f"argument {option[0]}: invalid" in done.stderr.strip().splitlines()[-1]
