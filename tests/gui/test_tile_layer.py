@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from framelens.core.api import DEFAULT_STYLE, Detections, box_colour, layout
-from framelens.gui.wall.tile_layer import TileLayer, TileOverlay, TileView, caption_font
+from framelens.gui.wall.tile_layer import (
+    TileLayer,
+    TileOverlay,
+    TileView,
+    caption_font,
+    paint_tile,
+)
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QApplication
@@ -151,3 +157,71 @@ def test_painting_only_what_changed_gives_the_pixels_of_painting_everything(
             views = fresh
         incremental = paint(kept, views)
         assert incremental == paint(TileLayer(), views), f"step {step}: pixels differ"
+
+
+def _tracked(k: int, step: int) -> Detections:
+    """Two tracked people with tags and trails (what a tracked wall tile shows)."""
+    x = 10.0 + (7 * k + 13 * step) % 150
+    boxes = np.array([[x, 40, x + 50, 150], [x + 90, 30, x + 140, 170]], np.float32)
+    trails = tuple(
+        np.stack([np.linspace(b[0] - 30, b[0] + 25, 12), np.full(12, b[3] - 5.0)], 1).astype(
+            np.float32
+        )
+        for b in boxes
+    )
+    return Detections(boxes, np.array([0.9, 0.8], np.float32), np.zeros(2, np.int32), None,
+                      np.array([3 + k, 40 + k], np.int64), trails)  # fmt: skip
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.5])
+def test_tiles_painted_on_worker_threads_give_the_pixels_of_painting_them_in_place(
+    qapp: QApplication, ratio: float
+) -> None:
+    """The layer paints changed tiles on worker threads, each into an image of its own
+    cell laid into the layer: the same pixels as painting every tile straight into one
+    image on the GUI thread (as the layer did before), boxes, tags, trails and captions,
+    on a screen of device pixel ratio 1 and 1.5 (cells off whole pixels)."""
+    font = caption_font(QApplication.font())
+    views = [
+        TileView(cell, cell, (_tracked(k, 1), LABELS, DEFAULT_STYLE), None, FRAME,
+                 f"cam{k} 30.0 fps", "")
+        for k, cell in enumerate(_cells(3))
+    ]  # fmt: skip
+
+    def layer_pixels(layer: TileLayer) -> QImage:
+        target = QImage(
+            round(W * ratio), round(H * ratio), QImage.Format.Format_ARGB32_Premultiplied
+        )
+        target.setDevicePixelRatio(ratio)
+        target.fill(QColor(0, 0, 0, 0))
+        painter = QPainter(target)
+        layer.paint(painter, views, (W, H), ratio, font)
+        painter.end()
+        return target
+
+    # every tile straight into one image, clipped to its cell, on this thread
+    direct = QImage(round(W * ratio), round(H * ratio), QImage.Format.Format_ARGB32_Premultiplied)
+    direct.setDevicePixelRatio(ratio)
+    direct.fill(QColor(0, 0, 0, 0))
+    painter = QPainter(direct)
+    for view in views:
+        painter.save()
+        painter.setClipRect(view.cell)
+        paint_tile(painter, view, font)
+        painter.restore()
+    painter.end()
+    threaded = TileLayer(workers=3)
+    try:
+        on_workers = layer_pixels(threaded)
+    finally:
+        threaded.close()
+    in_place = layer_pixels(TileLayer(workers=0))
+    assert on_workers == in_place
+    differing = sum(
+        direct.pixel(x, y) != on_workers.pixel(x, y)
+        for x in range(0, direct.width(), 2)
+        for y in range(0, direct.height(), 2)
+    )
+    assert differing == 0, f"{differing} pixels differ from painting in place"
+    # and there is something to compare: every tile's boxes and caption are painted
+    assert sum(on_workers.pixel(x, y) != 0 for x in range(0, W, 4) for y in range(0, H, 4)) > 500
