@@ -42,7 +42,7 @@ from framelens.gui.wall.zones_paint import paint_zones
 from PySide6.QtCore import QPoint, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 
-__all__ = ["CAPTION_H", "TileLayer", "TileOverlay", "TileView", "default_workers"]
+__all__ = ["CAPTION_H", "WORKERS_ENV", "TileLayer", "TileOverlay", "TileView", "default_workers"]
 
 CAPTION_H = 20.0  # the caption strip's height, in widget pixels
 
@@ -145,10 +145,18 @@ def paint_tile(painter: QPainter, view: TileView, font: QFont) -> None:
     painter.restore()
 
 
+WORKERS_ENV = "FRAMELENS_WALL_LAYER_WORKERS"  # another number of painting threads (A/B)
+
+
 def default_workers() -> int:
     """Threads that paint tiles beside the GUI thread: one core a thread, the GUI
     thread's core left to it, at most 4 (16 tiles' raster work split 4 ways is a few
-    ms); 0 (all on the GUI thread) on a machine of one core."""
+    ms); 0 (all on the GUI thread) on a machine of one core. ``WORKERS_ENV`` asks for
+    another number (0: none), for an A/B of the same window (benchmarks/wall_screen.py
+    ``--layer-workers``)."""
+    asked = os.environ.get(WORKERS_ENV, "").strip()
+    if asked.isdigit():
+        return min(int(asked), 16)
     return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from framelens.core.api import DEFAULT_STYLE, Detections, box_colour, layout
 from framelens.gui.wall.tile_layer import (
+    WORKERS_ENV,
     TileLayer,
     TileOverlay,
     TileView,
     caption_font,
+    default_workers,
     paint_tile,
 )
 from PySide6.QtCore import QRectF
@@ -225,3 +227,20 @@ def test_tiles_painted_on_worker_threads_give_the_pixels_of_painting_them_in_pla
     assert differing == 0, f"{differing} pixels differ from painting in place"
     # and there is something to compare: every tile's boxes and caption are painted
     assert sum(on_workers.pixel(x, y) != 0 for x in range(0, W, 4) for y in range(0, H, 4)) > 500
+
+
+def test_the_painting_threads_follow_the_machine_or_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One thread a core beside the GUI thread's, at most 4; ``FRAMELENS_WALL_LAYER_WORKERS``
+    (the benchmark's A/B) sets another number, 0 none; a value that is not one is ignored."""
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    for cores, workers in ((1, 0), (2, 1), (4, 3), (16, 4)):
+        monkeypatch.setattr("os.cpu_count", lambda cores=cores: cores)
+        assert default_workers() == workers
+    monkeypatch.setenv(WORKERS_ENV, "0")
+    assert default_workers() == 0
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    assert default_workers() == 2
+    monkeypatch.setenv(WORKERS_ENV, "many")
+    assert default_workers() == 4  # the machine's (16 cores, as set above)
