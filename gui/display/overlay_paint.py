@@ -7,7 +7,8 @@ picked in the detections list, over whatever the frame shows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -63,13 +64,26 @@ def _paint_text(painter: QPainter, tag: Tag) -> None:
     painter.restore()
 
 
-@lru_cache(maxsize=2048)
+_FitCache = Callable[[str, str, int, int], "tuple[QPainterPath, float, float] | None"]
+_local = threading.local()  # each painting thread's outlines (the wall paints on several)
+
+
 def _fitted_text(
     font: str, text: str, tw: int, th: int
 ) -> tuple[QPainterPath, float, float] | None:
+    """``_fit_text``, made once per label and size in each thread (a track's tag reads
+    the same frame after frame; outlining text is most of what painting a tag costs).
+    A thread's own: a path shared between threads would race on the caches Qt keeps in
+    its data while painting it."""
+    cache: _FitCache | None = getattr(_local, "fit", None)
+    if cache is None:
+        cache = _local.fit = lru_cache(maxsize=2048)(_fit_text)
+    return cache(font, text, tw, th)
+
+
+def _fit_text(font: str, text: str, tw: int, th: int) -> tuple[QPainterPath, float, float] | None:
     """The outline of ``text`` in ``font`` (QFont.toString), and the scale that fits it
-    into ``tw`` x ``th``: made once per label and size (a track's tag reads the same
-    frame after frame; outlining text is most of what painting a tag costs)."""
+    into ``tw`` x ``th``."""
     qfont = QFont()
     qfont.fromString(font)
     qfont.setPixelSize(_FONT_PROBE_PX)

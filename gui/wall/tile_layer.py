@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -169,10 +170,27 @@ class _TileImage:
     image: QImage
 
 
-def _tile_image(view: TileView, ratio: float, font: QFont) -> _TileImage:
+_local = threading.local()  # each painting thread's own fonts
+
+
+def _thread_font(description: str) -> QFont:
+    """A font of this thread's own made from ``description`` (``QFont.toString``). A
+    QFont shares its data with the fonts it was copied from, and Qt caches font engines
+    in that data per thread: fonts shared between threads would race on it."""
+    fonts: dict[str, QFont] = _local.__dict__.setdefault("fonts", {})
+    font = fonts.get(description)
+    if font is None:
+        font = QFont()
+        font.fromString(description)  # detached: data of its own
+        fonts[description] = font
+    return font
+
+
+def _tile_image(view: TileView, ratio: float, fonts: tuple[str, str]) -> _TileImage:
     """``view`` painted into an image of its cell's device pixels, placed so that its
     pixels are those painting it straight into the layer would give (the layer's own
-    device-pixel grid: an offset of whole pixels, the same scale)."""
+    device-pixel grid: an offset of whole pixels, the same scale). ``fonts``: the
+    painter's default font and the captions' (``QFont.toString``), made again here."""
     cell = view.cell
     x0, y0 = math.floor(cell.left() * ratio), math.floor(cell.top() * ratio)
     x1, y1 = math.ceil(cell.right() * ratio), math.ceil(cell.bottom() * ratio)
@@ -180,10 +198,11 @@ def _tile_image(view: TileView, ratio: float, font: QFont) -> _TileImage:
     image.fill(Qt.GlobalColor.transparent)
     painter = QPainter(image)
     try:
+        painter.setFont(_thread_font(fonts[0]))  # not the application's, shared
         painter.translate(-x0, -y0)
         painter.scale(ratio, ratio)
         painter.setClipRect(cell)  # nothing of a tile outside its cell
-        paint_tile(painter, view, font)
+        paint_tile(painter, view, _thread_font(fonts[1]))
     finally:
         painter.end()
     return _TileImage(QPoint(x0, y0), image)
@@ -194,7 +213,9 @@ class TileLayer:
 
     ``workers``: threads that paint changed tiles beside the calling (GUI) thread
     (``default_workers()``); 0 paints them all on the calling thread. The pixels are the
-    same either way."""
+    same either way, but for a few levels on the edges of the tags' text (each thread
+    outlines text for itself, and Qt keeps a path's flattened curves from its first
+    paint)."""
 
     def __init__(self, workers: int | None = None) -> None:
         self._image: QImage | None = None
@@ -219,16 +240,16 @@ class TileLayer:
     def _paint_tiles(self, views: list[TileView], ratio: float, font: QFont) -> list[_TileImage]:
         """Each of ``views`` painted into its own image: on the worker threads when there
         are two or more (the calling thread waits; Qt's painting lets go of Python's
-        lock), else here. Each gets its own copy of the font: a QFont is not to be shared
-        between threads."""
+        lock), else here. The fonts go as descriptions: each thread makes its own."""
+        fonts = (QFont().toString(), font.toString())
         if self._workers == 0 or len(views) < 2:
-            return [_tile_image(view, ratio, font) for view in views]
+            return [_tile_image(view, ratio, fonts) for view in views]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 self._workers, "fl-wall-layer", initializer=set_native_name,
                 initargs=("fl-wall-layer",),
             )  # fmt: skip
-        futures = [self._pool.submit(_tile_image, view, ratio, QFont(font)) for view in views]
+        futures = [self._pool.submit(_tile_image, view, ratio, fonts) for view in views]
         return [future.result() for future in futures]
 
     def paint(
