@@ -24,7 +24,10 @@ Per run, after a warm-up, over ``--seconds``:
   from the wall's states, which come every 0.5 s, so up to that much late;
 - input latency: a thread posts a key press to the canvas every 50 ms with the time it
   posted; the canvas's event filter takes the time it is handled (GIL wait + event queue
-  wait + whatever the GUI thread was doing), median and p99.
+  wait + whatever the GUI thread was doing), median and p99;
+- ``gui_cpu_ms_per_paint``: the GUI thread's CPU over the run divided by its paints (all
+  it did, the paints and the rest): the figure that caps the paints a second;
+  ``layer_cpu_cores``: the window's overlay painting threads (``fl-wall-layer``).
 The JSON gives the median and spread of every figure over the runs; it is written after
 every round, so a call cut short keeps the runs it made. ``--depths 2,5`` alternates the
 wall process's queue per tile (``FRAMELENS_WALL_DEPTH``) run by run: each depth's figures
@@ -333,6 +336,12 @@ def one_run(
         "cpu_cores": _cores(cpu0, cpu1, span),
         "child_cpu_cores": _cores(child0, child1, span) if child else None,
     }
+    # the GUI thread's CPU a paint (all it did, over the paints): what caps the paint rate
+    paints = last["paints"] - first["paints"]
+    gui = out["cpu_cores"].get("gui")
+    out["gui_cpu_ms_per_paint"] = round(1e3 * gui * span / paints, 2) if gui and paints else None
+    # the window's overlay painting threads (--layer-workers), together
+    out["layer_cpu_cores"] = out["cpu_cores"].get("fl-wall-layer", 0.0)
     if sampler is not None:
         report = sampler.report(top=15)
         out["profile"] = {
@@ -455,7 +464,8 @@ def main() -> int:
         length = args.warmup + args.seconds + 30  # never ends while measured
         folder = Path(tempfile.mkdtemp(prefix="framelens-wall-clips-"))
         specs = make_clips(folder, args.sources, (w, h), args.fps, length)
-    keys = ["results_per_s", "shown_per_s", "paints_per_s", "replaced", "setup_s",
+    keys = ["results_per_s", "shown_per_s", "paints_per_s", "gui_cpu_ms_per_paint",
+            "replaced", "setup_s",
             "frame_latency_ms_p50", "frame_latency_ms_p99",
             "input_latency_ms_p50", "input_latency_ms_p99"]  # fmt: skip
     result: dict[str, Any] = {
