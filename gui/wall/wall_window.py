@@ -457,8 +457,13 @@ class WallWindow(QMainWindow):
         failed = sum(t.status == "failed" for t in state.tiles)
         parts = [f"{len(state.tiles)} sources"]
         stopped = state.status in ("ended", "paused", "failed")
-        if stopped or state.fps <= 0:  # no rate (yet): what was done
-            parts.append(f"{sum(t.frames for t in state.tiles)} frames analysed")
+        frames = sum(t.frames for t in state.tiles)
+        if state.playing and state.fps <= 0 and not frames:
+            # the first results may be on screen before a state counts them (states come
+            # every 0.5 s): not "0 frames analysed" under pictures with boxes
+            parts.append("measuring the rate")
+        elif stopped or state.fps <= 0:  # no rate (yet): what was done
+            parts.append(f"{frames} frames analysed")
         else:
             parts.append(f"{state.fps:.1f} fps in all")
         if state.batches_run:

@@ -11,7 +11,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from framelens.core.api import DEFAULT_STYLE, Detections, Frame, TileState, layout
+from framelens.core.api import DEFAULT_STYLE, Detections, Frame, TileState, WallState, layout
 from framelens.core.stages.sources.file import FileSource
 from framelens.gui.common.screenshots import grab_window
 from framelens.gui.common.settings import Settings
@@ -253,6 +253,25 @@ def test_a_wall_that_ended_says_how_many_frames_it_analysed_not_a_rate(
         text = wall.summary_label.text()
         assert text.startswith(f"2 sources · {2 * FRAMES} frames analysed")
         assert text.endswith("ended") and "fps" not in text
+    finally:
+        wall.close()
+
+
+def test_a_playing_wall_never_says_0_frames_analysed_under_its_first_results(
+    window: MainWindow, qtbot: QtBot, clips: list[str]
+) -> None:
+    """The first results can be on screen before a state counts them (states come every
+    0.5 s; the wall-process screenshot caught it): the summary says the rate is being
+    measured, not "0 frames analysed"; once frames are counted it says how many."""
+    wall = open_wall(window, qtbot, clips[:2], shown=1)
+    try:
+        tiles = tuple(TileState(f"cam{k}", clips[k], "playing") for k in range(2))
+        wall.session.stateChanged.emit(WallState(status="playing", tiles=tiles))
+        text = wall.summary_label.text()
+        assert "measuring the rate" in text and "frames analysed" not in text
+        counted = tuple(TileState(t.name, t.spec, "playing", frames=3) for t in tiles)
+        wall.session.stateChanged.emit(WallState(status="playing", tiles=counted))
+        assert "6 frames analysed" in wall.summary_label.text()
     finally:
         wall.close()
 
