@@ -52,13 +52,17 @@ def test_the_wall_screen_a_b_options_that_are_not_one_say_so_in_one_line() -> No
     """benchmarks/wall_screen.py's A/B options: a negative number of painting threads, a
     depth without the wall's own process, or two A/Bs in one call are argparse's one-line
     error (exit 2), before any window or clip is made."""
-    for option in (["--layer-workers", "0,-1"], ["--layer-workers", "a"],
-                   ["--depths", "2,5"],
-                   ["--processes", "--depths", "2,5", "--layer-workers", "0,4"]):  # fmt: skip
+    cases = [
+        (["--layer-workers", "0,-1"], "argument --layer-workers: invalid layer_workers value"),
+        (["--layer-workers", "a"], "argument --layer-workers: invalid layer_workers value"),
+        (["--depths", "2,5"], "--depths takes a wall in its own process"),
+        (["--processes", "--depths", "2,5", "--layer-workers", "0,4"], "one A/B a call"),
+    ]
+    for option, says in cases:
         done = subprocess.run(
             [sys.executable, str(ROOT / "benchmarks" / "wall_screen.py"), *option],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert done.returncode == 2, option
         assert "Traceback" not in done.stderr
-        assert "error:" in done.stderr.strip().splitlines()[-1], done.stderr
+        assert says in done.stderr.strip().splitlines()[-1], done.stderr

@@ -65,20 +65,34 @@ def _paint_text(painter: QPainter, tag: Tag) -> None:
 
 
 _FitCache = Callable[[str, str, int, int], "tuple[QPainterPath, float, float] | None"]
-_local = threading.local()  # each painting thread's outlines (the wall paints on several)
+_FitKey = tuple[str, str, int, int]
+_OUTLINES = 2048  # labels and sizes kept
+_outlines_lock = threading.Lock()  # the masters: made and copied one thread at a time
+_local = threading.local()  # each painting thread's copies (the wall paints on several)
 
 
 def _fitted_text(
     font: str, text: str, tw: int, th: int
 ) -> tuple[QPainterPath, float, float] | None:
-    """``_fit_text``, made once per label and size in each thread (a track's tag reads
-    the same frame after frame; outlining text is most of what painting a tag costs).
-    A thread's own: a path shared between threads would race on the caches Qt keeps in
-    its data while painting it."""
-    cache: _FitCache | None = getattr(_local, "fit", None)
-    if cache is None:
-        cache = _local.fit = lru_cache(maxsize=2048)(_fit_text)
-    return cache(font, text, tw, th)
+    """``_fit_text``, made once per label and size (a track's tag reads the same frame
+    after frame; outlining text is most of what painting a tag costs), and painted from a
+    copy of the painting thread's own: a Qt path is not to be shared between threads, and
+    one outline for all of them keeps a tag's pixels the same whichever thread paints it
+    (an outline made on another thread can differ by 1/64 of a pixel, with what that
+    thread's font engine drew before)."""
+    key: _FitKey = (font, text, tw, th)
+    copies: dict[_FitKey, tuple[QPainterPath, float, float] | None] = _local.__dict__.setdefault(
+        "fit", {}
+    )
+    if key in copies:
+        return copies[key]
+    with _outlines_lock:
+        master = _master_outline(*key)
+        mine = None if master is None else (master[0].translated(0.0, 0.0), *master[1:])
+    if len(copies) >= _OUTLINES:
+        copies.clear()
+    copies[key] = mine
+    return mine
 
 
 def _fit_text(font: str, text: str, tw: int, th: int) -> tuple[QPainterPath, float, float] | None:
@@ -98,6 +112,9 @@ def _fit_text(font: str, text: str, tw: int, th: int) -> tuple[QPainterPath, flo
     path = QPainterPath()
     path.addText(0.0, 0.0, qfont, text)
     return path, tw / advance, th / cap
+
+
+_master_outline: _FitCache = lru_cache(maxsize=_OUTLINES)(_fit_text)  # under _outlines_lock
 
 
 def _trail_image(trail: Trail) -> QImage:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from framelens.core.api import (
@@ -156,9 +156,17 @@ def default_workers() -> int:
     another number (0: none), for an A/B of the same window (benchmarks/wall_screen.py
     ``--layer-workers``)."""
     asked = os.environ.get(WORKERS_ENV, "").strip()
-    if asked.isdigit():
+    if asked.isdecimal() and asked.isascii():
         return min(int(asked), 16)
-    return max(0, min(4, (os.cpu_count() or 1) - 1))
+    return max(0, min(4, _cores() - 1))
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's limit, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -213,9 +221,8 @@ class TileLayer:
 
     ``workers``: threads that paint changed tiles beside the calling (GUI) thread
     (``default_workers()``); 0 paints them all on the calling thread. The pixels are the
-    same either way, but for a few levels on the edges of the tags' text (each thread
-    outlines text for itself, and Qt keeps a path's flattened curves from its first
-    paint)."""
+    same either way (the tags' text outlines are made once for all threads, each painting
+    a copy of its own)."""
 
     def __init__(self, workers: int | None = None) -> None:
         self._image: QImage | None = None
@@ -224,6 +231,8 @@ class TileLayer:
         self.tiles_painted = 0  # tiles painted into the layer (the rest were kept)
         self._workers = default_workers() if workers is None else max(0, workers)
         self._pool: ThreadPoolExecutor | None = None
+        self._closed = False  # closed: painted on the calling thread from then on
+        self.tiles_on_workers = 0  # of tiles_painted, those a worker thread painted
 
     def invalidate(self) -> None:
         """Every tile painted again, on a clear layer, at the next paint (a layout or
@@ -231,26 +240,38 @@ class TileLayer:
         self._image, self._views = None, []
 
     def close(self) -> None:
-        """Stop the worker threads (the canvas is going); a later paint starts them
-        again."""
+        """Stop the worker threads (the canvas is going); a paint after (a grab) paints
+        on the calling thread."""
+        self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
 
     def _paint_tiles(self, views: list[TileView], ratio: float, font: QFont) -> list[_TileImage]:
-        """Each of ``views`` painted into its own image: on the worker threads when there
-        are two or more (the calling thread waits; Qt's painting lets go of Python's
-        lock), else here. The fonts go as descriptions: each thread makes its own."""
+        """Each of ``views`` painted into its own image, shared between the worker threads
+        and the calling thread (which paints every ``workers + 1``-th itself rather than
+        wait idle: with one worker on two cores, half each); Qt's painting lets go of
+        Python's lock. The fonts go as descriptions: each thread makes its own."""
         fonts = (QFont().toString(), font.toString())
-        if self._workers == 0 or len(views) < 2:
+        if self._closed or self._workers == 0 or len(views) < 2:
             return [_tile_image(view, ratio, fonts) for view in views]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 self._workers, "fl-wall-layer", initializer=set_native_name,
                 initargs=("fl-wall-layer",),
             )  # fmt: skip
-        futures = [self._pool.submit(_tile_image, view, ratio, fonts) for view in views]
-        return [future.result() for future in futures]
+        share = self._workers + 1
+        futures = {
+            k: self._pool.submit(_tile_image, view, ratio, fonts)
+            for k, view in enumerate(views)
+            if k % share
+        }
+        try:
+            mine = {k: _tile_image(views[k], ratio, fonts) for k in range(0, len(views), share)}
+        finally:
+            wait(futures.values())  # none still painting once this returns or raises
+        self.tiles_on_workers += len(futures)
+        return [mine[k] if k in mine else futures[k].result() for k in range(len(views))]
 
     def paint(
         self, target: QPainter, views: list[TileView], size: tuple[int, int], ratio: float,
