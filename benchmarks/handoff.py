@@ -128,35 +128,13 @@ def make_model(path: Path, boxes: int = 0) -> Path:
     return path
 
 
-def _counts(text: str, least: int) -> list[int | None]:
-    """ "2,5" as [2, 5]; "" as [None] (the default only); a count under ``least`` or not a
-    number: ValueError (an argparse ``type``'s error)."""
-    counts: list[int | None] = [int(c) for c in text.split(",") if c]
-    if any(c is not None and c < least for c in counts):
-        raise ValueError(text)
-    return counts or [None]
-
-
 def queue_depths(text: str) -> list[int | None]:
     """A ``--depths`` option ("2,5") as the wall's queue depths to alternate; [None]: the
     wall's own default only. An argparse ``type``: anything else is the option's error."""
-    return _counts(text, 1)
-
-
-def layer_workers(text: str) -> list[int | None]:
-    """A ``--layer-workers`` option ("0,4") as the numbers of the wall window's overlay
-    painting threads to alternate (0: all on the GUI thread); [None]: the window's own
-    choice only. An argparse ``type``: anything else is the option's error."""
-    return _counts(text, 0)
-
-
-def use_layer_workers(workers: int | None) -> None:
-    """Wall windows made from now on paint their overlays on ``workers`` threads
-    (``FRAMELENS_WALL_LAYER_WORKERS``); None leaves it as it is."""
-    from framelens.gui.wall.tile_layer import WORKERS_ENV
-
-    if workers is not None:
-        os.environ[WORKERS_ENV] = str(workers)
+    depths: list[int | None] = [int(d) for d in text.split(",") if d]
+    if any(d is not None and d < 1 for d in depths):
+        raise ValueError(text)
+    return depths or [None]
 
 
 def use_queue_depth(depth: int | None) -> None:

@@ -26,15 +26,12 @@ Per run, after a warm-up, over ``--seconds``:
   posted; the canvas's event filter takes the time it is handled (GIL wait + event queue
   wait + whatever the GUI thread was doing), median and p99;
 - ``gui_cpu_ms_per_paint``: the GUI thread's CPU over the run divided by its paints (all
-  it did, the paints and the rest): the figure that caps the paints a second;
-  ``layer_cpu_cores``: the window's overlay painting threads (``fl-wall-layer``).
+  it did, the paints and the rest): with the paints a second, what the GUI thread's time
+  a paint is made of.
 The JSON gives the median and spread of every figure over the runs; it is written after
 every round, so a call cut short keeps the runs it made. ``--depths 2,5`` alternates the
 wall process's queue per tile (``FRAMELENS_WALL_DEPTH``) run by run: each depth's figures
 under ``by_depth``, each round's ratio of shown results in ``shown_ratio_runs``.
-``--layer-workers 0,4`` alternates the window's overlay painting threads
-(``FRAMELENS_WALL_LAYER_WORKERS``; 0: all on the GUI thread) the same way
-(``by_layer_workers``).
 """
 
 from __future__ import annotations
@@ -53,7 +50,7 @@ from typing import Any
 import av
 import cv2
 import numpy as np
-from handoff import layer_workers, queue_depths, tiny_model, use_layer_workers, use_queue_depth
+from handoff import queue_depths, tiny_model, use_queue_depth
 from host_monitor import machine
 from streams import save_json
 
@@ -336,12 +333,10 @@ def one_run(
         "cpu_cores": _cores(cpu0, cpu1, span),
         "child_cpu_cores": _cores(child0, child1, span) if child else None,
     }
-    # the GUI thread's CPU a paint (all it did, over the paints): what caps the paint rate
+    # the GUI thread's CPU a paint (all it did, over the paints)
     paints = last["paints"] - first["paints"]
     gui = out["cpu_cores"].get("gui")
     out["gui_cpu_ms_per_paint"] = round(1e3 * gui * span / paints, 2) if gui and paints else None
-    # the window's overlay painting threads (--layer-workers), together
-    out["layer_cpu_cores"] = out["cpu_cores"].get("fl-wall-layer", 0.0)
     if sampler is not None:
         report = sampler.report(top=15)
         out["profile"] = {
@@ -363,26 +358,23 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 2) if values else None
 
 
-def summarise(
-    result: dict[str, Any], keys: list[str], sides: list[int | None], side: str = "depth"
-) -> None:
-    """The median and spread of every figure: over the runs of the last of ``sides``
-    (the values of the run's ``side``: its queue ``depth`` or ``layer_workers``) at the top
-    level, of each under ``by_<side>``, and with two sides each round's ratio of shown
-    results (second over first: the same round, the same machine)."""
+def summarise(result: dict[str, Any], keys: list[str], depths: list[int | None]) -> None:
+    """The median and spread of every figure: over the runs of the last depth listed at
+    the top level, of each depth under ``by_depth``, and with two depths each round's
+    ratio of shown results (second over first: the same round, the same machine)."""
     runs: list[dict[str, Any]] = result["runs"]
     for key in keys:
-        spread = summary([r for r in runs if r[side] == sides[-1]], key)
+        spread = summary([r for r in runs if r["depth"] == depths[-1]], key)
         result[key], result[f"{key}_spread"] = spread["median"], spread
-    if len(sides) < 2:
+    if len(depths) < 2:
         return
-    result[f"by_{side}"] = {
-        str(d): {key: summary([r for r in runs if r[side] == d], key) for key in keys}
-        for d in sides
+    result["by_depth"] = {
+        str(d): {key: summary([r for r in runs if r["depth"] == d], key) for key in keys}
+        for d in depths
     }
-    if len(sides) == 2:
-        firsts = [r["shown_per_s"] for r in runs if r[side] == sides[0]]
-        seconds = [r["shown_per_s"] for r in runs if r[side] == sides[1]]
+    if len(depths) == 2:
+        firsts = [r["shown_per_s"] for r in runs if r["depth"] == depths[0]]
+        seconds = [r["shown_per_s"] for r in runs if r["depth"] == depths[1]]
         ratios = [round(b / a, 3) for a, b in zip(firsts, seconds, strict=False) if a]
         result["shown_ratio_runs"] = ratios
         result["shown_ratio"] = round(statistics.median(ratios), 3) if ratios else None
@@ -430,18 +422,11 @@ def main() -> int:
         "--processes only; FRAMELENS_WALL_DEPTH), e.g. 2,5: each round runs each depth "
         "once; the top-level figures are the last depth's",
     )  # fmt: skip
-    parser.add_argument(
-        "--layer-workers", default="", type=layer_workers,
-        help="an A/B of the window's overlay painting threads (FRAMELENS_WALL_LAYER_WORKERS), "
-        "e.g. 0,4: each round runs each once; the top-level figures are the last one's",
-    )  # fmt: skip
     parser.add_argument("--label", default="")
     parser.add_argument("--output")
     args = parser.parse_args()
     if args.depths != [None] and not args.processes:
         parser.error("--depths takes a wall in its own process (--processes)")
-    if args.depths != [None] and args.layer_workers != [None]:
-        parser.error("one A/B a call: --depths or --layer-workers")
 
     from framelens.gui.app import apply_theme
     from PySide6.QtCore import QCoreApplication, Qt
@@ -483,28 +468,21 @@ def main() -> int:
         "runs_asked": args.runs,
         "runs": [],
     }
-    # one A/B at a time: the queue's depth, or the window's painting threads
-    side, sides = "depth", args.depths
-    if args.layer_workers != [None]:
-        side, sides = "layer_workers", args.layer_workers
-    if sides != [None]:
-        result[f"{side}s" if side == "depth" else side] = sides
+    depths: list[int | None] = args.depths
+    if depths != [None]:
+        result["depths"] = depths
     for n in range(args.runs):
-        for value in sides:  # alternated: each round runs every side once
-            if side == "depth":
-                use_queue_depth(value)
-            else:
-                use_layer_workers(value)
+        for depth in depths:  # alternated: each round runs every depth once
+            use_queue_depth(depth)
             run = one_run(
                 specs, args.seconds, args.warmup, args.profile, args.device, args.processes,
                 model,
             )  # fmt: skip
-            run["depth"] = value if side == "depth" else None
-            run["layer_workers"] = value if side == "layer_workers" else None
-            label = "" if value is None else f" {side.replace('_', ' ')} {value}"
-            print(f"run {n + 1}{label}: {json.dumps(run)}", flush=True)
+            run["depth"] = depth
+            print(f"run {n + 1}{'' if depth is None else f' depth {depth}'}: "
+                  f"{json.dumps(run)}", flush=True)  # fmt: skip
             result["runs"].append(run)
-        summarise(result, keys, sides, side)
+        summarise(result, keys, depths)
         save_json(args.output, result)  # after every round: a call cut short keeps its runs
     print(json.dumps({k: result[k] for k in keys}, indent=1))
     return 0

@@ -32,7 +32,6 @@ Groups:
 * super-resolution: its output and parameters (the region of interest), bicubic for
   comparison, detections enlarged by a model (``crop_upscaler``) and one frame's
   PSNR/SSIM against bicubic (``measure_frame_quality``)
-* threads: ``set_native_name`` (a GUI worker thread named for the system's profilers)
 
 Like the rest of core, this module imports no Qt.
 """
@@ -217,7 +216,6 @@ from framelens.core.stages.tasks.superres.metrics import ImageAgreement
 from framelens.core.stages.timing import ms_since
 from framelens.core.stages.tracking.settings import TRACKER_KINDS, TrackerKind, TrackerSettings
 from framelens.core.stages.tracking.track_log import TrackLog, TrackRecord
-from framelens.core.threads import set_native_name
 from framelens.core.tools.engine_prebuild import EngineBuild, build_engine
 from framelens.core.types import Detections, Frame, FrameResult, Image
 
@@ -389,7 +387,6 @@ __all__ = [
     "save_kept_report",
     "save_wall_layout",
     "search_detections",
-    "set_native_name",
     "shape_colour",
     "sr_upscaler",
     "task_kinds",

@@ -48,15 +48,13 @@ def test_a_late_or_depths_option_that_is_not_one_says_so_in_one_line() -> None:
         assert f"argument {option[0]}: invalid" in done.stderr.strip().splitlines()[-1]
 
 
-def test_the_wall_screen_a_b_options_that_are_not_one_say_so_in_one_line() -> None:
-    """benchmarks/wall_screen.py's A/B options: a negative number of painting threads, a
-    depth without the wall's own process, or two A/Bs in one call are argparse's one-line
-    error (exit 2), before any window or clip is made."""
+def test_the_wall_screen_depths_that_are_not_one_say_so_in_one_line() -> None:
+    """benchmarks/wall_screen.py's ``--depths``: a depth that is not one, or depths
+    without the wall's own process, are argparse's one-line error (exit 2), before any
+    window or clip is made."""
     cases = [
-        (["--layer-workers", "0,-1"], "argument --layer-workers: invalid layer_workers value"),
-        (["--layer-workers", "a"], "argument --layer-workers: invalid layer_workers value"),
+        (["--processes", "--depths", "2,x"], "argument --depths: invalid queue_depths value"),
         (["--depths", "2,5"], "--depths takes a wall in its own process"),
-        (["--processes", "--depths", "2,5", "--layer-workers", "0,4"], "one A/B a call"),
     ]
     for option, says in cases:
         done = subprocess.run(

@@ -7,8 +7,7 @@ picked in the detections list, over whatever the frame shows.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -64,40 +63,13 @@ def _paint_text(painter: QPainter, tag: Tag) -> None:
     painter.restore()
 
 
-_FitCache = Callable[[str, str, int, int], "tuple[QPainterPath, float, float] | None"]
-_FitKey = tuple[str, str, int, int]
-_OUTLINES = 2048  # labels and sizes kept
-_outlines_lock = threading.Lock()  # the masters: made and copied one thread at a time
-_local = threading.local()  # each painting thread's copies (the wall paints on several)
-
-
+@lru_cache(maxsize=2048)
 def _fitted_text(
     font: str, text: str, tw: int, th: int
 ) -> tuple[QPainterPath, float, float] | None:
-    """``_fit_text``, made once per label and size (a track's tag reads the same frame
-    after frame; outlining text is most of what painting a tag costs), and painted from a
-    copy of the painting thread's own: a Qt path is not to be shared between threads, and
-    one outline for all of them keeps a tag's pixels the same whichever thread paints it
-    (an outline made on another thread can differ by 1/64 of a pixel, with what that
-    thread's font engine drew before)."""
-    key: _FitKey = (font, text, tw, th)
-    copies: dict[_FitKey, tuple[QPainterPath, float, float] | None] = _local.__dict__.setdefault(
-        "fit", {}
-    )
-    if key in copies:
-        return copies[key]
-    with _outlines_lock:
-        master = _master_outline(*key)
-        mine = None if master is None else (master[0].translated(0.0, 0.0), *master[1:])
-    if len(copies) >= _OUTLINES:
-        copies.clear()
-    copies[key] = mine
-    return mine
-
-
-def _fit_text(font: str, text: str, tw: int, th: int) -> tuple[QPainterPath, float, float] | None:
     """The outline of ``text`` in ``font`` (QFont.toString), and the scale that fits it
-    into ``tw`` x ``th``."""
+    into ``tw`` x ``th``: made once per label and size (a track's tag reads the same
+    frame after frame; outlining text is most of what painting a tag costs)."""
     qfont = QFont()
     qfont.fromString(font)
     qfont.setPixelSize(_FONT_PROBE_PX)
@@ -112,9 +84,6 @@ def _fit_text(font: str, text: str, tw: int, th: int) -> tuple[QPainterPath, flo
     path = QPainterPath()
     path.addText(0.0, 0.0, qfont, text)
     return path, tw / advance, th / cap
-
-
-_master_outline: _FitCache = lru_cache(maxsize=_OUTLINES)(_fit_text)  # under _outlines_lock
 
 
 def _trail_image(trail: Trail) -> QImage:

@@ -365,10 +365,8 @@ class WallCanvas(QOpenGLWidget):
         super().hideEvent(event)
 
     def close_picture(self) -> None:
-        """Free the picture's device memory and stop the overlay layer's painting
-        threads (the window is closing)."""
+        """Free the picture's device memory (the window is closing)."""
         self._picture.close()
-        self._layer.close()
 
     def paintGL(self) -> None:
         ratio = self.devicePixelRatioF()
