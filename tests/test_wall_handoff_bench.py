@@ -35,17 +35,23 @@ def test_a_fast_consumer_gets_the_wall_s_results_and_a_slow_one_is_capped_by_its
     assert fast["replaced_in_handoff"] == slow["replaced_in_handoff"] == 0
 
 
+def _refused(script: str, option: list[str]) -> str:
+    """``benchmarks/<script>`` with ``option``: it must exit 2 with one line, no
+    traceback; that line."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *option],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, option
+    assert "Traceback" not in done.stderr
+    return done.stderr.strip().splitlines()[-1]
+
+
 def test_a_late_or_depths_option_that_is_not_one_says_so_in_one_line() -> None:
     """``--late MS,EVERY`` and ``--depths N,...``: anything else is argparse's one-line
     error (exit 2), before any clip is made or wall started."""
     for option in (["--late", "60"], ["--depths", "2,x"], ["--depths", "0"]):
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "wall_handoff.py"), *option],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert done.returncode == 2, option
-        assert "Traceback" not in done.stderr
-        assert f"argument {option[0]}: invalid" in done.stderr.strip().splitlines()[-1]
+        assert f"argument {option[0]}: invalid" in _refused("wall_handoff.py", option)
 
 
 def test_the_wall_screen_depths_that_are_not_one_say_so_in_one_line() -> None:
@@ -57,10 +63,4 @@ def test_the_wall_screen_depths_that_are_not_one_say_so_in_one_line() -> None:
         (["--depths", "2,5"], "--depths takes a wall in its own process"),
     ]
     for option, says in cases:
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "wall_screen.py"), *option],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert done.returncode == 2, option
-        assert "Traceback" not in done.stderr
-        assert says in done.stderr.strip().splitlines()[-1], done.stderr
+        assert says in _refused("wall_screen.py", option)
