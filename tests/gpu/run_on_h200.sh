@@ -6,6 +6,8 @@
 #
 # `WALL_SCREEN=1 ... window`: the video wall of 16 copies of the 1080p30 video in the real
 # window, results made against results on screen (benchmarks/wall_screen.py).
+# `WALL_PAINT=1 ... window`: one paint of the wall's canvas timed on this host's GUI thread
+# with NVIDIA's GL (benchmarks/wall_paint.py --shared).
 # Installs the kit and FrameLens into /tmp/kit/site, runs tests/gpu (marker gpu) and/or
 # the H200 benchmark; logs and JSON go to $OUT (or ./out when OUT is unset).
 set -uo pipefail
@@ -110,7 +112,10 @@ XML
     ls /usr/lib/x86_64-linux-gnu/libGLX_nvidia* /usr/local/nvidia/lib64/libGLX_nvidia* 2>/dev/null | head -3
     video=/tmp/framelens-person-1080p.mp4
     [[ -f $video ]] || python3 benchmarks/make_1080p.py $video --frames 900
-    if [[ -n ${WALL_SCREEN:-} ]]; then  # the wall's results against those on screen
+    if [[ -n ${WALL_PAINT:-} ]]; then  # what one paint of the wall costs this host's GUI thread
+        python3 benchmarks/wall_paint.py --shared --runs 5 ${BENCH_ARGS:-} \
+            --output "$OUT/h200-wall-paint-$(date +%F).json" 2>&1 | tee "$OUT/wall-paint.log" | tail -30
+    elif [[ -n ${WALL_SCREEN:-} ]]; then  # the wall's results against those on screen
         kind=""; [[ " ${BENCH_ARGS:-} " == *" --processes "* ]] && kind="-processes"
         python3 benchmarks/wall_screen.py --video $video --sources 16 --device cuda:0 \
             --runs 5 ${BENCH_ARGS:-} --output "$OUT/h200-wall-$(date +%F)$kind.json" \
