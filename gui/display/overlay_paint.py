@@ -24,7 +24,16 @@ from framelens.core.api import (
 )
 from framelens.gui.display.image_place import ImagePlace
 from PySide6.QtCore import QPointF, QRectF
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QImage,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QTransform,
+)
 
 __all__ = [
     "HIGHLIGHT_COLOUR",
@@ -97,14 +106,56 @@ def _trail_image(trail: Trail) -> QImage:
     return QImage(data, w, h, 4 * w, QImage.Format.Format_ARGB32_Premultiplied).copy()
 
 
-def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
+def _glyph_text_font(font: QFont, cap: float, width: float, text: str) -> QFont:
+    """``font`` at the pixel size whose cap height is ``cap``, narrowed (Qt stretches it)
+    where ``text`` would be wider than ``width``."""
+    fitted = QFont(font)
+    fitted.setPixelSize(max(1, round(cap / _cap_per_pixel(font.toString()))))
+    advance = QFontMetricsF(fitted).horizontalAdvance(text)
+    if advance > width > 0:
+        fitted.setStretch(max(50, int(100 * width / advance)))
+    return fitted
+
+
+@lru_cache(maxsize=64)
+def _cap_per_pixel(font: str) -> float:
+    """The cap height of ``font`` (QFont.toString) per pixel of its size."""
+    qfont = QFont()
+    qfont.fromString(font)
+    qfont.setPixelSize(_FONT_PROBE_PX)
+    return max(QFontMetricsF(qfont).capHeight(), 1.0) / _FONT_PROBE_PX
+
+
+def _paint_glyph_text(painter: QPainter, tag: Tag) -> None:
+    """The tag's text as the font's glyphs at the size it is shown (baseline at
+    ``origin``, cap height its height, no wider than its width): what a small tag gets,
+    where filling the outline ``_paint_text`` fits costs ~15 times as much and reads no
+    better."""
+    tw, th = tag.text_size
+    if tw <= 0 or th <= 0 or not tag.text:
+        return
+    world = painter.worldTransform()
+    cap, width = th * abs(world.m22()), tw * abs(world.m11())
+    origin = world.map(QPointF(tag.origin[0], tag.origin[1]))
+    painter.save()
+    painter.setWorldTransform(QTransform())  # the widget's pixels: glyphs at their size
+    painter.setFont(_glyph_text_font(painter.font(), cap, width, tag.text))
+    painter.setPen(_qcolour(tag.text_colour))
+    painter.drawText(origin, tag.text)
+    painter.restore()
+
+
+def paint_overlay(painter: QPainter, overlay: Overlay, glyphs_below_px: float = 0.0) -> None:
     """Paint ``overlay`` with ``painter``, whose coordinates are image pixels.
 
     The shapes are ``framelens.core.stages.draw.style``'s filled rectangles (and trails'
     masks), in its order, so the same pixels get the same colours as in OpenCV's drawing; only the
     tag text differs (Qt's font fitted into the box of OpenCV's Hershey text).
+    ``glyphs_below_px``: a tag whose text is shown less than this many pixels high (the
+    video wall's small tiles) is written with the font's glyphs at that size instead.
     """
     w, h = overlay.width, overlay.height
+    shown = abs(painter.worldTransform().m22())  # widget pixels an image pixel
 
     def fill(rect: Rect, colour: QColor) -> None:
         painter.fillRect(QRectF(rect.x1, rect.y1, rect.width, rect.height), colour)
@@ -121,7 +172,10 @@ def paint_overlay(painter: QPainter, overlay: Overlay) -> None:
                 fill(band, colour)
         if mark.tag is not None:
             fill(mark.tag.rect, colour)
-            _paint_text(painter, mark.tag)
+            if mark.tag.text_size[1] * shown < glyphs_below_px:
+                _paint_glyph_text(painter, mark.tag)
+            else:
+                _paint_text(painter, mark.tag)
     for dot in overlay.dots:
         colour = _qcolour(dot.colour)
         for span in dot.spans(w, h):

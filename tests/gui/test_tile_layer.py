@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from framelens.core.api import DEFAULT_STYLE, Detections, box_colour, layout
-from framelens.gui.wall.tile_layer import TileLayer, TileOverlay, TileView, caption_font
+from framelens.gui.display.image_place import ImagePlace
+from framelens.gui.wall.tile_layer import (
+    GLYPHS_BELOW_PX,
+    TileLayer,
+    TileOverlay,
+    TileView,
+    caption_font,
+)
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QApplication
@@ -151,3 +158,43 @@ def test_painting_only_what_changed_gives_the_pixels_of_painting_everything(
             views = fresh
         incremental = paint(kept, views)
         assert incremental == paint(TileLayer(), views), f"step {step}: pixels differ"
+
+
+def test_a_small_tile_writes_its_tags_in_glyphs_that_stay_in_the_tag(qapp: QApplication) -> None:
+    """16 tiles of 1080p on a 1600-pixel window show a tag's text ~7 pixels high: the
+    layer writes it with the font's glyphs at that size (filling its outline costs ~15
+    times as much), inside the tag's coloured box, narrowed where it would be wider."""
+    cell = QRectF(0, 0, 398, 224)  # a 4x4 wall's tile on a 1600x900 canvas
+    frame = (1920, 1080)
+    boxes = np.array([[200, 300, 360, 720]], np.float32)
+    detections = Detections(boxes, np.array([0.91], np.float32), np.zeros(1, np.int32), None,
+                            np.array([1234567], np.int64))  # fmt: skip
+    shapes = layout(detections, LABELS, DEFAULT_STYLE, *frame)
+    tag = shapes.boxes[0].tag
+    assert tag is not None
+    place = ImagePlace(cell, *frame)
+    assert tag.text_size[1] * place.transform().m22() < GLYPHS_BELOW_PX  # the glyphs' case
+    view = TileView(cell, cell, (detections, LABELS, DEFAULT_STYLE), None, frame, "", "", shapes)
+    target = QImage(400, 225, QImage.Format.Format_ARGB32_Premultiplied)
+    target.fill(QColor(90, 90, 90))
+    painter = QPainter(target)
+    TileLayer().paint(painter, [view], (400, 225), 1.0, caption_font(QApplication.font()))
+    painter.end()
+    b, g, r = tag.text_colour
+    box = place.box(tag.rect.x1, tag.rect.y1, tag.rect.x2 + 1, tag.rect.y2 + 1)
+    near = box.adjusted(-6, -6, 40, 6).toRect()  # the tag and past its right end
+
+    def text_pixel(x: int, y: int) -> bool:
+        c = target.pixelColor(x, y)
+        return abs(c.red() - r) + abs(c.green() - g) + abs(c.blue() - b) < 150
+
+    inside = outside = 0
+    for y in range(max(near.top(), 0), min(near.bottom(), 224)):
+        for x in range(max(near.left(), 0), min(near.right(), 399)):
+            if text_pixel(x, y):
+                if box.adjusted(-1, -1, 1, 1).contains(x + 0.5, y + 0.5):
+                    inside += 1
+                else:
+                    outside += 1
+    assert inside > 10, f"no text in the tag ({inside} pixels)"
+    assert outside == 0, f"{outside} text pixels outside the tag's box"
