@@ -106,15 +106,27 @@ def _trail_image(trail: Trail) -> QImage:
     return QImage(data, w, h, 4 * w, QImage.Format.Format_ARGB32_Premultiplied).copy()
 
 
-def _glyph_text_font(font: QFont, cap: float, width: float, text: str) -> QFont:
+_NARROWEST = 50  # the least stretch (percent) a tag's glyphs take; narrower: the outline
+
+
+def _glyph_text_font(font: QFont, cap: float, width: float, text: str) -> QFont | None:
     """``font`` at the pixel size whose cap height is ``cap``, narrowed (Qt stretches it)
-    where ``text`` would be wider than ``width``."""
+    until ``text`` is no wider than ``width``; None where that would take it under
+    ``_NARROWEST``."""
     fitted = QFont(font)
     fitted.setPixelSize(max(1, round(cap / _cap_per_pixel(font.toString()))))
     advance = QFontMetricsF(fitted).horizontalAdvance(text)
-    if advance > width > 0:
-        fitted.setStretch(max(50, int(100 * width / advance)))
-    return fitted
+    if advance <= width:
+        return fitted
+    # Qt's stretched advance is not quite linear in the stretch (a few percent wider):
+    # from the linear guess, a point narrower until it fits (three steps at most, seen)
+    stretch = int(100 * width / advance)
+    while stretch >= _NARROWEST:
+        fitted.setStretch(stretch)
+        if QFontMetricsF(fitted).horizontalAdvance(text) <= width:
+            return fitted
+        stretch -= 1
+    return None
 
 
 @lru_cache(maxsize=64)
@@ -129,17 +141,23 @@ def _cap_per_pixel(font: str) -> float:
 def _paint_glyph_text(painter: QPainter, tag: Tag) -> None:
     """The tag's text as the font's glyphs at the size it is shown (baseline at
     ``origin``, cap height its height, no wider than its width): what a small tag gets,
-    where filling the outline ``_paint_text`` fits costs ~15 times as much and reads no
-    better."""
+    where filling the outline ``_paint_text`` fits costs about twice as much and reads no
+    better. The outline where the glyphs would not fit, or the painter turns or flips."""
     tw, th = tag.text_size
     if tw <= 0 or th <= 0 or not tag.text:
         return
     world = painter.worldTransform()
-    cap, width = th * abs(world.m22()), tw * abs(world.m11())
+    upright = world.type().value <= QTransform.TransformationType.TxScale.value
+    fitted = None
+    if upright and world.m11() > 0 and world.m22() > 0:
+        fitted = _glyph_text_font(painter.font(), th * world.m22(), tw * world.m11(), tag.text)
+    if fitted is None:
+        _paint_text(painter, tag)
+        return
     origin = world.map(QPointF(tag.origin[0], tag.origin[1]))
     painter.save()
     painter.setWorldTransform(QTransform())  # the widget's pixels: glyphs at their size
-    painter.setFont(_glyph_text_font(painter.font(), cap, width, tag.text))
+    painter.setFont(fitted)
     painter.setPen(_qcolour(tag.text_colour))
     painter.drawText(origin, tag.text)
     painter.restore()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from framelens.core.api import DEFAULT_STYLE, Detections, box_colour, layout
+from framelens.gui.display import overlay_paint
 from framelens.gui.display.image_place import ImagePlace
 from framelens.gui.wall.tile_layer import (
-    GLYPHS_BELOW_PX,
     TileLayer,
     TileOverlay,
     TileView,
@@ -160,39 +160,51 @@ def test_painting_only_what_changed_gives_the_pixels_of_painting_everything(
         assert incremental == paint(TileLayer(), views), f"step {step}: pixels differ"
 
 
-def test_a_small_tile_writes_its_tags_in_glyphs_that_stay_in_the_tag(qapp: QApplication) -> None:
-    """16 tiles of 1080p on a 1600-pixel window show a tag's text ~7 pixels high: the
-    layer writes it with the font's glyphs at that size (filling its outline costs ~15
-    times as much), inside the tag's coloured box, narrowed where it would be wider."""
-    cell = QRectF(0, 0, 398, 224)  # a 4x4 wall's tile on a 1600x900 canvas
+@pytest.mark.parametrize("label", ["person", "motorcycle", "traffic light"])
+@pytest.mark.parametrize("side", [4, 2])
+def test_a_small_tile_writes_its_tags_in_glyphs_that_stay_in_the_tag(
+    qapp: QApplication, monkeypatch: pytest.MonkeyPatch, side: int, label: str
+) -> None:
+    """A 4x4 or 2x2 wall of 1080p on a 1600x900 canvas shows a tag's text ~7 or ~13
+    pixels high: the layer writes it with the font's glyphs at that size (not its
+    outline: that path is made to fail here), inside the tag's coloured box, narrowed
+    where it would be wider (long labels too)."""
+
+    def no_outline(*args: object) -> None:
+        raise AssertionError("a small tag's text was outlined, not written in glyphs")
+
+    monkeypatch.setattr(overlay_paint, "_paint_text", no_outline)
+    w, h = 1600 / side - 2, 900 / side - 1
+    cell = QRectF(0, 0, w, h)  # a wall's tile on a 1600x900 canvas
     frame = (1920, 1080)
     boxes = np.array([[200, 300, 360, 720]], np.float32)
-    detections = Detections(boxes, np.array([0.91], np.float32), np.zeros(1, np.int32), None,
-                            np.array([1234567], np.int64))  # fmt: skip
-    shapes = layout(detections, LABELS, DEFAULT_STYLE, *frame)
+    detections = Detections(boxes, np.array([0.99], np.float32), np.zeros(1, np.int32), None,
+                            np.array([123456], np.int64))  # fmt: skip
+    shapes = layout(detections, (label,), DEFAULT_STYLE, *frame)
     tag = shapes.boxes[0].tag
     assert tag is not None
     place = ImagePlace(cell, *frame)
-    assert tag.text_size[1] * place.transform().m22() < GLYPHS_BELOW_PX  # the glyphs' case
-    view = TileView(cell, cell, (detections, LABELS, DEFAULT_STYLE), None, frame, "", "", shapes)
-    target = QImage(400, 225, QImage.Format.Format_ARGB32_Premultiplied)
+    view = TileView(cell, cell, (detections, (label,), DEFAULT_STYLE), None, frame, "", "",
+                    shapes)  # fmt: skip
+    size = (round(w) + 2, round(h) + 1)
+    target = QImage(*size, QImage.Format.Format_ARGB32_Premultiplied)
     target.fill(QColor(90, 90, 90))
     painter = QPainter(target)
-    TileLayer().paint(painter, [view], (400, 225), 1.0, caption_font(QApplication.font()))
+    TileLayer().paint(painter, [view], size, 1.0, caption_font(QApplication.font()))
     painter.end()
     b, g, r = tag.text_colour
     box = place.box(tag.rect.x1, tag.rect.y1, tag.rect.x2 + 1, tag.rect.y2 + 1)
     near = box.adjusted(-6, -6, 40, 6).toRect()  # the tag and past its right end
 
-    def text_pixel(x: int, y: int) -> bool:
+    def text_pixel(x: int, y: int) -> bool:  # ink of the text's colour, its edges too
         c = target.pixelColor(x, y)
-        return abs(c.red() - r) + abs(c.green() - g) + abs(c.blue() - b) < 150
+        return abs(c.red() - r) + abs(c.green() - g) + abs(c.blue() - b) < 200
 
     inside = outside = 0
-    for y in range(max(near.top(), 0), min(near.bottom(), 224)):
-        for x in range(max(near.left(), 0), min(near.right(), 399)):
+    for y in range(max(near.top(), 0), min(near.bottom(), size[1])):
+        for x in range(max(near.left(), 0), min(near.right(), size[0])):
             if text_pixel(x, y):
-                if box.adjusted(-1, -1, 1, 1).contains(x + 0.5, y + 0.5):
+                if box.contains(x + 0.5, y + 0.5):
                     inside += 1
                 else:
                     outside += 1
