@@ -7,6 +7,7 @@ picked in the detections list, over whatever the frame shows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -112,9 +113,21 @@ _NARROWEST = 50  # the least stretch (percent) a tag's glyphs take; narrower: th
 def _glyph_text_font(font: QFont, cap: float, width: float, text: str) -> QFont | None:
     """``font`` at the pixel size whose cap height is ``cap``, narrowed (Qt stretches it)
     until ``text`` is no wider than ``width``; None where that would take it under
-    ``_NARROWEST``."""
-    fitted = QFont(font)
-    fitted.setPixelSize(max(1, round(cap / _cap_per_pixel(font.toString()))))
+    ``_NARROWEST``. Made once per size, width and the text's shape with its digits as
+    zeros (a tag's score changes every frame; the fonts' digits are all as wide)."""
+    description = font.toString()
+    pixels = max(1, round(cap / _cap_per_pixel(description)))
+    return _narrowed_font(description, pixels, round(width * 4) / 4, _DIGITS.sub("0", text))
+
+
+_DIGITS = re.compile(r"[0-9]")
+
+
+@lru_cache(maxsize=1024)
+def _narrowed_font(description: str, pixels: int, width: float, text: str) -> QFont | None:
+    fitted = QFont()
+    fitted.fromString(description)
+    fitted.setPixelSize(pixels)
     advance = QFontMetricsF(fitted).horizontalAdvance(text)
     if advance <= width:
         return fitted
