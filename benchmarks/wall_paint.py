@@ -118,6 +118,70 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     return medians
 
 
+def glyphs_ab(args: argparse.Namespace) -> dict[str, Any]:
+    """The wall's overlay layer alone (``TileLayer.paint`` into an image, no GL): every
+    tile renewed each paint, its tags' text written in glyphs (the wall's threshold)
+    against outlined (threshold 0), alternated paint by paint in this one process, so
+    the machine's drift falls on both alike; the GUI thread's CPU a paint."""
+    from framelens.core.api import DEFAULT_STYLE, layout
+    from framelens.gui.wall import tile_layer
+    from framelens.gui.wall.tile_layer import TileLayer, TileView, caption_font
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    font = caption_font(QApplication.font())
+    w, h, side = 1600, 900, round(args.tiles**0.5)
+    cw, ch = (w - 2 * (side - 1)) / side, (h - 2 * (side - 1)) / side
+    cells = [QRectF(c * (cw + 2), r * (ch + 2), cw, ch) for r in range(side) for c in range(side)]
+    wall_threshold = tile_layer.GLYPHS_BELOW_PX
+    sides = {"glyphs": wall_threshold, "outlines": 0.0}
+    layers = {name: TileLayer() for name in sides}
+    target = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+    runs: dict[str, list[float]] = {name: [] for name in sides}
+    step = 0
+    try:
+        for _ in range(args.runs):
+            ms: dict[str, list[float]] = {name: [] for name in sides}
+            for k in range(args.warmup + args.paints):
+                step += 1
+                shapes = [(d, layout(d, ("person",), DEFAULT_STYLE, 1920, 1080))
+                          for d in scene(len(cells), args.boxes, step)]  # fmt: skip
+                views = [
+                    TileView(cell, cell, (d, ("person",), DEFAULT_STYLE), None, (1920, 1080),
+                             f"cam{i + 1} 30.0 fps", "", laid)
+                    for i, (cell, (d, laid)) in enumerate(zip(cells, shapes, strict=True))
+                ]  # fmt: skip
+                for name in sides if k % 2 else reversed(sides):
+                    tile_layer.GLYPHS_BELOW_PX = sides[name]
+                    painter = QPainter(target)
+                    began = time.thread_time()
+                    layers[name].paint(painter, views, (w, h), 1.0, font)
+                    spent = time.thread_time() - began
+                    painter.end()
+                    if k >= args.warmup:
+                        ms[name].append(spent * 1e3)
+            for name in sides:
+                runs[name].append(round(statistics.median(ms[name]), 2))
+    finally:
+        tile_layer.GLYPHS_BELOW_PX = wall_threshold
+    del app
+    out: dict[str, Any] = {"glyphs_below_px": wall_threshold}
+    for name, values in runs.items():
+        med = statistics.median(values)
+        spread = round((max(values) - min(values)) / med, 3)
+        out[name] = {"layer_cpu_ms": round(med, 2), "layer_cpu_ms_runs": values,
+                     "layer_cpu_ms_spread": spread}  # fmt: skip
+    out["glyphs_over_outlines"] = round(
+        out["glyphs"]["layer_cpu_ms"] / out["outlines"]["layer_cpu_ms"], 3
+    )
+    out["glyphs_over_outlines_runs"] = [
+        round(g / o, 3) for g, o in zip(runs["glyphs"], runs["outlines"], strict=True)
+    ]
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tiles", type=int, default=16)
@@ -131,9 +195,25 @@ def main() -> int:
         help="the canvas as the wall's own process feeds it (one picture, each tile's "
         "overlay laid out there), alternated with the in-process canvas (no --baseline)",
     )  # fmt: skip
+    parser.add_argument(
+        "--glyphs", action="store_true",
+        help="the overlay layer alone, small tags in glyphs against outlined, alternated "
+        "paint by paint in one process (no GL)",
+    )  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--output")
     args = parser.parse_args()
+    if args.glyphs:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from streams import save_json as save
+
+        layer = {"command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
+                 "tiles": args.tiles, "boxes_per_tile": args.boxes,
+                 "paints_per_run": args.paints, "cpu_cores": os.cpu_count(),
+                 **glyphs_ab(args)}  # fmt: skip
+        print(json.dumps(layer, indent=1))
+        save(args.output, layer)
+        return 0
     if args.child:
         print(json.dumps(child(args)))
         return 0
