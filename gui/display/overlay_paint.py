@@ -80,13 +80,12 @@ def _fitted_text(
     """The outline of ``text`` in ``font`` (QFont.toString), and the scale that fits it
     into ``tw`` x ``th``: made once per label and size (a track's tag reads the same
     frame after frame; outlining text is most of what painting a tag costs)."""
+    per_pixel = _cap_per_pixel(font)
+    if per_pixel <= 0:
+        return None
     qfont = QFont()
     qfont.fromString(font)
-    qfont.setPixelSize(_FONT_PROBE_PX)
-    cap = QFontMetricsF(qfont).capHeight()
-    if cap <= 0:
-        return None
-    qfont.setPixelSize(max(1, round(_FONT_PROBE_PX * th / cap)))
+    qfont.setPixelSize(max(1, round(th / per_pixel)))
     metrics = QFontMetricsF(qfont)
     advance, cap = metrics.horizontalAdvance(text), metrics.capHeight()
     if advance <= 0 or cap <= 0:
@@ -108,6 +107,7 @@ def _trail_image(trail: Trail) -> QImage:
 
 
 _NARROWEST = 50  # the least stretch (percent) a tag's glyphs take; narrower: the outline
+_DIGITS = re.compile(r"[0-9]")
 
 
 def _glyph_text_font(font: QFont, cap: float, width: float, text: str) -> QFont | None:
@@ -116,11 +116,11 @@ def _glyph_text_font(font: QFont, cap: float, width: float, text: str) -> QFont 
     ``_NARROWEST``. Made once per size, width and the text's shape with its digits as
     zeros (a tag's score changes every frame; the fonts' digits are all as wide)."""
     description = font.toString()
-    pixels = max(1, round(cap / _cap_per_pixel(description)))
+    per_pixel = _cap_per_pixel(description)
+    if per_pixel <= 0:
+        return None
+    pixels = max(1, round(cap / per_pixel))
     return _narrowed_font(description, pixels, round(width * 4) / 4, _DIGITS.sub("0", text))
-
-
-_DIGITS = re.compile(r"[0-9]")
 
 
 @lru_cache(maxsize=1024)
@@ -144,11 +144,12 @@ def _narrowed_font(description: str, pixels: int, width: float, text: str) -> QF
 
 @lru_cache(maxsize=64)
 def _cap_per_pixel(font: str) -> float:
-    """The cap height of ``font`` (QFont.toString) per pixel of its size."""
+    """The cap height of ``font`` (QFont.toString) per pixel of its size, measured at
+    ``_FONT_PROBE_PX`` (0 or less: the font has none to fit text by)."""
     qfont = QFont()
     qfont.fromString(font)
     qfont.setPixelSize(_FONT_PROBE_PX)
-    return max(QFontMetricsF(qfont).capHeight(), 1.0) / _FONT_PROBE_PX
+    return QFontMetricsF(qfont).capHeight() / _FONT_PROBE_PX
 
 
 def _paint_glyph_text(painter: QPainter, tag: Tag) -> None:
