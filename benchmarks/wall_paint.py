@@ -166,7 +166,7 @@ def glyphs_ab(args: argparse.Namespace) -> dict[str, Any]:
                 runs[name].append(round(statistics.median(ms[name]), 2))
     finally:
         tile_layer.GLYPHS_BELOW_PX = wall_threshold
-    del app
+    del app  # kept alive while painting
     out: dict[str, Any] = {"glyphs_below_px": wall_threshold}
     for name, values in runs.items():
         med = statistics.median(values)
@@ -203,17 +203,6 @@ def main() -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--output")
     args = parser.parse_args()
-    if args.glyphs:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from streams import save_json as save
-
-        layer = {"command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
-                 "tiles": args.tiles, "boxes_per_tile": args.boxes,
-                 "paints_per_run": args.paints, "cpu_cores": os.cpu_count(),
-                 **glyphs_ab(args)}  # fmt: skip
-        print(json.dumps(layer, indent=1))
-        save(args.output, layer)
-        return 0
     if args.child:
         print(json.dumps(child(args)))
         return 0
@@ -221,6 +210,14 @@ def main() -> int:
     from handoff import revision_tree
     from streams import save_json
 
+    if args.glyphs:
+        layer = {"command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
+                 "tiles": args.tiles, "boxes_per_tile": args.boxes,
+                 "paints_per_run": args.paints, "cpu_cores": os.cpu_count(),
+                 **glyphs_ab(args)}  # fmt: skip
+        print(json.dumps(layer, indent=1))
+        save_json(args.output, layer)
+        return 0
     if args.shared and args.baseline:
         parser.error("--shared compares with today's in-process canvas: no --baseline")
 
