@@ -43,7 +43,8 @@ def scene(tiles: int, boxes: int, step: int) -> list[Any]:
 
     out = []
     for t in range(tiles):
-        xs = 200.0 + 500.0 * np.arange(boxes) + 3.0 * step + 20.0 * t
+        # walking right, back to the left every 100 steps: the people stay in the frame
+        xs = 200.0 + 500.0 * np.arange(boxes) + 3.0 * (step % 100) + 20.0 * t
         ys = np.full(boxes, 300.0) + 40.0 * np.sin(0.1 * step + t)
         b = np.stack([xs, ys, xs + 160.0, ys + 420.0], 1).astype(np.float32)
         k = np.arange(30, dtype=np.float32)[:, None]
@@ -118,26 +119,47 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     return medians
 
 
-def glyphs_ab(args: argparse.Namespace) -> dict[str, Any]:
+def layer_ab(args: argparse.Namespace, baseline: str | None) -> dict[str, Any]:
     """The wall's overlay layer alone (``TileLayer.paint`` into an image, no GL): every
-    tile renewed each paint, its tags' text written in glyphs (the wall's threshold)
-    against outlined (threshold 0), alternated paint by paint in this one process, so
-    the machine's drift falls on both alike; the GUI thread's CPU a paint."""
+    tile renewed each paint, two sides alternated paint by paint in this one process, so
+    the machine's drift falls on both alike; the GUI thread's CPU a paint. Sides: with
+    ``baseline`` (a revision), REV's gui/wall/tile_layer.py against today's (the rest of
+    the code today's on both); else today's layer with its tags' text written in glyphs
+    (the wall's threshold) against outlined (threshold 0)."""
+    import importlib.util
+    import tempfile
+    from types import ModuleType
+
     from framelens.core.api import DEFAULT_STYLE, layout
     from framelens.gui.wall import tile_layer
-    from framelens.gui.wall.tile_layer import TileLayer, TileView, caption_font
     from PySide6.QtCore import QRectF
     from PySide6.QtGui import QImage, QPainter
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    font = caption_font(QApplication.font())
+    font = tile_layer.caption_font(QApplication.font())
     w, h, side = 1600, 900, round(args.tiles**0.5)
     cw, ch = (w - 2 * (side - 1)) / side, (h - 2 * (side - 1)) / side
     cells = [QRectF(c * (cw + 2), r * (ch + 2), cw, ch) for r in range(side) for c in range(side)]
     wall_threshold = tile_layer.GLYPHS_BELOW_PX
-    sides = {"glyphs": wall_threshold, "outlines": 0.0}
-    layers = {name: TileLayer() for name in sides}
+    sides: dict[str, tuple[ModuleType, float]]
+    if baseline is None:
+        sides = {"glyphs": (tile_layer, wall_threshold), "outlines": (tile_layer, 0.0)}
+    else:
+        shown = f"{baseline}:gui/wall/tile_layer.py"
+        source = subprocess.run(["git", "-C", str(ROOT), "show", shown],
+                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="fl-layer-") as folder:
+            path = Path(folder) / "baseline_tile_layer.py"
+            path.write_text(source)
+            spec = importlib.util.spec_from_file_location("baseline_tile_layer", path)
+            assert spec is not None and spec.loader is not None
+            before = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = before  # its dataclasses look their module up there
+            spec.loader.exec_module(before)
+        sides = {"now": (tile_layer, wall_threshold),
+                 "baseline": (before, getattr(before, "GLYPHS_BELOW_PX", 0.0))}  # fmt: skip
+    layers = {name: module.TileLayer() for name, (module, _) in sides.items()}
     target = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
     runs: dict[str, list[float]] = {name: [] for name in sides}
     step = 0
@@ -148,13 +170,14 @@ def glyphs_ab(args: argparse.Namespace) -> dict[str, Any]:
                 step += 1
                 shapes = [(d, layout(d, ("person",), DEFAULT_STYLE, 1920, 1080))
                           for d in scene(len(cells), args.boxes, step)]  # fmt: skip
-                views = [
-                    TileView(cell, cell, (d, ("person",), DEFAULT_STYLE), None, (1920, 1080),
-                             f"cam{i + 1} 30.0 fps", "", laid)
-                    for i, (cell, (d, laid)) in enumerate(zip(cells, shapes, strict=True))
-                ]  # fmt: skip
                 for name in sides if k % 2 else reversed(sides):
-                    tile_layer.GLYPHS_BELOW_PX = sides[name]
+                    module, threshold = sides[name]
+                    module.GLYPHS_BELOW_PX = threshold
+                    views = [
+                        module.TileView(cell, cell, (d, ("person",), DEFAULT_STYLE), None,
+                                        (1920, 1080), f"cam{i + 1} 30.0 fps", "", laid)
+                        for i, (cell, (d, laid)) in enumerate(zip(cells, shapes, strict=True))
+                    ]  # fmt: skip
                     painter = QPainter(target)
                     began = time.thread_time()
                     layers[name].paint(painter, views, (w, h), 1.0, font)
@@ -167,18 +190,16 @@ def glyphs_ab(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         tile_layer.GLYPHS_BELOW_PX = wall_threshold
     del app  # kept alive while painting
-    out: dict[str, Any] = {"glyphs_below_px": wall_threshold}
+    out: dict[str, Any] = {"glyphs_below_px": wall_threshold, "baseline_revision": baseline}
     for name, values in runs.items():
         med = statistics.median(values)
         spread = round((max(values) - min(values)) / med, 3)
         out[name] = {"layer_cpu_ms": round(med, 2), "layer_cpu_ms_runs": values,
                      "layer_cpu_ms_spread": spread}  # fmt: skip
-    out["glyphs_over_outlines"] = round(
-        out["glyphs"]["layer_cpu_ms"] / out["outlines"]["layer_cpu_ms"], 3
-    )
-    out["glyphs_over_outlines_runs"] = [
-        round(g / o, 3) for g, o in zip(runs["glyphs"], runs["outlines"], strict=True)
-    ]
+    first, second = sides
+    key = f"{first}_over_{second}"
+    out[key] = round(out[first]["layer_cpu_ms"] / out[second]["layer_cpu_ms"], 3)
+    out[f"{key}_runs"] = [round(a / b, 3) for a, b in zip(runs[first], runs[second], strict=True)]
     return out
 
 
@@ -200,6 +221,11 @@ def main() -> int:
         help="the overlay layer alone, small tags in glyphs against outlined, alternated "
         "paint by paint in one process (no GL)",
     )  # fmt: skip
+    parser.add_argument(
+        "--layer-baseline", metavar="REV",
+        help="the overlay layer alone, REV's gui/wall/tile_layer.py against today's, "
+        "alternated paint by paint in one process (no GL)",
+    )  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--output")
     args = parser.parse_args()
@@ -210,11 +236,11 @@ def main() -> int:
     from handoff import revision_tree
     from streams import save_json
 
-    if args.glyphs:
+    if args.glyphs or args.layer_baseline:
         layer = {"command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
                  "tiles": args.tiles, "boxes_per_tile": args.boxes,
                  "paints_per_run": args.paints, "cpu_cores": os.cpu_count(),
-                 **glyphs_ab(args)}  # fmt: skip
+                 **layer_ab(args, None if args.glyphs else args.layer_baseline)}  # fmt: skip
         print(json.dumps(layer, indent=1))
         save_json(args.output, layer)
         return 0
