@@ -126,8 +126,7 @@ def layer_ab(args: argparse.Namespace, baseline: str | None) -> dict[str, Any]:
     ``baseline`` (a revision), REV's gui/wall/tile_layer.py against today's (the rest of
     the code today's on both); else today's layer with its tags' text written in glyphs
     (the wall's threshold) against outlined (threshold 0)."""
-    import importlib.util
-    import tempfile
+    import hashlib
     from types import ModuleType
 
     from framelens.core.api import DEFAULT_STYLE, layout
@@ -143,22 +142,31 @@ def layer_ab(args: argparse.Namespace, baseline: str | None) -> dict[str, Any]:
     cells = [QRectF(c * (cw + 2), r * (ch + 2), cw, ch) for r in range(side) for c in range(side)]
     wall_threshold = tile_layer.GLYPHS_BELOW_PX
     sides: dict[str, tuple[ModuleType, float]]
+    today = Path(tile_layer.__file__).read_bytes()
+    texts = {"glyphs": today, "outlines": today, "now": today}  # each side's source
+    commit = None
     if baseline is None:
         sides = {"glyphs": (tile_layer, wall_threshold), "outlines": (tile_layer, 0.0)}
     else:
-        shown = f"{baseline}:gui/wall/tile_layer.py"
-        source = subprocess.run(["git", "-C", str(ROOT), "show", shown],
-                                capture_output=True, text=True, check=True).stdout  # fmt: skip
-        with tempfile.TemporaryDirectory(prefix="fl-layer-") as folder:
-            path = Path(folder) / "baseline_tile_layer.py"
-            path.write_text(source)
-            spec = importlib.util.spec_from_file_location("baseline_tile_layer", path)
-            assert spec is not None and spec.loader is not None
-            before = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = before  # its dataclasses look their module up there
-            spec.loader.exec_module(before)
+
+        def git(*words: str) -> str:
+            done = subprocess.run(["git", "-C", str(ROOT), *words],
+                                  capture_output=True, text=True, check=True)  # fmt: skip
+            return done.stdout
+
+        commit = git("rev-parse", "--short", baseline).strip()
+        shown = f"{commit}:gui/wall/tile_layer.py"
+        source = git("show", shown)
+        before = ModuleType("baseline_tile_layer")
+        before.__file__ = shown
+        sys.modules[before.__name__] = before  # its dataclasses look their module up there
+        try:
+            exec(compile(source, shown, "exec"), before.__dict__)
+        finally:
+            del sys.modules[before.__name__]
         sides = {"now": (tile_layer, wall_threshold),
                  "baseline": (before, getattr(before, "GLYPHS_BELOW_PX", 0.0))}  # fmt: skip
+        texts["baseline"] = source.encode()
     layers = {name: module.TileLayer() for name, (module, _) in sides.items()}
     target = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
     runs: dict[str, list[float]] = {name: [] for name in sides}
@@ -190,12 +198,15 @@ def layer_ab(args: argparse.Namespace, baseline: str | None) -> dict[str, Any]:
     finally:
         tile_layer.GLYPHS_BELOW_PX = wall_threshold
     del app  # kept alive while painting
-    out: dict[str, Any] = {"glyphs_below_px": wall_threshold, "baseline_revision": baseline}
+    out: dict[str, Any] = {"glyphs_below_px": wall_threshold, "baseline_revision": commit}
     for name, values in runs.items():
+        module, threshold = sides[name]
         med = statistics.median(values)
         spread = round((max(values) - min(values)) / med, 3)
         out[name] = {"layer_cpu_ms": round(med, 2), "layer_cpu_ms_runs": values,
-                     "layer_cpu_ms_spread": spread}  # fmt: skip
+                     "layer_cpu_ms_spread": spread, "glyphs_below_px": threshold,
+                     "layer_module": module.__name__,
+                     "layer_source_sha1": hashlib.sha1(texts[name]).hexdigest()}  # fmt: skip
     first, second = sides
     key = f"{first}_over_{second}"
     out[key] = round(out[first]["layer_cpu_ms"] / out[second]["layer_cpu_ms"], 3)
@@ -236,6 +247,10 @@ def main() -> int:
     from handoff import revision_tree
     from streams import save_json
 
+    if args.glyphs and args.layer_baseline:
+        parser.error("--glyphs and --layer-baseline are two A/Bs: one at a time")
+    if (args.glyphs or args.layer_baseline) and (args.baseline or args.shared):
+        parser.error("--glyphs and --layer-baseline time the layer alone: no --baseline, --shared")
     if args.glyphs or args.layer_baseline:
         layer = {"command": "python3 benchmarks/wall_paint.py " + " ".join(sys.argv[1:]),
                  "tiles": args.tiles, "boxes_per_tile": args.boxes,

@@ -4,6 +4,7 @@ medians written."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -38,11 +39,35 @@ def test_the_glyphs_a_b_times_both_sides_and_writes_their_ratio(tmp_path: Path) 
 
 def test_the_layer_a_b_paints_a_revision_s_layer_beside_today_s(tmp_path: Path) -> None:
     """The committed layer (HEAD: a clone of any depth has it) against the working
-    tree's: both paint the same scene, each side timed in every run."""
+    tree's: the baseline side is HEAD's gui/wall/tile_layer.py in a module of its own,
+    today's side the package's; both paint the same scene, each timed in every run."""
     report = _layer_ab(tmp_path / "layer.json", "--layer-baseline", "HEAD")
-    assert report["baseline_revision"] == "HEAD"
-    for side in ("now", "baseline"):
-        assert len(report[side]["layer_cpu_ms_runs"]) == 2
-        assert report[side]["layer_cpu_ms"] > 0
-    ratio = report["now"]["layer_cpu_ms"] / report["baseline"]["layer_cpu_ms"]
-    assert abs(report["now_over_baseline"] - ratio) < 0.01
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    committed = subprocess.run([*git, "show", "HEAD:gui/wall/tile_layer.py"],
+                               capture_output=True, check=True).stdout  # fmt: skip
+    assert report["baseline_revision"] == head
+    baseline, now = report["baseline"], report["now"]
+    assert baseline["layer_module"] == "baseline_tile_layer"
+    assert now["layer_module"] == "framelens.gui.wall.tile_layer"
+    assert baseline["layer_source_sha1"] == hashlib.sha1(committed).hexdigest()
+    for side in (now, baseline):
+        assert len(side["layer_cpu_ms_runs"]) == 2
+        assert side["layer_cpu_ms"] > 0
+    assert abs(report["now_over_baseline"] - now["layer_cpu_ms"] / baseline["layer_cpu_ms"]) < 0.01
+
+
+def test_the_layer_a_bs_refuse_options_they_would_ignore() -> None:
+    """``--glyphs`` with ``--layer-baseline``, or either with ``--baseline``/``--shared``:
+    one line, exit 2, nothing measured."""
+    for option in (["--glyphs", "--layer-baseline", "HEAD"], ["--glyphs", "--shared"],
+                   ["--layer-baseline", "HEAD", "--baseline", "HEAD"]):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "wall_paint.py"), *option],
+            capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        )  # fmt: skip
+        assert done.returncode == 2, option
+        assert "Traceback" not in done.stderr
+        assert "--glyphs" in done.stderr.strip().splitlines()[-1]
