@@ -18,15 +18,14 @@ import pytest
 from framelens.core.gpu.context import cuda_usable
 from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.sessions import wall_process
+from framelens.core.sessions import wall_child
 from framelens.core.sessions.wall import DISPLAY_DEPTH, WallState
+from framelens.core.sessions.wall_child import Publisher, queue_depth
 from framelens.core.sessions.wall_process import (
     DEPTH_ENV,
     SharedWallFrame,
     TileOverlay,
     WallProcess,
-    _Publisher,
-    _queue_depth,
     wall_in_own_process,
 )
 from framelens.core.sessions.wall_transport import HOST, WallTransport
@@ -364,9 +363,9 @@ def test_a_tile_painted_is_free_at_once_and_one_given_back_unseen_waits_for_the_
     """The child's rule, message by message: a tile whose picture was painted may take
     its next result; a tile of a picture given back unseen for a newer one waits until
     that newer one comes back (it holds the tile's result)."""
-    monkeypatch.setattr(wall_process, "_WAIT_S", 60.0)  # a slow machine gives up on none
+    monkeypatch.setattr(wall_child, "_WAIT_S", 60.0)  # a slow machine gives up on none
     sent = _Sent()
-    publisher = _Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
+    publisher = Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
     publisher.picture.set_layout(3)
     thread = threading.Thread(target=publisher.run, daemon=True)
     thread.start()
@@ -406,10 +405,10 @@ def test_a_tile_whose_picture_never_comes_back_is_given_up_on(
     """A consumer that stops painting (a window hidden, a hung paint) holds a tile's next
     result only ``_WAIT_S``: then it is drawn over its unseen predecessor (counted as
     replaced, the wall goes on); stopping frees every tile at once."""
-    monkeypatch.setattr(wall_process, "_WAIT_S", 1.5)  # a slow machine's pause is shorter
+    monkeypatch.setattr(wall_child, "_WAIT_S", 1.5)  # a slow machine's pause is shorter
     sent = _Sent()
     woken = threading.Event()
-    publisher = _Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
+    publisher = Publisher(sent, None, (64, 36), sent.send, ("person",), OverlayStyle())
     publisher.on_ready = woken.set
     publisher.picture.set_layout(2)
     image = np.zeros((36, 64, 3), np.uint8)
@@ -436,10 +435,10 @@ def test_a_gpu_wall_queues_as_many_results_a_tile_as_its_display_frames_allow(
     large one queues fewer, never fewer than the window's own process does; a
     super-resolution model's frames are few per pipeline: as the window's own process."""
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
-    assert _queue_depth(settings, sources) == depth
+    assert queue_depth(settings, sources) == depth
     assert depth >= DISPLAY_DEPTH
     upscaling = PipelineSettings(resolve_model(DEFAULT_SUPERRES_MODEL), device="cuda:0")
-    assert _queue_depth(upscaling, sources) == DISPLAY_DEPTH
+    assert queue_depth(upscaling, sources) == DISPLAY_DEPTH
 
 
 def test_another_gpu_queue_depth_is_asked_for_within_the_same_bound(
@@ -450,13 +449,13 @@ def test_another_gpu_queue_depth_is_asked_for_within_the_same_bound(
     said to be ignored."""
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), device="cuda:0")
     monkeypatch.setenv(DEPTH_ENV, "2")
-    assert _queue_depth(settings, 16) == 2
+    assert queue_depth(settings, 16) == 2
     monkeypatch.setenv(DEPTH_ENV, "40")
-    assert _queue_depth(settings, 16) == 5  # 8 a slot, less two batches and two results
+    assert queue_depth(settings, 16) == 5  # 8 a slot, less two batches and two results
     monkeypatch.setenv(DEPTH_ENV, "deep")
-    assert _queue_depth(settings, 16) == 5
+    assert queue_depth(settings, 16) == 5
     assert f"{DEPTH_ENV}=deep ignored" in caplog.text
     on_cpu = PipelineSettings(resolve_model(DEFAULT_MODEL))  # host frames: no such bound
-    assert _queue_depth(on_cpu, 16) == 8
+    assert queue_depth(on_cpu, 16) == 8
     monkeypatch.setenv(DEPTH_ENV, "40")
-    assert _queue_depth(on_cpu, 16) == 40
+    assert queue_depth(on_cpu, 16) == 40
