@@ -3,11 +3,14 @@
 ``framelens run`` (in process: ``run_to_outputs``) of the first ``--frames`` frames of a
 960x540 video through ESRGAN-thick x2 FP16 on the GPU, the configurations of ``--configs``
 alternated run by run (round robin, ``--runs`` rounds), each run building its engines
-afresh as a user's run does. A configuration is ``SEARCH:WORKERS``: cuDNN's algorithm
-search (``FRAMELENS_CUDNN_SEARCH``: exhaustive, heuristic; ``plan`` for the plan's own
-choice) and the inference workers. Per run: the whole call, the time to the first frame
-done, the steady rate after it, the summary's fps and p50/p99 per frame; per
-configuration the median and spread of each, and its ratio to the first configuration.
+afresh as a user's run does. A configuration is ``SEARCH:WORKERS[:nowarm]``: cuDNN's
+algorithm search (``FRAMELENS_CUDNN_SEARCH``: exhaustive, heuristic; ``plan`` for the
+plan's own choice), the inference workers, and ``nowarm`` to leave out the
+super-resolution pipeline's warm-up (its one call on a 64x64 blank before the first
+frame, patched out in this process only: does it cost more than it saves?). Per run:
+the whole call, the time to the first frame done, the steady rate after it, the
+summary's fps and p50/p99 per frame; per configuration the median and spread of each,
+and its ratio to the first configuration.
 
     python3 benchmarks/sr_startup.py --configs exhaustive:2,heuristic:2,heuristic:1 \\
         --output benchmarks/results/h200-sr-startup-<date>.json
@@ -36,21 +39,35 @@ from superres import ESRGAN, _commit  # noqa: E402
 SEARCH_ENV = "FRAMELENS_CUDNN_SEARCH"
 
 
-def parse_configs(text: str) -> list[tuple[str, int]]:
-    """``exhaustive:2,heuristic:1`` -> [("exhaustive", 2), ("heuristic", 1)]."""
+def parse_configs(text: str) -> list[tuple[str, int, bool]]:
+    """``exhaustive:2,heuristic:1:nowarm`` -> [("exhaustive", 2, True),
+    ("heuristic", 1, False)] (the last: whether the warm-up runs)."""
     configs = []
     for item in text.split(","):
-        search, _, workers = item.partition(":")
-        if search not in ("exhaustive", "heuristic", "plan") or not workers.isdigit():
-            raise SystemExit(f"--configs: {item!r} is not SEARCH:WORKERS")
-        configs.append((search, int(workers)))
+        search, workers, *rest = [*item.split(":"), ""]
+        rest = [r for r in rest if r]
+        if (
+            search not in ("exhaustive", "heuristic", "plan")
+            or not workers.isdigit()
+            or rest not in ([], ["nowarm"])
+        ):
+            raise SystemExit(f"--configs: {item!r} is not SEARCH:WORKERS[:nowarm]")
+        configs.append((search, int(workers), not rest))
     return configs
 
 
-def one_run(video: str, settings: Any, frames: int, search: str, workers: int) -> dict[str, Any]:
-    """One run of ``frames`` frames with ``search`` and ``workers``; its figures."""
+def one_run(
+    video: str, settings: Any, frames: int, search: str, workers: int, warm: bool
+) -> dict[str, Any]:
+    """One run of ``frames`` frames with ``search``, ``workers`` and the warm-up or not."""
     from framelens.core.pipeline import build
     from framelens.core.sessions.runs import run_to_outputs
+    from framelens.core.stages.tasks.superres import device as sr_device
+
+    half = sr_device.SuperResDevice
+    original = half.__dict__.get("_original_warm_up") or half.warm_up
+    half._original_warm_up = original  # type: ignore[attr-defined]
+    half.warm_up = original if warm else (lambda self: None)  # type: ignore[method-assign]
 
     if search == "plan":
         os.environ.pop(SEARCH_ENV, None)
@@ -133,7 +150,7 @@ def main() -> int:
     spec = resolve_model(args.esrgan)
     settings = PipelineSettings(spec, device=args.device, precision="fp16")
     build.resolve(settings)  # the FP16 graph converted and cached before any run
-    names = [f"{s}:{w}" for s, w in configs]
+    names = [f"{s}:{w}" + ("" if warm else ":nowarm") for s, w, warm in configs]
     result: dict[str, Any] = {
         "command": "python3 benchmarks/sr_startup.py " + " ".join(sys.argv[1:]),
         "code": _commit(),
@@ -156,8 +173,8 @@ def main() -> int:
     for _ in range(args.warm_up):  # the process's first CUDA, cuDNN and decoder loads
         one_run(video, settings, args.frames, *configs[-1])
     for r in range(args.runs):
-        for name, (search, workers) in zip(names, configs, strict=True):
-            row = one_run(video, settings, args.frames, search, workers)
+        for name, config in zip(names, configs, strict=True):
+            row = one_run(video, settings, args.frames, *config)
             result["runs"][name].append(row)
             save()
             print(f"[{time.perf_counter() - started:6.1f} s] round {r + 1} {name}: "
