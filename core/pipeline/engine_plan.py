@@ -10,10 +10,10 @@ is what ran.
 - Bias fused into the convolution (``fuse_conv_bias``): for FP16 graphs whose task asks
   for it (the same heavy super-resolution models), measured faster.
 - cuDNN's algorithm search (``cudnn_conv_algo_search``): ONNX Runtime's exhaustive search
-  (every candidate timed, on each engine's first call at each input shape), except for
-  FP16 graphs whose task asks for cuDNN's heuristics (heavy super-resolution), which
-  picked plans as fast; ``FRAMELENS_CUDNN_SEARCH`` (exhaustive, heuristic, default) sets
-  it for every graph.
+  (every candidate timed, on each engine's first call at each input shape) for every
+  graph; ``FRAMELENS_CUDNN_SEARCH`` (exhaustive, heuristic, default) sets another, for
+  the benchmarks' A/B (heuristic plans ran ESRGAN's FP16 graph as fast a call and
+  started a 40-frame run no sooner: benchmarks/sr_startup.py).
 - CUDA graphs: each batch size's engine call captured once by the engine itself
   (core/gpu/graphs.py, thread-local capture) and replayed from then on: on unless the
   task declines them (``cuda_graphs=0`` among its options: super-resolution) or
@@ -58,12 +58,6 @@ FUSE_WHY = (
     "fuse_conv_bias=1: cuDNN adds the bias inside the convolution of this FP16 heavy "
     "super-resolution graph (ESRGAN x2 at 540p on an H100: 61.4 -> 52.7 ms a call, "
     "benchmarks/results/h100-superres-2026-12-05.json)"
-)
-HEURISTIC_WHY = (
-    "cudnn_conv_algo_search=HEURISTIC: cuDNN's heuristics choose this FP16 heavy "
-    "super-resolution graph's convolution plans, as fast as the exhaustive search's (ESRGAN "
-    "x2 at 540p: 44.06 against 44.06 ms a call on the H200, 52.5 against 52.6 on an H100) "
-    "without timing every candidate in each worker's first frame"
 )
 SEARCH_ENV = "FRAMELENS_CUDNN_SEARCH"
 SEARCHES = {"exhaustive": "EXHAUSTIVE", "heuristic": "HEURISTIC", "default": "DEFAULT"}
@@ -138,16 +132,11 @@ def cuda_options_for(
         # measured for FP16 only; FP32 keeps cuDNN's plain convolution, INT8 its Q/DQ nodes
         options["fuse_conv_bias"] = "1"
         why.append(FUSE_WHY)
-    search = asked.pop("cudnn_conv_algo_search", None)
     env = os.environ.get(SEARCH_ENV, "").strip().lower()
     if env in SEARCHES:
         options["cudnn_conv_algo_search"] = SEARCHES[env]
         why.append(SEARCH_ENV_WHY.format(value=SEARCHES[env], env=SEARCH_ENV, asked=env))
-    elif search == "HEURISTIC" and precision == "fp16":
-        # measured for FP16 only; FP32 and INT8 keep ONNX Runtime's exhaustive search
-        options["cudnn_conv_algo_search"] = search
-        why.append(HEURISTIC_WHY)
-    if env and env not in SEARCHES:
+    elif env:
         why.append(f"{SEARCH_ENV}={env} ignored: it takes {', '.join(SEARCHES)}")
     task_graphs = asked.pop("cuda_graphs", None)
     options.update(asked)

@@ -14,6 +14,7 @@ FFmpeg's), so the run path is held to >= 35 dB against the CPU run on the same f
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -185,6 +186,36 @@ def test_esrgan_on_the_gpu(gpu_ctx: GpuContext, images: list[Image]) -> None:
     for want, got, _ in upscale_both(spec, small, SuperResParams(tile=0)):
         print(f"ESRGAN GPU vs CPU: {psnr(want, got):.1f} dB")
         assert psnr(want, got) >= 45.0
+
+
+def test_a_heavy_model_makes_no_warm_up_call_and_a_light_one_does(
+    gpu_ctx: GpuContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ESRGAN's warm-up on a 64x64 blank cost seconds a worker (cuDNN builds its fused
+    convolutions for each input size) and spared its first frame nothing (a 40-frame run
+    12.5 s without it against 22.4 s with it: h100-sr-startup-2026-12-06.json): its
+    pipeline is built without an engine call (its first frame is still the host path's:
+    test_esrgan_on_the_gpu). ESPCN's pipeline still warms up on the blank."""
+    from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
+
+    shapes: list[tuple[int, ...]] = []
+    original = OnnxRuntimeCudaEngine.infer_device
+
+    def counted(self: OnnxRuntimeCudaEngine, ptr: int, shape: Any, *a: Any, **k: Any) -> Any:
+        shapes.append(tuple(shape))
+        return original(self, ptr, shape, *a, **k)
+
+    monkeypatch.setattr(OnnxRuntimeCudaEngine, "infer_device", counted)
+    path = esrgan("esrgan_thick_x2.onnx")
+    assert path is not None
+    for spec, calls in (
+        (resolve_model(str(path)), []),
+        (resolve_model("espcn-x2"), [(1, 1, 64, 64)]),
+    ):
+        shapes.clear()
+        pipeline = build.gpu_pipelines(PipelineSettings(spec, device="cuda:0"), 1)[0]
+        pipeline.close()
+        assert shapes == calls, spec.name
 
 
 @pytest.fixture(scope="module")

@@ -40,6 +40,7 @@ from framelens.core.stages.sources.nv12 import DeviceNV12Frame
 from framelens.core.stages.tasks.device import DeviceRig
 from framelens.core.stages.tasks.superres.color import clamp_region, padded_size
 from framelens.core.stages.tasks.superres.output import SuperResParams, Upscaled
+from framelens.core.stages.tasks.superres.tiling import is_heavy
 from framelens.core.types import FrameResult, StageTimes
 
 WARM_UP_SIDE = 64  # a blank this size loads cuDNN's kernels before the first frame
@@ -100,7 +101,14 @@ class SuperResDevice:
 
     def warm_up(self) -> None:
         """One inference on a small blank: loads cuDNN before the first frame (the
-        algorithm search for the frame's own size still runs on its first frame)."""
+        algorithm search for the frame's own size still runs on its first frame). None
+        for a heavy model (ESRGAN and its kind): cuDNN builds its fused convolutions for
+        each input size, so the blank's call cost seconds a worker and spared the first
+        frame nothing (a 40-frame ESRGAN x2 FP16 run on an H100: 12.5 s whole and the
+        first frame at 5.3 s without it, against 22.4 s and 15.4 s with it;
+        benchmarks/results/h100-sr-startup-2026-12-06.json)."""
+        if is_heavy(self.task.spec):
+            return
         rig = self.rig
         side, c = WARM_UP_SIDE, self.task.spec.channels
         nbytes = side * side * c * 4

@@ -84,21 +84,17 @@ def cuda_options(spec: ModelSpec) -> dict[str, str]:
     against 128 in NHWC (one input channel: the layout transposes cost more than
     they save). The bias fused into the convolution too (taken for FP16 graphs only:
     core/pipeline/engine_plan.py): ESRGAN x2 at 540p FP16 61.4 -> 52.7 ms on an H100
-    (h100-superres-2026-12-05.json). cuDNN's heuristic plan choice for FP16 (as fast as
-    the exhaustive search, without its timing of every candidate on each worker's first
-    frame: core/pipeline/engine_plan.py). No CUDA graphs of the engine's own capture (their
-    gain is one launch per node, ~1% of an ESRGAN call: 52.0 against 52.7 ms on plain
-    ONNX Runtime; and capture turns off the Conv+activation fusion these graphs are made
-    of), until they are measured on the product's super-resolution path."""
+    (h100-superres-2026-12-05.json). ONNX Runtime's exhaustive algorithm search stays:
+    cuDNN's heuristic plans were as fast a call, but a 40-frame run started no sooner with
+    them (22.6 against 22.4 s, h100-sr-startup-2026-12-06.json). No CUDA graphs of the
+    engine's own capture (their gain is one launch per node, ~1% of an ESRGAN call: 52.0
+    against 52.7 ms on plain ONNX Runtime; and capture turns off the Conv+activation fusion
+    these graphs are made of), until they are measured on the product's super-resolution
+    path."""
     if spec.task != "superres":
         return {}
     if is_heavy(spec):
-        return {
-            "prefer_nhwc": "1",
-            "fuse_conv_bias": "1",
-            "cudnn_conv_algo_search": "HEURISTIC",
-            "cuda_graphs": "0",
-        }
+        return {"prefer_nhwc": "1", "fuse_conv_bias": "1", "cuda_graphs": "0"}
     return {"cuda_graphs": "0"}
 
 
