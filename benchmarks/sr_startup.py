@@ -3,16 +3,17 @@
 ``framelens run`` (in process: ``run_to_outputs``) of the first ``--frames`` frames of a
 960x540 video through ESRGAN-thick x2 FP16 on the GPU, the configurations of ``--configs``
 alternated run by run (round robin, ``--runs`` rounds), each run building its engines
-afresh as a user's run does. A configuration is ``SEARCH:WORKERS[:nowarm]``: cuDNN's
+afresh as a user's run does. A configuration is ``SEARCH:WORKERS[:WARM]``: cuDNN's
 algorithm search (``FRAMELENS_CUDNN_SEARCH``: exhaustive, heuristic; ``plan`` for the
-plan's own choice), the inference workers, and ``nowarm`` to leave out the
-super-resolution pipeline's warm-up (its one call on a 64x64 blank before the first
-frame, patched out in this process only: does it cost more than it saves?). Per run:
+plan's own choice), the inference workers, and the super-resolution pipeline's warm-up:
+the product's own where WARM is left out (since 0f94134 none for a heavy model),
+``blank`` for its call on a 64x64 blank before the first frame (what every model did
+before 0f94134), ``nowarm`` for none; patched in this process only. Per run:
 the whole call, the time to the first frame done, the steady rate after it, the
 summary's fps and p50/p99 per frame; per configuration the median and spread of each,
 and its ratio to the first configuration.
 
-    python3 benchmarks/sr_startup.py --configs exhaustive:2,heuristic:2,heuristic:1 \\
+    python3 benchmarks/sr_startup.py --configs exhaustive:2:blank,exhaustive:2 \\
         --output benchmarks/results/h200-sr-startup-<date>.json
 
 The JSON is rewritten after every run, so a call cut short keeps what it measured.
@@ -39,9 +40,9 @@ from superres import ESRGAN, _commit  # noqa: E402
 SEARCH_ENV = "FRAMELENS_CUDNN_SEARCH"
 
 
-def parse_configs(text: str) -> list[tuple[str, int, bool]]:
-    """``exhaustive:2,heuristic:1:nowarm`` -> [("exhaustive", 2, True),
-    ("heuristic", 1, False)] (the last: whether the warm-up runs)."""
+def parse_configs(text: str) -> list[tuple[str, int, str]]:
+    """``exhaustive:2:blank,heuristic:1`` -> [("exhaustive", 2, "blank"),
+    ("heuristic", 1, "")] (the last: the warm-up, "" the product's own)."""
     configs = []
     for item in text.split(","):
         search, workers, *rest = [*item.split(":"), ""]
@@ -49,17 +50,17 @@ def parse_configs(text: str) -> list[tuple[str, int, bool]]:
         if (
             search not in ("exhaustive", "heuristic", "plan")
             or not workers.isdigit()
-            or rest not in ([], ["nowarm"])
+            or rest not in ([], ["blank"], ["nowarm"])
         ):
-            raise SystemExit(f"--configs: {item!r} is not SEARCH:WORKERS[:nowarm]")
-        configs.append((search, int(workers), not rest))
+            raise SystemExit(f"--configs: {item!r} is not SEARCH:WORKERS[:blank|:nowarm]")
+        configs.append((search, int(workers), rest[0] if rest else ""))
     return configs
 
 
 def one_run(
-    video: str, settings: Any, frames: int, search: str, workers: int, warm: bool
+    video: str, settings: Any, frames: int, search: str, workers: int, warm: str
 ) -> dict[str, Any]:
-    """One run of ``frames`` frames with ``search``, ``workers`` and the warm-up or not."""
+    """One run of ``frames`` frames with ``search``, ``workers`` and ``warm``."""
     from framelens.core.pipeline import build
     from framelens.core.sessions.runs import run_to_outputs
     from framelens.core.stages.tasks.superres import device as sr_device
@@ -67,7 +68,10 @@ def one_run(
     half = sr_device.SuperResDevice
     original = half.__dict__.get("_original_warm_up") or half.warm_up
     half._original_warm_up = original  # type: ignore[attr-defined]
-    half.warm_up = original if warm else (lambda self: None)  # type: ignore[method-assign]
+    half.warm_up = (lambda self: None) if warm == "nowarm" else original  # type: ignore[method-assign]
+    heavy = sr_device.__dict__.get("_original_is_heavy") or sr_device.is_heavy
+    sr_device._original_is_heavy = heavy  # type: ignore[attr-defined]
+    sr_device.is_heavy = (lambda spec: False) if warm == "blank" else heavy  # the blank's call
 
     if search == "plan":
         os.environ.pop(SEARCH_ENV, None)
@@ -132,7 +136,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--esrgan", default=str(ESRGAN))
     parser.add_argument("--device", default="cuda:0")
-    parser.add_argument("--configs", default="exhaustive:2,heuristic:2,heuristic:1")
+    parser.add_argument("--configs", default="exhaustive:2:blank,exhaustive:2")
     parser.add_argument("--frames", type=int, default=40)
     parser.add_argument("--runs", type=int, default=5, help="rounds of every configuration")
     parser.add_argument("--warm-up", type=int, default=1, help="runs before the timed ones")
@@ -150,7 +154,7 @@ def main() -> int:
     spec = resolve_model(args.esrgan)
     settings = PipelineSettings(spec, device=args.device, precision="fp16")
     build.resolve(settings)  # the FP16 graph converted and cached before any run
-    names = [f"{s}:{w}" + ("" if warm else ":nowarm") for s, w, warm in configs]
+    names = [f"{s}:{w}" + (f":{warm}" if warm else "") for s, w, warm in configs]
     result: dict[str, Any] = {
         "command": "python3 benchmarks/sr_startup.py " + " ".join(sys.argv[1:]),
         "code": _commit(),
