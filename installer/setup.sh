@@ -53,11 +53,11 @@ if [ "$DEV" = 1 ]; then
   .venv/bin/python -m pip install -q --no-deps "trackers==2.6.1" "supervision==0.31.2" \
     "pydeprecate==0.14.0" "rich>=13" "defusedxml==0.7.1" "motmetrics==1.4.0"
 fi
-# ByteTrack's compiled steps (numba), compiled once here into numba's disk cache rather
-# than on the first tracked frame of a session (~10 s)
-echo "Compiling the tracker (once)..."
-.venv/bin/python -m framelens.core.stages.tracking.bytetrack_compiled \
-  || echo "The tracker was not compiled ahead: its first session compiles it (~10 s)"
+# ByteTrack's and OC-SORT's compiled steps (numba), compiled once here into numba's disk
+# cache rather than on the first tracked frame of a session (~10-20 s)
+echo "Compiling the trackers (once)..."
+.venv/bin/python -m framelens.core.stages.tracking.compile_ahead \
+  || echo "The trackers were not compiled ahead: a first session compiles its own (~10 s)"
 echo "FrameLens installed in .venv ($ORT)"
 if [ "$ORT" = onnxruntime-gpu ]; then
   bash installer/gpu.sh || echo "GPU extras incomplete: FrameLens runs, with the fallbacks 'framelens doctor' lists"

@@ -122,13 +122,13 @@ def _tensorrt_backend() -> str:
         return f"not usable ({type(exc).__name__}: {exc})"
 
 
-def _bytetrack() -> str:
-    from framelens.core.stages.tracking.registry import bytetrack_uncompiled
+def _trackers() -> str:
+    from framelens.core.stages.tracking.registry import trackers_uncompiled
 
-    why = bytetrack_uncompiled()
+    why = trackers_uncompiled()
     if why is None:
-        return f"compiled (numba {_version('numba')})"
-    return f"numpy reference, the same IDs at ~10x the time: {why}"
+        return f"ByteTrack and OC-SORT compiled (numba {_version('numba')})"
+    return f"numpy references, the same IDs at 10-40x the time: {why}"
 
 
 def diagnose() -> dict[str, str]:
@@ -165,7 +165,7 @@ def diagnose() -> dict[str, str]:
         "NVENC (h264_nvenc)": _codec_opens("h264_nvenc"),
         "libx264": _codec_opens("libx264"),
         "opencv": _version("cv2"),
-        "ByteTrack": _bytetrack(),
+        "trackers": _trackers(),
     }
     report["verdict"] = verdict(report)
     return report

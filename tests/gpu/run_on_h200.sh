@@ -51,8 +51,8 @@ assemble() {
 if [[ ! -d /tmp/kit/site/numba ]] && assemble nb; then
     python3 -m pip install -q --no-deps --no-compile --target /tmp/kit/site /tmp/kit/nb/*.whl 2>&1 | tail -1
 fi
-t0=$SECONDS; python3 -m framelens.core.stages.tracking.bytetrack_compiled \
-    && echo "tracker compiled or loaded from numba's cache in $((SECONDS - t0)) s"
+t0=$SECONDS; python3 -m framelens.core.stages.tracking.compile_ahead \
+    && echo "trackers compiled or loaded from numba's cache in $((SECONDS - t0)) s"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv
 status=0

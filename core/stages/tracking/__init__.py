@@ -8,10 +8,12 @@ assignment.py  the optimal assignment under a cost limit (scipy)
 bytetrack.py   ByteTrack, the reference (numpy; BoT-SORT is built on it)
 bytetrack_compiled.py  ByteTrack compiled (numba): the same IDs, a frame in one call of
                machine code; what "bytetrack" makes (the default)
-ocsort.py      OC-SORT
+ocsort.py      OC-SORT, the reference (numpy)
+ocsort_compiled.py  OC-SORT compiled (numba): the same IDs; what "ocsort" makes
 botsort.py     BoT-SORT
 cmc.py         camera-motion compensation (BoT-SORT)
 registry.py    make_tracker(settings)
+compile_ahead.py  both compiled trackers compiled at install (python -m ...)
 stage.py       TrackingStage, tracking_stages(settings): the per-source stage
 mot.py         tracks and detections as files: MOT Challenge text, FrameLens JSON
 evaluation.py  tracks scored against ground truth by TrackEval (HOTA, CLEAR, Identity)
