@@ -82,6 +82,38 @@ def test_a_track_found_again_after_a_gap_is_re_updated_as_the_reference_does() -
     assert got == [[1]] * 5 + [[]] * 4 + [[1]] * 5  # the same person throughout
 
 
+def test_two_copies_of_one_box_get_the_id_on_the_same_copy() -> None:
+    """A detector's box given twice (found by a review's fuzzing): the direction bonus
+    decides between equal costs by its last bit, so both trackers compute arccos alike
+    (the C library's; numpy's own differs in the last bit on some CPUs) and give the ID
+    to the same copy."""
+    a = [365.63885498046875, -0.6949067115783691, 389.674072265625, 43.14993667602539, 0.76]
+    d = [363.5886535644531, 9.158411026000977, 385.0998840332031, 50.597965240478516, 0.84]
+    scene = [
+        [a, a], [],
+        [[363.5804138183594, 0.08832784742116928, 386.3568115234375, 44.7613525390625, 0.86]],
+        [[362.8973083496094, 2.4814047813415527, 384.513671875, 45.72138595581055, 0.78]],
+        *[[]] * 11,
+        [[365.4074401855469, 5.17693567276001, 389.803955078125, 44.80357360839844, 0.90]],
+        [[364.87969970703125, 6.8709893226623535, 390.36431884765625, 51.33114242553711, 0.76],
+         [329.8546447753906, -44.29569625854492, 387.1755065917969, 76.59527587890625, 0.69],
+         [141.76475524902344, 191.0766143798828, 176.957763671875, 259.1092529296875, 0.89]],
+        [d, [323.5198974609375, -44.50316619873047, 383.7446594238281, 77.43489074707031, 0.77],
+         d],
+    ]  # fmt: skip
+    settings = TrackerSettings.for_kind("ocsort")
+    reference, compiled = OCSort(settings), CompiledOCSort(settings)
+    for k, rows in enumerate(scene):
+        a5 = np.array(rows, np.float64).reshape(-1, 5)
+        detections = Detections(
+            a5[:, :4].astype(np.float32), a5[:, 4].astype(np.float32), np.zeros(len(a5), np.int32)
+        )
+        want = reference.update(detections)
+        np.testing.assert_array_equal(compiled.update(detections), want, err_msg=f"frame {k}")
+        assert_same_tracks(reference, compiled, k)
+    assert sorted(want.tolist()) == [-1, -1, 2]  # one copy of the box continues the track
+
+
 def test_frames_of_no_boxes_only_low_scores_and_boxes_of_no_height() -> None:
     settings = TrackerSettings.for_kind("ocsort", ocsort_use_byte=True, match_iou=0.0)
     flat = np.array([[10.0, 50.0, 60.0, 50.0], [200.0, 80.0, 240.0, 160.0]], np.float32)

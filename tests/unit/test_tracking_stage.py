@@ -65,6 +65,32 @@ def test_boxes_keep_the_detector_s_values_and_get_ids_and_trails() -> None:
     assert trails[2].shape == (0, 2)  # no track: no trail
 
 
+@pytest.mark.parametrize("kind", ["bytetrack", "ocsort", "botsort"])
+def test_a_box_that_is_not_a_number_gets_no_id_and_leaves_the_tracks_as_they_were(
+    kind: str,
+) -> None:
+    """A broken model's box (a NaN or infinite coordinate or score) is kept from the
+    tracker: it gets no ID, the run goes on, and the people around it keep the IDs a
+    run without it gives them."""
+    settings = TrackerSettings.for_kind(kind, cmc="none") if kind == "botsort" else (
+        TrackerSettings.for_kind(kind))  # fmt: skip
+    plain, poisoned = (TrackingStage(make_tracker(settings), 3) for _ in range(2))
+    for f in range(10):
+        clean = people(f)
+        r = result(f, clean)
+        plain(r)
+        assert isinstance(r.output, Detections)
+        want = ids(r.output)
+        bad = np.array([[np.nan, 10, 50, 90], [5, 5, np.inf, 60]], np.float32)
+        boxes = np.concatenate([clean.boxes, bad, clean.boxes[:1] + 200])
+        scores = np.concatenate([clean.scores, [0.9, 0.9], [np.nan]]).astype(np.float32)
+        r = result(f, Detections(boxes, scores, np.zeros(len(boxes), np.int32)))
+        poisoned(r)
+        assert isinstance(r.output, Detections)
+        assert ids(r.output) == [*want, -1, -1, -1], f"frame {f}"
+    assert want[:2] == [1, 2]
+
+
 def test_no_trails_when_their_length_is_zero() -> None:
     out = tracked(new_stage(trail_length=0), 0)
     assert out.trails is None

@@ -27,6 +27,8 @@ they run 1, 2, 3 ... without gaps; the output keeps the detector's boxes.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 from framelens.core.stages.tracking.assignment import assign_then_filter
@@ -262,7 +264,11 @@ class OCSort:
         to_det = _direction(origin[:, None, :], boxes[None, :, :])  # (R, D, 2)
         velocity = np.array([tracks[i].velocity for i in rows])  # (R, 2)
         cos = np.clip(np.einsum("rdk,rk->rd", to_det, velocity), -1.0, 1.0)
-        angle = (np.pi / 2 - np.abs(np.arccos(cos))) / np.pi
+        # the C library's arccos, as the compiled tracker's: numpy's own SIMD arccos
+        # differs from it in the last bit on some CPUs, which decides between two copies
+        # of one box in the assignment (ocsort_compiled.py gives the same IDs)
+        arccos = np.frompyfunc(math.acos, 1, 1)(cos).astype(np.float64)
+        angle = (np.pi / 2 - np.abs(arccos)) / np.pi
         bonus[rows] = self.settings.ocsort_inertia * angle * scores[None, :]
         return bonus
 

@@ -92,8 +92,21 @@ class TrackingStage:
         if not isinstance(detections, Detections):
             return
         if self._begin(result, detections):
-            ids = np.asarray(self.tracker.update(detections, self._image(result)), np.int64)
+            ids = self._track(detections, self._image(result))
             result.output = self._finish(detections, result.frame.index, ids)
+
+    def _track(
+        self, detections: Detections, image: npt.NDArray[np.uint8] | None
+    ) -> npt.NDArray[np.int64]:
+        """The tracker's IDs for the frame's boxes; a box with a coordinate or score that
+        is not a number (a broken model's) gets none and is kept from the tracker, whose
+        filters and assignment it would poison."""
+        finite = np.isfinite(detections.boxes).all(axis=1) & np.isfinite(detections.scores)
+        if finite.all():
+            return np.asarray(self.tracker.update(detections, image), np.int64)
+        ids = np.full(len(detections), -1, np.int64)
+        ids[finite] = self.tracker.update(detections.select(finite), image)
+        return ids
 
     def _begin(self, result: FrameResult, detections: Detections) -> bool:
         """After a reset: replay a recorded frame (False: done) or restart the tracker
