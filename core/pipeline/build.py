@@ -236,8 +236,11 @@ def gpu_pipelines(
     non_blocking: bool = True,
     resolved: bool = False,
 ) -> list[FrameProcessor]:
-    """``count`` GPU pipelines on their own streams, warmed up; GpuError when the GPU
-    path is unusable (no context, kernels, provider or memory). ``resolved``: as for
+    """``count`` GPU pipelines on their own streams, warmed up (a heavy super-resolution
+    model's not: its first frame builds its kernels, core/stages/tasks/superres/device.py);
+    GpuError when the GPU path is unusable (no context, kernels, provider or memory); an
+    engine that fails only when it runs fails at its first frame instead, where the
+    session's failover moves it as any GPU failure. ``resolved``: as for
     ``host_pipeline``."""
     from framelens.core.gpu.context import get_context
 

@@ -132,12 +132,17 @@ def cuda_options_for(
         # measured for FP16 only; FP32 keeps cuDNN's plain convolution, INT8 its Q/DQ nodes
         options["fuse_conv_bias"] = "1"
         why.append(FUSE_WHY)
+    task_search = asked.pop("cudnn_conv_algo_search", None)  # no task asks for one today
     env = os.environ.get(SEARCH_ENV, "").strip().lower()
     if env in SEARCHES:
         options["cudnn_conv_algo_search"] = SEARCHES[env]
         why.append(SEARCH_ENV_WHY.format(value=SEARCHES[env], env=SEARCH_ENV, asked=env))
-    elif env:
-        why.append(f"{SEARCH_ENV}={env} ignored: it takes {', '.join(SEARCHES)}")
+    else:
+        if env:
+            why.append(f"{SEARCH_ENV}={env} ignored: it takes {', '.join(SEARCHES)}")
+        if task_search is not None:
+            options["cudnn_conv_algo_search"] = task_search
+            why.append(f"cudnn_conv_algo_search={task_search}: the task asks for it")
     task_graphs = asked.pop("cuda_graphs", None)
     options.update(asked)
     graphs, graphs_why = _graphs_choice(spec, task_graphs, device_engine)

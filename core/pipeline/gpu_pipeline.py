@@ -95,7 +95,9 @@ class GpuFramePipeline(PipelineBase):
     def warm_up(self) -> None:
         """One inference on a blank batch: the first run of a session loads cuDNN's
         kernels and searches its convolution algorithms (seconds on a cold process),
-        which belongs to loading the model, not to the first frame."""
+        which belongs to loading the model, not to the first frame (the task's device
+        half decides: a heavy super-resolution model makes no call, its kernels being
+        built for each input size)."""
         assert self.engine is not None, "warm_up() on a closed pipeline"
         try:
             self.device_half.warm_up()

@@ -189,13 +189,13 @@ def test_esrgan_on_the_gpu(gpu_ctx: GpuContext, images: list[Image]) -> None:
 
 
 def test_a_heavy_model_makes_no_warm_up_call_and_a_light_one_does(
-    gpu_ctx: GpuContext, monkeypatch: pytest.MonkeyPatch
+    gpu_ctx: GpuContext, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """ESRGAN's warm-up on a 64x64 blank cost seconds a worker (cuDNN builds its fused
-    convolutions for each input size) and spared its first frame nothing (a 40-frame run
-    12.5 s without it against 22.4 s with it: h100-sr-startup-2026-12-06.json): its
-    pipeline is built without an engine call (its first frame is still the host path's:
-    test_esrgan_on_the_gpu). ESPCN's pipeline still warms up on the blank."""
+    convolutions for each input size) and spared its first frame nothing
+    (h100-sr-startup-2026-12-06.json): a heavy model's pipeline (tests/unit/onnx_factory's
+    ESRGAN-like one) is built without an engine call (its first frame is still the host
+    path's: test_esrgan_on_the_gpu). ESPCN's pipeline still warms up on the blank."""
     from framelens.core.stages.engines.onnxruntime_cuda import OnnxRuntimeCudaEngine
 
     shapes: list[tuple[int, ...]] = []
@@ -206,12 +206,13 @@ def test_a_heavy_model_makes_no_warm_up_call_and_a_light_one_does(
         return original(self, ptr, shape, *a, **k)
 
     monkeypatch.setattr(OnnxRuntimeCudaEngine, "infer_device", counted)
-    path = esrgan("esrgan_thick_x2.onnx")
-    assert path is not None
-    for spec, calls in (
-        (resolve_model(str(path)), []),
-        (resolve_model("espcn-x2"), [(1, 1, 64, 64)]),
-    ):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from onnx_factory import heavy_superres_model
+
+    heavy = resolve_model(str(heavy_superres_model(tmp_path / "heavy.onnx")))
+    for spec, calls in ((heavy, []), (resolve_model("espcn-x2"), [(1, 1, 64, 64)])):
         shapes.clear()
         pipeline = build.gpu_pipelines(PipelineSettings(spec, device="cuda:0"), 1)[0]
         pipeline.close()

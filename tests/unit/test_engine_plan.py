@@ -185,6 +185,17 @@ def test_every_graph_keeps_the_exhaustive_search_unless_the_variable_says_otherw
     on_detector = build.engine_cuda_options(detector, "fp32", device_engine=True)
     assert on_detector.as_dict()["cudnn_conv_algo_search"] == "EXHAUSTIVE"
 
+    from framelens.core.pipeline.engine_plan import cuda_options_for
+
+    asked = {"cudnn_conv_algo_search": "HEURISTIC"}  # a task's own (none asks today)
+    chosen = cuda_options_for("fp32", heavy, asked)  # the variable says EXHAUSTIVE
+    assert chosen.as_dict()["cudnn_conv_algo_search"] == "EXHAUSTIVE"
+    assert not any("the task asks" in w for w in chosen.why)
+    monkeypatch.delenv("FRAMELENS_CUDNN_SEARCH")
+    chosen = cuda_options_for("fp32", heavy, asked)
+    assert chosen.as_dict()["cudnn_conv_algo_search"] == "HEURISTIC"
+    assert "cudnn_conv_algo_search=HEURISTIC: the task asks for it" in chosen.why
+
     monkeypatch.setenv("FRAMELENS_CUDNN_SEARCH", "fastest")
     fp16 = build.engine_cuda_options(heavy, "fp16", device_engine=True)
     assert "cudnn_conv_algo_search" not in fp16.as_dict()

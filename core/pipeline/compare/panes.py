@@ -230,13 +230,13 @@ class CompareRunner:
 
     def _run_pane(self, pane: _Pane, frame: Frame, decode_ms: float) -> FrameResult:
         size = (frame.width, frame.height)
-        if pane.warm_size != size:
-            pane.pipeline.infer(frame, StageTimes())  # untimed warm-up, see the module doc
-            pane.warm_size = size
-        t0 = now_ms()
         try:
+            if pane.warm_size != size:  # untimed warm-up, see the module doc
+                pane.pipeline.infer(frame, StageTimes())
+                pane.warm_size = size
+            t0 = now_ms()
             result = pane.pipeline.infer(frame, StageTimes(decode=decode_ms))
-        except GpuError as exc:
+        except GpuError as exc:  # the warm-up's too: a GPU that fails at a frame's first call
             if not pane.pipeline.settings.device.startswith("cuda"):
                 raise
             self._move(pane, exc, frame.index)

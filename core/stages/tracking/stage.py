@@ -23,6 +23,7 @@ changed) is not replayed: tracking restarts there.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -101,6 +102,9 @@ class TrackingStage:
         """The tracker's IDs for the frame's boxes; a box with a coordinate or score that
         is not a number (a broken model's) gets none and is kept from the tracker, whose
         filters and assignment it would poison."""
+        # a sum of finite values is finite (unless it overflows: then the exact check)
+        if math.isfinite(detections.boxes.sum()) and math.isfinite(detections.scores.sum()):
+            return np.asarray(self.tracker.update(detections, image), np.int64)
         finite = np.isfinite(detections.boxes).all(axis=1) & np.isfinite(detections.scores)
         if finite.all():
             return np.asarray(self.tracker.update(detections, image), np.int64)

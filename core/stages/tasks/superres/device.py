@@ -104,8 +104,9 @@ class SuperResDevice:
         algorithm search for the frame's own size still runs on its first frame). None
         for a heavy model (ESRGAN and its kind): cuDNN builds its fused convolutions for
         each input size, so the blank's call cost seconds a worker and spared the first
-        frame nothing (a 40-frame ESRGAN x2 FP16 run on an H100: 12.5 s whole and the
-        first frame at 5.3 s without it, against 22.4 s and 15.4 s with it;
+        frame nothing (a 40-frame ESRGAN x2 FP16 run on an H100, cuDNN's heuristic plans:
+        12.5 s whole and the first frame at 5.3 s without it; with it, 22.6 s and 15.4 s,
+        and 22.4 s and 15.4 s with the exhaustive search the plan keeps;
         benchmarks/results/h100-sr-startup-2026-12-06.json)."""
         if is_heavy(self.task.spec):
             return
