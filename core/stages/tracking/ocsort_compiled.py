@@ -30,7 +30,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import numpy.typing as npt
-from framelens.core.stages.tracking.bytetrack_compiled import _iou, _lsa
+from framelens.core.stages.tracking.bytetrack_compiled import _iou, _left, _lsa
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.types import Detections
 
@@ -207,7 +207,7 @@ def _assign(
     cost: npt.NDArray[np.float64], allowed: npt.NDArray[np.bool_]
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """assignment.assign_then_filter: the kept pairs' rows and columns, and the columns
-    no pair took (the rows left: ``_unmatched``)."""
+    no pair took (the rows left: bytetrack_compiled's ``_left``)."""
     rows, cols = cost.shape
     if rows == 0 or cols == 0:
         return (
@@ -221,13 +221,6 @@ def _assign(
     taken = np.zeros(cols, dtype=np.bool_)
     taken[c] = True
     return r, c, np.nonzero(~taken)[0]
-
-
-@_compiled
-def _unmatched(count: int, taken: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    keep = np.ones(count, dtype=np.bool_)
-    keep[taken] = False
-    return np.nonzero(keep)[0]
 
 
 @_compiled
@@ -318,7 +311,7 @@ def _step(
             cost[row, j] = -(iou[row, j] + bonus)
     r, c, rest = _assign(cost, iou >= match_iou)
     owner[high[c]] = r
-    left_tracks = _unmatched(count, r)
+    left_tracks = _left(np.arange(count), r)
     left_high = high[rest]
 
     # 2. (use_byte) low detections <-> predicted boxes of the tracks left
@@ -326,7 +319,7 @@ def _step(
         iou = _iou(predicted[left_tracks], boxes[low])
         r, c, _ = _assign(-iou, iou >= match_iou)
         owner[low[c]] = left_tracks[r]
-        left_tracks = left_tracks[_unmatched(len(left_tracks), r)]
+        left_tracks = _left(left_tracks, r)
 
     # 3. recovery (OCR): high detections left <-> last observations of the tracks left
     observed = left_tracks[ints[left_tracks, _HAS_LAST] != 0]

@@ -103,10 +103,13 @@ class TrackingStage:
         is not a number (a broken model's) gets none and is kept from the tracker, whose
         filters and assignment it would poison."""
         # a sum of finite values is finite (unless it overflows: then the exact check)
-        if math.isfinite(detections.boxes.sum()) and math.isfinite(detections.scores.sum()):
-            return np.asarray(self.tracker.update(detections, image), np.int64)
-        finite = np.isfinite(detections.boxes).all(axis=1) & np.isfinite(detections.scores)
-        if finite.all():
+        sums_finite = math.isfinite(detections.boxes.sum()) and math.isfinite(
+            detections.scores.sum()
+        )
+        finite = None
+        if not sums_finite:
+            finite = np.isfinite(detections.boxes).all(axis=1) & np.isfinite(detections.scores)
+        if finite is None or finite.all():
             return np.asarray(self.tracker.update(detections, image), np.int64)
         ids = np.full(len(detections), -1, np.int64)
         ids[finite] = self.tracker.update(detections.select(finite), image)
