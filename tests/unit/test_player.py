@@ -36,11 +36,13 @@ class Recorder:
         self.states: list[PlayerState] = []
         self.played_at = math.nan  # when the last "playing" after another state came
         self.errors: list[str] = []
+        self.log: list[object] = []  # results, states and errors in the order they came
         self._cond = threading.Condition()
 
     def _add(self, items: list[object], item: object) -> None:
         with self._cond:
             items.append(item)
+            self.log.append(item)
             self._cond.notify_all()
 
     def on_result(self, result: FrameResult) -> None:
@@ -306,6 +308,38 @@ def test_set_model_swaps_without_stopping(
     rec.wait(lambda: len(rec.results) >= count + 3)
     assert rec.state.playing
     assert not rec.errors
+
+
+@pytest.mark.parametrize("playing", [True, False], ids=["playing", "paused"])
+def test_a_new_model_is_loading_until_its_first_frame_is_shown(
+    player: Player, rec: Recorder, settings: PipelineSettings, playing: bool
+) -> None:
+    """The status says "Loading model…" until a frame through the new model is on screen,
+    not only until its engine exists: a heavy model's first frame on a GPU builds its
+    kernels for seconds (ESRGAN ~5 s on an H100), which looked like a stall after the
+    status had said loaded. From the detector to ESPCN x2: no state says loaded before
+    the first upscaled frame came (before: the state came first, then the frame)."""
+    opened(player, rec, settings)
+    if playing:
+        player.set_realtime(False)
+        player.play()
+        rec.wait(lambda: len(rec.results) >= 3)
+    asked = len(rec.log)
+    upscaler = replace(settings, model=resolve_model("espcn-x2"))
+    player.set_model(upscaler)
+    rec.wait(lambda: rec.state.model == upscaler.model.name and not rec.state.loading_model)
+    after = rec.log[asked:]
+    states = [(i, s) for i, s in enumerate(after) if isinstance(s, PlayerState)]
+    began = next(i for i, s in states if s.loading_model)
+    loaded = next(i for i, s in states if i > began and not s.loading_model)
+    upscaled = [
+        i
+        for i, r in enumerate(after)
+        if isinstance(r, FrameResult) and r.annotated is not None and r.annotated.shape[1] == 1536
+    ]
+    assert upscaled, "no frame through the new model"
+    assert began < upscaled[0] < loaded
+    assert rec.state.playing == playing and not rec.errors
 
 
 def test_realtime_is_paced_by_timestamps(player: Player, rec: Recorder) -> None:

@@ -185,6 +185,7 @@ class Player(PlayerCore):
             return
         if not isinstance(exc, FrameLensError):
             log.exception("player command failed")
+        self._loaded()
         if self._state.playing:
             self._publish(status="paused")
         self._on_error(error_message(exc))
@@ -371,7 +372,7 @@ class Player(PlayerCore):
 
     def _do_clear_model(self) -> None:
         self._install(None, [])
-        self._publish(loading_model=False)
+        self._loaded()
         self._refresh()
 
     def _do_update(self, changes: dict[str, object]) -> None:
@@ -407,10 +408,17 @@ class Player(PlayerCore):
                 p.close()
             return
         self._install(*pipelines)
-        self._publish(loading_model=False)
+        # the status says "Loading model…" until the first frame through the new model
+        # is shown (_show; paused, the frame on screen again, right here): a heavy
+        # model's first frame on a GPU builds its kernels for seconds, which would
+        # otherwise look like a stall
+        shown = self._state.playing or self._current is not None
+        self._loading_until_shown = self._pipeline is not None and shown
+        if not self._loading_until_shown:
+            self._loaded()
         self._refresh()
 
     def _model_failed(self, exc: BaseException, token: int) -> None:
         if token == self._model_token:
-            self._publish(loading_model=False)
+            self._loaded()
         self._fail(exc)

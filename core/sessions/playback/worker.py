@@ -98,6 +98,9 @@ class PlayerCore(ABC):
         self._clock = PlaybackClock()  # due times; the workers drop frames it calls stale
         self._waiting: FrameResult | None = None  # the ready result, since when it waits
         self._waiting_since = 0.0
+        # a model just installed while playing: "loading" until its first frame is shown
+        # (a heavy model's first call on a GPU builds its kernels: seconds)
+        self._loading_until_shown = False
         self._rate = RateMeter()
         self._last_state_s = 0.0
         self._model_token = 0
@@ -193,6 +196,7 @@ class PlayerCore(ABC):
                 self._ahead_seek(0)
                 return None
             self._publish(status="ended", **self._cut_short())
+            self._loaded()  # no frame comes to say the new model's first was shown
             return None
         if isinstance(item, Failed):
             raise item.error
@@ -272,8 +276,12 @@ class PlayerCore(ABC):
         back = self._state.reconnecting  # a frame came: the stream is back, say so now
         if back:
             changes["reconnecting"] = False
+        loaded = self._loading_until_shown  # the new model's first frame: loaded now
+        if loaded:
+            self._loading_until_shown = False
+            changes["loading_model"] = False
         wall = now()
-        if back or not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
+        if back or loaded or not self._state.playing or wall - self._last_state_s >= _STATE_EVERY_S:
             self._publish(**changes)
         else:
             self._state = replace(self._state, **cast(dict[str, Any], changes))
@@ -368,6 +376,13 @@ class PlayerCore(ABC):
     def _do_pause(self) -> None:
         if self._state.playing:
             self._publish(status="paused", fps=0.0)
+        self._loaded()  # paused before the new model's first frame: no frame will say so
+
+    def _loaded(self) -> None:
+        """The model is loaded (or its loading ended): the status stops saying so."""
+        if self._loading_until_shown or self._state.loading_model:
+            self._loading_until_shown = False
+            self._publish(loading_model=False)
 
     def _do_step(self, delta: int) -> None:
         if self._drive is None:
