@@ -18,13 +18,14 @@ from typing import Any
 from framelens.core import __version__
 from framelens.core.models.catalog import model_sha256
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.sessions.tracks import TrackCount
-from framelens.core.stages.analytics.events import EventSink
+from framelens.core.sessions.tracks import MotTracks, TrackCount
+from framelens.core.stages.analytics.events import EventSink, EventsWriter
 from framelens.core.stages.analytics.heatmap import HeatmapPng
 from framelens.core.stages.analytics.stage import Tally
 from framelens.core.stages.analytics.zones import ZonesFile
-from framelens.core.stages.sinks.lossless import FrameExporter
-from framelens.core.stages.tasks import kind_of
+from framelens.core.stages.sinks.lossless import FrameExporter, open_exporter
+from framelens.core.stages.sinks.video import provenance_metadata
+from framelens.core.stages.tasks import AnyTask, kind_of
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import stage
 from framelens.core.types import FrameResult, SourceInfo
@@ -33,6 +34,7 @@ __all__ = [
     "RunOutputs",
     "SourceOutputs",
     "WriterFactory",
+    "open_outputs",
     "output_names",
     "run_meta",
     "source_name",
@@ -180,3 +182,49 @@ class SourceOutputs:
 
     def _all(self) -> list[FrameExporter | OutputWriter[Any]]:
         return [w for w in (self.video, *self.writers) if w is not None]
+
+
+def open_outputs(
+    outputs: RunOutputs,
+    spec: str,
+    info: SourceInfo,
+    meta: dict[str, Any],
+    task: AnyTask,
+    *,
+    start: int = 0,
+    frames: int | None = None,
+) -> SourceOutputs:
+    """A source's outputs opened once it is open (``meta``: the run's provenance for it;
+    ``start``, ``frames``: the range it runs, for the audio kept beside the video). When
+    one cannot be opened (a folder not writable), those already open are let go and
+    nothing is left behind."""
+    meta = {**meta, "source": outputs.label or spec}
+    labels = dict(enumerate(outputs.labels))
+    opened: list[OutputWriter[Any]] = []
+    try:
+        for path in outputs.detections:
+            opened.append(task.open_writer(path, meta))
+        opened += [make(meta) for make in outputs.extra]
+        if outputs.tracks:
+            opened.append(MotTracks(outputs.tracks))
+        if outputs.heatmap_png:
+            opened.append(HeatmapPng(outputs.heatmap_png))
+        if outputs.events:
+            opened.append(EventsWriter(outputs.events, labels))
+        video = None
+        if outputs.export:
+            fps = info.fps if info.fps > 0 else 30.0
+            out_w, out_h = task.output_size(info.width, info.height)
+            video = open_exporter(
+                outputs.export, lossless=outputs.lossless, width=out_w, height=out_h,
+                fps=fps, meta=meta, tags=provenance_metadata(meta),
+                audio_source=spec if info.has_audio else None,
+                audio_start_s=start / fps,
+                audio_end_s=None if frames is None else (start + frames) / fps,
+            )  # fmt: skip
+    except BaseException:
+        for w in opened:
+            w.abort()
+        raise
+    tally = Tally(outputs.zones, labels) if outputs.zones is not None else None
+    return SourceOutputs(video, opened, tally)

@@ -2,7 +2,8 @@
 
 A run of one source is the several-source run with one source: both open a Session
 (core/sessions/session.py) per device, give each source its outputs
-(core/sessions/outputs.py) once it is open, and write every result as it comes. They
+(core/sessions/outputs.py ``open_outputs``) once it is open, and write every result as
+it comes (core/sessions/device_run.py). They
 differ only in where the outputs go: one source's where the user named them, several
 sources' as ``DIR/<name>.mp4`` and ``DIR/<name>.json``. Every source keeps its own
 decoder (NVDEC on the GPU); frames of all of them go through one executor per device,
@@ -21,234 +22,31 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
-from framelens.core.errors import Cancelled, ConfigError
+from framelens.core.errors import ConfigError
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.pipeline.stats import RunStats
 from framelens.core.pipeline.variant import prepare_precision
 from framelens.core.progress import Progress, make_bar
-from framelens.core.sessions.outputs import (
-    RunOutputs,
-    SourceOutputs,
-    output_names,
-    run_meta,
-)
+from framelens.core.sessions.device_run import Say, run_device
+from framelens.core.sessions.outputs import RunOutputs, SourceOutputs, open_outputs, output_names
 from framelens.core.sessions.processes import Counter, StopFlag, run_groups_in_processes
 from framelens.core.sessions.session import Session, SessionOptions, SessionSource
-from framelens.core.sessions.summary import (
-    DeviceSummary,
-    EngineCalls,
-    Ran,
-    RunSummary,
-    SourceSummary,
-)
-from framelens.core.sessions.tracks import (
-    MOT_SUFFIX,
-    MotTracks,
-    drawn_or_not,
-    tracker_json,
-    with_tracking,
-)
-from framelens.core.stages.analytics.events import EVENTS_SUFFIX, EventsWriter
-from framelens.core.stages.analytics.heatmap import (
-    HEATMAP_SUFFIX,
-    HeatmapPng,
-    HeatmapSettings,
-    HeatmapStages,
-)
-from framelens.core.stages.analytics.stage import AnalyticsStages, Tally
+from framelens.core.sessions.summary import DeviceSummary, RunSummary
+from framelens.core.sessions.tracks import MOT_SUFFIX, drawn_or_not, tracker_json, with_tracking
+from framelens.core.stages.analytics.events import EVENTS_SUFFIX
+from framelens.core.stages.analytics.heatmap import HEATMAP_SUFFIX, HeatmapSettings, HeatmapStages
+from framelens.core.stages.analytics.stage import AnalyticsStages
 from framelens.core.stages.analytics.zones import ZonesFile
-from framelens.core.stages.sinks.lossless import open_exporter
-from framelens.core.stages.sinks.video import provenance_metadata
 from framelens.core.stages.source_stages import StageFactory, chain_stages
 from framelens.core.stages.sources.paced import Realtime
 from framelens.core.stages.tasks import AnyTask
-from framelens.core.stages.tasks.base import OutputWriter
-from framelens.core.stages.timing import now_ms
 from framelens.core.stages.tracking.settings import TrackerSettings
 from framelens.core.threads import NamedThread
 from framelens.core.types import SourceInfo
 
-__all__ = ["LIVE_KINDS", "OutputsFor", "run_device", "run_many", "run_to_outputs"]
-
-LIVE_KINDS = ("stream", "camera")
-"""Sources without an end: a run of them stops on Ctrl+C and keeps its outputs."""
-
-Say = Callable[[str], None]
-
-
-class OutputsFor(Protocol):
-    """A source's outputs, made once it is open: its entry, what it shows, the run's
-    provenance for it and the task."""
-
-    def __call__(
-        self, entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
-    ) -> SourceOutputs: ...
-
-
-def run_device(
-    specs: Sequence[str],
-    names: Sequence[str],
-    settings: PipelineSettings,
-    outputs_for: OutputsFor,
-    *,
-    options: SessionOptions,
-    stages: StageFactory | None = None,
-    devices: Sequence[str] = (),
-    failed_devices: list[str] | None = None,
-    counter: Counter | None = None,
-    on_message: Say | None = None,
-    on_frame: Callable[[int], None] | None = None,
-    cancel: StopFlag | None = None,
-    session: Session | None = None,
-    ids: Sequence[int] | None = None,
-    on_plan: Callable[[Plan], None] | None = None,
-) -> DeviceSummary:
-    """One device's sources through one session into their outputs. ``session``: one
-    already open (an archive's, with workers kept across files); else opened here and
-    closed at the end. ``on_frame(frames written)`` after every result."""
-    own = session is None
-    if session is None:
-        session = Session(
-            specs, settings, names=names, options=options, stages=stages, devices=devices,
-            failed=failed_devices, say=on_message, ids=ids, on_plan=on_plan,
-        )  # fmt: skip
-    outputs: dict[int, SourceOutputs] = {}
-    try:
-        if own:
-            session.open()
-        ran = session.ran
-        task = session.workers.pipelines[0].task
-        for i, entry in enumerate(session.sources):
-            if entry.source is None:
-                continue
-            info = entry.source.info
-            meta = run_meta(entry.spec, replace(settings, backend=ran.backend), info)
-            outputs[i] = outputs_for(entry, info, meta, task)
-        given = (settings.device, tuple(range(len(specs))) if ids is None else tuple(ids))
-        return _write_all(session, outputs, counter, on_frame, cancel, given)
-    except BaseException:
-        for out in outputs.values():
-            out.abort()
-        raise
-    finally:
-        if own:
-            session.close()
-
-
-def _write_all(
-    session: Session,
-    outputs: dict[int, SourceOutputs],
-    counter: Counter | None,
-    on_frame: Callable[[int], None] | None,
-    cancel: StopFlag | None,
-    given: tuple[str, tuple[int, ...]],
-) -> DeviceSummary:
-    stats = RunStats()
-    latency: dict[int, list[float]] = {i: [] for i in outputs}
-    written = 0
-    stop = cancel.is_set if cancel is not None else lambda: False
-    ended_by_user = False
-    try:
-        for result in session.results(stop):
-            i = result.frame.source_id
-            t0 = now_ms()
-            outputs[i].add(result)
-            result.times.e2e += now_ms() - t0  # the writing is part of the frame's way
-            stats(result)
-            latency[i].append(result.times.e2e)
-            written += 1
-            if counter is not None:
-                counter.update()
-            if on_frame is not None:
-                on_frame(written)
-    except KeyboardInterrupt:
-        if not _live(session):
-            raise  # a file run stopped half way: nothing is kept
-        ended_by_user = True
-    if stop() and not ended_by_user:
-        if not _live(session):
-            raise Cancelled("cancelled")
-        ended_by_user = True
-    if ended_by_user:
-        # a camera or stream has no end: Ctrl+C (or ``kill``) is how a recording stops,
-        # and what was recorded is kept, complete
-        session.note(f"stopped by Ctrl+C after {written} frames of the live source")
-    stats.stop()
-    return _part(session, outputs, stats, latency, given)
-
-
-def _live(session: Session) -> bool:
-    """Whether every open source of the session is a camera or a stream."""
-    kinds = {s.source.info.kind for s in session.sources if s.source is not None}
-    return bool(kinds) and kinds <= set(LIVE_KINDS)
-
-
-def _part(
-    session: Session,
-    outputs: dict[int, SourceOutputs],
-    stats: RunStats,
-    latency: dict[int, list[float]],
-    given: tuple[str, tuple[int, ...]],
-) -> DeviceSummary:
-    """The device's part: ``given`` the device it was given and its sources' numbers."""
-    entries: list[SourceSummary] = []
-    failures = session.failures()  # a merged feed's too, when Ctrl+C ended the run
-    for i, entry in enumerate(session.sources):
-        out = outputs.get(i)
-        if out is None:  # never opened
-            entries.append(SourceSummary(entry.spec, entry.name, error=entry.failure))
-            session.note(f"{entry.spec} not opened: {entry.failure}")
-            continue
-        p50 = p99 = None
-        if latency[i]:
-            q50, q99 = np.percentile(latency[i], [50, 99])
-            p50, p99 = round(float(q50), 2), round(float(q99), 2)
-        failure = failures.get(i)
-        dropped = entry.source.dropped if entry.source is not None else None
-        if failure is not None:
-            out.abort()  # a partial video is no evidence: nothing renamed in
-            session.note(f"{entry.spec} failed after {out.frames} frames: {failure}")
-            entries.append(
-                SourceSummary(entry.spec, entry.name, out.frames, error=failure,
-                              p50_ms=p50, p99_ms=p99, dropped=dropped)
-            )  # fmt: skip
-            continue
-        damage = entry.source.damage_note() if entry.source is not None else None
-        written = out.close()
-        if damage:  # a damaged file: what the outputs hold
-            session.note(f"{damage}; the outputs hold the {out.frames} frames processed")
-        entries.append(
-            SourceSummary(entry.spec, entry.name, out.frames, tuple(written), p50_ms=p50,
-                          p99_ms=p99, tracks=out.tracks, analytics=out.analytics,
-                          dropped=dropped)
-        )  # fmt: skip
-    ran = session.ran
-    encoders = [o.encoder for o in outputs.values() if o.encoder]
-    return DeviceSummary(
-        device=given[0],
-        ids=given[1],
-        outcomes=tuple(entries),
-        frames=sum(o.frames for o in outputs.values()),
-        fps=round(stats.fps, 2),
-        span=(session.started, session.finished),
-        stage_ms=stats.medians(),
-        calls=EngineCalls(session.batches_run, session.frames_run),
-        ran=Ran(
-            path=session.path,
-            backend=ran.backend,
-            batch=ran.batch,
-            workers=session.worker_count,
-            plan=session.plan.as_json() if session.plan is not None else None,
-        ),
-        encoder=encoders[0] if encoders else None,
-        notes=tuple(session.notes),
-        moved_to=tuple(session.moved_to),
-    )
-
+__all__ = ["run_many", "run_one", "run_to_outputs"]
 
 # ---- one source ---------------------------------------------------------------------------
 
@@ -400,39 +198,7 @@ def run_one(
     def outputs_for(
         entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
     ) -> SourceOutputs:
-        meta = {**meta, "source": outputs.label or entry.spec}
-        writers = [task.open_writer(path, meta) for path in outputs.detections]
-        writers += [make(meta) for make in outputs.extra]
-        if outputs.tracks:
-            writers.append(MotTracks(outputs.tracks))
-        labels = dict(enumerate(outputs.labels))
-        if outputs.heatmap_png:
-            writers.append(HeatmapPng(outputs.heatmap_png))
-        if outputs.events:
-            try:
-                writers.append(EventsWriter(outputs.events, labels))
-            except BaseException:
-                for w in writers:
-                    w.abort()
-                raise
-        video = None
-        if outputs.export:
-            fps = info.fps if info.fps > 0 else 30.0
-            out_w, out_h = task.output_size(info.width, info.height)
-            try:
-                video = open_exporter(
-                    outputs.export, lossless=outputs.lossless, width=out_w, height=out_h,
-                    fps=fps, meta=meta, tags=provenance_metadata(meta),
-                    audio_source=entry.spec if info.has_audio else None,
-                    audio_start_s=start / fps,
-                    audio_end_s=None if frames is None else (start + frames) / fps,
-                )  # fmt: skip
-            except BaseException:
-                for w in writers:
-                    w.abort()
-                raise
-        tally = Tally(outputs.zones, labels) if outputs.zones is not None else None
-        return SourceOutputs(video, writers, tally)
+        return open_outputs(outputs, entry.spec, info, meta, task, start=start, frames=frames)
 
     try:
         part = run_device(
@@ -588,34 +354,21 @@ class GroupJob:
     def outputs_for(
         self, entry: SessionSource, info: SourceInfo, meta: dict[str, Any], task: AnyTask
     ) -> SourceOutputs:
-        out_dir = Path(self.out_dir)
-        video = None
-        if self.videos:
-            out_w, out_h = task.output_size(info.width, info.height)
-            suffix = ".mkv" if self.lossless else ".mp4"
-            video = open_exporter(
-                out_dir / f"{entry.name}{suffix}", lossless=self.lossless, width=out_w,
-                height=out_h, fps=info.fps if info.fps > 0 else 30.0, meta=meta,
-                tags=provenance_metadata(meta),
-            )  # fmt: skip
-        writers: list[OutputWriter[Any]] = []
-        try:
-            if task.writes_outputs:
-                writers.append(task.open_writer(out_dir / f"{entry.name}.json", meta))
-            if self.tracks:
-                writers.append(MotTracks(out_dir / f"{entry.name}{MOT_SUFFIX}"))
-            if self.events:
-                labels = dict(enumerate(self.labels))
-                writers.append(EventsWriter(out_dir / f"{entry.name}{EVENTS_SUFFIX}", labels))
-            if self.heatmap_png:
-                writers.append(HeatmapPng(out_dir / f"{entry.name}{HEATMAP_SUFFIX}"))
-        except BaseException:
-            for w in (video, *writers):
-                if w is not None:
-                    w.abort()
-            raise
-        tally = None if self.zones is None else Tally(self.zones, dict(enumerate(self.labels)))
-        return SourceOutputs(video, writers, tally)
+        """``DIR/<name>.mp4`` (``.mkv`` lossless), ``DIR/<name>.json`` and the rest the
+        run asked for, each source's under its name."""
+        named = Path(self.out_dir) / entry.name
+        outputs = RunOutputs(
+            export=f"{named}{'.mkv' if self.lossless else '.mp4'}" if self.videos else None,
+            detections=[f"{named}.json"] if task.writes_outputs else [],
+            lossless=self.lossless,
+            tracks=f"{named}{MOT_SUFFIX}" if self.tracks else None,
+            zones=self.zones,
+            events=f"{named}{EVENTS_SUFFIX}" if self.events else None,
+            labels=self.labels,
+            heatmap_png=f"{named}{HEATMAP_SUFFIX}" if self.heatmap_png else None,
+        )
+        frames = self.options.frames
+        return open_outputs(outputs, entry.spec, info, meta, task, frames=frames)
 
 
 def _run_groups(

@@ -425,3 +425,39 @@ def _children_of(pid: int) -> list[str]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.append(entry.name)
     return found
+
+
+def _audio_s(path: Path) -> float | None:
+    """The audio stream's length in a file, as FFmpeg's ffprobe reads it (None: none)."""
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries",
+         "stream=duration", "-of", "csv=p=0", str(path)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    text = probe.stdout.strip()
+    return float(text) if text else None
+
+
+def test_each_source_keeps_its_own_sound_in_its_video_as_a_single_run_does(
+    clips: list[str], tmp_path: Path
+) -> None:
+    """A several-source run's videos keep each source's audio, cut to the frames run,
+    as a one-source run's does (before: several sources' videos came out silent). The
+    clip with sound is made by FFmpeg, and FFmpeg's ffprobe reads what the outputs hold."""
+    loud = tmp_path / "loud.mp4"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25",
+         "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "3",
+         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", str(loud)],
+        check=True,
+    )  # fmt: skip
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    summary = run_many([str(loud), clips[0]], settings, str(tmp_path / "all"), frames=50)
+    assert [s.frames for s in summary.sources] == [50, FRAMES]
+    kept = _audio_s(tmp_path / "all" / "loud.mp4")
+    assert kept is not None and abs(kept - 50 / 25) < 0.1  # the 2 s run, not the 3 s file
+    assert _audio_s(tmp_path / "all" / "clip0.mp4") is None  # a silent source stays silent
+    alone = tmp_path / "alone.mp4"
+    run_to_outputs(str(loud), settings, export=str(alone), frames=50)
+    single = _audio_s(alone)
+    assert single is not None and abs(single - kept) < 0.05
