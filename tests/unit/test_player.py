@@ -531,6 +531,78 @@ def test_gpu_failure_while_playing_goes_on_on_the_cpu(
         player.close()
 
 
+def test_a_new_gpu_model_failing_at_its_first_frame_does_not_leave_the_status_loading(
+    rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paused, a GPU model chosen whose first frame fails (its kernels cannot be built:
+    out of memory, injected as in the test above): the player goes on on the CPU, says
+    why once, and the status stops saying "Loading model…" (it stayed on: no frame of
+    the new model would ever be shown to clear it)."""
+    from framelens.core.errors import GpuError
+    from framelens.core.pipeline.frame_pipeline import FramePipeline
+
+    class FailsAtOnce(FramePipeline):
+        def __init__(self, s: PipelineSettings) -> None:
+            cpu = build.host_pipeline(replace(s, device="cpu", threads=1))
+            super().__init__(s, cpu.engine, cpu.task)  # stands for one on cuda:0
+
+        def infer_batch(self, frames, times_each):  # type: ignore[no-untyped-def]
+            raise GpuError("out of memory building the first frame's kernels (injected)")
+
+    player = Player(rec.on_result, rec.on_state, rec.on_error)
+    real_build = player._build_pipelines
+
+    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        if s.device.startswith("cuda"):
+            return FailsAtOnce(s), [FailsAtOnce(s), FailsAtOnce(s)]
+        return real_build(s)
+
+    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
+    try:
+        opened(player, rec, settings)
+        player.set_model(replace(settings, device="cuda:0"))
+        rec.wait(lambda: len(rec.errors) == 1)
+        assert rec.errors[0].startswith("GPU failed (out of memory"), rec.errors
+        rec.wait(lambda: rec.state.device == "cpu" and not rec.state.loading_model, timeout=20)
+        assert rec.state.status == "paused"
+    finally:
+        player.close()
+
+
+def test_pausing_while_a_model_is_built_keeps_saying_loading_until_it_is_shown(
+    player: Player, rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model takes long to build (a TensorRT engine: minutes): pausing meanwhile does
+    not make the status say it is loaded; once built, the paused frame is shown through
+    it, and only then does the status stop saying "Loading model…". (The build is held
+    back by an event, so the pause surely comes first.)"""
+    real_build = player._build_pipelines
+    release = threading.Event()
+
+    def slow(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        assert release.wait(30)
+        return real_build(s)
+
+    opened(player, rec, settings)
+    player.set_realtime(False)
+    player.play()
+    rec.wait(lambda: len(rec.results) >= 3)
+    monkeypatch.setattr(player, "_build_pipelines", slow)
+    upscaler = replace(settings, model=resolve_model("espcn-x2"))
+    player.set_model(upscaler)
+    rec.wait(lambda: rec.state.loading_model)
+    player.pause()
+    rec.wait(lambda: not rec.state.playing)
+    count = len(rec.states)
+    player.seek(PERSON_FRAME)  # commands go on meanwhile: the frame sought is shown
+    rec.wait(lambda: rec.state.index == PERSON_FRAME)
+    assert all(s.loading_model for s in rec.states[count:]), "said loaded while building"
+    release.set()
+    rec.wait(lambda: rec.state.model == upscaler.model.name and not rec.state.loading_model)
+    assert rec.last.annotated is not None and rec.last.annotated.shape[1] == 1536
+    assert rec.last.frame.index == PERSON_FRAME and not rec.errors
+
+
 def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
     rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

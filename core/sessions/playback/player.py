@@ -211,9 +211,12 @@ class Player(PlayerCore):
                     continue
                 if self._state.playing:
                     self._publish(status="paused")
+                self._loaded()  # nothing runs the new model's first frame now
                 self._on_error(error_message(again))
             else:
                 self._failover.moved.append(target.device)
+                if not self._state.playing:  # paused: the frame on screen stays as it was
+                    self._loaded()
             return
 
     # ---- command bodies (worker thread) -----------------------------------------
@@ -372,7 +375,7 @@ class Player(PlayerCore):
 
     def _do_clear_model(self) -> None:
         self._install(None, [])
-        self._loaded()
+        self._loaded(built=True)
         self._refresh()
 
     def _do_update(self, changes: dict[str, object]) -> None:
@@ -415,10 +418,10 @@ class Player(PlayerCore):
         shown = self._state.playing or self._current is not None
         self._loading_until_shown = self._pipeline is not None and shown
         if not self._loading_until_shown:
-            self._loaded()
+            self._loaded(built=True)
         self._refresh()
 
     def _model_failed(self, exc: BaseException, token: int) -> None:
         if token == self._model_token:
-            self._loaded()
+            self._loaded(built=True)
         self._fail(exc)

@@ -378,9 +378,12 @@ class PlayerCore(ABC):
             self._publish(status="paused", fps=0.0)
         self._loaded()  # paused before the new model's first frame: no frame will say so
 
-    def _loaded(self) -> None:
-        """The model is loaded (or its loading ended): the status stops saying so."""
-        if self._loading_until_shown or self._state.loading_model:
+    def _loaded(self, *, built: bool = False) -> None:
+        """A new model's first frame will not be shown (paused, ended, failed): the status
+        stops saying "Loading model…". ``built``: the loading itself ended (installed
+        with no frame to show, failed, cleared); without it a model still being built in
+        the background goes on saying so."""
+        if self._loading_until_shown or (built and self._state.loading_model):
             self._loading_until_shown = False
             self._publish(loading_model=False)
 
