@@ -603,6 +603,52 @@ def test_pausing_while_a_model_is_built_keeps_saying_loading_until_it_is_shown(
     assert rec.last.frame.index == PERSON_FRAME and not rec.errors
 
 
+def test_a_gpu_model_that_cannot_be_built_leaves_the_running_gpu_model_playing(
+    rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Playing on a GPU, another model chosen whose engine cannot be built there (out of
+    memory, injected; the GPU is stood in for as in the tests above): one line says why,
+    and the model that runs goes on playing on the GPU (before: it was failed over to
+    the CPU, as if it had failed itself)."""
+    from framelens.core.errors import GpuError
+    from framelens.core.pipeline.frame_pipeline import FramePipeline
+
+    class OnGpu(FramePipeline):
+        def __init__(self, s: PipelineSettings) -> None:
+            cpu = build.host_pipeline(replace(s, device="cpu", threads=1))
+            super().__init__(s, cpu.engine, cpu.task)  # stands for one on cuda:0
+
+    faces = replace(settings, model=resolve_model("yunet"), device="cuda:0")
+    player = Player(rec.on_result, rec.on_state, rec.on_error)
+    real_build = player._build_pipelines
+
+    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        if s.model.name == faces.model.name:
+            raise GpuError("out of memory building the engine (injected)")
+        if s.device.startswith("cuda"):
+            return OnGpu(s), [OnGpu(s), OnGpu(s)]
+        return real_build(s)
+
+    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
+    try:
+        player.open(SAMPLE, replace(settings, device="cuda:0"))
+        rec.wait(lambda: len(rec.results) >= 1)
+        player.set_realtime(False)
+        player.play()
+        rec.wait(lambda: len(rec.results) >= 5)
+        player.set_model(faces)
+        rec.wait(lambda: len(rec.errors) == 1)
+        assert "out of memory building the engine" in rec.errors[0], rec.errors
+        count = len(rec.results)
+        rec.wait(lambda: len(rec.results) >= count + 5)
+        state = rec.state
+        assert state.playing and not state.loading_model
+        assert (state.model, state.device) == (settings.model.name, "cuda:0")
+        assert len(rec.errors) == 1
+    finally:
+        player.close()
+
+
 def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
     rec: Recorder, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

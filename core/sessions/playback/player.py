@@ -424,4 +424,10 @@ class Player(PlayerCore):
     def _model_failed(self, exc: BaseException, token: int) -> None:
         if token == self._model_token:
             self._loaded(built=True)
+        if isinstance(exc, GpuError):
+            # the new model could not be built on its GPU (out of memory, say): the one
+            # that runs stays where it is, playing, until it fails itself (_fail then
+            # moves it; failing it over now would move a healthy model to the CPU)
+            self._on_error(error_message(exc))
+            return
         self._fail(exc)
