@@ -195,9 +195,11 @@ def open_outputs(
     frames: int | None = None,
 ) -> SourceOutputs:
     """A source's outputs opened once it is open (``meta``: the run's provenance for it;
-    ``start``, ``frames``: the range it runs, for the audio kept beside the video). When
-    one cannot be opened (a folder not writable), those already open are let go and
-    nothing is left behind."""
+    ``start``, ``frames``: the range it runs, for the audio kept beside the video). A
+    file's sound is kept, read from the file a second time; a stream's or a camera's is
+    not: a second connection to it would be out of step with the frames, and many
+    cameras take only so many clients. When one output cannot be opened (a folder not
+    writable), those already open are let go and nothing is left behind."""
     meta = {**meta, "source": outputs.label or spec}
     labels = dict(enumerate(outputs.labels))
     opened: list[OutputWriter[Any]] = []
@@ -218,7 +220,7 @@ def open_outputs(
             video = open_exporter(
                 outputs.export, lossless=outputs.lossless, width=out_w, height=out_h,
                 fps=fps, meta=meta, tags=provenance_metadata(meta),
-                audio_source=spec if info.has_audio else None,
+                audio_source=spec if info.has_audio and info.kind == "file" else None,
                 audio_start_s=start / fps,
                 audio_end_s=None if frames is None else (start + frames) / fps,
             )  # fmt: skip

@@ -438,19 +438,24 @@ def _audio_s(path: Path) -> float | None:
     return float(text) if text else None
 
 
+def _loud(path: Path) -> Path:
+    """3 s of FFmpeg's test picture with a 440 Hz tone (MP4, or MPEG-TS for a stream)."""
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25",
+         "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "3",
+         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", str(path)],
+        check=True,
+    )  # fmt: skip
+    return path
+
+
 def test_each_source_keeps_its_own_sound_in_its_video_as_a_single_run_does(
     clips: list[str], tmp_path: Path
 ) -> None:
     """A several-source run's videos keep each source's audio, cut to the frames run,
     as a one-source run's does (before: several sources' videos came out silent). The
     clip with sound is made by FFmpeg, and FFmpeg's ffprobe reads what the outputs hold."""
-    loud = tmp_path / "loud.mp4"
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25",
-         "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "3",
-         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", str(loud)],
-        check=True,
-    )  # fmt: skip
+    loud = _loud(tmp_path / "loud.mp4")
     settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
     summary = run_many([str(loud), clips[0]], settings, str(tmp_path / "all"), frames=50)
     assert [s.frames for s in summary.sources] == [50, FRAMES]
@@ -461,3 +466,24 @@ def test_each_source_keeps_its_own_sound_in_its_video_as_a_single_run_does(
     run_to_outputs(str(loud), settings, export=str(alone), frames=50)
     single = _audio_s(alone)
     assert single is not None and abs(single - kept) < 0.05
+
+
+def test_a_streams_sound_is_not_fetched_over_another_connection(tmp_path: Path) -> None:
+    """A stream with sound recorded: the video comes without it, over no more
+    connections than a run that writes no video takes (its sound would come over one
+    more, out of step with the frames, and many cameras take only so many clients;
+    before, it was fetched so: one connection more)."""
+    payload = _loud(tmp_path / "loud.ts").read_bytes()
+    server = LoopbackStreamServer(payload, bytes_per_s=len(payload) * 4)
+    server.start()
+    settings = PipelineSettings(resolve_model(DEFAULT_MODEL), threads=1)
+    try:
+        run_to_outputs(server.url, settings, detections=str(tmp_path / "d.json"), frames=25)
+        frames_only, server.connections = server.connections, 0
+        out = tmp_path / "recorded.mp4"
+        summary = run_to_outputs(server.url, settings, export=str(out), frames=25)
+    finally:
+        server.stop()
+    assert summary.frames == 25 and out.is_file()
+    assert _audio_s(out) is None
+    assert server.connections == frames_only
