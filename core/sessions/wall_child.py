@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -294,16 +295,35 @@ def child_main(
     out: Connection,
 ) -> None:
     """The child: the wall played, its picture published, until "stop" or the parent
-    goes away."""
-    from framelens.core.sessions.wall import WallPlayer
-
-    shm = SharedMemory(name=shm_name)
+    goes away. What stops it otherwise reaches the parent as one line ("failed"), the
+    last thing it sends, wherever it came from (setting up, opening, playing)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the GUI's: it closes the wall
     send_lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
         with send_lock, contextlib.suppress(OSError, BrokenPipeError):
             out.send(message)
 
+    try:
+        _serve(specs, settings, stages, realtime, shm_name, size, plan, commands, send)
+    except Exception as exc:  # one line for the parent, not a traceback in its terminal
+        send(("failed", f"the video wall's process failed: {error_message(exc)}"))
+
+
+def _serve(
+    specs: list[str],
+    settings: PipelineSettings,
+    stages: StageFactory | None,
+    realtime: bool,
+    shm_name: str,
+    size: tuple[int, int],
+    plan: WallTransport,
+    commands: Connection,
+    send: Callable[[tuple[Any, ...]], None],
+) -> None:
+    from framelens.core.sessions.wall import WallPlayer
+
+    shm = SharedMemory(name=shm_name)
     early: list[tuple[Any, ...]] = []
     ipc = _ipc_sender(plan, size, commands, send, early) if plan.kind == IPC else None
     publisher = Publisher(
@@ -354,9 +374,7 @@ def child_main(
                 publisher.use_host()
             elif command[0] == "stop":
                 break
-    except Exception as exc:  # one line for the parent, not a traceback in its terminal
-        send(("error", f"the video wall's process failed: {error_message(exc)}"))
-    finally:
+    finally:  # an error goes on to child_main, which says it to the parent last
         publisher.stop()
         player.close()
         thread.join(5.0)

@@ -52,6 +52,7 @@ from typing import Any
 from framelens.core.gpu.interop import DeviceFrame
 from framelens.core.gpu.wall_ipc import open_receiver
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.wall import WallState
 from framelens.core.sessions.wall_child import BUFFERS, DEPTH_ENV, TileOverlay, child_main
 from framelens.core.sessions.wall_transport import (
     HOST,
@@ -239,6 +240,8 @@ class WallProcess:
         self._settle(WallTransport(IPC, device=handles.device))
 
     def _read(self, conn: Connection) -> None:
+        last: WallState | None = None  # the child's last state
+        failed = ""  # why the child stopped, in its own words
         while True:
             try:
                 message = conn.recv()
@@ -248,7 +251,10 @@ class WallProcess:
             if kind == "picture":
                 self._deliver(message)
             elif kind == "state":
+                last = message[1]
                 self._on_state(message[1])
+            elif kind == "failed":  # its last words: the end of the pipe comes next
+                failed = message[1]
             elif kind == "error":
                 self._on_error(message[1])
             elif kind == "ipc-handles":
@@ -260,10 +266,10 @@ class WallProcess:
             process = self._process
             process.join(_STOP_JOIN_S)
             code = process.exitcode
-            self._on_error(
-                f"the video wall's process stopped unexpectedly (exit code {code}); "
-                "its sources are no longer played"
-            )
+            why = failed or f"the video wall's process stopped unexpectedly (exit code {code})"
+            if last is not None:  # the wall as it was, stopped: no rates, every tile down
+                self._on_state(stopped(last, "the wall's process stopped"))
+            self._on_error(f"{why}; its sources are no longer played")
 
     def _deliver(self, message: tuple[Any, ...]) -> None:
         _, buffer, version, overlays, replaced, via = message
@@ -356,3 +362,13 @@ class WallProcess:
             with contextlib.suppress(FileNotFoundError):
                 self._shm.unlink()
             self._shm = None
+
+
+def stopped(state: WallState, why: str) -> WallState:
+    """``state`` of a wall whose process is gone: failed, no rates, each tile still
+    playing or opening failed for ``why`` (one that had ended or failed keeps its own)."""
+    tiles = tuple(
+        t if t.status in ("ended", "failed") else replace(t, status="failed", reason=why, fps=0.0)
+        for t in state.tiles
+    )
+    return replace(state, status="failed", fps=0.0, tiles=tiles)

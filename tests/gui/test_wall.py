@@ -468,6 +468,10 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
         qtbot.waitUntil(lambda: bool(wall.errors), timeout=30_000)
         qtbot.wait(300)
         assert len(wall.errors) == 1 and "stopped unexpectedly" in wall.errors[0]
+        # the window says the wall stopped, not its last rates as if it played on
+        qtbot.waitUntil(lambda: "failed" in wall.summary_label.text(), timeout=5000)
+        assert "fps" not in wall.summary_label.text(), wall.summary_label.text()
+        save_screenshot(wall, "wall-process-killed.png")
     finally:
         wall.close()
     assert not child.is_alive()

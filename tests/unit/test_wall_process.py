@@ -192,6 +192,34 @@ def test_a_child_that_dies_is_one_message(clips: list[str]) -> None:
         assert len(consumer.errors) == 1
         assert "video wall's process stopped unexpectedly" in consumer.errors[0]
         assert "\n" not in consumer.errors[0]
+        # the window is told the wall stopped, not left showing its last rates as if it
+        # played on: the wall failed, every tile down with why, no rate
+        state = consumer.states[-1]
+        assert state.status == "failed" and state.fps == 0.0
+        assert all(t.status == "failed" and t.fps == 0.0 for t in state.tiles), state.tiles
+        assert all(t.reason == "the wall's process stopped" for t in state.tiles)
+    finally:
+        consumer.wall.close()
+
+
+def test_a_child_that_fails_says_why_in_its_own_words_once(clips: list[str]) -> None:
+    """The child cannot attach the picture's shared memory (gone from /dev/shm before it
+    came up: a tmp cleaner, say; removed here right after the start, fault injection):
+    the one message is the child's own reason, not a traceback in the terminal and
+    "stopped unexpectedly (exit code 1)"."""
+    consumer = Consumer()
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    try:
+        shm = consumer.wall._shm
+        assert shm is not None
+        shm.unlink()  # the child, still importing, has yet to attach it
+        consumer.wait(lambda: bool(consumer.errors))
+        time.sleep(1.0)  # the end of the pipe comes after the child's last words
+        assert len(consumer.errors) == 1, consumer.errors
+        error = consumer.errors[0]
+        assert error.startswith("the video wall's process failed: ") and "\n" not in error
+        assert "stopped unexpectedly" not in error
+        assert error.endswith("its sources are no longer played"), error
     finally:
         consumer.wall.close()
 
