@@ -202,6 +202,23 @@ def test_a_child_that_dies_is_one_message(clips: list[str]) -> None:
         consumer.wall.close()
 
 
+def test_ctrl_c_in_the_terminal_is_the_windows_not_the_childs(clips: list[str]) -> None:
+    """Ctrl+C in the terminal reaches every process of its group: the child leaves it to
+    the window (which closes the wall) and goes on, no traceback, no message (before: a
+    KeyboardInterrupt traceback, and the wall's process gone)."""
+    consumer = Consumer()
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    try:
+        consumer.wait(lambda: bool(consumer.pictures))
+        process = consumer.wall._process
+        os.kill(process.pid, signal.SIGINT)
+        seen = len(consumer.pictures)
+        consumer.wait(lambda: len(consumer.pictures) > seen + 3)
+        assert process.is_alive() and not consumer.errors, consumer.errors
+    finally:
+        consumer.wall.close()
+
+
 def test_a_child_that_fails_says_why_in_its_own_words_once(clips: list[str]) -> None:
     """The child cannot attach the picture's shared memory (gone from /dev/shm before it
     came up: a tmp cleaner, say; removed here right after the start, fault injection):
