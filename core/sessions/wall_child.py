@@ -213,7 +213,8 @@ class Publisher:
                 self._lock.notify_all()
             self._send(message)
         self.on_ready()  # stopped: every tile takes its results (and drops them)
-        self._send(("error", f"the video wall's picture could not be handed over: {failed}"))
+        # the wall would go on unseen: the parent stops it and says why (wall_process.py)
+        self._send(("failed", f"the video wall's picture could not be handed over: {failed}"))
 
 
 def queue_depth(settings: PipelineSettings, sources: int) -> int:

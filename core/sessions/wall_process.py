@@ -253,8 +253,9 @@ class WallProcess:
             elif kind == "state":
                 last = message[1]
                 self._on_state(message[1])
-            elif kind == "failed":  # its last words: the end of the pipe comes next
+            elif kind == "failed":  # it cannot go on: stopped, the end of the pipe next
                 failed = message[1]
+                self._send(("stop",))  # (its picture given up: the wall would play unseen)
             elif kind == "error":
                 self._on_error(message[1])
             elif kind == "ipc-handles":

@@ -376,6 +376,33 @@ def test_where_a_wall_plays_by_choice_and_device(choice: str, device: str, own: 
     assert wall_in_own_process(choice, device) is own
 
 
+class _Broken:
+    """A sender whose every hand-over fails (shared memory gone bad, say)."""
+
+    kind = HOST
+
+    def publish(self, buffer: int, picture: Any) -> None:
+        raise OSError("the picture's memory cannot be written (injected)")
+
+
+def test_a_picture_that_cannot_be_handed_over_stops_the_wall_with_one_reason() -> None:
+    """The publisher cannot write a picture: it stops and tells the parent the wall
+    failed (which then stops the child and says why once), rather than an error shown
+    for 10 s over a wall that goes on decoding and inferring unseen."""
+    sent = _Sent()
+    publisher = Publisher(_Broken(), None, (64, 36), sent.send, ("person",), OverlayStyle())
+    publisher.picture.set_layout(1)
+    thread = threading.Thread(target=publisher.run, daemon=True)
+    thread.start()
+    frame = Frame(np.zeros((36, 64, 3), np.uint8), 0, 0.0, source_id=0)
+    publisher.result(FrameResult(frame, Detections(), StageTimes()))
+    thread.join(10)
+    assert not thread.is_alive()
+    assert [m[0] for m in sent.messages] == ["failed"], sent.messages
+    assert "could not be handed over: " in sent.messages[0][1]
+    assert "cannot be written (injected)" in sent.messages[0][1]
+
+
 class _Sent:
     """The child's sender and pipe, kept here: what was published into which buffer."""
 
