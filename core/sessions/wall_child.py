@@ -284,17 +284,21 @@ def _ipc_sender(
     return sender
 
 
-def child_main(
-    specs: list[str],
-    settings: PipelineSettings,
-    stages: StageFactory | None,
-    realtime: bool,
-    shm_name: str,
-    size: tuple[int, int],
-    plan: WallTransport,
-    commands: Connection,
-    out: Connection,
-) -> None:
+@dataclass(frozen=True)
+class ChildJob:
+    """What the wall's process is given (pickled to it): its sources and settings, the
+    picture's shared memory and size, and the transport planned."""
+
+    specs: list[str]
+    settings: PipelineSettings
+    stages: StageFactory | None
+    realtime: bool
+    shm_name: str
+    size: tuple[int, int]
+    plan: WallTransport
+
+
+def child_main(job: ChildJob, commands: Connection, out: Connection) -> None:
     """The child: the wall played, its picture published, until "stop" or the parent
     goes away. What stops it otherwise reaches the parent as one line ("failed"), the
     last thing it sends, wherever it came from (setting up, opening, playing)."""
@@ -306,25 +310,16 @@ def child_main(
             out.send(message)
 
     try:
-        _serve(specs, settings, stages, realtime, shm_name, size, plan, commands, send)
+        _serve(job, commands, send)
     except Exception as exc:  # one line for the parent, not a traceback in its terminal
         send(("failed", f"the video wall's process failed: {error_message(exc)}"))
 
 
-def _serve(
-    specs: list[str],
-    settings: PipelineSettings,
-    stages: StageFactory | None,
-    realtime: bool,
-    shm_name: str,
-    size: tuple[int, int],
-    plan: WallTransport,
-    commands: Connection,
-    send: Callable[[tuple[Any, ...]], None],
-) -> None:
+def _serve(job: ChildJob, commands: Connection, send: Callable[[tuple[Any, ...]], None]) -> None:
     from framelens.core.sessions.wall import WallPlayer
 
-    shm = SharedMemory(name=shm_name)
+    specs, settings, size, plan = job.specs, job.settings, job.size, job.plan
+    shm = SharedMemory(name=job.shm_name)
     early: list[tuple[Any, ...]] = []
     ipc = _ipc_sender(plan, size, commands, send, early) if plan.kind == IPC else None
     publisher = Publisher(
@@ -340,7 +335,7 @@ def _serve(
         send(("error", message))
 
     player = WallPlayer(
-        publisher.result, on_state, on_error, realtime=realtime, stages=stages,
+        publisher.result, on_state, on_error, realtime=job.realtime, stages=job.stages,
         display_depth=queue_depth(settings, len(specs)), ready=publisher.ready,
     )  # fmt: skip
     publisher.on_ready = player.wake

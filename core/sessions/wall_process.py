@@ -53,7 +53,13 @@ from framelens.core.gpu.interop import DeviceFrame
 from framelens.core.gpu.wall_ipc import open_receiver
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.wall import WallState
-from framelens.core.sessions.wall_child import BUFFERS, DEPTH_ENV, TileOverlay, child_main
+from framelens.core.sessions.wall_child import (
+    BUFFERS,
+    DEPTH_ENV,
+    ChildJob,
+    TileOverlay,
+    child_main,
+)
 from framelens.core.sessions.wall_transport import (
     HOST,
     IPC,
@@ -198,10 +204,12 @@ class WallProcess:
         ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
         from_child, child_out = ctx.Pipe(duplex=False)
         child_in, to_child = ctx.Pipe(duplex=False)
-        args = (list(specs), settings, self._stages, self._realtime, self._shm.name, size, plan)
+        job = ChildJob(
+            list(specs), settings, self._stages, self._realtime, self._shm.name, size, plan
+        )
         self._process = ctx.Process(
             target=child_main,
-            args=(*args, child_in, child_out),
+            args=(job, child_in, child_out),
             name="fl-wall-process",
             daemon=True,
         )

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
+from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.playback.player import Player, PlayerState
 from framelens.core.stages.draw.style import OverlayStyle
@@ -89,6 +90,32 @@ def player(rec: Recorder) -> Iterator[Player]:
     p = Player(rec.on_result, rec.on_state, rec.on_error)
     yield p
     p.close()
+
+
+class StandsForGpu(FramePipeline):
+    """A CPU pipeline (ONNX Runtime) that stands for one on ``s.device``: no GPU here, so
+    the GPU pipelines of the tests below are stood in for (a subclass injects a fault)."""
+
+    def __init__(self, s: PipelineSettings) -> None:
+        cpu = build.host_pipeline(replace(s, device="cpu", threads=1, backend="onnxruntime"))
+        super().__init__(s, cpu.engine, cpu.task)
+
+
+def stand_in_gpus(
+    player: Player,
+    monkeypatch: pytest.MonkeyPatch,
+    make: Callable[[PipelineSettings], FramePipeline],
+    workers: int = 2,
+) -> None:
+    """The player's CUDA pipelines made by ``make`` (its CPU ones as ever)."""
+    real_build = player._build_pipelines
+
+    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        if s.device.startswith("cuda"):
+            return make(s), [make(s) for _ in range(workers)]
+        return real_build(s)
+
+    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
 
 
 def opened(player: Player, rec: Recorder, settings: PipelineSettings) -> None:
@@ -494,28 +521,15 @@ def test_gpu_failure_while_playing_goes_on_on_the_cpu(
     real GPU pipeline's fault hook is exercised on the H200). TensorRT runs on GPUs
     only: the CPU goes on with ONNX Runtime."""
     from framelens.core.errors import GpuError
-    from framelens.core.pipeline.frame_pipeline import FramePipeline
 
-    class FailsAt20(FramePipeline):
-        def __init__(self, s: PipelineSettings) -> None:
-            # runs on the CPU with ONNX Runtime...
-            cpu = build.host_pipeline(replace(s, device="cpu", threads=1, backend="onnxruntime"))
-            super().__init__(s, cpu.engine, cpu.task)  # ...but stands for one on cuda:0
-
+    class FailsAt20(StandsForGpu):
         def infer_batch(self, frames, times_each):  # type: ignore[no-untyped-def]
             if any(frame.index == 20 for frame in frames):
                 raise GpuError("frame 20: out of memory (injected)")
             return super().infer_batch(frames, times_each)
 
     player = Player(rec.on_result, rec.on_state, rec.on_error)
-    real_build = player._build_pipelines
-
-    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
-        if s.device.startswith("cuda"):
-            return FailsAt20(s), [FailsAt20(s), FailsAt20(s)]
-        return real_build(s)
-
-    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
+    stand_in_gpus(player, monkeypatch, FailsAt20)
     try:
         player.open(SAMPLE, replace(settings, device="cuda:0", backend=backend))
         rec.wait(lambda: len(rec.results) >= 1)
@@ -539,25 +553,13 @@ def test_a_new_gpu_model_failing_at_its_first_frame_does_not_leave_the_status_lo
     why once, and the status stops saying "Loading model…" (it stayed on: no frame of
     the new model would ever be shown to clear it)."""
     from framelens.core.errors import GpuError
-    from framelens.core.pipeline.frame_pipeline import FramePipeline
 
-    class FailsAtOnce(FramePipeline):
-        def __init__(self, s: PipelineSettings) -> None:
-            cpu = build.host_pipeline(replace(s, device="cpu", threads=1))
-            super().__init__(s, cpu.engine, cpu.task)  # stands for one on cuda:0
-
+    class FailsAtOnce(StandsForGpu):
         def infer_batch(self, frames, times_each):  # type: ignore[no-untyped-def]
             raise GpuError("out of memory building the first frame's kernels (injected)")
 
     player = Player(rec.on_result, rec.on_state, rec.on_error)
-    real_build = player._build_pipelines
-
-    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
-        if s.device.startswith("cuda"):
-            return FailsAtOnce(s), [FailsAtOnce(s), FailsAtOnce(s)]
-        return real_build(s)
-
-    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
+    stand_in_gpus(player, monkeypatch, FailsAtOnce)
     try:
         opened(player, rec, settings)
         player.set_model(replace(settings, device="cuda:0"))
@@ -611,25 +613,16 @@ def test_a_gpu_model_that_cannot_be_built_leaves_the_running_gpu_model_playing(
     and the model that runs goes on playing on the GPU (before: it was failed over to
     the CPU, as if it had failed itself)."""
     from framelens.core.errors import GpuError
-    from framelens.core.pipeline.frame_pipeline import FramePipeline
-
-    class OnGpu(FramePipeline):
-        def __init__(self, s: PipelineSettings) -> None:
-            cpu = build.host_pipeline(replace(s, device="cpu", threads=1))
-            super().__init__(s, cpu.engine, cpu.task)  # stands for one on cuda:0
 
     faces = replace(settings, model=resolve_model("yunet"), device="cuda:0")
-    player = Player(rec.on_result, rec.on_state, rec.on_error)
-    real_build = player._build_pipelines
 
-    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
+    def built(s: PipelineSettings) -> FramePipeline:
         if s.model.name == faces.model.name:
             raise GpuError("out of memory building the engine (injected)")
-        if s.device.startswith("cuda"):
-            return OnGpu(s), [OnGpu(s), OnGpu(s)]
-        return real_build(s)
+        return StandsForGpu(s)
 
-    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
+    player = Player(rec.on_result, rec.on_state, rec.on_error)
+    stand_in_gpus(player, monkeypatch, built)
     try:
         player.open(SAMPLE, replace(settings, device="cuda:0"))
         rec.wait(lambda: len(rec.results) >= 1)
@@ -656,24 +649,12 @@ def test_nvdec_missing_decodes_on_the_host_and_says_so_once(
     pycuda) the player decodes on the host, says so once, and does not reopen the file
     on every later GPU model swap. The GPU pipelines are stood in for by CPU pipelines
     that declare device frames (they also take host frames, as the real one does)."""
-    from framelens.core.pipeline.frame_pipeline import FramePipeline
 
-    class TakesDeviceFrames(FramePipeline):
+    class TakesDeviceFrames(StandsForGpu):
         takes_device_frames = True
 
-        def __init__(self, s: PipelineSettings) -> None:
-            cpu = build.host_pipeline(replace(s, device="cpu", threads=1))
-            super().__init__(s, cpu.engine, cpu.task)
-
     player = Player(rec.on_result, rec.on_state, rec.on_error)
-    real_build = player._build_pipelines
-
-    def stand_ins(s: PipelineSettings):  # type: ignore[no-untyped-def]
-        if s.device.startswith("cuda"):
-            return TakesDeviceFrames(s), [TakesDeviceFrames(s)]
-        return real_build(s)
-
-    monkeypatch.setattr(player, "_build_pipelines", stand_ins)
+    stand_in_gpus(player, monkeypatch, TakesDeviceFrames, workers=1)
     cuda = replace(settings, device="cuda:0")
     try:
         player.open(SAMPLE, cuda)
