@@ -22,19 +22,17 @@ from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.stats import RunStats
 from framelens.core.sessions.outputs import SourceOutputs, run_meta
 from framelens.core.sessions.processes import Counter, StopFlag
-from framelens.core.sessions.session import Session, SessionOptions, SessionSource
+from framelens.core.sessions.session import Say, Session, SessionOptions, SessionSource
 from framelens.core.sessions.summary import DeviceSummary, EngineCalls, Ran, SourceSummary
 from framelens.core.stages.source_stages import StageFactory
 from framelens.core.stages.tasks import AnyTask
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import SourceInfo
 
-__all__ = ["LIVE_KINDS", "OutputsFor", "Say", "run_device"]
+__all__ = ["LIVE_KINDS", "OutputsFor", "run_device"]
 
 LIVE_KINDS = ("stream", "camera")
 """Sources without an end: a run of them stops on Ctrl+C and keeps its outputs."""
-
-Say = Callable[[str], None]
 
 
 class OutputsFor(Protocol):

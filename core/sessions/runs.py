@@ -29,10 +29,10 @@ from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.pipeline.variant import prepare_precision
 from framelens.core.progress import Progress, make_bar
-from framelens.core.sessions.device_run import Say, run_device
+from framelens.core.sessions.device_run import run_device
 from framelens.core.sessions.outputs import RunOutputs, SourceOutputs, open_outputs, output_names
 from framelens.core.sessions.processes import Counter, StopFlag, run_groups_in_processes
-from framelens.core.sessions.session import Session, SessionOptions, SessionSource
+from framelens.core.sessions.session import Say, Session, SessionOptions, SessionSource
 from framelens.core.sessions.summary import DeviceSummary, RunSummary
 from framelens.core.sessions.tracks import MOT_SUFFIX, drawn_or_not, tracker_json, with_tracking
 from framelens.core.stages.analytics.events import EVENTS_SUFFIX

@@ -52,6 +52,7 @@ __all__ = [
     "MAX_BATCH",
     "MULTI_BATCH",
     "RUN_DEPTH",
+    "Say",
     "Session",
     "SessionOptions",
     "SessionSource",
