@@ -17,4 +17,12 @@ bash installer/setup.sh --dev
 # PYTHONDONTWRITEBYTECODE is set, each of the ~130 processes the tests start (the CLI,
 # Ray workers) would compile the package again
 .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import framelens, os; print(os.path.dirname(framelens.__file__))')"
-exec .venv/bin/python -m pytest -q "$@"
+# Arguments (a file, -k ...): one plain pytest run of what they pick. None: the whole
+# suite in two phases. The tests that assert no rate, latency or signal timing run in
+# two processes (pytest-xdist, a file's tests together so its fixtures are built once);
+# then those marked `serial` run alone, so that nothing beside them slows what they time.
+if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
+failed=0
+.venv/bin/python -m pytest -q -n 2 --dist loadfile -m "not soak and not serial" || failed=$?
+.venv/bin/python -m pytest -q -m "serial and not soak" || failed=$?
+exit "$failed"

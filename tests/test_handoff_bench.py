@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_the_handoff_benchmark_measures_the_session_and_profiles_its_threads(
     tmp_path: Path,
 ) -> None:

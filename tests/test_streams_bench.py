@@ -62,6 +62,7 @@ def test_streams_rows_keep_every_run_and_the_ceiling_measured_in_the_same_call(
         assert len(row["p99_ms_runs"]) == 2 and row["frames"] == 2 * 12
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_paced_cameras_find_the_largest_n_with_every_frame_in_time(tmp_path: Path) -> None:
     video = write_clip(tmp_path / "ten.mp4", frames=30, fps=10, size=(320, 180))
     out = tmp_path / "h200-paced.json"

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_a_fast_consumer_gets_the_wall_s_results_and_a_slow_one_is_capped_by_its_paints(
     tmp_path: Path,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.decode_ahead import End
@@ -142,6 +143,7 @@ class Index:
         pass
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_a_seek_after_the_end_of_a_file_never_waits_behind_idle_workers(tmp_path: Path) -> None:
     """Issue 26: at the end of a file the workers, with nothing to decode, took the take
     lock again and again; a lock is not fair, so a player's seek waited behind them for

@@ -179,6 +179,7 @@ def slow_stream(tmp_path: Path) -> Iterator[LoopbackStreamServer]:
     server.stop()
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_a_slow_live_source_does_not_stall_a_file_beside_it(
     clips: list[str], slow_stream: LoopbackStreamServer
 ) -> None:
@@ -199,6 +200,7 @@ def test_a_slow_live_source_does_not_stall_a_file_beside_it(
     assert len(when[0]) >= 5 and when[0][4] > when[1][-1]  # the stream was still trickling
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_a_batch_waits_no_longer_than_asked_for_a_late_source(
     clips: list[str], slow_stream: LoopbackStreamServer, tmp_path: Path
 ) -> None:
@@ -386,6 +388,7 @@ def test_a_group_process_that_dies_is_one_line_and_its_outputs_are_not_written(
     assert list((tmp_path / "out").iterdir()) == []  # neither outputs nor temporaries
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_ctrl_c_while_the_groups_start_is_one_line_and_leaves_nothing(
     clips: list[str], tmp_path: Path
 ) -> None:

@@ -404,6 +404,7 @@ def lateness(rec: Recorder, start: int, speed: float) -> list[float]:
     ]
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_realtime_faster_than_the_model_drops_frames_instead_of_falling_behind(
     player: Player, rec: Recorder, settings: PipelineSettings
 ) -> None:

@@ -406,6 +406,7 @@ def test_stream_delivers_frames_in_order(server: LoopbackStreamServer) -> None:
     assert_bgr(frames[0], 160, 128)
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 def test_slow_reader_gets_the_latest_frame_not_a_backlog(server: LoopbackStreamServer) -> None:
     with open_source(server.url) as src:
         first = read(src)

@@ -18,7 +18,7 @@ import pytest
 from framelens.core.gpu.context import cuda_usable
 from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
-from framelens.core.sessions import wall_child
+from framelens.core.sessions import wall_child, wall_process
 from framelens.core.sessions.wall import DISPLAY_DEPTH, WallState
 from framelens.core.sessions.wall_child import Publisher, queue_depth
 from framelens.core.sessions.wall_process import (
@@ -219,17 +219,23 @@ def test_ctrl_c_in_the_terminal_is_the_windows_not_the_childs(clips: list[str]) 
         consumer.wall.close()
 
 
-def test_a_child_that_fails_says_why_in_its_own_words_once(clips: list[str]) -> None:
+def test_a_child_that_fails_says_why_in_its_own_words_once(
+    clips: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The child cannot attach the picture's shared memory (gone from /dev/shm before it
-    came up: a tmp cleaner, say; removed here right after the start, fault injection):
-    the one message is the child's own reason, not a traceback in the terminal and
-    "stopped unexpectedly (exit code 1)"."""
+    came up: a tmp cleaner, say; fault injection: its name removed as soon as it is made,
+    before the child starts, so the child never finds it): the one message is the child's
+    own reason, not a traceback in the terminal and "stopped unexpectedly (exit code 1)"."""
+
+    def made_then_removed(*args: Any, **kwargs: Any) -> SharedMemory:
+        shm = SharedMemory(*args, **kwargs)
+        shm.unlink()  # this process keeps its mapping; the name is gone
+        return shm
+
+    monkeypatch.setattr(wall_process, "SharedMemory", made_then_removed)
     consumer = Consumer()
     consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
     try:
-        shm = consumer.wall._shm
-        assert shm is not None
-        shm.unlink()  # the child, still importing, has yet to attach it
         consumer.wait(lambda: bool(consumer.errors))
         time.sleep(1.0)  # the end of the pipe comes after the child's last words
         assert len(consumer.errors) == 1, consumer.errors
@@ -325,6 +331,7 @@ class PaintingConsumer(Consumer):
         self._painter.join(5)
 
 
+@pytest.mark.serial  # times itself: runs alone (installer/test.sh)
 @pytest.mark.parametrize(
     "every_s, hold_s", [(0.05, 0.03), (0.1, 0.06)], ids=["20-paints-a-s", "6-paints-a-s"]
 )
