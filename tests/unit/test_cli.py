@@ -274,15 +274,18 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "framelens", command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    proc.stdout.close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the command starts: it cannot write first
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "framelens", command],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+    finally:
+        os.close(write_end)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141
     assert err == ""
