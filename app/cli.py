@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="several sources: inference workers per device (default 2 on CUDA)",
+        help="inference workers (per device for several sources; default 2 on CUDA, 1 for a "
+        "heavy super-resolution model such as ESRGAN)",
     )
     run.add_argument(
         "--processes",
@@ -209,6 +210,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_tracker(args.tracker)
     if several:
         return _run_many(args, sources, settings)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers must be at least 1")
     if args.processes is not None:  # one source runs in one process: only the value is checked
         from framelens.core.pipeline.devices import process_count
 
@@ -237,6 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         realtime=args.realtime,
         heatmap=args.heatmap_settings,
         heatmap_png=args.heatmap_png or None,
+        workers=args.workers,
     )
     if variant is not None:
         summary = replace(summary, variant=variant.summary())

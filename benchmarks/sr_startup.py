@@ -61,7 +61,6 @@ def one_run(
     video: str, settings: Any, frames: int, search: str, workers: int, warm: str
 ) -> dict[str, Any]:
     """One run of ``frames`` frames with ``search``, ``workers`` and ``warm``."""
-    from framelens.core.pipeline import build
     from framelens.core.sessions.runs import run_to_outputs
     from framelens.core.stages.tasks.superres import device as sr_device
 
@@ -77,11 +76,10 @@ def one_run(
         os.environ.pop(SEARCH_ENV, None)
     else:
         os.environ[SEARCH_ENV] = search
-    build.GPU_WORKERS = workers  # the plan's default worker count, read when it plans
     seen: list[tuple[float, int]] = []
     t0 = time.perf_counter()
     summary = run_to_outputs(
-        video, settings, frames=frames, progress=False,
+        video, settings, frames=frames, progress=False, workers=workers,
         on_progress=lambda done, _total: seen.append((time.perf_counter(), done)),
     )  # fmt: skip
     wall = time.perf_counter() - t0

@@ -404,11 +404,13 @@ def plan(
                           "buffers, no host round trip")  # fmt: skip
         else:
             path = Choice("host pipeline, cuda inference", f"GPU pipeline not used ({reason})")
-        n = GPU_WORKERS if count is None else count
-        workers_why = (
-            "asked for" if count is not None
-            else "two CUDA streams: one batch's upload and preprocessing overlap the other's "
-            "inference"
+        kind = find_kind(runs.model.task)
+        best = kind.task.gpu_workers(runs.model) if kind is not None else None
+        n, workers_why = (
+            (count, "asked for") if count is not None
+            else best if best is not None
+            else (GPU_WORKERS, "two CUDA streams: one batch's upload and preprocessing "
+                  "overlap the other's inference")
         )  # fmt: skip
     else:
         path = Choice("cpu pipeline", f"device is {runs.device}")

@@ -74,6 +74,7 @@ def run_to_outputs(
     realtime: bool = False,
     heatmap: HeatmapSettings | None = None,
     heatmap_png: str | None = None,
+    workers: int | None = None,
 ) -> RunSummary:
     """Process a range of a source; outputs appear only when complete.
 
@@ -98,8 +99,10 @@ def run_to_outputs(
     heatmap.py); ``heatmap_png``: the final heatmap over the last frame as a PNG.
     ``realtime``: a file played as a camera delivers it (core/stages/sources/paced.py):
     frames not taken in time are dropped, counted in the summary, and latency counts
-    from each frame's release.
+    from each frame's release. ``workers``: inference workers (None: as the plan chooses).
     """
+    if workers is not None and workers < 1:
+        raise ConfigError(f"inference workers must be at least 1, not {workers}")
     if tracks is not None and tracker is None:
         raise ConfigError("tracks are written by a tracker: give one to export them")
     if zones is not None and tracker is None:
@@ -114,7 +117,7 @@ def run_to_outputs(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
     )
     options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
-                             start=start, frames=frames,
+                             start=start, frames=frames, workers=workers,
                              wrap=Realtime(frames=frames) if realtime else None)  # fmt: skip
     session = Session(
         [source_spec], settings, options=options, stages=with_tracking(stages, tracker),
