@@ -16,6 +16,7 @@ hides it only for its own time, and the error comes back until its time is up.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -42,6 +43,12 @@ def before_reason(text: str) -> str:
     return text.split(" (", 1)[0]
 
 
+def widest_progress(text: str) -> str:
+    """ "Preparing INT8 7%" -> "Preparing INT8 100%": the width a progress keeps while its
+    digits change, so that neither it nor the fields beside it move as it counts."""
+    return re.sub(r"\d+%$", "100%", text)
+
+
 def compact_source(text: str) -> str:
     """ "768×432 · 10 fps · h264 · 1394 frames" -> "768×432 · 10 fps" (a state such as
     "reconnecting…" stays)."""
@@ -55,6 +62,9 @@ class StatusField(QLabel):
     ``priority``: the lower, the sooner it gives way. ``short``: a shorter form to show
     before hiding. ``reserve``: keeps its place while empty (the fps counter, so the
     other fields do not jump when playback pauses). ``required``: never hidden.
+    ``widest``: the text whose width it takes for a text (``widest_progress``: a
+    progress keeps the width of 100% as it counts, never laid out again digit by digit,
+    never cut for the moment between a new digit and the layout).
     """
 
     def __init__(
@@ -65,6 +75,7 @@ class StatusField(QLabel):
         short: Callable[[str], str] | None = None,
         reserve: bool = False,
         required: bool = False,
+        widest: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__()
         self.setObjectName(name)
@@ -73,6 +84,8 @@ class StatusField(QLabel):
         self.required = required
         self.reserve = reserve
         self._short = short
+        self._widest = widest
+        self._held_for: str | None = None  # the text whose width it holds (``widest``)
         self._text = ""
         self._tip = ""
         self.level = 0  # 0: full, 1: short, 2: hidden
@@ -112,11 +125,14 @@ class StatusField(QLabel):
         return forms
 
     def width_of(self, text: str) -> int:
-        """The width the label needs to show ``text`` whole."""
+        """The width the label needs to show ``text`` whole (as ``widest`` has it)."""
+        if self._widest is not None:
+            text = self._widest(text)
         margins = self.contentsMargins()
         extra = margins.left() + margins.right() + 2 * self.margin()
         width = self.fontMetrics().horizontalAdvance(text) + extra + 2  # QLabel's own slack
-        return max(width, self.minimumWidth())
+        # (a field with ``widest`` sets its own minimum from this very width)
+        return width if self._widest is not None else max(width, self.minimumWidth())
 
     def show_form(self, level: int) -> None:
         forms = self.forms()
@@ -124,10 +140,22 @@ class StatusField(QLabel):
         if level >= len(forms):
             super().setVisible(False)
             return
+        if self._widest is not None:  # its width held whatever the digits say
+            self._hold_width(forms[level])
         if QLabel.text(self) != forms[level]:
             super().setText(forms[level])
         self._show_tip()
         super().setVisible(True)
+
+    def _hold_width(self, text: str) -> None:
+        """Its minimum width: what QLabel asks to show ``widest`` of ``text`` (measured with
+        that text set for the moment, nothing painted meanwhile)."""
+        assert self._widest is not None
+        widest = self._widest(text) if text else ""
+        if widest != self._held_for:
+            self._held_for = widest
+            super().setText(widest)
+            self.setMinimumWidth(self.sizeHint().width() if widest else 0)
 
     def _show_tip(self) -> None:
         shortened = self.level > 0 and bool(self._text)
@@ -162,7 +190,9 @@ class MainStatusBar(QStatusBar):
         self.message_label = ElidedLabel("")  # "…" at its own width, the rest in its tooltip
         self.message_label.setObjectName("statusMessage")
         self.row.layout_.addWidget(self.message_label, 1)
-        self.job = self._field("statusBusy", 60, required=True)  # "Preparing INT8 12%"
+        self.job = self._field(  # "Preparing INT8 12%", as wide as at 100%
+            "statusBusy", 60, required=True, widest=widest_progress
+        )
         self.source = self._field("statusSource", 30, short=compact_source)
         self.model = self._field("statusModel", 50)
         self.backend = self._field("statusBackend", 20)
@@ -183,8 +213,11 @@ class MainStatusBar(QStatusBar):
         short: Callable[[str], str] | None = None,
         reserve: bool = False,
         required: bool = False,
+        widest: Callable[[str], str] | None = None,
     ) -> StatusField:
-        field = StatusField(name, priority, short=short, reserve=reserve, required=required)
+        field = StatusField(
+            name, priority, short=short, reserve=reserve, required=required, widest=widest
+        )
         field.on_change = self.fit
         self.row.layout_.addWidget(field)
         return field

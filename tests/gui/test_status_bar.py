@@ -141,3 +141,26 @@ def test_the_backend_field_tells_the_plan_in_its_tooltip(
     assert "path: cpu pipeline (device is cpu)" in tip, tip
     assert any(line.startswith("workers: ") for line in tip), tip
     assert tip[-1].startswith("decoding: cpu"), tip
+
+
+def test_a_counting_progress_keeps_its_width_and_its_neighbours_stay_put(
+    window: MainWindow, qtbot: QtBot
+) -> None:
+    """ "Preparing INT8 9%" -> "10%" -> "100%": the job field is as wide as at 100% from
+    the start. Before, each new digit widened it at Qt's next layout pass: until then the
+    text was cut by a digit, and then the message beside it lost that width."""
+    bar = window.status_bar
+    bar.source.setText("768×432 · 10 fps · h264 · 1394 frames")
+    bar.showMessage("Playing")
+    bar.job.setText("Preparing INT8 9%")
+    laid_out(qtbot, bar)
+    width, message_width = bar.job.width(), bar.message_label.width()
+    for percent in (10, 55, 100):
+        bar.job.setText(f"Preparing INT8 {percent}%")
+        # at once, before Qt lays the change out: whole
+        assert shown_whole(bar.job), f"{percent}%: {bar.job.width()} px"
+        laid_out(qtbot, bar)
+        assert (bar.job.width(), bar.message_label.width()) == (width, message_width), percent
+    bar.job.setText("")  # the job done: its room goes back to the message
+    assert bar.job.isHidden()
+    qtbot.waitUntil(lambda: bar.message_label.width() > message_width, timeout=2000)
