@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="inference workers (per device for several sources; default 2 on CUDA, 1 for a "
-        "heavy super-resolution model such as ESRGAN)",
+        help="inference workers (several sources: per device; default 2 on CUDA, one per core "
+        "up to 4 on the CPU)",
     )
     run.add_argument(
         "--processes",
@@ -200,6 +200,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if args.frames is not None and args.frames <= 0:
         raise ConfigError("--frames must be positive")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers must be at least 1")
     args.tracker = tracker_from_args(args, settings.model)
     several = len(sources) > 1 or bool(args.export_dir)
     _check_export_tracks(args, several)
@@ -210,8 +212,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_tracker(args.tracker)
     if several:
         return _run_many(args, sources, settings)
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError("--workers must be at least 1")
     if args.processes is not None:  # one source runs in one process: only the value is checked
         from framelens.core.pipeline.devices import process_count
 
@@ -335,8 +335,6 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
         raise ConfigError("--start needs one source; several are read from their starts")
     if args.batch_wait is not None and args.batch_wait < 0:
         raise ConfigError("--batch-wait must not be negative")
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError("--workers must be at least 1")
     from framelens.core.pipeline.devices import device_slots, resolve_device
 
     listed = [resolve_device(d) for d in args.devices] if args.devices else [settings.device]

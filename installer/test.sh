@@ -22,7 +22,10 @@ bash installer/setup.sh --dev
 # two processes (pytest-xdist, a file's tests together so its fixtures are built once);
 # then those marked `serial` run alone, so that nothing beside them slows what they time.
 if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
+# pytest's exit codes: 1 is failed tests (the serial phase still runs, so that one run
+# tells every failure); anything else (2 interrupted, 3-5 no run) ends here
 failed=0
 .venv/bin/python -m pytest -q -n 2 --dist loadfile -m "not soak and not serial" || failed=$?
+[ "$failed" -le 1 ] || exit "$failed"
 .venv/bin/python -m pytest -q -m "serial and not soak" || failed=$?
 exit "$failed"

@@ -404,13 +404,11 @@ def plan(
                           "buffers, no host round trip")  # fmt: skip
         else:
             path = Choice("host pipeline, cuda inference", f"GPU pipeline not used ({reason})")
-        kind = find_kind(runs.model.task)
-        best = kind.task.gpu_workers(runs.model) if kind is not None else None
-        n, workers_why = (
-            (count, "asked for") if count is not None
-            else best if best is not None
-            else (GPU_WORKERS, "two CUDA streams: one batch's upload and preprocessing "
-                  "overlap the other's inference")
+        n = GPU_WORKERS if count is None else count
+        workers_why = (
+            "asked for" if count is not None
+            else "two CUDA streams: one batch's upload and preprocessing overlap the other's "
+            "inference"
         )  # fmt: skip
     else:
         path = Choice("cpu pipeline", f"device is {runs.device}")
@@ -638,11 +636,21 @@ def source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:
     return pipeline.settings.device if decodes_on_device(spec) else None
 
 
-def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str]:
+def decode_pool(workers: int, batch: int) -> int:
+    """NVDEC's frame buffers for ``workers`` inference workers taking batches of ``batch``:
+    the decode queue (4), every worker's batch and the two that wait beside them, one
+    being read; never fewer than DECODE_BUFFERS."""
+    return max(DECODE_BUFFERS, 4 + (workers + 2) * batch + 1)
+
+
+def open_frames(
+    spec: str, pipeline: FrameProcessor | None, workers: int = GPU_WORKERS
+) -> tuple[Source, str]:
     """The source of ``spec`` decoded where ``pipeline`` wants its frames, and the name of
     its decoder: NVDEC into device memory for GPU pipelines and video files (which falls
     back to PyAV and says why), else on the host. GpuError when no CUDA decoder can be
-    set up at all."""
+    set up at all. ``workers``: the inference workers its frames are shared by (NVDEC's
+    buffers are counted for them)."""
     device = source_device(pipeline, spec)
     if device is None:
         source = open_source(spec)
@@ -659,10 +667,8 @@ def open_frames(spec: str, pipeline: FrameProcessor | None) -> tuple[Source, str
             stream = cuda_driver().Stream()
     except Exception as exc:
         raise GpuError(f"CUDA stream: {cuda_message(exc)}") from exc
-    # frames in flight: the decode queue, every worker's batch, one being read
     batch = pipeline.settings.batch if pipeline is not None else 1
-    pool = max(DECODE_BUFFERS, 4 + (GPU_WORKERS + 2) * batch + 1)
-    source = open_gpu_source(spec, ctx, stream, pool_size=pool)
+    source = open_gpu_source(spec, ctx, stream, pool_size=decode_pool(workers, batch))
     name = source.decoder_name
     if source.fallback_reason:
         name += f" ({source.fallback_reason})"

@@ -59,6 +59,7 @@ class SourceOpener:
     ) -> None:
         self._pipeline = pipeline
         self._planned: Mapping[str, Choice] = dict(plan.decoders) if plan is not None else {}
+        self._workers = plan.worker_count if plan is not None else build.GPU_WORKERS
         self._shared = shared
         self._say = say
         self.nvdec_missing: str | None = None  # why NVDEC could not be set up, once tried
@@ -81,7 +82,7 @@ class SourceOpener:
         failed: FrameLensError | None = None
         if nvdec and self.nvdec_missing is None:
             try:
-                return Opened(*build.open_frames(spec, pipeline))
+                return Opened(*build.open_frames(spec, pipeline, self._workers))
             except FrameLensError as exc:  # no CUDA stream, no memory for its frame buffers
                 failed = exc
         # on the host: with the pipeline where it wants host frames of this source (a GPU

@@ -154,6 +154,7 @@ class StatusField(QLabel):
         widest = self._widest(text) if text else ""
         if widest != self._held_for:
             self._held_for = widest
+            self.setMinimumWidth(0)  # QLabel's size hint is never less than its minimum
             super().setText(widest)
             self.setMinimumWidth(self.sizeHint().width() if widest else 0)
 

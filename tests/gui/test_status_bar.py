@@ -161,6 +161,10 @@ def test_a_counting_progress_keeps_its_width_and_its_neighbours_stay_put(
         assert shown_whole(bar.job), f"{percent}%: {bar.job.width()} px"
         laid_out(qtbot, bar)
         assert (bar.job.width(), bar.message_label.width()) == (width, message_width), percent
-    bar.job.setText("")  # the job done: its room goes back to the message
-    assert bar.job.isHidden()
+    # the progress done, another job: as wide as its own text, the rest back to the message
+    bar.job.setText("Loading model…")
     qtbot.waitUntil(lambda: bar.message_label.width() > message_width, timeout=2000)
+    assert bar.job.width() < width and shown_whole(bar.job)
+    bar.job.setText("")  # no job: its room goes back to the message too
+    assert bar.job.isHidden()
+    qtbot.waitUntil(lambda: bar.message_label.x() + bar.message_label.width() > bar.job.x())

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
+from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.session import Session, SessionOptions
 from media_factory import encode_frames
-from onnx_factory import heavy_superres_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
@@ -56,29 +55,6 @@ def test_the_plan_keeps_what_was_asked_and_says_why_of_each_worker_count(
     assert threaded.worker_count == 1 and threaded.workers.why == "--threads 2: one worker"
     asked = build.plan(model_settings, [SAMPLE], count=3)
     assert (asked.worker_count, asked.workers.why) == (3, "asked for")
-
-
-def test_a_heavy_super_resolution_model_gets_one_gpu_worker_and_a_light_one_two(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On a GPU, ESRGAN and its kind run with one worker unless more are asked for: its
-    calls keep the GPU busy alone, and a second worker's first call slows the first for
-    seconds (measured: a 40-frame run 0.62, a 300-frame one 0.85 of the time with two).
-    A light model (ESPCN) and detection keep two, overlapping upload and inference. (The
-    GPU itself stands in: this machine has none, and the plan builds nothing.)"""
-    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
-    heavy = resolve_model(str(heavy_superres_model(tmp_path / "sr.onnx")))
-    one = build.plan(PipelineSettings(heavy, device="cuda:0"), [SAMPLE])
-    assert one.worker_count == 1 and one.workers.value == "1"
-    assert one.workers.why.startswith("one CUDA stream: a heavy super-resolution model")
-    assert "--workers 2" in one.workers.why  # what to do for a long run
-    asked = build.plan(PipelineSettings(heavy, device="cuda:0"), [SAMPLE], count=2)
-    assert (asked.worker_count, asked.workers.why) == (2, "asked for")
-    for light in (resolve_model(DEFAULT_SUPERRES_MODEL), resolve_model(DEFAULT_MODEL)):
-        two = build.plan(PipelineSettings(light, device="cuda:0"), [SAMPLE])
-        assert two.worker_count == 2 and two.workers.why.startswith("two CUDA streams")
-    on_cpu = build.plan(PipelineSettings(heavy, threads=2), [SAMPLE])
-    assert on_cpu.workers.why == "--threads 2: one worker"  # the rule is the GPU's
 
 
 def test_one_source_runs_with_the_workers_asked_for(tmp_path: Path) -> None:
@@ -247,3 +223,15 @@ def test_device_slots_in_processes_print_the_plans_their_processes_report(
             **device["plan"]["model"]
         )
     assert stderr.index("plan of device") < stderr.index("wrote")
+
+
+def test_nvdecs_buffers_are_counted_for_the_workers_the_plan_gives() -> None:
+    """NVDEC decodes into a fixed pool; every worker holds a batch and two more wait
+    beside them. Counted for two workers always, before: ``--workers 4`` at batch 4 held
+    4 x 4 frames in batches alone, more than the 21 buffers two workers were given, and
+    the decoder waited for a buffer no worker would give back in time."""
+    for workers, batch in ((1, 1), (2, 1), (2, 4), (4, 4), (8, 8)):
+        pool = build.decode_pool(workers, batch)
+        assert pool >= build.DECODE_BUFFERS
+        assert pool >= 4 + (workers + 2) * batch + 1  # the queue, the batches, one read
+    assert build.decode_pool(4, 4) > build.decode_pool(2, 4)

@@ -77,13 +77,6 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         return {}
 
     @classmethod
-    def gpu_workers(cls, spec: ModelSpec) -> tuple[int, str] | None:
-        """How many inference workers this task's model runs best with on a GPU, and why;
-        None: the plan's default (two, on two CUDA streams)."""
-        del spec
-        return None
-
-    @classmethod
     def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> ParamsT:
         """The parameters the command line's options ask for (``conf``, ``iou``,
         ``classes``: names, comma-separated; ``tile``); ConfigError (one line) for

@@ -36,7 +36,6 @@ from framelens.core.stages.tasks.superres.tiling import (
     TiledEngine,
     cuda_options,
     default_tile,
-    gpu_workers,
 )
 from framelens.core.types import Image
 
@@ -91,10 +90,6 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
     @classmethod
     def cuda_options(cls, spec: ModelSpec) -> dict[str, str]:
         return cuda_options(spec)
-
-    @classmethod
-    def gpu_workers(cls, spec: ModelSpec) -> tuple[int, str] | None:
-        return gpu_workers(spec)
 
     @classmethod
     def calibration_input(

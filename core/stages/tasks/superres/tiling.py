@@ -98,26 +98,6 @@ def cuda_options(spec: ModelSpec) -> dict[str, str]:
     return {"cuda_graphs": "0"}
 
 
-def gpu_workers(spec: ModelSpec) -> tuple[int, str] | None:
-    """One inference worker on a GPU for a heavy super-resolution model: its calls keep the
-    GPU busy alone (52.9 ms a call for ESRGAN x2 at 540p on an H100, 18.9 frames a second
-    with one worker, 21.4 with two once both are built), and a second worker's first call,
-    cuDNN choosing and building its convolutions for ~5-8 s, slows the first worker to ~5
-    frames a second meanwhile. Whole runs of ESRGAN x2 FP16, 540p -> 1080p, on an H100:
-    40 frames 7.8 s with one worker against 12.5 s with two, 300 frames 21.5 against 25.2 s
-    (h100-sr-startup-workers-*-2026-12-06-1747f35.json); two catch up only after about
-    a thousand frames (estimated from the steady rates). None for the others: the plan's
-    two."""
-    if spec.task != "superres" or not is_heavy(spec):
-        return None
-    return 1, (
-        "one CUDA stream: a heavy super-resolution model keeps the GPU busy with one "
-        "worker, and a second one's first call (cuDNN building its convolutions, seconds) "
-        "would slow the first; measured faster for runs of up to about a thousand frames "
-        "(--workers 2 for longer ones)"
-    )
-
-
 def default_tile(spec: ModelSpec, device: str) -> tuple[int, int]:
     """The (height, width) of the largest tile ``spec`` runs at once on ``device``: its
     input_size, and for heavy models no more than HEAVY_TILE."""
