@@ -309,8 +309,11 @@ def test_cancelled_export_leaves_no_file(
     folder.mkdir()
     out = folder / "cancelled.mp4"
     dialog.video_edit.setText(str(out))
-    with qtbot.waitSignal(window.controller.exportProgress, timeout=120_000):
-        dialog.export_button.click()
+    dialog.export_button.click()
+    # what the user sees before cancelling: the bar moving (not a pytest-qt blocker on the
+    # progress signal, which the export's thread emits every frame: one such wait ended
+    # in a segfault inside pytest-qt under a loaded CI run, its queued calls outliving it)
+    qtbot.waitUntil(lambda: dialog.progress.value() > 0, timeout=120_000)
     with qtbot.waitSignal(window.controller.exportFailed, timeout=60_000) as failed:
         dialog.cancel_button.click()
     assert failed.args == ["cancelled"]
