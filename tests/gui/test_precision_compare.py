@@ -219,6 +219,9 @@ def test_saved_precision_is_restored_only_when_available(
     window.close()
 
 
+# serial: the engine's loading is a moment the test samples while it waits; a loaded
+# machine sampled before and after it
+@pytest.mark.serial
 def test_a_restored_int8_is_never_shown_as_fp32_alone_while_it_loads(
     qtbot: QtBot, app_settings: Settings, sample: str, cache: Path, yolox_int8: SharedInt8
 ) -> None:
