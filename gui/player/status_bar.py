@@ -131,7 +131,7 @@ class StatusField(QLabel):
         margins = self.contentsMargins()
         extra = margins.left() + margins.right() + 2 * self.margin()
         width = self.fontMetrics().horizontalAdvance(text) + extra + 2  # QLabel's own slack
-        # (a field with ``widest`` sets its own minimum from this very width)
+        # (a field with ``widest`` holds its own minimum, _hold_width: not counted again)
         return width if self._widest is not None else max(width, self.minimumWidth())
 
     def show_form(self, level: int) -> None:
