@@ -13,7 +13,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from framelens.cli import sample_video
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.runs import run_to_outputs
+from scratch import scratch_folder
 
 WARMUP = 20
 
@@ -34,7 +34,7 @@ def gui_fps(source: str, frames: int) -> float:
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)  # type: ignore[arg-type]
-    ini = Path(tempfile.mkdtemp(prefix="framelens-bench-")) / "settings.ini"
+    ini = scratch_folder("framelens-bench-") / "settings.ini"
     win = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)))
     win.resize(1360, 860)
     win.show()

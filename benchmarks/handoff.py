@@ -48,6 +48,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from scratch import scratch_folder
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -149,7 +151,7 @@ def use_queue_depth(depth: int | None) -> None:
 def tiny_model(boxes: int) -> str:
     """``make_model``'s constant detector of ``boxes`` boxes, in a folder of its own: what
     the benchmarks' ``--tiny-model BOXES`` runs instead of a real detector."""
-    return str(make_model(Path(tempfile.mkdtemp(prefix="fl-tiny-")) / "tiny.onnx", boxes))
+    return str(make_model(scratch_folder("fl-tiny-") / "tiny.onnx", boxes))
 
 
 def save_frames(path: Path, count: int) -> Path:

@@ -24,7 +24,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from framelens.core.stages.sources import open_source
 from framelens.core.stages.tasks.detect.agreement import AgreementTotals
 from framelens.core.stages.tasks.detect.decoders import make_decoder
 from framelens.core.types import Detections
+from scratch import scratch_folder
 
 WARMUP = 20
 CONF = 0.3
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = resolve_model(DEFAULT_MODEL)
     date = datetime.date.today().isoformat()
     output = Path(args.output or f"benchmarks/results/precision-cpu-{date}.json")
-    cache = Path(args.cache_dir or tempfile.mkdtemp(prefix="framelens-precision-bench-"))
+    cache = Path(args.cache_dir or scratch_folder("framelens-precision-bench-"))
 
     variants: dict[str, Any] = {}
     paths: dict[str, Path] = {}

@@ -29,12 +29,12 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scratch import scratch_folder
 
 
 def _wait(app: Any, seconds: float, until: Any = None) -> bool:
@@ -75,7 +75,7 @@ def play_in_window(
     from framelens.gui.player.main_window import MainWindow
     from PySide6.QtCore import QSettings
 
-    ini = Path(tempfile.mkdtemp()) / "framelens.ini"
+    ini = scratch_folder("framelens-window-") / "framelens.ini"
     window = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)))
     window.resize(1600, 1000)
     window.show()
@@ -156,7 +156,7 @@ def play_wall(
     from framelens.gui.player.main_window import MainWindow
     from PySide6.QtCore import QSettings
 
-    ini = Path(tempfile.mkdtemp()) / "framelens.ini"
+    ini = scratch_folder("framelens-window-") / "framelens.ini"
     window = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)))
     window.show()
     _wait(app, 10, lambda: window.canvas.renderer != "")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "soak"))
 
+from scratch import scratch_folder  # noqa: E402
 from test_soak import rss_mib, write_long_clip  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def main() -> int:
     from framelens.core.pipeline.settings import PipelineSettings
     from framelens.core.sessions.playback.player import Player
 
-    tmp = Path(tempfile.mkdtemp(prefix="framelens-soak-"))
+    tmp = scratch_folder("framelens-soak-")
     video = args.video or str(write_long_clip(tmp / "long.mp4", args.frames))
     ended = threading.Event()
     shown = [0]

@@ -135,7 +135,8 @@ def load_baseline(revision: str) -> str:
     """The tracking package (core/stages/tracking) as of git ``revision``, importable
     beside today's under another name; returns that name."""
     import subprocess
-    import tempfile
+
+    from scratch import scratch_folder
 
     root = HERE.parent
     folder = "core/stages/tracking"
@@ -144,7 +145,7 @@ def load_baseline(revision: str) -> str:
         check=True, capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
     package = "framelens_tracking_baseline"
-    target = Path(tempfile.mkdtemp(prefix="tracker-baseline-")) / package
+    target = scratch_folder("tracker-baseline-") / package
     target.mkdir()
     for name in names:
         if name.endswith(".py"):

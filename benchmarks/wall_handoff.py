@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ sys.path.insert(0, str(HERE))
 
 from handoff import queue_depths, tiny_model, use_queue_depth  # noqa: E402
 from host_monitor import machine  # noqa: E402
+from scratch import scratch_folder  # noqa: E402
 from streams import save_json  # noqa: E402
 from wall_screen import make_clips  # noqa: E402
 
@@ -166,7 +166,7 @@ def main() -> int:
     parser.add_argument("--output")
     args = parser.parse_args()
 
-    folder = Path(tempfile.mkdtemp(prefix="framelens-wall-handoff-"))
+    folder = scratch_folder("framelens-wall-handoff-")
     specs = make_clips(folder, args.sources, (320, 180), 30, args.warmup + args.seconds + 30)
     model = tiny_model(args.boxes)
     rates = [float(r) for r in args.rates.split(",")]

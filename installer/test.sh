@@ -23,9 +23,28 @@ bash installer/setup.sh --dev
 # then those marked `serial` run alone, so that nothing beside them slows what they time.
 if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
 # pytest's exit codes: 1 is failed tests (the serial phase still runs, so that one run
-# tells every failure); anything else (2 interrupted, 3-5 no run) ends here
+# tells every failure); anything else (2 interrupted, 3-5 no run) ends here.
+# Each test has its own limit (faulthandler_timeout, pyproject.toml); a phase has one
+# too, for a hang outside any test: `timeout` interrupts pytest (SIGINT: it prints where
+# it was and what finished) and kills it a minute later; the phase then exits 124 (137
+# if killed). `timeout` signals its own process group, the test processes and theirs;
+# at a terminal it stays in the foreground, so that Ctrl+C still reaches pytest. -rfE:
+# the closing summary names failures and errors only, so that the end of a long CI log
+# shows them (-ra, the default, lists ~130 GPU skips).
+phase() {
+    local limit=$1 what=$2
+    shift 2
+    local rc=0 fg=()
+    if [ -t 0 ]; then fg=(--foreground); fi
+    timeout "${fg[@]}" --signal=INT --kill-after=60 "$limit" .venv/bin/python -m pytest -q -rfE "$@" || rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        echo "installer/test.sh: $what ran past its limit of $limit and was stopped" >&2
+    fi
+    return "$rc"
+}
 failed=0
-.venv/bin/python -m pytest -q -n 2 --dist loadfile -m "not soak and not serial" || failed=$?
+phase 30m "the first phase (tests not marked serial, two processes)" \
+    -n 2 --dist loadfile -m "not soak and not serial" || failed=$?
 [ "$failed" -le 1 ] || exit "$failed"
-.venv/bin/python -m pytest -q -m "serial and not soak" || failed=$?
+phase 10m "the serial phase" -m "serial and not soak" || failed=$?
 exit "$failed"

@@ -57,10 +57,11 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv
 status=0
 if [[ $what == tests || $what == all ]]; then
-    # tests named in the arguments (tests/gpu/x.py[::name]) replace the whole folder
+    # tests named in the arguments (tests/gpu/x.py[::name]) replace the whole folder; a
+    # test past 4 minutes prints its stacks and goes on (the call's own limit ends it)
     targets=(tests/gpu); for a in "$@"; do [[ $a == tests/* ]] && targets=(); done
     python3 -m pytest "${targets[@]}" -m gpu -q -rs -p no:cacheprovider \
-        -o faulthandler_timeout=240 --junitxml="$OUT/gpu-tests.xml" \
+        -o faulthandler_timeout=240 -o faulthandler_exit_on_timeout=false --junitxml="$OUT/gpu-tests.xml" \
         "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -60
     status=${PIPESTATUS[0]}
 fi

@@ -8,8 +8,6 @@ docs show (a test run must not rewrite files the repository tracks).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,8 +16,9 @@ import numpy as np
 from PySide6.QtCore import QRect, QTimer
 from PySide6.QtGui import QColor, QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QApplication, QDialog, QLabel, QWidget
+from shots import shots_dir
 
-SHOTS = Path(os.environ.get("FRAMELENS_UI_SCREENSHOTS") or tempfile.mkdtemp(prefix="ui-shots-"))
+SHOTS = shots_dir("FRAMELENS_UI_SCREENSHOTS", "ui")
 READABLE = 3.0  # WCAG 2.1 non-text contrast: icons and other graphics against their background
 
 

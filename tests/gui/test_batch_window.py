@@ -11,7 +11,6 @@ the user guide shows (docs/batch-window.png).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +25,11 @@ from legibility import contrast
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QPalette
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path(
-    os.environ.get("FRAMELENS_BATCH_SCREENSHOTS") or tempfile.mkdtemp(prefix="batch-shots-")
-)
+SHOTS = shots_dir("FRAMELENS_BATCH_SCREENSHOTS", "batch")
 TIMEOUT_MS = 60_000
 
 

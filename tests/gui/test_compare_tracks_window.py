@@ -7,9 +7,7 @@ the user guide shows; else it goes to a temporary folder.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,12 +16,11 @@ from framelens.gui.compare.compare_controller import CompareFrame
 from framelens.gui.compare.compare_view import CompareWindow
 from framelens.gui.player.main_window import MainWindow
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path(
-    os.environ.get("FRAMELENS_COMPARE_SCREENSHOTS") or tempfile.mkdtemp(prefix="compare-shots-")
-)
+SHOTS = shots_dir("FRAMELENS_COMPARE_SCREENSHOTS", "compare")
 TIMEOUT_MS = 60_000
 
 

@@ -10,8 +10,6 @@ README's (docs/detections-list.png).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +26,14 @@ from PySide6.QtCore import QRect, QSettings, Qt
 from PySide6.QtGui import QImage, QKeySequence
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 TIMEOUT_MS = 60_000
 FRAME = 600  # a person and two skateboards (the stool's legs) in the sample
 ALONE = 200  # no person: only the framed picture on the wall
-SHOTS = Path(
-    os.environ.get("FRAMELENS_DETECTIONS_SCREENSHOTS") or tempfile.mkdtemp(prefix="dets-shots-")
-)
+SHOTS = shots_dir("FRAMELENS_DETECTIONS_SCREENSHOTS", "detections")
 U8 = npt.NDArray[np.uint8]
 
 

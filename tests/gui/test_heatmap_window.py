@@ -7,8 +7,6 @@ another); docs/heatmap-player.png was taken with these steps played on to frame 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,12 +20,13 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 TIMEOUT_MS = 90_000
 UNTIL = 150  # the first person comes in (tracked from about frame 64) and stands
-SHOTS = Path(os.environ.get("FRAMELENS_HEATMAP_SCREENSHOTS") or tempfile.mkdtemp(prefix="heat-"))
+SHOTS = shots_dir("FRAMELENS_HEATMAP_SCREENSHOTS", "heatmap")
 U8 = npt.NDArray[np.uint8]
 
 

@@ -37,11 +37,12 @@ from PySide6.QtWidgets import (
     QTreeView,
 )
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 RESULTS_TIMEOUT_MS = 60_000
-SHOTS = Path("/tmp/framelens-shots")
+SHOTS = shots_dir("FRAMELENS_EDGES_SCREENSHOTS", "edges")
 
 
 def shot(widget: object, name: str) -> None:

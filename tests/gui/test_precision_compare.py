@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,12 +29,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontInfo
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path(
-    os.environ.get("FRAMELENS_COMPARE_SCREENSHOTS") or tempfile.mkdtemp(prefix="compare-shots-")
-)
+SHOTS = shots_dir("FRAMELENS_COMPARE_SCREENSHOTS", "compare")
 
 TIMEOUT_MS = 60_000
 SMALL_CALIBRATION = CalibrationSettings(

@@ -10,8 +10,6 @@ the user guide shows (docs/results-browser.png).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +35,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QTableWidget
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path(
-    os.environ.get("FRAMELENS_BATCH_SCREENSHOTS") or tempfile.mkdtemp(prefix="batch-shots-")
-)
+SHOTS = shots_dir("FRAMELENS_BATCH_SCREENSHOTS", "batch")
 TIMEOUT_MS = 30_000
 PEOPLE_FRAMES = 60
 

@@ -8,8 +8,6 @@ Screenshots go to a temporary folder; FRAMELENS_TRACKS_SCREENSHOTS=docs writes t
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,13 +20,14 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 TIMEOUT_MS = 60_000
 FRAME = 600  # the person walks here
 ELSEWHERE = 295  # the person earlier in the video
-SHOTS = Path(os.environ.get("FRAMELENS_TRACKS_SCREENSHOTS") or tempfile.mkdtemp(prefix="tracks-"))
+SHOTS = shots_dir("FRAMELENS_TRACKS_SCREENSHOTS", "tracks")
 U8 = npt.NDArray[np.uint8]
 
 

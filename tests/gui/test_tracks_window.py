@@ -11,8 +11,6 @@ are the real tracker's (tests/gui/test_tracks_playback.py).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -37,6 +35,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 from shiboken6 import isValid
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
@@ -45,7 +44,7 @@ FRAME = 600  # the person and two skateboards
 PERSON = 12
 LOST = {603, 604}  # the stand-in loses the person here
 TAGGED = 191  # the walker lower in the frame: their tag above their box, not inside it
-SHOTS = Path(os.environ.get("FRAMELENS_TRACKS_SCREENSHOTS") or tempfile.mkdtemp(prefix="tracks-"))
+SHOTS = shots_dir("FRAMELENS_TRACKS_SCREENSHOTS", "tracks")
 U8 = npt.NDArray[np.uint8]
 
 

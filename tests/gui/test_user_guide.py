@@ -9,8 +9,6 @@ README's (docs/user-guide.png).
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from importlib.resources import files
 from pathlib import Path
 
@@ -23,14 +21,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextTable
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "user-guide.md"
-SHOTS = Path(
-    os.environ.get("FRAMELENS_GUIDE_SCREENSHOTS") or tempfile.mkdtemp(prefix="guide-shots-")
-)
+SHOTS = shots_dir("FRAMELENS_GUIDE_SCREENSHOTS", "guide")
 
 
 def open_guide(window: MainWindow, qtbot: QtBot) -> UserGuideDialog:

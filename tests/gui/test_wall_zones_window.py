@@ -9,8 +9,6 @@ the docs' wall-zones.png)."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,14 +23,13 @@ from framelens.gui.wall.wall_window import WallWindow
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
-SHOTS = Path(
-    os.environ.get("FRAMELENS_WALL_ZONES_SCREENSHOTS") or tempfile.mkdtemp(prefix="wall-zones-")
-)
+SHOTS = shots_dir("FRAMELENS_WALL_ZONES_SCREENSHOTS", "wall-zones")
 TIMEOUT_MS = 120_000
 # frames 100..259 of the sample (768x432, 10 fps): the first person stands at the table,
 # then walks to the right edge, crossing x = 600 once, left to right, near frame 190

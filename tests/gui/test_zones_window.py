@@ -12,9 +12,7 @@ Screenshots go to a temporary folder; FRAMELENS_ZONES_SCREENSHOTS=docs writes th
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,11 +27,12 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
+from shots import shots_dir
 
 pytestmark = pytest.mark.gui
 
 TIMEOUT_MS = 90_000
-SHOTS = Path(os.environ.get("FRAMELENS_ZONES_SCREENSHOTS") or tempfile.mkdtemp(prefix="zones-"))
+SHOTS = shots_dir("FRAMELENS_ZONES_SCREENSHOTS", "zones")
 # The sample's first walker crosses x = 600 left to right near frame 190, counted by
 # hand (tests/unit/test_cli_analytics.py); nobody crosses it before.
 START, END, CROSSED_NEAR = 150, 235, 190
