@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
+from framelens.core.interrupt import InterruptibleCalls, interruptible
 from framelens.core.pipeline.decode_ahead import DecodeAhead, End, Failed
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source
@@ -192,6 +193,7 @@ class Executor(Generic[T]):
         self._done: dict[int, Done[T] | End | Failed] = {}
         self._version = 0
         self._stop = False
+        self._calls = InterruptibleCalls()  # the workers' engine calls (core/interrupt.py)
         self._seeking = 0  # seeks waiting for the take lock
         self._threads = [
             NamedThread(target=self._work, args=(w,), name=f"fl-worker-{i}", daemon=True)
@@ -218,6 +220,10 @@ class Executor(Generic[T]):
     # ---- worker threads -----------------------------------------------------------------
 
     def _work(self, worker: Worker[T]) -> None:
+        with interruptible(self._calls):  # stop_workers ends the engine call under way
+            self._work_loop(worker)
+
+    def _work_loop(self, worker: Worker[T]) -> None:
         while True:
             with self._cond:
                 # a seek waiting for the take lock goes first: a lock is not fair, and
@@ -364,7 +370,9 @@ class Executor(Generic[T]):
                 self._cond.notify_all()
 
     def stop_workers(self) -> bool:
-        """Stop the worker threads (each finishes its batch first); the source stays open.
+        """Stop the worker threads; the source stays open. An engine call under way is
+        ended where its backend allows (ONNX Runtime: between two nodes of the graph) and
+        its batch dropped; others finish their batch first.
 
         False when a worker is still busy after the wait (a first GPU run can take long).
         """
@@ -375,6 +383,7 @@ class Executor(Generic[T]):
             self._done.clear()
             self._room.notify_all()
             self._cond.notify_all()
+        self._calls.interrupt()
         for t in self._threads:
             t.join(timeout=STOP_TIMEOUT_S)
         return not any(t.is_alive() for t in self._threads)

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from framelens.core.errors import EngineError, GpuError, ModelError
 from framelens.core.gpu.graphs import library_run
+from framelens.core.interrupt import Interrupted, while_interruptible
 from framelens.core.stages.engines.base import Engine
 
 _CUDA = re.compile(r"^cuda(?::(\d+))?$")
@@ -107,6 +108,7 @@ class OnnxRuntimeEngine(Engine):
             device, list(ort.get_available_providers()), cuda_options
         )
 
+        self._run_options = ort.RunOptions
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.intra_op_num_threads = threads or 0  # 0 = ORT picks
@@ -168,11 +170,20 @@ class OnnxRuntimeEngine(Engine):
                 f"{len(self.input_shape)}-d input"
             )
         self.check_batch(int(tensor.shape[0]))
+        # a stopping worker ends the run between two of the graph's nodes (terminate)
+        options = self._run_options()
         try:  # the whole batch in one run
-            # on the CUDA provider it may capture a stream: no context-wide wait meanwhile
-            with library_run() if self.device != "cpu" else contextlib.nullcontext():
-                outputs = self._session.run(self.output_names, {self.input_name: tensor})
+            with (
+                while_interruptible(lambda: setattr(options, "terminate", True)),
+                # on the CUDA provider it may capture a stream: no context-wide wait
+                library_run() if self.device != "cpu" else contextlib.nullcontext(),
+            ):
+                outputs = self._session.run(self.output_names, {self.input_name: tensor}, options)
+        except Interrupted:
+            raise
         except Exception as exc:
+            if options.terminate:
+                raise Interrupted("ONNX Runtime's run was ended by a stopping worker") from exc
             raise run_failure(exc, self.device) from exc
         return list(outputs)
 

@@ -1,0 +1,104 @@
+"""Stopping a long engine call from another thread.
+
+An executor that stops waits for each worker to finish its batch; on the CPU one batch
+of a heavy model (ESRGAN: seconds a frame, tile after tile) held a closing window for
+up to 30 s. A worker thread therefore runs inside ``interruptible(calls)``: an engine
+call made there registers how to end it (``while_interruptible``; ONNX Runtime's
+``RunOptions.terminate``, checked between the graph's nodes), and ``calls.interrupt()``
+ends every such call in progress and refuses any that starts after. The call then
+raises ``Interrupted``, which the stopping executor drops with the batch.
+
+The scope is the thread's, not the engine's: the same pipeline, called outside a
+worker (a player showing one frame) or by the next executor's workers, is untouched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = [
+    "Interrupted",
+    "InterruptibleCalls",
+    "interruptible",
+    "raise_if_interrupted",
+    "while_interruptible",
+]
+
+
+class Interrupted(Exception):
+    """An engine call ended early because its worker was told to stop (never a user's
+    error: the stopping executor drops the batch it was running)."""
+
+
+class InterruptibleCalls:
+    """The engine calls of one set of workers, interrupted together."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._interrupted = False
+        self._ends: dict[int, Callable[[], None]] = {}
+        self._next = 0
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    def interrupt(self) -> None:
+        """End every call in progress (each raises Interrupted as soon as its backend
+        can) and every call that starts from now on."""
+        with self._lock:
+            self._interrupted = True
+            ends = list(self._ends.values())
+        for end in ends:
+            end()
+
+    @contextmanager
+    def _call(self, end: Callable[[], None]) -> Iterator[None]:
+        with self._lock:
+            if self._interrupted:
+                raise Interrupted("the worker was stopped before the call")
+            key, self._next = self._next, self._next + 1
+            self._ends[key] = end
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ends.pop(key, None)
+
+
+_scope = threading.local()
+
+
+@contextmanager
+def interruptible(calls: InterruptibleCalls) -> Iterator[None]:
+    """Engine calls this thread makes inside the block can be ended by
+    ``calls.interrupt()``."""
+    previous = getattr(_scope, "calls", None)
+    _scope.calls = calls
+    try:
+        yield
+    finally:
+        _scope.calls = previous
+
+
+@contextmanager
+def while_interruptible(end: Callable[[], None]) -> Iterator[bool]:
+    """Around one engine call: ``end()`` is how another thread ends it. Yields whether
+    the call can be interrupted at all (False outside ``interruptible``); raises
+    Interrupted at once when its calls were already interrupted."""
+    calls: InterruptibleCalls | None = getattr(_scope, "calls", None)
+    if calls is None:
+        yield False
+        return
+    with calls._call(end):
+        yield True
+
+
+def raise_if_interrupted() -> None:
+    """Interrupted when this thread's calls were interrupted (between the pieces of a
+    call made of several: a tiled super-resolution frame)."""
+    calls: InterruptibleCalls | None = getattr(_scope, "calls", None)
+    if calls is not None and calls.interrupted:
+        raise Interrupted("the worker was stopped between the pieces of a call")
