@@ -23,6 +23,7 @@ from typing import Any
 from framelens.core.errors import ConfigError, EngineError, FrameLensError, GpuError, ModelError
 from framelens.core.models.catalog import default_model
 from framelens.core.models.spec import ModelSpec
+from framelens.core.pipeline.devices import usable_cpus
 from framelens.core.pipeline.engine_plan import CudaOptions, cuda_options_for
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.plan import Choice, Plan
@@ -124,13 +125,18 @@ def after_gpu_failure(settings: PipelineSettings) -> PipelineSettings:
     return replace(settings, device="cpu", backend="onnxruntime")
 
 
+def _cores(n: int) -> str:
+    return "1 core" if n == 1 else f"{n} cores"
+
+
 def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
     """On the CPU, one single-threaded inference worker per core beats one multi-threaded
     session (measured: 1.9x a naive loop on 2 cores, against 1.2x); an explicit
-    --threads keeps one worker."""
+    --threads keeps one worker. The cores are those this process may run on (taskset, a
+    container's CPU set), not the machine's."""
     if settings.device != "cpu" or settings.threads is not None:
         return settings, 1
-    return replace(settings, threads=1), max(1, min(MAX_CPU_WORKERS, os.cpu_count() or 1))
+    return replace(settings, threads=1), max(1, min(MAX_CPU_WORKERS, usable_cpus()))
 
 
 def close_quietly(things: Sequence[FrameProcessor | Source]) -> None:
@@ -417,7 +423,7 @@ def plan(
         workers_why = (
             "asked for" if count is not None
             else f"--threads {runs.threads}: one worker" if runs.threads is not None
-            else f"one single-threaded worker per core, {os.cpu_count() or 1} cores"
+            else f"one single-threaded worker per core, {_cores(usable_cpus())}"
         )  # fmt: skip
     on_gpu = path.value == "gpu pipeline"
     engine = None

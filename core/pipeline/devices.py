@@ -113,7 +113,7 @@ def device_slots(
     slots = list(devices)
     count = process_count(processes)
     if count is None:
-        cpus = cpus or _usable_cpus()
+        cpus = cpus or usable_cpus()
         wanted = min(math.ceil(sources / SOURCES_PER_PROCESS), cpus // 2)
         many = sources >= 2 * SOURCES_PER_PROCESS and wanted >= 2
         if len(slots) == 1 and slots[0].startswith("cuda") and many and files:
@@ -138,7 +138,7 @@ def process_count(processes: str | None) -> int | None:
     return int(processes)
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
     """The cores this process may run on (its affinity, not the machine's count)."""
     try:
         return len(os.sched_getaffinity(0))

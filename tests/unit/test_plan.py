@@ -4,6 +4,7 @@ user can read, shown by ``framelens run -v`` and kept in the run's JSON summary.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,21 @@ def test_the_plan_keeps_what_was_asked_and_says_why_of_each_worker_count(
     assert threaded.worker_count == 1 and threaded.workers.why == "--threads 2: one worker"
     asked = build.plan(model_settings, [SAMPLE], count=3)
     assert (asked.worker_count, asked.workers.why) == (3, "asked for")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
+def test_a_run_pinned_to_one_core_plans_one_cpu_worker(tmp_path: Path) -> None:
+    """Workers per core count the cores the run may use (taskset, a container's CPU set):
+    before, the machine's count put two single-threaded workers on one pinned core."""
+    pinned = subprocess.run(
+        ["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-m", "framelens",
+         "run", SAMPLE, "--frames", "2", "--quiet", "--device", "cpu",
+         "--detections", str(tmp_path / "d.json")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert pinned.returncode == 0, pinned.stderr
+    workers = json.loads(pinned.stdout)["plan"]["workers"]
+    assert workers == {"value": "1", "why": "one single-threaded worker per core, 1 core"}
 
 
 def test_one_source_runs_with_the_workers_asked_for(tmp_path: Path) -> None:

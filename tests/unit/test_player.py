@@ -64,7 +64,19 @@ class Recorder:
 
     def wait(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
         with self._cond:
-            assert self._cond.wait_for(predicate, timeout), "timed out"
+            assert self._cond.wait_for(predicate, timeout), f"timed out after {self.story()}"
+
+    def story(self) -> str:
+        """What came last, for a wait that timed out: frames by index, states by status."""
+        told = []
+        for item in self.log[-12:]:
+            if isinstance(item, PlayerState):
+                told.append(f"{item.status}@{item.index}")
+            elif isinstance(item, str):
+                told.append(f"error {item!r}")
+            else:
+                told.append(f"frame {item.frame.index}")  # type: ignore[attr-defined]
+        return ", ".join(told)
 
     @property
     def state(self) -> PlayerState:
