@@ -23,7 +23,7 @@ from typing import Any
 from framelens.core.errors import ConfigError, EngineError, FrameLensError, GpuError, ModelError
 from framelens.core.models.catalog import default_model
 from framelens.core.models.spec import ModelSpec
-from framelens.core.pipeline.devices import usable_cpus
+from framelens.core.pipeline.cores import usable_cpus
 from framelens.core.pipeline.engine_plan import CudaOptions, cuda_options_for
 from framelens.core.pipeline.frame_pipeline import FramePipeline
 from framelens.core.pipeline.plan import Choice, Plan

@@ -4,12 +4,12 @@ several sources spreads over device slots and processes."""
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from framelens.core.errors import ConfigError
+from framelens.core.pipeline.cores import usable_cpus
 
 _CUDA = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -136,11 +136,3 @@ def process_count(processes: str | None) -> int | None:
     if not processes.isdigit() or int(processes) < 1:
         raise ConfigError(f"--processes takes a number of processes or auto, not {processes!r}")
     return int(processes)
-
-
-def usable_cpus() -> int:
-    """The cores this process may run on (its affinity, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
