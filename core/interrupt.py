@@ -4,9 +4,10 @@ An executor that stops waits for each worker to finish its batch; on the CPU one
 of a heavy model (ESRGAN: seconds a frame, tile after tile) held a closing window for
 up to 30 s. A worker thread therefore runs inside ``interruptible(calls)``: an engine
 call made there registers how to end it (``while_interruptible``; ONNX Runtime's
-``RunOptions.terminate``, checked between the graph's nodes), and ``calls.interrupt()``
-ends every such call in progress and refuses any that starts after. The call then
-raises ``Interrupted``, which the stopping executor drops with the batch.
+``RunOptions.terminate`` on the CPU, checked between the graph's nodes), and
+``calls.interrupt()`` ends every such call in progress and refuses any that starts
+after (a tiled frame's next tile). The call then raises ``Interrupted``, which the
+stopping executor drops with the batch. CUDA runs and TensorRT finish their call.
 
 The scope is the thread's, not the engine's: the same pipeline, called outside a
 worker (a player showing one frame) or by the next executor's workers, is untouched.
@@ -22,7 +23,6 @@ __all__ = [
     "Interrupted",
     "InterruptibleCalls",
     "interruptible",
-    "raise_if_interrupted",
     "while_interruptible",
 ]
 
@@ -94,11 +94,3 @@ def while_interruptible(end: Callable[[], None]) -> Iterator[bool]:
         return
     with calls._call(end):
         yield True
-
-
-def raise_if_interrupted() -> None:
-    """Interrupted when this thread's calls were interrupted (between the pieces of a
-    call made of several: a tiled super-resolution frame)."""
-    calls: InterruptibleCalls | None = getattr(_scope, "calls", None)
-    if calls is not None and calls.interrupted:
-        raise Interrupted("the worker was stopped between the pieces of a call")

@@ -24,27 +24,19 @@ bash installer/setup.sh --dev
 if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
 # pytest's exit codes: 1 is failed tests (the serial phase still runs, so that one run
 # tells every failure); anything else (2 interrupted, 3-5 no run) ends here.
-# Each test has its own limit (faulthandler_timeout, pyproject.toml); a phase has one
-# too, for a hang outside any test: `timeout` interrupts pytest (SIGINT: it prints where
-# it was and what finished) and kills it a minute later; the phase then exits 124 (137
-# if killed). `timeout` signals its own process group, the test processes and theirs;
-# at a terminal it stays in the foreground, so that Ctrl+C still reaches pytest. -rfE:
-# the closing summary names failures and errors only, so that the end of a long CI log
-# shows them (-ra, the default, lists ~130 GPU skips).
-phase() {
-    local limit=$1 what=$2
-    shift 2
-    local rc=0 fg=()
-    if [ -t 0 ]; then fg=(--foreground); fi
-    timeout "${fg[@]}" --signal=INT --kill-after=60 "$limit" .venv/bin/python -m pytest -q -rfE "$@" || rc=$?
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        echo "installer/test.sh: $what ran past its limit of $limit and was stopped" >&2
-    fi
-    return "$rc"
-}
+# Each test has its own limit (faulthandler_timeout, pyproject.toml: past it the test's
+# process prints every thread's stack and ends); each phase has one too, for a hang
+# outside any test (installer/limit.sh). Both phases run their tests in worker processes
+# (pytest-xdist; the serial one in one worker), so a test that hangs ends its worker, is
+# reported as crashed, and the phase goes on. -rfE: the closing summary names failures
+# and errors only, so that the end of a long CI log shows them (-ra, the default, lists
+# ~130 GPU skips).
+. installer/limit.sh
 failed=0
-phase 30m "the first phase (tests not marked serial, two processes)" \
-    -n 2 --dist loadfile -m "not soak and not serial" || failed=$?
+limited 30m "the first phase (tests not marked serial, two processes)" \
+    .venv/bin/python -m pytest -q -rfE -n 2 --dist loadfile -m "not soak and not serial" \
+    || failed=$?
 [ "$failed" -le 1 ] || exit "$failed"
-phase 10m "the serial phase" -m "serial and not soak" || failed=$?
+limited 10m "the serial phase" \
+    .venv/bin/python -m pytest -q -rfE -n 1 -m "serial and not soak" || failed=$?
 exit "$failed"

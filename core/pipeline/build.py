@@ -125,8 +125,10 @@ def after_gpu_failure(settings: PipelineSettings) -> PipelineSettings:
     return replace(settings, device="cpu", backend="onnxruntime")
 
 
-def _cores(n: int) -> str:
-    return "1 core" if n == 1 else f"{n} cores"
+def _per_core_why(cores: int) -> str:
+    """Why ``cpu_workers`` gave as many workers as it did."""
+    why = f"one single-threaded worker per core, {'1 core' if cores == 1 else f'{cores} cores'}"
+    return why if cores <= MAX_CPU_WORKERS else f"{why}, at most {MAX_CPU_WORKERS}"
 
 
 def cpu_workers(settings: PipelineSettings) -> tuple[PipelineSettings, int]:
@@ -423,7 +425,7 @@ def plan(
         workers_why = (
             "asked for" if count is not None
             else f"--threads {runs.threads}: one worker" if runs.threads is not None
-            else f"one single-threaded worker per core, {_cores(usable_cpus())}"
+            else _per_core_why(usable_cpus())
         )  # fmt: skip
     on_gpu = path.value == "gpu pipeline"
     engine = None

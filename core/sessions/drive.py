@@ -130,7 +130,8 @@ class Drive(Generic[T]):
         return self._batches + executor.batches_run, self._frames + executor.frames_run
 
     def stop(self, *, close_workers: bool = False) -> bool:
-        """Stop the workers (each finishes its batch); the decoder and source go on.
+        """Stop the workers (a CPU engine call under way is ended, core/interrupt.py;
+        others finish their batch); the decoder and source go on.
         ``close_workers``: close them too, if they stopped. False when one did not stop
         in time (its pipeline is still in use)."""
         executor, self._executor = self._executor, None

@@ -19,7 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
-NODES = 240  # MatMuls of (1, 3, 512, 512) by 512x512: about a second a run on one core
+NODES = 600  # MatMuls by 512x512: a LONG input takes ~40 s a run on one core, a SHORT
+LONG, SHORT = (1, 24, 512, 512), (1, 1, 4, 512)  # one next to nothing
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Path:
         nodes.append(helper.make_node("MatMul", [prev, "w"], [f"y{i}"]))
         prev = f"y{i}"
     nodes.append(helper.make_node("Identity", [prev], ["output"]))
-    shape = [None, 3, 512, 512]
+    shape = ["n", "c", "h", 512]
     graph = helper.make_graph(
         nodes,
         "chain",
@@ -46,13 +47,13 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def tensor() -> np.ndarray:
-    return np.random.default_rng(0).random((1, 3, 512, 512), dtype=np.float32)
+def tensor(shape: tuple[int, ...] = SHORT) -> np.ndarray:
+    return np.random.default_rng(0).random(shape, dtype=np.float32)
 
 
 class LongCall:
-    """An executor worker whose every batch is one long engine call; it records how
-    each call ended."""
+    """An executor worker whose every batch is one long engine call (far longer than a
+    loaded machine may take to stop it); it records how each call ended."""
 
     def __init__(self, engine: OnnxRuntimeEngine) -> None:
         self.engine = engine
@@ -62,7 +63,7 @@ class LongCall:
     def run(self, batch: Sequence[Decoded]) -> list[int]:
         self.calling.set()
         try:
-            self.engine.infer(tensor())
+            self.engine.infer(tensor(LONG))
         except Interrupted:
             self.ended.append("interrupted")
             raise
@@ -105,8 +106,8 @@ def test_only_the_calls_of_the_stopped_workers_end(chain: Path) -> None:
         with interruptible(stopped), pytest.raises(Interrupted):
             engine.infer(tensor())
         with interruptible(InterruptibleCalls()):  # the next set of workers
-            assert engine.infer(tensor())[0].shape == (1, 3, 512, 512)
-        assert engine.infer(tensor())[0].shape == (1, 3, 512, 512)  # no workers at all
+            assert engine.infer(tensor())[0].shape == SHORT
+        assert engine.infer(tensor())[0].shape == SHORT  # no workers at all
     finally:
         engine.close()
 
@@ -117,6 +118,6 @@ def test_a_failed_run_is_still_an_engine_error_not_an_interruption(chain: Path) 
     engine = OnnxRuntimeEngine(chain, threads=1)
     try:
         with interruptible(InterruptibleCalls()), pytest.raises(EngineError):
-            engine.infer(np.zeros((1, 3, 512, 256), dtype=np.float32))  # not 512 wide
+            engine.infer(np.zeros((1, 1, 4, 256), dtype=np.float32))  # not 512 wide
     finally:
         engine.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +59,10 @@ def test_the_plan_keeps_what_was_asked_and_says_why_of_each_worker_count(
     assert (asked.worker_count, asked.workers.why) == (3, "asked for")
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2 or shutil.which("taskset") is None,
+    reason="needs taskset and two cores to pin to one",
+)
 def test_a_run_pinned_to_one_core_plans_one_cpu_worker(tmp_path: Path) -> None:
     """Workers per core count the cores the run may use (taskset, a container's CPU set):
     before, the machine's count put two single-threaded workers on one pinned core."""
