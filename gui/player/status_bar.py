@@ -241,7 +241,8 @@ class MainStatusBar(QStatusBar):
         if not message and self._error:
             left_ms = round(1000 * (self._error_until - time.monotonic()))
             if left_ms > 100:  # what covered the error is gone: the error again
-                QTimer.singleShot(0, lambda: self._restore_error(left_ms))
+                # with the bar as context: a bar deleted meanwhile cancels it
+                QTimer.singleShot(0, self, lambda: self._restore_error(left_ms))
         if message != self._message:
             self._message = message
             self.fit()

@@ -35,6 +35,17 @@ def test_garbage_is_collected_on_the_gui_thread_while_workers_allocate(
         request = ExportRequest(sample, str(out), str(tmp_path / "export.json"), 0, 30)
         with qtbot.waitSignal(window.controller.exportFinished, timeout=120_000):
             window.controller.start_export(request)  # and an export's thread, meanwhile
+        # and a worker thread that leaves a collection due for certain (those threads
+        # may free nearly all they allocate, and a fast run ends before one is due):
+        # Python's own collector would run on this thread, the guard's on the GUI's
+        kept: list[list[int]] = []
+        worker = threading.Thread(
+            target=lambda: kept.extend([] for _ in range(20 * gc.get_threshold()[0])),
+            name="allocating-worker",
+        )
+        worker.start()
+        worker.join()
+        qtbot.waitUntil(lambda: bool(threads), timeout=5_000)  # the guard's next tick
     finally:
         gc.callbacks.remove(on_gc)
     assert out.is_file()

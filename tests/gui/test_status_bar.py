@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+import shiboken6
 from framelens.gui.player.main_window import MainWindow
+from framelens.gui.player.status_bar import MainStatusBar
 from legibility import overlapping, painted_text, save_shot, shown_whole
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QStatusTipEvent
@@ -128,6 +130,18 @@ def test_an_error_stays_readable_while_the_pointer_crosses_the_menus(
     QApplication.sendEvent(window, QStatusTipEvent(""))  # the pointer left the menu
     qtbot.waitUntil(lambda: bar.currentMessage() == error, timeout=2000)
     assert error in assert_all_whole_and_apart(bar)
+
+
+def test_an_error_brought_back_after_its_bar_is_gone_raises_nothing(qtbot: QtBot) -> None:
+    """The error comes back on the next turn of the event loop; a window closed in
+    between (the bar deleted with it) must not make that turn raise (it did: "Internal
+    C++ object (MainStatusBar) already deleted", in a test that closed its window)."""
+    bar = MainStatusBar()
+    bar.show_error("camera 7 could not be opened")
+    bar.showMessage("Open a video file")
+    QStatusBar.clearMessage(bar)  # Qt's own clear: the error is due back on the next turn
+    shiboken6.delete(bar)
+    qtbot.wait(50)  # pytest-qt fails the test on an exception raised in the event loop
 
 
 def test_the_backend_field_tells_the_plan_in_its_tooltip(
