@@ -102,13 +102,19 @@ def test_l_sets_a_then_b_marks_them_loops_playback_and_clears(
     window.transport.grab().save(str(shot))
     played: list[int] = []
     window.controller.resultReady.connect(lambda r: played.append(r.frame.index))
-    window.transport.realtime_button.setChecked(False)  # every frame, none dropped
+    window.transport.realtime_button.setChecked(False)  # the player drops no late frame
     key(window, qtbot, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: played.count(30) >= 2, timeout=RESULTS_TIMEOUT_MS)
     key(window, qtbot, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: not window.state.playing, timeout=10_000)
+    # B, then A again and on to B, in order and within the loop. A result the screen
+    # is too busy to take in time is dropped at delivery (core/sessions/playback/
+    # delivery.py), so a loaded run may miss one of them, A itself included
     first = played.index(30)
-    assert played[first : first + 12] == [30, *range(20, 31)]  # B, then A again
+    again = played[first + 1 :]
+    lap = again[: again.index(30) + 1]
+    assert lap == sorted(set(lap)) and set(lap) <= set(range(20, 31)), lap
+    assert lap[0] <= 21 and len(lap) >= 9, lap  # from A (or the frame after it) to B
     assert max(played) == 30
     key(window, qtbot, Qt.Key.Key_L)
     qtbot.waitUntil(lambda: timeline.marks(LOOP) == (), timeout=10_000)
