@@ -18,24 +18,25 @@ bash installer/setup.sh --dev
 # Ray workers) would compile the package again
 .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import framelens, os; print(os.path.dirname(framelens.__file__))')"
 # Arguments (a file, -k ...): one plain pytest run of what they pick. None: the whole
-# suite in two phases. The tests that assert no rate, latency or signal timing run in
-# two processes (pytest-xdist, a file's tests together so its fixtures are built once);
-# then those marked `serial` run alone, so that nothing beside them slows what they time.
+# suite in two phases: first the tests that assert no rate, latency or signal timing,
+# then those marked `serial`. Both run their tests in a worker process (pytest-xdist),
+# so that a test that hangs ends only its worker (below). The first phase takes one
+# worker for now: with two (-n 2 --dist loadfile, ~4 minutes less) every CI run of
+# 2026-12-07 failed one to three tests that raced the other worker's load, a new set
+# each time (CONTRIBUTING.md); 2 here again once such runs stay green.
 if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
 # pytest's exit codes: 1 is failed tests (the serial phase still runs, so that one run
 # tells every failure); anything else (2 interrupted, 3-5 no run) ends here.
 # Each test has its own limit (faulthandler_timeout, pyproject.toml: past it the test's
 # process prints every thread's stack and ends); each phase has one too, for a hang
-# outside any test (installer/limit.sh). Both phases run their tests in worker processes
-# (pytest-xdist; the serial one in one worker), so a test that hangs ends its worker, is
-# reported as crashed, and the phase goes on. -rfE: the closing summary names failures
-# and errors only, so that the end of a long CI log shows them (-ra, the default, lists
-# ~130 GPU skips).
+# outside any test (installer/limit.sh). A test that hangs ends its worker process,
+# is reported as crashed, and the phase goes on in a new worker. -rfE: the closing
+# summary names failures and errors only, so that the end of a long CI log shows them
+# (-ra, the default, lists ~130 GPU skips).
 . installer/limit.sh
 failed=0
-limited 30m "the first phase (tests not marked serial, two processes)" \
-    .venv/bin/python -m pytest -q -rfE -n 2 --dist loadfile -m "not soak and not serial" \
-    || failed=$?
+limited 40m "the first phase (tests not marked serial)" \
+    .venv/bin/python -m pytest -q -rfE -n 1 -m "not soak and not serial" || failed=$?
 [ "$failed" -le 1 ] || exit "$failed"
 limited 10m "the serial phase" \
     .venv/bin/python -m pytest -q -rfE -n 1 -m "serial and not soak" || failed=$?
