@@ -38,19 +38,14 @@ class InterruptibleCalls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._interrupted = False
-        self._ends: dict[int, Callable[[], None]] = {}
-        self._next = 0
-
-    @property
-    def interrupted(self) -> bool:
-        return self._interrupted
+        self._ends: set[Callable[[], None]] = set()  # how to end each call under way
 
     def interrupt(self) -> None:
         """End every call in progress (each raises Interrupted as soon as its backend
         can) and every call that starts from now on."""
         with self._lock:
             self._interrupted = True
-            ends = list(self._ends.values())
+            ends = list(self._ends)
         for end in ends:
             end()
 
@@ -59,13 +54,12 @@ class InterruptibleCalls:
         with self._lock:
             if self._interrupted:
                 raise Interrupted("the worker was stopped before the call")
-            key, self._next = self._next, self._next + 1
-            self._ends[key] = end
+            self._ends.add(end)
         try:
             yield
         finally:
             with self._lock:
-                self._ends.pop(key, None)
+                self._ends.discard(end)
 
 
 _scope = threading.local()
@@ -84,13 +78,13 @@ def interruptible(calls: InterruptibleCalls) -> Iterator[None]:
 
 
 @contextmanager
-def while_interruptible(end: Callable[[], None]) -> Iterator[bool]:
-    """Around one engine call: ``end()`` is how another thread ends it. Yields whether
-    the call can be interrupted at all (False outside ``interruptible``); raises
-    Interrupted at once when its calls were already interrupted."""
+def while_interruptible(end: Callable[[], None]) -> Iterator[None]:
+    """Around one engine call: ``end()`` is how another thread ends it (outside
+    ``interruptible``, nothing does); raises Interrupted at once when its calls were
+    already interrupted."""
     calls: InterruptibleCalls | None = getattr(_scope, "calls", None)
     if calls is None:
-        yield False
+        yield
         return
     with calls._call(end):
-        yield True
+        yield

@@ -371,7 +371,7 @@ class Executor(Generic[T]):
 
     def stop_workers(self) -> bool:
         """Stop the worker threads; the source stays open. An engine call under way is
-        ended where its backend allows (ONNX Runtime: between two nodes of the graph) and
+        ended where its backend allows (ONNX Runtime on the CPU: between two nodes) and
         its batch dropped; others finish their batch first.
 
         False when a worker is still busy after the wait (a first GPU run can take long).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -170,18 +169,18 @@ class OnnxRuntimeEngine(Engine):
                 f"{len(self.input_shape)}-d input"
             )
         self.check_batch(int(tensor.shape[0]))
-        # a stopping worker ends a CPU run between two of the graph's nodes (terminate);
-        # a CUDA run is left to finish until a GPU test shows a cut one leaves the
-        # session sound (core/interrupt.py)
         options = self._run_options()
+        # on the CPU a stopping worker ends the run between two of the graph's nodes
+        # (terminate, core/interrupt.py); a CUDA run is left to finish until a GPU test
+        # shows a cut one leaves the session sound, and it may capture a stream: no
+        # context-wide wait meanwhile
+        guard = (
+            while_interruptible(lambda: setattr(options, "terminate", True))
+            if self.device == "cpu"
+            else library_run()
+        )
         try:  # the whole batch in one run
-            with (
-                while_interruptible(lambda: setattr(options, "terminate", True))
-                if self.device == "cpu"
-                else contextlib.nullcontext(),
-                # on the CUDA provider it may capture a stream: no context-wide wait
-                library_run() if self.device != "cpu" else contextlib.nullcontext(),
-            ):
+            with guard:
                 outputs = self._session.run(self.output_names, {self.input_name: tensor}, options)
         except Interrupted:
             raise
