@@ -391,13 +391,17 @@ def plan(
     count: int | None = None,
     gpu_pipeline: bool = True,
     batch_why: str | None = None,
+    run_frames: int | None = None,
 ) -> Plan:
     """Every choice a run of ``settings`` over ``sources`` makes, once, with its reason
     (core/pipeline/plan.py): the graph of its precision (resolved here: an FP16 graph is
     converted and cached, a batch-N rewrite made), the backend, the path, the workers,
     the batch and each source's decoder. ``count``: inference workers asked for;
     ``gpu_pipeline=False``: not the GPU pipeline (its source failed); ``batch_why``: why
-    the batch is what it is, where the caller chose it."""
+    the batch is what it is, where the caller chose it; ``run_frames``: the frames the
+    workers process before they are closed, where the caller knows (a one-source run);
+    None for workers kept beyond the run or a length not known (the task may want other
+    workers for a short run: Task.gpu_workers)."""
     if count is not None and count < 1:
         raise ConfigError(f"inference workers must be at least 1, not {count}")
     resolved = resolve(settings)  # an INT8 not prepared is one error, whatever the device
@@ -412,11 +416,13 @@ def plan(
                           "buffers, no host round trip")  # fmt: skip
         else:
             path = Choice("host pipeline, cuda inference", f"GPU pipeline not used ({reason})")
-        n = GPU_WORKERS if count is None else count
-        workers_why = (
-            "asked for" if count is not None
-            else "two CUDA streams: one batch's upload and preprocessing overlap the other's "
-            "inference"
+        kind = find_kind(runs.model.task)
+        best = kind.task.gpu_workers(runs.model, run_frames) if kind is not None else None
+        n, workers_why = (
+            (count, "asked for") if count is not None
+            else best if best is not None
+            else (GPU_WORKERS, "two CUDA streams: one batch's upload and preprocessing "
+                  "overlap the other's inference")
         )  # fmt: skip
     else:
         path = Choice("cpu pipeline", f"device is {runs.device}")

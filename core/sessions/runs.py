@@ -117,7 +117,7 @@ def run_to_outputs(
         source_spec, settings, progress=progress, on_prepare=on_prepare, cancel=cancel
     )
     options = SessionOptions(draw="all" if export else "none", pixels=bool(export),
-                             start=start, frames=frames, workers=workers,
+                             start=start, frames=frames, workers=workers, one_off=True,
                              wrap=Realtime(frames=frames) if realtime else None)  # fmt: skip
     session = Session(
         [source_spec], settings, options=options, stages=with_tracking(stages, tracker),

@@ -42,7 +42,7 @@ from framelens.core.pipeline.processor import draw_after_stages
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.drive import Drive
 from framelens.core.sessions.failover import Failover, device_words
-from framelens.core.sessions.opening import SourceOpener
+from framelens.core.sessions.opening import SourceOpener, run_length
 from framelens.core.stages.source_stages import SourceStages, StageFactory, wants_pixels
 from framelens.core.stages.sources import Source
 from framelens.core.stages.sources.merged import MergedSource
@@ -97,6 +97,8 @@ class SessionOptions:
     ``on_error``: a failed batch reported and the session goes on (the wall); without it
     the first such failure ends the session (a run). ``merged``: one source read through
     the merger too, so that its failure ends it alone and the session goes on (the wall).
+    ``one_off``: the workers this session builds end with it (a one-source run), so the
+    plan may fit them to the run's length (opening.run_length, Task.gpu_workers).
     """
 
     draw: DrawPolicy = "all"
@@ -111,6 +113,7 @@ class SessionOptions:
     wrap: Callable[[Source], Source] | None = None
     on_error: Callable[[BaseException], None] | None = None
     merged: bool = False
+    one_off: bool = False
 
 
 @dataclass
@@ -303,8 +306,11 @@ class Session:
         move's) were built from, its decoders those of these sources."""
         specs = [s.spec for s in self.sources]
         if made is None:
+            opts = self.options
+            length = run_length(specs, opts.start, opts.frames) if opts.one_off else None
             made = build.plan(
-                self.settings, specs, count=self.options.workers, batch_why=self._batch_why,
+                self.settings, specs, count=opts.workers, batch_why=self._batch_why,
+                run_frames=length,
             )  # fmt: skip
         else:
             made = build.replan_sources(made, specs)

@@ -376,3 +376,41 @@ def test_the_run_path_upscales_nvdec_frames_on_the_device(
     for cpu, gpu in zip(outputs["cpu"], outputs["cuda:0"], strict=True):
         assert cpu.shape == gpu.shape == (432 * 2, 768 * 2, 3)  # scale x the sample's size
         assert psnr(cpu, gpu) >= 35.0
+
+
+def test_a_short_run_of_a_heavy_model_takes_one_worker_and_upscales_as_two_do(
+    gpu_ctx: GpuContext, tmp_path: Path
+) -> None:
+    """``framelens run`` of a few frames through an ESRGAN-like model on the GPU: the plan
+    gives one inference worker (a second one's first call would slow the first for
+    seconds: opening.run_length, tiling.gpu_workers), NVDEC's buffers are counted for
+    it (build.decode_pool), every frame goes through the GPU pipeline, and the frames are
+    those two workers make (``--workers 2``)."""
+    import sys
+
+    import av
+    from framelens.core.pipeline.plan import Plan
+    from framelens.core.sessions.runs import run_to_outputs
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from onnx_factory import heavy_superres_model
+
+    spec = resolve_model(str(heavy_superres_model(tmp_path / "heavy.onnx")))
+    frames, outputs, planned = 6, {}, {}
+    for workers in (None, 2):
+        plans: list[Plan] = []
+        path = tmp_path / f"w{workers}.mkv"
+        summary = run_to_outputs(
+            str(SAMPLE), PipelineSettings(spec, device="cuda:0"), export=str(path),
+            lossless=True, frames=frames, workers=workers, on_plan=plans.append,
+        )  # fmt: skip
+        assert summary.frames == frames and summary.path.startswith("gpu pipeline"), summary
+        planned[workers] = plans[-1]
+        with av.open(str(path)) as container:
+            outputs[workers] = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
+    assert (planned[None].worker_count, planned[2].worker_count) == (1, 2)
+    assert "run of 6 frames ends sooner with one worker" in planned[None].workers.why
+    assert len(outputs[None]) == len(outputs[2]) == frames
+    for one, two in zip(outputs[None], outputs[2], strict=True):
+        assert one.shape == two.shape == (432 * 2, 768 * 2, 3)
+        assert psnr(one, two) >= 50.0

@@ -8,15 +8,23 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
+from frame_exact_media import FFPROBE, ffprobe_count, jittered
+from framelens.core.errors import FrameLensError
+from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
 from framelens.core.pipeline import build
+from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
+from framelens.core.sessions.opening import run_length
+from framelens.core.sessions.runs import run_to_outputs
 from framelens.core.sessions.session import Session, SessionOptions
+from framelens.core.stages.tasks.superres.tiling import SHORT_RUN_FRAMES
 from media_factory import encode_frames
+from onnx_factory import heavy_superres_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4")
@@ -97,6 +105,72 @@ def test_one_source_runs_with_the_workers_asked_for(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == ["framelens: error: --workers must be at least 1"]
     assert not (tmp_path / "e.json").exists()
+
+
+def test_a_heavy_super_resolution_models_short_run_gets_one_gpu_worker_a_long_one_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU, ESRGAN and its kind run a short run's frames with one worker: a second
+    worker's first call (cuDNN building its convolutions) slows the first for seconds,
+    and two were slower in every run measured, up to 1000 frames (H100: 0.62 of the time
+    at 40 frames, 0.95 at 1000). A longer run, workers kept beyond one run (the player,
+    the wall, archives: no length) and light models keep two. (The GPU itself stands in:
+    this machine has none, and the plan builds nothing.)"""
+    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
+    heavy = PipelineSettings(resolve_model(str(heavy_superres_model(tmp_path / "sr.onnx"))),
+                             device="cuda:0")  # fmt: skip
+    for frames in (40, SHORT_RUN_FRAMES):
+        one = build.plan(heavy, [SAMPLE], run_frames=frames)
+        assert (one.worker_count, one.workers.value) == (1, "1")
+        assert f"model's run of {frames} frames ends sooner with one worker" in one.workers.why
+        assert one.workers.why.endswith("--workers 2 for two")  # what to do otherwise
+    for frames in (SHORT_RUN_FRAMES + 1, None):
+        two = build.plan(heavy, [SAMPLE], run_frames=frames)
+        assert two.worker_count == 2 and two.workers.why.startswith("two CUDA streams")
+    asked = build.plan(heavy, [SAMPLE], count=2, run_frames=40)
+    assert (asked.worker_count, asked.workers.why) == (2, "asked for")
+    for light in (resolve_model(DEFAULT_SUPERRES_MODEL), resolve_model(DEFAULT_MODEL)):
+        kept = build.plan(PipelineSettings(light, device="cuda:0"), [SAMPLE], run_frames=40)
+        assert kept.worker_count == 2 and kept.workers.why.startswith("two CUDA streams")
+    on_cpu = build.plan(replace(heavy, device="cpu", threads=2), [SAMPLE], run_frames=40)
+    assert on_cpu.workers.why == "--threads 2: one worker"  # the rule is the GPU's
+
+
+@pytest.mark.skipif(FFPROBE is None, reason="needs ffprobe, the oracle")
+def test_a_runs_length_is_known_before_it_opens_as_ffmpeg_counts_the_frames(
+    tmp_path: Path,
+) -> None:
+    """What the plan is told of a run's length (opening.run_length): a file's frames as
+    FFmpeg decodes them, variable-rate footage included, cut by the run's range; a
+    camera's or a stream's only from ``--frames``."""
+    vfr = jittered(tmp_path / "vfr.mp4").path
+    sample, uneven = ffprobe_count(Path(SAMPLE)), ffprobe_count(vfr)
+    assert run_length([SAMPLE]) == sample and run_length([str(vfr)]) == uneven
+    assert run_length([SAMPLE], start=100) == sample - 100
+    assert run_length([SAMPLE], start=100, frames=40) == 40
+    assert run_length([SAMPLE], start=sample - 5, frames=40) == 5  # the file ends first
+    assert run_length([SAMPLE, str(vfr)], frames=50) == 50 + min(50, uneven)
+    assert run_length(["0"]) is None and run_length(["rtsp://127.0.0.1:9/x"]) is None
+    assert run_length(["0"], frames=40) == 40
+    assert run_length([SAMPLE, "0"]) is None  # one length unknown: the run's too
+
+
+def test_a_one_source_run_plans_its_workers_for_the_frames_it_will_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``framelens run`` of a short range of a long file through a heavy model on a GPU
+    plans one worker, the whole file two: the run's range reaches the plan before any
+    worker is built. (This machine has no GPU: the plan is made and told, then building
+    its CUDA workers fails with one line.)"""
+    monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
+    heavy = PipelineSettings(resolve_model(str(heavy_superres_model(tmp_path / "sr.onnx"))),
+                             device="cuda:0")  # fmt: skip
+    plans: list[Plan] = []
+    for frames in (40, None):
+        with pytest.raises(FrameLensError):
+            run_to_outputs(SAMPLE, heavy, frames=frames, start=10, on_plan=plans.append)
+    assert [p.worker_count for p in plans] == [1, 2]
+    assert "run of 40 frames" in plans[0].workers.why
 
 
 def test_tensorrt_where_it_cannot_run_is_onnx_runtime_with_the_reason(

@@ -430,21 +430,31 @@ class FileSource(PyAVFileReader, Source):
 def display_of(path: str | os.PathLike[str]) -> str:
     """How the video file at ``path`` is shown (``Display.describe``: AS_STORED when the
     frames are the picture, or when it cannot be read: opening it then says why)."""
+    return _probed(path)[0]
+
+
+def frame_count_of(path: str | os.PathLike[str]) -> int | None:
+    """The frames of the video file at ``path`` as a run numbers them (its frame index);
+    None when it cannot be read or does not say."""
+    return _probed(path)[1]
+
+
+def _probed(path: str | os.PathLike[str]) -> tuple[str, int | None]:
     p = Path(path)
     try:
         stat = p.stat()
     except OSError:
-        return AS_STORED
+        return AS_STORED, None
     return _probe(os.fspath(p), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=64)
-def _probe(path: str, _mtime_ns: int, _size: int) -> str:
+def _probe(path: str, _mtime_ns: int, _size: int) -> tuple[str, int | None]:
     """Opens the file as a run does (the display matrix reaches PyAV with frames only);
     keyed by the file's time and size, so a file replaced is probed again."""
     try:
         with FileSource(path) as source:
-            return source.display.describe()
+            return source.display.describe(), source.info.frame_count or None
     except (FrameLensError, OSError) as exc:
-        log.debug("%s: its display not read: %s", path, exc)
-    return AS_STORED
+        log.debug("%s: not probed: %s", path, exc)
+    return AS_STORED, None

@@ -77,6 +77,14 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         return {}
 
     @classmethod
+    def gpu_workers(cls, spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | None:
+        """How many inference workers a GPU run of ``spec`` over ``run_frames`` frames
+        (None: workers that outlive one run, or a length not known) is best served by,
+        and why; None: the plan's default (two, on two CUDA streams)."""
+        del spec, run_frames
+        return None
+
+    @classmethod
     def params_from_options(cls, spec: ModelSpec, options: Mapping[str, Any]) -> ParamsT:
         """The parameters the command line's options ask for (``conf``, ``iou``,
         ``classes``: names, comma-separated; ``tile``); ConfigError (one line) for

@@ -36,6 +36,7 @@ from framelens.core.stages.tasks.superres.tiling import (
     TiledEngine,
     cuda_options,
     default_tile,
+    gpu_workers,
 )
 from framelens.core.types import Image
 
@@ -90,6 +91,10 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
     @classmethod
     def cuda_options(cls, spec: ModelSpec) -> dict[str, str]:
         return cuda_options(spec)
+
+    @classmethod
+    def gpu_workers(cls, spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | None:
+        return gpu_workers(spec, run_frames)
 
     @classmethod
     def calibration_input(

@@ -98,6 +98,35 @@ def cuda_options(spec: ModelSpec) -> dict[str, str]:
     return {"cuda_graphs": "0"}
 
 
+SHORT_RUN_FRAMES = 1000
+"""A heavy model's run of at most this many frames, whose workers end with it, takes one
+inference worker on a GPU (gpu_workers): the longest run measured that one worker still
+finished sooner."""
+
+
+def gpu_workers(spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | None:
+    """One inference worker on a GPU for a heavy super-resolution model's short run, two
+    (the plan's default, None here) otherwise. A heavy model's call keeps the GPU busy
+    alone (ESRGAN x2 at 540p: 52.9 ms on an H100), and a second worker's first call,
+    cuDNN choosing and building its convolutions for the frame's size, slows the first
+    worker to ~5 frames a second for seconds. Whole runs of ESRGAN x2 FP16, 540p ->
+    1080p, on an H100, two workers against one: 0.62 of the time at 40 frames, 0.85 at
+    300, 0.95 at 1000 (h100-sr-startup-workers-*.json); p99 per frame at 1000 frames
+    6.5 s with two against 0.32 s with one. Workers kept beyond one run (the player, the
+    wall, archives) or a length not known keep two: once both are built, two overlap one
+    frame's upload and output with the other's call."""
+    if spec.task != "superres" or not is_heavy(spec):
+        return None
+    if run_frames is None or run_frames > SHORT_RUN_FRAMES:
+        return None
+    return 1, (
+        f"one CUDA stream: a heavy super-resolution model's run of {run_frames} frames "
+        "ends sooner with one worker (a second one's first call, cuDNN building its "
+        "convolutions, slows the first for seconds: one was faster in runs of up to "
+        f"{SHORT_RUN_FRAMES} frames); --workers 2 for two"
+    )
+
+
 def default_tile(spec: ModelSpec, device: str) -> tuple[int, int]:
     """The (height, width) of the largest tile ``spec`` runs at once on ``device``: its
     input_size, and for heavy models no more than HEAVY_TILE."""
