@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="inference workers (several sources: per device; default 2 on CUDA, one per core "
-        "up to 4 on the CPU)",
+        help="inference workers (several sources: per device; default 2 on CUDA, 1 for a "
+        "one-source run of up to 1000 frames through a heavy super-resolution model; one per "
+        "core up to 4 on the CPU)",
     )
     run.add_argument(
         "--processes",

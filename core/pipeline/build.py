@@ -391,17 +391,17 @@ def plan(
     count: int | None = None,
     gpu_pipeline: bool = True,
     batch_why: str | None = None,
-    run_frames: int | None = None,
+    run_frames: Callable[[], int | None] | None = None,
 ) -> Plan:
     """Every choice a run of ``settings`` over ``sources`` makes, once, with its reason
     (core/pipeline/plan.py): the graph of its precision (resolved here: an FP16 graph is
     converted and cached, a batch-N rewrite made), the backend, the path, the workers,
     the batch and each source's decoder. ``count``: inference workers asked for;
     ``gpu_pipeline=False``: not the GPU pipeline (its source failed); ``batch_why``: why
-    the batch is what it is, where the caller chose it; ``run_frames``: the frames the
-    workers process before they are closed, where the caller knows (a one-source run);
-    None for workers kept beyond the run or a length not known (the task may want other
-    workers for a short run: Task.gpu_workers)."""
+    the batch is what it is, where the caller chose it; ``run_frames``: how to learn the
+    frames the workers process before they are closed (a one-source run: probing its
+    file), called only where the workers' count may depend on it (on a GPU, none asked
+    for: Task.gpu_workers); None for workers kept beyond the run."""
     if count is not None and count < 1:
         raise ConfigError(f"inference workers must be at least 1, not {count}")
     resolved = resolve(settings)  # an INT8 not prepared is one error, whatever the device
@@ -417,7 +417,10 @@ def plan(
         else:
             path = Choice("host pipeline, cuda inference", f"GPU pipeline not used ({reason})")
         kind = find_kind(runs.model.task)
-        best = kind.task.gpu_workers(runs.model, run_frames) if kind is not None else None
+        best = None
+        if kind is not None and count is None:
+            length = run_frames() if run_frames is not None else None
+            best = kind.task.gpu_workers(runs.model, length)
         n, workers_why = (
             (count, "asked for") if count is not None
             else best if best is not None

@@ -17,7 +17,6 @@ go to the host without trying again. Nothing is rebuilt (build.decoder_choice sa
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from framelens.core.errors import FrameLensError
 from framelens.core.pipeline import build
 from framelens.core.pipeline.plan import Choice, Plan
 from framelens.core.pipeline.processor import FrameProcessor
-from framelens.core.stages.sources import Source
+from framelens.core.stages.sources import Source, names_a_file
 from framelens.core.stages.sources.file import frame_count_of
 
 __all__ = ["Opened", "SourceOpener", "run_length"]
@@ -33,12 +32,13 @@ __all__ = ["Opened", "SourceOpener", "run_length"]
 
 def run_length(specs: Sequence[str], start: int = 0, frames: int | None = None) -> int | None:
     """The frames a session over ``specs`` hands out in all, from frame ``start`` and at
-    most ``frames`` of each, known before anything is opened: a video file's count from
-    its frame index (the file is probed once and cached), a camera's or a stream's only
-    from ``frames``; None when a source's length is not known."""
+    most ``frames`` of each, known before anything is opened: a file's count as a run
+    numbers its frames (file.frame_count_of: probed once and cached), a camera's, a
+    stream's or a folder's only from ``frames``; None when a source's length is not
+    known."""
     total = 0
     for spec in specs:
-        count = frame_count_of(spec) if os.path.isfile(spec) else None
+        count = frame_count_of(spec) if names_a_file(spec) else None
         if count is None:
             if frames is None:
                 return None

@@ -307,10 +307,10 @@ class Session:
         specs = [s.spec for s in self.sources]
         if made is None:
             opts = self.options
-            length = run_length(specs, opts.start, opts.frames) if opts.one_off else None
             made = build.plan(
                 self.settings, specs, count=opts.workers, batch_why=self._batch_why,
-                run_frames=length,
+                run_frames=(lambda: run_length(specs, opts.start, opts.frames))
+                if opts.one_off else None,
             )  # fmt: skip
         else:
             made = build.replan_sources(made, specs)

@@ -383,9 +383,9 @@ def test_a_short_run_of_a_heavy_model_takes_one_worker_and_upscales_as_two_do(
 ) -> None:
     """``framelens run`` of a few frames through an ESRGAN-like model on the GPU: the plan
     gives one inference worker (a second one's first call would slow the first for
-    seconds: opening.run_length, tiling.gpu_workers), NVDEC's buffers are counted for
-    it (build.decode_pool), every frame goes through the GPU pipeline, and the frames are
-    those two workers make (``--workers 2``)."""
+    seconds: opening.run_length, tiling.gpu_workers), NVDEC decodes for it (its buffers
+    counted for one worker: build.decode_pool), every frame goes through the GPU
+    pipeline, and the frames are those two workers make (``--workers 2``)."""
     import sys
 
     import av
@@ -409,6 +409,7 @@ def test_a_short_run_of_a_heavy_model_takes_one_worker_and_upscales_as_two_do(
         with av.open(str(path)) as container:
             outputs[workers] = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
     assert (planned[None].worker_count, planned[2].worker_count) == (1, 2)
+    assert [c.value for _, c in planned[None].decoders] == ["nvdec"], planned[None].decoders
     assert "run of 6 frames ends sooner with one worker" in planned[None].workers.why
     assert len(outputs[None]) == len(outputs[2]) == frames
     for one, two in zip(outputs[None], outputs[2], strict=True):

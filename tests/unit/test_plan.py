@@ -8,13 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pytest
 from frame_exact_media import FFPROBE, ffprobe_count, jittered
-from framelens.core.errors import FrameLensError
 from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
 from framelens.core.pipeline import build
 from framelens.core.pipeline.plan import Plan
@@ -114,35 +115,47 @@ def test_a_heavy_super_resolution_models_short_run_gets_one_gpu_worker_a_long_on
     worker's first call (cuDNN building its convolutions) slows the first for seconds,
     and two were slower in every run measured, up to 1000 frames (H100: 0.62 of the time
     at 40 frames, 0.95 at 1000). A longer run, workers kept beyond one run (the player,
-    the wall, archives: no length) and light models keep two. (The GPU itself stands in:
-    this machine has none, and the plan builds nothing.)"""
+    the wall, archives: no length) and light models keep two. The run's length is only
+    asked for where it can change the count: not with workers asked for, not on the CPU.
+    (The GPU itself stands in: this machine has none, and the plan builds nothing.)"""
     monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
     heavy = PipelineSettings(resolve_model(str(heavy_superres_model(tmp_path / "sr.onnx"))),
                              device="cuda:0")  # fmt: skip
+    asked_length: list[int | None] = []
+
+    def length(frames: int | None) -> Callable[[], int | None]:
+        return lambda: asked_length.append(frames) or frames
+
     for frames in (40, SHORT_RUN_FRAMES):
-        one = build.plan(heavy, [SAMPLE], run_frames=frames)
+        one = build.plan(heavy, [SAMPLE], run_frames=length(frames))
         assert (one.worker_count, one.workers.value) == (1, "1")
         assert f"model's run of {frames} frames ends sooner with one worker" in one.workers.why
         assert one.workers.why.endswith("--workers 2 for two")  # what to do otherwise
     for frames in (SHORT_RUN_FRAMES + 1, None):
-        two = build.plan(heavy, [SAMPLE], run_frames=frames)
+        two = build.plan(heavy, [SAMPLE], run_frames=length(frames))
         assert two.worker_count == 2 and two.workers.why.startswith("two CUDA streams")
-    asked = build.plan(heavy, [SAMPLE], count=2, run_frames=40)
+    kept = build.plan(heavy, [SAMPLE])  # the player's, the wall's: no length to ask
+    assert kept.worker_count == 2 and kept.workers.why.startswith("two CUDA streams")
+    assert asked_length == [40, SHORT_RUN_FRAMES, SHORT_RUN_FRAMES + 1, None]
+    asked = build.plan(heavy, [SAMPLE], count=2, run_frames=length(40))
     assert (asked.worker_count, asked.workers.why) == (2, "asked for")
     for light in (resolve_model(DEFAULT_SUPERRES_MODEL), resolve_model(DEFAULT_MODEL)):
-        kept = build.plan(PipelineSettings(light, device="cuda:0"), [SAMPLE], run_frames=40)
-        assert kept.worker_count == 2 and kept.workers.why.startswith("two CUDA streams")
-    on_cpu = build.plan(replace(heavy, device="cpu", threads=2), [SAMPLE], run_frames=40)
+        light_run = PipelineSettings(light, device="cuda:0")
+        two = build.plan(light_run, [SAMPLE], run_frames=length(40))
+        assert two.worker_count == 2 and two.workers.why.startswith("two CUDA streams")
+    on_cpu = build.plan(replace(heavy, device="cpu", threads=2), [SAMPLE], run_frames=length(40))
     assert on_cpu.workers.why == "--threads 2: one worker"  # the rule is the GPU's
+    assert asked_length == [40, SHORT_RUN_FRAMES, SHORT_RUN_FRAMES + 1, None, 40, 40]
 
 
 @pytest.mark.skipif(FFPROBE is None, reason="needs ffprobe, the oracle")
 def test_a_runs_length_is_known_before_it_opens_as_ffmpeg_counts_the_frames(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the plan is told of a run's length (opening.run_length): a file's frames as
     FFmpeg decodes them, variable-rate footage included, cut by the run's range; a
-    camera's or a stream's only from ``--frames``."""
+    camera's, a stream's or a folder's only from ``--frames``, also where a file in the
+    working folder has a camera's name."""
     vfr = jittered(tmp_path / "vfr.mp4").path
     sample, uneven = ffprobe_count(Path(SAMPLE)), ffprobe_count(vfr)
     assert run_length([SAMPLE]) == sample and run_length([str(vfr)]) == uneven
@@ -150,27 +163,38 @@ def test_a_runs_length_is_known_before_it_opens_as_ffmpeg_counts_the_frames(
     assert run_length([SAMPLE], start=100, frames=40) == 40
     assert run_length([SAMPLE], start=sample - 5, frames=40) == 5  # the file ends first
     assert run_length([SAMPLE, str(vfr)], frames=50) == 50 + min(50, uneven)
-    assert run_length(["0"]) is None and run_length(["rtsp://127.0.0.1:9/x"]) is None
-    assert run_length(["0"], frames=40) == 40
+    shutil.copy(vfr, tmp_path / "0")
+    monkeypatch.chdir(tmp_path)  # "0" is camera 0 to open_source, whatever is here
+    for live in ("0", "rtsp://127.0.0.1:9/x", str(tmp_path)):
+        assert run_length([live]) is None and run_length([live], frames=40) == 40
     assert run_length([SAMPLE, "0"]) is None  # one length unknown: the run's too
 
 
 def test_a_one_source_run_plans_its_workers_for_the_frames_it_will_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``framelens run`` of a short range of a long file through a heavy model on a GPU
-    plans one worker, the whole file two: the run's range reaches the plan before any
-    worker is built. (This machine has no GPU: the plan is made and told, then building
-    its CUDA workers fails with one line.)"""
+    """``framelens run`` through a heavy model on a GPU: a short range of a long file
+    plans one worker, the whole file two, its last 40 frames one again: the run's range
+    reaches the plan before any worker is built. (The GPU stands in: the plan is made and
+    told, then the run stops where it would build its workers.)"""
     monkeypatch.setattr(build, "gpu_unavailable", lambda settings: None)
+
+    class Built(Exception):
+        pass
+
+    def no_workers(*args: object, **kwargs: object) -> NoReturn:
+        raise Built
+
+    monkeypatch.setattr(build, "workers_for", no_workers)
     heavy = PipelineSettings(resolve_model(str(heavy_superres_model(tmp_path / "sr.onnx"))),
                              device="cuda:0")  # fmt: skip
+    count = ffprobe_count(Path(SAMPLE)) if FFPROBE is not None else 1394
     plans: list[Plan] = []
-    for frames in (40, None):
-        with pytest.raises(FrameLensError):
-            run_to_outputs(SAMPLE, heavy, frames=frames, start=10, on_plan=plans.append)
-    assert [p.worker_count for p in plans] == [1, 2]
-    assert "run of 40 frames" in plans[0].workers.why
+    for start, frames in ((0, 40), (0, None), (count - 40, None)):
+        with pytest.raises(Built):
+            run_to_outputs(SAMPLE, heavy, frames=frames, start=start, on_plan=plans.append)
+    assert [p.worker_count for p in plans] == [1, 2, 1]
+    assert all("run of 40 frames" in p.workers.why for p in (plans[0], plans[2]))
 
 
 def test_tensorrt_where_it_cannot_run_is_onnx_runtime_with_the_reason(

@@ -13,7 +13,7 @@ from framelens.core.stages.sources.file import FileSource
 from framelens.core.stages.sources.folder import FolderSource
 from framelens.core.stages.sources.stream import STREAM_SCHEMES, StreamSource
 
-__all__ = ["Source", "open_source"]
+__all__ = ["Source", "names_a_file", "open_source"]
 
 _DEV_VIDEO = re.compile(r"/dev/video(\d+)")
 _URL = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*)://")
@@ -51,6 +51,15 @@ def open_source(
     if Path(text).is_dir():
         return FolderSource(text)
     return FileSource(text)
+
+
+def names_a_file(spec: str) -> bool:
+    """True where ``open_source(spec)`` opens a file (a video or an image) that exists:
+    not a camera (``0``, ``/dev/video0``, even where a file has that name), a stream URL
+    or a folder."""
+    if not spec or spec.isdigit() or _DEV_VIDEO.fullmatch(spec) or _URL.match(spec):
+        return False
+    return os.path.isfile(spec)
 
 
 def _camera(index: int) -> Source:

@@ -434,8 +434,10 @@ def display_of(path: str | os.PathLike[str]) -> str:
 
 
 def frame_count_of(path: str | os.PathLike[str]) -> int | None:
-    """The frames of the video file at ``path`` as a run numbers them (its frame index);
-    None when it cannot be read or does not say."""
+    """The frames of the video file at ``path``: as a run numbers them (its frame index),
+    or, for a file without usable timestamps, the count its container claims or its
+    duration times its rate suggest (``SourceInfo.frame_count``); None when it cannot be
+    read or does not say."""
     return _probed(path)[1]
 
 
