@@ -299,7 +299,7 @@ def test_binding_cycles_leak_no_device_memory(
 def test_engine_cycles_leak_no_device_memory(
     gpu_ctx: GpuContext, gpu_stream: Any, cuda_provider: None, uploads: list[Uploaded]
 ) -> None:
-    """``ENGINE_CYCLES`` (default 20: a session takes ~0.5 s to make) times: create the
+    """``ENGINE_CYCLES`` (default 20: a cycle took 2.3 s on an H100 in 2026-12) times: create the
     CUDA engine, run once on the device, close. After 2 warm-up cycles (cuDNN/cuBLAS
     load once per process and keep their workspaces), closing a session must give its
     memory arena and output buffers back; 32 MiB tolerance for the libraries' caches,
