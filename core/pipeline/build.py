@@ -416,17 +416,17 @@ def plan(
                           "buffers, no host round trip")  # fmt: skip
         else:
             path = Choice("host pipeline, cuda inference", f"GPU pipeline not used ({reason})")
-        kind = find_kind(runs.model.task)
-        best = None
-        if kind is not None and count is None:
+        if count is not None:
+            n, workers_why = count, "asked for"
+        else:
+            kind = find_kind(runs.model.task)
             length = run_frames() if run_frames is not None else None
-            best = kind.task.gpu_workers(runs.model, length)
-        n, workers_why = (
-            (count, "asked for") if count is not None
-            else best if best is not None
-            else (GPU_WORKERS, "two CUDA streams: one batch's upload and preprocessing "
-                  "overlap the other's inference")
-        )  # fmt: skip
+            best = kind.task.gpu_workers(runs.model, length) if kind is not None else None
+            n, workers_why = best or (
+                GPU_WORKERS,
+                "two CUDA streams: one batch's upload and preprocessing overlap the other's "
+                "inference",
+            )
     else:
         path = Choice("cpu pipeline", f"device is {runs.device}")
         worker_settings, per_core = cpu_workers(runs)
