@@ -189,7 +189,7 @@ from framelens.core.stages.draw.style import (
 from framelens.core.stages.engines.tensorrt_flavour import installed_flavours as tensorrt_flavours
 from framelens.core.stages.sinks.written import describe_outputs
 from framelens.core.stages.source_stages import StageFactory
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources import Source, camera_index, open_source, source_kind
 from framelens.core.stages.sources.camera import CameraDevice, list_cameras
 from framelens.core.stages.sources.frames_at import frames_at
 from framelens.core.stages.sources.samples import bundled_sample
@@ -340,6 +340,7 @@ __all__ = [
     "build_engine",
     "bundled_sample",
     "cached_variant",
+    "camera_index",
     "clamp_region",
     "class_colour",
     "compare_report_folder",
@@ -388,6 +389,7 @@ __all__ = [
     "save_wall_layout",
     "search_detections",
     "shape_colour",
+    "source_kind",
     "sr_upscaler",
     "task_kinds",
     "tensorrt_flavours",

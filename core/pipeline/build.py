@@ -31,9 +31,10 @@ from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.stages.engines import BACKENDS
 from framelens.core.stages.engines.base import DeviceEngine, Engine
-from framelens.core.stages.sources import Source, open_source
+from framelens.core.stages.sources import Source, names_a_file, open_source, source_kind
 from framelens.core.stages.sources.display import AS_STORED
 from framelens.core.stages.sources.file import display_of
+from framelens.core.stages.sources.suffixes import IMAGE_SUFFIXES
 from framelens.core.stages.tasks import find_kind, task_for
 
 log = logging.getLogger(__name__)
@@ -529,16 +530,17 @@ def decoder_choice(spec: str, on_gpu: bool, *, shared: bool = False) -> Choice:
             "a video file as stored: decoded straight into device memory (where NVDEC "
             "cannot be set up, on the host for the same GPU pipelines)",
         )
-    if os.path.isfile(spec) and Path(spec).suffix.lower() not in {".png", ".jpg", ".jpeg"}:
+    if names_a_file(spec) and not _is_image(spec):
         return Choice("cpu", f"{display_of(spec)} for display: the host makes the picture shown")
     return Choice("cpu", "a camera, stream or image folder is decoded on the host")
 
 
 def _host_reader(spec: str) -> str:
     """What reads ``spec``'s frames on the host (core/stages/sources/open_source)."""
-    if os.path.isdir(spec):
+    kind = source_kind(spec)
+    if kind == "folder":
         return "the image-folder reader loads each image (OpenCV)"
-    if spec.isdigit() or spec.startswith("/dev/video"):
+    if kind == "camera":
         return "OpenCV reads the camera"
     return "PyAV decodes"
 
@@ -641,9 +643,13 @@ def decodes_on_device(spec: str) -> bool:
     host, and so do videos shown otherwise than stored (a phone's portrait video turned,
     non-square pixels): the host makes the picture shown, and the GPU pipeline takes
     host frames as it takes a camera's."""
-    if not os.path.isfile(spec) or Path(spec).suffix.lower() in {".png", ".jpg", ".jpeg"}:
+    if not names_a_file(spec) or _is_image(spec):
         return False
     return display_of(spec) == AS_STORED
+
+
+def _is_image(spec: str) -> bool:
+    return Path(spec).suffix.lower() in IMAGE_SUFFIXES
 
 
 def source_device(pipeline: FrameProcessor | None, spec: str) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any
 from framelens.core.cache import digest
 from framelens.core.models.spec import ModelSpec
 from framelens.core.precision.int8_settings import CalibrationSettings
+from framelens.core.stages.sources import source_kind
 
 LINKS_DIR = "int8-sources"
 
@@ -32,7 +33,7 @@ LINKS_DIR = "int8-sources"
 def file_identity(source: str) -> list[Any] | None:
     """(resolved path, size, modification time in ns) of a regular file; None for any
     other source (a camera index, a URL, a folder, a file that is not there)."""
-    if "://" in source or source.strip().isdigit():
+    if source_kind(source.strip()) != "file":
         return None
     path = Path(source).expanduser()
     try:

@@ -25,6 +25,7 @@ from framelens.core.stages.analytics.stage import Tally
 from framelens.core.stages.analytics.zones import ZonesFile
 from framelens.core.stages.sinks.lossless import FrameExporter, open_exporter
 from framelens.core.stages.sinks.video import provenance_metadata
+from framelens.core.stages.sources import camera_index, source_kind
 from framelens.core.stages.tasks import AnyTask, kind_of
 from framelens.core.stages.tasks.base import OutputWriter
 from framelens.core.stages.timing import stage
@@ -40,7 +41,6 @@ __all__ = [
     "source_name",
 ]
 
-_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 WriterFactory = Callable[[dict[str, Any]], OutputWriter[Any]]
 """An extra output of a run, opened with the run's provenance (``run_meta``) once the
@@ -68,12 +68,11 @@ def source_name(spec: str) -> str:
     """What a source's outputs are called: a file's stem, a URL's host and path, a
     camera's index ("camera-0")."""
     text = spec.strip()
-    if text.isdigit():
-        return f"camera-{text}"
-    if text.startswith("/dev/video"):
-        return f"camera-{text.removeprefix('/dev/video')}"
-    if _URL.match(text):
-        rest = _URL.sub("", text).split("?")[0].strip("/")
+    index = camera_index(text)
+    if index is not None:
+        return f"camera-{index}"
+    if source_kind(text) == "stream":
+        rest = text.split("://", 1)[1].split("?")[0].strip("/")
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", rest).strip("-")
         return name or "stream"
     return Path(text.rstrip("/\\")).stem or "source"

@@ -18,6 +18,7 @@ from pathlib import Path
 from framelens.core.errors import ConfigError, ExportError
 from framelens.core.gpu.wall_composite import LAYOUTS
 from framelens.core.stages.sinks.atomic import write_bytes_atomic
+from framelens.core.stages.sources import source_kind
 
 __all__ = ["WALL_LAYOUT_SUFFIX", "WallLayout", "load_wall_layout", "save_wall_layout"]
 
@@ -35,8 +36,8 @@ class WallLayout:
 
 
 def _is_file_spec(spec: str) -> bool:
-    """A path on disk, not a stream address (scheme://) nor a camera index."""
-    return "://" not in spec and not spec.isdigit()
+    """A path on disk (a file or an image folder), not a stream address nor a camera."""
+    return source_kind(spec) in ("file", "folder")
 
 
 def save_wall_layout(path: str | os.PathLike[str], wall: WallLayout) -> Path:

@@ -26,6 +26,7 @@ from framelens.core.sessions.tracks import TrackStages
 from framelens.core.stages.analytics.stage import AnalyticsStage
 from framelens.core.stages.analytics.zones import ZonesFile, load_zones, zones_beside
 from framelens.core.stages.source_stages import SourceStage, StageFactory, chain_stages
+from framelens.core.stages.sources import names_a_file
 from framelens.core.stages.tracking.settings import TrackerSettings
 
 __all__ = ["WallZones", "wall_stages", "wall_zones", "zones_of"]
@@ -34,7 +35,7 @@ __all__ = ["WallZones", "wall_stages", "wall_zones", "zones_of"]
 def zones_of(spec: str) -> Path | None:
     """The zones file the window keeps beside the video file ``spec``
     (``clip.mp4.zones.json``), if there is one."""
-    if "://" in spec or not Path(spec).is_file():
+    if not names_a_file(spec):
         return None
     beside = zones_beside(spec)
     return beside if beside.is_file() else None

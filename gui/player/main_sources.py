@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framelens.core.api import WALL_LAYOUT_SUFFIX, list_cameras, writable_folder
+from framelens.core.api import (
+    WALL_LAYOUT_SUFFIX,
+    camera_index,
+    list_cameras,
+    source_kind,
+    writable_folder,
+)
 from framelens.gui.common.file_dialogs import VIDEO_FILTER, open_file, save_file
 from framelens.gui.player.dialogs import ExportDialog, OpenCameraDialog, OpenUrlDialog
 from framelens.gui.player.main_window_parts import WindowParts
@@ -26,11 +32,10 @@ def camera_spec(index: int) -> str:
 
 def display_name(spec: str) -> str:
     """What a source is called in the title and the recent menu."""
-    if spec.isdigit():
-        return f"Camera {spec}"
-    if spec.startswith("/dev/video"):
-        return f"Camera {spec.removeprefix('/dev/video')}"
-    if "://" in spec:
+    index = camera_index(spec)
+    if index is not None:
+        return f"Camera {index}"
+    if source_kind(spec) == "stream":
         return QUrl(spec).fileName() or spec
     return Path(spec).name
 

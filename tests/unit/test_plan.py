@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+import cv2
 import numpy as np
 import pytest
 from frame_exact_media import FFPROBE, ffprobe_count, jittered
@@ -168,6 +169,25 @@ def test_a_runs_length_is_known_before_it_opens_as_ffmpeg_counts_the_frames(
     for live in ("0", "rtsp://127.0.0.1:9/x", str(tmp_path)):
         assert run_length([live]) is None and run_length([live], frames=40) == 40
     assert run_length([SAMPLE, "0"]) is None  # one length unknown: the run's too
+
+
+def test_a_source_is_planned_as_what_it_opens_a_camera_even_where_a_file_has_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``framelens run 0`` opens camera 0 even beside a video file called ``0``: its plan
+    says the host reads a camera, not NVDEC a file (the file is ``./0``); a still image of
+    any kind the image folders take is never handed to NVDEC."""
+    shutil.copy(SAMPLE, tmp_path / "0")
+    still = tmp_path / "still.bmp"
+    assert cv2.imwrite(str(still), np.zeros((16, 16, 3), np.uint8))
+    monkeypatch.chdir(tmp_path)
+    assert build.decodes_on_device("./0") and build.decoder_choice("./0", True).value == "nvdec"
+    assert not build.decodes_on_device("0")
+    assert build.decoder_choice("0", True) == build.decoder_choice("/dev/video0", True)
+    assert "camera" in build.decoder_choice("0", True).why
+    assert "reads the camera" in build.decoder_choice("0", False).why
+    assert not build.decodes_on_device(str(still))
+    assert build.decoder_choice(str(still), True).value == "cpu"
 
 
 def test_a_one_source_run_plans_its_workers_for_the_frames_it_will_process(

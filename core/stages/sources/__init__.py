@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from typing import Literal
 
 from framelens.core.errors import ConfigError, SourceError
 from framelens.core.stages.sources.base import Source
@@ -13,7 +13,9 @@ from framelens.core.stages.sources.file import FileSource
 from framelens.core.stages.sources.folder import FolderSource
 from framelens.core.stages.sources.stream import STREAM_SCHEMES, StreamSource
 
-__all__ = ["Source", "names_a_file", "open_source"]
+__all__ = ["Source", "SourceKind", "camera_index", "names_a_file", "open_source", "source_kind"]
+
+SourceKind = Literal["camera", "stream", "folder", "file"]
 
 _DEV_VIDEO = re.compile(r"/dev/video(\d+)")
 _URL = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*)://")
@@ -39,27 +41,48 @@ def open_source(
     text = os.fspath(spec)
     if not text:
         raise SourceError("no video source given")
-    if text.isdigit():
-        return _camera(int(text))
-    if match := _DEV_VIDEO.fullmatch(text):
-        return _camera(int(match.group(1)))
-    if match := _URL.match(text):
-        if match.group(1).lower() not in STREAM_SCHEMES:
+    index = camera_index(text)
+    if index is not None:
+        return _camera(index)
+    kind = source_kind(text)
+    if kind == "stream":
+        scheme = text.split("://", 1)[0]
+        if scheme.lower() not in STREAM_SCHEMES:
             schemes = ", ".join(STREAM_SCHEMES)
             raise SourceError(f"unsupported stream URL {text} (supported: {schemes})")
         return StreamSource(text, reconnect_attempts=reconnect_attempts, backoff_s=backoff_s)
-    if Path(text).is_dir():
+    if kind == "folder":
         return FolderSource(text)
     return FileSource(text)
+
+
+def camera_index(spec: str) -> int | None:
+    """The camera ``spec`` names (``0``, ``/dev/video0``), even where a file has that
+    name; None for anything else."""
+    if spec.isdigit():
+        return int(spec)
+    if match := _DEV_VIDEO.fullmatch(spec):
+        return int(match.group(1))
+    return None
+
+
+def source_kind(spec: str) -> SourceKind:
+    """What ``open_source(spec)`` opens, the one reading of a source's text for every
+    part that plans, names or stores a source: a camera (its index or ``/dev/videoN``), a
+    stream (``scheme://``, supported or not), an image folder (a directory that exists),
+    else a file (a video or an image, whether it exists or not)."""
+    if camera_index(spec) is not None:
+        return "camera"
+    if _URL.match(spec):
+        return "stream"
+    return "folder" if os.path.isdir(spec) else "file"
 
 
 def names_a_file(spec: str) -> bool:
     """True where ``open_source(spec)`` opens a file (a video or an image) that exists:
     not a camera (``0``, ``/dev/video0``, even where a file has that name), a stream URL
     or a folder."""
-    if not spec or spec.isdigit() or _DEV_VIDEO.fullmatch(spec) or _URL.match(spec):
-        return False
-    return os.path.isfile(spec)
+    return bool(spec) and source_kind(spec) == "file" and os.path.isfile(spec)
 
 
 def _camera(index: int) -> Source:

@@ -11,10 +11,9 @@ import cv2
 import numpy as np
 from framelens.core.errors import SourceError
 from framelens.core.stages.sources.base import Source
-from framelens.core.stages.sources.suffixes import VIDEO_SUFFIXES
+from framelens.core.stages.sources.suffixes import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from framelens.core.types import Frame, Image, SourceInfo
 
-IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
 NOMINAL_FPS = 25.0  # images carry no timing; pts = index / 25
 
 
