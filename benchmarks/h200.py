@@ -149,14 +149,14 @@ class GpuPipelineBench:
     def __init__(
         self, path: str, spec: Any, workers: int, non_blocking: bool = True, batch: int = 1
     ) -> None:
-        from framelens.core.pipeline import build
+        from framelens.core.pipeline import build, decoding
         from framelens.core.pipeline.settings import PipelineSettings
 
         start = time.perf_counter()
         settings = build.resolve(PipelineSettings(spec, device="cuda:0", batch=batch))
         self.path, self.settings = path, settings
         self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
-        self.source, self.decoder = build.open_frames(path, self.pipelines[0])
+        self.source, self.decoder = decoding.open_frames(path, self.pipelines[0], workers)
         self.workers = workers
         self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")
         # what a run of its own pays before its first frame: engines built, decoder opened

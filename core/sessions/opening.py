@@ -12,7 +12,7 @@ each frame, so it is decoded on the host). One policy where NVDEC cannot be set 
 CUDA stream on the device, no memory for its frame buffers) and the host can read the
 file: it is decoded on the host for the same GPU pipelines, which upload host frames as
 they do a camera's, and the user is told once; the other sources of those workers then
-go to the host without trying again. Nothing is rebuilt (build.decoder_choice says why).
+go to the host without trying again. Nothing is rebuilt (decoding.decoder_choice says why).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from framelens.core.errors import FrameLensError
-from framelens.core.pipeline import build
+from framelens.core.pipeline import build, decoding
 from framelens.core.pipeline.plan import Choice, Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.stages.sources import Source, names_a_file
@@ -65,7 +65,7 @@ class Opened:
 class SourceOpener:
     """Opens sources for the workers whose first pipeline is ``pipeline`` (None: no
     model, frames as decoded), each where ``plan`` says (its decoders; a source it does
-    not list, or without a plan: ``build.decoder_choice`` for these pipelines, the
+    not list, or without a plan: ``decoding.decoder_choice`` for these pipelines, the
     plan's own rule). ``shared``: every frame goes through several pipelines in turn
     (compare's panes): the host. ``say``: told once when NVDEC cannot be set up."""
 
@@ -90,26 +90,29 @@ class SourceOpener:
         if planned is not None and not self._shared:
             return planned
         on_gpu = self._pipeline is not None and self._pipeline.takes_device_frames
-        return build.decoder_choice(spec, on_gpu, shared=self._shared)
+        return decoding.decoder_choice(spec, on_gpu, shared=self._shared)
 
     def open(self, spec: str) -> Opened:
         """``spec`` opened where its decoder is planned; SourceError (one line) when it
         cannot be opened at all."""
         pipeline = self._pipeline
         nvdec = (
-            self.choice(spec).value == "nvdec" and build.source_device(pipeline, spec) is not None
+            self.choice(spec).value == "nvdec"
+            and decoding.source_device(pipeline, spec) is not None
         )
         failed: FrameLensError | None = None
         if nvdec and self.nvdec_missing is None:
             try:
-                return Opened(*build.open_frames(spec, pipeline, self._workers))
+                return Opened(*decoding.open_frames(spec, pipeline, self._workers))
             except FrameLensError as exc:  # no CUDA stream, no memory for its frame buffers
                 failed = exc
         # on the host: with the pipeline where it wants host frames of this source (a GPU
         # pipeline's host source then says why it is not NVDEC's), else without. A file
         # that cannot be read at all fails here with its own error.
-        wants_device = build.source_device(pipeline, spec) is not None
-        source, name = build.open_frames(spec, None if wants_device or self._shared else pipeline)
+        wants_device = decoding.source_device(pipeline, spec) is not None
+        source, name = decoding.open_frames(
+            spec, None if wants_device or self._shared else pipeline, self._workers
+        )
         if failed is not None:  # NVDEC's failure, not the source's: said once
             self.nvdec_missing = str(failed)
             if self._say is not None:

@@ -384,7 +384,7 @@ def test_a_short_run_of_a_heavy_model_takes_one_worker_and_upscales_as_two_do(
     """``framelens run`` of a few frames through an ESRGAN-like model on the GPU: the plan
     gives one inference worker (a second one's first call would slow the first for
     seconds: opening.run_length, tiling.gpu_workers), NVDEC decodes for it (its buffers
-    counted for one worker: build.decode_pool), every frame goes through the GPU
+    counted for one worker: decoding.decode_pool), every frame goes through the GPU
     pipeline, and the frames are those two workers make (``--workers 2``)."""
     import sys
 

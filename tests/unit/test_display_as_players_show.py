@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 from framelens.cli import main
-from framelens.core.pipeline import build
+from framelens.core.pipeline import decoding
 from framelens.core.stages.sinks.detections import frame_detections
 from framelens.core.stages.sources import open_source
 from framelens.core.stages.sources.display import AS_STORED
@@ -54,7 +54,7 @@ def test_a_turned_video_reads_upright_at_its_upright_size(tmp_path: Path, turns:
     finally:
         source.close()
     assert display_of(video) == (f"turned {90 * turns} degrees" if turns else AS_STORED)
-    assert build.decodes_on_device(str(video)) == (turns == 0)  # NVDEC hands it on its side
+    assert decoding.decodes_on_device(str(video)) == (turns == 0)  # NVDEC hands it on its side
 
 
 # Display matrices as files carry them (FFmpeg's AV_PKT_DATA_DISPLAYMATRIX, 16.16 fixed
@@ -205,7 +205,7 @@ def test_non_square_pixels_are_shown_square(
     assert abs(w - h) <= 3, (w, h)  # round: squeezed it was about 1/aspect as wide
     made_square = f"pixels of {aspect.numerator}:{aspect.denominator} made square"
     assert display_of(video) == (f"{made_square}, turned 90 degrees" if turns else made_square)
-    assert not build.decodes_on_device(str(video))
+    assert not decoding.decodes_on_device(str(video))
     export = tmp_path / "annotated.mp4"
     # --conf 0.99: no box drawn over the disc (YOLOX sees a ball or a clock in it)
     assert main(["run", str(video), "--quiet", "--conf", "0.99", "--export", str(export)]) == 0

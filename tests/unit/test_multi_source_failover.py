@@ -21,7 +21,7 @@ import av
 import pytest
 from framelens.core.errors import EngineError, GpuError, SourceError
 from framelens.core.models.catalog import DEFAULT_MODEL, resolve_model
-from framelens.core.pipeline import build
+from framelens.core.pipeline import build, decoding
 from framelens.core.pipeline.build import Workers
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import PipelineSettings
@@ -267,17 +267,17 @@ def test_a_decoder_failing_on_the_gpu_moves_its_sources_too(
     """Not the engine but one source's GPU decoder fails (frame 14): the device's
     sources move to the CPU, that one with them, rather than it being dropped."""
     stand_ins(monkeypatch, {"cuda:0": None})
-    real_open = build.open_frames
+    real_open = decoding.open_frames
 
-    def open_frames(spec: str, pipeline: Any) -> tuple[Any, str]:
-        source, name = real_open(spec, pipeline)
+    def open_frames(spec: str, pipeline: Any, workers: int) -> tuple[Any, str]:
+        source, name = real_open(spec, pipeline, workers)
         on_gpu = pipeline is not None and pipeline.settings.device == "cpu" and "clip1" in spec
         if on_gpu and not getattr(open_frames, "done", False):
             open_frames.done = True  # type: ignore[attr-defined]  # the first opening only
             return FailingDecoder(source, 14), name
         return source, name
 
-    monkeypatch.setattr(build, "open_frames", open_frames)
+    monkeypatch.setattr(decoding, "open_frames", open_frames)
     summary, messages = run_on(clips, tmp_path / "out", ["cuda:0"])
     assert any("decode failed at frame 14" in m and "3 sources going on on the CPU" in m
                for m in messages), messages  # fmt: skip
@@ -319,16 +319,16 @@ def test_a_gpu_without_frame_buffers_for_them_is_passed_over_for_the_cpu(
     (NVDEC says so as the source's error): that is cuda:1's failure, not the source's;
     it goes on on the CPU rather than being dropped."""
     stand_ins(monkeypatch, {"cuda:0": FAIL_AT, "cuda:1": None})
-    real_open = build.open_frames
+    real_open = decoding.open_frames
     opened = [0]
 
-    def open_frames(spec: str, pipeline: Any) -> tuple[Any, str]:
+    def open_frames(spec: str, pipeline: Any, workers: int) -> tuple[Any, str]:
         opened[0] += 1
         if opened[0] == 2:  # the reopening after the move, on cuda:1
             raise SourceError("GPU frame buffers: out of memory (injected)")
-        return real_open(spec, pipeline)
+        return real_open(spec, pipeline, workers)
 
-    monkeypatch.setattr(build, "open_frames", open_frames)
+    monkeypatch.setattr(decoding, "open_frames", open_frames)
     summary, messages = run_on(clips[:1], tmp_path / "out", ["cuda:0", "cuda:1"])
     assert any(m.startswith("cuda:1 cannot take the sources") and "frame buffers" in m
                for m in messages), messages  # fmt: skip

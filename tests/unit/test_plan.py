@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from frame_exact_media import FFPROBE, ffprobe_count, jittered
 from framelens.core.models.catalog import DEFAULT_MODEL, DEFAULT_SUPERRES_MODEL, resolve_model
-from framelens.core.pipeline import build
+from framelens.core.pipeline import build, decoding
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.settings import PipelineSettings
 from framelens.core.sessions.opening import run_length
@@ -181,13 +181,15 @@ def test_a_source_is_planned_as_what_it_opens_a_camera_even_where_a_file_has_its
     still = tmp_path / "still.bmp"
     assert cv2.imwrite(str(still), np.zeros((16, 16, 3), np.uint8))
     monkeypatch.chdir(tmp_path)
-    assert build.decodes_on_device("./0") and build.decoder_choice("./0", True).value == "nvdec"
-    assert not build.decodes_on_device("0")
-    assert build.decoder_choice("0", True) == build.decoder_choice("/dev/video0", True)
-    assert "camera" in build.decoder_choice("0", True).why
-    assert "reads the camera" in build.decoder_choice("0", False).why
-    assert not build.decodes_on_device(str(still))
-    assert build.decoder_choice(str(still), True).value == "cpu"
+    assert (
+        decoding.decodes_on_device("./0") and decoding.decoder_choice("./0", True).value == "nvdec"
+    )
+    assert not decoding.decodes_on_device("0")
+    assert decoding.decoder_choice("0", True) == decoding.decoder_choice("/dev/video0", True)
+    assert "camera" in decoding.decoder_choice("0", True).why
+    assert "reads the camera" in decoding.decoder_choice("0", False).why
+    assert not decoding.decodes_on_device(str(still))
+    assert decoding.decoder_choice(str(still), True).value == "cpu"
 
 
 def test_a_one_source_run_plans_its_workers_for_the_frames_it_will_process(
@@ -302,7 +304,7 @@ def test_an_image_folder_is_said_to_be_read_by_the_image_folder_reader(tmp_path:
     (decoder,) = json.loads(done.stdout)["plan"]["decoders"]
     assert decoder["why"].startswith("the image-folder reader loads each image"), decoder
     assert "PyAV" not in done.stderr
-    assert "PyAV decodes" in build.decoder_choice(SAMPLE, False).why  # a video file still is
+    assert "PyAV decodes" in decoding.decoder_choice(SAMPLE, False).why  # a video file still is
 
 
 def _two_sources_on_two_slots(tmp_path: Path, *extra: str) -> tuple[list[str], str, dict]:
@@ -369,7 +371,7 @@ def test_nvdecs_buffers_are_counted_for_the_workers_the_plan_gives() -> None:
     4 x 4 frames in batches alone, more than the 21 buffers two workers were given, and
     the decoder waited for a buffer no worker would give back in time."""
     for workers, batch in ((1, 1), (2, 1), (2, 4), (4, 4), (8, 8)):
-        pool = build.decode_pool(workers, batch)
-        assert pool >= build.DECODE_BUFFERS
+        pool = decoding.decode_pool(workers, batch)
+        assert pool >= decoding.DECODE_BUFFERS
         assert pool >= 4 + (workers + 2) * batch + 1  # the queue, the batches, one read
-    assert build.decode_pool(4, 4) > build.decode_pool(2, 4)
+    assert decoding.decode_pool(4, 4) > decoding.decode_pool(2, 4)

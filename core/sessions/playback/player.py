@@ -19,7 +19,7 @@ from dataclasses import replace
 from functools import partial
 
 from framelens.core.errors import FrameLensError, GpuError
-from framelens.core.pipeline import build
+from framelens.core.pipeline import build, decoding
 from framelens.core.pipeline.plan import Plan
 from framelens.core.pipeline.processor import FrameProcessor
 from framelens.core.pipeline.settings import (
@@ -249,7 +249,7 @@ class Player(PlayerCore):
                     self._use_settings(settings)
                 except Exception as exc:  # the video still plays, without a model
                     self._fail(exc)
-                if build.source_device(self._pipeline, spec) != self._source_wants:
+                if decoding.source_device(self._pipeline, spec) != self._source_wants:
                     # the new model decodes elsewhere (NVDEC for GPU pipelines)
                     source.close()
                     source = self._open_frames(spec)
@@ -271,7 +271,7 @@ class Player(PlayerCore):
         for GPU pipelines and video files, else on the host; where NVDEC cannot be set
         up, on the host for the same pipelines, said once."""
         pipeline = self._pipeline
-        self._source_wants = build.source_device(pipeline, spec)
+        self._source_wants = decoding.source_device(pipeline, spec)
         opened = SourceOpener(pipeline, say=self._on_error).open(spec)
         self._publish(decoder=opened.decoder)
         return opened.source
@@ -283,7 +283,7 @@ class Player(PlayerCore):
         drive, spec = self._drive, self._spec
         if drive is None or spec is None:
             return
-        if build.source_device(pipeline, spec) == self._source_wants:
+        if decoding.source_device(pipeline, spec) == self._source_wants:
             return  # also after NVDEC failed for these pipelines: no retry on every swap
         try:
             source = self._open_frames(spec)
