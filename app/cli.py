@@ -256,7 +256,9 @@ def _refuse_writing_over_sources(
     """An output that is one of the run's source files is refused (ConfigError, one line):
     renamed over it when complete, it would replace the video being analysed
     (``--export clip.mp4`` on clip.mp4, ``--export-dir .`` in the videos' folder)."""
-    files = [Path(s) for s in sources if Path(s).is_file()]
+    from framelens.core.stages.sources import names_a_file
+
+    files = [Path(s) for s in sources if names_a_file(s)]
     if not files or (several and not args.export_dir):  # no folder: said next, one line
         return
     if several:
@@ -337,9 +339,10 @@ def _run_many(args: argparse.Namespace, sources: list[str], settings: Any) -> in
     if args.batch_wait is not None and args.batch_wait < 0:
         raise ConfigError("--batch-wait must not be negative")
     from framelens.core.pipeline.devices import device_slots, resolve_device
+    from framelens.core.stages.sources import names_a_file
 
     listed = [resolve_device(d) for d in args.devices] if args.devices else [settings.device]
-    files = all(Path(s).is_file() for s in sources)
+    files = all(names_a_file(s) for s in sources)
     devices, processes = device_slots(listed, len(sources), args.processes, files)
     if processes and args.processes in (None, "auto"):
         print(f"framelens: {len(sources)} sources on {listed[0]}: {len(devices)} processes, "

@@ -156,6 +156,8 @@ class GpuPipelineBench:
         settings = build.resolve(PipelineSettings(spec, device="cuda:0", batch=batch))
         self.path, self.settings = path, settings
         self.pipelines = build.gpu_pipelines(settings, workers, non_blocking=non_blocking)
+        # NVDEC's buffers counted for these workers, as a run counts them (since cf43966;
+        # before, this bench counted them for two workers whatever its own number)
         self.source, self.decoder = decoding.open_frames(path, self.pipelines[0], workers)
         self.workers = workers
         self.label = f"{workers} workers, batch {batch}" + ("" if non_blocking else ", blocking")

@@ -56,7 +56,9 @@ def decoder_choice(spec: str, on_gpu: bool, *, shared: bool = False) -> Choice:
             "a video file as stored: decoded straight into device memory (where NVDEC "
             "cannot be set up, on the host for the same GPU pipelines)",
         )
-    if names_a_file(spec) and not _is_image(spec):
+    if names_a_file(spec):
+        if _is_image(spec):
+            return Choice("cpu", "a still image is read on the host (NVDEC decodes video)")
         return Choice("cpu", f"{display_of(spec)} for display: the host makes the picture shown")
     return Choice("cpu", "a camera, stream or image folder is decoded on the host")
 

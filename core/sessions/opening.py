@@ -1,6 +1,6 @@
 """Opening a source for the workers that take its frames: the one place, for every consumer.
 
-    the plan's decoder of the source (core/pipeline/build.py ``decoder_choice``: NVDEC
+    the plan's decoder of the source (core/pipeline/decoding.py ``decoder_choice``: NVDEC
     for GPU pipelines and a video file as stored, else the host, and why)
       ──SourceOpener.open──> the Source, decoded there, and its decoder's name
 

@@ -53,6 +53,8 @@ def save_wall_layout(path: str | os.PathLike[str], wall: WallLayout) -> Path:
         if _is_file_spec(spec):
             file = Path(os.path.abspath(spec))
             spec = file.relative_to(folder).as_posix() if file.is_relative_to(folder) else str(file)
+            if not _is_file_spec(spec):  # a file called "0" beside the layout: not camera 0
+                spec = f"./{spec}"
         sources.append(spec)
     data = {"framelens_wall": _FORMAT, "layout": wall.layout, "sources": sources}
     return write_bytes_atomic(target, (json.dumps(data, indent=2) + "\n").encode())

@@ -190,6 +190,10 @@ def test_a_source_is_planned_as_what_it_opens_a_camera_even_where_a_file_has_its
     assert "reads the camera" in decoding.decoder_choice("0", False).why
     assert not decoding.decodes_on_device(str(still))
     assert decoding.decoder_choice(str(still), True).value == "cpu"
+    assert "still image" in decoding.decoder_choice(str(still), True).why
+    superscript = tmp_path / "\u00b2"  # a digit to str.isdigit, none to int(): a file
+    shutil.copy(SAMPLE, superscript)
+    assert decoding.decoder_choice(superscript.name, True).value == "nvdec"
 
 
 def test_a_one_source_run_plans_its_workers_for_the_frames_it_will_process(

@@ -85,3 +85,14 @@ def test_a_link_in_the_footage_folder_stays_a_link_beside_the_layout(tmp_path: P
     assert json.loads(path.read_text())["sources"] == ["gate.mp4"]
     with pytest.raises(ExportError, match="cannot be empty"):
         save_wall_layout(footage / "other.flwall", WallLayout(("",)))
+
+
+def test_a_file_named_like_a_camera_beside_the_layout_reads_back_as_that_file(
+    tmp_path: Path,
+) -> None:
+    """A video called ``0`` beside the layout is stored as ``./0``: read back, it is that
+    file again, not camera 0 (which stays ``0``)."""
+    (tmp_path / "0").write_bytes(b"")
+    path = save_wall_layout(tmp_path / "site.flwall", WallLayout((str(tmp_path / "0"), "0")))
+    assert json.loads(path.read_text())["sources"] == ["./0", "0"]
+    assert load_wall_layout(path).sources == (str(tmp_path.resolve() / "0"), "0")

@@ -37,6 +37,7 @@ from framelens.core.stages.analytics.zones import (
     save_zones,
     zones_beside,
 )
+from framelens.core.stages.sources import names_a_file
 from framelens.core.types import Detections, FrameResult
 
 __all__ = ["PlaybackAnalytics", "ZonesCounting"]
@@ -88,7 +89,7 @@ class PlaybackAnalytics:
         one, else none. Returns what to tell the user (the file read, a warning, or why
         it could not be used: one line), None when there was nothing to read."""
         self.size = size
-        self.path = zones_beside(video) if video and Path(video).is_file() else None
+        self.path = zones_beside(video) if video and names_a_file(video) else None
         spec, said = ZonesFile(), None
         if self.path is not None and self.path.is_file():
             try:

@@ -59,7 +59,7 @@ def open_source(
 def camera_index(spec: str) -> int | None:
     """The camera ``spec`` names (``0``, ``/dev/video0``), even where a file has that
     name; None for anything else."""
-    if spec.isdigit():
+    if spec.isascii() and spec.isdigit():  # not "²", which int() refuses
         return int(spec)
     if match := _DEV_VIDEO.fullmatch(spec):
         return int(match.group(1))
