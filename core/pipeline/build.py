@@ -397,8 +397,8 @@ def plan(
     ``gpu_pipeline=False``: not the GPU pipeline (its source failed); ``batch_why``: why
     the batch is what it is, where the caller chose it; ``run_frames``: how to learn the
     frames the workers process before they are closed (a one-source run: probing its
-    file), called only where the workers' count may depend on it (on a GPU, none asked
-    for: Task.gpu_workers); None for workers kept beyond the run."""
+    file), handed to the task's Task.gpu_workers on a GPU when none were asked for, which
+    calls it only where the count depends on it; None for workers kept beyond the run."""
     if count is not None and count < 1:
         raise ConfigError(f"inference workers must be at least 1, not {count}")
     resolved = resolve(settings)  # an INT8 not prepared is one error, whatever the device
@@ -417,8 +417,8 @@ def plan(
             n, workers_why = count, "asked for"
         else:
             kind = find_kind(runs.model.task)
-            length = run_frames() if run_frames is not None else None
-            best = kind.task.gpu_workers(runs.model, length) if kind is not None else None
+            frames = run_frames or (lambda: None)
+            best = kind.task.gpu_workers(runs.model, frames) if kind is not None else None
             n, workers_why = best or (
                 GPU_WORKERS,
                 "two CUDA streams: one batch's upload and preprocessing overlap the other's "

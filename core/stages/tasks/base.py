@@ -8,7 +8,7 @@ what the model computes; the task does. Detection is the first task
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import numpy as np
@@ -77,10 +77,13 @@ class Task(ABC, Generic[OutputT, ParamsT, MatchT, InputT]):
         return {}
 
     @classmethod
-    def gpu_workers(cls, spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | None:
-        """How many inference workers a GPU run of ``spec`` over ``run_frames`` frames
-        (None: workers that outlive one run, or a length not known) is best served by,
-        and why; None: the plan's default (two, on two CUDA streams)."""
+    def gpu_workers(
+        cls, spec: ModelSpec, run_frames: Callable[[], int | None]
+    ) -> tuple[int, str] | None:
+        """How many inference workers a GPU run of ``spec`` is best served by, and why;
+        None: the plan's default (two, on two CUDA streams). ``run_frames()``: the frames
+        the run will process (None: workers that outlive one run, or a length not
+        known), called only where the count depends on it: it may probe the file."""
         del spec, run_frames
         return None
 

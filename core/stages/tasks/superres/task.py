@@ -9,7 +9,7 @@ writes, the canvas shows and compare measures.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -93,7 +93,9 @@ class SuperResTask(Task[Upscaled, SuperResParams, ImageAgreement, SrInput]):
         return cuda_options(spec)
 
     @classmethod
-    def gpu_workers(cls, spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | None:
+    def gpu_workers(
+        cls, spec: ModelSpec, run_frames: Callable[[], int | None]
+    ) -> tuple[int, str] | None:
         return gpu_workers(spec, run_frames)
 
     @classmethod

@@ -19,7 +19,7 @@ the linear blend leaves no visible seam. tests/unit/test_superres.py bounds both
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,7 +104,7 @@ inference worker on a GPU (gpu_workers): the longest run measured that one worke
 finished sooner."""
 
 
-def gpu_workers(spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | None:
+def gpu_workers(spec: ModelSpec, run_frames: Callable[[], int | None]) -> tuple[int, str] | None:
     """One inference worker on a GPU for a heavy super-resolution model's short run, two
     (the plan's default, None here) otherwise. A heavy model's call keeps the GPU busy
     alone (ESRGAN x2 at 540p: 52.9 ms on an H100), and a second worker's first call,
@@ -117,10 +117,11 @@ def gpu_workers(spec: ModelSpec, run_frames: int | None) -> tuple[int, str] | No
     frame's upload and output with the other's call."""
     if spec.task != "superres" or not is_heavy(spec):
         return None
-    if run_frames is None or run_frames > SHORT_RUN_FRAMES:
+    frames = run_frames()  # only now: it may probe the run's file
+    if frames is None or frames > SHORT_RUN_FRAMES:
         return None
     return 1, (
-        f"one CUDA stream: a heavy super-resolution model's run of {run_frames} frames "
+        f"one CUDA stream: a heavy super-resolution model's run of {frames} frames "
         "ends sooner with one worker (a second one's first call, cuDNN building its "
         "convolutions, slows the first for seconds: one was faster in runs of up to "
         f"{SHORT_RUN_FRAMES} frames); --workers 2 for two"
