@@ -184,6 +184,8 @@ class WallProcess:
         self._to_child: Connection | None = None
         self._reader: threading.Thread | None = None
         self._closing = False
+        self._ender: threading.Thread | None = None  # close(wait=False)'s
+        self.ended = threading.Event()  # closed: the child gone, its memory freed
         self._send_lock = threading.Lock()
         self._deliver_lock = threading.Lock()  # a picture's delivery against close()
 
@@ -342,15 +344,31 @@ class WallProcess:
     def set_realtime(self, realtime: bool) -> None:
         self._send(("realtime", realtime))
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
         """Close this process's IPC handles, stop the child (at once, or killed after a
         grace period) and free the shared memory; nothing is delivered after this
-        returns."""
+        returns. ``wait=False`` (a window closing): the child is waited for, stopped and
+        its memory freed behind, on a thread of this object's (``ended`` is set then), so
+        that a child slow to stop (still building its engines) does not hold the caller;
+        the interpreter waits for that thread before it exits."""
         with self._deliver_lock:
-            self._closing = True
+            again, self._closing = self._closing, True
+        if again:  # closed before: waited for here where asked
+            if wait and self._ender is not None:
+                self._ender.join()
+            return
         if self._ipc is not None:  # before the child frees what they map
             self._ipc.close()
         self._send(("stop",))
+        if wait:
+            self._end_child()
+        else:
+            self._ender = NamedThread(target=self._end_child, name="fl-wall-close")
+            self._ender.start()
+
+    def _end_child(self) -> None:
+        """The child waited for (killed past the grace period), the pipe and the reader
+        closed, the shared memory freed; then ``ended`` is set."""
         process = self._process
         if process is not None:
             process.join(_STOP_JOIN_S)
@@ -371,6 +389,7 @@ class WallProcess:
             with contextlib.suppress(FileNotFoundError):
                 self._shm.unlink()
             self._shm = None
+        self.ended.set()
 
 
 def stopped(state: WallState, why: str) -> WallState:

@@ -197,7 +197,7 @@ class WallProcessSession(QObject):
         with self._lock:
             self._closed = True
             self._waiting = None
-        self.process.close()
+        self.process.close(wait=False)  # a child slow to stop does not hold the window
 
 
 class WallPlots(QWidget):

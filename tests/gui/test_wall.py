@@ -515,6 +515,7 @@ def test_a_wall_played_in_a_process_of_its_own_shows_its_tiles_and_stops_with_th
         save_screenshot(wall, "wall-process-killed.png")
     finally:
         wall.close()
+    assert wall.session.process.ended.wait(30)  # type: ignore[union-attr]  # behind the window
     assert not child.is_alive()
 
 
@@ -557,9 +558,11 @@ def test_closing_a_wall_window_stops_its_process(
     qtbot.addWidget(wall)
     wall.show()
     qtbot.waitUntil(lambda: wall.canvas.tiles_shown >= 2, timeout=TIMEOUT_MS)
-    child = wall.session.process._process  # type: ignore[union-attr]
-    wall.close()
-    assert not child.is_alive() and child.exitcode == 0
+    process = wall.session.process  # type: ignore[union-attr]
+    child = process._process
+    wall.close()  # returns without waiting for the child: it stops behind the window
+    assert process.ended.wait(30)
+    assert not child.is_alive() and child.exitcode == 0  # stopped, not killed
     assert not wall.errors
 
 

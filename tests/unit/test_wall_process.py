@@ -4,6 +4,7 @@ memory here (the CUDA IPC transport: tests/gpu/test_wall_ipc_gpu.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -176,6 +177,37 @@ def test_closing_stops_the_child_and_frees_the_shared_memory(clips: list[str]) -
     seen = len(consumer.pictures)
     time.sleep(0.3)
     assert len(consumer.pictures) == seen and not consumer.errors
+
+
+def test_a_window_closing_is_not_held_by_a_child_that_does_not_stop(
+    clips: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing the window returns at once even while the wall's process does not answer
+    (stopped here: as one still building its engines would be, for longer): nothing is
+    delivered after, and behind the window the child is killed after its grace period
+    and the shared memory freed."""
+    monkeypatch.setattr(wall_process, "_STOP_JOIN_S", 0.5)
+    consumer = Consumer()
+    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
+    process = consumer.wall._process
+    name = consumer.wall._shm.name  # type: ignore[union-attr]
+    try:
+        consumer.wait(lambda: bool(consumer.pictures))
+        os.kill(process.pid, signal.SIGSTOP)  # it stays stopped: killed so, as it would be
+        consumer.wall.close(wait=False)
+        seen = len(consumer.pictures)
+        assert process.is_alive() and not consumer.wall.ended.is_set()  # not waited for
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGCONT)
+        consumer.wall.close()
+        raise
+    assert consumer.wall.ended.wait(TIMEOUT_S)
+    assert not process.is_alive() and process.exitcode == -signal.SIGKILL
+    with pytest.raises(FileNotFoundError):
+        SharedMemory(name=name)
+    assert len(consumer.pictures) == seen and not consumer.errors
+    consumer.wall.close()  # again, waiting: nothing left to do
 
 
 def test_a_child_that_dies_is_one_message(clips: list[str]) -> None:
