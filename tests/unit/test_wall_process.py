@@ -162,15 +162,23 @@ def test_every_result_of_a_modest_wall_reaches_this_process_through_shared_memor
         consumer.wall.close()
 
 
-def test_closing_stops_the_child_and_frees_the_shared_memory(clips: list[str]) -> None:
+def showing(clips: list[str]) -> tuple[Consumer, Any, str]:
+    """A wall of ``clips`` whose first picture came: its consumer, its child process and
+    the name of its shared memory."""
     consumer = Consumer()
     consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
-    process = consumer.wall._process
-    name = consumer.wall._shm.name  # type: ignore[union-attr]
+    process, name = consumer.wall._process, consumer.wall._shm.name  # type: ignore[union-attr]
     try:
         consumer.wait(lambda: bool(consumer.pictures))
-    finally:
+    except BaseException:
         consumer.wall.close()
+        raise
+    return consumer, process, name
+
+
+def test_closing_stops_the_child_and_frees_the_shared_memory(clips: list[str]) -> None:
+    consumer, process, name = showing(clips)
+    consumer.wall.close()
     assert not process.is_alive() and process.exitcode == 0  # stopped, not killed
     with pytest.raises(FileNotFoundError):
         SharedMemory(name=name)
@@ -187,12 +195,8 @@ def test_a_window_closing_is_not_held_by_a_child_that_does_not_stop(
     delivered after, and behind the window the child is killed after its grace period
     and the shared memory freed."""
     monkeypatch.setattr(wall_process, "_STOP_JOIN_S", 0.5)
-    consumer = Consumer()
-    consumer.wall.open(clips, PipelineSettings(model=resolve_model(DEFAULT_MODEL)))
-    process = consumer.wall._process
-    name = consumer.wall._shm.name  # type: ignore[union-attr]
+    consumer, process, name = showing(clips)
     try:
-        consumer.wait(lambda: bool(consumer.pictures))
         os.kill(process.pid, signal.SIGSTOP)  # it stays stopped: killed so, as it would be
         consumer.wall.close(wait=False)
         seen = len(consumer.pictures)
