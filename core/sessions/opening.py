@@ -96,10 +96,8 @@ class SourceOpener:
         """``spec`` opened where its decoder is planned; SourceError (one line) when it
         cannot be opened at all."""
         pipeline = self._pipeline
-        nvdec = (
-            self.choice(spec).value == "nvdec"
-            and decoding.source_device(pipeline, spec) is not None
-        )
+        wants_device = decoding.source_device(pipeline, spec) is not None
+        nvdec = self.choice(spec).value == "nvdec" and wants_device
         failed: FrameLensError | None = None
         if nvdec and self.nvdec_missing is None:
             try:
@@ -109,7 +107,6 @@ class SourceOpener:
         # on the host: with the pipeline where it wants host frames of this source (a GPU
         # pipeline's host source then says why it is not NVDEC's), else without. A file
         # that cannot be read at all fails here with its own error.
-        wants_device = decoding.source_device(pipeline, spec) is not None
         source, name = decoding.open_frames(
             spec, None if wants_device or self._shared else pipeline, self._workers
         )
