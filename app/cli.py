@@ -8,6 +8,7 @@ code 2, here and nowhere else.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from framelens.cli_options import (
     heatmap_from_args,
     per_source_file,
     refuse_replacing,
+    refuse_shared_outputs,
     sample_video,
     settings_from_args,
     tracker_from_args,
@@ -40,13 +42,23 @@ from framelens.terminal_bars import bars_for
 class OneLineParser(argparse.ArgumentParser):
     """A bad option or value is one line on stderr and exit code 2, like every other
     error of the command (argparse's own would print the whole usage first); its
-    subcommands' parsers are of this class too (add_subparsers makes them so)."""
+    subcommands' parsers are of this class too (add_subparsers makes them so). Options
+    are taken only as written: a prefix would read ``--precision`` as ``--precisions``
+    where a command has only the latter, and a new option could change what an old
+    prefix means."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 SIGPIPE = 13  # signal.SIGPIPE, which Windows does not name
+DEVICE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Errors of a device that takes no more (stdout sent to a full disk): one line, not a
+traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -253,12 +265,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _refuse_writing_over_sources(
     args: argparse.Namespace, sources: Sequence[str], several: bool
 ) -> None:
-    """An output that is one of the run's source files is refused (ConfigError, one line):
-    renamed over it when complete, it would replace the video being analysed
-    (``--export clip.mp4`` on clip.mp4, ``--export-dir .`` in the videos' folder)."""
+    """An output that is one of the run's input files (its sources, its zones file) is
+    refused (ConfigError, one line): renamed over it when complete, it would replace the
+    file being analysed (``--export clip.mp4`` on clip.mp4, ``--export-dir .`` in the
+    videos' folder, ``--events zones.json`` beside ``--zones zones.json``); so are two
+    outputs given one file, of which only the last written would be left."""
     from framelens.core.stages.sources import names_a_file
 
+    if not several:
+        refuse_shared_outputs(
+            [("--export", args.export), ("--detections", args.detections),
+             ("--export-tracks", args.export_tracks), ("--events", args.events),
+             ("--heatmap-png", args.heatmap_png)]
+        )  # fmt: skip
     files = [Path(s) for s in sources if names_a_file(s)]
+    files += [Path(args.zones)] if args.zones else []
     if not files or (several and not args.export_dir):  # no folder: said next, one line
         return
     if several:
@@ -434,8 +455,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ConfigError(f"{option} must be positive")
     if args.threads is not None and args.threads <= 0:
         raise ConfigError("--threads must be positive")
+    source = args.source or str(sample_video())
+    if args.output:  # one line before minutes of benchmark, not after
+        from framelens.core.stages.sinks.atomic import check_target
+        from framelens.core.stages.sources import names_a_file
+
+        check_target(args.output)
+        refuse_replacing([Path(source)] if names_a_file(source) else [], [Path(args.output)])
     result = run_bench(
-        args.source or str(sample_video()),
+        source,
         frames=args.frames,
         threads=args.threads,
         export=not args.no_export,
@@ -635,6 +663,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout's buffered rest would fail again when Python exits: send it nowhere
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + SIGPIPE
+    except OSError as exc:
+        if exc.errno not in DEVICE_FULL:  # no full disk: a bug, shown with its stack
+            raise
+        # outputs' own errors are one line already: here stdout (`> /dev/full`) failed
+        what = exc.filename or "standard output"
+        reason = (exc.strerror or str(exc)).lower()
+        print(f"framelens: error: cannot write {what}: {reason}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 2
 
 
 if __name__ == "__main__":

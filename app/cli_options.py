@@ -19,7 +19,9 @@ __all__ = [
     "add_tracker_options",
     "add_zones_args",
     "heatmap_from_args",
+    "refuse_others_parameters",
     "refuse_replacing",
+    "refuse_shared_outputs",
     "sample_video",
     "settings_from_args",
     "tracker_from_args",
@@ -215,8 +217,12 @@ def add_tracker_args(p: argparse.ArgumentParser) -> None:
     add_tracker_options(p, skip=("frame_rate",))
 
 
-BOTSORT_ONLY = ("cmc", "cmc_downscale")
-"""Parameters of BoT-SORT's camera-motion compensation, which the others do not have."""
+OWN_PARAMETERS = {
+    "botsort": (("cmc", "cmc_downscale"), "BoT-SORT's camera-motion compensation"),
+    "ocsort": (("ocsort_delta_t", "ocsort_inertia", "ocsort_use_byte"), "OC-SORT's parameters"),
+}
+"""Parameters only one tracker has (kind: (names, what they are)): given for another,
+they would be taken and do nothing."""
 
 
 def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
@@ -237,11 +243,18 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
             f"--track follows detected objects, and {model.name} ({model.task}) finds none: "
             "choose a detection model"
         )
-    botsort = [n for n in named if n in BOTSORT_ONLY]
-    if botsort and args.track != "botsort":
-        what = ", ".join("--" + n.replace("_", "-") for n in botsort)
-        raise ConfigError(f"{what}: BoT-SORT's camera-motion compensation: add --track botsort")
+    refuse_others_parameters(named, args.track, "--track")
     return tracker_settings_from_args(args, args.track)
+
+
+def refuse_others_parameters(named: Sequence[str], kind: str, option: str) -> None:
+    """ConfigError (one line) for a parameter (``named``: tracker fields given) that only
+    another tracker than ``kind`` has; ``option`` chooses the tracker (``--track``)."""
+    for owner, (names, what) in OWN_PARAMETERS.items():
+        theirs = [n for n in named if n in names]
+        if theirs and kind != owner:
+            given = ", ".join("--" + n.replace("_", "-") for n in theirs)
+            raise ConfigError(f"{given}: {what}: add {option} {owner}")
 
 
 def add_zones_args(p: argparse.ArgumentParser, *, tracking: bool = False) -> None:
@@ -336,6 +349,34 @@ def refuse_replacing(inputs: Sequence[Path], outputs: Sequence[Path], hint: str 
                 f"cannot write {out}: it is the input {same}, which it would replace; "
                 f"choose another name{hint}"
             )
+
+
+def refuse_shared_outputs(named: Sequence[tuple[str, str | None]]) -> None:
+    """ConfigError (one line) for two options that name the same output file (``named``:
+    (option, path or None) pairs): the one renamed into place last would silently replace
+    the other's file."""
+    seen: list[tuple[str, Path]] = []
+    for option, value in named:
+        if not value:
+            continue
+        path = Path(value)
+        for other, earlier in seen:
+            if _same_file(path, earlier):
+                raise ConfigError(
+                    f"{other} and {option} both name {value}: give each output its own file"
+                )
+        seen.append((option, path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same path once resolved, or one file
+    reached by two names (a link) where both exist."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.samefile(b)
+    except OSError:  # either does not exist yet: then only the path can say
+        return False
 
 
 def per_source_file(

@@ -232,7 +232,9 @@ def cmd_track(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from framelens.cli_options import (
+        refuse_others_parameters,
         refuse_replacing,
+        refuse_shared_outputs,
         tracker_settings_from_args,
         zones_from_args,
     )
@@ -245,8 +247,10 @@ def cmd_track(args: argparse.Namespace) -> int:
     if args.fps is not None and not (math.isfinite(args.fps) and args.fps > 0):
         raise ConfigError("--fps must be a positive number")
     check_target(args.output)  # one line before any work, and nothing written
+    refuse_shared_outputs([("--output", args.output), ("--events", args.events)])
     targets = [Path(args.output), *([Path(args.events)] if args.events else [])]
-    refuse_replacing([Path(args.detections)], targets)
+    inputs = [Path(args.detections), *([Path(args.zones)] if args.zones else [])]
+    refuse_replacing(inputs, targets)
     detections = read_detections_file(args.detections)
     fps = args.fps or detections.fps or 30.0
     known = size or (
@@ -254,6 +258,9 @@ def cmd_track(args: argparse.Namespace) -> int:
     )
     zones = zones_from_args(args, detections.labels, source=known, tracked=True)
     # no pixels here: no camera-motion compensation, no trails
+    named = [n for n, value in vars(args).items() if n.startswith("tracker_") and value is not None]
+    refuse_others_parameters([n.removeprefix("tracker_") for n in named], args.tracker,
+                             "--tracker")  # fmt: skip
     settings = tracker_settings_from_args(
         args, args.tracker, frame_rate=fps, trail_length=0, cmc="none"
     )

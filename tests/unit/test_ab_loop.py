@@ -3,7 +3,9 @@ holding playback in it frame-exact on the bundled sample video."""
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -45,6 +47,7 @@ def test_playing_wraps_after_b_only_from_inside_the_loop() -> None:
 class Recorder:
     def __init__(self) -> None:
         self.indices: list[int] = []
+        self.times: list[float] = []  # when each result came (perf_counter s)
         self.states: list[PlayerState] = []
         self.errors: list[str] = []
         self._cond = threading.Condition()
@@ -52,6 +55,7 @@ class Recorder:
     def on_result(self, result: FrameResult) -> None:
         with self._cond:
             self.indices.append(result.frame.index)
+            self.times.append(time.perf_counter())
             self._cond.notify_all()
 
     def on_state(self, state: PlayerState) -> None:
@@ -169,3 +173,24 @@ def test_a_loop_ending_on_the_last_frame_loops_instead_of_ending(
         last - 5,
     ]
     assert "ended" not in {s.status for s in rec.states[-20:]}
+
+
+def test_in_real_time_b_stays_on_screen_its_frame_time_before_a_comes(
+    player: Player, rec: Recorder
+) -> None:
+    """Played in real time (the sample: 10 fps), B is shown as long as every other frame
+    (100 ms), not only until A is decoded, so the loop plays 10 ... 20 at the file's pace
+    and B is not replaced before the screen shows it."""
+    set_loop(player, rec, 10, 14)
+    player.set_realtime(True)
+    start = seek(player, rec, 10)
+    player.play()
+    rec.wait(lambda: len(rec.indices) >= start + 3 * 5 + 1)
+    player.pause()
+    shown = rec.indices[start : start + 3 * 5 + 1]
+    assert shown == [*range(10, 15)] * 3 + [10]
+    times = rec.times[start : start + len(shown)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    after_b = [gap for index, gap in zip(shown, gaps, strict=False) if index == 14]
+    # every frame waits for its due time; late ones only come later, never sooner
+    assert min(after_b) >= 0.09, after_b

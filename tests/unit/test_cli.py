@@ -318,6 +318,76 @@ def test_an_output_that_would_replace_a_source_is_refused(
 
 
 @pytest.mark.parametrize(
+    ("outputs", "options"),
+    [
+        (["--detections", "out.json", "--export-tracks", "./out.json"],
+         ("--detections", "--export-tracks")),
+        (["--export", "out.mp4", "--detections", "d.json", "--export-tracks", "HERE/d.json"],
+         ("--detections", "--export-tracks")),
+    ],
+    ids=["relative-names", "relative-and-absolute"],
+)  # fmt: skip
+def test_two_outputs_given_one_file_are_refused(
+    tmp_path: Path, outputs: list[str], options: tuple[str, str]
+) -> None:
+    """Both renamed into place when complete, the second would replace the first, and
+    the last line would still name both as written: one line, exit 2, nothing written."""
+    outputs = [o.replace("HERE", str(tmp_path)) for o in outputs]
+    proc = framelens_m("run", SAMPLE, "--frames", "2", "--quiet", "--track", *outputs,
+                       cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    first, second = options
+    name = outputs[outputs.index(second) + 1]
+    assert proc.stderr.strip().splitlines() == [
+        f"framelens: error: {first} and {second} both name {name}: give each output its own file"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_heatmap_png_a_folder_cannot_take_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Said at once, as the other outputs are, not after the run with a traceback, and
+    the run's other outputs are not written (/proc takes no new files, even root's)."""
+    proc = framelens_m("run", SAMPLE, "--frames", "2", "--quiet", "--track", "--heatmap",
+                       "--detections", "d.json", "--heatmap-png", "/proc/heat.png",
+                       cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("framelens: error: cannot write /proc/heat.png")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_summary_sent_to_a_full_disk_is_one_line(tmp_path: Path) -> None:
+    """``> /dev/full``: the disk takes no more; one line and exit 2, no traceback."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "framelens", "run", SAMPLE, "--frames", "2", "--quiet"],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "framelens: error: cannot write standard output: no space left on device"
+    ]
+
+
+def test_bench_refuses_to_write_its_json_over_the_video_before_it_runs(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    shutil.copyfile(SAMPLE, clip)
+    proc = framelens_m("bench", "clip.mp4", "--frames", "2", "--quiet", "--output", "clip.mp4",
+                       cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "framelens: error: cannot write clip.mp4: it is the input clip.mp4, which it would "
+        "replace; choose another name"
+    ]
+    assert proc.stdout == ""  # refused before the benchmark, not after it
+    assert clip.read_bytes() == Path(SAMPLE).read_bytes()
+    missing = framelens_m("bench", "clip.mp4", "--frames", "2", "--quiet", "--output",
+                          "nowhere/b.json", cwd=tmp_path)  # fmt: skip
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert "directory" in missing.stderr and "does not exist" in missing.stderr
+
+
+@pytest.mark.parametrize(
     ("command", "a_list"), [("run", True), ("batch", False), ("compare", False)]
 )
 def test_only_run_offers_a_list_of_devices_in_its_help(

@@ -115,6 +115,35 @@ def test_a_bad_zones_file_is_one_line_exit_2_and_nothing_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["zones.json"]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["run", SAMPLE, "--track", "--frames", "2", "--quiet", "--events"],
+     ["run", SAMPLE, "--track", "--frames", "2", "--quiet", "--export-tracks"],
+     ["track", "DETS", "--output", "t.txt", "--events"],
+     ["track", "DETS", "--output"]],
+    ids=["run-events", "run-tracks", "track-events", "track-output"],
+)  # fmt: skip
+def test_an_output_named_as_the_zones_file_is_refused_and_the_zones_kept(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """``--events zones.json`` beside ``--zones zones.json`` would replace the analyst's
+    drawn lines with a CSV of events: one line, exit 2, the zones file as it was."""
+    zones, dets = tmp_path / "zones.json", tmp_path / "det.txt"
+    zones.write_text(json.dumps(ZONES))
+    _mot_detections(dets)
+    before = zones.read_bytes()
+    args = [str(dets) if a == "DETS" else str(tmp_path / a) if a == "t.txt" else a
+            for a in command]  # fmt: skip
+    proc = framelens(*args, str(zones), "--zones", str(zones))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"framelens: error: cannot write {zones}: it is the input {zones}, which it would "
+        "replace; choose another name"
+    ]
+    assert zones.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["det.txt", "zones.json"]
+
+
 def test_events_without_zones_is_one_line() -> None:
     proc = framelens("run", SAMPLE, "--track", "--frames", "1", "--events", "ev.csv")
     assert proc.returncode == 2 and "add --zones" in proc.stderr

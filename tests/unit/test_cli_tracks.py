@@ -457,3 +457,20 @@ def test_track_refuses_to_write_over_its_detections(
     ]
     assert dets.read_text() == "1,-1,1,1,5,5,0.9\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["det.txt", "zones.json"]
+
+
+@pytest.mark.parametrize("tracker", ["bytetrack", "botsort"])
+def test_track_refuses_oc_sorts_parameters_for_another_tracker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tracker: str
+) -> None:
+    """``--ocsort-delta-t`` given to ByteTrack would be taken and do nothing: the analyst
+    would believe it tuned the tracks. One line, exit 2, nothing written."""
+    dets = tmp_path / "det.txt"
+    dets.write_text("1,-1,1,1,5,5,0.9\n")
+    code, out, err = _cli(capsys, "track", str(dets), "--output", str(tmp_path / "t.txt"),
+                          "--tracker", tracker, "--ocsort-delta-t", "5")  # fmt: skip
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "framelens: error: --ocsort-delta-t: OC-SORT's parameters: add --tracker ocsort"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["det.txt"]

@@ -147,7 +147,8 @@ def test_the_png_is_the_last_heat_over_the_last_frame_and_appears_whole(tmp_path
         stage(result)
         result.frame.image[:] = 0  # the overlay drawn in place later: not in the PNG
         png.add_layers(result.layers)
-    assert list(tmp_path.iterdir()) == []  # nothing before the outputs are committed
+    # nothing to see before the outputs are committed: only the hidden temporary
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
     path = png.close()
     assert path == tmp_path / "heat.png" and [p.name for p in tmp_path.iterdir()] == ["heat.png"]
     image = cv2.imread(str(path))
@@ -158,7 +159,13 @@ def test_the_png_is_the_last_heat_over_the_last_frame_and_appears_whole(tmp_path
     with pytest.raises(ExportError, match="no frame"):
         empty.close()
     empty.abort()
-    assert not (tmp_path / "none.png").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["heat.png"]  # no temporary left
+
+
+def test_a_png_a_folder_cannot_take_is_refused_before_the_run() -> None:
+    # /proc takes no new files, not even root's (a read-only folder would not stop root)
+    with pytest.raises(ExportError, match=r"cannot write /proc/heat\.png"):
+        HeatmapPng("/proc/heat.png")
 
 
 @pytest.mark.parametrize(

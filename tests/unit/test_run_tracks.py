@@ -134,6 +134,8 @@ def test_run_without_track_says_no_tracker_and_writes_no_track_ids(
         (["--track", "--low-threshold", "0.7", "--high-threshold", "0.6"],
          "tracker parameters: tracker thresholds"),
         (["--track", "ocsort", "--cmc", "ecc"], "--cmc: BoT-SORT's camera-motion compensation"),
+        (["--track", "--ocsort-inertia", "0.5", "--ocsort-use-byte"],
+         "--ocsort-inertia, --ocsort-use-byte: OC-SORT's parameters: add --track ocsort"),
         (["--track", "--export-tracks"], "--export-tracks needs a file for one source"),
         (["--track", "--model", DEFAULT_SUPERRES_MODEL], "--track follows detected objects"),
         (["CLIP2", "--export-dir", "OUT", "--track", "--export-tracks", "t.txt"],

@@ -48,6 +48,7 @@ class PlaybackClock:
         self._lock = threading.Lock()
         self._resync_s = resync_s
         self._anchor: tuple[float, float] | None = None  # (wall s, pts s)
+        self._next_due: float | None = None  # the first frame's due time after a reset
         self._speed = 1.0
         self._realtime = True
         self._interval_s = interval_s
@@ -72,10 +73,12 @@ class PlaybackClock:
             self._anchor = None
             self._dropping_since = None
 
-    def reset(self) -> None:
-        """Restart from the next frame (play, seek, a new source)."""
+    def reset(self, next_due: float | None = None) -> None:
+        """Restart from the next frame (play, seek, a new source): due at once, or at
+        ``next_due`` (wall s; the A-B loop's A, one interval after B was shown)."""
         with self._lock:
             self._anchor = None
+            self._next_due = next_due
             self._dropping_since = None
 
     @property
@@ -95,7 +98,8 @@ class PlaybackClock:
         wall = now()
         with self._lock:
             if self._anchor is None:
-                self._anchor = (wall, pts)
+                first, self._next_due = self._next_due, None
+                self._anchor = (wall if first is None else max(wall, first), pts)
             due = self._due_locked(pts)
             if wall - due > self._resync_s or due - wall > 2.0:
                 self._anchor = (wall, pts)

@@ -267,7 +267,7 @@ class PlayerCore(ABC):
         index = result.frame.index
         previous, self._loop_prev = self._loop_prev, index
         if self._state.playing:
-            self._loop_back(previous, index)
+            self._loop_back(previous, index, shown_now=True)
         changes: dict[str, object] = {"index": index}
         if self._state.playing:
             changes["fps"] = self._rate.fps
@@ -357,12 +357,14 @@ class PlayerCore(ABC):
         if self._state.status == "playing" and self._state.index >= 0:
             self._loop_back(None, self._state.index)  # paused on B: A comes next
 
-    def _loop_back(self, previous: int | None, shown: int) -> None:
-        """Playing: after frame B of the A-B loop, frame A comes next (a seek ahead)."""
+    def _loop_back(self, previous: int | None, shown: int, *, shown_now: bool = False) -> None:
+        """Playing: after frame B of the A-B loop, frame A comes next (a seek ahead). B
+        just shown (``shown_now``) stays on screen its frame's time, as every frame does:
+        A is due one interval later, not as soon as it is decoded."""
         target = self._state.loop.wrap(previous, shown)
         if target is not None and self._drive is not None:
             self._ready = None
-            self._clock.reset()
+            self._clock.reset(now() + self._clock.interval_s if shown_now else None)
             self._ahead_seek(target)
 
     def _do_loop(self, clear: bool = False) -> None:

@@ -23,7 +23,6 @@ docs/analytics.md defines it.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy.typing as npt
 from framelens.core.errors import ConfigError, ExportError
 from framelens.core.stages.analytics.counting import anchor_points
 from framelens.core.stages.analytics.zones import ANCHORS
+from framelens.core.stages.sinks.atomic import AtomicFile, error_text, write_bytes_atomic
 from framelens.core.stages.source_stages import SourceStage
 from framelens.core.types import Detections, FrameResult, Image
 
@@ -298,6 +298,10 @@ def write_heatmap_png(path: str | Path, layer: HeatLayer, frame: Image | None = 
     """``layer`` blended over ``frame`` (black without one) as a PNG at ``path``, written
     to a temporary name beside it and renamed when complete; ExportError in one line."""
     target = Path(path)
+    return write_bytes_atomic(target, _heatmap_png(target, layer, frame))
+
+
+def _heatmap_png(target: Path, layer: HeatLayer, frame: Image | None) -> bytes:
     image = (
         np.zeros((layer.height, layer.width, 3), np.uint8)
         if frame is None
@@ -307,23 +311,19 @@ def write_heatmap_png(path: str | Path, layer: HeatLayer, frame: Image | None = 
     ok, data = cv2.imencode(".png", image)
     if not ok:
         raise ExportError(f"cannot encode the heatmap as PNG for {target}")
-    part = target.with_name(f".{target.name}.part")
-    try:
-        part.write_bytes(data.tobytes())
-        os.replace(part, target)
-    except OSError as exc:
-        part.unlink(missing_ok=True)
-        raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
-    return target
+    return bytes(data.tobytes())
 
 
 class HeatmapPng:
     """A run's output: the source's final heatmap as a PNG at ``path``, written when the
     run's outputs are committed (``close``), not at all when they are discarded. Fed
-    each result's layers (``add_layers``) by the run's outputs."""
+    each result's layers (``add_layers``) by the run's outputs. Its temporary file is
+    made at once, so that a folder that cannot take it is said before the run, not
+    after it (ExportError, one line)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path).expanduser().absolute()
+        self._file = AtomicFile(path)
+        self.path = self._file.target
         self._last: HeatLayer | None = None
 
     def add(self, index: int, pts: float, output: object) -> None:
@@ -335,9 +335,20 @@ class HeatmapPng:
             self._last = layer
 
     def close(self) -> Path:
-        if self._last is None:
+        last, self._last = self._last, None
+        if last is None:
+            self._file.discard()
             raise ExportError(f"no heatmap to write to {self.path}: no frame was processed")
-        return write_heatmap_png(self.path, self._last, self._last.background)
+        try:
+            self._file.tmp.write_bytes(_heatmap_png(self.path, last, last.background))
+        except OSError as exc:
+            self._file.discard()
+            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
+        except BaseException:
+            self._file.discard()
+            raise
+        return self._file.commit()
 
     def abort(self) -> None:
         self._last = None
+        self._file.discard()
