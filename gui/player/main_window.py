@@ -44,7 +44,7 @@ from framelens.gui.player.status_bar import MainStatusBar
 from framelens.gui.player.transport import TransportBar
 from framelens.gui.superres.sr_canvas import SrCanvas
 from framelens.gui.wall.wall_window import WallWindow
-from PySide6.QtCore import QByteArray, Qt, Slot
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, Slot
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -54,6 +54,20 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+
+class PanelScroll(QScrollArea):
+    """The side panel's scroll area: it scrolls on a short screen, and is never narrower
+    than the panel's controls, whose right-hand side (the INT8 button, the layer menu)
+    a narrow window would otherwise cut off."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        panel = self.widget()
+        if watched is panel and event.type() == QEvent.Type.LayoutRequest:
+            # the dock sizes by its content's minimum size, not by its hint
+            bar = self.verticalScrollBar().sizeHint().width()
+            self.setMinimumWidth(panel.minimumSizeHint().width() + bar)
+        return super().eventFilter(watched, event)
 
 
 class MainWindow(QMainWindow):
@@ -216,11 +230,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         # The side panel runs the full height; the plots sit under the video only.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        scroll = QScrollArea()
+        scroll = PanelScroll()
         scroll.setWidget(self.panel)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        # on a short screen the panel scrolls vertically; it never needs a sideways bar
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.panel_dock = self._dock(
             "Analysis", "analysisDock", scroll, Qt.DockWidgetArea.RightDockWidgetArea

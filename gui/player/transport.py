@@ -81,21 +81,25 @@ class TransportBar(QWidget):
         self.realtime_button.toggled.connect(self._label_realtime)
         self._label_realtime(True)
 
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 6, 10, 6)
-        lay.setSpacing(8)
-        lay.addWidget(self.back_button)
-        lay.addWidget(self.play_button)
-        lay.addWidget(self.forward_button)
-        seek = QVBoxLayout()  # the seek bar, its marks under it
-        seek.setContentsMargins(0, 0, 0, 0)
-        seek.setSpacing(0)
-        seek.addWidget(self.slider)
-        seek.addWidget(self.timeline)
-        lay.addLayout(seek, 1)
-        lay.addWidget(self.time_label)
-        lay.addWidget(self.speed_combo)
-        lay.addWidget(self.realtime_button)
+        # The seek bar has a row of its own, the whole width of the video, as players
+        # have it (VLC, mpv's controller): in a narrow window the buttons beside it
+        # would leave it a few pixels.
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 4, 10, 6)
+        lay.setSpacing(2)
+        lay.addWidget(self.slider)
+        lay.addWidget(self.timeline)  # the seek bar's marks (A-B loop, bookmarks, events)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(8)
+        row.addWidget(self.back_button)
+        row.addWidget(self.play_button)
+        row.addWidget(self.forward_button)
+        row.addWidget(self.time_label)
+        row.addStretch(1)
+        row.addWidget(self.speed_combo)
+        row.addWidget(self.realtime_button)
+        lay.addLayout(row)
 
         self._frame_count: int | None = None
         self._fps = 0.0

@@ -591,3 +591,28 @@ def test_the_status_bar_says_which_precision_runs_and_which_is_coming(
     window.controller.cancel_precision()
     qtbot.waitUntil(lambda: window.controller.preparing is None, timeout=60_000)
     qtbot.waitUntil(lambda: window.model_label.text().endswith("· FP32"), timeout=10_000)
+
+
+def test_in_a_narrow_window_the_seek_bar_and_the_panel_keep_their_size(
+    window: MainWindow, qtbot: QtBot, sample: str
+) -> None:
+    """Half a 1920-pixel screen: the seek bar has a row of its own, the video's whole
+    width (beside the buttons it shrank to its knob below ~1000 pixels), and the side
+    panel is never narrower than its controls (it cut off the INT8 button)."""
+    from tests.gui.shots import shots_dir
+
+    start(window, qtbot, sample, frames=3)
+    pause(window, qtbot)
+    window.resize(960, 700)
+    qtbot.waitUntil(lambda: window.width() <= 1000, timeout=5000)
+    qtbot.wait(200)  # the layouts settle
+    slider, central = window.transport.slider, window.centralWidget()
+    assert slider.width() >= 0.9 * central.width(), (slider.width(), central.width())
+    panel = window.panel
+    assert panel.width() >= panel.minimumSizeHint().width()
+    # the INT8 button lies wholly inside the dock's visible part
+    dock = window.panel_dock
+    int8 = window.panel.precision.buttons["int8"]
+    right = int8.mapTo(dock, int8.rect().topRight()).x()
+    assert right <= dock.width(), (right, dock.width())
+    grab_window(window).save(str(shots_dir("FRAMELENS_SHOTS", "window") / "narrow-960.png"))
