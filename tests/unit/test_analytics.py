@@ -191,6 +191,10 @@ def test_the_events_file_has_one_row_per_event_and_appears_on_close(tmp_path: Pa
         ('{"zones": [{"name": "z", "polygon": [[0, 0], [10, 10], [10, 0], [0, 10]]}]}',
          "zone 'z': the polygon crosses itself"),
         ('{"zones": [{"name": "z", "polygon": [[0, 0], [10, 10]]}]}', "at least 3 points"),
+        ('{"zones": [{"name": "z", "polygon": [[0, 0], [100, 0], [100, 0]]}]}',
+         "zone 'z': the polygon has no area"),
+        ('{"zones": [{"name": "z", "polygon": [[0, 0], [50, 50], [100, 100]]}]}',
+         "zone 'z': the polygon has no area"),
         ('{"lines": [{"name": "a", "points": [[0, 0], [9, 9]], "classes": ["dragon"]}]}',
          "line 'a': unknown class 'dragon'"),
         ('{"lines": [{"name": "a", "points": [[0, 0], [9, 9]], "anchor": "feet"}]}',
@@ -208,6 +212,16 @@ def test_a_bad_zones_file_is_one_line_naming_the_file_and_the_problem(
         load_zones(path, {0: "person", 2: "car"})
     message = str(caught.value)
     assert str(path) in message and problem in message and "\n" not in message
+
+
+def test_a_zones_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Windows' Notepad starts a UTF-8 file with a byte-order mark; JSON does not allow
+    one, but the file is the analyst's and means the same."""
+    path = tmp_path / "zones.json"
+    path.write_text('{"lines": [{"name": "gate", "points": [[0, 100], [200, 100]]}]}',
+                    encoding="utf-8-sig")  # fmt: skip
+    zones = load_zones(path)
+    assert [line.name for line in zones.lines] == ["gate"]
 
 
 def test_points_outside_the_frame_are_a_warning_not_an_error() -> None:

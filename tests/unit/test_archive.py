@@ -171,6 +171,29 @@ def test_a_rerun_skips_what_is_done_and_redoes_what_changed(
     assert changed.skipped == 2
 
 
+def test_a_rerun_naming_the_files_another_way_skips_them_and_adds_nothing(
+    done: tuple[Path, list[InputProgress], object], archive: Path, settings: PipelineSettings,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The first batch named the archive by its absolute path; run again from its parent
+    folder with a relative one (or the other way round), the same files are skipped,
+    not done a second time under new names into the same results."""
+    out = tmp_path / "results"
+    shutil.copytree(done[0], out)
+    before = parquet_rows(out)
+    monkeypatch.chdir(archive.parent)
+    again = run_batch([archive.name], out, settings, progress=False)
+    assert (again.done, again.failed, again.skipped, again.frames) == (0, 1, 3, 0)
+    assert parquet_rows(out) == before
+    recorded = json.loads((out / "manifest.json").read_text())["inputs"]
+    assert sorted(e["path"] for e in recorded) == sorted(  # the latest spelling of each
+        str(Path(p).relative_to(archive.parent)) for p in discover_inputs([str(archive)])
+    )
+    assert sorted(p.name for p in (out / "detections").iterdir()) == sorted(
+        p.name for p in (done[0] / "detections").iterdir()
+    )
+
+
 def test_a_cancelled_batch_keeps_nothing_half_written_and_the_next_one_resumes(
     archive: Path, settings: PipelineSettings, tmp_path: Path
 ) -> None:

@@ -263,6 +263,7 @@ def _check(
     settings, else its old outputs removed and the file probed (a corrupt one fails
     here). Returns the inputs to run with their frame counts, and those skipped."""
     out = tracker.output_dir
+    manifest.adopt(paths)
     names = _names(paths, manifest)
     todo: list[tuple[str, int]] = []
     skipped: set[str] = set()

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ class Entry:
     worker: str = ""
     outputs: list[str] = field(default_factory=list)
     analytics: dict[str, Any] | None = None  # counts by line and zone (--zones)
+    real: str = ""  # the file's absolute path, links resolved: one file however named
 
     def progress(self, state: InputState | None = None) -> InputProgress:
         return InputProgress(
@@ -125,9 +127,27 @@ class Manifest:
 
     def entry(self, path: str) -> Entry:
         """The entry of ``path``, a new pending one if the manifest has none."""
-        if path not in self.entries:
-            self.entries[path] = Entry(path)
-        return self.entries[path]
+        entry = self.entries.get(path)
+        if entry is None:
+            entry = self.entries[path] = Entry(path)
+        if not entry.real:  # new, or recorded before 2026-12-07
+            entry.real = os.path.realpath(path)
+        return entry
+
+    def adopt(self, paths: Sequence[str]) -> None:
+        """Inputs named another way than the manifest recorded them (``cams/a.mp4``
+        then ``/data/cams/a.mp4``, or from another folder) take over the entry of the
+        same file, with its name, outputs and state: a batch run again that way skips
+        what is done instead of doing it twice into the same archive."""
+        by_real = {e.real: key for key, e in self.entries.items() if e.real}
+        for path in paths:
+            if path in self.entries:
+                continue
+            key = by_real.get(os.path.realpath(path))
+            if key is not None and key not in paths:
+                entry = self.entries.pop(key)
+                entry.path = path
+                self.entries[path] = entry
 
     def refresh_hash(self, entry: Entry, file: str) -> bool:
         """Bring ``entry``'s size, time and hash up to date with the file; True when

@@ -103,7 +103,7 @@ def load_zones(
     class IDs); ``size``: the frame's (width, height), for the warnings."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # Notepad's byte-order mark too
     except OSError as exc:
         raise ConfigError(f"cannot read {where}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -177,6 +177,8 @@ def parse_zones(
                     )
                 if _self_intersecting(points):
                     raise ConfigError(f"{what}: the polygon crosses itself")
+                if _area(points) == 0:
+                    raise ConfigError(f"{what}: the polygon has no area (its points are in a line)")
                 loiter = item.get("loiter_s")
                 if loiter is not None and (
                     isinstance(loiter, bool)
@@ -312,6 +314,16 @@ def segments_cross(a: Point, b: Point, c: Point, d: Point) -> bool:
         or (d3 == 0 and on(a, b, c))
         or (d4 == 0 and on(a, b, d))
     )
+
+
+def _area(points: list[Point]) -> float:
+    """The polygon's area (the shoelace formula); 0 when its points lie on one line."""
+    n = len(points)
+    twice = sum(
+        points[i][0] * points[(i + 1) % n][1] - points[(i + 1) % n][0] * points[i][1]
+        for i in range(n)
+    )
+    return abs(twice) / 2
 
 
 def _self_intersecting(points: list[Point]) -> bool:
