@@ -92,7 +92,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from framelens.core.stages.tracking.mot import read_ground_truth, read_tracks_file
 
     if args.report:  # refused before the work, as one line
-        check_dir_target(args.report, EVALUATION_REPORT_FILES)
+        check_dir_target(args.report, EVALUATION_REPORT_FILES, EVALUATION_REPORT_FILES)
     tracks = read_tracks_file(args.tracks)
     ground_truth = read_ground_truth(args.gt)
     classes = [c.strip() for c in (args.classes or "").split(",") if c.strip()]

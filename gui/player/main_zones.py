@@ -221,7 +221,17 @@ class ZonesFeature(QObject):
             dialog.deleteLater()
 
     def _drawn(self, kind: str, points: list[Point]) -> None:
-        props = self.ask(kind, ShapeProperties(self._new_name(kind)))
+        name = self._new_name(kind)
+        alone: dict[str, list[dict[str, Any]]] = {"lines": [], "zones": []}  # checked first
+        alone["lines" if kind == "line" else "zones"].append(
+            _item(kind, points, ShapeProperties(name), self._labels())
+        )
+        try:
+            parse_zones(alone, "Zones", self._labels(), self.parts.controller.analytics.size)
+        except FrameLensError as exc:
+            self.parts.show_error(f"{error_message(exc)}: draw it again")
+            return
+        props = self.ask(kind, ShapeProperties(name))
         if props is None:
             self.parts.show_message(f"The {kind} was not kept", 3000)
             return
@@ -285,7 +295,7 @@ class ZonesFeature(QObject):
         try:
             spec = analytics.load(path)
         except FrameLensError as exc:
-            self.parts.show_message(error_message(exc), 8000)
+            self.parts.show_error(error_message(exc))
             return
         if self.apply(zones_as_json(spec, self._labels())):
             self.parts.show_message(f"Lines and zones from {path}", 5000)
@@ -301,7 +311,7 @@ class ZonesFeature(QObject):
         try:
             written = analytics.save(path)
         except FrameLensError as exc:
-            self.parts.show_message(error_message(exc), 8000)
+            self.parts.show_error(error_message(exc))
             return
         self.parts.show_message(f"Saved {written}", 5000)
 
@@ -320,7 +330,9 @@ class ZonesFeature(QObject):
         if analytics.spec:
             controller.set_zones(analytics.spec)
             self._needs_tracks()
-        if said:
+        if analytics.unusable:  # an error, said as every error is: a box too
+            self.parts.show_error(analytics.unusable)
+        elif said:
             self.parts.show_message(said, 8000)
 
     def _names_changed(self) -> None:

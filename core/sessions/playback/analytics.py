@@ -61,6 +61,7 @@ class PlaybackAnalytics:
         self.labels: dict[int, str] = {}  # the model's class names (files name classes)
         self.size: tuple[int, int] | None = None  # the video's frame (for the warnings)
         self.path: Path | None = None  # where the lines and zones are kept
+        self.unusable: str | None = None  # why the video's zones file was not used
         self.version = 0  # changes whenever the events or the definition change
         self.generation = 0  # changes whenever the counts start again
 
@@ -87,16 +88,18 @@ class PlaybackAnalytics:
     def use_video(self, video: str | None, size: tuple[int, int] | None = None) -> str | None:
         """Another video: its lines and zones from ``<video>.zones.json`` when there is
         one, else none. Returns what to tell the user (the file read, a warning, or why
-        it could not be used: one line), None when there was nothing to read."""
+        it could not be used: one line, kept in ``unusable`` too), None when there was
+        nothing to read."""
         self.size = size
         self.path = zones_beside(video) if video and names_a_file(video) else None
         spec, said = ZonesFile(), None
+        self.unusable = None
         if self.path is not None and self.path.is_file():
             try:
                 spec = load_zones(self.path, self.labels, size)
                 said = spec.warnings[0] if spec.warnings else f"Lines and zones from {self.path}"
             except ConfigError as exc:
-                said = str(exc)
+                said = self.unusable = str(exc)
         self.set_zones(spec)
         return said
 

@@ -24,8 +24,13 @@ from framelens.core.errors import ExportError
 from framelens.core.stages.sinks.atomic import StrPath, _reason, create_sibling, release
 
 
-def check_dir_target(path: StrPath, own_names: Iterable[str] = ()) -> Path:
-    """Fail as one line when ``path`` cannot become (or replace) the output directory."""
+def check_dir_target(
+    path: StrPath, own_names: Iterable[str] = (), required: Iterable[str] = ()
+) -> Path:
+    """Fail as one line when ``path`` cannot become (or replace) the output directory:
+    a folder that holds files may be replaced only when they are all ``own_names`` and
+    include every one of ``required`` (the files an earlier output of this kind always
+    has: a user's own ``summary.json`` alone is no earlier report)."""
     target = Path(path).expanduser().absolute()
     parent = target.parent
     if not parent.is_dir():
@@ -43,15 +48,24 @@ def check_dir_target(path: StrPath, own_names: Iterable[str] = ()) -> Path:
                 f"cannot write {target}: it holds other files ({', '.join(foreign[:3])}"
                 f"{', ...' if len(foreign) > 3 else ''}); choose a new or empty directory"
             )
+        held = {p.name for p in target.iterdir()}
+        if held and not set(required) <= held:
+            raise ExportError(
+                f"cannot write {target}: it holds {', '.join(sorted(held)[:3])}, which no "
+                "earlier output of this kind left alone; choose a new or empty directory"
+            )
     return target
 
 
 class AtomicDir:
     """A hidden staging directory that becomes ``path`` on commit(); see the module doc."""
 
-    def __init__(self, path: StrPath, own_names: Iterable[str] = ()) -> None:
+    def __init__(
+        self, path: StrPath, own_names: Iterable[str] = (), required: Iterable[str] = ()
+    ) -> None:
         self.own_names = frozenset(own_names)
-        self.target = check_dir_target(path, self.own_names)
+        self.required = frozenset(required)
+        self.target = check_dir_target(path, self.own_names, self.required)
         self.tmp, self._lock = create_sibling(
             self.target, f".{self.target.name}.partial-", "", Path.mkdir
         )
@@ -63,7 +77,8 @@ class AtomicDir:
             raise ExportError(f"cannot write {self.target}: already finished")
         old: Path | None = None
         try:
-            check_dir_target(self.target, self.own_names)  # it may have changed meanwhile
+            # it may have changed meanwhile
+            check_dir_target(self.target, self.own_names, self.required)
             if self.target.exists():
                 old = self.target.with_name(f".{self.target.name}.old-{secrets.token_hex(4)}")
                 os.replace(self.target, old)

@@ -196,7 +196,7 @@ def write_evaluation_report(folder: StrPath, evaluation: TrackEvaluation) -> Pat
     if errors is None:
         raise ValueError("a report needs the errors over time: evaluate with error_spans")
     summary = evaluation.as_json()
-    with AtomicDir(folder, EVALUATION_REPORT_FILES) as staging:
+    with AtomicDir(folder, EVALUATION_REPORT_FILES, EVALUATION_REPORT_FILES) as staging:
         tmp = staging.tmp
         try:
             (tmp / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
