@@ -191,3 +191,69 @@ def test_ctrl_c_ends_a_stream_recording_and_keeps_it(tmp_path: Path, signame: st
         frames = sum(1 for _ in container.decode(video=0))
     assert frames > 5
     assert len(json.loads(dets.read_text())["frames"]) == frames
+
+
+def _recording(tmp_path: Path, frames: int) -> Path:
+    """A file as a web server holds one: its index first, so it plays as it downloads."""
+    return write_clip(tmp_path / "recording.mp4", frames=frames, fps=25, size=(160, 128),
+                      gop=25, container_options={"movflags": "+faststart"})  # fmt: skip
+
+
+def _read_all(src: StreamSource, slow_s: float) -> list[Frame]:
+    frames = []
+    while (frame := src.read()) is not None:
+        frames.append(frame)
+        time.sleep(slow_s)  # a consumer slower than the download
+    return frames
+
+
+def test_a_recording_over_http_is_read_once_every_frame_in_order(tmp_path: Path) -> None:
+    """A file on a web server is read as a file is: each of its frames once, in order,
+    to its end (before, it was taken for a live feed: frames skipped whenever the model
+    was slower than the download, and at its end it was fetched again, forever)."""
+    clip = _recording(tmp_path, 60)
+    server = LoopbackStreamServer(clip.read_bytes(), bytes_per_s=2e6)
+    server.start()
+    try:
+        with open_source(server.url) as src:
+            assert isinstance(src, StreamSource) and src.recording
+            frames = _read_all(src, 0.01)
+    finally:
+        server.stop()
+    assert [read_index(f.image) for f in frames] == list(range(60))
+    assert [f.index for f in frames] == list(range(60))
+    assert [f.pts for f in frames] == pytest.approx([i / 25 for i in range(60)])
+    assert server.connections == 1
+
+
+def test_a_recording_cut_half_way_goes_on_after_its_last_frame(tmp_path: Path) -> None:
+    """The connection lost half way: made again, and the reading goes on after the last
+    frame handed out, none twice, none missing."""
+    clip = _recording(tmp_path, 100)
+    payload = clip.read_bytes()
+    server = LoopbackStreamServer(payload, bytes_per_s=len(payload) / 3)  # 3 s to send
+    server.start()
+    try:
+        with open_source(server.url) as src:
+            assert isinstance(src, StreamSource)
+            first = [read(src) for _ in range(10)]
+            server.stop()  # cut mid-body
+            server.start()
+            frames = first + _read_all(src, 0.0)
+            assert src.reconnects >= 1
+    finally:
+        server.stop()
+    assert [read_index(f.image) for f in frames] == list(range(100))
+    assert [f.index for f in frames] == list(range(100))
+
+
+def test_a_live_feed_over_http_still_keeps_only_its_newest_frame(tmp_path: Path) -> None:
+    """An MPEG-TS feed (no length, no duration) is live: not a recording."""
+    clip = write_clip(tmp_path / "live.ts", frames=50, fps=25, size=(160, 128), gop=25)
+    server = LoopbackStreamServer(clip.read_bytes(), bytes_per_s=1e6)
+    server.start()
+    try:
+        with open_source(server.url) as src:
+            assert isinstance(src, StreamSource) and not src.recording
+    finally:
+        server.stop()

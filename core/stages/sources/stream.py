@@ -5,13 +5,18 @@ than the stream skips frames (``Frame.index`` shows the gaps) instead of falling
 Only frames that are actually read get converted to BGR.
 
 Any end of the stream — network error, read time-out, or plain EOF — counts as a drop:
-live streams don't end, and an HTTP URL of a finite file is replayed from the start.
-After a drop the reader reconnects after ``backoff_s``, doubling the wait each attempt;
-after ``reconnect_attempts`` failed attempts in a row ``read`` raises SourceError. The
-first connection is not retried: a wrong URL fails at once.
+live streams don't end. After a drop the reader reconnects after ``backoff_s``, doubling
+the wait each attempt; after ``reconnect_attempts`` failed attempts in a row ``read``
+raises SourceError. The first connection is not retried: a wrong URL fails at once.
 
 ``Frame.pts`` is arrival time on a monotonic clock, seconds since the source opened,
 because stream timestamps restart on every reconnect.
+
+A recording served over HTTP (a file on a web server, an HLS playlist that has ended:
+the container knows its duration) is read as a file is (``recording``): every frame,
+in order, the reader waiting for the consumer instead of skipping; its end is the end
+of the source, not a drop; ``Frame.pts`` is the frame's time in it. A connection lost
+half way is made again and the reading goes on after the last frame handed out.
 
 Frames are shown as players show them (``display``, from the first frame): a phone's MP4
 served over HTTP turned upright, non-square pixels made square, as files are.
@@ -48,6 +53,7 @@ log = logging.getLogger(__name__)
 
 STREAM_SCHEMES = ("rtsp", "rtsps", "http", "https", "rtmp", "udp", "tcp")
 FIRST_FRAME_WAIT_S = 2.0  # for the display of the first frame; a live feed sends it at once
+_END = "end of stream"
 
 
 @dataclass(slots=True)
@@ -58,7 +64,8 @@ class _Latest:
 
 
 class StreamSource(Source):
-    """A live stream; ``reconnects`` counts recoveries, ``decode_errors`` skipped packets."""
+    """A live stream, or a recording read over HTTP (``recording``); ``reconnects``
+    counts recoveries, ``decode_errors`` skipped packets."""
 
     def __init__(
         self,
@@ -76,6 +83,10 @@ class StreamSource(Source):
         self._frame_timeout_s = frame_timeout_s
         self._timeouts = (open_timeout_s, read_timeout_s)
         container, stream = self._connect()
+        self.recording = url.lower().startswith(("http:", "https:")) and bool(
+            container.duration and container.duration > 0
+        )
+        self._time_base = stream.time_base
         ctx = stream.codec_context
         try:
             check_frame_size(url, ctx.width, ctx.height)
@@ -101,6 +112,8 @@ class StreamSource(Source):
         self._error: str | None = None
         self._reconnecting = False
         self._got_frame = False  # since the current connection was made
+        self._ended = False  # a recording read to its end
+        self._last_time: float | None = None  # a recording's last frame published (s)
         self._closed = False
         self._stop = threading.Event()
         self._t0 = time.monotonic()
@@ -149,7 +162,10 @@ class StreamSource(Source):
                 latest = self._latest
                 if latest is not None and latest.index > self._returned:
                     self._returned = latest.index
+                    self._cond.notify_all()  # a recording's reader waits for this
                     break
+                if self._ended:
+                    return None
                 if self._error is not None:
                     raise SourceError(self._error)
                 now = time.monotonic()
@@ -207,6 +223,13 @@ class StreamSource(Source):
             container.close()
             if self._stop.is_set():
                 return
+            # a recording's end: its last frame read (past it, some servers' streams
+            # end in an error: a demuxer seeking where it cannot), or a plain end
+            if self.recording and (why == _END or stream.frames) and not self._short(stream):
+                with self._cond:
+                    self._ended = True
+                    self._cond.notify_all()
+                return
             if self._got_frame:
                 failures = 0
             log.warning("stream %s dropped: %s", self._url, why)
@@ -229,7 +252,34 @@ class StreamSource(Source):
                     why = reason(exc.__cause__) if exc.__cause__ else str(exc)
                     continue
                 self.reconnects += 1
+                if self.recording:
+                    self._resume(container, stream)
                 break
+
+    def _time_of(self, decoded: VideoFrame) -> float | None:
+        """A recording's frame's time in it (s); from its pts and the stream's time base,
+        since frames drained from the decoder carry no time base of their own."""
+        if decoded.pts is None or not self._time_base:
+            return None
+        return float(decoded.pts * self._time_base)
+
+    def _short(self, stream: VideoStream) -> bool:
+        """A recording's end came before the frames its index holds: the connection was
+        cut (a server sending no length ends as if the file did), so it is made again."""
+        with self._cond:
+            published = 0 if self._latest is None else self._latest.index + 1
+        return bool(stream.frames) and published < stream.frames
+
+    def _resume(self, container: InputContainer, stream: VideoStream) -> None:
+        """A recording connected again: near its last frame handed out when the server
+        lets it seek (the frames up to it are skipped in _pump either way)."""
+        last = self._last_time
+        if last is None or not stream.time_base:
+            return
+        try:
+            container.seek(int(last / stream.time_base), stream=stream, backward=True)
+        except AV_ERRORS:
+            log.debug("stream %s: no seek on reconnecting; read from the start", self._url)
 
     def _pump(self, container: InputContainer, stream: VideoStream) -> str:
         """Decode and publish frames until the stream ends; returns why it ended."""
@@ -245,13 +295,30 @@ class StreamSource(Source):
                 for decoded in frames:
                     self._publish(decoded)
         except AV_ERRORS as exc:
+            if self.recording:  # the frames the decoder still holds were read whole
+                for decoded in decode_packet(stream, None)[0]:
+                    self._publish(decoded)
             return reason(exc)
-        return "end of stream"
+        return _END
 
     def _publish(self, decoded: VideoFrame) -> None:
         with self._cond:
+            at = self._time_of(decoded) if self.recording else None
+            if self.recording:
+                if at is not None and self._last_time is not None and at <= self._last_time:
+                    return  # handed out before the connection was lost
+                # every frame: wait until the one before is taken
+                while (
+                    self._latest is not None
+                    and self._latest.index > self._returned
+                    and not (self._closed or self._stop.is_set())
+                ):
+                    self._cond.wait(0.1)
+                if at is not None:
+                    self._last_time = at
             index = 0 if self._latest is None else self._latest.index + 1
-            self._latest = _Latest(decoded, index, time.monotonic() - self._t0)
+            pts = at if at is not None else time.monotonic() - self._t0
+            self._latest = _Latest(decoded, index, pts)
             self._got_frame = True
             self._reconnecting = False
             self._cond.notify_all()
