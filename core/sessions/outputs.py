@@ -79,17 +79,20 @@ def source_name(spec: str) -> str:
 
 
 def output_names(specs: Sequence[str]) -> list[str]:
-    """``source_name`` of each, clashes numbered "-2", "-3" in the order given."""
+    """``source_name`` of each, clashes numbered "-2", "-3" in the order given. A source
+    keeps its own name whenever it can: the number never takes a name another source
+    has of its own (``a.mp4 sub/a.mp4 a-2.mp4``: a, a-3, a-2, so that ``a-2.json`` is
+    ``a-2.mp4``'s)."""
+    bases = [source_name(spec) for spec in specs]
+    own = set(bases)
     names: list[str] = []
-    seen: dict[str, int] = {}
-    for spec in specs:
-        base = source_name(spec)
-        count = seen.get(base, 0) + 1
-        seen[base] = count
-        name = base if count == 1 else f"{base}-{count}"
-        while name in names:  # "a-2" given as a file of its own
+    taken: set[str] = set()
+    for base in bases:
+        name, count = base, 1
+        while name in taken or (count > 1 and name in own):
             count += 1
             name = f"{base}-{count}"
+        taken.add(name)
         names.append(name)
     return names
 

@@ -137,9 +137,12 @@ def test_output_names_from_stems_addresses_and_cameras() -> None:
     assert source_name("/data/cam/front door.mp4") == "front door"
     assert source_name("rtsp://10.0.0.5:554/live/ch1?token=x") == "10.0.0.5-554-live-ch1"
     assert source_name("0") == "camera-0" and source_name("/dev/video2") == "camera-2"
+    # x-2.mp4 keeps its own name: x-2.json is its, not b/x.mp4's (which was numbered
+    # past it); the numbers go on past every name taken
     assert output_names(["a/x.mp4", "b/x.mp4", "x-2.mp4", "c/x.mkv"]) == [
-        "x", "x-2", "x-2-2", "x-3",
+        "x", "x-3", "x-2", "x-4",
     ]  # fmt: skip
+    assert output_names(["x-2.mp4", "x.mp4", "b/x.mp4"]) == ["x-2", "x", "x-3"]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
