@@ -646,6 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = COMMANDS[command](args)
         sys.stdout.flush()  # a closed pipe is met here, not when Python exits
+        if code == 128 + signal.SIGINT and received:  # cancelled (a batch): by which
+            return 128 + received[-1]
         return code
     except Cancelled as exc:
         if not received:  # cancelled by nothing the user did: say what

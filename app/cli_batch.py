@@ -9,7 +9,8 @@
                     [--direction in|out] [--class NAME] [--between T0 T1] [--source GLOB]
 
 batch exits 0 when every input is done (now or by an earlier batch), 1 when some
-failed (each named on stderr), 130 when cancelled by Ctrl+C (a later batch resumes).
+failed (each named on stderr), 130 when cancelled by Ctrl+C, 128 + the signal when by kill
+(SIGTERM) or a closed terminal (a later batch resumes).
 """
 
 from __future__ import annotations

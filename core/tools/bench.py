@@ -140,7 +140,8 @@ def run_bench(
         "command": "framelens bench",
         "source": os.path.basename(source_spec),
         "model": spec.name,
-        "frames": frames,
+        "frames": pipe.frames,  # measured: a clip shorter than asked gives what it has
+        "frames_asked": frames,
         "export": export,
         "encoder": "libx264 veryfast crf 23" if export else None,
         "onnxruntime_threads": threads,

@@ -62,3 +62,14 @@ def test_bench_shows_progress_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -
     assert json.loads(out)["pipeline_fps"] > 0  # stdout is still the JSON alone
     piped = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert piped.returncode == 0 and "naive loop" not in piped.stderr
+
+
+def test_bench_of_a_clip_shorter_than_asked_reports_the_frames_measured(tmp_path: Path) -> None:
+    from media_factory import write_clip
+
+    clip = write_clip(tmp_path / "five.mp4", frames=5)
+    out = tmp_path / "bench.json"
+    assert main(["bench", str(clip), "--frames", "20", "--no-export", "--quiet",
+                 "--output", str(out)]) == 0  # fmt: skip
+    data = json.loads(out.read_text())
+    assert (data["frames"], data["frames_asked"]) == (5, 20)

@@ -76,3 +76,32 @@ def test_a_signal_ignored_when_the_run_started_stays_ignored(
     code, _, err = signalled_run(out, args, signum, ignore)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["run.json"]
+
+
+def test_a_batch_stopped_by_kill_exits_as_a_run_does(tmp_path: Path) -> None:
+    """SIGTERM stops a batch as Ctrl+C does (what finished is kept, a later batch
+    resumes), and its exit code says which signal, as ``run``'s does: 128 + 15."""
+    import shutil
+
+    (tmp_path / "in").mkdir()
+    shutil.copy(SAMPLE, tmp_path / "in" / "walkers.mp4")
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framelens", "batch", str(tmp_path / "in"), "--output",
+         str(results), "--device", "cpu"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (results / "manifest.json").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the batch did not start"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
