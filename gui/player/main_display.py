@@ -151,6 +151,8 @@ class ResultDisplay(QObject):
         if info is not None and state.reconnecting != previous.reconnecting:
             text = describe_source(state)  # a stream down: backoff until it is back
             set_text(bar.source, f"{text} · reconnecting…" if state.reconnecting else text)
+        if info is not None and state.model != previous.model:
+            self.plots.clear()  # another model's (or no model's) times: not the old one's
         if state.playing != previous.playing:
             transport.show_playing(state.playing)
             self.plots.reset_rate()

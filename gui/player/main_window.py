@@ -39,12 +39,12 @@ from framelens.gui.player.main_tracks import TrackingFeature
 from framelens.gui.player.main_wall import WallOpening
 from framelens.gui.player.main_window_parts import Shown, WindowParts
 from framelens.gui.player.main_zones import ZonesFeature
-from framelens.gui.player.model_panel import ModelPanel
+from framelens.gui.player.model_panel import ModelPanel, PanelScroll
 from framelens.gui.player.status_bar import MainStatusBar
 from framelens.gui.player.transport import TransportBar
 from framelens.gui.superres.sr_canvas import SrCanvas
 from framelens.gui.wall.wall_window import WallWindow
-from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, Slot
+from PySide6.QtCore import QByteArray, Qt, Slot
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -54,20 +54,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-
-class PanelScroll(QScrollArea):
-    """The side panel's scroll area: it scrolls on a short screen, and is never narrower
-    than the panel's controls, whose right-hand side (the INT8 button, the layer menu)
-    a narrow window would otherwise cut off."""
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        panel = self.widget()
-        if watched is panel and event.type() == QEvent.Type.LayoutRequest:
-            # the dock sizes by its content's minimum size, not by its hint
-            bar = self.verticalScrollBar().sizeHint().width()
-            self.setMinimumWidth(panel.minimumSizeHint().width() + bar)
-        return super().eventFilter(watched, event)
 
 
 class MainWindow(QMainWindow):
@@ -230,7 +216,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         # The side panel runs the full height; the plots sit under the video only.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        scroll = PanelScroll()
+        scroll = PanelScroll()  # scrolls on a short screen, never cuts the panel off
         scroll.setWidget(self.panel)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from framelens.core.api import DeviceChoice, ModelSpec, OverlayStyle, produces_image
 from framelens.gui.player.precision_toggle import PrecisionToggle
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSlider,
     QVBoxLayout,
     QWidget,
@@ -335,3 +336,17 @@ class ModelPanel(QWidget):
             check.blockSignals(True)
             check.setChecked(bool(getattr(style, name)))
             check.blockSignals(False)
+
+
+class PanelScroll(QScrollArea):
+    """The side panel's scroll area: it scrolls on a short screen, and is never narrower
+    than the panel's controls, whose right-hand side (the INT8 button, the layer menu)
+    a narrow window would otherwise cut off."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        panel = self.widget()
+        if watched is panel and event.type() == QEvent.Type.LayoutRequest:
+            # the dock sizes by its content's minimum size, not by its hint
+            bar = self.verticalScrollBar().sizeHint().width()
+            self.setMinimumWidth(panel.minimumSizeHint().width() + bar)
+        return super().eventFilter(watched, event)

@@ -94,6 +94,9 @@ def test_no_model_plays_the_video_as_decoded(window: MainWindow, qtbot: QtBot, s
     assert np.array_equal(plain.annotated, plain.frame.image)  # nothing drawn on it
     assert window.model_label.text() == "No model"
     assert combo.currentText() == NO_MODEL_ITEM
+    # nothing runs a model: no backend named, no earlier model's times in the plots
+    assert window.backend_label.text() == ""
+    assert "inference" not in window.plots.summary_text()
     shown = window.results_shown
     window.controller.play()
     qtbot.waitUntil(lambda: window.results_shown > shown + 5, timeout=20_000)

@@ -357,7 +357,7 @@ class Player(PlayerCore):
         self._plan = plan
         if pipeline is None:  # no model: frames as decoded
             self._settings = None
-            self._publish(model="", precision="", plan=())
+            self._publish(model="", backend="", device="", precision="", plan=())
             return
         s = pipeline.settings
         latest = self._settings
