@@ -111,7 +111,8 @@ class _Pacing:
 
 class PacedSource(Source):
     """``inner`` read no faster than its frames' pts (when real time is on and the source
-    is a file or a folder; live sources come at their own rate), and not at all while the
+    is recorded: a file, a folder, a recording over HTTP; live sources come at their own
+    rate), and not at all while the
     wall is paused. Runs on MergedSource's thread for this source."""
 
     def __init__(self, inner: Source, pacing: _Pacing) -> None:
@@ -121,7 +122,7 @@ class PacedSource(Source):
         # fell behind (a slow model) by more than a quarter second: restart, don't rush
         self._clock = PlaybackClock(resync_s=_LATE_RESYNC_S)
         self._epoch = -1
-        self._paced = inner.info.kind in ("file", "folder") and inner.info.fps > 0
+        self._paced = inner.recorded and inner.info.fps > 0
 
     @property
     def reconnecting(self) -> bool:

@@ -257,3 +257,26 @@ def test_a_live_feed_over_http_still_keeps_only_its_newest_frame(tmp_path: Path)
             assert isinstance(src, StreamSource) and not src.recording
     finally:
         server.stop()
+
+
+def test_a_recording_over_http_plays_at_its_own_time_on_the_wall(tmp_path: Path) -> None:
+    """A wall's tile of a recording over HTTP is paced by its timestamps, as a file's
+    is (read every frame now, it would otherwise play as fast as the model goes); a
+    live feed is not (its frames come at its own time)."""
+    from framelens.core.sessions.wall import PacedSource, _Pacing
+
+    clip = _recording(tmp_path, 30)  # 25 fps
+    server = LoopbackStreamServer(clip.read_bytes(), bytes_per_s=4e6)
+    server.start()
+    pacing = _Pacing()
+    pacing.playing.set()
+    try:
+        with open_source(server.url) as src:
+            paced = PacedSource(src, pacing)
+            t0 = time.perf_counter()
+            frames = [paced.read() for _ in range(13)]
+            took = time.perf_counter() - t0
+    finally:
+        server.stop()
+    assert [f.index for f in frames if f is not None] == list(range(13))
+    assert took >= 12 / 25 * 0.95, took  # frame 12 is due 0.48 s after frame 0

@@ -31,6 +31,13 @@ class Source(Closing, ABC):
         return None
 
     @property
+    def recorded(self) -> bool:
+        """Read when asked for, with a recording's timestamps (a file, a folder, a
+        recording over HTTP), so it can be played at its own time; a camera's or a live
+        feed's frames come at theirs."""
+        return self.info.kind in ("file", "folder")
+
+    @property
     def reconnecting(self) -> bool:
         """A live stream down and being reconnected with backoff (streams only)."""
         return False

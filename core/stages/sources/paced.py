@@ -24,10 +24,7 @@ from framelens.core.stages.sources.base import Source
 from framelens.core.stages.timing import now_ms
 from framelens.core.types import Frame
 
-__all__ = ["PACED_KINDS", "Realtime", "RealtimeSource"]
-
-PACED_KINDS = ("file", "folder")
-"""Sources that are read when asked for and so can be played at their own time."""
+__all__ = ["Realtime", "RealtimeSource"]
 
 DEFAULT_FPS = 30.0  # a file that says no rate
 
@@ -131,6 +128,6 @@ class Realtime:
     frames: int | None = None
 
     def __call__(self, source: Source) -> Source:
-        if source.info.kind not in PACED_KINDS:
+        if not source.recorded:  # a camera, a live feed: at their own time already
             return source
         return RealtimeSource(source, buffer=self.buffer, frames=self.frames)

@@ -149,6 +149,10 @@ class StreamSource(Source):
         return Display.of(self.info.width, self.info.height, frame, aspect)
 
     @property
+    def recorded(self) -> bool:
+        return self.recording
+
+    @property
     def reconnecting(self) -> bool:
         """True while the stream is down and being reconnected (a wall's tile says so)."""
         return self._reconnecting
