@@ -34,7 +34,7 @@ import numpy.typing as npt
 from framelens.core.errors import ConfigError, ExportError
 from framelens.core.stages.analytics.counting import anchor_points
 from framelens.core.stages.analytics.zones import ANCHORS
-from framelens.core.stages.sinks.atomic import AtomicFile, error_text, write_bytes_atomic
+from framelens.core.stages.sinks.atomic import AtomicFile, write_bytes_atomic
 from framelens.core.stages.source_stages import SourceStage
 from framelens.core.types import Detections, FrameResult, Image
 
@@ -340,14 +340,11 @@ class HeatmapPng:
             self._file.discard()
             raise ExportError(f"no heatmap to write to {self.path}: no frame was processed")
         try:
-            self._file.tmp.write_bytes(_heatmap_png(self.path, last, last.background))
-        except OSError as exc:
-            self._file.discard()
-            raise ExportError(f"cannot write {self.path}: {error_text(exc)}") from None
+            data = _heatmap_png(self.path, last, last.background)
         except BaseException:
             self._file.discard()
             raise
-        return self._file.commit()
+        return self._file.write_bytes(data)
 
     def abort(self) -> None:
         self._last = None

@@ -167,6 +167,22 @@ class AtomicFile:
         self._lock = None
         return self.target
 
+    def write_bytes(self, data: bytes) -> Path:
+        """Write ``data`` to the temporary file and commit it; on failure it is removed
+        (ExportError, one line, for an OS error)."""
+        try:
+            with open(self.tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())  # the rename must not become visible before the data
+        except OSError as exc:
+            self.discard()
+            raise ExportError(f"cannot write {self.target}: {_reason(exc)}") from None
+        except BaseException:
+            self.discard()
+            raise
+        return self.commit()
+
     def discard(self) -> None:
         """Remove the temporary file; safe to call more than once."""
         self.done = True
@@ -193,19 +209,7 @@ def atomic_output(path: StrPath) -> Iterator[Path]:
 
 def write_bytes_atomic(path: StrPath, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; ExportError on failure."""
-    f = AtomicFile(path)
-    try:
-        with open(f.tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())  # the rename must not become visible before the data
-    except OSError as exc:
-        f.discard()
-        raise ExportError(f"cannot write {f.target}: {_reason(exc)}") from None
-    except BaseException:
-        f.discard()
-        raise
-    return f.commit()
+    return AtomicFile(path).write_bytes(data)
 
 
 class AtomicWriter(ABC):
