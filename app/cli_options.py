@@ -231,8 +231,7 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
     options for another tracker, or a parameter out of range."""
     from framelens.core.stages.tasks import kind_of
 
-    named = [name for name, _, _ in _tracker_fields()
-             if getattr(args, f"tracker_{name}", None) is not None]  # fmt: skip
+    named = _given_parameters(args)
     options = ", ".join("--" + name.replace("_", "-") for name in named)
     if args.track is None:
         if named:
@@ -243,13 +242,21 @@ def tracker_from_args(args: argparse.Namespace, model: Any) -> Any:
             f"--track follows detected objects, and {model.name} ({model.task}) finds none: "
             "choose a detection model"
         )
-    refuse_others_parameters(named, args.track, "--track")
+    refuse_others_parameters(args, args.track, "--track")
     return tracker_settings_from_args(args, args.track)
 
 
-def refuse_others_parameters(named: Sequence[str], kind: str, option: str) -> None:
-    """ConfigError (one line) for a parameter (``named``: tracker fields given) that only
-    another tracker than ``kind`` has; ``option`` chooses the tracker (``--track``)."""
+def _given_parameters(args: argparse.Namespace) -> list[str]:
+    """The tracker parameters given on the command line (``add_tracker_options``)."""
+    return [name for name, _, _ in _tracker_fields()
+            if getattr(args, f"tracker_{name}", None) is not None]  # fmt: skip
+
+
+def refuse_others_parameters(args: argparse.Namespace, kind: str, option: str) -> None:
+    """ConfigError (one line) for a tracker parameter given (``add_tracker_options``)
+    that only another tracker than ``kind`` has; ``option`` chooses the tracker
+    (``--track``)."""
+    named = _given_parameters(args)
     for owner, (names, what) in OWN_PARAMETERS.items():
         theirs = [n for n in named if n in names]
         if theirs and kind != owner:

@@ -258,9 +258,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     )
     zones = zones_from_args(args, detections.labels, source=known, tracked=True)
     # no pixels here: no camera-motion compensation, no trails
-    named = [n for n, value in vars(args).items() if n.startswith("tracker_") and value is not None]
-    refuse_others_parameters([n.removeprefix("tracker_") for n in named], args.tracker,
-                             "--tracker")  # fmt: skip
+    refuse_others_parameters(args, args.tracker, "--tracker")
     settings = tracker_settings_from_args(
         args, args.tracker, frame_rate=fps, trail_length=0, cmc="none"
     )
