@@ -216,7 +216,7 @@ def test_a_recording_over_http_is_read_once_every_frame_in_order(tmp_path: Path)
     server.start()
     try:
         with open_source(server.url) as src:
-            assert isinstance(src, StreamSource) and src.recording
+            assert isinstance(src, StreamSource) and src.recorded
             frames = _read_all(src, 0.01)
     finally:
         server.stop()
@@ -254,7 +254,7 @@ def test_a_live_feed_over_http_still_keeps_only_its_newest_frame(tmp_path: Path)
     server.start()
     try:
         with open_source(server.url) as src:
-            assert isinstance(src, StreamSource) and not src.recording
+            assert isinstance(src, StreamSource) and not src.recorded
     finally:
         server.stop()
 

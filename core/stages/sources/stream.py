@@ -13,7 +13,7 @@ raises SourceError. The first connection is not retried: a wrong URL fails at on
 because stream timestamps restart on every reconnect.
 
 A recording served over HTTP (a file on a web server, an HLS playlist that has ended:
-the container knows its duration) is read as a file is (``recording``): every frame,
+the container knows its duration) is read as a file is (``recorded``): every frame,
 in order, the reader waiting for the consumer instead of skipping; its end is the end
 of the source, not a drop; ``Frame.pts`` is the frame's time in it. A connection lost
 half way is made again and the reading goes on after the last frame handed out.
@@ -64,7 +64,7 @@ class _Latest:
 
 
 class StreamSource(Source):
-    """A live stream, or a recording read over HTTP (``recording``); ``reconnects``
+    """A live stream, or a recording read over HTTP (``recorded``); ``reconnects``
     counts recoveries, ``decode_errors`` skipped packets."""
 
     def __init__(
@@ -83,7 +83,7 @@ class StreamSource(Source):
         self._frame_timeout_s = frame_timeout_s
         self._timeouts = (open_timeout_s, read_timeout_s)
         container, stream = self._connect()
-        self.recording = url.lower().startswith(("http:", "https:")) and bool(
+        self._recorded = url.lower().startswith(("http:", "https:")) and bool(
             container.duration and container.duration > 0
         )
         self._time_base = stream.time_base
@@ -150,7 +150,8 @@ class StreamSource(Source):
 
     @property
     def recorded(self) -> bool:
-        return self.recording
+        """A recording over HTTP, read as a file is (the module's docstring)."""
+        return self._recorded
 
     @property
     def reconnecting(self) -> bool:
@@ -229,7 +230,7 @@ class StreamSource(Source):
                 return
             # a recording's end: its last frame read (past it, some servers' streams
             # end in an error: a demuxer seeking where it cannot), or a plain end
-            if self.recording and (why == _END or stream.frames) and not self._short(stream):
+            if self._recorded and (why == _END or stream.frames) and not self._short(stream):
                 with self._cond:
                     self._ended = True
                     self._cond.notify_all()
@@ -256,7 +257,7 @@ class StreamSource(Source):
                     why = reason(exc.__cause__) if exc.__cause__ else str(exc)
                     continue
                 self.reconnects += 1
-                if self.recording:
+                if self._recorded:
                     self._resume(container, stream)
                 break
 
@@ -299,7 +300,7 @@ class StreamSource(Source):
                 for decoded in frames:
                     self._publish(decoded)
         except AV_ERRORS as exc:
-            if self.recording:  # the frames the decoder still holds were read whole
+            if self._recorded:  # the frames the decoder still holds were read whole
                 for decoded in decode_packet(stream, None)[0]:
                     self._publish(decoded)
             return reason(exc)
@@ -307,8 +308,8 @@ class StreamSource(Source):
 
     def _publish(self, decoded: VideoFrame) -> None:
         with self._cond:
-            at = self._time_of(decoded) if self.recording else None
-            if self.recording:
+            at = self._time_of(decoded) if self._recorded else None
+            if self._recorded:
                 if at is not None and self._last_time is not None and at <= self._last_time:
                     return  # handed out before the connection was lost
                 # every frame: wait until the one before is taken
