@@ -6,14 +6,11 @@ output folder (no ``.partial-*`` temporaries, no half file) and says so in one l
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from child_signals import as_from_a_terminal
+from child_signals import as_from_a_terminal, signalled
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "samples" / "one-by-one-person-detection.mp4"
@@ -25,24 +22,11 @@ def signalled_run(
     """``framelens run SAMPLE ARGS --device cpu --quiet``, sent ``signum`` once its outputs'
     temporaries appear in ``out`` (the first frame processed; the rest of the run takes
     seconds more on the CPU); its exit code, stdout and stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "framelens", "run", str(SAMPLE), *args, "--device", "cpu",
-         "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec,
+    return signalled(
+        ["run", str(SAMPLE), *args, "--device", "cpu", "--quiet"],
+        lambda: any(".partial-" in p.name for p in out.iterdir()),
+        signum, "the run did not start writing", preexec,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not any(".partial-" in p.name for p in out.iterdir()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not start writing"
-            time.sleep(0.02)
-        proc.send_signal(signum)
-        stdout, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, stdout, err
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
@@ -86,22 +70,11 @@ def test_a_batch_stopped_by_kill_exits_as_a_run_does(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     shutil.copy(SAMPLE, tmp_path / "in" / "walkers.mp4")
     results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "framelens", "batch", str(tmp_path / "in"), "--output",
-         str(results), "--device", "cpu"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not (results / "manifest.json").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the batch did not start"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    code, _, err = signalled(
+        ["batch", str(tmp_path / "in"), "--output", str(results), "--device", "cpu"],
+        (results / "manifest.json").exists,
+        signal.SIGTERM,
+        "the batch did not start",
+    )
+    assert code == 128 + signal.SIGTERM, err
     assert "Traceback" not in err

@@ -378,9 +378,8 @@ def test_a_killed_track_leaves_nothing(tmp_path: Path) -> None:
     """SIGTERM while the tracks are being written: neither the tracks file nor its
     temporary stays, exit 128 + 15, one line."""
     import signal
-    import time
 
-    from child_signals import as_from_a_terminal
+    from child_signals import signalled
 
     rng = np.random.default_rng(3)
     frames, boxes = 6_000, 20  # seconds of tracking here: the signal comes well before the end
@@ -393,23 +392,12 @@ def test_a_killed_track_leaves_nothing(tmp_path: Path) -> None:
     np.savetxt(dets, rows, fmt=["%d", "%d", "%.1f", "%.1f", "%.1f", "%.1f", "%.2f"], delimiter=",")
     out = tmp_path / "out"
     out.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "framelens", "track", str(dets), "--output", str(out / "t.txt")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal,
+    code, stdout, err = signalled(
+        ["track", str(dets), "--output", str(out / "t.txt")],
+        lambda: any(".partial-" in p.name for p in out.iterdir()), signal.SIGTERM,
+        "track did not start writing",
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not any(".partial-" in p.name for p in out.iterdir()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "track did not start writing"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        stdout, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert code == 128 + signal.SIGTERM, err
     assert stdout == "" and err.strip().splitlines() == ["framelens: interrupted"]
     assert list(out.iterdir()) == []
 
