@@ -200,19 +200,15 @@ def test_missing_file_and_bad_report_folder(
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "mine.txt").write_text("keep")
-    code, out, err = _cli(
-        capsys, "evaluate", str(folder / "test.txt"), "--gt", str(folder / "gt.txt"),
-        "--report", str(taken),
-    )  # fmt: skip
+    report_args = ("evaluate", str(folder / "test.txt"), "--gt", str(folder / "gt.txt"),
+                   "--report", str(taken))  # fmt: skip
+    code, out, err = _cli(capsys, *report_args)
     assert code == 2 and out == "" and "holds other files" in err
     assert [p.name for p in taken.iterdir()] == ["mine.txt"]
     # a name a report uses, but no report: the analyst's own summary is kept
     (taken / "mine.txt").unlink()
     (taken / "summary.json").write_text('{"mine": true}')
-    code, out, err = _cli(
-        capsys, "evaluate", str(folder / "test.txt"), "--gt", str(folder / "gt.txt"),
-        "--report", str(taken),
-    )  # fmt: skip
+    code, out, err = _cli(capsys, *report_args)
     assert code == 2 and out == "" and "no earlier output of this kind" in err
     assert (taken / "summary.json").read_text() == '{"mine": true}'
 
