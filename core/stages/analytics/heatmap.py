@@ -10,8 +10,9 @@
     HeatmapStages(settings)            its factory, picklable (``run --processes``)
     HeatLayer                          a snapshot of the grid; ``paint(image)`` blends it,
                                        colour-mapped, over a BGR frame (``blend_heat``)
-    write_heatmap_png(path, ...)       the final heatmap over the last frame, as a PNG
-                                       written to a temporary name and renamed
+    HeatmapPng(path)                   a run's output: the final heatmap over the last
+                                       frame, as a PNG written to a temporary name and
+                                       renamed when the run's outputs are committed
 
 One observation of a tracked object adds exactly 1.0 to the cell its tested point is in,
 and ``exp(-d^2 / (2 sigma^2))`` to a cell ``d`` cells away (the kernel's peak is 1), so a
@@ -34,7 +35,7 @@ import numpy.typing as npt
 from framelens.core.errors import ConfigError, ExportError
 from framelens.core.stages.analytics.counting import anchor_points
 from framelens.core.stages.analytics.zones import ANCHORS
-from framelens.core.stages.sinks.atomic import AtomicFile, write_bytes_atomic
+from framelens.core.stages.sinks.atomic import AtomicFile
 from framelens.core.stages.source_stages import SourceStage
 from framelens.core.types import Detections, FrameResult, Image
 
@@ -51,7 +52,6 @@ __all__ = [
     "blend_heat",
     "heat_layer",
     "heat_patch",
-    "write_heatmap_png",
 ]
 
 HEATMAP_SUFFIX = ".heatmap.png"
@@ -294,14 +294,9 @@ class HeatmapStages:
         return [HeatmapStage(self.settings, self.keep_frame)]
 
 
-def write_heatmap_png(path: str | Path, layer: HeatLayer, frame: Image | None = None) -> Path:
-    """``layer`` blended over ``frame`` (black without one) as a PNG at ``path``, written
-    to a temporary name beside it and renamed when complete; ExportError in one line."""
-    target = Path(path)
-    return write_bytes_atomic(target, _heatmap_png(target, layer, frame))
-
-
 def _heatmap_png(target: Path, layer: HeatLayer, frame: Image | None) -> bytes:
+    """``layer`` blended over ``frame`` (black without one), encoded as a PNG for
+    ``target``; ExportError (one line) when it cannot be encoded."""
     image = (
         np.zeros((layer.height, layer.width, 3), np.uint8)
         if frame is None
